@@ -1,0 +1,20 @@
+// Element-wise kernels on residue vectors mod q (inputs in [0, q), outputs in [0, q)),
+// run with the active SIMD body (simd.hpp). `out` may alias an input.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kasoku/arith/modarith.hpp"
+
+namespace kasoku::arith {
+
+void add_mod(const u64* a, const u64* b, std::size_t n, u64 q, u64* out);
+void sub_mod(const u64* a, const u64* b, std::size_t n, u64 q, u64* out);
+void negate_mod(const u64* a, std::size_t n, u64 q, u64* out);
+void mul_mod(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* out);
+// out = a * w mod q with w < q and its Shoup constant wp = shoup(w, q).
+void mul_scalar_mod(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out);
+// Fused multiply-add: out = a * b + c mod q with one final reduction (seed 000 Alg. 4.1.1).
+void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out);
+
+}  // namespace kasoku::arith

@@ -1,0 +1,44 @@
+// Negacyclic NTT over Z_q[X]/(X^n + 1) (Harvey lazy butterflies, Shoup constants).
+// Forward: Cooley-Tukey, natural-order input, bit-reversed output. Inverse: Gentleman-Sande,
+// bit-reversed input, natural output, scaled by n^-1. Outputs are fully reduced to [0, q).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kasoku/arith/modarith.hpp"
+#include "kasoku/support/aligned.hpp"
+
+namespace kasoku::arith {
+
+class NttTables {
+public:
+    NttTables(u64 q, std::size_t n);
+
+    std::size_t n() const { return n_; }
+    int log_n() const { return log_n_; }
+    const Modulus& modulus() const { return mod_; }
+    u64 q() const { return mod_.value; }
+    u64 psi() const { return psi_; }  // the primitive 2n-th root used
+    // root_powers()[k] = psi^bitrev(k) (k >= 1 used), with Shoup constants.
+    const u64* root_powers() const { return roots_.data(); }
+    const u64* root_shoup() const { return roots_shoup_.data(); }
+    // inv_root_powers()[k] = root_powers()[k]^-1.
+    const u64* inv_root_powers() const { return inv_roots_.data(); }
+    const u64* inv_root_shoup() const { return inv_roots_shoup_.data(); }
+    u64 n_inv() const { return n_inv_; }
+    u64 n_inv_shoup() const { return n_inv_shoup_; }
+
+private:
+    std::size_t n_;
+    int log_n_;
+    Modulus mod_;
+    u64 psi_;
+    AlignedWords roots_, roots_shoup_, inv_roots_, inv_roots_shoup_;
+    u64 n_inv_, n_inv_shoup_;
+};
+
+// In-place transforms with the active SIMD body (see simd.hpp).
+void ntt_forward(u64* a, const NttTables& t);
+void ntt_inverse(u64* a, const NttTables& t);
+
+}  // namespace kasoku::arith

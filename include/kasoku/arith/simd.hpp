@@ -1,0 +1,45 @@
+// Run-time SIMD dispatch (Intel HEXL style): one kernel, several ISA bodies, a table per body.
+// The body is chosen once from CPUID and the environment variable KASOKU_SIMD
+// (scalar | avx2 | avx512 | ifma | auto); tests call every body through kernel_table().
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "kasoku/arith/modarith.hpp"
+
+namespace kasoku::arith {
+
+class NttTables;
+
+enum class SimdLevel { scalar = 0, avx2 = 1, avx512 = 2, ifma = 3 };
+
+struct KernelTable {
+    SimdLevel level;
+    const char* name;
+    void (*add)(const u64*, const u64*, std::size_t, u64, u64*);
+    void (*sub)(const u64*, const u64*, std::size_t, u64, u64*);
+    void (*negate)(const u64*, std::size_t, u64, u64*);
+    void (*mul)(const u64*, const u64*, std::size_t, const Modulus&, u64*);
+    void (*mul_scalar)(const u64*, u64, u64, std::size_t, u64, u64*);
+    void (*fma)(const u64*, const u64*, const u64*, std::size_t, const Modulus&, u64*);
+    void (*ntt_forward)(u64*, const NttTables&);
+    void (*ntt_inverse)(u64*, const NttTables&);
+};
+
+const char* simd_name(SimdLevel level);
+// Parses "scalar", "avx2", "avx512", "ifma"; throws ParameterError otherwise.
+SimdLevel parse_simd(const std::string& name);
+// Whether this build has the body compiled in.
+bool simd_compiled(SimdLevel level);
+// Whether this CPU (and OS) can run the body.
+bool simd_cpu_supports(SimdLevel level);
+// Bodies that are compiled and runnable here, lowest first.
+std::vector<SimdLevel> simd_available();
+// The body used by the dispatching functions (from KASOKU_SIMD, default: best available).
+SimdLevel active_simd();
+// Table of a given body; throws ParameterError if it is not compiled or not runnable here.
+const KernelTable& kernel_table(SimdLevel level);
+const KernelTable& active_kernels();
+
+}  // namespace kasoku::arith

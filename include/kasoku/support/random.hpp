@@ -1,0 +1,38 @@
+// Randomness: seeds from the OS through OpenSSL's RAND_bytes, expansion by OpenSSL's ChaCha20
+// (a keyed stream, so that a 32-byte seed can stand for a whole uniform polynomial).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace kasoku {
+
+using Seed = std::array<std::uint8_t, 32>;
+
+// A fresh seed from the operating system's CSPRNG (OpenSSL RAND_bytes).
+Seed random_seed();
+// `count` bytes straight from the OS CSPRNG.
+void os_random_bytes(void* out, std::size_t count);
+
+// Deterministic stream of random bytes from a seed (ChaCha20 keystream, OpenSSL EVP).
+class Prng {
+public:
+    explicit Prng(const Seed& seed);
+    Prng() : Prng(random_seed()) {}
+    ~Prng();
+    Prng(const Prng&) = delete;
+    Prng& operator=(const Prng&) = delete;
+
+    void fill(void* out, std::size_t count);
+    std::uint64_t next_u64();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Overwrites memory in a way the compiler cannot elide (OPENSSL_cleanse).
+void secure_wipe(void* data, std::size_t bytes);
+
+}  // namespace kasoku

@@ -1,0 +1,109 @@
+#include <cstdlib>
+#include <string>
+
+#include "kasoku/arith/kernels.hpp"
+#include "kasoku/support/error.hpp"
+#include "kernels_internal.hpp"
+
+namespace kasoku::arith {
+
+const char* simd_name(SimdLevel level) {
+    switch (level) {
+        case SimdLevel::scalar: return "scalar";
+        case SimdLevel::avx2: return "avx2";
+        case SimdLevel::avx512: return "avx512";
+        case SimdLevel::ifma: return "ifma";
+    }
+    return "?";
+}
+
+SimdLevel parse_simd(const std::string& name) {
+    for (SimdLevel l : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::ifma})
+        if (name == simd_name(l)) return l;
+    throw ParameterError("unknown SIMD body '" + name + "': expected scalar, avx2, avx512, ifma or auto");
+}
+
+bool simd_compiled(SimdLevel level) {
+    switch (level) {
+        case SimdLevel::scalar: return true;
+#ifdef KASOKU_HAVE_AVX2
+        case SimdLevel::avx2: return true;
+#endif
+        default: return false;
+    }
+}
+
+bool simd_cpu_supports(SimdLevel level) {
+    __builtin_cpu_init();
+    switch (level) {
+        case SimdLevel::scalar: return true;
+        case SimdLevel::avx2: return __builtin_cpu_supports("avx2");
+        case SimdLevel::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+        case SimdLevel::ifma:
+            return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                   __builtin_cpu_supports("avx512ifma");
+    }
+    return false;
+}
+
+std::vector<SimdLevel> simd_available() {
+    std::vector<SimdLevel> out;
+    for (SimdLevel l : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::ifma})
+        if (simd_compiled(l) && simd_cpu_supports(l)) out.push_back(l);
+    return out;
+}
+
+const KernelTable& kernel_table(SimdLevel level) {
+    if (!simd_compiled(level))
+        throw ParameterError(std::string("SIMD body '") + simd_name(level) + "' is not compiled into this build");
+    if (!simd_cpu_supports(level))
+        throw ParameterError(std::string("this CPU cannot run the SIMD body '") + simd_name(level) + "'");
+    switch (level) {
+#ifdef KASOKU_HAVE_AVX2
+        case SimdLevel::avx2: return detail::kAvx2Kernels;
+#endif
+        default: return detail::kScalarKernels;
+    }
+}
+
+namespace {
+SimdLevel choose_level() {
+    const char* env = std::getenv("KASOKU_SIMD");
+    std::string want = env ? env : "auto";
+    if (want.empty() || want == "auto") return simd_available().back();
+    SimdLevel l = parse_simd(want);
+    if (!simd_compiled(l) || !simd_cpu_supports(l))
+        throw ParameterError("KASOKU_SIMD=" + want + " is not available here; available: " +
+                             [] {
+                                 std::string s;
+                                 for (SimdLevel a : simd_available()) s += std::string(s.empty() ? "" : ", ") + simd_name(a);
+                                 return s;
+                             }());
+    return l;
+}
+}  // namespace
+
+SimdLevel active_simd() {
+    static const SimdLevel level = choose_level();
+    return level;
+}
+
+const KernelTable& active_kernels() {
+    static const KernelTable& table = kernel_table(active_simd());
+    return table;
+}
+
+void add_mod(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) { active_kernels().add(a, b, n, q, out); }
+void sub_mod(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) { active_kernels().sub(a, b, n, q, out); }
+void negate_mod(const u64* a, std::size_t n, u64 q, u64* out) { active_kernels().negate(a, n, q, out); }
+void mul_mod(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* out) {
+    active_kernels().mul(a, b, n, m, out);
+}
+void mul_scalar_mod(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out) {
+    active_kernels().mul_scalar(a, w, wp, n, q, out);
+}
+void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out) {
+    active_kernels().fma(a, b, c, n, m, out);
+}
+
+}  // namespace kasoku::arith

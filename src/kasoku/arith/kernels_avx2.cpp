@@ -1,0 +1,157 @@
+// AVX2 bodies of the element-wise kernels and the NTT (compiled with -mavx2 only in this file).
+#include "kernels_internal.hpp"
+#include "simd_avx2_internal.hpp"
+
+namespace kasoku::arith::detail {
+
+namespace {
+using namespace avx2;
+
+void add_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
+    const __m256i vq = set1(q);
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) store(out + i, sub_if_ge(_mm256_add_epi64(load(a + i), load(b + i)), vq));
+    for (; i < n; ++i) out[i] = add_mod(a[i], b[i], q);
+}
+
+void sub_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
+    const __m256i vq = set1(q);
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        store(out + i, sub_if_ge(_mm256_add_epi64(load(a + i), _mm256_sub_epi64(vq, load(b + i))), vq));
+    for (; i < n; ++i) out[i] = sub_mod(a[i], b[i], q);
+}
+
+void negate_avx2(const u64* a, std::size_t n, u64 q, u64* out) {
+    const __m256i vq = set1(q), zero = _mm256_setzero_si256();
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i x = load(a + i);
+        __m256i nz = _mm256_xor_si256(_mm256_cmpeq_epi64(x, zero), _mm256_set1_epi64x(-1));
+        store(out + i, _mm256_and_si256(_mm256_sub_epi64(vq, x), nz));
+    }
+    for (; i < n; ++i) out[i] = neg_mod(a[i], q);
+}
+
+void mul_avx2(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* out) {
+    const BarrettShift br(m.value, m.bits);
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i hi, lo;
+        mul_full(load(a + i), load(b + i), hi, lo);
+        store(out + i, br.reduce(hi, lo));
+    }
+    for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i], m);
+}
+
+void mul_scalar_avx2(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out) {
+    const __m256i vw = set1(w), vw_h = set1(w >> 32), vwp = set1(wp), vwp_h = set1(wp >> 32);
+    const __m256i vq = set1(q), vq_h = set1(q >> 32);
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        store(out + i, sub_if_ge(mul_shoup_lazy(load(a + i), vw, vw_h, vwp, vwp_h, vq, vq_h), vq));
+    for (; i < n; ++i) out[i] = mul_shoup(a[i], w, wp, q);
+}
+
+void fma_avx2(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out) {
+    const BarrettShift br(m.value, m.bits);
+    const __m256i sign = _mm256_set1_epi64x(static_cast<long long>(0x8000000000000000ull));
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i hi, lo;
+        mul_full(load(a + i), load(b + i), hi, lo);
+        __m256i s = _mm256_add_epi64(lo, load(c + i));
+        // carry = (s < lo) as unsigned: flip sign bits and compare signed
+        __m256i carry = _mm256_cmpgt_epi64(_mm256_xor_si256(lo, sign), _mm256_xor_si256(s, sign));
+        hi = _mm256_sub_epi64(hi, carry);  // carry mask is -1 where set
+        store(out + i, br.reduce(hi, s));
+    }
+    for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
+}
+
+void ntt_forward_avx2(u64* a, const NttTables& t) {
+    const std::size_t n = t.n();
+    const u64 q = t.q();
+    if (n < 16) return ntt_forward_scalar(a, t);
+    const u64* w = t.root_powers();
+    const u64* wp = t.root_shoup();
+    const __m256i vq = set1(q), vq_h = set1(q >> 32), v2q = set1(2 * q);
+    std::size_t m = 1, gap = n >> 1;
+    for (; gap >= 4; m <<= 1, gap >>= 1) {
+        for (std::size_t i = 0; i < m; ++i) {
+            const __m256i vw = set1(w[m + i]), vw_h = set1(w[m + i] >> 32);
+            const __m256i vwp = set1(wp[m + i]), vwp_h = set1(wp[m + i] >> 32);
+            u64* x = a + 2 * i * gap;
+            u64* y = x + gap;
+            for (std::size_t j = 0; j < gap; j += 4) {
+                __m256i u = sub_if_ge(load(x + j), v2q);
+                __m256i v = mul_shoup_lazy(load(y + j), vw, vw_h, vwp, vwp_h, vq, vq_h);
+                store(x + j, _mm256_add_epi64(u, v));
+                store(y + j, _mm256_add_epi64(_mm256_sub_epi64(u, v), v2q));
+            }
+        }
+    }
+    // gap 2 and 1: scalar butterflies, then the final reduction
+    const u64 two_q = 2 * q;
+    for (; m < n; m <<= 1, gap >>= 1) {
+        for (std::size_t i = 0; i < m; ++i) {
+            const u64 wi = w[m + i], wpi = wp[m + i];
+            u64* x = a + 2 * i * gap;
+            u64* y = x + gap;
+            for (std::size_t j = 0; j < gap; ++j) {
+                u64 u = x[j];
+                if (u >= two_q) u -= two_q;
+                const u64 v = arith::mul_shoup_lazy(y[j], wi, wpi, q);
+                x[j] = u + v;
+                y[j] = u - v + two_q;
+            }
+        }
+    }
+    for (std::size_t j = 0; j < n; j += 4) store(a + j, sub_if_ge(sub_if_ge(load(a + j), v2q), vq));
+}
+
+void ntt_inverse_avx2(u64* a, const NttTables& t) {
+    const std::size_t n = t.n();
+    const u64 q = t.q(), two_q = 2 * q;
+    if (n < 16) return ntt_inverse_scalar(a, t);
+    const u64* w = t.inv_root_powers();
+    const u64* wp = t.inv_root_shoup();
+    std::size_t m = n >> 1, gap = 1;
+    for (; gap < 4; m >>= 1, gap <<= 1) {
+        for (std::size_t i = 0; i < m; ++i) {
+            const u64 wi = w[m + i], wpi = wp[m + i];
+            u64* x = a + 2 * i * gap;
+            u64* y = x + gap;
+            for (std::size_t j = 0; j < gap; ++j) {
+                const u64 u = x[j], v = y[j];
+                u64 s = u + v;
+                if (s >= two_q) s -= two_q;
+                x[j] = s;
+                y[j] = arith::mul_shoup_lazy(u - v + two_q, wi, wpi, q);
+            }
+        }
+    }
+    const __m256i vq = set1(q), vq_h = set1(q >> 32), v2q = set1(two_q);
+    for (; m >= 1; m >>= 1, gap <<= 1) {
+        for (std::size_t i = 0; i < m; ++i) {
+            const __m256i vw = set1(w[m + i]), vw_h = set1(w[m + i] >> 32);
+            const __m256i vwp = set1(wp[m + i]), vwp_h = set1(wp[m + i] >> 32);
+            u64* x = a + 2 * i * gap;
+            u64* y = x + gap;
+            for (std::size_t j = 0; j < gap; j += 4) {
+                __m256i u = load(x + j), v = load(y + j);
+                store(x + j, sub_if_ge(_mm256_add_epi64(u, v), v2q));
+                __m256i d = _mm256_add_epi64(_mm256_sub_epi64(u, v), v2q);
+                store(y + j, mul_shoup_lazy(d, vw, vw_h, vwp, vwp_h, vq, vq_h));
+            }
+        }
+    }
+    mul_scalar_avx2(a, t.n_inv(), t.n_inv_shoup(), n, q, a);
+}
+
+}  // namespace
+
+const KernelTable kAvx2Kernels = {SimdLevel::avx2, "avx2",  add_avx2,        sub_avx2,         negate_avx2,
+                                  mul_avx2,        mul_scalar_avx2, fma_avx2, ntt_forward_avx2, ntt_inverse_avx2};
+
+}  // namespace kasoku::arith::detail

@@ -1,0 +1,17 @@
+// Declarations of the ISA bodies behind the dispatcher (never installed).
+#pragma once
+#include "kasoku/arith/ntt.hpp"
+#include "kasoku/arith/simd.hpp"
+
+namespace kasoku::arith::detail {
+
+extern const KernelTable kScalarKernels;
+#ifdef KASOKU_HAVE_AVX2
+extern const KernelTable kAvx2Kernels;
+#endif
+
+// Scalar NTT stages reused by the SIMD bodies for the short-gap tail.
+void ntt_forward_scalar(u64* a, const NttTables& t);
+void ntt_inverse_scalar(u64* a, const NttTables& t);
+
+}  // namespace kasoku::arith::detail

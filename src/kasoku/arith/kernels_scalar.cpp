@@ -1,0 +1,83 @@
+// Scalar reference bodies: the simplest correct code, against which every SIMD body is tested.
+#include "kernels_internal.hpp"
+
+namespace kasoku::arith::detail {
+
+namespace {
+
+void add_scalar(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = add_mod(a[i], b[i], q);
+}
+void sub_scalar(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = sub_mod(a[i], b[i], q);
+}
+void negate_scalar(const u64* a, std::size_t n, u64 q, u64* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = neg_mod(a[i], q);
+}
+void mul_scalar_body(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i], m);
+}
+void mul_by_scalar(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = mul_shoup(a[i], w, wp, q);
+}
+void fma_scalar(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
+}
+
+}  // namespace
+
+void ntt_forward_scalar(u64* a, const NttTables& t) {
+    const std::size_t n = t.n();
+    const u64 q = t.q(), two_q = 2 * q;
+    const u64* w = t.root_powers();
+    const u64* wp = t.root_shoup();
+    for (std::size_t m = 1, gap = n >> 1; m < n; m <<= 1, gap >>= 1) {
+        for (std::size_t i = 0; i < m; ++i) {
+            const u64 wi = w[m + i], wpi = wp[m + i];
+            u64* x = a + 2 * i * gap;
+            u64* y = x + gap;
+            for (std::size_t j = 0; j < gap; ++j) {
+                u64 u = x[j];
+                if (u >= two_q) u -= two_q;                       // [0, 2q)
+                const u64 v = mul_shoup_lazy(y[j], wi, wpi, q);  // [0, 2q)
+                x[j] = u + v;                                     // [0, 4q)
+                y[j] = u - v + two_q;                             // (0, 4q)
+            }
+        }
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+        u64 u = a[j];
+        if (u >= two_q) u -= two_q;
+        if (u >= q) u -= q;
+        a[j] = u;
+    }
+}
+
+void ntt_inverse_scalar(u64* a, const NttTables& t) {
+    const std::size_t n = t.n();
+    const u64 q = t.q(), two_q = 2 * q;
+    const u64* w = t.inv_root_powers();
+    const u64* wp = t.inv_root_shoup();
+    for (std::size_t m = n >> 1, gap = 1; m >= 1; m >>= 1, gap <<= 1) {
+        for (std::size_t i = 0; i < m; ++i) {
+            const u64 wi = w[m + i], wpi = wp[m + i];
+            u64* x = a + 2 * i * gap;
+            u64* y = x + gap;
+            for (std::size_t j = 0; j < gap; ++j) {
+                const u64 u = x[j], v = y[j];  // [0, 2q)
+                u64 s = u + v;
+                if (s >= two_q) s -= two_q;
+                x[j] = s;
+                y[j] = mul_shoup_lazy(u - v + two_q, wi, wpi, q);
+            }
+        }
+    }
+    const u64 ni = t.n_inv(), nip = t.n_inv_shoup();
+    for (std::size_t j = 0; j < n; ++j) a[j] = mul_shoup(a[j], ni, nip, q);
+}
+
+const KernelTable kScalarKernels = {SimdLevel::scalar, "scalar",  add_scalar,         sub_scalar,
+                                    negate_scalar,     mul_scalar_body, mul_by_scalar, fma_scalar,
+                                    ntt_forward_scalar, ntt_inverse_scalar};
+
+}  // namespace kasoku::arith::detail

@@ -1,0 +1,47 @@
+#include "kasoku/arith/ntt.hpp"
+
+#include <string>
+
+#include "kasoku/arith/primes.hpp"
+#include "kasoku/arith/simd.hpp"
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::arith {
+
+namespace {
+std::size_t bit_reverse(std::size_t x, int bits) {
+    std::size_t r = 0;
+    for (int i = 0; i < bits; ++i) r |= ((x >> i) & 1) << (bits - 1 - i);
+    return r;
+}
+}  // namespace
+
+NttTables::NttTables(u64 q, std::size_t n) : n_(n), mod_(q) {
+    if (n < 2 || (n & (n - 1)) != 0) throw ParameterError("NTT size must be a power of two >= 2, got " + std::to_string(n));
+    if (mod_.bits > kMaxModulusBits)
+        throw ParameterError("NTT modulus must be below 2^" + std::to_string(kMaxModulusBits));
+    if ((q - 1) % (2 * n) != 0 || !is_prime(q)) throw ParameterError("NTT modulus must be a prime = 1 mod 2n");
+    log_n_ = __builtin_ctzll(n);
+    psi_ = primitive_root_2n(q, n);
+    const u64 psi_inv = inv_mod(psi_, mod_);
+    roots_.assign(n, 0); roots_shoup_.assign(n, 0); inv_roots_.assign(n, 0); inv_roots_shoup_.assign(n, 0);
+    u64 p = 1, pi = 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        std::size_t k = bit_reverse(i, log_n_);
+        roots_[k] = p;
+        inv_roots_[k] = pi;
+        p = mul_mod(p, psi_, mod_);
+        pi = mul_mod(pi, psi_inv, mod_);
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+        roots_shoup_[k] = shoup(roots_[k], q);
+        inv_roots_shoup_[k] = shoup(inv_roots_[k], q);
+    }
+    n_inv_ = inv_mod(n % q, mod_);
+    n_inv_shoup_ = shoup(n_inv_, q);
+}
+
+void ntt_forward(u64* a, const NttTables& t) { active_kernels().ntt_forward(a, t); }
+void ntt_inverse(u64* a, const NttTables& t) { active_kernels().ntt_inverse(a, t); }
+
+}  // namespace kasoku::arith

@@ -1,0 +1,67 @@
+#include "kasoku/support/random.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kasoku/support/error.hpp"
+
+namespace kasoku {
+
+void os_random_bytes(void* out, std::size_t count) {
+    if (count == 0) return;
+    if (RAND_bytes(static_cast<unsigned char*>(out), static_cast<int>(count)) != 1)
+        throw Error("OpenSSL RAND_bytes failed: the operating system's random source is unavailable");
+}
+
+Seed random_seed() {
+    Seed s{};
+    os_random_bytes(s.data(), s.size());
+    return s;
+}
+
+void secure_wipe(void* data, std::size_t bytes) {
+    if (data && bytes) OPENSSL_cleanse(data, bytes);
+}
+
+struct Prng::Impl {
+    EVP_CIPHER_CTX* ctx = nullptr;
+    std::vector<unsigned char> zeros;
+    ~Impl() {
+        if (ctx) EVP_CIPHER_CTX_free(ctx);
+    }
+};
+
+Prng::Prng(const Seed& seed) : impl_(std::make_unique<Impl>()) {
+    impl_->ctx = EVP_CIPHER_CTX_new();
+    unsigned char iv[16] = {0};  // 32-bit block counter + 96-bit nonce, all zero: one stream per seed
+    if (!impl_->ctx || EVP_EncryptInit_ex(impl_->ctx, EVP_chacha20(), nullptr, seed.data(), iv) != 1)
+        throw Error("OpenSSL ChaCha20 initialisation failed");
+}
+
+Prng::~Prng() = default;
+
+void Prng::fill(void* out, std::size_t count) {
+    auto* p = static_cast<unsigned char*>(out);
+    std::memset(p, 0, count);  // keystream XOR zeros = keystream
+    std::size_t done = 0;
+    while (done < count) {
+        int chunk = static_cast<int>(std::min<std::size_t>(count - done, 1u << 30));
+        int outl = 0;
+        if (EVP_EncryptUpdate(impl_->ctx, p + done, &outl, p + done, chunk) != 1 || outl != chunk)
+            throw Error("OpenSSL ChaCha20 keystream failed");
+        done += static_cast<std::size_t>(chunk);
+    }
+}
+
+std::uint64_t Prng::next_u64() {
+    std::uint64_t v;
+    fill(&v, sizeof v);
+    return v;
+}
+
+}  // namespace kasoku

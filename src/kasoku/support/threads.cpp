@@ -1,0 +1,22 @@
+#include "kasoku/support/threads.hpp"
+
+#include <omp.h>
+
+#include <string>
+
+#include "kasoku/support/error.hpp"
+
+namespace kasoku {
+
+int hardware_threads() {
+    int n = omp_get_num_procs();
+    return n > 0 ? n : 1;
+}
+
+int resolve_threads(int threads) {
+    if (threads < 0)
+        throw ParameterError("thread count must be >= 0 (0 or None = all cores), got " + std::to_string(threads));
+    return threads == 0 ? hardware_threads() : threads;
+}
+
+}  // namespace kasoku

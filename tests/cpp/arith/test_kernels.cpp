@@ -1,0 +1,115 @@
+// Every SIMD body the build has is compared bit for bit with the scalar reference.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "kasoku/arith/ntt.hpp"
+#include "kasoku/arith/primes.hpp"
+#include "kasoku/arith/simd.hpp"
+#include "kasoku/support/error.hpp"
+
+using namespace kasoku::arith;
+
+namespace {
+std::vector<SimdLevel> bodies_under_test() {
+    std::vector<SimdLevel> out;
+    for (SimdLevel l : {SimdLevel::avx2, SimdLevel::avx512, SimdLevel::ifma}) {
+        if (!simd_compiled(l)) continue;
+        if (!simd_cpu_supports(l)) {
+            std::printf("[  SKIP    ] body %s: this CPU cannot run it\n", simd_name(l));
+            continue;
+        }
+        out.push_back(l);
+    }
+    return out;
+}
+
+// Random residues with planted worst cases (0, 1, q-1, q-2) at the vector's ends and inside.
+std::vector<u64> residues(std::mt19937_64& rng, size_t n, u64 q) {
+    std::vector<u64> v(n);
+    for (auto& x : v) x = rng() % q;
+    const u64 planted[] = {0, 1, q - 1, q - 2, q / 2, (q + 1) / 2};
+    for (size_t i = 0; i < std::size(planted) && i < n; ++i) {
+        v[i] = planted[i];
+        v[n - 1 - i] = planted[(i + 2) % std::size(planted)];
+    }
+    return v;
+}
+}  // namespace
+
+TEST(Kernels, EveryBodyMatchesScalar) {
+    const KernelTable& ref = kernel_table(SimdLevel::scalar);
+    std::mt19937_64 rng(7);
+    for (SimdLevel level : bodies_under_test()) {
+        const KernelTable& k = kernel_table(level);
+        for (int bits : {30, 36, 45, 50, 55, 60, 61}) {
+            const u64 q = generate_ntt_primes(bits, 1, 1024)[0];
+            const Modulus m(q);
+            for (size_t n : {1, 3, 4, 7, 64, 1027}) {  // odd lengths exercise the scalar tails
+                auto a = residues(rng, n, q), b = residues(rng, n, q), c = residues(rng, n, q);
+                std::vector<u64> r1(n), r2(n);
+                const u64 w = rng() % q, wp = shoup(w, q);
+#define KASOKU_CHECK(call_ref, call_simd)                                                      \
+    call_ref;                                                                                  \
+    call_simd;                                                                                 \
+    ASSERT_EQ(r1, r2) << #call_simd << " body=" << k.name << " bits=" << bits << " n=" << n;
+                KASOKU_CHECK(ref.add(a.data(), b.data(), n, q, r1.data()), k.add(a.data(), b.data(), n, q, r2.data()))
+                KASOKU_CHECK(ref.sub(a.data(), b.data(), n, q, r1.data()), k.sub(a.data(), b.data(), n, q, r2.data()))
+                KASOKU_CHECK(ref.negate(a.data(), n, q, r1.data()), k.negate(a.data(), n, q, r2.data()))
+                KASOKU_CHECK(ref.mul(a.data(), b.data(), n, m, r1.data()), k.mul(a.data(), b.data(), n, m, r2.data()))
+                KASOKU_CHECK(ref.mul_scalar(a.data(), w, wp, n, q, r1.data()),
+                             k.mul_scalar(a.data(), w, wp, n, q, r2.data()))
+                KASOKU_CHECK(ref.fma(a.data(), b.data(), c.data(), n, m, r1.data()),
+                             k.fma(a.data(), b.data(), c.data(), n, m, r2.data()))
+#undef KASOKU_CHECK
+            }
+        }
+    }
+}
+
+TEST(Kernels, ScalarIsCorrect) {
+    const KernelTable& k = kernel_table(SimdLevel::scalar);
+    std::mt19937_64 rng(8);
+    const u64 q = generate_ntt_primes(61, 1, 1024)[0];
+    const Modulus m(q);
+    const size_t n = 257;
+    auto a = residues(rng, n, q), b = residues(rng, n, q), c = residues(rng, n, q);
+    std::vector<u64> r(n);
+    k.fma(a.data(), b.data(), c.data(), n, m, r.data());
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(r[i], static_cast<u64>((static_cast<u128>(a[i]) * b[i] + c[i]) % q));
+    k.sub(a.data(), b.data(), n, q, r.data());
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(r[i], (a[i] + q - b[i]) % q);
+    k.negate(a.data(), n, q, r.data());
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(r[i], (q - a[i]) % q);
+}
+
+TEST(Kernels, NttBodiesMatchScalar) {
+    const KernelTable& ref = kernel_table(SimdLevel::scalar);
+    std::mt19937_64 rng(9);
+    for (SimdLevel level : bodies_under_test()) {
+        const KernelTable& k = kernel_table(level);
+        for (int bits : {30, 40, 50, 60, 61}) {
+            for (size_t n : {8, 16, 32, 1024, 8192}) {
+                const NttTables t(generate_ntt_primes(bits, 1, n)[0], n);
+                auto a = residues(rng, n, t.q());
+                auto b = a;
+                ref.ntt_forward(a.data(), t);
+                k.ntt_forward(b.data(), t);
+                ASSERT_EQ(a, b) << "forward body=" << k.name << " n=" << n << " bits=" << bits;
+                ref.ntt_inverse(a.data(), t);
+                k.ntt_inverse(b.data(), t);
+                ASSERT_EQ(a, b) << "inverse body=" << k.name << " n=" << n << " bits=" << bits;
+            }
+        }
+    }
+}
+
+TEST(Simd, DispatcherReportsAvailableBodies) {
+    auto av = simd_available();
+    ASSERT_FALSE(av.empty());
+    EXPECT_EQ(av.front(), SimdLevel::scalar);
+    EXPECT_EQ(parse_simd("avx2"), SimdLevel::avx2);
+    EXPECT_THROW(parse_simd("sse9"), kasoku::ParameterError);
+    EXPECT_TRUE(simd_compiled(active_simd()));
+}

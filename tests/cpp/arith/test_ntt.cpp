@@ -1,0 +1,85 @@
+// NTT against the schoolbook negacyclic convolution.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "kasoku/arith/kernels.hpp"
+#include "kasoku/arith/ntt.hpp"
+#include "kasoku/arith/primes.hpp"
+#include "kasoku/arith/simd.hpp"
+
+using namespace kasoku::arith;
+
+namespace {
+std::vector<u64> schoolbook(const std::vector<u64>& a, const std::vector<u64>& b, const Modulus& m) {
+    const size_t n = a.size();
+    const u64 q = m.value;
+    std::vector<u64> r(n, 0);
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < n; ++j) {
+            u64 p = mul_mod(a[i], b[j], m);
+            size_t k = i + j;
+            if (k < n) r[k] = add_mod(r[k], p, q);
+            else r[k - n] = sub_mod(r[k - n], p, q);  // X^n = -1
+        }
+    return r;
+}
+}  // namespace
+
+class NttConvolution : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+
+TEST_P(NttConvolution, MatchesSchoolbook) {
+    auto [log_n, bits, simd] = GetParam();
+    const SimdLevel level = static_cast<SimdLevel>(simd);
+    if (!simd_compiled(level) || !simd_cpu_supports(level)) GTEST_SKIP() << simd_name(level) << " not runnable here";
+    const KernelTable& k = kernel_table(level);
+    const size_t n = size_t{1} << log_n;
+    const NttTables t(generate_ntt_primes(bits, 1, n)[0], n);
+    const Modulus& m = t.modulus();
+    std::mt19937_64 rng(log_n * 100 + bits);
+    for (int trial = 0; trial < 3; ++trial) {
+        std::vector<u64> a(n), b(n);
+        for (size_t i = 0; i < n; ++i) {
+            // trial 0: worst case (all q-1); others random
+            a[i] = trial == 0 ? m.value - 1 : rng() % m.value;
+            b[i] = trial == 0 ? m.value - 1 : rng() % m.value;
+        }
+        auto expect = schoolbook(a, b, m);
+        auto fa = a, fb = b;
+        k.ntt_forward(fa.data(), t);
+        k.ntt_forward(fb.data(), t);
+        for (size_t i = 0; i < n; ++i) ASSERT_LT(fa[i], m.value);
+        std::vector<u64> fc(n);
+        k.mul(fa.data(), fb.data(), n, m, fc.data());
+        k.ntt_inverse(fc.data(), t);
+        ASSERT_EQ(fc, expect) << "log_n=" << log_n << " bits=" << bits << " body=" << k.name;
+        k.ntt_inverse(fa.data(), t);
+        ASSERT_EQ(fa, a) << "round trip";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, NttConvolution,
+                         ::testing::Combine(::testing::Values(2, 3, 4, 5, 8, 10), ::testing::Values(30, 45, 59, 60, 61),
+                                            ::testing::Values(0, 1)));
+
+TEST(Ntt, ForwardEvaluatesAtOddPowersOfPsi) {
+    // NTT(X)[k] must be psi^e for an odd e, and the map k -> e a bijection onto the odd residues.
+    const size_t n = 64;
+    const NttTables t(generate_ntt_primes(40, 1, n)[0], n);
+    std::vector<u64> x(n, 0);
+    x[1] = 1;
+    ntt_forward(x.data(), t);
+    std::vector<int> seen(2 * n, 0);
+    for (size_t k = 0; k < n; ++k) {
+        u64 p = 1;
+        int e = -1;
+        for (size_t j = 0; j < 2 * n; ++j) {
+            if (p == x[k]) { e = static_cast<int>(j); break; }
+            p = mul_mod(p, t.psi(), t.modulus());
+        }
+        ASSERT_EQ(e % 2, 1);
+        seen[e]++;
+    }
+    for (size_t j = 1; j < 2 * n; j += 2) EXPECT_EQ(seen[j], 1);
+}
