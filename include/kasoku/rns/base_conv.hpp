@@ -1,0 +1,32 @@
+// Fast approximate base conversion (seed 000 eq. 2.2):
+//   Conv_{C->B}(x)_t = sum_i [x_i (Q/q_i)^-1]_{q_i} (Q/q_i) mod t,  Q = prod of the source primes.
+// The result is x + e Q for a small integer e (0 <= e < |C|).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kasoku/arith/modarith.hpp"
+
+namespace kasoku::rns {
+
+class BaseConverter {
+public:
+    BaseConverter() = default;
+    BaseConverter(const std::vector<arith::Modulus>& source, const std::vector<arith::Modulus>& target);
+
+    std::size_t source_size() const { return src_.size(); }
+    std::size_t target_size() const { return dst_.size(); }
+
+    // Step 1: y_i = x_i * (Q/q_i)^-1 mod q_i for every source limb (n coefficients each).
+    void scale_source(const std::uint64_t* const* x, std::size_t n, std::uint64_t* const* y) const;
+    // Step 2: target limb t from the scaled source limbs y.
+    void convert_to(std::size_t t, const std::uint64_t* const* y, std::size_t n, std::uint64_t* out) const;
+
+private:
+    std::vector<arith::Modulus> src_, dst_;
+    std::vector<std::uint64_t> inv_, inv_shoup_;  // (Q/q_i)^-1 mod q_i
+    std::vector<std::uint64_t> factor_;           // [t * |src| + i] = (Q/q_i) mod t
+};
+
+}  // namespace kasoku::rns
