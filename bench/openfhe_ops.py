@@ -116,7 +116,7 @@ def make_context(spec):
         wanted = re.search(r"recommendation \((\d+)\)", str(e))
         note = ("OpenFHE refuses N=2^%d at HEStd_128_classic (its check wants N >= %s for the Q*P it "
                 "builds); ran with HEStd_NotSet: same N and Q as kasoku, but OpenFHE's own Q*P is "
-                "beyond the 128-bit bound for this N" % (spec["logn"], wanted.group(1) if wanted else "?"))
+                "beyond the 128-bit bound for this N." % (spec["logn"], wanted.group(1) if wanted else "?"))
         log("WARNING: " + note)
         return build(ofhe.HEStd_NotSet), "HEStd_NotSet", note
 

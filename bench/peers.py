@@ -395,8 +395,8 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
     p = args.params
     k_times, k_sizes, _ = index(kasoku_recs, "kasoku", p)
     p_times, p_sizes, p_other = index(peer_recs, peer, p)
-    peer_params = p_other.get("params", {})
-    peer_version = peer_params.get("openfhe_version") or peer_params.get("seal_version") or "?"
+    pp = p_other.get("params", {})  # what the peer actually chose
+    peer_version = pp.get("openfhe_version") or pp.get("seal_version") or "?"
     summary = []
 
     rows = []
@@ -442,7 +442,6 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
                             "ratio": None if k is None or not q else k / q})
 
     # Notes: everything a reader needs to trust (or distrust) the ratios.
-    pp = peer_params
     notes = list(notes)
     notes.append(f"kasoku parameters: N=2^{spec['logn']}, log2 Q = {spec['log2_q']} "
                  f"({spec['depth'] + 1} primes), {len(spec['special_bits'])} special prime(s) of "
@@ -458,10 +457,9 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
                      + f", security {pp.get('security')}. {pp.get('note', '')}")
         if pp.get("security_note"):
             notes.append("WARNING: " + pp["security_note"])
-    for op in ("KeyGen",):
-        for lib, t in (("kasoku", k_times), (peer, p_times)):
-            if t.get(op, {}).get("note"):
-                notes.append(f"{op} ({lib}): {t[op]['note']}.")
+    for lib, t in (("kasoku", k_times), (peer, p_times)):
+        if t.get("KeyGen", {}).get("note"):
+            notes.append(f"KeyGen ({lib}): {t['KeyGen']['note']}.")
     if "NTT" not in p_times:
         notes.append(f"NTT: not measured for {peer} (not exposed by its Python API).")
     chk = p_other.get("check")
@@ -475,7 +473,8 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
             n = next(iter(s.values())).get("note")
             if n:
                 notes.append(f"sizes ({lib}): {n}.")
-    notes.append(f"ratio = kasoku median / {peer} median: below 1 means kasoku is faster (smaller).")
+    notes.append(f"ratio = kasoku median / {peer} median: below 1 means kasoku is faster (or smaller). "
+                 "Expect ~10-15% run-to-run noise on a shared 2-core machine; use --reps >= 5.")
 
     out.append("")
     out.append("notes:")

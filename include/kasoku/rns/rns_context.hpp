@@ -53,10 +53,15 @@ public:
     void fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, int threads) const;
     // out = a * c_i limb-wise with c_i < prime i (residues of one integer constant).
     void mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, int threads) const;
+    // out = a + c_i limb-wise (adds a constant polynomial when a is in NTT form).
+    void add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, int threads) const;
 
     // Residues of a small signed integer vector (|x| < 2^127 per coefficient is handled by the caller) into
     // coefficient-form limbs.
     void set_signed(const std::int64_t* coeffs, RnsPoly& out, int threads) const;
+
+    // x_i += d_i * P mod q_i on the q-limbs of x (Q_l * P basis); d over Q_l. Lifts d into the extended basis as d * P.
+    void add_times_p(const RnsPoly& d, RnsPoly& x, int threads) const;
 
     // --- RNS scaling ---
     // a (NTT form, num_q = l+1, num_p = 0) -> round(a / q_l) at num_q = l.
@@ -103,7 +108,7 @@ private:
     std::vector<BaseConverter> digit_conv_;
     // ModDown: P -> all q; P^-1 mod q_i
     BaseConverter p_to_q_;
-    std::vector<u64> p_inv_, p_inv_shoup_;
+    std::vector<u64> p_inv_, p_inv_shoup_, p_mod_q_, p_mod_q_shoup_;
     // Fused ModDown + rescale at level l: (P, q_l) -> q_0..q_{l-1}; (P q_l)^-1 mod q_i
     std::vector<BaseConverter> pq_to_q_;
     std::vector<std::vector<u64>> pq_inv_, pq_inv_shoup_;

@@ -56,6 +56,8 @@ RnsContext::RnsContext(std::size_t n, std::vector<u64> q, std::vector<u64> p, st
         for (std::size_t i = 0; i <= L; ++i) {
             u64 pi = 1;
             for (u64 pj : p_) pi = arith::mul_mod(pi, pj % q_[i], mods_[i]);
+            p_mod_q_.push_back(pi);
+            p_mod_q_shoup_.push_back(arith::shoup(pi, q_[i]));
             p_inv_.push_back(arith::inv_mod(pi, mods_[i]));
             p_inv_shoup_.push_back(arith::shoup(p_inv_.back(), q_[i]));
         }
@@ -167,6 +169,17 @@ void RnsContext::mul_constant(const RnsPoly& a, const std::vector<u64>& residues
     });
 }
 
+void RnsContext::add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, int threads) const {
+    shape_like(a, out);
+    parallel_for(threads, a.limbs(), [&](std::size_t i) {
+        const std::size_t idx = prime_index(i, a.num_q());
+        const u64 q = prime(idx), c = residues[idx] % q;
+        const u64* src = a.limb(i);
+        u64* dst = out.limb(i);
+        for (std::size_t k = 0; k < n_; ++k) dst[k] = arith::add_mod(src[k], c, q);
+    });
+}
+
 void RnsContext::set_signed(const std::int64_t* coeffs, RnsPoly& out, int threads) const {
     out.set_ntt_form(false);
     parallel_for(threads, out.limbs(), [&](std::size_t i) {
@@ -177,6 +190,15 @@ void RnsContext::set_signed(const std::int64_t* coeffs, RnsPoly& out, int thread
             // |v| < q for every use here (ternary secrets, Gaussian errors, plaintexts reduced by the caller)
             d[c] = v >= 0 ? static_cast<u64>(v) % q : (q - static_cast<u64>(-v) % q) % q;
         }
+    });
+}
+
+void RnsContext::add_times_p(const RnsPoly& d, RnsPoly& x, int threads) const {
+    if (d.num_q() != x.num_q() || !d.ntt_form() || !x.ntt_form()) throw ParameterError("internal: add_times_p shapes differ");
+    parallel_for(threads, d.num_q(), [&](std::size_t i) {
+        AlignedWords t(n_);
+        arith::mul_scalar_mod(d.limb(i), p_mod_q_[i], p_mod_q_shoup_[i], n_, q_[i], t.data());
+        arith::add_mod(x.limb(i), t.data(), n_, q_[i], x.limb(i));
     });
 }
 

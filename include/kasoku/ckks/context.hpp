@@ -1,0 +1,57 @@
+// Context: parameters plus every precomputed table (RNS/NTT, base conversion, encoder FFT roots).
+// Immutable after construction and shared by every object made from it.
+#pragma once
+#include <complex>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kasoku/ckks/parameters.hpp"
+#include "kasoku/rns/rns_context.hpp"
+
+namespace kasoku::ckks {
+
+class Context {
+public:
+    // threads: default thread count of operations (0 = all cores).
+    static std::shared_ptr<const Context> create(const Parameters& params, int threads = 0);
+
+    const Parameters& params() const { return params_; }
+    const rns::RnsContext& rns() const { return *rns_; }
+    std::size_t n() const { return rns_->n(); }
+    std::size_t slots() const { return rns_->n() / 2; }
+    int max_level() const { return params_.levels; }
+    double default_scale() const { return default_scale_; }
+    int threads() const { return threads_; }
+    // Resolves a per-call thread count (0 -> the context default).
+    int threads_or_default(int threads) const;
+    // Random per-context id: objects remember it and operations refuse objects of another context.
+    std::uint64_t uid() const { return uid_; }
+    // Hash of the parameters and the primes: serialized objects carry it.
+    std::uint64_t fingerprint() const { return fingerprint_; }
+    // log2(q_0 ... q_level)
+    double log_modulus(int level) const { return log_q_prefix_[level]; }
+    // Galois elements: rotation by `step` slots to the left, and conjugation.
+    std::uint64_t galois_element(std::int64_t step) const;
+    std::uint64_t conjugation_element() const { return 2 * n() - 1; }
+
+    // Encoder tables (HEAAN-style special FFT): rot_group_[j] = 5^j mod 2n, ksi_[k] = exp(2 pi i k / 2n).
+    const std::vector<std::uint64_t>& rot_group() const { return rot_group_; }
+    const std::vector<std::complex<double>>& ksi() const { return ksi_; }
+
+    explicit Context(const Parameters& params, int threads);
+
+private:
+    Parameters params_;
+    std::unique_ptr<rns::RnsContext> rns_;
+    double default_scale_;
+    int threads_;
+    std::uint64_t uid_, fingerprint_;
+    std::vector<double> log_q_prefix_;
+    std::vector<std::uint64_t> rot_group_;
+    std::vector<std::complex<double>> ksi_;
+};
+
+using ContextPtr = std::shared_ptr<const Context>;
+
+}  // namespace kasoku::ckks

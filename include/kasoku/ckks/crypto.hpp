@@ -1,0 +1,54 @@
+// Key generation, encryption and decryption (the client side: these are the only classes that touch
+// the secret key).
+#pragma once
+#include <complex>
+#include <cstdint>
+#include <vector>
+
+#include "kasoku/ckks/context.hpp"
+#include "kasoku/ckks/encoder.hpp"
+#include "kasoku/ckks/objects.hpp"
+
+namespace kasoku::ckks {
+
+class KeyGenerator {
+public:
+    explicit KeyGenerator(ContextPtr ctx) : ctx_(std::move(ctx)) {}
+    // Ternary secret (uniform in {-1, 0, 1}, or fixed Hamming weight), OS-seeded CSPRNG.
+    SecretKey secret_key(int threads = 0) const;
+    PublicKey public_key(const SecretKey& sk, int threads = 0) const;
+    SwitchKey relin_key(const SecretKey& sk, int threads = 0) const;
+    // Key for the automorphism X -> X^galois_elt (rotation: Context::galois_element(step); conjugation: 2n-1).
+    SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, int threads = 0) const;
+    // Relinearisation key plus Galois keys for the given rotation steps and optionally conjugation.
+    EvaluationKeys evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
+                                   bool conjugation, int threads = 0) const;
+
+private:
+    SwitchKey switch_key(const SecretKey& sk, const rns::RnsPoly& s_from, int threads) const;
+    ContextPtr ctx_;
+};
+
+class Encryptor {
+public:
+    explicit Encryptor(ContextPtr ctx) : ctx_(std::move(ctx)) {}
+    Ciphertext encrypt(const Plaintext& pt, const PublicKey& pk, int threads = 0) const;
+    // Secret-key encryption (smaller noise): (-a s + e + m, a).
+    Ciphertext encrypt_symmetric(const Plaintext& pt, const SecretKey& sk, int threads = 0) const;
+
+private:
+    ContextPtr ctx_;
+};
+
+class Decryptor {
+public:
+    explicit Decryptor(ContextPtr ctx) : ctx_(std::move(ctx)), encoder_(ctx_) {}
+    // Decrypts and decodes into slots() complex values.
+    std::vector<std::complex<double>> decrypt(const Ciphertext& ct, const SecretKey& sk, int threads = 0) const;
+
+private:
+    ContextPtr ctx_;
+    Encoder encoder_;
+};
+
+}  // namespace kasoku::ckks

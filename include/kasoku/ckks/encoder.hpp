@@ -1,0 +1,32 @@
+// CKKS encoding: z in C^{n/2} -> m(X) = round(scale * tau^-1(z)) with the O(n log n) special FFT
+// over the roots zeta^{5^j}; decoding is its inverse.
+#pragma once
+#include <complex>
+#include <vector>
+
+#include "kasoku/ckks/context.hpp"
+#include "kasoku/ckks/objects.hpp"
+
+namespace kasoku::ckks {
+
+class Encoder {
+public:
+    explicit Encoder(ContextPtr ctx) : ctx_(std::move(ctx)) {}
+
+    // Encodes up to slots() values (zero padded) at `level` with `scale`. Throws ParameterError for too many
+    // values or non-finite ones, ScaleError when the scaled values do not fit the modulus at that level.
+    Plaintext encode(const std::vector<std::complex<double>>& values, double scale, int level, int threads = 0) const;
+    // Decodes a coefficient-form polynomial whose first limbs hold m mod q_0..q_{t-1} (|m| < q_0...q_{t-1} / 2).
+    std::vector<std::complex<double>> decode(const rns::RnsPoly& coeff, std::size_t limbs, double scale) const;
+    // Number of leading limbs that determine a message of this scale exactly (with 64 bits of headroom).
+    std::size_t limbs_for_scale(double scale, int level) const;
+
+    // The special FFT pair on n/2 complex values (exposed for tests).
+    void fft_special(std::vector<std::complex<double>>& v) const;
+    void fft_special_inv(std::vector<std::complex<double>>& v) const;
+
+private:
+    ContextPtr ctx_;
+};
+
+}  // namespace kasoku::ckks

@@ -1,0 +1,65 @@
+// Plaintexts, ciphertexts and keys. Each remembers the uid of the context that made it and the id
+// of the secret key it belongs to, so that objects of another context or key are refused.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "kasoku/rns/rns_poly.hpp"
+
+namespace kasoku::ckks {
+
+struct Plaintext {
+    rns::RnsPoly poly;  // NTT form over q_0..q_level
+    double scale = 1.0;
+    std::uint64_t context_uid = 0;
+    int level() const { return static_cast<int>(poly.num_q()) - 1; }
+};
+
+struct Ciphertext {
+    std::vector<rns::RnsPoly> polys;  // (c0, c1) or (c0, c1, c2) before relinearisation; NTT form
+    double scale = 1.0;
+    std::uint64_t context_uid = 0;
+    std::uint64_t key_id = 0;
+    int level() const { return polys.empty() ? -1 : static_cast<int>(polys[0].num_q()) - 1; }
+    std::size_t size() const { return polys.size(); }
+};
+
+// Secret key s (NTT form over every prime, q and p). Wiped on destruction.
+class SecretKey {
+public:
+    SecretKey() = default;
+    SecretKey(rns::RnsPoly s, std::uint64_t uid, std::uint64_t key_id) : s_(std::move(s)), context_uid_(uid), key_id_(key_id) {}
+    SecretKey(const SecretKey&) = default;
+    SecretKey& operator=(const SecretKey&) = default;
+    ~SecretKey() { s_.wipe(); }
+    const rns::RnsPoly& poly() const { return s_; }
+    std::uint64_t context_uid() const { return context_uid_; }
+    std::uint64_t key_id() const { return key_id_; }
+
+private:
+    rns::RnsPoly s_;
+    std::uint64_t context_uid_ = 0, key_id_ = 0;
+};
+
+struct PublicKey {
+    rns::RnsPoly b, a;  // b = -a s + e over Q_L, NTT form
+    std::uint64_t context_uid = 0, key_id = 0;
+};
+
+// Hybrid key-switching key from s' to s: dnum pairs (b_j, a_j) over Q_L * P, NTT form,
+// b_j = -a_j s + e_j + P [Q/Q_j]([Q/Q_j]^-1 mod Q_j) s'.
+struct SwitchKey {
+    std::vector<rns::RnsPoly> b, a;
+    std::uint64_t context_uid = 0, key_id = 0;
+};
+
+// Everything an evaluator needs, and nothing secret.
+struct EvaluationKeys {
+    std::shared_ptr<const SwitchKey> relin;                             // s^2 -> s (may be null)
+    std::map<std::uint64_t, std::shared_ptr<const SwitchKey>> galois;  // galois element -> key for s(X^g) -> s
+    std::uint64_t context_uid = 0, key_id = 0;
+};
+
+}  // namespace kasoku::ckks

@@ -1,0 +1,80 @@
+#include "kasoku/ckks/context.hpp"
+
+#include <openssl/sha.h>
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <string>
+
+#include "kasoku/arith/primes.hpp"
+#include "kasoku/support/error.hpp"
+#include "kasoku/support/random.hpp"
+#include "kasoku/support/threads.hpp"
+
+namespace kasoku::ckks {
+
+std::shared_ptr<const Context> Context::create(const Parameters& params, int threads) {
+    return std::make_shared<const Context>(params, threads);
+}
+
+Context::Context(const Parameters& params, int threads) : params_(params) {
+    params_.validate();
+    threads_ = resolve_threads(threads);
+    const std::uint64_t n = params_.n();
+    // q_0, then L scale primes, then k special primes, all distinct and = 1 mod 2n.
+    std::vector<std::uint64_t> q = arith::generate_ntt_primes(params_.first_bits, 1, n);
+    if (params_.levels > 0) {
+        auto s = arith::generate_ntt_primes(params_.scale_bits, params_.levels, n, q);
+        q.insert(q.end(), s.begin(), s.end());
+    }
+    auto p = arith::generate_ntt_primes(params_.special_bits, params_.special_primes, n, q);
+    rns_ = std::make_unique<rns::RnsContext>(n, q, p, static_cast<std::size_t>(params_.alpha()));
+    default_scale_ = std::ldexp(1.0, params_.scale_bits);
+    double acc = 0;
+    for (std::uint64_t qi : q) {
+        acc += std::log2(static_cast<double>(qi));
+        log_q_prefix_.push_back(acc);
+    }
+    std::uint64_t u;
+    os_random_bytes(&u, sizeof u);
+    uid_ = u;
+    // fingerprint: SHA-256 over the parameter fields and the primes
+    std::vector<std::uint64_t> words = {static_cast<std::uint64_t>(params_.log_n), static_cast<std::uint64_t>(params_.scale_bits),
+                                        static_cast<std::uint64_t>(params_.alpha()), static_cast<std::uint64_t>(params_.hamming_weight)};
+    words.insert(words.end(), q.begin(), q.end());
+    words.push_back(0);
+    words.insert(words.end(), p.begin(), p.end());
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(words.data()), words.size() * sizeof(std::uint64_t), digest);
+    std::memcpy(&fingerprint_, digest, sizeof fingerprint_);
+    // encoder tables
+    const std::uint64_t m = 2 * n, slots = n / 2;
+    rot_group_.resize(slots);
+    std::uint64_t g = 1;
+    for (std::uint64_t j = 0; j < slots; ++j) {
+        rot_group_[j] = g;
+        g = g * 5 % m;
+    }
+    ksi_.resize(m + 1);
+    for (std::uint64_t k = 0; k <= m; ++k) {
+        double angle = 2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(m);
+        ksi_[k] = {std::cos(angle), std::sin(angle)};
+    }
+}
+
+int Context::threads_or_default(int threads) const { return threads == 0 ? threads_ : resolve_threads(threads); }
+
+std::uint64_t Context::galois_element(std::int64_t step) const {
+    const std::int64_t s = static_cast<std::int64_t>(slots());
+    std::int64_t r = ((step % s) + s) % s;
+    std::uint64_t g = 1, base = 5;
+    const std::uint64_t m = 2 * n();
+    for (std::uint64_t e = static_cast<std::uint64_t>(r); e; e >>= 1) {
+        if (e & 1) g = g * base % m;
+        base = base * base % m;
+    }
+    return g;
+}
+
+}  // namespace kasoku::ckks

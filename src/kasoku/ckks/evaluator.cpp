@@ -1,0 +1,336 @@
+#include "kasoku/ckks/evaluator.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "checks_internal.hpp"
+#include "kasoku/arith/kernels.hpp"
+#include "kasoku/support/error.hpp"
+#include "kasoku/support/threads.hpp"
+
+namespace kasoku::ckks {
+
+using rns::RnsPoly;
+using arith::u64;
+
+namespace {
+constexpr double kScaleTolerance = 1.0 / (1ull << 30);  // relative difference treated as equal
+
+bool same_scale(double a, double b) { return std::fabs(a / b - 1.0) <= kScaleTolerance; }
+
+std::string fmt_scale(double s) { return "2^" + std::to_string(std::log2(s)); }
+
+// Residues of round(c) (|c| < 2^126) for every prime.
+std::vector<std::uint64_t> integer_residues(const rns::RnsContext& r, double c) {
+    if (!std::isfinite(c) || std::fabs(c) >= std::ldexp(1.0, 126))
+        throw ScaleError("constant too large for the ciphertext modulus: " + std::to_string(c));
+    const __int128 v = static_cast<__int128>(std::nearbyint(c));
+    std::vector<std::uint64_t> res(r.q_count() + r.p_count());
+    for (std::size_t i = 0; i < res.size(); ++i) res[i] = arith::reduce_signed(v, r.modulus(i));
+    return res;
+}
+}  // namespace
+
+Evaluator::Evaluator(ContextPtr ctx, std::shared_ptr<const EvaluationKeys> keys)
+    : ctx_(std::move(ctx)), keys_(std::move(keys)), encoder_(ctx_) {
+    if (keys_) detail::check_key(*ctx_, keys_->context_uid, "evaluation keys");
+}
+
+void Evaluator::check(const Ciphertext& a, const char* what) const { detail::check_ciphertext(*ctx_, a, what); }
+
+void Evaluator::check_scale_fits(double scale, int level, const char* op) const {
+    // The message needs log2(scale) bits plus a sign bit and at least one bit of integer part.
+    if (std::log2(scale) + 2.0 > ctx_->log_modulus(level))
+        throw ScaleError(std::string(op) + ": the scale " + fmt_scale(scale) + " no longer fits the modulus at level " +
+                         std::to_string(level) + " (2^" + std::to_string(ctx_->log_modulus(level)) +
+                         "); rescale after each multiplication, or use parameters with more or larger primes");
+}
+
+std::pair<Ciphertext, Ciphertext> Evaluator::align(const Ciphertext& a, const Ciphertext& b, int threads) const {
+    check(a, "first operand");
+    check(b, "second operand");
+    if (a.key_id != b.key_id)
+        throw ParameterError("the operands were encrypted under different keys; they cannot be combined");
+    if (a.level() == b.level()) {
+        if (!same_scale(a.scale, b.scale))
+            throw ScaleError("operands have different scales (" + fmt_scale(a.scale) + " and " + fmt_scale(b.scale) +
+                             ") at the same level " + std::to_string(a.level()) +
+                             "; rescale the one with the larger scale or multiply by a constant to match");
+        return {a, b};
+    }
+    const bool a_high = a.level() > b.level();
+    const Ciphertext& hi = a_high ? a : b;
+    const Ciphertext& lo = a_high ? b : a;
+    Ciphertext adjusted;
+    if (same_scale(hi.scale, lo.scale)) {
+        adjusted = drop_level(hi, lo.level(), threads);
+    } else {
+        // Exact scale adjustment: drop to lo.level + 1, multiply by round(s_lo q / s_hi), rescale by q.
+        Ciphertext t = drop_level(hi, lo.level() + 1, threads);
+        const double q = static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(lo.level()) + 1));
+        const double c = std::nearbyint(lo.scale * q / hi.scale);
+        if (c < 1.0)
+            throw ScaleError("cannot align scales " + fmt_scale(hi.scale) + " and " + fmt_scale(lo.scale) +
+                             ": rescale the operand with the larger scale first");
+        const auto res = integer_residues(ctx_->rns(), c);
+        for (auto& p : t.polys) ctx_->rns().mul_constant(p, res, p, threads);
+        t.scale = hi.scale * c;
+        adjusted = rescale(t, threads);
+        adjusted.scale = lo.scale;  // equal up to a relative 2^-40: the rounding of c
+    }
+    return a_high ? std::make_pair(adjusted, b) : std::make_pair(a, adjusted);
+}
+
+Ciphertext Evaluator::add(const Ciphertext& a0, const Ciphertext& b0, int threads) const {
+    threads = ctx_->threads_or_default(threads);
+    auto [a, b] = align(a0, b0, threads);
+    if (a.size() < b.size()) std::swap(a, b);
+    for (std::size_t k = 0; k < b.size(); ++k) ctx_->rns().add(a.polys[k], b.polys[k], a.polys[k], threads);
+    return a;
+}
+
+Ciphertext Evaluator::sub(const Ciphertext& a0, const Ciphertext& b0, int threads) const {
+    threads = ctx_->threads_or_default(threads);
+    auto [a, b] = align(a0, b0, threads);
+    for (std::size_t k = 0; k < b.size(); ++k) {
+        if (k < a.size()) ctx_->rns().sub(a.polys[k], b.polys[k], a.polys[k], threads);
+        else {
+            RnsPoly neg;
+            ctx_->rns().negate(b.polys[k], neg, threads);
+            a.polys.push_back(std::move(neg));
+        }
+    }
+    return a;
+}
+
+Ciphertext Evaluator::negate(const Ciphertext& a, int threads) const {
+    check(a, "operand");
+    threads = ctx_->threads_or_default(threads);
+    Ciphertext r = a;
+    for (auto& p : r.polys) ctx_->rns().negate(p, p, threads);
+    return r;
+}
+
+Ciphertext Evaluator::add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, int threads) const {
+    check(a, "operand");
+    threads = ctx_->threads_or_default(threads);
+    Plaintext pt = encoder_.encode(values, a.scale, a.level(), threads);
+    Ciphertext r = a;
+    ctx_->rns().add(r.polys[0], pt.poly, r.polys[0], threads);
+    return r;
+}
+
+Ciphertext Evaluator::add_scalar(const Ciphertext& a, std::complex<double> c, int threads) const {
+    check(a, "operand");
+    if (!std::isfinite(c.real()) || !std::isfinite(c.imag())) throw ParameterError("the constant is NaN or infinite");
+    if (c.imag() != 0.0) return add_plain(a, std::vector<std::complex<double>>(ctx_->slots(), c), threads);
+    threads = ctx_->threads_or_default(threads);
+    // A constant polynomial is the same constant in every slot and in every NTT point.
+    const double v = c.real() * a.scale;
+    if (!(std::log2(std::fabs(v) + 1.0) + 1.0 < ctx_->log_modulus(a.level())))
+        throw ScaleError("constant " + std::to_string(c.real()) + " times the scale does not fit the modulus at this level");
+    const auto res = integer_residues(ctx_->rns(), v);
+    Ciphertext r = a;
+    ctx_->rns().add_constant(r.polys[0], res, r.polys[0], threads);
+    return r;
+}
+
+}  // namespace kasoku::ckks
+
+namespace kasoku::ckks {
+
+Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, bool rescale_after,
+                                     int threads) const {
+    check(a, "operand");
+    threads = ctx_->threads_or_default(threads);
+    if (rescale_after && a.level() == 0)
+        throw LevelError("multiply_plain at level 0: no level left to rescale; decrypt, or use parameters with more levels "
+                         "(or pass rescale=False and keep the larger scale)");
+    // Scale q_l: the rescale by q_l then returns exactly the operand's scale.
+    const double pt_scale = rescale_after ? static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())))
+                                          : ctx_->default_scale();
+    check_scale_fits(a.scale * pt_scale, a.level(), "multiply_plain");
+    Plaintext pt = encoder_.encode(values, pt_scale, a.level(), threads);
+    Ciphertext r = a;
+    for (auto& p : r.polys) ctx_->rns().mul(p, pt.poly, p, threads);
+    r.scale = a.scale * pt_scale;
+    return rescale_after ? rescale(r, threads) : r;
+}
+
+Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale_after, int threads) const {
+    check(a, "operand");
+    if (!std::isfinite(c.real()) || !std::isfinite(c.imag())) throw ParameterError("the constant is NaN or infinite");
+    if (c.imag() != 0.0)
+        return multiply_plain(a, std::vector<std::complex<double>>(ctx_->slots(), c), rescale_after, threads);
+    threads = ctx_->threads_or_default(threads);
+    if (rescale_after && a.level() == 0)
+        throw LevelError("multiply_scalar at level 0: no level left to rescale; pass rescale=False or use more levels");
+    const double pt_scale = rescale_after ? static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())))
+                                          : ctx_->default_scale();
+    check_scale_fits(a.scale * pt_scale, a.level(), "multiply_scalar");
+    const auto res = integer_residues(ctx_->rns(), c.real() * pt_scale);
+    Ciphertext r = a;
+    for (auto& p : r.polys) ctx_->rns().mul_constant(p, res, p, threads);
+    r.scale = a.scale * pt_scale;
+    return rescale_after ? rescale(r, threads) : r;
+}
+
+Evaluator::Lazy Evaluator::key_switch_lazy(const RnsPoly& d, const SwitchKey& key, int threads) const {
+    const auto& r = ctx_->rns();
+    if (key.b.size() != r.dnum() || key.a.size() != r.dnum())
+        throw ParameterError("key-switching key has " + std::to_string(key.b.size()) + " digits, expected dnum = " +
+                             std::to_string(r.dnum()));
+    const std::size_t nq = d.num_q(), np = r.p_count(), n = ctx_->n(), L1 = r.q_count();
+    const auto dec = r.decompose(d, threads);
+    const std::size_t digits = r.digits_at(nq);
+    Lazy out{RnsPoly(n, nq, np, true), RnsPoly(n, nq, np, true)};
+    parallel_for(threads, nq + np, [&](std::size_t t) {
+        AlignedWords tmp(n);
+        const std::size_t kl = t < nq ? t : L1 + (t - nq);  // limb of the key (over Q_L * P)
+        const arith::Modulus& m = r.modulus(kl);
+        u64* o0 = out.c0.limb(t);
+        u64* o1 = out.c1.limb(t);
+        for (std::size_t j = 0; j < digits; ++j) {
+            r.mod_up_limb(dec, j, t, tmp.data());
+            if (j == 0) {
+                arith::mul_mod(tmp.data(), key.b[j].limb(kl), n, m, o0);
+                arith::mul_mod(tmp.data(), key.a[j].limb(kl), n, m, o1);
+            } else {
+                arith::fma_mod(tmp.data(), key.b[j].limb(kl), o0, n, m, o0);
+                arith::fma_mod(tmp.data(), key.a[j].limb(kl), o1, n, m, o1);
+            }
+        }
+    });
+    return out;
+}
+
+Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool rescale_after, int threads) const {
+    threads = ctx_->threads_or_default(threads);
+    auto [a, b] = align(a0, b0, threads);
+    if (a.size() != 2 || b.size() != 2)
+        throw ParameterError("multiply expects relinearised (size 2) operands; call relinearize first");
+    if (!keys_ || !keys_->relin)
+        throw MissingKeyError("multiply needs the relinearisation key: create the evaluator with keys.evaluation() "
+                              "from ctx.keygen() (relinearisation key included by default)");
+    if (keys_->key_id != a.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operands");
+    const int level = a.level();
+    if (rescale_after && level == 0)
+        throw LevelError("multiply at level 0: no level left to rescale; decrypt here, or use parameters with more levels");
+    const double scale = a.scale * b.scale;
+    check_scale_fits(scale, level, "multiply");
+    const auto& r = ctx_->rns();
+    RnsPoly d0, d1, d2, t;
+    r.mul(a.polys[0], b.polys[0], d0, threads);
+    r.mul(a.polys[1], b.polys[1], d2, threads);
+    r.mul(a.polys[0], b.polys[1], d1, threads);
+    r.fma(a.polys[1], b.polys[0], d1, d1, threads);
+    Lazy ks = key_switch_lazy(d2, *keys_->relin, threads);
+    Ciphertext out;
+    out.context_uid = a.context_uid;
+    out.key_id = a.key_id;
+    if (rescale_after) {
+        // (d0 P + ks0) / (P q_l): ModDown and rescale in one base conversion.
+        r.add_times_p(d0, ks.c0, threads);
+        r.add_times_p(d1, ks.c1, threads);
+        r.mod_down_rescale(ks.c0, threads);
+        r.mod_down_rescale(ks.c1, threads);
+        out.polys = {std::move(ks.c0), std::move(ks.c1)};
+        out.scale = scale / static_cast<double>(r.prime(static_cast<std::size_t>(level)));
+    } else {
+        r.mod_down(ks.c0, threads);
+        r.mod_down(ks.c1, threads);
+        r.add(d0, ks.c0, d0, threads);
+        r.add(d1, ks.c1, d1, threads);
+        out.polys = {std::move(d0), std::move(d1)};
+        out.scale = scale;
+    }
+    return out;
+}
+
+Ciphertext Evaluator::relinearize(const Ciphertext& a, int threads) const {
+    check(a, "operand");
+    if (a.size() == 2) return a;
+    if (!keys_ || !keys_->relin) throw MissingKeyError("relinearize needs the relinearisation key (keys.evaluation())");
+    if (keys_->key_id != a.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operand");
+    threads = ctx_->threads_or_default(threads);
+    const auto& r = ctx_->rns();
+    Lazy ks = key_switch_lazy(a.polys[2], *keys_->relin, threads);
+    r.mod_down(ks.c0, threads);
+    r.mod_down(ks.c1, threads);
+    Ciphertext out = a;
+    out.polys.pop_back();
+    r.add(out.polys[0], ks.c0, out.polys[0], threads);
+    r.add(out.polys[1], ks.c1, out.polys[1], threads);
+    return out;
+}
+
+Ciphertext Evaluator::rescale(const Ciphertext& a, int threads) const {
+    check(a, "operand");
+    if (a.level() == 0)
+        throw LevelError("rescale at level 0: the ciphertext has no level left; decrypt it, or use parameters with more levels");
+    threads = ctx_->threads_or_default(threads);
+    Ciphertext r = a;
+    for (auto& p : r.polys) ctx_->rns().rescale(p, threads);
+    r.scale = a.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())));
+    return r;
+}
+
+Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, int threads) const {
+    check(a, "operand");
+    if (level < 0 || level > a.level())
+        throw LevelError("drop_level to " + std::to_string(level) + ": the ciphertext is at level " + std::to_string(a.level()) +
+                         " and levels can only go down to 0");
+    Ciphertext r = a;
+    for (auto& p : r.polys) p.truncate(static_cast<std::size_t>(level) + 1);
+    return r;
+}
+
+const SwitchKey& Evaluator::galois_key(std::uint64_t g, const char* what) const {
+    if (keys_) {
+        auto it = keys_->galois.find(g);
+        if (it != keys_->galois.end()) return *it->second;
+    }
+    throw MissingKeyError(std::string("no Galois key for ") + what + " (Galois element " + std::to_string(g) + ")");
+}
+
+Ciphertext Evaluator::rotate(const Ciphertext& a, std::int64_t step, int threads) const {
+    check(a, "operand");
+    const std::uint64_t g = ctx_->galois_element(step);
+    if (g == 1) return a;
+    if (!keys_ || !keys_->galois.count(g))
+        throw MissingKeyError("no rotation key for step " + std::to_string(step) + " (Galois element " + std::to_string(g) +
+                              "); generate it with ctx.keygen(rotations=[" + std::to_string(step) + "])");
+    return apply_galois(a, g, threads);
+}
+
+Ciphertext Evaluator::conjugate(const Ciphertext& a, int threads) const {
+    check(a, "operand");
+    const std::uint64_t g = ctx_->conjugation_element();
+    if (!keys_ || !keys_->galois.count(g))
+        throw MissingKeyError("no conjugation key; generate it with ctx.keygen(conjugation=True)");
+    return apply_galois(a, g, threads);
+}
+
+Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, int threads) const {
+    check(a, "operand");
+    if (a.size() != 2) throw ParameterError("rotation expects a relinearised (size 2) ciphertext; call relinearize first");
+    const SwitchKey& key = galois_key(g, "this automorphism; generate it with ctx.keygen(galois_elements=[...])");
+    if (key.key_id != a.key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
+    threads = ctx_->threads_or_default(threads);
+    const auto& r = ctx_->rns();
+    RnsPoly c0, c1;
+    r.automorphism(a.polys[0], g, c0, threads);
+    r.automorphism(a.polys[1], g, c1, threads);
+    Lazy ks = key_switch_lazy(c1, key, threads);
+    r.mod_down(ks.c0, threads);
+    r.mod_down(ks.c1, threads);
+    r.add(c0, ks.c0, c0, threads);
+    Ciphertext out;
+    out.polys = {std::move(c0), std::move(ks.c1)};
+    out.scale = a.scale;
+    out.context_uid = a.context_uid;
+    out.key_id = a.key_id;
+    return out;
+}
+
+}  // namespace kasoku::ckks

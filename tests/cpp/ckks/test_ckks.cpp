@@ -1,0 +1,156 @@
+// Homomorphic operations vs plaintext references, with precision bounds in bits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kasoku/ckks/crypto.hpp"
+#include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/support/error.hpp"
+
+using namespace kasoku;
+using namespace kasoku::ckks;
+using cvec = std::vector<std::complex<double>>;
+
+namespace {
+// -log2 of the max absolute error
+double precision_bits(const cvec& got, const cvec& want) {
+    double err = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(got[i] - want[i]));
+    return err == 0 ? 60 : -std::log2(err);
+}
+
+struct Env {
+    ContextPtr ctx;
+    SecretKey sk;
+    PublicKey pk;
+    std::shared_ptr<const EvaluationKeys> ek;
+    Encoder enc;
+    Encryptor encryptor;
+    Decryptor dec;
+    Evaluator ev;
+    std::mt19937_64 rng{42};
+    explicit Env(const Parameters& p)
+        : ctx(Context::create(p, 2)),
+          sk(KeyGenerator(ctx).secret_key()),
+          pk(KeyGenerator(ctx).public_key(sk)),
+          ek(std::make_shared<const EvaluationKeys>(KeyGenerator(ctx).evaluation_keys(sk, true, {1, -2, 5}, true))),
+          enc(ctx), encryptor(ctx), dec(ctx), ev(ctx, ek) {}
+    cvec random(bool complex = false) {
+        std::uniform_real_distribution<double> u(-1, 1);
+        cvec v(ctx->slots());
+        for (auto& x : v) x = {u(rng), complex ? u(rng) : 0.0};
+        return v;
+    }
+    Ciphertext encrypt(const cvec& v) {
+        return encryptor.encrypt(enc.encode(v, ctx->default_scale(), ctx->max_level()), pk);
+    }
+    cvec decrypt(const Ciphertext& c) { return dec.decrypt(c, sk); }
+};
+
+Env& t12() {
+    static Env env(Parameters::named("T12"));
+    return env;
+}
+}  // namespace
+
+TEST(Encoder, RoundTrip) {
+    Env& e = t12();
+    auto v = e.random(true);
+    auto pt = e.enc.encode(v, e.ctx->default_scale(), 2);
+    rns::RnsPoly m = pt.poly;
+    e.ctx->rns().from_ntt(m, 1);
+    auto back = e.enc.decode(m, 3, pt.scale);
+    EXPECT_GT(precision_bits(back, v), 30);
+}
+
+TEST(Ckks, EncryptDecrypt) {
+    Env& e = t12();
+    auto v = e.random(true);
+    EXPECT_GT(precision_bits(e.decrypt(e.encrypt(v)), v), 22);
+    auto sym = e.encryptor.encrypt_symmetric(e.enc.encode(v, e.ctx->default_scale(), 1), e.sk);
+    EXPECT_GT(precision_bits(e.decrypt(sym), v), 22);
+}
+
+TEST(Ckks, AddSubNegate) {
+    Env& e = t12();
+    auto a = e.random(), b = e.random();
+    auto ca = e.encrypt(a), cb = e.encrypt(b);
+    cvec s(a.size()), d(a.size()), n(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) { s[i] = a[i] + b[i]; d[i] = a[i] - b[i]; n[i] = -a[i]; }
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.add(ca, cb)), s), 22);
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.sub(ca, cb)), d), 22);
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.negate(ca)), n), 22);
+}
+
+TEST(Ckks, MultiplyRelinRescale) {
+    Env& e = t12();
+    auto a = e.random(true), b = e.random(true), c = e.random();
+    auto ca = e.encrypt(a), cb = e.encrypt(b), cc = e.encrypt(c);
+    cvec ab(a.size()), abc(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) { ab[i] = a[i] * b[i]; abc[i] = ab[i] * c[i]; }
+    auto cab = e.ev.multiply(ca, cb);
+    EXPECT_EQ(cab.level(), 1);
+    EXPECT_GT(precision_bits(e.decrypt(cab), ab), 20);
+    // different levels are aligned; second multiply goes to level 0
+    auto cabc = e.ev.multiply(cab, cc);
+    EXPECT_EQ(cabc.level(), 0);
+    EXPECT_GT(precision_bits(e.decrypt(cabc), abc), 18);
+    // without rescale, then relinearize/rescale explicitly
+    auto raw = e.ev.multiply(ca, cb, false);
+    EXPECT_EQ(raw.level(), 2);
+    EXPECT_GT(precision_bits(e.decrypt(raw), ab), 20);
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.rescale(raw)), ab), 20);
+}
+
+TEST(Ckks, PlainAndScalar) {
+    Env& e = t12();
+    auto a = e.random(true), p = e.random(true);
+    auto ca = e.encrypt(a);
+    cvec sum(a.size()), prod(a.size()), sc(a.size()), sp(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        sum[i] = a[i] + p[i]; prod[i] = a[i] * p[i]; sc[i] = a[i] * 2.5; sp[i] = a[i] + std::complex<double>(0.5, -1.0);
+    }
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.add_plain(ca, p)), sum), 22);
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.multiply_plain(ca, p)), prod), 20);
+    auto cs = e.ev.multiply_scalar(ca, 2.5);
+    EXPECT_DOUBLE_EQ(cs.scale, ca.scale);  // exact scale through q_l
+    EXPECT_GT(precision_bits(e.decrypt(cs), sc), 20);
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.add_scalar(ca, {0.5, -1.0})), sp), 22);
+}
+
+TEST(Ckks, RotateAndConjugate) {
+    Env& e = t12();
+    auto a = e.random(true);
+    auto ca = e.encrypt(a);
+    const std::size_t n = a.size();
+    for (std::int64_t step : {1, -2, 5}) {
+        cvec want(n);
+        for (std::size_t i = 0; i < n; ++i) want[i] = a[(i + n + static_cast<std::size_t>(step % static_cast<std::int64_t>(n) + n)) % n];
+        EXPECT_GT(precision_bits(e.decrypt(e.ev.rotate(ca, step)), want), 20) << "step " << step;
+    }
+    cvec conj(n);
+    for (std::size_t i = 0; i < n; ++i) conj[i] = std::conj(a[i]);
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.conjugate(ca)), conj), 20);
+    EXPECT_THROW(e.ev.rotate(ca, 3), MissingKeyError);
+}
+
+TEST(Ckks, Errors) {
+    Env& e = t12();
+    auto a = e.random();
+    auto ca = e.encrypt(a);
+    auto low = e.ev.drop_level(ca, 0);
+    EXPECT_THROW(e.ev.multiply(low, low), LevelError);
+    EXPECT_THROW(e.ev.multiply(low, low, false), ScaleError);
+    EXPECT_THROW(e.ev.rescale(low), LevelError);
+    EXPECT_THROW(e.enc.encode(cvec(e.ctx->slots() + 1), 1e6, 2), ParameterError);
+    EXPECT_THROW(e.enc.encode(cvec{{NAN, 0}}, 1e6, 2), ParameterError);
+    Env other(Parameters::named("T12"));
+    EXPECT_THROW(e.ev.add(ca, other.encrypt(a)), ParameterError);
+    EXPECT_THROW(e.dec.decrypt(ca, other.sk), ParameterError);
+    Parameters bad = Parameters::named("T13");
+    bad.levels = 5;
+    EXPECT_THROW(bad.validate(), ParameterError);
+    bad.security.reset();
+    EXPECT_NO_THROW(bad.validate());
+}
