@@ -154,3 +154,42 @@ TEST(Ckks, Errors) {
     bad.security.reset();
     EXPECT_NO_THROW(bad.validate());
 }
+
+#include "kasoku/ckks/serialization.hpp"
+
+TEST(Serialization, RoundTripsAndRejections) {
+    Env& e = t12();
+    auto a = e.random(true);
+    auto ct = e.encrypt(a);
+    Bytes b = serialize(*e.ctx, ct);
+    auto back = deserialize_ciphertext(*e.ctx, b.data(), b.size());
+    EXPECT_EQ(back.polys[0], ct.polys[0]);
+    EXPECT_GT(precision_bits(e.decrypt(back), a), 22);
+    // every single-byte corruption in a sample of positions is detected
+    for (std::size_t pos : {std::size_t{0}, std::size_t{5}, std::size_t{9}, std::size_t{30}, b.size() / 2, b.size() - 1}) {
+        Bytes c = b;
+        c[pos] ^= 0x40;
+        EXPECT_THROW(deserialize_ciphertext(*e.ctx, c.data(), c.size()), SerializationError) << pos;
+    }
+    Bytes cut(b.begin(), b.end() - 7);
+    EXPECT_THROW(deserialize_ciphertext(*e.ctx, cut.data(), cut.size()), SerializationError);
+    // other parameters, other kind
+    auto t13 = Context::create(Parameters::named("T13"), 1);
+    EXPECT_THROW(deserialize_ciphertext(*t13, b.data(), b.size()), SerializationError);
+    EXPECT_THROW(deserialize_public_key(*e.ctx, b.data(), b.size()), SerializationError);
+    // keys
+    Bytes pkb = serialize(*e.ctx, e.pk), skb = serialize(*e.ctx, e.sk), ekb = serialize(*e.ctx, *e.ek);
+    auto pk2 = deserialize_public_key(*e.ctx, pkb.data(), pkb.size());
+    auto sk2 = deserialize_secret_key(*e.ctx, skb.data(), skb.size());
+    auto ek2 = std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(*e.ctx, ekb.data(), ekb.size()));
+    EXPECT_EQ(ek2->galois.size(), e.ek->galois.size());
+    Encryptor enc2(e.ctx);
+    auto ct2 = enc2.encrypt(e.enc.encode(a, e.ctx->default_scale(), 2), pk2);
+    Evaluator ev2(e.ctx, ek2);
+    cvec want(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) want[i] = a[(i + 1) % a.size()] * a[(i + 1) % a.size()];
+    auto r = ev2.rotate(ev2.multiply(ct2, ct2), 1);
+    EXPECT_GT(precision_bits(e.dec.decrypt(r, sk2), want), 18);
+    Bytes pb = serialize(Parameters::named("H16"));
+    EXPECT_EQ(deserialize_parameters(pb.data(), pb.size()).levels, 20);
+}
