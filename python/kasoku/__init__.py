@@ -1,0 +1,43 @@
+"""kasoku (加速): fast RNS-CKKS homomorphic encryption.
+
+    import numpy as np, kasoku as ks
+    ctx = ks.Context(ks.Parameters.named("T13"))
+    keys = ctx.keygen(rotations=[1])
+    ev = ctx.evaluator(keys.evaluation())
+    ct = ctx.encrypt(np.array([1.0, 2.0]), keys.public)
+    print(ctx.decrypt(ct * ct + 1.0, keys.secret)[:2].real)
+
+See README.md for the whole API.
+"""
+
+from ._kasoku import (  # noqa: F401
+    Ciphertext,
+    Context,
+    DeviceError,
+    Error,
+    EvaluationKeys,
+    Evaluator,
+    KeyPair,
+    LevelError,
+    MissingKeyError,
+    ParameterError,
+    Parameters,
+    PublicKey,
+    ScaleError,
+    SecretKey,
+    SerializationError,
+    SwitchKey,
+    build_info,
+    hardware_threads,
+    simd_active,
+    simd_available,
+    simd_cpu_supports,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Ciphertext", "Context", "DeviceError", "Error", "EvaluationKeys", "Evaluator", "KeyPair", "LevelError",
+    "MissingKeyError", "ParameterError", "Parameters", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
+    "SwitchKey", "build_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports", "__version__",
+]

@@ -1,0 +1,502 @@
+// nanobind module kasoku._kasoku: the Python API of README.md. NumPy in and out; heavy calls release the GIL.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/complex.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <random>
+
+#include "kasoku/arith/ntt.hpp"
+#include "kasoku/arith/primes.hpp"
+#include "kasoku/arith/simd.hpp"
+#include "kasoku/ckks/crypto.hpp"
+#include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/ckks/serialization.hpp"
+#include "kasoku/support/error.hpp"
+#include "kasoku/support/threads.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace kasoku;
+using namespace kasoku::ckks;
+using cvec = std::vector<std::complex<double>>;
+
+namespace {
+
+// State shared by a Python Context and every object it makes: the C++ context and the evaluator that the
+// ciphertext operators (+, -, *) use.
+struct Owner {
+    ContextPtr ctx;
+    std::shared_ptr<const Evaluator> evaluator;        // set by Context.evaluator(...)
+    std::shared_ptr<const Evaluator> keyless;          // add/sub/negate without keys
+};
+using OwnerPtr = std::shared_ptr<Owner>;
+
+struct KContext { OwnerPtr owner; };
+struct KCiphertext { OwnerPtr owner; Ciphertext ct; };
+struct KSecretKey { OwnerPtr owner; std::shared_ptr<const SecretKey> key; };
+struct KPublicKey { OwnerPtr owner; std::shared_ptr<const PublicKey> key; };
+struct KSwitchKey { OwnerPtr owner; std::shared_ptr<const SwitchKey> key; };
+struct KEvaluationKeys { OwnerPtr owner; std::shared_ptr<const EvaluationKeys> keys; };
+struct KKeyPair {
+    KSecretKey secret;
+    KPublicKey public_;
+    std::optional<KSwitchKey> relin;
+    std::map<std::uint64_t, KSwitchKey> galois;
+    std::shared_ptr<const EvaluationKeys> eval;
+};
+struct KEvaluator { OwnerPtr owner; std::shared_ptr<const Evaluator> ev; };
+
+int threads_arg(std::optional<int> t) { return t ? resolve_threads(*t) : 0; }
+
+// Any 1-D array-like of numbers -> complex values (NumPy does the conversion).
+cvec to_values(nb::handle obj) {
+    nb::module_ np = nb::module_::import_("numpy");
+    nb::object arr;
+    try {
+        arr = np.attr("ascontiguousarray")(obj, "dtype"_a = np.attr("complex128"));
+    } catch (nb::python_error& e) {
+        throw ParameterError(std::string("values must be numbers (a NumPy array, a list or a scalar): ") + e.what());
+    }
+    if (nb::cast<int>(arr.attr("ndim")) > 1)
+        throw ParameterError("values must be one-dimensional; flatten the array (x.ravel()) or encode rows separately");
+    arr = arr.attr("ravel")();
+    auto a = nb::cast<nb::ndarray<const std::complex<double>, nb::ndim<1>, nb::c_contig, nb::device::cpu>>(arr);
+    return cvec(a.data(), a.data() + a.shape(0));
+}
+
+bool is_scalar(nb::handle obj) {
+    if (nb::isinstance<nb::float_>(obj) || nb::isinstance<nb::int_>(obj) || PyComplex_Check(obj.ptr())) return true;
+    nb::module_ np = nb::module_::import_("numpy");
+    return nb::cast<int>(np.attr("ndim")(obj)) == 0;
+}
+
+std::complex<double> to_scalar(nb::handle obj) {
+    return nb::cast<std::complex<double>>(nb::module_::import_("builtins").attr("complex")(obj));
+}
+
+nb::ndarray<nb::numpy, std::complex<double>, nb::ndim<1>> to_numpy(cvec v) {
+    auto* heap = new cvec(std::move(v));
+    nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<cvec*>(p); });
+    return nb::ndarray<nb::numpy, std::complex<double>, nb::ndim<1>>(heap->data(), {heap->size()}, owner);
+}
+
+nb::bytes to_py_bytes(const Bytes& b) { return nb::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
+
+void same_owner(const OwnerPtr& a, const OwnerPtr& ctx_owner, const char* what) {
+    if (a->ctx->uid() != ctx_owner->ctx->uid())
+        throw ParameterError(std::string(what) + " belongs to another context");
+}
+
+const Evaluator& ops_evaluator(const KCiphertext& c, bool needs_keys) {
+    if (c.owner->evaluator) return *c.owner->evaluator;
+    if (needs_keys)
+        throw MissingKeyError("this operator needs evaluation keys: call ctx.evaluator(keys.evaluation()) once, "
+                              "then ciphertexts of that context support * and rotations");
+    return *c.owner->keyless;
+}
+
+KCiphertext wrap(const OwnerPtr& o, Ciphertext ct) { return KCiphertext{o, std::move(ct)}; }
+
+}  // namespace
+
+NB_MODULE(_kasoku, m) {
+    m.doc() = "kasoku: RNS-CKKS homomorphic encryption (C++ core)";
+
+    // Error classes (CONVENTIONS.md): kasoku.Error and its subclasses. ParameterError is also a ValueError.
+    static nb::object err_base = nb::borrow(PyErr_NewExceptionWithDoc("kasoku.Error", "Base class of kasoku errors.", PyExc_Exception, nullptr));
+    m.attr("Error") = err_base;
+    auto make_err = [&](const char* name, PyObject* extra) {
+        nb::object bases = extra ? nb::make_tuple(err_base, nb::handle(extra)) : nb::make_tuple(err_base);
+        std::string full = std::string("kasoku.") + name;
+        nb::object t = nb::steal(PyErr_NewException(full.c_str(), bases.ptr(), nullptr));
+        m.attr(name) = t;
+        return t;
+    };
+    static nb::object e_param = make_err("ParameterError", PyExc_ValueError);
+    static nb::object e_level = make_err("LevelError", nullptr);
+    static nb::object e_scale = make_err("ScaleError", nullptr);
+    static nb::object e_key = make_err("MissingKeyError", nullptr);
+    static nb::object e_ser = make_err("SerializationError", nullptr);
+    static nb::object e_dev = make_err("DeviceError", nullptr);
+    nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+        try {
+            std::rethrow_exception(p);
+        } catch (const ParameterError& e) { PyErr_SetString(e_param.ptr(), e.what()); }
+        catch (const LevelError& e) { PyErr_SetString(e_level.ptr(), e.what()); }
+        catch (const ScaleError& e) { PyErr_SetString(e_scale.ptr(), e.what()); }
+        catch (const MissingKeyError& e) { PyErr_SetString(e_key.ptr(), e.what()); }
+        catch (const SerializationError& e) { PyErr_SetString(e_ser.ptr(), e.what()); }
+        catch (const DeviceError& e) { PyErr_SetString(e_dev.ptr(), e.what()); }
+        catch (const Error& e) { PyErr_SetString(err_base.ptr(), e.what()); }
+    });
+
+    // ---------------------------------------------------------------- Parameters
+    nb::class_<Parameters>(m, "Parameters", "Validated CKKS parameters (see PARAMS.md for the named sets).")
+        .def("__init__",
+             [](Parameters* p, int log_n, int first_bits, int scale_bits, int levels, int special_bits, int special_primes,
+                std::optional<int> security, int dnum, int hamming_weight) {
+                 Parameters v;
+                 v.log_n = log_n; v.first_bits = first_bits; v.scale_bits = scale_bits; v.levels = levels;
+                 v.special_bits = special_bits; v.special_primes = special_primes; v.security = security;
+                 v.dnum = dnum; v.hamming_weight = hamming_weight;
+                 v.validate();
+                 new (p) Parameters(v);
+             },
+             "log_n"_a = 13, "first_bits"_a = 60, "scale_bits"_a = 40, "levels"_a = 2, "special_bits"_a = 60,
+             "special_primes"_a = 1, "security"_a.none() = 128, "dnum"_a = 0, "hamming_weight"_a = 0,
+             "security=None allows parameters outside the 128-bit HE Standard table (research use).")
+        .def_static("named", &Parameters::named, "name"_a, "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED.")
+        .def_static("names", &Parameters::names)
+        .def_ro("log_n", &Parameters::log_n)
+        .def_ro("first_bits", &Parameters::first_bits)
+        .def_ro("scale_bits", &Parameters::scale_bits)
+        .def_ro("levels", &Parameters::levels)
+        .def_ro("special_bits", &Parameters::special_bits)
+        .def_ro("special_primes", &Parameters::special_primes)
+        .def_ro("security", &Parameters::security)
+        .def_ro("hamming_weight", &Parameters::hamming_weight)
+        .def_ro("name", &Parameters::name)
+        .def_prop_ro("n", &Parameters::n)
+        .def_prop_ro("slots", &Parameters::slots)
+        .def_prop_ro("dnum", &Parameters::digits)
+        .def_prop_ro("alpha", &Parameters::alpha)
+        .def_prop_ro("log_qp", &Parameters::log_qp_bits)
+        .def("to_bytes", [](const Parameters& p) { return to_py_bytes(serialize(p)); })
+        .def_static("from_bytes", [](nb::bytes b) {
+            return deserialize_parameters(reinterpret_cast<const std::uint8_t*>(b.c_str()), b.size());
+        })
+        .def("__repr__", [](const Parameters& p) { return "Parameters(" + p.describe() + ")"; });
+
+    // ---------------------------------------------------------------- keys and ciphertexts
+    nb::class_<KSecretKey>(m, "SecretKey", "The secret key: stays on the client; wiped from memory when released.")
+        .def("to_bytes", [](const KSecretKey& k) { return to_py_bytes(serialize(*k.owner->ctx, *k.key)); })
+        .def_static("from_bytes", [](const KContext& c, nb::bytes b) {
+            auto k = deserialize_secret_key(*c.owner->ctx, reinterpret_cast<const std::uint8_t*>(b.c_str()), b.size());
+            return KSecretKey{c.owner, std::make_shared<const SecretKey>(std::move(k))};
+        }, "ctx"_a, "data"_a)
+        .def("__repr__", [](const KSecretKey&) { return std::string("SecretKey(<hidden>)"); });
+
+    nb::class_<KPublicKey>(m, "PublicKey")
+        .def("to_bytes", [](const KPublicKey& k) { return to_py_bytes(serialize(*k.owner->ctx, *k.key)); })
+        .def_static("from_bytes", [](const KContext& c, nb::bytes b) {
+            auto k = deserialize_public_key(*c.owner->ctx, reinterpret_cast<const std::uint8_t*>(b.c_str()), b.size());
+            return KPublicKey{c.owner, std::make_shared<const PublicKey>(std::move(k))};
+        }, "ctx"_a, "data"_a);
+
+    nb::class_<KSwitchKey>(m, "SwitchKey", "A key-switching key (relinearisation or one Galois element).")
+        .def("to_bytes", [](const KSwitchKey& k) { return to_py_bytes(serialize(*k.owner->ctx, *k.key)); })
+        .def_prop_ro("digits", [](const KSwitchKey& k) { return k.key->b.size(); });
+
+    nb::class_<KEvaluationKeys>(m, "EvaluationKeys", "Relinearisation and Galois keys: everything an evaluator needs, no secret.")
+        .def("to_bytes", [](const KEvaluationKeys& k) {
+            Bytes b;
+            {
+                nb::gil_scoped_release r;
+                b = serialize(*k.owner->ctx, *k.keys);
+            }
+            return to_py_bytes(b);
+        })
+        .def_static("from_bytes", [](const KContext& c, nb::bytes b) {
+            auto k = deserialize_evaluation_keys(*c.owner->ctx, reinterpret_cast<const std::uint8_t*>(b.c_str()), b.size());
+            return KEvaluationKeys{c.owner, std::make_shared<const EvaluationKeys>(std::move(k))};
+        }, "ctx"_a, "data"_a)
+        .def_prop_ro("galois_elements", [](const KEvaluationKeys& k) {
+            std::vector<std::uint64_t> g;
+            for (auto& [e, _] : k.keys->galois) g.push_back(e);
+            return g;
+        })
+        .def_prop_ro("has_relin", [](const KEvaluationKeys& k) { return static_cast<bool>(k.keys->relin); });
+
+    nb::class_<KKeyPair>(m, "KeyPair", "Keys made by Context.keygen: secret, public, relin, galois.")
+        .def_ro("secret", &KKeyPair::secret)
+        .def_ro("public", &KKeyPair::public_)
+        .def_ro("relin", &KKeyPair::relin)
+        .def_ro("galois", &KKeyPair::galois, "dict: Galois element -> SwitchKey")
+        .def("evaluation", [](const KKeyPair& k) { return KEvaluationKeys{k.secret.owner, k.eval}; },
+             "The evaluation keys (relinearisation + Galois) to hand to a server.");
+
+    nb::class_<KCiphertext>(m, "Ciphertext")
+        .def_prop_ro("level", [](const KCiphertext& c) { return c.ct.level(); })
+        .def_prop_ro("scale", [](const KCiphertext& c) { return c.ct.scale; })
+        .def_prop_ro("size", [](const KCiphertext& c) { return c.ct.size(); })
+        .def("to_bytes", [](const KCiphertext& c) {
+            Bytes b;
+            {
+                nb::gil_scoped_release r;
+                b = serialize(*c.owner->ctx, c.ct);
+            }
+            return to_py_bytes(b);
+        })
+        .def_static("from_bytes", [](const KContext& c, nb::bytes b) {
+            return wrap(c.owner, deserialize_ciphertext(*c.owner->ctx, reinterpret_cast<const std::uint8_t*>(b.c_str()), b.size()));
+        }, "ctx"_a, "data"_a)
+        .def("copy", [](const KCiphertext& c) { return c; })
+        .def("__repr__", [](const KCiphertext& c) {
+            return "Ciphertext(level=" + std::to_string(c.ct.level()) + ", scale=2^" + std::to_string(std::log2(c.ct.scale)) +
+                   ", size=" + std::to_string(c.ct.size()) + ")";
+        })
+        .def("__neg__", [](const KCiphertext& a) {
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ops_evaluator(a, false).negate(a.ct));
+        })
+        .def("__add__", [](const KCiphertext& a, const KCiphertext& b) {
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ops_evaluator(a, false).add(a.ct, b.ct));
+        })
+        .def("__sub__", [](const KCiphertext& a, const KCiphertext& b) {
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ops_evaluator(a, false).sub(a.ct, b.ct));
+        })
+        .def("__mul__", [](const KCiphertext& a, const KCiphertext& b) {
+            const Evaluator& ev = ops_evaluator(a, true);
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ev.multiply(a.ct, b.ct));
+        })
+        .def("__add__", [](const KCiphertext& a, nb::handle b) {
+            const Evaluator& ev = ops_evaluator(a, false);
+            if (is_scalar(b)) return wrap(a.owner, ev.add_scalar(a.ct, to_scalar(b)));
+            cvec v = to_values(b);
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ev.add_plain(a.ct, v));
+        })
+        .def("__radd__", [](const KCiphertext& a, nb::handle b) {
+            const Evaluator& ev = ops_evaluator(a, false);
+            if (is_scalar(b)) return wrap(a.owner, ev.add_scalar(a.ct, to_scalar(b)));
+            cvec v = to_values(b);
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ev.add_plain(a.ct, v));
+        })
+        .def("__sub__", [](const KCiphertext& a, nb::handle b) {
+            const Evaluator& ev = ops_evaluator(a, false);
+            if (is_scalar(b)) return wrap(a.owner, ev.add_scalar(a.ct, -to_scalar(b)));
+            cvec v = to_values(b);
+            for (auto& x : v) x = -x;
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ev.add_plain(a.ct, v));
+        })
+        .def("__rsub__", [](const KCiphertext& a, nb::handle b) {
+            const Evaluator& ev = ops_evaluator(a, false);
+            Ciphertext neg = ev.negate(a.ct);
+            if (is_scalar(b)) return wrap(a.owner, ev.add_scalar(neg, to_scalar(b)));
+            cvec v = to_values(b);
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ev.add_plain(neg, v));
+        })
+        .def("__mul__", [](const KCiphertext& a, nb::handle b) {
+            const Evaluator& ev = ops_evaluator(a, false);
+            if (is_scalar(b)) return wrap(a.owner, ev.multiply_scalar(a.ct, to_scalar(b)));
+            cvec v = to_values(b);
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ev.multiply_plain(a.ct, v));
+        })
+        .def("__rmul__", [](const KCiphertext& a, nb::handle b) {
+            const Evaluator& ev = ops_evaluator(a, false);
+            if (is_scalar(b)) return wrap(a.owner, ev.multiply_scalar(a.ct, to_scalar(b)));
+            cvec v = to_values(b);
+            nb::gil_scoped_release r;
+            return wrap(a.owner, ev.multiply_plain(a.ct, v));
+        });
+
+    // ---------------------------------------------------------------- Evaluator
+    using TArg = std::optional<int>;
+    nb::class_<KEvaluator>(m, "Evaluator", "Homomorphic operations with evaluation keys only (no secret inside).")
+        .def("add", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->add(a.ct, b.ct, threads_arg(t)));
+        }, "a"_a, "b"_a, "threads"_a = nb::none())
+        .def("sub", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->sub(a.ct, b.ct, threads_arg(t)));
+        }, "a"_a, "b"_a, "threads"_a = nb::none())
+        .def("negate", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->negate(a.ct, threads_arg(t)));
+        }, "a"_a, "threads"_a = nb::none())
+        .def("add_plain", [](const KEvaluator& e, const KCiphertext& a, nb::handle v, TArg t) {
+            if (is_scalar(v)) return wrap(e.owner, e.ev->add_scalar(a.ct, to_scalar(v), threads_arg(t)));
+            cvec vals = to_values(v);
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->add_plain(a.ct, vals, threads_arg(t)));
+        }, "a"_a, "values"_a, "threads"_a = nb::none(), "Adds an array (zero padded to the slots) or a scalar.")
+        .def("multiply_plain", [](const KEvaluator& e, const KCiphertext& a, nb::handle v, bool rescale, TArg t) {
+            if (is_scalar(v)) return wrap(e.owner, e.ev->multiply_scalar(a.ct, to_scalar(v), rescale, threads_arg(t)));
+            cvec vals = to_values(v);
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->multiply_plain(a.ct, vals, rescale, threads_arg(t)));
+        }, "a"_a, "values"_a, "rescale"_a = true, "threads"_a = nb::none(),
+           "Multiplies by an array or a scalar, encoded at scale q_level so that the rescale keeps the scale exactly.")
+        .def("multiply", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, bool rescale, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->multiply(a.ct, b.ct, rescale, threads_arg(t)));
+        }, "a"_a, "b"_a, "rescale"_a = true, "threads"_a = nb::none(),
+           "Relinearised product; rescaled unless rescale=False. Operands at different levels are aligned.")
+        .def("square", [](const KEvaluator& e, const KCiphertext& a, bool rescale, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->square(a.ct, rescale, threads_arg(t)));
+        }, "a"_a, "rescale"_a = true, "threads"_a = nb::none())
+        .def("relinearize", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->relinearize(a.ct, threads_arg(t)));
+        }, "a"_a, "threads"_a = nb::none())
+        .def("rescale", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->rescale(a.ct, threads_arg(t)));
+        }, "a"_a, "threads"_a = nb::none())
+        .def("drop_level", [](const KEvaluator& e, const KCiphertext& a, int level) {
+            return wrap(e.owner, e.ev->drop_level(a.ct, level));
+        }, "a"_a, "level"_a)
+        .def("rotate", [](const KEvaluator& e, const KCiphertext& a, std::int64_t step, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->rotate(a.ct, step, threads_arg(t)));
+        }, "a"_a, "step"_a, "threads"_a = nb::none(), "Left rotation: slot i of the result is slot i+step of a.")
+        .def("conjugate", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->conjugate(a.ct, threads_arg(t)));
+        }, "a"_a, "threads"_a = nb::none());
+
+    // ---------------------------------------------------------------- Context
+    nb::class_<KContext>(m, "Context", "Parameters plus every precomputed table; makes keys, ciphertexts and evaluators.")
+        .def("__init__", [](KContext* self, const Parameters& p, std::optional<int> threads) {
+            ContextPtr ctx;
+            {
+                nb::gil_scoped_release r;
+                ctx = Context::create(p, threads ? resolve_threads(*threads) : 0);
+            }
+            auto o = std::make_shared<Owner>();
+            o->ctx = ctx;
+            o->keyless = std::make_shared<const Evaluator>(ctx, nullptr);
+            new (self) KContext{o};
+        }, "params"_a, "threads"_a = nb::none(), "threads=None uses all cores.")
+        .def_prop_ro("params", [](const KContext& c) { return c.owner->ctx->params(); })
+        .def_prop_ro("n", [](const KContext& c) { return c.owner->ctx->n(); })
+        .def_prop_ro("slots", [](const KContext& c) { return c.owner->ctx->slots(); })
+        .def_prop_ro("max_level", [](const KContext& c) { return c.owner->ctx->max_level(); })
+        .def_prop_ro("threads", [](const KContext& c) { return c.owner->ctx->threads(); })
+        .def_prop_ro("default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); })
+        .def_prop_ro("q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); })
+        .def_prop_ro("p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); })
+        .def("galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); }, "step"_a)
+        .def("keygen", [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
+                          std::vector<std::uint64_t> galois_elements, TArg t) {
+            const auto& ctx = c.owner->ctx;
+            for (std::uint64_t g : galois_elements)
+                if (g % 2 == 0 || g >= 2 * ctx->n())
+                    throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
+            KKeyPair kp;
+            {
+                nb::gil_scoped_release r;
+                const int th = threads_arg(t);
+                KeyGenerator kg(ctx);
+                auto sk = std::make_shared<const SecretKey>(kg.secret_key(th));
+                kp.secret = KSecretKey{c.owner, sk};
+                kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
+                EvaluationKeys ek = kg.evaluation_keys(*sk, relin, rotations, conjugation, th);
+                for (std::uint64_t g : galois_elements)
+                    if (g != 1 && !ek.galois.count(g)) ek.galois[g] = std::make_shared<const SwitchKey>(kg.galois_key(*sk, g, th));
+                auto shared = std::make_shared<const EvaluationKeys>(std::move(ek));
+                if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
+                for (auto& [g, k] : shared->galois) kp.galois.emplace(g, KSwitchKey{c.owner, k});
+                kp.eval = shared;
+            }
+            return kp;
+        }, "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
+           "galois_elements"_a = std::vector<std::uint64_t>{}, "threads"_a = nb::none(),
+           "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps given.")
+        .def("encrypt", [](const KContext& c, nb::handle values, nb::handle key, std::optional<int> level,
+                           std::optional<double> scale, TArg t) {
+            const auto& ctx = c.owner->ctx;
+            cvec v = is_scalar(values) ? cvec{to_scalar(values)} : to_values(values);
+            const int lvl = level ? *level : ctx->max_level();
+            const double sc = scale ? *scale : ctx->default_scale();
+            if (nb::isinstance<KPublicKey>(key)) {
+                const auto& pk = nb::cast<const KPublicKey&>(key);
+                same_owner(pk.owner, c.owner, "public key");
+                nb::gil_scoped_release r;
+                Plaintext pt = Encoder(ctx).encode(v, sc, lvl, threads_arg(t));
+                return wrap(c.owner, Encryptor(ctx).encrypt(pt, *pk.key, threads_arg(t)));
+            }
+            if (nb::isinstance<KSecretKey>(key)) {
+                const auto& sk = nb::cast<const KSecretKey&>(key);
+                same_owner(sk.owner, c.owner, "secret key");
+                nb::gil_scoped_release r;
+                Plaintext pt = Encoder(ctx).encode(v, sc, lvl, threads_arg(t));
+                return wrap(c.owner, Encryptor(ctx).encrypt_symmetric(pt, *sk.key, threads_arg(t)));
+            }
+            throw ParameterError("encrypt needs keys.public (or keys.secret for secret-key encryption)");
+        }, "values"_a, "key"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
+           "Encrypts up to ctx.slots real or complex values (zero padded) at the top level and scale 2^scale_bits.")
+        .def("decrypt", [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, TArg t) {
+            same_owner(ct.owner, c.owner, "ciphertext");
+            same_owner(sk.owner, c.owner, "secret key");
+            cvec v;
+            {
+                nb::gil_scoped_release r;
+                v = Decryptor(c.owner->ctx).decrypt(ct.ct, *sk.key, threads_arg(t));
+            }
+            return to_numpy(std::move(v));
+        }, "ct"_a, "secret_key"_a, "threads"_a = nb::none(), "Decrypts and decodes: complex128 array of length ctx.slots.")
+        .def("evaluator", [](const KContext& c, std::optional<KEvaluationKeys> keys) {
+            std::shared_ptr<const EvaluationKeys> ek;
+            if (keys) {
+                same_owner(keys->owner, c.owner, "evaluation keys");
+                ek = keys->keys;
+            }
+            auto ev = std::make_shared<const Evaluator>(c.owner->ctx, ek);
+            c.owner->evaluator = ev;  // ciphertext operators of this context use it from now on
+            return KEvaluator{c.owner, ev};
+        }, "keys"_a = nb::none(), "An evaluator holding only evaluation keys; also enables * on this context's ciphertexts.")
+        .def("__repr__", [](const KContext& c) { return "Context(" + c.owner->ctx->params().describe() + ")"; });
+
+    // ---------------------------------------------------------------- build and machine information
+    m.def("simd_active", [] { return std::string(arith::simd_name(arith::active_simd())); });
+    m.def("simd_available", [] {
+        std::vector<std::string> out;
+        for (auto l : arith::simd_available()) out.push_back(arith::simd_name(l));
+        return out;
+    });
+    m.def("simd_cpu_supports", [] {
+        std::vector<std::string> out;
+        for (auto l : {arith::SimdLevel::scalar, arith::SimdLevel::avx2, arith::SimdLevel::avx512, arith::SimdLevel::ifma})
+            if (arith::simd_cpu_supports(l)) out.push_back(arith::simd_name(l));
+        return out;
+    });
+    m.def("hardware_threads", &hardware_threads);
+    m.def("build_info", [] {
+        std::map<std::string, std::string> info;
+        info["compiler"] = __VERSION__;
+        info["cxx_standard"] = std::to_string(__cplusplus);
+#ifdef KASOKU_BUILD_TYPE
+        info["build_type"] = KASOKU_BUILD_TYPE;
+#endif
+        std::string compiled;
+        for (auto l : {arith::SimdLevel::scalar, arith::SimdLevel::avx2, arith::SimdLevel::avx512, arith::SimdLevel::ifma})
+            if (arith::simd_compiled(l)) compiled += (compiled.empty() ? "" : ",") + std::string(arith::simd_name(l));
+        info["simd_compiled"] = compiled;
+        info["openmp"] = std::to_string(_OPENMP);
+        info["randomness"] = "OpenSSL RAND_bytes seed + ChaCha20 stream";
+        return info;
+    });
+    m.def("bench_ntt", [](int log_n, int bits, int reps) {
+        // Times the forward NTT of one prime with the active SIMD body; returns seconds per call.
+        std::vector<double> out;
+        nb::gil_scoped_release r;
+        const std::size_t n = std::size_t{1} << log_n;
+        arith::NttTables t(arith::generate_ntt_primes(bits, 1, n)[0], n);
+        std::vector<std::uint64_t> a(n);
+        std::mt19937_64 rng(1);
+        for (auto& x : a) x = rng() % t.q();
+        arith::ntt_forward(a.data(), t);
+        for (int i = 0; i < reps; ++i) {
+            auto t0 = std::chrono::steady_clock::now();
+            arith::ntt_forward(a.data(), t);
+            out.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return out;
+    }, "log_n"_a, "bits"_a = 60, "reps"_a = 10);
+}
