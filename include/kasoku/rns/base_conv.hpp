@@ -20,13 +20,20 @@ public:
 
     // Step 1: y_i = x_i * (Q/q_i)^-1 mod q_i for every source limb (n coefficients each).
     void scale_source(const std::uint64_t* const* x, std::size_t n, std::uint64_t* const* y) const;
-    // Step 2: target limb t from the scaled source limbs y.
-    void convert_to(std::size_t t, const std::uint64_t* const* y, std::size_t n, std::uint64_t* out) const;
+    // Step 2: target limb t from the scaled source limbs y. With `overflow` (from overflow_count) the result is
+    // exact and centered: x' with x' = x mod Q and |x'| <= Q/2, instead of x + e Q.
+    void convert_to(std::size_t t, const std::uint64_t* const* y, std::size_t n, std::uint64_t* out,
+                    const std::uint8_t* overflow = nullptr) const;
+    // v[c] = round(sum_i y_i[c] / q_i): how many multiples of Q the plain sum exceeds the centered value by
+    // (Halevi-Polyakov-Shoup floating-point correction).
+    void overflow_count(const std::uint64_t* const* y, std::size_t n, std::uint8_t* v) const;
 
 private:
     std::vector<arith::Modulus> src_, dst_;
     std::vector<std::uint64_t> inv_, inv_shoup_;  // (Q/q_i)^-1 mod q_i
     std::vector<std::uint64_t> factor_;           // [t * |src| + i] = (Q/q_i) mod t
+    std::vector<std::uint64_t> q_mod_t_;          // [t * (|src| + 1) + v] = v Q mod t, v = 0..|src|
+    std::vector<double> inv_q_;                   // 1 / q_i
 };
 
 }  // namespace kasoku::rns

@@ -66,9 +66,9 @@ public:
     // --- RNS scaling ---
     // a (NTT form, num_q = l+1, num_p = 0) -> round(a / q_l) at num_q = l.
     void rescale(RnsPoly& a, int threads) const;
-    // a (NTT form, num_q = l+1, num_p = k) -> approx a / P at num_q = l+1, num_p = 0.
+    // a (NTT form, num_q = l+1, num_p = k) -> round(a / P) at num_q = l+1, num_p = 0 (exact conversion).
     void mod_down(RnsPoly& a, int threads) const;
-    // a (NTT form, num_q = l+1, num_p = k) -> approx a / (P q_l) at num_q = l, num_p = 0: ModDown and
+    // a (NTT form, num_q = l+1, num_p = k) -> round(a / (P q_l)) at num_q = l, num_p = 0: ModDown and
     // rescale fused into one base conversion (saves one round of NTTs).
     void mod_down_rescale(RnsPoly& a, int threads) const;
 

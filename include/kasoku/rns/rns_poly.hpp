@@ -2,6 +2,7 @@
 // the special primes p_0..p_{num_p-1} (num_p is 0 or all of them). Coefficient or evaluation (NTT) form.
 #pragma once
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 
 #include "kasoku/support/aligned.hpp"
@@ -12,8 +13,10 @@ namespace kasoku::rns {
 class RnsPoly {
 public:
     RnsPoly() = default;
+    // The words are left uninitialised (every producer writes them all); call zero() when zeros are needed.
     RnsPoly(std::size_t n, std::size_t num_q, std::size_t num_p, bool ntt_form)
-        : n_(n), num_q_(num_q), num_p_(num_p), ntt_form_(ntt_form), data_(n * (num_q + num_p), 0) {}
+        : n_(n), num_q_(num_q), num_p_(num_p), ntt_form_(ntt_form), data_(n * (num_q + num_p)) {}
+    void zero() { std::fill(data_.begin(), data_.end(), 0); }
 
     std::size_t n() const { return n_; }
     std::size_t num_q() const { return num_q_; }

@@ -187,8 +187,8 @@ void RnsContext::set_signed(const std::int64_t* coeffs, RnsPoly& out, int thread
         u64* d = out.limb(i);
         for (std::size_t c = 0; c < n_; ++c) {
             std::int64_t v = coeffs[c];
-            // |v| < q for every use here (ternary secrets, Gaussian errors, plaintexts reduced by the caller)
-            d[c] = v >= 0 ? static_cast<u64>(v) % q : (q - static_cast<u64>(-v) % q) % q;
+            // |v| < q for every use here (ternary secrets, Gaussian errors), checked by the caller
+            d[c] = v >= 0 ? static_cast<u64>(v) : q - static_cast<u64>(-v);
         }
     });
 }
@@ -232,9 +232,11 @@ void RnsContext::mod_down(RnsPoly& a, int threads) const {
     std::vector<u64*> yp(k);
     for (std::size_t j = 0; j < k; ++j) yp[j] = y.limb(j);
     p_to_q_.scale_source(yp.data(), n_, yp.data());
+    std::vector<std::uint8_t> v(n_);
+    p_to_q_.overflow_count(yp.data(), n_, v.data());  // exact, centered: ModDown rounds a / P
     parallel_for(threads, nq, [&](std::size_t i) {
         AlignedWords t(n_);
-        p_to_q_.convert_to(i, yp.data(), n_, t.data());
+        p_to_q_.convert_to(i, yp.data(), n_, t.data(), v.data());
         arith::ntt_forward(t.data(), *ntt_[i]);
         arith::sub_mod(a.limb(i), t.data(), n_, q_[i], a.limb(i));
         arith::mul_scalar_mod(a.limb(i), p_inv_[i], p_inv_shoup_[i], n_, q_[i], a.limb(i));
@@ -256,9 +258,11 @@ void RnsContext::mod_down_rescale(RnsPoly& a, int threads) const {
     for (std::size_t j = 0; j <= k; ++j) yp[j] = y.limb(j);
     const BaseConverter& conv = pq_to_q_[l];
     conv.scale_source(yp.data(), n_, yp.data());
+    std::vector<std::uint8_t> v(n_);
+    conv.overflow_count(yp.data(), n_, v.data());  // exact, centered: rounds a / (P q_l)
     parallel_for(threads, l, [&](std::size_t i) {
         AlignedWords t(n_);
-        conv.convert_to(i, yp.data(), n_, t.data());
+        conv.convert_to(i, yp.data(), n_, t.data(), v.data());
         arith::ntt_forward(t.data(), *ntt_[i]);
         arith::sub_mod(a.limb(i), t.data(), n_, q_[i], a.limb(i));
         arith::mul_scalar_mod(a.limb(i), pq_inv_[l][i], pq_inv_shoup_[l][i], n_, q_[i], a.limb(i));

@@ -1,0 +1,61 @@
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include "kasoku/support/aligned.hpp"
+
+namespace kasoku::detail {
+
+namespace {
+constexpr std::size_t kAlign = 64;
+constexpr std::size_t kPooledMin = 64 * 1024;           // smaller blocks are not pooled
+constexpr std::size_t kPoolMaxBytes = 512ull << 20;     // per thread
+constexpr std::size_t kPoolMaxBlocks = 256;
+
+struct Pool {
+    struct Block { std::size_t bytes; void* p; };
+    std::vector<Block> free;
+    std::size_t held = 0;
+    ~Pool() {
+        for (auto& b : free) std::free(b.p);
+    }
+};
+thread_local Pool pool;
+
+std::size_t round_up(std::size_t bytes) { return bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign; }
+}  // namespace
+
+void* pool_allocate(std::size_t bytes) {
+    bytes = round_up(bytes);
+    if (bytes >= kPooledMin) {
+        auto& f = pool.free;
+        for (std::size_t i = f.size(); i-- > 0;) {
+            if (f[i].bytes == bytes) {
+                void* p = f[i].p;
+                f[i] = f.back();
+                f.pop_back();
+                pool.held -= bytes;
+                return p;
+            }
+        }
+    }
+    void* p = std::aligned_alloc(kAlign, bytes);
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+
+void pool_free(void* p, std::size_t bytes) noexcept {
+    if (!p) return;
+    bytes = round_up(bytes);
+    if (bytes >= kPooledMin && pool.held + bytes <= kPoolMaxBytes && pool.free.size() < kPoolMaxBlocks) {
+        try {
+            pool.free.push_back({bytes, p});
+            pool.held += bytes;
+            return;
+        } catch (...) {
+        }
+    }
+    std::free(p);
+}
+
+}  // namespace kasoku::detail
