@@ -22,6 +22,10 @@ public:
     std::size_t slots() const { return rns_->n() / 2; }
     int max_level() const { return params_.levels; }
     double default_scale() const { return default_scale_; }
+    // Canonical scale of each level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l. Fresh ciphertexts at level l get
+    // s_l; products of canonical operands and plaintext products land on s_{l-1} after the rescale, so ciphertexts
+    // that reach a level by different paths can be added without adjustment.
+    double scale_at(int level) const { return scales_[level]; }
     int threads() const { return threads_; }
     // Resolves a per-call thread count (0 -> the context default).
     int threads_or_default(int threads) const;
@@ -47,7 +51,7 @@ private:
     double default_scale_;
     int threads_;
     std::uint64_t uid_, fingerprint_;
-    std::vector<double> log_q_prefix_;
+    std::vector<double> log_q_prefix_, scales_;
     std::vector<std::uint64_t> rot_group_;
     std::vector<std::complex<double>> ksi_;
 };

@@ -27,7 +27,8 @@ public:
     // Plaintext operands: values are encoded at the ciphertext's level (zero padded to slots()).
     Ciphertext add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, int threads = 0) const;
     Ciphertext add_scalar(const Ciphertext& a, std::complex<double> c, int threads = 0) const;
-    // Multiplies by values encoded with scale q_level, so that the rescale returns the operand's scale exactly.
+    // Multiplies by values encoded with the scale that makes the rescaled result land exactly on the canonical scale
+    // of the next level (Context::scale_at), whatever the operand's scale.
     Ciphertext multiply_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, bool rescale = true,
                               int threads = 0) const;
     Ciphertext multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale = true, int threads = 0) const;
@@ -62,6 +63,7 @@ private:
     std::pair<Ciphertext, Ciphertext> align(const Ciphertext& a, const Ciphertext& b, int threads) const;
     const SwitchKey& galois_key(std::uint64_t galois_elt, const char* what) const;
     void check_scale_fits(double scale, int level, const char* op) const;
+    double plain_scale(const Ciphertext& a) const;
 
     ContextPtr ctx_;
     std::shared_ptr<const EvaluationKeys> keys_;

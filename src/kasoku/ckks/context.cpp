@@ -31,6 +31,8 @@ Context::Context(const Parameters& params, int threads) : params_(params) {
     auto p = arith::generate_ntt_primes(params_.special_bits, params_.special_primes, n, q);
     rns_ = std::make_unique<rns::RnsContext>(n, q, p, static_cast<std::size_t>(params_.alpha()));
     default_scale_ = std::ldexp(1.0, params_.scale_bits);
+    scales_.assign(q.size(), default_scale_);
+    for (int l = params_.levels; l >= 1; --l) scales_[l - 1] = scales_[l] * scales_[l] / static_cast<double>(q[l]);
     double acc = 0;
     for (std::uint64_t qi : q) {
         acc += std::log2(static_cast<double>(qi));

@@ -139,6 +139,13 @@ Ciphertext Evaluator::add_scalar(const Ciphertext& a, std::complex<double> c, in
 
 namespace kasoku::ckks {
 
+double Evaluator::plain_scale(const Ciphertext& a) const {
+    // Chosen so that the rescale lands exactly on the canonical scale of the next level.
+    if (a.level() == 0) return ctx_->default_scale();
+    const double q = static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())));
+    return ctx_->scale_at(a.level() - 1) * q / a.scale;
+}
+
 Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, bool rescale_after,
                                      int threads) const {
     check(a, "operand");
@@ -146,9 +153,7 @@ Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std:
     if (rescale_after && a.level() == 0)
         throw LevelError("multiply_plain at level 0: no level left to rescale; decrypt, or use parameters with more levels "
                          "(or pass rescale=False and keep the larger scale)");
-    // Scale q_l: the rescale by q_l then returns exactly the operand's scale.
-    const double pt_scale = rescale_after ? static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())))
-                                          : ctx_->default_scale();
+    const double pt_scale = plain_scale(a);
     check_scale_fits(a.scale * pt_scale, a.level(), "multiply_plain");
     Plaintext pt = encoder_.encode(values, pt_scale, a.level(), threads);
     Ciphertext r = a;
@@ -165,8 +170,7 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> 
     threads = ctx_->threads_or_default(threads);
     if (rescale_after && a.level() == 0)
         throw LevelError("multiply_scalar at level 0: no level left to rescale; pass rescale=False or use more levels");
-    const double pt_scale = rescale_after ? static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())))
-                                          : ctx_->default_scale();
+    const double pt_scale = plain_scale(a);
     check_scale_fits(a.scale * pt_scale, a.level(), "multiply_scalar");
     const auto res = integer_residues(ctx_->rns(), c.real() * pt_scale);
     Ciphertext r = a;

@@ -379,6 +379,10 @@ NB_MODULE(_kasoku, m) {
         .def_prop_ro("max_level", [](const KContext& c) { return c.owner->ctx->max_level(); })
         .def_prop_ro("threads", [](const KContext& c) { return c.owner->ctx->threads(); })
         .def_prop_ro("default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); })
+        .def("scale_at", [](const KContext& c, int level) {
+            if (level < 0 || level > c.owner->ctx->max_level()) throw LevelError("no such level");
+            return c.owner->ctx->scale_at(level);
+        }, "level"_a, "Canonical scale of a level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l.")
         .def_prop_ro("q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); })
         .def_prop_ro("p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); })
         .def("galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); }, "step"_a)
@@ -413,7 +417,9 @@ NB_MODULE(_kasoku, m) {
             const auto& ctx = c.owner->ctx;
             cvec v = is_scalar(values) ? cvec{to_scalar(values)} : to_values(values);
             const int lvl = level ? *level : ctx->max_level();
-            const double sc = scale ? *scale : ctx->default_scale();
+            if (lvl < 0 || lvl > ctx->max_level())
+                throw LevelError("level must be in 0.." + std::to_string(ctx->max_level()) + ", got " + std::to_string(lvl));
+            const double sc = scale ? *scale : ctx->scale_at(lvl);
             if (nb::isinstance<KPublicKey>(key)) {
                 const auto& pk = nb::cast<const KPublicKey&>(key);
                 same_owner(pk.owner, c.owner, "public key");
