@@ -221,7 +221,10 @@ NB_MODULE(_kasoku, m) {
         .def("evaluation", [](const KKeyPair& k) { return KEvaluationKeys{k.secret.owner, k.eval}; },
              "The evaluation keys (relinearisation + Galois) to hand to a server.");
 
-    nb::class_<KCiphertext>(m, "Ciphertext")
+    auto ct_cls = nb::class_<KCiphertext>(m, "Ciphertext");
+    // NumPy arrays on the left of + - * defer to the ciphertext's reflected operators.
+    ct_cls.attr("__array_ufunc__") = nb::none();
+    ct_cls
         .def_prop_ro("level", [](const KCiphertext& c) { return c.ct.level(); })
         .def_prop_ro("scale", [](const KCiphertext& c) { return c.ct.scale; })
         .def_prop_ro("size", [](const KCiphertext& c) { return c.ct.size(); })

@@ -1,0 +1,169 @@
+"""Typed errors (operands left unchanged), parameter validation, serialization round trips and rejections."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kasoku as ks
+from conftest import bits
+
+
+def unchanged(ct, before):
+    return ct.to_bytes() == before
+
+
+def test_error_classes_are_exported():
+    for name in ["ParameterError", "LevelError", "ScaleError", "MissingKeyError", "SerializationError", "DeviceError"]:
+        assert issubclass(getattr(ks, name), ks.Error)
+    assert issubclass(ks.ParameterError, ValueError)
+
+
+def test_bad_values(env):
+    ctx, keys, ev = env
+    with pytest.raises(ks.ParameterError, match="too many values"):
+        ctx.encrypt(np.zeros(ctx.slots + 1), keys.public)
+    with pytest.raises(ks.ParameterError, match="NaN or infinite"):
+        ctx.encrypt(np.array([1.0, np.nan]), keys.public)
+    with pytest.raises(ks.ParameterError, match="NaN or infinite"):
+        ctx.encrypt(np.array([np.inf]), keys.public)
+    with pytest.raises(ks.ParameterError, match="numbers"):
+        ctx.encrypt(["a", "b"], keys.public)
+    with pytest.raises(ks.ParameterError, match="one-dimensional"):
+        ctx.encrypt(np.zeros((2, 2)), keys.public)
+    with pytest.raises(ks.ScaleError, match="do not fit"):
+        ctx.encrypt(np.array([1e30]), keys.public)
+    a = ctx.encrypt(np.ones(4), keys.public)
+    before = a.to_bytes()
+    with pytest.raises(ks.ParameterError):
+        ev.add_plain(a, np.zeros(ctx.slots + 3))
+    with pytest.raises(ks.ParameterError):
+        ev.multiply_plain(a, np.array([np.nan]))
+    assert unchanged(a, before)
+
+
+def test_level_and_scale_errors(env):
+    ctx, keys, ev = env
+    a = ctx.encrypt(np.ones(4), keys.public)
+    low = ev.drop_level(a, 0)
+    before = low.to_bytes()
+    with pytest.raises(ks.LevelError, match="level 0"):
+        ev.multiply(low, low)
+    with pytest.raises(ks.ScaleError, match="no longer fits"):
+        ev.multiply(low, low, rescale=False)
+    with pytest.raises(ks.LevelError):
+        ev.rescale(low)
+    with pytest.raises(ks.LevelError):
+        ev.multiply_plain(low, 2.0)
+    with pytest.raises(ks.LevelError):
+        ev.drop_level(low, 1)
+    assert unchanged(low, before)
+    # same level, different scales
+    b = ctx.encrypt(np.ones(4), keys.public, scale=2.0**35)
+    with pytest.raises(ks.ScaleError, match="different scales"):
+        ev.add(a, b)
+
+
+def test_missing_keys(env):
+    ctx, keys, ev = env
+    a = ctx.encrypt(np.ones(4), keys.public)
+    before = a.to_bytes()
+    with pytest.raises(ks.MissingKeyError, match=r"step 3 .*rotations=\[3\]"):
+        ev.rotate(a, 3)
+    bare = ctx.evaluator(None)
+    with pytest.raises(ks.MissingKeyError, match="relinearisation"):
+        bare.multiply(a, a)
+    with pytest.raises(ks.MissingKeyError, match="conjugation"):
+        bare.conjugate(a)
+    assert unchanged(a, before)
+    ctx.evaluator(keys.evaluation())  # restore the operators' evaluator for other tests
+
+
+def test_other_context_is_refused(env):
+    ctx, keys, ev = env
+    other = ks.Context(ks.Parameters.named("T12"))
+    okeys = other.keygen()
+    a = ctx.encrypt(np.ones(4), keys.public)
+    b = other.encrypt(np.ones(4), okeys.public)
+    before = a.to_bytes()
+    with pytest.raises(ks.ParameterError, match="another context"):
+        ev.add(a, b)
+    with pytest.raises(ks.ParameterError, match="another context"):
+        ctx.decrypt(b, keys.secret)
+    with pytest.raises(ks.ParameterError, match="another context"):
+        ctx.encrypt(np.ones(2), okeys.public)
+    with pytest.raises(ks.ParameterError, match="another context"):
+        ctx.evaluator(okeys.evaluation())
+    assert unchanged(a, before)
+
+
+def test_parameter_validation():
+    p = ks.Parameters(log_n=13, first_bits=60, scale_bits=40, levels=2, special_bits=60, special_primes=1, security=128)
+    assert p.n == 8192 and p.slots == 4096 and p.dnum == 3
+    with pytest.raises(ks.ParameterError, match="insecure"):
+        ks.Parameters(log_n=13, levels=5)
+    assert ks.Parameters(log_n=13, levels=5, security=None).levels == 5
+    with pytest.raises(ks.ParameterError):
+        ks.Parameters(log_n=13, scale_bits=62, security=None)
+    with pytest.raises(ks.ParameterError, match="unknown parameter set"):
+        ks.Parameters.named("X99")
+    h16 = ks.Parameters.named("H16")
+    assert (h16.log_n, h16.levels, h16.special_primes, h16.dnum, h16.log_qp) == (16, 20, 7, 3, 1280)
+    assert ks.Parameters.from_bytes(h16.to_bytes()).levels == 20
+    with pytest.raises(ks.ParameterError):
+        ks.Context(ks.Parameters.named("T13"), threads=-1)
+
+
+def test_serialization_round_trips(env, rng):
+    ctx, keys, ev = env
+    x = rng.uniform(-1, 1, ctx.slots)
+    a = ctx.encrypt(x, keys.public)
+    b = ks.Ciphertext.from_bytes(ctx, a.to_bytes())
+    assert b.level == a.level and b.scale == a.scale
+    assert bits(ctx.decrypt(b, keys.secret), x) > 21
+    pk = ks.PublicKey.from_bytes(ctx, keys.public.to_bytes())
+    sk = ks.SecretKey.from_bytes(ctx, keys.secret.to_bytes())
+    ek = ks.EvaluationKeys.from_bytes(ctx, keys.evaluation().to_bytes())
+    assert sorted(ek.galois_elements) == sorted(keys.evaluation().galois_elements) and ek.has_relin
+    ev2 = ctx.evaluator(ek)
+    c = ctx.encrypt(x, pk)
+    out = ctx.decrypt(ev2.rotate(ev2.multiply(c, c), 1), sk)
+    assert bits(out, np.roll(x * x, -1)) > 19
+    assert len(keys.relin.to_bytes()) > 0 and keys.relin.digits == 3
+    ctx.evaluator(keys.evaluation())
+
+
+def test_serialization_rejects_bad_bytes(env):
+    ctx, keys, _ = env
+    data = ctx.encrypt(np.ones(4), keys.public).to_bytes()
+    for pos in [0, 4, 7, 12, 40, len(data) // 2, len(data) - 1]:
+        bad = bytearray(data)
+        bad[pos] ^= 0x10
+        with pytest.raises(ks.SerializationError):
+            ks.Ciphertext.from_bytes(ctx, bytes(bad))
+    with pytest.raises(ks.SerializationError, match="truncated|short"):
+        ks.Ciphertext.from_bytes(ctx, data[:-3])
+    with pytest.raises(ks.SerializationError, match="expected a PublicKey"):
+        ks.PublicKey.from_bytes(ctx, data)
+    t13 = ks.Context(ks.Parameters.named("T13"))
+    with pytest.raises(ks.SerializationError, match="other parameters"):
+        ks.Ciphertext.from_bytes(t13, data)
+    with pytest.raises(ks.SerializationError):
+        ks.Parameters.from_bytes(b"KSKU")
+
+
+def test_cli_info_and_bench(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "kasoku", "info"], capture_output=True, text=True, check=True).stdout
+    assert "SIMD body in use" in out and ks.__version__ in out
+    path = tmp_path / "b.jsonl"
+    subprocess.run([sys.executable, "-m", "kasoku", "bench", "--params", "T12", "--threads", "1", "--reps", "1",
+                    "--json", str(path)], capture_output=True, text=True, check=True)
+    import json
+    ops = {json.loads(l)["op"] for l in path.read_text().splitlines()}
+    assert {"KeyGen", "Encrypt", "DecryptDecode", "Add", "MulRelinRescale", "Rotate", "NTT", "size"} <= ops
+
+
+def test_demo_runs():
+    out = subprocess.run([sys.executable, "-m", "kasoku", "demo"], capture_output=True, text=True, check=True).stdout
+    assert "mean temperature" in out and "variance" in out
