@@ -69,6 +69,29 @@ void fma_avx2(const u64* a, const u64* b, const u64* c, std::size_t n, const Mod
     for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
 }
 
+// One butterfly layer of 4 lanes with per-lane twiddles (w, wp): the forward CT butterfly on [0, 4q) inputs.
+inline void ct_butterfly(__m256i& x, __m256i& y, __m256i w, __m256i wp, __m256i vq, __m256i vq_h, __m256i v2q) {
+    __m256i u = sub_if_ge(x, v2q);
+    __m256i v = mul_shoup_lazy(y, w, _mm256_srli_epi64(w, 32), wp, _mm256_srli_epi64(wp, 32), vq, vq_h);
+    x = _mm256_add_epi64(u, v);
+    y = _mm256_add_epi64(_mm256_sub_epi64(u, v), v2q);
+}
+
+// The inverse GS butterfly on [0, 2q) inputs.
+inline void gs_butterfly(__m256i& x, __m256i& y, __m256i w, __m256i wp, __m256i vq, __m256i vq_h, __m256i v2q) {
+    __m256i u = x, v = y;
+    x = sub_if_ge(_mm256_add_epi64(u, v), v2q);
+    __m256i d = _mm256_add_epi64(_mm256_sub_epi64(u, v), v2q);
+    y = mul_shoup_lazy(d, w, _mm256_srli_epi64(w, 32), wp, _mm256_srli_epi64(wp, 32), vq, vq_h);
+}
+
+// Twiddles of stage m for blocks i..i+1 (gap 2): [w_i, w_i, w_{i+1}, w_{i+1}].
+inline __m256i twiddles_gap2(const u64* w) {
+    return _mm256_permute4x64_epi64(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w))), 0x50);
+}
+// Twiddles of stage m for blocks i..i+3 (gap 1), in the lane order of unpacklo/hi: [w_i, w_{i+2}, w_{i+1}, w_{i+3}].
+inline __m256i twiddles_gap1(const u64* w) { return _mm256_permute4x64_epi64(load(w), 0xD8); }
+
 void ntt_forward_avx2(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
     const u64 q = t.q();
@@ -91,23 +114,27 @@ void ntt_forward_avx2(u64* a, const NttTables& t) {
             }
         }
     }
-    // gap 2 and 1: scalar butterflies, then the final reduction
-    const u64 two_q = 2 * q;
-    for (; m < n; m <<= 1, gap >>= 1) {
-        for (std::size_t i = 0; i < m; ++i) {
-            const u64 wi = w[m + i], wpi = wp[m + i];
-            u64* x = a + 2 * i * gap;
-            u64* y = x + gap;
-            for (std::size_t j = 0; j < gap; ++j) {
-                u64 u = x[j];
-                if (u >= two_q) u -= two_q;
-                const u64 v = arith::mul_shoup_lazy(y[j], wi, wpi, q);
-                x[j] = u + v;
-                y[j] = u - v + two_q;
-            }
-        }
+    // gap 2 (m = n/4): two blocks of 4 per pair of registers, halves exchanged across the 128-bit lanes
+    for (std::size_t i = 0; i < m; i += 2) {
+        u64* p = a + 4 * i;
+        __m256i v0 = load(p), v1 = load(p + 4);
+        __m256i x = _mm256_permute2x128_si256(v0, v1, 0x20), y = _mm256_permute2x128_si256(v0, v1, 0x31);
+        ct_butterfly(x, y, twiddles_gap2(w + m + i), twiddles_gap2(wp + m + i), vq, vq_h, v2q);
+        store(p, _mm256_permute2x128_si256(x, y, 0x20));
+        store(p + 4, _mm256_permute2x128_si256(x, y, 0x31));
     }
-    for (std::size_t j = 0; j < n; j += 4) store(a + j, sub_if_ge(sub_if_ge(load(a + j), v2q), vq));
+    m <<= 1;
+    // gap 1 (m = n/2): pairs interleaved, then the final reduction to [0, q)
+    for (std::size_t i = 0; i < m; i += 4) {
+        u64* p = a + 2 * i;
+        __m256i v0 = load(p), v1 = load(p + 4);
+        __m256i x = _mm256_unpacklo_epi64(v0, v1), y = _mm256_unpackhi_epi64(v0, v1);
+        ct_butterfly(x, y, twiddles_gap1(w + m + i), twiddles_gap1(wp + m + i), vq, vq_h, v2q);
+        x = sub_if_ge(sub_if_ge(x, v2q), vq);
+        y = sub_if_ge(sub_if_ge(y, v2q), vq);
+        store(p, _mm256_unpacklo_epi64(x, y));
+        store(p + 4, _mm256_unpackhi_epi64(x, y));
+    }
 }
 
 void ntt_inverse_avx2(u64* a, const NttTables& t) {
@@ -116,22 +143,29 @@ void ntt_inverse_avx2(u64* a, const NttTables& t) {
     if (n < 16) return ntt_inverse_scalar(a, t);
     const u64* w = t.inv_root_powers();
     const u64* wp = t.inv_root_shoup();
-    std::size_t m = n >> 1, gap = 1;
-    for (; gap < 4; m >>= 1, gap <<= 1) {
-        for (std::size_t i = 0; i < m; ++i) {
-            const u64 wi = w[m + i], wpi = wp[m + i];
-            u64* x = a + 2 * i * gap;
-            u64* y = x + gap;
-            for (std::size_t j = 0; j < gap; ++j) {
-                const u64 u = x[j], v = y[j];
-                u64 s = u + v;
-                if (s >= two_q) s -= two_q;
-                x[j] = s;
-                y[j] = arith::mul_shoup_lazy(u - v + two_q, wi, wpi, q);
-            }
-        }
-    }
     const __m256i vq = set1(q), vq_h = set1(q >> 32), v2q = set1(two_q);
+    std::size_t m = n >> 1, gap = 1;
+    // gap 1
+    for (std::size_t i = 0; i < m; i += 4) {
+        u64* p = a + 2 * i;
+        __m256i v0 = load(p), v1 = load(p + 4);
+        __m256i x = _mm256_unpacklo_epi64(v0, v1), y = _mm256_unpackhi_epi64(v0, v1);
+        gs_butterfly(x, y, twiddles_gap1(w + m + i), twiddles_gap1(wp + m + i), vq, vq_h, v2q);
+        store(p, _mm256_unpacklo_epi64(x, y));
+        store(p + 4, _mm256_unpackhi_epi64(x, y));
+    }
+    m >>= 1;
+    // gap 2
+    for (std::size_t i = 0; i < m; i += 2) {
+        u64* p = a + 4 * i;
+        __m256i v0 = load(p), v1 = load(p + 4);
+        __m256i x = _mm256_permute2x128_si256(v0, v1, 0x20), y = _mm256_permute2x128_si256(v0, v1, 0x31);
+        gs_butterfly(x, y, twiddles_gap2(w + m + i), twiddles_gap2(wp + m + i), vq, vq_h, v2q);
+        store(p, _mm256_permute2x128_si256(x, y, 0x20));
+        store(p + 4, _mm256_permute2x128_si256(x, y, 0x31));
+    }
+    m >>= 1;
+    gap = 4;
     for (; m >= 1; m >>= 1, gap <<= 1) {
         for (std::size_t i = 0; i < m; ++i) {
             const __m256i vw = set1(w[m + i]), vw_h = set1(w[m + i] >> 32);
