@@ -22,6 +22,7 @@ from ._kasoku import (  # noqa: F401
     MissingKeyError,
     ParameterError,
     Parameters,
+    Plaintext,
     PublicKey,
     ScaleError,
     SecretKey,
@@ -38,6 +39,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Ciphertext", "Context", "DeviceError", "Error", "EvaluationKeys", "Evaluator", "KeyPair", "LevelError",
-    "MissingKeyError", "ParameterError", "Parameters", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
+    "MissingKeyError", "ParameterError", "Parameters", "Plaintext", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
     "SwitchKey", "build_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports", "__version__",
 ]

@@ -161,7 +161,7 @@ def test_cli_info_and_bench(tmp_path):
                     "--json", str(path)], capture_output=True, text=True, check=True)
     import json
     ops = {json.loads(l)["op"] for l in path.read_text().splitlines()}
-    assert {"KeyGen", "Encrypt", "DecryptDecode", "Add", "MulRelinRescale", "Rotate", "NTT", "size"} <= ops
+    assert {"KeyGen", "Encode", "Encrypt", "DecryptDecode", "Add", "MulRelinRescale", "Rotate", "NTT", "size"} <= ops
 
 
 def test_demo_runs():

@@ -28,6 +28,9 @@ def test_encrypt_decrypt(env, rng, complex_):
     assert ct.level == 1
     out = ctx.decrypt(ct, keys.secret)
     assert bits(out[:10], short) > FRESH and bits(out[10:], 0) > FRESH
+    pt = ctx.encode(x)
+    assert pt.level == ctx.max_level and pt.scale == ctx.scale_at(ctx.max_level)
+    assert bits(ctx.decrypt(ctx.encrypt(pt, keys.public), keys.secret), x) > FRESH
 
 
 def test_add_sub_negate_and_operators(env, rng):

@@ -51,6 +51,7 @@ struct KKeyPair {
     std::shared_ptr<const EvaluationKeys> eval;
 };
 struct KEvaluator { OwnerPtr owner; std::shared_ptr<const Evaluator> ev; };
+struct KPlaintext { OwnerPtr owner; Plaintext pt; };
 
 int threads_arg(std::optional<int> t) { return t ? resolve_threads(*t) : 0; }
 
@@ -181,6 +182,10 @@ NB_MODULE(_kasoku, m) {
             return KSecretKey{c.owner, std::make_shared<const SecretKey>(std::move(k))};
         }, "ctx"_a, "data"_a)
         .def("__repr__", [](const KSecretKey&) { return std::string("SecretKey(<hidden>)"); });
+
+    nb::class_<KPlaintext>(m, "Plaintext", "Encoded values (NTT form) at a level and scale; made by Context.encode.")
+        .def_prop_ro("level", [](const KPlaintext& p) { return p.pt.level(); })
+        .def_prop_ro("scale", [](const KPlaintext& p) { return p.pt.scale; });
 
     nb::class_<KPublicKey>(m, "PublicKey")
         .def("to_bytes", [](const KPublicKey& k) { return to_py_bytes(serialize(*k.owner->ctx, *k.key)); })
@@ -415,31 +420,49 @@ NB_MODULE(_kasoku, m) {
         }, "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
            "galois_elements"_a = std::vector<std::uint64_t>{}, "threads"_a = nb::none(),
            "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps given.")
-        .def("encrypt", [](const KContext& c, nb::handle values, nb::handle key, std::optional<int> level,
-                           std::optional<double> scale, TArg t) {
+        .def("encode", [](const KContext& c, nb::handle values, std::optional<int> level, std::optional<double> scale, TArg t) {
             const auto& ctx = c.owner->ctx;
             cvec v = is_scalar(values) ? cvec{to_scalar(values)} : to_values(values);
             const int lvl = level ? *level : ctx->max_level();
             if (lvl < 0 || lvl > ctx->max_level())
                 throw LevelError("level must be in 0.." + std::to_string(ctx->max_level()) + ", got " + std::to_string(lvl));
             const double sc = scale ? *scale : ctx->scale_at(lvl);
+            nb::gil_scoped_release r;
+            return KPlaintext{c.owner, Encoder(ctx).encode(v, sc, lvl, threads_arg(t))};
+        }, "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
+           "Encodes up to ctx.slots values (zero padded); default: top level at its canonical scale.")
+        .def("encrypt", [](const KContext& c, nb::handle values, nb::handle key, std::optional<int> level,
+                           std::optional<double> scale, TArg t) {
+            const auto& ctx = c.owner->ctx;
+            Plaintext pt;
+            if (nb::isinstance<KPlaintext>(values)) {
+                const auto& kp = nb::cast<const KPlaintext&>(values);
+                same_owner(kp.owner, c.owner, "plaintext");
+                pt = kp.pt;
+            } else {
+                cvec v = is_scalar(values) ? cvec{to_scalar(values)} : to_values(values);
+                const int lvl = level ? *level : ctx->max_level();
+                if (lvl < 0 || lvl > ctx->max_level())
+                    throw LevelError("level must be in 0.." + std::to_string(ctx->max_level()) + ", got " + std::to_string(lvl));
+                const double sc = scale ? *scale : ctx->scale_at(lvl);
+                nb::gil_scoped_release r;
+                pt = Encoder(ctx).encode(v, sc, lvl, threads_arg(t));
+            }
             if (nb::isinstance<KPublicKey>(key)) {
                 const auto& pk = nb::cast<const KPublicKey&>(key);
                 same_owner(pk.owner, c.owner, "public key");
                 nb::gil_scoped_release r;
-                Plaintext pt = Encoder(ctx).encode(v, sc, lvl, threads_arg(t));
                 return wrap(c.owner, Encryptor(ctx).encrypt(pt, *pk.key, threads_arg(t)));
             }
             if (nb::isinstance<KSecretKey>(key)) {
                 const auto& sk = nb::cast<const KSecretKey&>(key);
                 same_owner(sk.owner, c.owner, "secret key");
                 nb::gil_scoped_release r;
-                Plaintext pt = Encoder(ctx).encode(v, sc, lvl, threads_arg(t));
                 return wrap(c.owner, Encryptor(ctx).encrypt_symmetric(pt, *sk.key, threads_arg(t)));
             }
             throw ParameterError("encrypt needs keys.public (or keys.secret for secret-key encryption)");
         }, "values"_a, "key"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
-           "Encrypts up to ctx.slots real or complex values (zero padded) at the top level and scale 2^scale_bits.")
+           "Encrypts a Plaintext, or up to ctx.slots real or complex values (zero padded) at the top level.")
         .def("decrypt", [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, TArg t) {
             same_owner(ct.owner, c.owner, "ciphertext");
             same_owner(sk.owner, c.owner, "secret key");
