@@ -59,8 +59,17 @@ public:
 
 private:
     void check(const Ciphertext& a, const char* what) const;
-    // Copies of a and b at a common level and scale (drop, or an exact scale adjustment that costs one level).
-    std::pair<Ciphertext, Ciphertext> align(const Ciphertext& a, const Ciphertext& b, int threads) const;
+    // a and b at a common level and scale: the operands themselves when they already agree, otherwise the
+    // higher one dropped (and its scale adjusted exactly by a constant multiply and a rescale) in `storage`.
+    struct Aligned {
+        const Ciphertext* a_in;
+        const Ciphertext* b_in;
+        Ciphertext storage;
+        int stored = 0;  // 1: storage replaces a, 2: storage replaces b
+        const Ciphertext& a() const { return stored == 1 ? storage : *a_in; }
+        const Ciphertext& b() const { return stored == 2 ? storage : *b_in; }
+    };
+    Aligned align(const Ciphertext& a, const Ciphertext& b, int threads) const;
     const SwitchKey& galois_key(std::uint64_t galois_elt, const char* what) const;
     void check_scale_fits(double scale, int level, const char* op) const;
     double plain_scale(const Ciphertext& a) const;

@@ -76,7 +76,7 @@ public:
     // and pre-scaled for base conversion, from which any limb of ModUp(digit j) can be produced.
     struct Decomposed {
         std::size_t num_q = 0;
-        RnsPoly ntt;     // d itself (NTT form): ModUp limbs that belong to the digit are these
+        const RnsPoly* ntt = nullptr;  // d itself (NTT form, must outlive this): ModUp limbs inside the digit
         RnsPoly scaled;  // y_i = [d]_{q_i} (Q_j/q_i)^-1 mod q_i, coefficient form
     };
     Decomposed decompose(const RnsPoly& d, int threads) const;

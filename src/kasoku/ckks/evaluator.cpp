@@ -1,5 +1,6 @@
 #include "kasoku/ckks/evaluator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -46,7 +47,7 @@ void Evaluator::check_scale_fits(double scale, int level, const char* op) const 
                          "); rescale after each multiplication, or use parameters with more or larger primes");
 }
 
-std::pair<Ciphertext, Ciphertext> Evaluator::align(const Ciphertext& a, const Ciphertext& b, int threads) const {
+Evaluator::Aligned Evaluator::align(const Ciphertext& a, const Ciphertext& b, int threads) const {
     check(a, "first operand");
     check(b, "second operand");
     if (a.key_id != b.key_id)
@@ -56,7 +57,7 @@ std::pair<Ciphertext, Ciphertext> Evaluator::align(const Ciphertext& a, const Ci
             throw ScaleError("operands have different scales (" + fmt_scale(a.scale) + " and " + fmt_scale(b.scale) +
                              ") at the same level " + std::to_string(a.level()) +
                              "; rescale the one with the larger scale or multiply by a constant to match");
-        return {a, b};
+        return {&a, &b, {}, 0};
     }
     const bool a_high = a.level() > b.level();
     const Ciphertext& hi = a_high ? a : b;
@@ -78,29 +79,43 @@ std::pair<Ciphertext, Ciphertext> Evaluator::align(const Ciphertext& a, const Ci
         adjusted = rescale(t, threads);
         adjusted.scale = lo.scale;  // equal up to a relative 2^-40: the rounding of c
     }
-    return a_high ? std::make_pair(adjusted, b) : std::make_pair(a, adjusted);
+    return {&a, &b, std::move(adjusted), a_high ? 1 : 2};
 }
 
 Ciphertext Evaluator::add(const Ciphertext& a0, const Ciphertext& b0, int threads) const {
     threads = ctx_->threads_or_default(threads);
-    auto [a, b] = align(a0, b0, threads);
-    if (a.size() < b.size()) std::swap(a, b);
-    for (std::size_t k = 0; k < b.size(); ++k) ctx_->rns().add(a.polys[k], b.polys[k], a.polys[k], threads);
-    return a;
+    Aligned al = align(a0, b0, threads);
+    const bool a_larger = al.a().size() >= al.b().size();
+    const Ciphertext& a = a_larger ? al.a() : al.b();
+    const Ciphertext& b = a_larger ? al.b() : al.a();
+    Ciphertext r;
+    r.scale = al.a().scale;
+    r.context_uid = a.context_uid;
+    r.key_id = a.key_id;
+    r.polys.resize(a.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+        if (k < b.size()) ctx_->rns().add(a.polys[k], b.polys[k], r.polys[k], threads);
+        else r.polys[k] = a.polys[k];
+    }
+    return r;
 }
 
 Ciphertext Evaluator::sub(const Ciphertext& a0, const Ciphertext& b0, int threads) const {
     threads = ctx_->threads_or_default(threads);
-    auto [a, b] = align(a0, b0, threads);
-    for (std::size_t k = 0; k < b.size(); ++k) {
-        if (k < a.size()) ctx_->rns().sub(a.polys[k], b.polys[k], a.polys[k], threads);
-        else {
-            RnsPoly neg;
-            ctx_->rns().negate(b.polys[k], neg, threads);
-            a.polys.push_back(std::move(neg));
-        }
+    Aligned al = align(a0, b0, threads);
+    const Ciphertext& a = al.a();
+    const Ciphertext& b = al.b();
+    Ciphertext r;
+    r.scale = a.scale;
+    r.context_uid = a.context_uid;
+    r.key_id = a.key_id;
+    r.polys.resize(std::max(a.size(), b.size()));
+    for (std::size_t k = 0; k < r.size(); ++k) {
+        if (k < a.size() && k < b.size()) ctx_->rns().sub(a.polys[k], b.polys[k], r.polys[k], threads);
+        else if (k < a.size()) r.polys[k] = a.polys[k];
+        else ctx_->rns().negate(b.polys[k], r.polys[k], threads);
     }
-    return a;
+    return r;
 }
 
 Ciphertext Evaluator::negate(const Ciphertext& a, int threads) const {
@@ -210,7 +225,9 @@ Evaluator::Lazy Evaluator::key_switch_lazy(const RnsPoly& d, const SwitchKey& ke
 
 Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool rescale_after, int threads) const {
     threads = ctx_->threads_or_default(threads);
-    auto [a, b] = align(a0, b0, threads);
+    Aligned al = align(a0, b0, threads);
+    const Ciphertext& a = al.a();
+    const Ciphertext& b = al.b();
     if (a.size() != 2 || b.size() != 2)
         throw ParameterError("multiply expects relinearised (size 2) operands; call relinearize first");
     if (!keys_ || !keys_->relin)

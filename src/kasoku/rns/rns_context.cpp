@@ -274,7 +274,7 @@ RnsContext::Decomposed RnsContext::decompose(const RnsPoly& d, int threads) cons
     if (!d.ntt_form() || d.num_p() != 0) throw ParameterError("internal: decompose needs an NTT-form Q poly");
     Decomposed dec;
     dec.num_q = d.num_q();
-    dec.ntt = d;
+    dec.ntt = &d;
     dec.scaled = d;
     from_ntt(dec.scaled, threads);
     const std::size_t digits = digits_at(d.num_q());
@@ -289,7 +289,7 @@ RnsContext::Decomposed RnsContext::decompose(const RnsPoly& d, int threads) cons
 
 void RnsContext::mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t limb, u64* out) const {
     if (limb_in_digit(limb, dec.num_q, digit)) {
-        std::copy(dec.ntt.limb(limb), dec.ntt.limb(limb) + n_, out);
+        std::copy(dec.ntt->limb(limb), dec.ntt->limb(limb) + n_, out);
         return;
     }
     const std::size_t begin = digit * alpha_, m = std::min(alpha_, dec.num_q - begin);
