@@ -80,9 +80,10 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
         print(json.dumps(rec), flush=True)
     # precision of one MulRelinRescale on inputs in [-1, 1]
     got = ctx.decrypt(ev.multiply(a, b), keys.secret).real
-    err = float(np.max(np.abs(got - x * y)))
+    diff = np.abs(got - x * y)
+    err, mean = float(np.max(diff)), float(np.mean(diff))
     rec = {"lib": "kasoku", "op": "precision", "params": params_name, "what": "MulRelinRescale",
-           "max_abs_error": err, "bits": float(-np.log2(err))}
+           "max_abs_error": err, "bits": float(-np.log2(err)), "mean_abs_error": mean, "mean_bits": float(-np.log2(mean))}
     lines.append(rec)
     print(json.dumps(rec), flush=True)
     if json_path:

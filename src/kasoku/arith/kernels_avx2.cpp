@@ -38,7 +38,8 @@ void mul_avx2(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* 
     std::size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         __m256i hi, lo;
-        mul_full(load(a + i), load(b + i), hi, lo);
+        const __m256i vb = load(b + i);
+        mul_full(load(a + i), vb, _mm256_srli_epi64(vb, 32), hi, lo);
         store(out + i, br.reduce(hi, lo));
     }
     for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i], m);
@@ -59,7 +60,8 @@ void fma_avx2(const u64* a, const u64* b, const u64* c, std::size_t n, const Mod
     std::size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         __m256i hi, lo;
-        mul_full(load(a + i), load(b + i), hi, lo);
+        const __m256i vb = load(b + i);
+        mul_full(load(a + i), vb, _mm256_srli_epi64(vb, 32), hi, lo);
         __m256i s = _mm256_add_epi64(lo, load(c + i));
         // carry = (s < lo) as unsigned: flip sign bits and compare signed
         __m256i carry = _mm256_cmpgt_epi64(_mm256_xor_si256(lo, sign), _mm256_xor_si256(s, sign));
@@ -102,15 +104,14 @@ void ntt_forward_avx2(u64* a, const NttTables& t) {
     std::size_t m = 1, gap = n >> 1;
     for (; gap >= 4; m <<= 1, gap >>= 1) {
         for (std::size_t i = 0; i < m; ++i) {
-            const __m256i vw = set1(w[m + i]), vw_h = set1(w[m + i] >> 32);
-            const __m256i vwp = set1(wp[m + i]), vwp_h = set1(wp[m + i] >> 32);
+            const __m256i vw = set1(w[m + i]), vwp = set1(wp[m + i]);
             u64* x = a + 2 * i * gap;
             u64* y = x + gap;
             for (std::size_t j = 0; j < gap; j += 4) {
-                __m256i u = sub_if_ge(load(x + j), v2q);
-                __m256i v = mul_shoup_lazy(load(y + j), vw, vw_h, vwp, vwp_h, vq, vq_h);
-                store(x + j, _mm256_add_epi64(u, v));
-                store(y + j, _mm256_add_epi64(_mm256_sub_epi64(u, v), v2q));
+                __m256i u = load(x + j), v = load(y + j);
+                ct_butterfly(u, v, vw, vwp, vq, vq_h, v2q);
+                store(x + j, u);
+                store(y + j, v);
             }
         }
     }
@@ -168,15 +169,14 @@ void ntt_inverse_avx2(u64* a, const NttTables& t) {
     gap = 4;
     for (; m >= 1; m >>= 1, gap <<= 1) {
         for (std::size_t i = 0; i < m; ++i) {
-            const __m256i vw = set1(w[m + i]), vw_h = set1(w[m + i] >> 32);
-            const __m256i vwp = set1(wp[m + i]), vwp_h = set1(wp[m + i] >> 32);
+            const __m256i vw = set1(w[m + i]), vwp = set1(wp[m + i]);
             u64* x = a + 2 * i * gap;
             u64* y = x + gap;
             for (std::size_t j = 0; j < gap; j += 4) {
                 __m256i u = load(x + j), v = load(y + j);
-                store(x + j, sub_if_ge(_mm256_add_epi64(u, v), v2q));
-                __m256i d = _mm256_add_epi64(_mm256_sub_epi64(u, v), v2q);
-                store(y + j, mul_shoup_lazy(d, vw, vw_h, vwp, vwp_h, vq, vq_h));
+                gs_butterfly(u, v, vw, vwp, vq, vq_h, v2q);
+                store(x + j, u);
+                store(y + j, v);
             }
         }
     }

@@ -18,10 +18,10 @@ inline __m256i sub_if_ge(__m256i x, __m256i bound) {
     return _mm256_sub_epi64(x, _mm256_andnot_si256(lt, bound));
 }
 
-// Full 128-bit products a * b as (hi, lo).
-inline void mul_full(__m256i a, __m256i b, __m256i& hi, __m256i& lo) {
+// Full 128-bit products a * b as (hi, lo), b_h = b >> 32 given pre-split (constants split once).
+inline void mul_full(__m256i a, __m256i b, __m256i b_h, __m256i& hi, __m256i& lo) {
     const __m256i mask = _mm256_set1_epi64x(0xffffffffLL);
-    __m256i a_h = _mm256_srli_epi64(a, 32), b_h = _mm256_srli_epi64(b, 32);
+    __m256i a_h = _mm256_srli_epi64(a, 32);
     __m256i ll = _mm256_mul_epu32(a, b);
     __m256i lh = _mm256_mul_epu32(a, b_h);
     __m256i hl = _mm256_mul_epu32(a_h, b);
@@ -34,19 +34,11 @@ inline void mul_full(__m256i a, __m256i b, __m256i& hi, __m256i& lo) {
     lo = _mm256_or_si256(_mm256_slli_epi64(mid, 32), _mm256_and_si256(ll, mask));
 }
 
-// High 64 bits of a * b where b = (b_h << 32) + b_l is given pre-split (b_h = b >> 32).
+// High 64 bits of a * b (the compiler drops the unused low half).
 inline __m256i mul_hi(__m256i a, __m256i b, __m256i b_h) {
-    const __m256i mask = _mm256_set1_epi64x(0xffffffffLL);
-    __m256i a_h = _mm256_srli_epi64(a, 32);
-    __m256i ll = _mm256_mul_epu32(a, b);
-    __m256i lh = _mm256_mul_epu32(a, b_h);
-    __m256i hl = _mm256_mul_epu32(a_h, b);
-    __m256i hh = _mm256_mul_epu32(a_h, b_h);
-    __m256i mid = _mm256_add_epi64(_mm256_srli_epi64(ll, 32), _mm256_and_si256(lh, mask));
-    mid = _mm256_add_epi64(mid, _mm256_and_si256(hl, mask));
-    __m256i hi = _mm256_add_epi64(hh, _mm256_srli_epi64(lh, 32));
-    hi = _mm256_add_epi64(hi, _mm256_srli_epi64(hl, 32));
-    return _mm256_add_epi64(hi, _mm256_srli_epi64(mid, 32));
+    __m256i hi, lo;
+    mul_full(a, b, b_h, hi, lo);
+    return hi;
 }
 
 // Low 64 bits of a * b (b_h = b >> 32).
@@ -82,7 +74,7 @@ struct BarrettShift {
     __m256i reduce(__m256i hi, __m256i lo) const {
         __m256i x1 = _mm256_or_si256(_mm256_sll_epi64(hi, s_hi_x), _mm256_srl_epi64(lo, s_lo_x));
         __m256i ph, pl;
-        mul_full(x1, mu, ph, pl);
+        mul_full(x1, mu, mu_h, ph, pl);
         __m256i qhat = _mm256_or_si256(_mm256_sll_epi64(ph, s_hi_p), _mm256_srl_epi64(pl, s_lo_p));
         __m256i r = _mm256_sub_epi64(lo, mul_lo(qhat, q, q_h));  // [0, 3q)
         r = sub_if_ge(r, q);

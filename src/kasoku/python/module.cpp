@@ -104,6 +104,24 @@ const Evaluator& ops_evaluator(const KCiphertext& c, bool needs_keys) {
 
 KCiphertext wrap(const OwnerPtr& o, Ciphertext ct) { return KCiphertext{o, std::move(ct)}; }
 
+// a + sign * b for a scalar or an array b (encoded at a's level and scale).
+KCiphertext add_any(const Evaluator& ev, const OwnerPtr& o, const Ciphertext& a, nb::handle b, double sign, int threads) {
+    if (is_scalar(b)) return wrap(o, ev.add_scalar(a, sign * to_scalar(b), threads));
+    cvec v = to_values(b);
+    if (sign < 0)
+        for (auto& x : v) x = -x;
+    nb::gil_scoped_release r;
+    return wrap(o, ev.add_plain(a, v, threads));
+}
+
+// a * b for a scalar or an array b.
+KCiphertext mul_any(const Evaluator& ev, const OwnerPtr& o, const Ciphertext& a, nb::handle b, bool rescale, int threads) {
+    if (is_scalar(b)) return wrap(o, ev.multiply_scalar(a, to_scalar(b), rescale, threads));
+    cvec v = to_values(b);
+    nb::gil_scoped_release r;
+    return wrap(o, ev.multiply_plain(a, v, rescale, threads));
+}
+
 }  // namespace
 
 NB_MODULE(_kasoku, m) {
@@ -266,50 +284,15 @@ NB_MODULE(_kasoku, m) {
             nb::gil_scoped_release r;
             return wrap(a.owner, ev.multiply(a.ct, b.ct));
         })
-        .def("__add__", [](const KCiphertext& a, nb::handle b) {
-            const Evaluator& ev = ops_evaluator(a, false);
-            if (is_scalar(b)) return wrap(a.owner, ev.add_scalar(a.ct, to_scalar(b)));
-            cvec v = to_values(b);
-            nb::gil_scoped_release r;
-            return wrap(a.owner, ev.add_plain(a.ct, v));
-        })
-        .def("__radd__", [](const KCiphertext& a, nb::handle b) {
-            const Evaluator& ev = ops_evaluator(a, false);
-            if (is_scalar(b)) return wrap(a.owner, ev.add_scalar(a.ct, to_scalar(b)));
-            cvec v = to_values(b);
-            nb::gil_scoped_release r;
-            return wrap(a.owner, ev.add_plain(a.ct, v));
-        })
-        .def("__sub__", [](const KCiphertext& a, nb::handle b) {
-            const Evaluator& ev = ops_evaluator(a, false);
-            if (is_scalar(b)) return wrap(a.owner, ev.add_scalar(a.ct, -to_scalar(b)));
-            cvec v = to_values(b);
-            for (auto& x : v) x = -x;
-            nb::gil_scoped_release r;
-            return wrap(a.owner, ev.add_plain(a.ct, v));
-        })
+        .def("__add__", [](const KCiphertext& a, nb::handle b) { return add_any(ops_evaluator(a, false), a.owner, a.ct, b, 1, 0); })
+        .def("__radd__", [](const KCiphertext& a, nb::handle b) { return add_any(ops_evaluator(a, false), a.owner, a.ct, b, 1, 0); })
+        .def("__sub__", [](const KCiphertext& a, nb::handle b) { return add_any(ops_evaluator(a, false), a.owner, a.ct, b, -1, 0); })
         .def("__rsub__", [](const KCiphertext& a, nb::handle b) {
             const Evaluator& ev = ops_evaluator(a, false);
-            Ciphertext neg = ev.negate(a.ct);
-            if (is_scalar(b)) return wrap(a.owner, ev.add_scalar(neg, to_scalar(b)));
-            cvec v = to_values(b);
-            nb::gil_scoped_release r;
-            return wrap(a.owner, ev.add_plain(neg, v));
+            return add_any(ev, a.owner, ev.negate(a.ct), b, 1, 0);
         })
-        .def("__mul__", [](const KCiphertext& a, nb::handle b) {
-            const Evaluator& ev = ops_evaluator(a, false);
-            if (is_scalar(b)) return wrap(a.owner, ev.multiply_scalar(a.ct, to_scalar(b)));
-            cvec v = to_values(b);
-            nb::gil_scoped_release r;
-            return wrap(a.owner, ev.multiply_plain(a.ct, v));
-        })
-        .def("__rmul__", [](const KCiphertext& a, nb::handle b) {
-            const Evaluator& ev = ops_evaluator(a, false);
-            if (is_scalar(b)) return wrap(a.owner, ev.multiply_scalar(a.ct, to_scalar(b)));
-            cvec v = to_values(b);
-            nb::gil_scoped_release r;
-            return wrap(a.owner, ev.multiply_plain(a.ct, v));
-        });
+        .def("__mul__", [](const KCiphertext& a, nb::handle b) { return mul_any(ops_evaluator(a, false), a.owner, a.ct, b, true, 0); })
+        .def("__rmul__", [](const KCiphertext& a, nb::handle b) { return mul_any(ops_evaluator(a, false), a.owner, a.ct, b, true, 0); });
 
     // ---------------------------------------------------------------- Evaluator
     using TArg = std::optional<int>;
@@ -327,16 +310,10 @@ NB_MODULE(_kasoku, m) {
             return wrap(e.owner, e.ev->negate(a.ct, threads_arg(t)));
         }, "a"_a, "threads"_a = nb::none())
         .def("add_plain", [](const KEvaluator& e, const KCiphertext& a, nb::handle v, TArg t) {
-            if (is_scalar(v)) return wrap(e.owner, e.ev->add_scalar(a.ct, to_scalar(v), threads_arg(t)));
-            cvec vals = to_values(v);
-            nb::gil_scoped_release r;
-            return wrap(e.owner, e.ev->add_plain(a.ct, vals, threads_arg(t)));
+            return add_any(*e.ev, e.owner, a.ct, v, 1, threads_arg(t));
         }, "a"_a, "values"_a, "threads"_a = nb::none(), "Adds an array (zero padded to the slots) or a scalar.")
         .def("multiply_plain", [](const KEvaluator& e, const KCiphertext& a, nb::handle v, bool rescale, TArg t) {
-            if (is_scalar(v)) return wrap(e.owner, e.ev->multiply_scalar(a.ct, to_scalar(v), rescale, threads_arg(t)));
-            cvec vals = to_values(v);
-            nb::gil_scoped_release r;
-            return wrap(e.owner, e.ev->multiply_plain(a.ct, vals, rescale, threads_arg(t)));
+            return mul_any(*e.ev, e.owner, a.ct, v, rescale, threads_arg(t));
         }, "a"_a, "values"_a, "rescale"_a = true, "threads"_a = nb::none(),
            "Multiplies by an array or a scalar, encoded at scale q_level so that the rescale keeps the scale exactly.")
         .def("multiply", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, bool rescale, TArg t) {
