@@ -536,7 +536,7 @@ def main(argv=None) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_info(),
         "kasoku_info": kasoku_info(),
-        "peer_python": str(peer_py),
+        "peer_python": os.path.relpath(peer_py, BENCH_DIR.parent),
     }
 
     rc = 0

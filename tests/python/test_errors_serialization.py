@@ -167,3 +167,25 @@ def test_cli_info_and_bench(tmp_path):
 def test_demo_runs():
     out = subprocess.run([sys.executable, "-m", "kasoku", "demo"], capture_output=True, text=True, check=True).stdout
     assert "mean temperature" in out and "variance" in out
+
+
+@pytest.mark.parametrize("body", ["scalar", "auto"])
+def test_simd_override(body):
+    """KASOKU_SIMD picks the kernel body; results are the same computation either way."""
+    import os
+    code = ("import numpy as np, kasoku as ks; ctx = ks.Context(ks.Parameters.named('T12'), threads=1); "
+            "k = ctx.keygen(rotations=[1]); ev = ctx.evaluator(k.evaluation()); x = np.linspace(-1, 1, ctx.slots); "
+            "c = ctx.encrypt(x, k.public); y = ctx.decrypt(ev.rotate(c * c, 1), k.secret).real; "
+            "print(ks.simd_active(), float(np.max(np.abs(y - np.roll(x * x, -1)))))")
+    env = dict(os.environ, KASOKU_SIMD=body)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.split()
+    assert out[0] == (ks.simd_available()[-1] if body == "auto" else "scalar")
+    assert float(out[1]) < 2.0**-19
+
+
+def test_simd_override_rejects_unknown_body():
+    import os
+    env = dict(os.environ, KASOKU_SIMD="sse9")
+    r = subprocess.run([sys.executable, "-c", "import kasoku as ks; ks.Context(ks.Parameters.named('T12'))"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode != 0 and "unknown SIMD body 'sse9'" in r.stderr
