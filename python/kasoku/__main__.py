@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="version, SIMD bodies, threads, build options")
     d = sub.add_parser("demo", help="encrypted mean, variance and a polynomial on a data set")
-    d.add_argument("--params", default="T13", choices=["T13", "H15"],
-                   help="T13 (default: N=2^14, 6 levels, 128-bit) or H15")
+    d.add_argument("--params", default="default", choices=["default", "H15"],
+                   help="default: N=2^14, 6 levels, 128-bit; or the named set H15")
     b = sub.add_parser("bench", help="time the core operations at a named parameter set (JSON lines)")
     b.add_argument("--params", default="T13", help="named parameter set (T12, T13, H15, H16, ...)")
     b.add_argument("--threads", type=int, default=None, help="thread count (default: all cores)")

@@ -20,7 +20,7 @@ def dataset(n: int = 4320, seed: int = 2026) -> np.ndarray:
     return 12.0 + 9.0 * np.sin(2 * np.pi * (h / 8760.0 - 0.3)) + 4.0 * np.sin(2 * np.pi * (h % 24) / 24.0) + rng.normal(0, 1.5, n)
 
 
-def main(params_name: str = "T13") -> int:
+def main(params_name: str = "default") -> int:
     timings: list[tuple[str, float]] = []
 
     def timed(label, fn):
