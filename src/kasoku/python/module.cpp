@@ -104,6 +104,18 @@ const Evaluator& ops_evaluator(const KCiphertext& c, bool needs_keys) {
 
 KCiphertext wrap(const OwnerPtr& o, Ciphertext ct) { return KCiphertext{o, std::move(ct)}; }
 
+// Values (array or scalar) encoded at `level` (default: top) and `scale` (default: the level's canonical scale).
+Plaintext encode_values(const ContextPtr& ctx, nb::handle values, std::optional<int> level, std::optional<double> scale,
+                        int threads) {
+    cvec v = is_scalar(values) ? cvec{to_scalar(values)} : to_values(values);
+    const int lvl = level ? *level : ctx->max_level();
+    if (lvl < 0 || lvl > ctx->max_level())
+        throw LevelError("level must be in 0.." + std::to_string(ctx->max_level()) + ", got " + std::to_string(lvl));
+    const double sc = scale ? *scale : ctx->scale_at(lvl);
+    nb::gil_scoped_release r;
+    return Encoder(ctx).encode(v, sc, lvl, threads);
+}
+
 // a + sign * b for a scalar or an array b (encoded at a's level and scale).
 KCiphertext add_any(const Evaluator& ev, const OwnerPtr& o, const Ciphertext& a, nb::handle b, double sign, int threads) {
     if (is_scalar(b)) return wrap(o, ev.add_scalar(a, sign * to_scalar(b), threads));
@@ -398,14 +410,7 @@ NB_MODULE(_kasoku, m) {
            "galois_elements"_a = std::vector<std::uint64_t>{}, "threads"_a = nb::none(),
            "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps given.")
         .def("encode", [](const KContext& c, nb::handle values, std::optional<int> level, std::optional<double> scale, TArg t) {
-            const auto& ctx = c.owner->ctx;
-            cvec v = is_scalar(values) ? cvec{to_scalar(values)} : to_values(values);
-            const int lvl = level ? *level : ctx->max_level();
-            if (lvl < 0 || lvl > ctx->max_level())
-                throw LevelError("level must be in 0.." + std::to_string(ctx->max_level()) + ", got " + std::to_string(lvl));
-            const double sc = scale ? *scale : ctx->scale_at(lvl);
-            nb::gil_scoped_release r;
-            return KPlaintext{c.owner, Encoder(ctx).encode(v, sc, lvl, threads_arg(t))};
+            return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, threads_arg(t))};
         }, "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
            "Encodes up to ctx.slots values (zero padded); default: top level at its canonical scale.")
         .def("encrypt", [](const KContext& c, nb::handle values, nb::handle key, std::optional<int> level,
@@ -417,13 +422,7 @@ NB_MODULE(_kasoku, m) {
                 same_owner(kp.owner, c.owner, "plaintext");
                 pt = kp.pt;
             } else {
-                cvec v = is_scalar(values) ? cvec{to_scalar(values)} : to_values(values);
-                const int lvl = level ? *level : ctx->max_level();
-                if (lvl < 0 || lvl > ctx->max_level())
-                    throw LevelError("level must be in 0.." + std::to_string(ctx->max_level()) + ", got " + std::to_string(lvl));
-                const double sc = scale ? *scale : ctx->scale_at(lvl);
-                nb::gil_scoped_release r;
-                pt = Encoder(ctx).encode(v, sc, lvl, threads_arg(t));
+                pt = encode_values(ctx, values, level, scale, threads_arg(t));
             }
             if (nb::isinstance<KPublicKey>(key)) {
                 const auto& pk = nb::cast<const KPublicKey&>(key);
