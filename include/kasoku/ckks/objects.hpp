@@ -44,7 +44,7 @@ private:
 };
 
 struct PublicKey {
-    rns::RnsPoly b, a;  // b = -a s + e over Q_L, NTT form
+    rns::RnsPoly b, a;  // b = -a s + e over Q_L * p_0 (the first special prime), NTT form
     std::uint64_t context_uid = 0, key_id = 0;
 };
 

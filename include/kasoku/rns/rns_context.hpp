@@ -18,6 +18,9 @@ namespace kasoku::rns {
 
 using arith::u64;
 
+// v mod q for a small signed v (|v| < q).
+inline u64 signed_residue(std::int64_t v, u64 q) { return v >= 0 ? static_cast<u64>(v) : q - static_cast<u64>(-v); }
+
 class RnsContext {
 public:
     // alpha: primes per key-switching digit (dnum = ceil(|q| / alpha)).
@@ -66,6 +69,10 @@ public:
     // --- RNS scaling ---
     // a (NTT form, num_q = l+1, num_p = 0) -> round(a / q_l) at num_q = l.
     void rescale(RnsPoly& a, int threads) const;
+    // a (NTT form, num_q = l+1, num_p = 1: the first special prime) -> round(a / p_0) at num_q = l+1. Encryption
+    // runs in Q * p_0 and ends with this, so that fresh noise is divided by p_0 (SEAL does the same with all of P).
+    // With `addend` (n small signed coefficients, |e| < every prime) the result is round((a + e) / p_0).
+    void divide_round_by_p0(RnsPoly& a, int threads, const std::int64_t* addend = nullptr) const;
     // a (NTT form, num_q = l+1, num_p = k) -> round(a / P) at num_q = l+1, num_p = 0 (exact conversion).
     void mod_down(RnsPoly& a, int threads) const;
     // a (NTT form, num_q = l+1, num_p = k) -> round(a / (P q_l)) at num_q = l, num_p = 0: ModDown and
@@ -92,6 +99,8 @@ public:
     void automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, int threads) const;
 
 private:
+    void divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
+                              int threads, const std::int64_t* addend = nullptr) const;
     const BaseConverter& digit_converter(std::size_t digit, std::size_t num_q) const {
         return digit_conv_[digit * alpha_ + (std::min(num_q - digit * alpha_, alpha_) - 1)];
     }
@@ -108,7 +117,7 @@ private:
     std::vector<BaseConverter> digit_conv_;
     // ModDown: P -> all q; P^-1 mod q_i
     BaseConverter p_to_q_;
-    std::vector<u64> p_inv_, p_inv_shoup_, p_mod_q_, p_mod_q_shoup_;
+    std::vector<u64> p_inv_, p_inv_shoup_, p_mod_q_, p_mod_q_shoup_, p0_inv_, p0_inv_shoup_, p0_half_;
     // Fused ModDown + rescale at level l: (P, q_l) -> q_0..q_{l-1}; (P q_l)^-1 mod q_i
     std::vector<BaseConverter> pq_to_q_;
     std::vector<std::vector<u64>> pq_inv_, pq_inv_shoup_;

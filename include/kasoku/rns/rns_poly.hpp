@@ -1,5 +1,5 @@
 // A polynomial in RNS form: limbs x n words, over the primes q_0..q_{num_q-1} followed by
-// the special primes p_0..p_{num_p-1} (num_p is 0 or all of them). Coefficient or evaluation (NTT) form.
+// the special primes p_0..p_{num_p-1}. Coefficient or evaluation (NTT) form.
 #pragma once
 #include <cstddef>
 #include <algorithm>
@@ -32,16 +32,15 @@ public:
     const std::uint64_t* data() const { return data_.data(); }
     std::size_t words() const { return data_.size(); }
 
-    // Keeps the first `num_q` q-limbs (and drops the special limbs when drop_p).
-    void truncate(std::size_t num_q, bool drop_p = true) {
-        AlignedWords d(n_ * (num_q + (drop_p ? 0 : num_p_)));
+    // Keeps the first `num_q` q-limbs and the first `num_p` special limbs.
+    void truncate(std::size_t num_q, std::size_t num_p = 0) {
+        AlignedWords d(n_ * (num_q + num_p));
         std::copy(data_.begin(), data_.begin() + static_cast<std::ptrdiff_t>(n_ * num_q), d.begin());
-        if (!drop_p)
-            std::copy(data_.begin() + static_cast<std::ptrdiff_t>(n_ * num_q_), data_.end(),
-                      d.begin() + static_cast<std::ptrdiff_t>(n_ * num_q));
-        else
-            num_p_ = 0;
+        std::copy(data_.begin() + static_cast<std::ptrdiff_t>(n_ * num_q_),
+                  data_.begin() + static_cast<std::ptrdiff_t>(n_ * (num_q_ + num_p)),
+                  d.begin() + static_cast<std::ptrdiff_t>(n_ * num_q));
         num_q_ = num_q;
+        num_p_ = num_p;
         wipe();
         data_.swap(d);
     }

@@ -13,9 +13,9 @@ namespace kasoku::ckks {
 using rns::RnsPoly;
 
 namespace {
-// Signed small coefficients into an RnsPoly over q_0..q_{num_q-1} (+ all p when with_p), NTT form.
-RnsPoly small_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::size_t num_q, bool with_p, int threads) {
-    RnsPoly p(ctx.n(), num_q, with_p ? ctx.rns().p_count() : 0, false);
+// Signed small coefficients into an RnsPoly over q_0..q_{num_q-1} and p_0..p_{num_p-1}, NTT form.
+RnsPoly small_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::size_t num_q, std::size_t num_p, int threads) {
+    RnsPoly p(ctx.n(), num_q, num_p, false);
     ctx.rns().set_signed(c.data(), p, threads);
     ctx.rns().to_ntt(p, threads);
     return p;
@@ -26,7 +26,7 @@ SecretKey KeyGenerator::secret_key(int threads) const {
     threads = ctx_->threads_or_default(threads);
     Prng prng;
     auto s = detail::sample_ternary(ctx_->n(), ctx_->params().hamming_weight, prng);
-    RnsPoly poly = small_poly(*ctx_, s, ctx_->rns().q_count(), true, threads);
+    RnsPoly poly = small_poly(*ctx_, s, ctx_->rns().q_count(), ctx_->rns().p_count(), threads);
     secure_wipe(s.data(), s.size() * sizeof s[0]);
     std::uint64_t id;
     os_random_bytes(&id, sizeof id);
@@ -41,11 +41,12 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk, int threads) const {
     PublicKey pk;
     pk.context_uid = ctx_->uid();
     pk.key_id = sk.key_id();
-    pk.a = RnsPoly(ctx_->n(), r.q_count(), 0, true);
+    // Over Q * p_0: encryption divides its noise by p_0 (see Encryptor::encrypt).
+    pk.a = RnsPoly(ctx_->n(), r.q_count(), 1, true);
     detail::sample_uniform(r, pk.a, prng);
-    pk.b = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), r.q_count(), false, threads);
+    pk.b = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), r.q_count(), 1, threads);
     RnsPoly s = sk.poly();
-    s.truncate(r.q_count());
+    s.truncate(r.q_count(), 1);
     RnsPoly as;
     r.mul(pk.a, s, as, threads);
     r.sub(pk.b, as, pk.b, threads);  // b = e - a s
@@ -71,7 +72,7 @@ SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, i
     for (std::size_t j = 0; j < r.dnum(); ++j) {
         RnsPoly a(ctx_->n(), nq, np, true);
         detail::sample_uniform(r, a, prng);
-        RnsPoly b = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, true, threads);
+        RnsPoly b = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, np, threads);
         RnsPoly as;
         r.mul(a, sk.poly(), as, threads);
         r.sub(b, as, b, threads);
@@ -130,18 +131,21 @@ Ciphertext Encryptor::encrypt(const Plaintext& pt, const PublicKey& pk, int thre
     const auto& r = ctx_->rns();
     const std::size_t nq = pt.poly.num_q();
     Prng prng;
-    auto v = small_poly(*ctx_, detail::sample_ternary(ctx_->n(), 0, prng), nq, false, threads);
+    // (v pk_0 + e_0, v pk_1 + e_1) over Q_l * p_0, divided by p_0 with rounding: the fresh noise is then the
+    // rounding error, not v e + e_0 + e_1 s (about 2^9 smaller at N = 2^16), for a few NTTs more.
+    auto v = small_poly(*ctx_, detail::sample_ternary(ctx_->n(), 0, prng), nq, 1, threads);
     Ciphertext ct;
     ct.scale = pt.scale;
     ct.context_uid = ctx_->uid();
     ct.key_id = pk.key_id;
     ct.polys.resize(2);
     RnsPoly b = pk.b, a = pk.a;
-    b.truncate(nq);
-    a.truncate(nq);
+    b.truncate(nq, 1);
+    a.truncate(nq, 1);
     for (int k = 0; k < 2; ++k) {
-        RnsPoly e = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, false, threads);
-        r.fma(v, k == 0 ? b : a, e, ct.polys[k], threads);  // v * pk_k + e_k
+        auto e = detail::sample_gaussian(ctx_->n(), prng);
+        r.mul(v, k == 0 ? b : a, ct.polys[k], threads);
+        r.divide_round_by_p0(ct.polys[k], threads, e.data());  // round((v pk_k + e_k) / p_0)
     }
     r.add(ct.polys[0], pt.poly, ct.polys[0], threads);
     v.wipe();
@@ -163,7 +167,7 @@ Ciphertext Encryptor::encrypt_symmetric(const Plaintext& pt, const SecretKey& sk
     detail::sample_uniform(r, a, prng);
     RnsPoly s = sk.poly();
     s.truncate(nq);
-    RnsPoly c0 = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, false, threads);
+    RnsPoly c0 = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, 0, threads);
     r.add(c0, pt.poly, c0, threads);
     RnsPoly as;
     r.mul(a, s, as, threads);

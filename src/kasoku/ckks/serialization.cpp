@@ -106,7 +106,7 @@ public:
         const auto& r = ctx_->rns();
         const std::uint32_t nq = get<std::uint32_t>(), np = get<std::uint32_t>();
         const std::uint8_t ntt = get<std::uint8_t>();
-        if (nq == 0 || nq > r.q_count() || (np != 0 && (np != r.p_count() || !allow_p)) || ntt > 1)
+        if (nq == 0 || nq > r.q_count() || np > r.p_count() || (np != 0 && !allow_p) || ntt > 1)
             fail("polynomial shape does not fit the parameters");
         rns::RnsPoly p(ctx_->n(), nq, np, ntt == 1);
         const std::size_t bytes = p.words() * sizeof(std::uint64_t);
@@ -223,9 +223,10 @@ PublicKey deserialize_public_key(const Context& ctx, const std::uint8_t* data, s
     PublicKey pk;
     pk.context_uid = ctx.uid();
     pk.key_id = r.get<std::uint64_t>();
-    pk.b = r.poly(false);
-    pk.a = r.poly(false);
-    if (pk.b.num_q() != ctx.rns().q_count() || pk.a.num_q() != ctx.rns().q_count()) Reader::fail("public key has the wrong shape");
+    pk.b = r.poly(true);
+    pk.a = r.poly(true);
+    for (const auto* p : {&pk.b, &pk.a})
+        if (p->num_q() != ctx.rns().q_count() || p->num_p() != 1) Reader::fail("public key has the wrong shape");
     r.done();
     return pk;
 }

@@ -61,6 +61,11 @@ RnsContext::RnsContext(std::size_t n, std::vector<u64> q, std::vector<u64> p, st
             p_inv_.push_back(arith::inv_mod(pi, mods_[i]));
             p_inv_shoup_.push_back(arith::shoup(p_inv_.back(), q_[i]));
         }
+        for (std::size_t i = 0; i <= L; ++i) {
+            p0_inv_.push_back(arith::inv_mod(p_[0] % q_[i], mods_[i]));
+            p0_inv_shoup_.push_back(arith::shoup(p0_inv_.back(), q_[i]));
+            p0_half_.push_back((p_[0] >> 1) % q_[i]);
+        }
         pq_to_q_.resize(L + 1); pq_inv_.resize(L + 1); pq_inv_shoup_.resize(L + 1);
         for (std::size_t l = 1; l <= L; ++l) {
             std::vector<Modulus> src = pm;
@@ -188,7 +193,7 @@ void RnsContext::set_signed(const std::int64_t* coeffs, RnsPoly& out, int thread
         for (std::size_t c = 0; c < n_; ++c) {
             std::int64_t v = coeffs[c];
             // |v| < q for every use here (ternary secrets, Gaussian errors), checked by the caller
-            d[c] = v >= 0 ? static_cast<u64>(v) : q - static_cast<u64>(-v);
+            d[c] = signed_residue(v, q);
         }
     });
 }
@@ -202,23 +207,39 @@ void RnsContext::add_times_p(const RnsPoly& d, RnsPoly& x, int threads) const {
     });
 }
 
+void RnsContext::divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup,
+                                      const u64* half_mod, int threads, const std::int64_t* addend) const {
+    // round((a + addend) / r) on the first `keep` q-limbs, r = the prime of a's last limb. The small coefficient-form
+    // addend joins the correction polynomial before its NTT, so it costs no transform of its own.
+    const std::size_t last_limb = a.limbs() - 1, idx = prime_index(last_limb, a.num_q());
+    const u64 r = prime(idx), half = r >> 1;
+    AlignedWords last(a.limb(last_limb), a.limb(last_limb) + n_);
+    arith::ntt_inverse(last.data(), *ntt_[idx]);
+    if (addend)
+        for (std::size_t c = 0; c < n_; ++c) last[c] = arith::add_mod(last[c], signed_residue(addend[c], r), r);
+    for (auto& x : last) x = arith::add_mod(x, half, r);  // round instead of floor
+    parallel_for(threads, keep, [&](std::size_t i) {
+        AlignedWords t(n_);
+        const Modulus& mi = mods_[i];
+        for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(arith::reduce_64(last[c], mi), half_mod[i], mi.value);
+        if (addend)  // a + e - t = a - (t - e)
+            for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(t[c], signed_residue(addend[c], mi.value), mi.value);
+        arith::ntt_forward(t.data(), *ntt_[i]);
+        arith::sub_mod(a.limb(i), t.data(), n_, mi.value, a.limb(i));
+        arith::mul_scalar_mod(a.limb(i), inv[i], inv_shoup[i], n_, mi.value, a.limb(i));
+    });
+    a.truncate(keep);
+}
+
 void RnsContext::rescale(RnsPoly& a, int threads) const {
     if (!a.ntt_form() || a.num_p() != 0 || a.num_q() < 2) throw LevelError("internal: rescale needs an NTT-form poly at level >= 1");
     const std::size_t l = a.num_q() - 1;
-    const u64 ql = q_[l], half = ql >> 1;
-    AlignedWords last(a.limb(l), a.limb(l) + n_);
-    arith::ntt_inverse(last.data(), *ntt_[l]);
-    for (auto& x : last) x = arith::add_mod(x, half, ql);  // round instead of floor
-    parallel_for(threads, l, [&](std::size_t i) {
-        AlignedWords t(n_);
-        const Modulus& mi = mods_[i];
-        const u64 h = rescale_half_[l][i];
-        for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(arith::reduce_64(last[c], mi), h, mi.value);
-        arith::ntt_forward(t.data(), *ntt_[i]);
-        arith::sub_mod(a.limb(i), t.data(), n_, mi.value, a.limb(i));
-        arith::mul_scalar_mod(a.limb(i), rescale_inv_[l][i], rescale_inv_shoup_[l][i], n_, mi.value, a.limb(i));
-    });
-    a.truncate(l);
+    divide_round_by_last(a, l, rescale_inv_[l].data(), rescale_inv_shoup_[l].data(), rescale_half_[l].data(), threads);
+}
+
+void RnsContext::divide_round_by_p0(RnsPoly& a, int threads, const std::int64_t* addend) const {
+    if (!a.ntt_form() || a.num_p() != 1 || p_.empty()) throw ParameterError("internal: divide_round_by_p0 needs an NTT-form Q*p_0 poly");
+    divide_round_by_last(a, a.num_q(), p0_inv_.data(), p0_inv_shoup_.data(), p0_half_.data(), threads, addend);
 }
 
 void RnsContext::mod_down(RnsPoly& a, int threads) const {

@@ -206,3 +206,27 @@ TEST(Rns, AutomorphismMatchesCoefficientDefinition) {
         ASSERT_EQ(out, expect) << "g=" << g;
     }
 }
+
+TEST(Rns, DivideRoundByFirstSpecialPrimeWithAddend) {
+    Fixture f;
+    std::mt19937_64 rng(8);
+    const std::size_t nq = 4;
+    RnsPoly a = f.random(nq, 1, rng), orig = a;
+    std::vector<std::int64_t> e(f.n);
+    for (auto& x : e) x = static_cast<std::int64_t>(rng() % 41) - 20;
+    e[0] = -20;
+    e[1] = 20;
+    f.ctx.to_ntt(a, 1);
+    f.ctx.divide_round_by_p0(a, 2, e.data());
+    ASSERT_EQ(a.num_q(), nq);
+    ASSERT_EQ(a.num_p(), 0u);
+    f.ctx.from_ntt(a, 1);
+    const mpz_class p0 = to_mpz(f.ctx.p_primes()[0]);
+    for (std::size_t c = 0; c < f.n; ++c) {
+        mpz_class QP;
+        mpz_class x = crt(orig, f.ctx, 0, nq + 1, c, &QP) + e[c];  // exact integer a + e
+        mpz_class expect, twice = 2 * x + p0;                          // round((a + e) / p_0)
+        mpz_fdiv_q(expect.get_mpz_t(), twice.get_mpz_t(), mpz_class(2 * p0).get_mpz_t());
+        for (std::size_t i = 0; i < nq; ++i) ASSERT_EQ(a.limb(i)[c], mod_u64(expect, f.ctx.prime(i))) << "c=" << c << " i=" << i;
+    }
+}
