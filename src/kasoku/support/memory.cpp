@@ -47,15 +47,26 @@ void* pool_allocate(std::size_t bytes) {
 void pool_free(void* p, std::size_t bytes) noexcept {
     if (!p) return;
     bytes = round_up(bytes);
-    if (bytes >= kPooledMin && pool.held + bytes <= kPoolMaxBytes && pool.free.size() < kPoolMaxBlocks) {
-        try {
-            pool.free.push_back({bytes, p});
-            pool.held += bytes;
-            return;
-        } catch (...) {
-        }
+    if (bytes < kPooledMin || bytes > kPoolMaxBytes) {
+        std::free(p);
+        return;
     }
-    std::free(p);
+    // Keep the most recent blocks: evict the oldest until the new one fits (sizes in use change with the
+    // workload, e.g. key generation's blocks should not crowd out an evaluator's).
+    auto& f = pool.free;
+    std::size_t drop = 0;
+    while (drop < f.size() && (pool.held + bytes > kPoolMaxBytes || f.size() - drop >= kPoolMaxBlocks)) {
+        pool.held -= f[drop].bytes;
+        std::free(f[drop].p);
+        ++drop;
+    }
+    f.erase(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(drop));
+    try {
+        f.push_back({bytes, p});
+        pool.held += bytes;
+    } catch (...) {
+        std::free(p);
+    }
 }
 
 }  // namespace kasoku::detail
