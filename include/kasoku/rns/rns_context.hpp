@@ -99,6 +99,8 @@ public:
     void automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, int threads) const;
 
 private:
+    void divide_exact(RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
+                      const u64* inv_shoup, std::size_t keep, int threads) const;
     void divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
                               int threads, const std::int64_t* addend = nullptr) const;
     const BaseConverter& digit_converter(std::size_t digit, std::size_t num_q) const {

@@ -242,53 +242,48 @@ void RnsContext::divide_round_by_p0(RnsPoly& a, int threads, const std::int64_t*
     divide_round_by_last(a, a.num_q(), p0_inv_.data(), p0_inv_shoup_.data(), p0_half_.data(), threads, addend);
 }
 
-void RnsContext::mod_down(RnsPoly& a, int threads) const {
-    if (!a.ntt_form() || a.num_p() != p_.size() || p_.empty()) throw ParameterError("internal: mod_down needs an NTT-form Q*P poly");
-    const std::size_t nq = a.num_q(), k = p_.size();
-    RnsPoly y(n_, 0, k, false);
-    parallel_for(threads, k, [&](std::size_t j) {
-        std::copy(a.limb(nq + j), a.limb(nq + j) + n_, y.limb(j));
-        arith::ntt_inverse(y.limb(j), *ntt_[q_.size() + j]);
+void RnsContext::divide_exact(RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
+                              const u64* inv, const u64* inv_shoup, std::size_t keep, int threads) const {
+    // round(a / R) on the first `keep` q-limbs, R = the product of the primes of src_limbs (in conv's source order):
+    // a - [a]_R (exact, centered conversion) is divisible by R.
+    const std::size_t s = src_limbs.size();
+    RnsPoly y(n_, 0, s, false);
+    parallel_for(threads, s, [&](std::size_t j) {
+        const std::size_t limb = src_limbs[j];
+        std::copy(a.limb(limb), a.limb(limb) + n_, y.limb(j));
+        arith::ntt_inverse(y.limb(j), *ntt_[prime_index(limb, a.num_q())]);
     });
-    std::vector<u64*> yp(k);
-    for (std::size_t j = 0; j < k; ++j) yp[j] = y.limb(j);
-    p_to_q_.scale_source(yp.data(), n_, yp.data());
+    std::vector<u64*> yp(s);
+    for (std::size_t j = 0; j < s; ++j) yp[j] = y.limb(j);
+    conv.scale_source(yp.data(), n_, yp.data());
     std::vector<std::uint8_t> v(n_);
-    p_to_q_.overflow_count(yp.data(), n_, v.data());  // exact, centered: ModDown rounds a / P
-    parallel_for(threads, nq, [&](std::size_t i) {
+    conv.overflow_count(yp.data(), n_, v.data());
+    parallel_for(threads, keep, [&](std::size_t i) {
         AlignedWords t(n_);
-        p_to_q_.convert_to(i, yp.data(), n_, t.data(), v.data());
+        conv.convert_to(i, yp.data(), n_, t.data(), v.data());
         arith::ntt_forward(t.data(), *ntt_[i]);
         arith::sub_mod(a.limb(i), t.data(), n_, q_[i], a.limb(i));
-        arith::mul_scalar_mod(a.limb(i), p_inv_[i], p_inv_shoup_[i], n_, q_[i], a.limb(i));
+        arith::mul_scalar_mod(a.limb(i), inv[i], inv_shoup[i], n_, q_[i], a.limb(i));
     });
-    a.truncate(nq);
+    a.truncate(keep);
+}
+
+void RnsContext::mod_down(RnsPoly& a, int threads) const {
+    if (!a.ntt_form() || a.num_p() != p_.size() || p_.empty()) throw ParameterError("internal: mod_down needs an NTT-form Q*P poly");
+    const std::size_t nq = a.num_q();
+    std::vector<std::size_t> src(p_.size());
+    for (std::size_t j = 0; j < src.size(); ++j) src[j] = nq + j;  // the P limbs
+    divide_exact(a, src, p_to_q_, p_inv_.data(), p_inv_shoup_.data(), nq, threads);
 }
 
 void RnsContext::mod_down_rescale(RnsPoly& a, int threads) const {
     if (!a.ntt_form() || a.num_p() != p_.size() || p_.empty() || a.num_q() < 2)
         throw ParameterError("internal: mod_down_rescale needs an NTT-form Q*P poly at level >= 1");
-    const std::size_t l = a.num_q() - 1, k = p_.size();
-    RnsPoly y(n_, 0, k + 1, false);
-    parallel_for(threads, k + 1, [&](std::size_t j) {
-        const std::size_t limb = j < k ? l + 1 + j : l;  // P limbs, then q_l
-        std::copy(a.limb(limb), a.limb(limb) + n_, y.limb(j));
-        arith::ntt_inverse(y.limb(j), *ntt_[j < k ? q_.size() + j : l]);
-    });
-    std::vector<u64*> yp(k + 1);
-    for (std::size_t j = 0; j <= k; ++j) yp[j] = y.limb(j);
-    const BaseConverter& conv = pq_to_q_[l];
-    conv.scale_source(yp.data(), n_, yp.data());
-    std::vector<std::uint8_t> v(n_);
-    conv.overflow_count(yp.data(), n_, v.data());  // exact, centered: rounds a / (P q_l)
-    parallel_for(threads, l, [&](std::size_t i) {
-        AlignedWords t(n_);
-        conv.convert_to(i, yp.data(), n_, t.data(), v.data());
-        arith::ntt_forward(t.data(), *ntt_[i]);
-        arith::sub_mod(a.limb(i), t.data(), n_, q_[i], a.limb(i));
-        arith::mul_scalar_mod(a.limb(i), pq_inv_[l][i], pq_inv_shoup_[l][i], n_, q_[i], a.limb(i));
-    });
-    a.truncate(l);
+    const std::size_t l = a.num_q() - 1;
+    std::vector<std::size_t> src(p_.size() + 1);
+    for (std::size_t j = 0; j < p_.size(); ++j) src[j] = l + 1 + j;  // the P limbs, then q_l
+    src.back() = l;
+    divide_exact(a, src, pq_to_q_[l], pq_inv_[l].data(), pq_inv_shoup_[l].data(), l, threads);
 }
 
 RnsContext::Decomposed RnsContext::decompose(const RnsPoly& d, int threads) const {
