@@ -16,15 +16,13 @@ import numpy as np
 import kasoku as ks
 
 
-def _timeit(fn, reps: int, setup=None):
-    """Median/min/max wall time in ms over `reps` calls after one warm-up call."""
-    args = setup() if setup else ()
-    fn(*args)
+def _timeit(fn, reps: int):
+    """Wall times in ms of `reps` calls after one warm-up call."""
+    fn()
     times = []
     for _ in range(reps):
-        args = setup() if setup else ()
         t0 = time.perf_counter()
-        fn(*args)
+        fn()
         times.append((time.perf_counter() - t0) * 1e3)
     return times
 

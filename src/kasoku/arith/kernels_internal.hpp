@@ -10,7 +10,7 @@ extern const KernelTable kScalarKernels;
 extern const KernelTable kAvx2Kernels;
 #endif
 
-// Scalar NTT stages reused by the SIMD bodies for the short-gap tail.
+// Scalar NTTs, used by the SIMD bodies for sizes below one vector block (n < 16).
 void ntt_forward_scalar(u64* a, const NttTables& t);
 void ntt_inverse_scalar(u64* a, const NttTables& t);
 

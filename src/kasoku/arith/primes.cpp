@@ -48,7 +48,7 @@ std::vector<u64> generate_ntt_primes(int bits, int count, u64 n, const std::vect
         throw ParameterError("prime size must be 10.." + std::to_string(kMaxModulusBits) + " bits, got " +
                              std::to_string(bits));
     const u64 step = 2 * n;
-    const u64 lo = 1ull << (bits - 1), hi = (bits == 64) ? ~0ull : (1ull << bits);
+    const u64 lo = 1ull << (bits - 1), hi = 1ull << bits;
     std::vector<u64> out;
     // Search downward from 2^bits (SEAL's choice): scales are tracked exactly, so the primes need not
     // be balanced around 2^bits.

@@ -32,10 +32,7 @@ Parameters Parameters::named(const std::string& name) {
     if (name == "H16") return make("H16", 16, 60, 40, 20, 60, 7, 128);
     if (name == "B13") return make("B13", 13, 60, 40, 1, 60, 1, 128);
     if (name == "M14") return make("M14", 14, 60, 40, 4, 60, 2, 128);
-    if (name == "SCHED") {
-        Parameters p = make("SCHED", 15, 60, 50, 7, 60, 1, 128);
-        return p;
-    }
+    if (name == "SCHED") return make("SCHED", 15, 60, 50, 7, 60, 1, 128);
     std::string all;
     for (auto& n : names()) all += (all.empty() ? "" : ", ") + n;
     throw ParameterError("unknown parameter set '" + name + "'; named sets are: " + all);
