@@ -23,37 +23,34 @@ struct Data {
     }
 };
 
+// Name: BM_<Kernel>_<body>/q<bits>/<log_n>. 40-bit primes are the CKKS scaling primes (IFMA range),
+// 60-bit ones the first and special primes (IFMA falls back to AVX-512DQ there).
+template <class F>
+void add_bench(const std::string& kernel, const KernelTable* k, int bits, int log_n, F body) {
+    const std::string name = "BM_" + kernel + "_" + k->name + "/q" + std::to_string(bits) + "/" + std::to_string(log_n);
+    benchmark::RegisterBenchmark(name.c_str(), [k, bits, log_n, body](benchmark::State& st) {
+        Data d(log_n, bits);
+        for (auto _ : st) body(*k, d);
+    });
+}
+
 void register_all() {
     for (SimdLevel level : simd_available()) {
         const KernelTable* k = &kernel_table(level);
-        const std::string body = k->name;
-        for (int log_n : {12, 14, 16}) {
-            benchmark::RegisterBenchmark(("BM_NttForward_" + body + "/" + std::to_string(log_n)).c_str(),
-                                         [k, log_n](benchmark::State& st) {
-                                             Data d(log_n, 60);
-                                             for (auto _ : st) k->ntt_forward(d.a.data(), d.t);
-                                         });
-            benchmark::RegisterBenchmark(("BM_NttInverse_" + body + "/" + std::to_string(log_n)).c_str(),
-                                         [k, log_n](benchmark::State& st) {
-                                             Data d(log_n, 60);
-                                             for (auto _ : st) k->ntt_inverse(d.a.data(), d.t);
-                                         });
-            benchmark::RegisterBenchmark(("BM_MulMod_" + body + "/" + std::to_string(log_n)).c_str(),
-                                         [k, log_n](benchmark::State& st) {
-                                             Data d(log_n, 60);
-                                             for (auto _ : st) k->mul(d.a.data(), d.b.data(), d.t.n(), d.t.modulus(), d.r.data());
-                                         });
-            benchmark::RegisterBenchmark(("BM_FmaMod_" + body + "/" + std::to_string(log_n)).c_str(),
-                                         [k, log_n](benchmark::State& st) {
-                                             Data d(log_n, 60);
-                                             for (auto _ : st)
-                                                 k->fma(d.a.data(), d.b.data(), d.c.data(), d.t.n(), d.t.modulus(), d.r.data());
-                                         });
-            benchmark::RegisterBenchmark(("BM_AddMod_" + body + "/" + std::to_string(log_n)).c_str(),
-                                         [k, log_n](benchmark::State& st) {
-                                             Data d(log_n, 60);
-                                             for (auto _ : st) k->add(d.a.data(), d.b.data(), d.t.n(), d.t.q(), d.r.data());
-                                         });
+        for (int bits : {40, 60}) {
+            for (int log_n : {12, 14, 16}) {
+                add_bench("NttForward", k, bits, log_n, [](const KernelTable& k, Data& d) { k.ntt_forward(d.a.data(), d.t); });
+                add_bench("NttInverse", k, bits, log_n, [](const KernelTable& k, Data& d) { k.ntt_inverse(d.a.data(), d.t); });
+                add_bench("MulMod", k, bits, log_n, [](const KernelTable& k, Data& d) {
+                    k.mul(d.a.data(), d.b.data(), d.t.n(), d.t.modulus(), d.r.data());
+                });
+                add_bench("FmaMod", k, bits, log_n, [](const KernelTable& k, Data& d) {
+                    k.fma(d.a.data(), d.b.data(), d.c.data(), d.t.n(), d.t.modulus(), d.r.data());
+                });
+                add_bench("AddMod", k, bits, log_n, [](const KernelTable& k, Data& d) {
+                    k.add(d.a.data(), d.b.data(), d.t.n(), d.t.q(), d.r.data());
+                });
+            }
         }
     }
 }

@@ -29,6 +29,10 @@ bool simd_compiled(SimdLevel level) {
 #ifdef KASOKU_HAVE_AVX2
         case SimdLevel::avx2: return true;
 #endif
+#ifdef KASOKU_HAVE_AVX512
+        case SimdLevel::avx512: return true;
+        case SimdLevel::ifma: return true;
+#endif
         default: return false;
     }
 }
@@ -61,6 +65,10 @@ const KernelTable& kernel_table(SimdLevel level) {
     switch (level) {
 #ifdef KASOKU_HAVE_AVX2
         case SimdLevel::avx2: return detail::kAvx2Kernels;
+#endif
+#ifdef KASOKU_HAVE_AVX512
+        case SimdLevel::avx512: return detail::native::kAvx512Kernels;
+        case SimdLevel::ifma: return detail::native::kIfmaKernels;
 #endif
         default: return detail::kScalarKernels;
     }

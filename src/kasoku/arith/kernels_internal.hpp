@@ -9,6 +9,16 @@ extern const KernelTable kScalarKernels;
 #ifdef KASOKU_HAVE_AVX2
 extern const KernelTable kAvx2Kernels;
 #endif
+// AVX-512DQ and IFMA bodies: native (in the library when KASOKU_HAVE_AVX512) and compiled against SIMDe
+// (only into the tests, KASOKU_TEST_EMULATED), from the same sources.
+namespace native {
+extern const KernelTable kAvx512Kernels;
+extern const KernelTable kIfmaKernels;
+}  // namespace native
+namespace emulated {
+extern const KernelTable kAvx512Kernels;
+extern const KernelTable kIfmaKernels;
+}  // namespace emulated
 
 // Scalar NTTs, used by the SIMD bodies for sizes below one vector block (n < 16).
 void ntt_forward_scalar(u64* a, const NttTables& t);

@@ -60,8 +60,8 @@ TEST_P(NttConvolution, MatchesSchoolbook) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, NttConvolution,
-                         ::testing::Combine(::testing::Values(2, 3, 4, 5, 8, 10), ::testing::Values(30, 45, 59, 60, 61),
-                                            ::testing::Values(0, 1)));
+                         ::testing::Combine(::testing::Values(2, 3, 4, 5, 8, 10), ::testing::Values(30, 45, 49, 50, 59, 60, 61),
+                                            ::testing::Values(0, 1, 2, 3)));
 
 TEST(Ntt, ForwardEvaluatesAtOddPowersOfPsi) {
     // NTT(X)[k] must be psi^e for an odd e, and the map k -> e a bijection onto the odd residues.
