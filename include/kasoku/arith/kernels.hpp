@@ -16,5 +16,8 @@ void mul_mod(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* o
 void mul_scalar_mod(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out);
 // Fused multiply-add: out = a * b + c mod q with one final reduction (seed 000 Alg. 4.1.1).
 void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out);
+// Dot product with constants, the core of RNS base conversion: out[c] = sum_{i<s} y[i][c] * f[i] mod t,
+// for any y[i][c] < 2^61 (residues of other moduli) and constants f[i] < t. `out` must not alias y.
+void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out);
 
 }  // namespace kasoku::arith

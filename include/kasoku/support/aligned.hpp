@@ -4,23 +4,35 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace kasoku {
 
+namespace detail {
+// Per-thread pool of large blocks (>= 64 KiB, memory.cpp): polynomial buffers of a few MiB are reused instead
+// of going back to the OS (mmap/munmap and a page fault per 4 KiB on every operation). Blocks may be freed by
+// another thread than the one that allocated them; they then join that thread's pool.
+void* pool_allocate(std::size_t bytes);
+void pool_free(void* p, std::size_t bytes) noexcept;
+}  // namespace detail
+
+// Storage is default-initialised (not zeroed): callers write every word they read.
 template <class T, std::size_t Align = 64>
 struct AlignedAllocator {
     using value_type = T;
     AlignedAllocator() noexcept = default;
     template <class U> AlignedAllocator(const AlignedAllocator<U, Align>&) noexcept {}
     template <class U> struct rebind { using other = AlignedAllocator<U, Align>; };
-    T* allocate(std::size_t n) {
-        std::size_t bytes = (n * sizeof(T) + Align - 1) / Align * Align;
-        void* p = std::aligned_alloc(Align, bytes == 0 ? Align : bytes);
-        if (!p) throw std::bad_alloc();
-        return static_cast<T*>(p);
+    static_assert(Align <= 64, "the pool aligns to 64 bytes");
+    T* allocate(std::size_t n) { return static_cast<T*>(detail::pool_allocate(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t n) noexcept { detail::pool_free(p, n * sizeof(T)); }
+    // vector(n) and resize(n) default-initialise (no zero fill of buffers that are about to be overwritten).
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        if constexpr (sizeof...(Args) == 0) ::new (static_cast<void*>(p)) U;
+        else ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
     }
-    void deallocate(T* p, std::size_t) noexcept { std::free(p); }
     template <class U> bool operator==(const AlignedAllocator<U, Align>&) const noexcept { return true; }
 };
 

@@ -113,5 +113,8 @@ void mul_scalar_mod(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out)
 void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out) {
     active_kernels().fma(a, b, c, n, m, out);
 }
+void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out) {
+    active_kernels().dot_const(y, f, s, n, t, out);
+}
 
 }  // namespace kasoku::arith

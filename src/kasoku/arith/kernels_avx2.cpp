@@ -186,6 +186,6 @@ void ntt_inverse_avx2(u64* a, const NttTables& t) {
 }  // namespace
 
 const KernelTable kAvx2Kernels = {SimdLevel::avx2, "avx2",  add_avx2,        sub_avx2,         negate_avx2,
-                                  mul_avx2,        mul_scalar_avx2, fma_avx2, ntt_forward_avx2, ntt_inverse_avx2};
+                                  mul_avx2,        mul_scalar_avx2, fma_avx2, dot_const_scalar, ntt_forward_avx2, ntt_inverse_avx2};
 
 }  // namespace kasoku::arith::detail

@@ -1,5 +1,7 @@
 // AVX-512F/DQ bodies of the element-wise kernels and the NTT, for any modulus up to 61 bits
 // (compiled with -mavx512f -mavx512dq only in this file, or against SIMDe for the tests).
+#include <vector>
+
 #include "kernels_internal.hpp"
 #include "simd_avx512_internal.hpp"
 
@@ -67,6 +69,54 @@ void fma_avx512(const u64* a, const u64* b, const u64* c, std::size_t n, const M
     for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
 }
 
+// out[c] = sum_i y[i][c] f[i] mod t. Per chunk of up to 8 terms the 128-bit sum is kept as five 64-bit
+// column sums of 32x32-bit partial products (no carries inside the loop): with y < 2^61 and f < t < 2^61,
+// x_l f_h and x_h f_l are below 2^61, so 8 of them still fit in 64 bits. The sum is then below 8 2^61 t, its
+// high word below t, and it is reduced as hi (2^64 mod t) + lo with one Shoup and one Barrett step.
+void dot_const_avx512(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out) {
+    const u64 t = m.value;
+    const u64 r64 = static_cast<u64>((static_cast<u128>(1) << 64) % t);  // 2^64 mod t
+    const __m512i vt = set1(t), v2t = set1(2 * t), vr64 = set1(r64), vr64p = set1(shoup(r64, t));
+    const __m512i vbar = set1(~u64{0} / t);  // floor(2^64 / t), t not a power of two
+    const __m512i m32 = set1(0xffffffffULL);
+    const ShoupDq sh(t);
+    std::size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m512i r = _mm512_setzero_si512();
+        for (std::size_t i0 = 0; i0 < s; i0 += 8) {
+            const std::size_t i1 = i0 + 8 < s ? i0 + 8 : s;
+            __m512i ll_lo = _mm512_setzero_si512(), ll_hi = ll_lo, lh = ll_lo, hl = ll_lo, hh = ll_lo;
+            for (std::size_t i = i0; i < i1; ++i) {
+                const __m512i x = load(y[i] + c), x_h = _mm512_srli_epi64(x, 32);
+                const __m512i f_l = set1(f[i]), f_h = set1(f[i] >> 32);
+                const __m512i ll = _mm512_mul_epu32(x, f_l);
+                ll_lo = _mm512_add_epi64(ll_lo, _mm512_and_si512(ll, m32));
+                ll_hi = _mm512_add_epi64(ll_hi, _mm512_srli_epi64(ll, 32));
+                lh = _mm512_add_epi64(lh, _mm512_mul_epu32(x, f_h));
+                hl = _mm512_add_epi64(hl, _mm512_mul_epu32(x_h, f_l));
+                hh = _mm512_add_epi64(hh, _mm512_mul_epu32(x_h, f_h));
+            }
+            // sum = ll_lo + (ll_hi + lh + hl) 2^32 + hh 2^64, carried into (hi, lo)
+            __m512i mid = _mm512_add_epi64(_mm512_and_si512(lh, m32), _mm512_and_si512(hl, m32));
+            mid = _mm512_add_epi64(mid, _mm512_add_epi64(ll_hi, _mm512_srli_epi64(ll_lo, 32)));
+            const __m512i lo = _mm512_or_si512(_mm512_slli_epi64(mid, 32), _mm512_and_si512(ll_lo, m32));
+            __m512i hi = _mm512_add_epi64(hh, _mm512_srli_epi64(lh, 32));
+            hi = _mm512_add_epi64(hi, _mm512_add_epi64(_mm512_srli_epi64(hl, 32), _mm512_srli_epi64(mid, 32)));
+            // hi (2^64 mod t) in [0, 2t) by Shoup, lo mod t in [0, 2t) by one-word Barrett
+            const __m512i a = sh.mul_lazy(hi, vr64, vr64p);
+            const __m512i b = _mm512_sub_epi64(lo, _mm512_mullo_epi64(mul_hi(lo, vbar), vt));
+            const __m512i part = sub_if_ge(sub_if_ge(_mm512_add_epi64(a, b), v2t), vt);
+            r = sub_if_ge(_mm512_add_epi64(r, part), vt);
+        }
+        store(out + c, r);
+    }
+    if (c < n) {
+        std::vector<const u64*> tail(s);
+        for (std::size_t i = 0; i < s; ++i) tail[i] = y[i] + c;
+        dot_const_scalar(tail.data(), f, s, n - c, m, out + c);
+    }
+}
+
 void ntt_forward_avx512(u64* a, const NttTables& t) {
     if (t.n() < 16) return ntt_forward_scalar(a, t);
     ntt_forward_body<ShoupDq>(a, t);
@@ -81,7 +131,7 @@ void ntt_inverse_avx512(u64* a, const NttTables& t) {
 }  // namespace
 
 const KernelTable kAvx512Kernels = {SimdLevel::avx512, KASOKU_ISA_LABEL("avx512"), add_avx512, sub_avx512,
-                                    negate_avx512,     mul_avx512,  mul_scalar_avx512,  fma_avx512,
+                                    negate_avx512,     mul_avx512,  mul_scalar_avx512,  fma_avx512, dot_const_avx512,
                                     ntt_forward_avx512, ntt_inverse_avx512};
 
 }  // namespace kasoku::arith::detail::KASOKU_ISA_NS

@@ -56,15 +56,18 @@ void ntt_inverse_ifma(u64* a, const NttTables& t) {
     mul_scalar_ifma(a, t.n_inv(), t.n_inv_shoup(), t.n(), t.q(), a);
 }
 
-// Additions have no products: the DQ bodies are the IFMA ones.
+// Additions have no products, and the dot product takes residues of up to 61 bits: the DQ bodies serve.
 void add_ifma(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) { kAvx512Kernels.add(a, b, n, q, out); }
 void sub_ifma(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) { kAvx512Kernels.sub(a, b, n, q, out); }
 void negate_ifma(const u64* a, std::size_t n, u64 q, u64* out) { kAvx512Kernels.negate(a, n, q, out); }
+void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out) {
+    kAvx512Kernels.dot_const(y, f, s, n, m, out);
+}
 
 }  // namespace
 
 const KernelTable kIfmaKernels = {SimdLevel::ifma, KASOKU_ISA_LABEL("ifma"), add_ifma,       sub_ifma,
-                                  negate_ifma,     mul_ifma,               mul_scalar_ifma, fma_ifma,
+                                  negate_ifma,     mul_ifma,               mul_scalar_ifma, fma_ifma, dot_const_ifma,
                                   ntt_forward_ifma, ntt_inverse_ifma};
 
 }  // namespace kasoku::arith::detail::KASOKU_ISA_NS

@@ -24,7 +24,40 @@ void fma_scalar(const u64* a, const u64* b, const u64* c, std::size_t n, const M
     for (std::size_t i = 0; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
 }
 
+template <std::size_t S>
+void dot_fixed(const u64* const* y, const u64* f, std::size_t n, const Modulus& m, u64* out) {
+    for (std::size_t c = 0; c < n; ++c) {
+        u128 acc = 0;
+        for (std::size_t i = 0; i < S; ++i) acc += static_cast<u128>(y[i][c]) * f[i];
+        out[c] = reduce_128(acc, m);
+    }
+}
+
 }  // namespace
+
+// Sums of up to 32 products of two 61-bit values fit in 128 bits; longer sums are reduced in chunks.
+void dot_const_scalar(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out) {
+    switch (s) {  // unrolled bodies for the common digit sizes
+        case 1: return dot_fixed<1>(y, f, n, m, out);
+        case 2: return dot_fixed<2>(y, f, n, m, out);
+        case 3: return dot_fixed<3>(y, f, n, m, out);
+        case 4: return dot_fixed<4>(y, f, n, m, out);
+        case 5: return dot_fixed<5>(y, f, n, m, out);
+        case 6: return dot_fixed<6>(y, f, n, m, out);
+        case 7: return dot_fixed<7>(y, f, n, m, out);
+        case 8: return dot_fixed<8>(y, f, n, m, out);
+        default: break;
+    }
+    for (std::size_t c = 0; c < n; ++c) {
+        u64 r = 0;
+        for (std::size_t i0 = 0; i0 < s; i0 += 32) {
+            u128 acc = 0;
+            for (std::size_t i = i0; i < s && i < i0 + 32; ++i) acc += static_cast<u128>(y[i][c]) * f[i];
+            r = add_mod(r, reduce_128(acc, m), m.value);
+        }
+        out[c] = r;
+    }
+}
 
 void ntt_forward_scalar(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
@@ -77,7 +110,7 @@ void ntt_inverse_scalar(u64* a, const NttTables& t) {
 }
 
 const KernelTable kScalarKernels = {SimdLevel::scalar, "scalar",  add_scalar,         sub_scalar,
-                                    negate_scalar,     mul_scalar_body, mul_by_scalar, fma_scalar,
+                                    negate_scalar,     mul_scalar_body, mul_by_scalar, fma_scalar, dot_const_scalar,
                                     ntt_forward_scalar, ntt_inverse_scalar};
 
 }  // namespace kasoku::arith::detail

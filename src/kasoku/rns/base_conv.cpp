@@ -5,13 +5,12 @@
 
 namespace kasoku::rns {
 
-using arith::u128;
 using arith::u64;
 
 BaseConverter::BaseConverter(const std::vector<arith::Modulus>& source, const std::vector<arith::Modulus>& target)
     : src_(source), dst_(target) {
-    // Sums of up to 32 products of two 61-bit values fit in 128 bits.
-    if (src_.empty() || src_.size() > 32) throw ParameterError("base conversion supports 1..32 source primes");
+    if (src_.empty()) throw ParameterError("base conversion needs at least one source prime");
+    if (src_.size() > 255) throw ParameterError("base conversion supports up to 255 source primes");  // uint8 overflow counts
     const std::size_t s = src_.size();
     inv_.resize(s);
     inv_shoup_.resize(s);
@@ -52,40 +51,18 @@ void BaseConverter::scale_source(const u64* const* x, std::size_t n, u64* const*
     for (std::size_t i = 0; i < src_.size(); ++i) arith::mul_scalar_mod(x[i], inv_[i], inv_shoup_[i], n, src_[i].value, y[i]);
 }
 
-namespace {
-template <std::size_t S>
-void convert_fixed(const u64* const* y, const u64* f, std::size_t n, const arith::Modulus& m, u64* out) {
-    for (std::size_t c = 0; c < n; ++c) {
-        u128 acc = 0;
-        for (std::size_t i = 0; i < S; ++i) acc += static_cast<u128>(y[i][c]) * f[i];
-        out[c] = arith::reduce_128(acc, m);
-    }
-}
-}  // namespace
-
 void BaseConverter::convert_to(std::size_t t, const u64* const* y, std::size_t n, u64* out, const std::uint8_t* overflow) const {
     const std::size_t s = src_.size();
     const u64* f = factor_.data() + t * s;
     const arith::Modulus& m = dst_[t];
-    switch (s) {  // unrolled bodies for the common digit sizes
-        case 1: convert_fixed<1>(y, f, n, m, out); break;
-        case 2: convert_fixed<2>(y, f, n, m, out); break;
-        case 3: convert_fixed<3>(y, f, n, m, out); break;
-        case 4: convert_fixed<4>(y, f, n, m, out); break;
-        case 5: convert_fixed<5>(y, f, n, m, out); break;
-        case 6: convert_fixed<6>(y, f, n, m, out); break;
-        case 7: convert_fixed<7>(y, f, n, m, out); break;
-        case 8: convert_fixed<8>(y, f, n, m, out); break;
-        default:
-            for (std::size_t c = 0; c < n; ++c) {
-                u128 acc = 0;
-                for (std::size_t i = 0; i < s; ++i) acc += static_cast<u128>(y[i][c]) * f[i];
-                out[c] = arith::reduce_128(acc, m);
-            }
-    }
+    arith::dot_const_mod(y, f, s, n, m, out);
     if (overflow) {
         const u64* qv = q_mod_t_.data() + t * (s + 1);
-        for (std::size_t c = 0; c < n; ++c) out[c] = arith::sub_mod(out[c], qv[overflow[c]], m.value);
+        const u64 q = m.value;
+        for (std::size_t c = 0; c < n; ++c) {  // branch-free: out, qv < q < 2^63, so a borrow sets the top bit
+            const u64 d = out[c] - qv[overflow[c]];
+            out[c] = d + (q & (0 - (d >> 63)));
+        }
     }
 }
 

@@ -12,12 +12,17 @@ constexpr std::size_t kPooledMin = 64 * 1024;           // smaller blocks are no
 constexpr std::size_t kPoolMaxBytes = 512ull << 20;     // per thread
 constexpr std::size_t kPoolMaxBlocks = 256;
 
+// Set when this thread's pool is destroyed: objects released after it (static ones, at exit) free directly.
+thread_local bool pool_dead = false;
+
 struct Pool {
     struct Block { std::size_t bytes; void* p; };
     std::vector<Block> free;
     std::size_t held = 0;
     ~Pool() {
+        pool_dead = true;
         for (auto& b : free) std::free(b.p);
+        free.clear();
     }
 };
 thread_local Pool pool;
@@ -27,7 +32,7 @@ std::size_t round_up(std::size_t bytes) { return bytes == 0 ? kAlign : (bytes + 
 
 void* pool_allocate(std::size_t bytes) {
     bytes = round_up(bytes);
-    if (bytes >= kPooledMin) {
+    if (bytes >= kPooledMin && !pool_dead) {
         auto& f = pool.free;
         for (std::size_t i = f.size(); i-- > 0;) {
             if (f[i].bytes == bytes) {
@@ -47,7 +52,7 @@ void* pool_allocate(std::size_t bytes) {
 void pool_free(void* p, std::size_t bytes) noexcept {
     if (!p) return;
     bytes = round_up(bytes);
-    if (bytes < kPooledMin || bytes > kPoolMaxBytes) {
+    if (bytes < kPooledMin || bytes > kPoolMaxBytes || pool_dead) {
         std::free(p);
         return;
     }
