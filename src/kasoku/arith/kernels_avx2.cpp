@@ -1,4 +1,6 @@
 // AVX2 bodies of the element-wise kernels and the NTT (compiled with -mavx2 only in this file).
+#include <vector>
+
 #include "kernels_internal.hpp"
 #include "simd_avx2_internal.hpp"
 
@@ -69,6 +71,48 @@ void fma_avx2(const u64* a, const u64* b, const u64* c, std::size_t n, const Mod
         store(out + i, br.reduce(hi, s));
     }
     for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
+}
+
+// Base-conversion dot product; the column-sum scheme of the AVX-512 body (see kernels_avx512.cpp), 4 lanes.
+void dot_const_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out) {
+    const u64 t = m.value;
+    const u64 r64 = static_cast<u64>((static_cast<u128>(1) << 64) % t), r64p = shoup(r64, t), bar = ~u64{0} / t;
+    const __m256i vt = set1(t), vt_h = set1(t >> 32), v2t = set1(2 * t);
+    const __m256i vr64 = set1(r64), vr64_h = set1(r64 >> 32), vr64p = set1(r64p), vr64p_h = set1(r64p >> 32);
+    const __m256i vbar = set1(bar), vbar_h = set1(bar >> 32), m32 = set1(0xffffffffULL);
+    std::size_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        __m256i r = _mm256_setzero_si256();
+        for (std::size_t i0 = 0; i0 < s; i0 += 8) {
+            const std::size_t i1 = i0 + 8 < s ? i0 + 8 : s;
+            __m256i ll_lo = _mm256_setzero_si256(), ll_hi = ll_lo, lh = ll_lo, hl = ll_lo, hh = ll_lo;
+            for (std::size_t i = i0; i < i1; ++i) {
+                const __m256i x = load(y[i] + c), x_h = _mm256_srli_epi64(x, 32);
+                const __m256i f_l = set1(f[i]), f_h = set1(f[i] >> 32);
+                const __m256i ll = _mm256_mul_epu32(x, f_l);
+                ll_lo = _mm256_add_epi64(ll_lo, _mm256_and_si256(ll, m32));
+                ll_hi = _mm256_add_epi64(ll_hi, _mm256_srli_epi64(ll, 32));
+                lh = _mm256_add_epi64(lh, _mm256_mul_epu32(x, f_h));
+                hl = _mm256_add_epi64(hl, _mm256_mul_epu32(x_h, f_l));
+                hh = _mm256_add_epi64(hh, _mm256_mul_epu32(x_h, f_h));
+            }
+            __m256i mid = _mm256_add_epi64(_mm256_and_si256(lh, m32), _mm256_and_si256(hl, m32));
+            mid = _mm256_add_epi64(mid, _mm256_add_epi64(ll_hi, _mm256_srli_epi64(ll_lo, 32)));
+            const __m256i lo = _mm256_or_si256(_mm256_slli_epi64(mid, 32), _mm256_and_si256(ll_lo, m32));
+            __m256i hi = _mm256_add_epi64(hh, _mm256_srli_epi64(lh, 32));
+            hi = _mm256_add_epi64(hi, _mm256_add_epi64(_mm256_srli_epi64(hl, 32), _mm256_srli_epi64(mid, 32)));
+            const __m256i a = mul_shoup_lazy(hi, vr64, vr64_h, vr64p, vr64p_h, vt, vt_h);
+            const __m256i b = _mm256_sub_epi64(lo, mul_lo(mul_hi(lo, vbar, vbar_h), vt, vt_h));
+            const __m256i part = sub_if_ge(sub_if_ge(_mm256_add_epi64(a, b), v2t), vt);
+            r = sub_if_ge(_mm256_add_epi64(r, part), vt);
+        }
+        store(out + c, r);
+    }
+    if (c < n) {
+        std::vector<const u64*> tail(s);
+        for (std::size_t i = 0; i < s; ++i) tail[i] = y[i] + c;
+        dot_const_scalar(tail.data(), f, s, n - c, m, out + c);
+    }
 }
 
 // One butterfly layer of 4 lanes with per-lane twiddles (w, wp): the forward CT butterfly on [0, 4q) inputs.
@@ -186,6 +230,6 @@ void ntt_inverse_avx2(u64* a, const NttTables& t) {
 }  // namespace
 
 const KernelTable kAvx2Kernels = {SimdLevel::avx2, "avx2",  add_avx2,        sub_avx2,         negate_avx2,
-                                  mul_avx2,        mul_scalar_avx2, fma_avx2, dot_const_scalar, ntt_forward_avx2, ntt_inverse_avx2};
+                                  mul_avx2,        mul_scalar_avx2, fma_avx2, dot_const_avx2, ntt_forward_avx2, ntt_inverse_avx2};
 
 }  // namespace kasoku::arith::detail

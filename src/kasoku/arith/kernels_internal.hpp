@@ -20,7 +20,7 @@ extern const KernelTable kAvx512Kernels;
 extern const KernelTable kIfmaKernels;
 }  // namespace emulated
 
-// Scalar dot product with constants (the AVX2 table uses it as is).
+// Scalar dot product with constants (the SIMD bodies use it for their tails).
 void dot_const_scalar(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out);
 // Scalar NTTs, used by the SIMD bodies for sizes below one vector block (n < 16).
 void ntt_forward_scalar(u64* a, const NttTables& t);
