@@ -1,4 +1,5 @@
 // AVX2 bodies of the element-wise kernels and the NTT (compiled with -mavx2 only in this file).
+#include <cstdint>
 #include <vector>
 
 #include "kernels_internal.hpp"
@@ -9,30 +10,44 @@ namespace kasoku::arith::detail {
 namespace {
 using namespace avx2;
 
+// out[i] = vec(i) for whole vectors (streamed when large, see kStreamBytes), scalar(i) for the tail.
+template <class V, class S>
+inline void elementwise(std::size_t n, u64* out, V vec, S scalar) {
+    std::size_t i = 0;
+    if (n * sizeof(u64) >= kStreamBytes && reinterpret_cast<std::uintptr_t>(out) % 32 == 0) {
+        for (; i + 4 <= n; i += 4) _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), vec(i));
+        _mm_sfence();
+    } else {
+        for (; i + 4 <= n; i += 4) store(out + i, vec(i));
+    }
+    for (; i < n; ++i) out[i] = scalar(i);
+}
+
 void add_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m256i vq = set1(q);
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) store(out + i, sub_if_ge(_mm256_add_epi64(load(a + i), load(b + i)), vq));
-    for (; i < n; ++i) out[i] = add_mod(a[i], b[i], q);
+    elementwise(
+        n, out, [&](std::size_t i) { return sub_if_ge(_mm256_add_epi64(load(a + i), load(b + i)), vq); },
+        [&](std::size_t i) { return add_mod(a[i], b[i], q); });
 }
 
 void sub_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m256i vq = set1(q);
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        store(out + i, sub_if_ge(_mm256_add_epi64(load(a + i), _mm256_sub_epi64(vq, load(b + i))), vq));
-    for (; i < n; ++i) out[i] = sub_mod(a[i], b[i], q);
+    elementwise(
+        n, out,
+        [&](std::size_t i) { return sub_if_ge(_mm256_add_epi64(load(a + i), _mm256_sub_epi64(vq, load(b + i))), vq); },
+        [&](std::size_t i) { return sub_mod(a[i], b[i], q); });
 }
 
 void negate_avx2(const u64* a, std::size_t n, u64 q, u64* out) {
-    const __m256i vq = set1(q), zero = _mm256_setzero_si256();
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        __m256i x = load(a + i);
-        __m256i nz = _mm256_xor_si256(_mm256_cmpeq_epi64(x, zero), _mm256_set1_epi64x(-1));
-        store(out + i, _mm256_and_si256(_mm256_sub_epi64(vq, x), nz));
-    }
-    for (; i < n; ++i) out[i] = neg_mod(a[i], q);
+    const __m256i vq = set1(q), zero = _mm256_setzero_si256(), ones = _mm256_set1_epi64x(-1);
+    elementwise(
+        n, out,
+        [&](std::size_t i) {
+            const __m256i x = load(a + i);
+            const __m256i nz = _mm256_xor_si256(_mm256_cmpeq_epi64(x, zero), ones);
+            return _mm256_and_si256(_mm256_sub_epi64(vq, x), nz);
+        },
+        [&](std::size_t i) { return neg_mod(a[i], q); });
 }
 
 void mul_avx2(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* out) {

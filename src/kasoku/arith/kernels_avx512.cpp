@@ -1,5 +1,6 @@
 // AVX-512F/DQ bodies of the element-wise kernels and the NTT, for any modulus up to 61 bits
 // (compiled with -mavx512f -mavx512dq only in this file, or against SIMDe for the tests).
+#include <cstdint>
 #include <vector>
 
 #include "kernels_internal.hpp"
@@ -10,30 +11,43 @@ namespace kasoku::arith::detail::KASOKU_ISA_NS {
 namespace {
 using namespace avx512;
 
+// out[i] = vec(i) for whole vectors (streamed when large, see kStreamBytes), scalar(i) for the tail.
+template <class V, class S>
+inline void elementwise(std::size_t n, u64* out, V vec, S scalar) {
+    std::size_t i = 0;
+    if (n * sizeof(u64) >= kStreamBytes && reinterpret_cast<std::uintptr_t>(out) % 64 == 0) {
+        for (; i + 8 <= n; i += 8) stream(out + i, vec(i));
+        _mm_sfence();
+    } else {
+        for (; i + 8 <= n; i += 8) store(out + i, vec(i));
+    }
+    for (; i < n; ++i) out[i] = scalar(i);
+}
+
 void add_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) store(out + i, sub_if_ge(_mm512_add_epi64(load(a + i), load(b + i)), vq));
-    for (; i < n; ++i) out[i] = add_mod(a[i], b[i], q);
+    elementwise(
+        n, out, [&](std::size_t i) { return sub_if_ge(_mm512_add_epi64(load(a + i), load(b + i)), vq); },
+        [&](std::size_t i) { return add_mod(a[i], b[i], q); });
 }
 
 void sub_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        store(out + i, sub_if_ge(_mm512_add_epi64(load(a + i), _mm512_sub_epi64(vq, load(b + i))), vq));
-    for (; i < n; ++i) out[i] = sub_mod(a[i], b[i], q);
+    elementwise(
+        n, out,
+        [&](std::size_t i) { return sub_if_ge(_mm512_add_epi64(load(a + i), _mm512_sub_epi64(vq, load(b + i))), vq); },
+        [&](std::size_t i) { return sub_mod(a[i], b[i], q); });
 }
 
 void negate_avx512(const u64* a, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m512i x = load(a + i);
-        // q - x where x != 0, else 0
-        store(out + i, _mm512_maskz_sub_epi64(_mm512_test_epi64_mask(x, x), vq, x));
-    }
-    for (; i < n; ++i) out[i] = neg_mod(a[i], q);
+    elementwise(
+        n, out,
+        [&](std::size_t i) {
+            const __m512i x = load(a + i);
+            return _mm512_maskz_sub_epi64(_mm512_test_epi64_mask(x, x), vq, x);  // q - x where x != 0, else 0
+        },
+        [&](std::size_t i) { return neg_mod(a[i], q); });
 }
 
 void mul_avx512(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* out) {

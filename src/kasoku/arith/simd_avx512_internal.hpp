@@ -28,6 +28,11 @@ namespace {
 
 inline __m512i load(const u64* p) { return _mm512_loadu_si512(reinterpret_cast<const void*>(p)); }
 inline void store(u64* p, __m512i v) { _mm512_storeu_si512(reinterpret_cast<void*>(p), v); }
+#ifdef KASOKU_SIMD_EMULATE
+inline void stream(u64* p, __m512i v) { store(p, v); }  // SIMDe 0.7 has no _mm512_stream_si512
+#else
+inline void stream(u64* p, __m512i v) { _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v); }
+#endif
 inline __m512i set1(u64 x) { return _mm512_set1_epi64(static_cast<long long>(x)); }
 
 // x >= bound ? x - bound : x (unsigned): if x < bound, x - bound wraps above x and min keeps x.
