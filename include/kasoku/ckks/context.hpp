@@ -58,4 +58,7 @@ private:
 
 using ContextPtr = std::shared_ptr<const Context>;
 
+// g^-1 modulo 2n for an odd Galois element g (the group of units mod 2n has order n).
+std::uint64_t galois_inverse(std::uint64_t g, std::uint64_t two_n);
+
 }  // namespace kasoku::ckks

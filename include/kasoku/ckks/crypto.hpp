@@ -19,13 +19,17 @@ public:
     PublicKey public_key(const SecretKey& sk, int threads = 0) const;
     SwitchKey relin_key(const SecretKey& sk, int threads = 0) const;
     // Key for the automorphism X -> X^galois_elt (rotation: Context::galois_element(step); conjugation: 2n-1).
+    // It switches from s to s(X^{g^-1}), so that the evaluator permutes after the inner product (hoisting).
     SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, int threads = 0) const;
-    // Relinearisation key plus Galois keys for the given rotation steps and optionally conjugation.
+    // Relinearisation key plus Galois keys for the given rotation steps, conjugation and Galois elements
+    // (e.g. trace_galois_elements(...)).
     EvaluationKeys evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
-                                   bool conjugation, int threads = 0) const;
+                                   bool conjugation, const std::vector<std::uint64_t>& galois_elements = {},
+                                   int threads = 0) const;
 
 private:
-    SwitchKey switch_key(const SecretKey& sk, const rns::RnsPoly& s_from, int threads) const;
+    // dnum pairs (b_j, a_j) with b_j = -a_j s_to + e_j + P g_j s_from: decrypts under s_to what was under s_from.
+    SwitchKey switch_key(const SecretKey& sk, const rns::RnsPoly& s_from, const rns::RnsPoly& s_to, int threads) const;
     ContextPtr ctx_;
 };
 

@@ -10,8 +10,25 @@
 #include "kasoku/ckks/context.hpp"
 #include "kasoku/ckks/encoder.hpp"
 #include "kasoku/ckks/objects.hpp"
+#include "kasoku/ckks/trace.hpp"
 
 namespace kasoku::ckks {
+
+// Key switching split into its typed steps (seed 000 §3.2): decompose (digit split + ModUp: the part that
+// several key switches of one ciphertext share) -> inner_product_lazy (stays in the Q_l * P basis) -> mod_down.
+struct Decomposition {
+    Ciphertext input;                  // the ciphertext (c0 is used by the later steps)
+    std::vector<rns::RnsPoly> digits;  // digit j: ModUp(digit j of c1), NTT form, num_q = l+1, num_p = k
+};
+
+// Key-switched ciphertext before its ModDown: c0 over Q_l, (b, a) over Q_l * P. Lazy values of the same input
+// add up, so a sum of key switches needs one ModDown (lazy modulus-down).
+struct LazyCiphertext {
+    rns::RnsPoly c0, b, a;
+    double scale = 0;
+    std::uint64_t context_uid = 0, key_id = 0;
+    int level() const { return static_cast<int>(c0.num_q()) - 1; }
+};
 
 class Evaluator {
 public:
@@ -51,6 +68,33 @@ public:
     void rescale_inplace(Ciphertext& a, int threads = 0) const { a = rescale(a, threads); }
     void rotate_inplace(Ciphertext& a, std::int64_t step, int threads = 0) const { a = rotate(a, step, threads); }
 
+    // --- Split key switching and hoisting (seed 000 Alg. 3.2.1) ---
+    Decomposition decompose(const Ciphertext& a, int threads = 0) const;
+    // psi_g(a) before its ModDown: inner products with the Galois key of g, then the automorphism.
+    LazyCiphertext inner_product_lazy(const Decomposition& d, std::uint64_t galois_elt, int threads = 0) const;
+    void add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, int threads = 0) const;
+    Ciphertext mod_down(const LazyCiphertext& x, int threads = 0) const;
+    // psi_g(a) for every g, sharing one decomposition (list form).
+    std::vector<Ciphertext> apply_galois_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
+                                                 int threads = 0) const;
+    // Rotations by each step (then the conjugate when `conjugate`), sharing one decomposition.
+    std::vector<Ciphertext> rotate_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps, bool conjugate = false,
+                                           int threads = 0) const;
+    // sum_g psi_g(a): one decomposition, the sum taken in the Q_l * P basis, one ModDown (sum form).
+    Ciphertext apply_galois_sum_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
+                                        int threads = 0) const;
+    // Trace-type function over the doubling steps kappa_0..kappa_{M-1}: sum over all subsets S of
+    // psi_{prod S}(a). h = M is repeated doubling (a <- a + psi_kappa_i(a), one key switch per step); h < M
+    // unrolls it (seed 000 Alg. 3.2.2) into h hoisted sums over groups of steps. h = 0: the cheapest h whose
+    // keys are all present, by the measured cost model (keyswitch_costs).
+    Ciphertext trace(const Ciphertext& a, const std::vector<std::uint64_t>& automorphisms, int h = 0, int threads = 0) const;
+    // Slot i of the result is sum_{j < count} a[(i + j) mod slots]; count a power of two (0: all slots).
+    Ciphertext sum_slots(const Ciphertext& a, std::size_t count = 0, int h = 0, int threads = 0) const;
+    // The h that trace() with h = 0 picks at this level (0 if no h has all its keys).
+    int choose_trace_h(const std::vector<std::uint64_t>& automorphisms, int level, int threads = 0) const;
+    // Measured costs of the key-switching steps at a level (cached per context, level and thread count).
+    KeySwitchCosts keyswitch_costs(int level, int threads = 0) const;
+
     // Key switching of d (NTT form over Q_l) with `key`, result left in the Q_l * P basis (before ModDown).
     struct Lazy {
         rns::RnsPoly c0, c1;
@@ -71,6 +115,10 @@ private:
     };
     Aligned align(const Ciphertext& a, const Ciphertext& b, int threads) const;
     const SwitchKey& galois_key(std::uint64_t galois_elt, const char* what) const;
+    // b, a (+)= sum_e psi_{g_e}(<digits, key_e>) over the limbs of Q_l * P; c0 (+)= sum_e psi_{g_e}(input c0).
+    void hoisted_sum(const Decomposition& d, const std::vector<std::uint64_t>& elts,
+                     const std::vector<const SwitchKey*>& keys, LazyCiphertext& out, int threads) const;
+    LazyCiphertext lazy_like(const Decomposition& d) const;
     void check_scale_fits(double scale, int level, const char* op) const;
     double plain_scale(const Ciphertext& a) const;
 

@@ -58,7 +58,8 @@ struct SwitchKey {
 // Everything an evaluator needs, and nothing secret.
 struct EvaluationKeys {
     std::shared_ptr<const SwitchKey> relin;                             // s^2 -> s (may be null)
-    std::map<std::uint64_t, std::shared_ptr<const SwitchKey>> galois;  // galois element -> key for s(X^g) -> s
+    // Galois element g -> key switching s -> s(X^{g^-1}) (applied before X -> X^g, see KeyGenerator::galois_key)
+    std::map<std::uint64_t, std::shared_ptr<const SwitchKey>> galois;
     std::uint64_t context_uid = 0, key_id = 0;
 };
 

@@ -79,4 +79,15 @@ std::uint64_t Context::galois_element(std::int64_t step) const {
     return g;
 }
 
+std::uint64_t galois_inverse(std::uint64_t g, std::uint64_t two_n) {
+    if (g % 2 == 0 || g >= two_n) throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
+    // g^(n - 1) = g^-1, since g^n = 1 for every unit mod 2n (n a power of two)
+    std::uint64_t r = 1, b = g;
+    for (std::uint64_t e = two_n / 2 - 1; e; e >>= 1) {
+        if (e & 1) r = r * b % two_n;
+        b = b * b % two_n;
+    }
+    return r;
+}
+
 }  // namespace kasoku::ckks

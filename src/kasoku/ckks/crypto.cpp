@@ -55,7 +55,7 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk, int threads) const {
     return pk;
 }
 
-SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, int threads) const {
+SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, const RnsPoly& s_to, int threads) const {
     const auto& r = ctx_->rns();
     const std::size_t nq = r.q_count(), np = r.p_count(), alpha = r.alpha();
     Prng prng;
@@ -74,7 +74,7 @@ SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, i
         detail::sample_uniform(r, a, prng);
         RnsPoly b = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, np, threads);
         RnsPoly as;
-        r.mul(a, sk.poly(), as, threads);
+        r.mul(a, s_to, as, threads);
         r.sub(b, as, b, threads);
         as.wipe();
         // + P * s_from on the primes of digit j
@@ -95,7 +95,7 @@ SwitchKey KeyGenerator::relin_key(const SecretKey& sk, int threads) const {
     threads = ctx_->threads_or_default(threads);
     RnsPoly s2;
     ctx_->rns().mul(sk.poly(), sk.poly(), s2, threads);
-    SwitchKey k = switch_key(sk, s2, threads);
+    SwitchKey k = switch_key(sk, s2, sk.poly(), threads);
     s2.wipe();
     return k;
 }
@@ -103,15 +103,20 @@ SwitchKey KeyGenerator::relin_key(const SecretKey& sk, int threads) const {
 SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt, int threads) const {
     detail::check_key(*ctx_, sk.context_uid(), "secret key");
     threads = ctx_->threads_or_default(threads);
-    RnsPoly sg;
-    ctx_->rns().automorphism(sk.poly(), galois_elt, sg, threads);  // s(X^g)
-    SwitchKey k = switch_key(sk, sg, threads);
-    sg.wipe();
+    if (galois_elt % 2 == 0 || galois_elt >= 2 * ctx_->n())
+        throw ParameterError("Galois element " + std::to_string(galois_elt) + " must be odd and below 2n");
+    // Switches from s to s(X^{g^-1}): the evaluator applies X -> X^g after the inner product (seed 000 Alg. 3.2.1),
+    // which turns it into the key switch from s(X^g) to s that the automorphism needs.
+    RnsPoly s_inv;
+    ctx_->rns().automorphism(sk.poly(), galois_inverse(galois_elt, 2 * ctx_->n()), s_inv, threads);
+    SwitchKey k = switch_key(sk, sk.poly(), s_inv, threads);
+    s_inv.wipe();
     return k;
 }
 
 EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
-                                             bool conjugation, int threads) const {
+                                             bool conjugation, const std::vector<std::uint64_t>& galois_elements,
+                                             int threads) const {
     EvaluationKeys ek;
     ek.context_uid = ctx_->uid();
     ek.key_id = sk.key_id();
@@ -119,6 +124,7 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin, co
     std::vector<std::uint64_t> elts;
     for (std::int64_t step : rotations) elts.push_back(ctx_->galois_element(step));
     if (conjugation) elts.push_back(ctx_->conjugation_element());
+    elts.insert(elts.end(), galois_elements.begin(), galois_elements.end());
     for (std::uint64_t g : elts)
         if (g != 1 && !ek.galois.count(g)) ek.galois[g] = std::make_shared<const SwitchKey>(galois_key(sk, g, threads));
     return ek;

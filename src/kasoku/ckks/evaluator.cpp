@@ -339,15 +339,15 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, int thr
     if (key.key_id != a.key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
     threads = ctx_->threads_or_default(threads);
     const auto& r = ctx_->rns();
-    RnsPoly c0, c1;
-    r.automorphism(a.polys[0], g, c0, threads);
-    r.automorphism(a.polys[1], g, c1, threads);
-    Lazy ks = key_switch_lazy(c1, key, threads);
+    // The key switches s -> s(X^{g^-1}); the automorphism comes last (see hoisting.cpp), on two polynomials over Q_l.
+    Lazy ks = key_switch_lazy(a.polys[1], key, threads);
     r.mod_down(ks.c0, threads);
     r.mod_down(ks.c1, threads);
-    r.add(c0, ks.c0, c0, threads);
+    r.add(a.polys[0], ks.c0, ks.c0, threads);
     Ciphertext out;
-    out.polys = {std::move(c0), std::move(ks.c1)};
+    out.polys.resize(2);
+    r.automorphism(ks.c0, g, out.polys[0], threads);
+    r.automorphism(ks.c1, g, out.polys[1], threads);
     out.scale = a.scale;
     out.context_uid = a.context_uid;
     out.key_id = a.key_id;

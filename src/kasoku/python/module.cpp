@@ -397,9 +397,7 @@ NB_MODULE(_kasoku, m) {
                 auto sk = std::make_shared<const SecretKey>(kg.secret_key(th));
                 kp.secret = KSecretKey{c.owner, sk};
                 kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
-                EvaluationKeys ek = kg.evaluation_keys(*sk, relin, rotations, conjugation, th);
-                for (std::uint64_t g : galois_elements)
-                    if (g != 1 && !ek.galois.count(g)) ek.galois[g] = std::make_shared<const SwitchKey>(kg.galois_key(*sk, g, th));
+                EvaluationKeys ek = kg.evaluation_keys(*sk, relin, rotations, conjugation, galois_elements, th);
                 auto shared = std::make_shared<const EvaluationKeys>(std::move(ek));
                 if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
                 for (auto& [g, k] : shared->galois) kp.galois.emplace(g, KSwitchKey{c.owner, k});

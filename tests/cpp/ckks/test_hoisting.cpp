@@ -1,0 +1,229 @@
+// Hoisted key switching, lazy ModDown and trace-type functions against plaintext references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "kasoku/ckks/crypto.hpp"
+#include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/support/error.hpp"
+
+using namespace kasoku;
+using namespace kasoku::ckks;
+using cvec = std::vector<std::complex<double>>;
+
+namespace {
+double precision_bits(const cvec& got, const cvec& want) {
+    double err = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(got[i] - want[i]));
+    return err == 0 ? 60 : -std::log2(err);
+}
+
+// N = 2^8 (128 slots, so M = 7 doubling steps cover all slots), two digits of two primes each.
+Parameters small_params() {
+    Parameters p;
+    p.log_n = 8;
+    p.first_bits = 50;
+    p.scale_bits = 32;
+    p.levels = 3;
+    p.special_bits = 50;
+    p.special_primes = 2;
+    p.security = std::nullopt;
+    return p;
+}
+
+constexpr std::size_t kM = 7;
+
+struct Env {
+    ContextPtr ctx;
+    SecretKey sk;
+    PublicKey pk;
+    std::shared_ptr<const EvaluationKeys> ek;
+    Encoder enc;
+    Encryptor encryptor;
+    Decryptor dec;
+    Evaluator ev;
+    std::mt19937_64 rng{7};
+    static std::vector<std::uint64_t> all_trace_elements(const Context& ctx) {
+        // every element any h needs, for rotations alone and with conjugation as an eighth step
+        std::set<std::uint64_t> s;
+        const std::uint64_t two_n = 2 * ctx.n();
+        auto steps = rotation_doubling_steps(kM, two_n);
+        auto with_conj = steps;
+        with_conj.push_back(ctx.conjugation_element());
+        for (auto* a : {&steps, &with_conj})
+            for (std::size_t h = 1; h <= a->size(); ++h)
+                for (auto& g : trace_group_elements(*a, h, two_n)) s.insert(g.begin(), g.end());
+        return {s.begin(), s.end()};
+    }
+    explicit Env(const Parameters& p)
+        : ctx(Context::create(p, 2)),
+          sk(KeyGenerator(ctx).secret_key()),
+          pk(KeyGenerator(ctx).public_key(sk)),
+          ek(std::make_shared<const EvaluationKeys>(
+              KeyGenerator(ctx).evaluation_keys(sk, true, {1, -2, 5, 17}, true, all_trace_elements(*ctx)))),
+          enc(ctx), encryptor(ctx), dec(ctx), ev(ctx, ek) {}
+    cvec random(bool complex = false) {
+        std::uniform_real_distribution<double> u(-1, 1);
+        cvec v(ctx->slots());
+        for (auto& x : v) x = {u(rng), complex ? u(rng) : 0.0};
+        return v;
+    }
+    Ciphertext encrypt(const cvec& v) { return encryptor.encrypt(enc.encode(v, ctx->default_scale(), ctx->max_level()), pk); }
+    cvec decrypt(const Ciphertext& c) { return dec.decrypt(c, sk); }
+};
+
+Env& env() {
+    static Env e(small_params());
+    return e;
+}
+
+cvec rotated(const cvec& v, std::int64_t step) {
+    const std::int64_t s = static_cast<std::int64_t>(v.size());
+    cvec r(v.size());
+    for (std::int64_t i = 0; i < s; ++i) r[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(((i + step) % s + s) % s)];
+    return r;
+}
+
+cvec conj(const cvec& v) {
+    cvec r(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) r[i] = std::conj(v[i]);
+    return r;
+}
+}  // namespace
+
+TEST(TracePlan, GroupsAndElements) {
+    EXPECT_EQ(trace_group_sizes(7, 3), (std::vector<std::size_t>{3, 2, 2}));
+    EXPECT_EQ(trace_group_sizes(15, 15), std::vector<std::size_t>(15, 1));
+    EXPECT_THROW(trace_group_sizes(4, 5), ParameterError);
+    const std::uint64_t two_n = 512;
+    const auto steps = rotation_doubling_steps(3, two_n);  // 5, 25, 625 mod 512
+    EXPECT_EQ(steps, (std::vector<std::uint64_t>{5, 25, 625 % 512}));
+    // h = 1: one group, the products of every non-empty subset = rotations by 1..7
+    const auto g = trace_group_elements(steps, 1, two_n);
+    ASSERT_EQ(g.size(), 1u);
+    std::uint64_t e = 1;
+    for (std::size_t r = 1; r <= 7; ++r) {
+        e = e * 5 % two_n;
+        EXPECT_EQ(g[0][r - 1], e) << "rotation by " << r;
+    }
+    // trace_galois_elements: repeated doubling needs exactly the M steps
+    Parameters p = small_params();
+    auto need = trace_galois_elements(p, kM, kM);
+    auto want = rotation_doubling_steps(kM, 2 * p.n());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(need, want);
+    EXPECT_EQ(trace_galois_elements(p, kM, 1).size(), 127u);  // every rotation 1..127
+    EXPECT_EQ(trace_galois_elements(p, 6, 2).size(), 14u);    // 2 groups of 3 steps: 7 + 7
+}
+
+TEST(Hoisting, ListFormEqualsSeparateRotations) {
+    Env& e = env();
+    const auto v = e.random(true);
+    const auto c = e.encrypt(v);
+    const std::vector<std::int64_t> steps = {1, -2, 5, 17};
+    const auto hoisted = e.ev.rotate_hoisted(c, steps, /*conjugate=*/true);
+    ASSERT_EQ(hoisted.size(), steps.size() + 1);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const auto want = rotated(v, steps[i]);
+        EXPECT_GT(precision_bits(e.decrypt(hoisted[i]), want), 20) << "step " << steps[i];
+        EXPECT_GT(precision_bits(e.decrypt(e.ev.rotate(c, steps[i])), want), 20) << "step " << steps[i];
+    }
+    EXPECT_GT(precision_bits(e.decrypt(hoisted.back()), conj(v)), 20);
+}
+
+TEST(Hoisting, SumFormAndSplitStepsEqualSumOfRotations) {
+    Env& e = env();
+    const auto v = e.random(true);
+    const auto c = e.encrypt(v);
+    const std::vector<std::int64_t> steps = {1, -2, 5};
+    std::vector<std::uint64_t> elts;
+    cvec want(v.size(), 0.0);
+    for (auto s : steps) {
+        elts.push_back(e.ctx->galois_element(s));
+        auto r = rotated(v, s);
+        for (std::size_t i = 0; i < v.size(); ++i) want[i] += r[i];
+    }
+    elts.push_back(e.ctx->conjugation_element());
+    auto cv = conj(v);
+    for (std::size_t i = 0; i < v.size(); ++i) want[i] += cv[i];
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.apply_galois_sum_hoisted(c, elts)), want), 18);
+
+    // decompose -> inner_product_lazy -> add_lazy_inplace -> mod_down: the same sum by hand
+    const Decomposition d = e.ev.decompose(c);
+    LazyCiphertext acc = e.ev.inner_product_lazy(d, elts[0]);
+    for (std::size_t i = 1; i < elts.size(); ++i) e.ev.add_lazy_inplace(acc, e.ev.inner_product_lazy(d, elts[i]));
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.mod_down(acc)), want), 18);
+
+    // at a lower level too
+    const auto low = e.ev.drop_level(c, 1);
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.apply_galois_sum_hoisted(low, elts)), want), 18);
+}
+
+TEST(Trace, SumSlotsEveryH) {
+    Env& e = env();
+    const auto v = e.random(true);
+    const auto c = e.encrypt(v);
+    const std::size_t slots = e.ctx->slots();
+    for (std::size_t count : {std::size_t{4}, slots}) {
+        cvec want(slots, 0.0);
+        for (std::size_t i = 0; i < slots; ++i)
+            for (std::size_t j = 0; j < count; ++j) want[i] += v[(i + j) % slots];
+        const std::size_t M = static_cast<std::size_t>(__builtin_ctzll(count));
+        for (std::size_t h = 1; h <= M; ++h)
+            EXPECT_GT(precision_bits(e.decrypt(e.ev.sum_slots(c, count, static_cast<int>(h))), want), 14)
+                << "count " << count << " h " << h;
+        // h chosen by the cost model among those whose keys exist (all of them here)
+        const int chosen = e.ev.choose_trace_h(rotation_doubling_steps(M, 2 * e.ctx->n()), c.level());
+        EXPECT_GE(chosen, 1);
+        EXPECT_LE(chosen, static_cast<int>(M));
+        EXPECT_GT(precision_bits(e.decrypt(e.ev.sum_slots(c, count)), want), 14);
+    }
+}
+
+TEST(Trace, WithConjugationEveryH) {
+    Env& e = env();
+    const auto v = e.random(true);
+    const auto c = e.encrypt(v);
+    const std::size_t slots = e.ctx->slots();
+    auto autos = rotation_doubling_steps(kM, 2 * e.ctx->n());
+    autos.push_back(e.ctx->conjugation_element());
+    // sum over all rotations and their conjugates: 2 Re(sum of all slots) in every slot
+    std::complex<double> total = 0;
+    for (auto x : v) total += x;
+    const cvec want(slots, 2.0 * total.real());
+    for (std::size_t h = 1; h <= autos.size(); ++h)
+        EXPECT_GT(precision_bits(e.decrypt(e.ev.trace(c, autos, static_cast<int>(h))), want), 12) << "h " << h;
+}
+
+TEST(Trace, MissingKeyNamesTheElement) {
+    Env& e = env();
+    const auto c = e.encrypt(e.random());
+    auto keys = std::make_shared<EvaluationKeys>(*e.ek);
+    const std::uint64_t g4 = e.ctx->galois_element(4);
+    keys->galois.erase(g4);
+    Evaluator ev(e.ctx, keys);
+    try {
+        ev.sum_slots(c, 8, 3);  // repeated doubling needs the rotation by 4
+        FAIL() << "expected MissingKeyError";
+    } catch (const MissingKeyError& err) {
+        EXPECT_NE(std::string(err.what()).find(std::to_string(g4)), std::string::npos) << err.what();
+    }
+    EXPECT_THROW(ev.sum_slots(c, 8), MissingKeyError);  // every h needs it
+    EXPECT_THROW(ev.rotate_hoisted(c, {4}), MissingKeyError);
+    EXPECT_THROW(ev.sum_slots(c, 6), ParameterError);  // not a power of two
+    EXPECT_THROW(ev.trace(c, {e.ctx->galois_element(1)}, 2), ParameterError);  // h > M
+}
+
+TEST(Trace, CostModelIsMeasured) {
+    Env& e = env();
+    const KeySwitchCosts c = e.ev.keyswitch_costs(e.ctx->max_level(), 1);
+    EXPECT_GT(c.decompose_ms, 0);
+    EXPECT_GT(c.inner_product_ms, 0);
+    EXPECT_GT(c.mod_down_ms, 0);
+    // the modelled cost of h = 1 with M = 7 (127 inner products) exceeds that of repeated doubling only when an
+    // inner product costs more than about (decompose + mod_down) / 20; either way best_trace_h is the argmin
+    const std::size_t best = best_trace_h(c, kM);
+    for (std::size_t h = 1; h <= kM; ++h) EXPECT_LE(trace_cost(c, kM, best), trace_cost(c, kM, h));
+}
