@@ -13,11 +13,13 @@ See README.md for the whole API.
 from ._kasoku import (  # noqa: F401
     Ciphertext,
     Context,
+    Decomposition,
     DeviceError,
     Error,
     EvaluationKeys,
     Evaluator,
     KeyPair,
+    LazyCiphertext,
     LevelError,
     MissingKeyError,
     ParameterError,
@@ -33,12 +35,16 @@ from ._kasoku import (  # noqa: F401
     simd_active,
     simd_available,
     simd_cpu_supports,
+    trace_galois_elements,
+    trace_group_sizes,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Ciphertext", "Context", "DeviceError", "Error", "EvaluationKeys", "Evaluator", "KeyPair", "LevelError",
+    "Ciphertext", "Context", "Decomposition", "DeviceError", "Error", "EvaluationKeys", "Evaluator", "KeyPair",
+    "LazyCiphertext", "LevelError",
     "MissingKeyError", "ParameterError", "Parameters", "Plaintext", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
-    "SwitchKey", "build_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports", "__version__",
+    "SwitchKey", "build_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports",
+    "trace_galois_elements", "trace_group_sizes", "__version__",
 ]

@@ -52,6 +52,14 @@ struct KKeyPair {
 };
 struct KEvaluator { OwnerPtr owner; std::shared_ptr<const Evaluator> ev; };
 struct KPlaintext { OwnerPtr owner; Plaintext pt; };
+struct KDecomposition { OwnerPtr owner; std::shared_ptr<const Decomposition> d; };
+struct KLazy { OwnerPtr owner; LazyCiphertext x; };
+
+std::vector<KCiphertext> wrap_all(const OwnerPtr& o, std::vector<Ciphertext> v) {
+    std::vector<KCiphertext> out;
+    for (auto& c : v) out.push_back(KCiphertext{o, std::move(c)});
+    return out;
+}
 
 int threads_arg(std::optional<int> t) { return t ? resolve_threads(*t) : 0; }
 
@@ -355,7 +363,83 @@ NB_MODULE(_kasoku, m) {
         .def("conjugate", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
             nb::gil_scoped_release r;
             return wrap(e.owner, e.ev->conjugate(a.ct, threads_arg(t)));
-        }, "a"_a, "threads"_a = nb::none());
+        }, "a"_a, "threads"_a = nb::none())
+        // ---- hoisting and trace-type functions (seed 000)
+        .def("rotate_hoisted", [](const KEvaluator& e, const KCiphertext& a, std::vector<std::int64_t> steps, bool conjugate, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap_all(e.owner, e.ev->rotate_hoisted(a.ct, steps, conjugate, threads_arg(t)));
+        }, "a"_a, "steps"_a, "conjugate"_a = false, "threads"_a = nb::none(),
+           "Rotations of a by each step (then its conjugate if conjugate=True), sharing one ModUp. Returns a list.")
+        .def("apply_galois_hoisted", [](const KEvaluator& e, const KCiphertext& a, std::vector<std::uint64_t> elts, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap_all(e.owner, e.ev->apply_galois_hoisted(a.ct, elts, threads_arg(t)));
+        }, "a"_a, "galois_elements"_a, "threads"_a = nb::none(), "psi_g(a) for each Galois element g, sharing one ModUp.")
+        .def("rotate_sum_hoisted", [](const KEvaluator& e, const KCiphertext& a, std::vector<std::int64_t> steps,
+                                      std::vector<std::uint64_t> elts, bool conjugate, TArg t) {
+            const Context& ctx = *e.owner->ctx;
+            for (std::int64_t s : steps) elts.push_back(ctx.galois_element(s));
+            if (conjugate) elts.push_back(ctx.conjugation_element());
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->apply_galois_sum_hoisted(a.ct, elts, threads_arg(t)));
+        }, "a"_a, "steps"_a = std::vector<std::int64_t>{}, "galois_elements"_a = std::vector<std::uint64_t>{},
+           "conjugate"_a = false, "threads"_a = nb::none(),
+           "Sum of the rotations of a by `steps` (and of psi_g(a) for `galois_elements`, and its conjugate if conjugate=True): "
+           "one ModUp, the sum taken before ModDown, one ModDown.")
+        .def("trace", [](const KEvaluator& e, const KCiphertext& a, std::vector<std::uint64_t> autos, std::optional<int> h, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->trace(a.ct, autos, h ? *h : 0, threads_arg(t)));
+        }, "a"_a, "automorphisms"_a, "h"_a = nb::none(), "threads"_a = nb::none(),
+           "Trace-type function over the doubling steps `automorphisms` (Galois elements): sum over all subsets S of "
+           "psi_{prod S}(a). h = len(automorphisms) is repeated doubling, smaller h unrolls it into h hoisted sums; "
+           "None picks the cheapest h whose keys exist, from the measured cost model.")
+        .def("sum_slots", [](const KEvaluator& e, const KCiphertext& a, std::optional<std::size_t> count, std::optional<int> h, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->sum_slots(a.ct, count ? *count : 0, h ? *h : 0, threads_arg(t)));
+        }, "a"_a, "count"_a = nb::none(), "h"_a = nb::none(), "threads"_a = nb::none(),
+           "Slot i of the result is sum_{j < count} a[(i + j) mod slots]; count a power of two (None: all slots).")
+        .def("choose_trace_h", [](const KEvaluator& e, std::vector<std::uint64_t> autos, std::optional<int> level, TArg t) {
+            nb::gil_scoped_release r;
+            return e.ev->choose_trace_h(autos, level ? *level : e.owner->ctx->max_level(), threads_arg(t));
+        }, "automorphisms"_a, "level"_a = nb::none(), "threads"_a = nb::none(),
+           "The h that trace(..., h=None) uses at this level (0: no h has all its keys).")
+        .def("keyswitch_costs", [](const KEvaluator& e, std::optional<int> level, TArg t) {
+            KeySwitchCosts c;
+            {
+                nb::gil_scoped_release r;
+                c = e.ev->keyswitch_costs(level ? *level : e.owner->ctx->max_level(), threads_arg(t));
+            }
+            nb::dict d;
+            d["level"] = c.level; d["threads"] = c.threads; d["decompose_ms"] = c.decompose_ms;
+            d["inner_product_ms"] = c.inner_product_ms; d["mod_down_ms"] = c.mod_down_ms; d["add_ms"] = c.add_ms;
+            return d;
+        }, "level"_a = nb::none(), "threads"_a = nb::none(),
+           "Measured ms of the key-switching steps at a level (the cost model behind h=None), cached per process.")
+        .def("decompose", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
+            nb::gil_scoped_release r;
+            return KDecomposition{e.owner, std::make_shared<const Decomposition>(e.ev->decompose(a.ct, threads_arg(t)))};
+        }, "a"_a, "threads"_a = nb::none(), "Key-switching step 1: digit split and ModUp of a (hoistable).")
+        .def("inner_product_lazy", [](const KEvaluator& e, const KDecomposition& d, std::uint64_t g, TArg t) {
+            nb::gil_scoped_release r;
+            return KLazy{e.owner, e.ev->inner_product_lazy(*d.d, g, threads_arg(t))};
+        }, "decomposition"_a, "galois_element"_a, "threads"_a = nb::none(),
+           "Key-switching step 2: psi_g(a) left in the Q*P basis (LazyCiphertext; lazy values add with +).")
+        .def("mod_down", [](const KEvaluator& e, const KLazy& x, TArg t) {
+            nb::gil_scoped_release r;
+            return wrap(e.owner, e.ev->mod_down(x.x, threads_arg(t)));
+        }, "lazy"_a, "threads"_a = nb::none(), "Key-switching step 3: ModDown of a LazyCiphertext to a Ciphertext.");
+
+    nb::class_<KDecomposition>(m, "Decomposition", "ModUp digits of a ciphertext (Evaluator.decompose).")
+        .def_prop_ro("level", [](const KDecomposition& d) { return d.d->input.level(); })
+        .def_prop_ro("digits", [](const KDecomposition& d) { return d.d->digits.size(); });
+    nb::class_<KLazy>(m, "LazyCiphertext", "A key-switched ciphertext before ModDown (Evaluator.inner_product_lazy).")
+        .def_prop_ro("level", [](const KLazy& x) { return x.x.level(); })
+        .def("__add__", [](const KLazy& a, const KLazy& b) {
+            const Evaluator& ev = *a.owner->keyless;
+            KLazy r = a;
+            nb::gil_scoped_release g;
+            ev.add_lazy_inplace(r.x, b.x);
+            return r;
+        });
 
     // ---------------------------------------------------------------- Context
     nb::class_<KContext>(m, "Context", "Parameters plus every precomputed table; makes keys, ciphertexts and evaluators.")
@@ -382,9 +466,11 @@ NB_MODULE(_kasoku, m) {
         }, "level"_a, "Canonical scale of a level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l.")
         .def_prop_ro("q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); })
         .def_prop_ro("p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); })
-        .def("galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); }, "step"_a)
+        .def("galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); }, "step"_a,
+             "Galois element 5^step mod 2n of the rotation by `step` slots to the left.")
+        .def_prop_ro("conjugation_element", [](const KContext& c) { return c.owner->ctx->conjugation_element(); })
         .def("keygen", [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
-                          std::vector<std::uint64_t> galois_elements, TArg t) {
+                          std::vector<std::uint64_t> galois_elements, bool sum_slots, TArg t) {
             const auto& ctx = c.owner->ctx;
             for (std::uint64_t g : galois_elements)
                 if (g % 2 == 0 || g >= 2 * ctx->n())
@@ -393,6 +479,11 @@ NB_MODULE(_kasoku, m) {
             {
                 nb::gil_scoped_release r;
                 const int th = threads_arg(t);
+                if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the top level
+                    const std::size_t M = static_cast<std::size_t>(ctx->params().log_n - 1);
+                    const std::size_t h = best_trace_h(Evaluator(ctx, nullptr).keyswitch_costs(ctx->max_level(), th), M);
+                    for (std::uint64_t g : trace_galois_elements(ctx->params(), M, h)) galois_elements.push_back(g);
+                }
                 KeyGenerator kg(ctx);
                 auto sk = std::make_shared<const SecretKey>(kg.secret_key(th));
                 kp.secret = KSecretKey{c.owner, sk};
@@ -405,8 +496,10 @@ NB_MODULE(_kasoku, m) {
             }
             return kp;
         }, "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
-           "galois_elements"_a = std::vector<std::uint64_t>{}, "threads"_a = nb::none(),
-           "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps given.")
+           "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "threads"_a = nb::none(),
+           "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
+           "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
+           "default h at the top level.")
         .def("encode", [](const KContext& c, nb::handle values, std::optional<int> level, std::optional<double> scale, TArg t) {
             return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, threads_arg(t))};
         }, "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
@@ -460,6 +553,11 @@ NB_MODULE(_kasoku, m) {
         .def("__repr__", [](const KContext& c) { return "Context(" + c.owner->ctx->params().describe() + ")"; });
 
     // ---------------------------------------------------------------- build and machine information
+    m.def("trace_galois_elements", [](const Parameters& p, std::size_t M, std::size_t h) {
+        return trace_galois_elements(p, M, h);
+    }, "params"_a, "M"_a, "h"_a,
+       "Exactly the Galois elements that M doubling steps over rotations by 1, 2, ..., 2^(M-1) with h iterations need.");
+    m.def("trace_group_sizes", &trace_group_sizes, "M"_a, "h"_a, "Sizes of the h groups the M doubling steps are split into.");
     m.def("simd_active", [] { return std::string(arith::simd_name(arith::active_simd())); });
     m.def("simd_available", [] {
         std::vector<std::string> out;
