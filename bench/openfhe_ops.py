@@ -128,6 +128,8 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", required=True, help="JSON lines output file")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hoisting", action="store_true",
+                    help="also EvalSum (all slots) and 16 hoisted rotations (EvalFastRotation)")
     args = ap.parse_args()
 
     spec = json.loads(args.spec)
@@ -228,6 +230,30 @@ def main():
     for op, fn, note in ops:
         log("%s x%d (+1 warm-up)" % (op, reps))
         emit(op, note=note, **timed(fn, reps))
+    if args.hoisting:
+        # Sum of all slots and 16 rotations of one ciphertext with one precomputation (Halevi-Shoup hoisting).
+        log("EvalSumKeyGen + EvalRotateKeyGen(1..16)")
+        cc.EvalSumKeyGen(sk)
+        cc.EvalRotateKeyGen(sk, list(range(1, 17)))
+        m = 2 * n
+        check_h = {
+            "max_err_eval_sum": err(cc.EvalSum(c1, slots), np.full(slots, v1.sum())),
+            "max_err_fast_rotation": err(cc.EvalFastRotation(c1, 5, m, cc.EvalFastRotationPrecompute(c1)), np.roll(v1, -5)),
+        }
+        emit("check", **check_h)
+        log("check: " + ", ".join("%s=%.2e" % kv for kv in check_h.items()))
+
+        def fast16():
+            pre = cc.EvalFastRotationPrecompute(c1)
+            return [cc.EvalFastRotation(c1, k, m, pre) for k in range(1, 17)]
+
+        for op, fn, note in [
+            ("SumSlots", lambda: cc.EvalSum(c1, slots), "EvalSum(ct, batch = N/2): sum of all slots"),
+            ("Rotate16Hoisted", fast16, "EvalFastRotationPrecompute + 16 x EvalFastRotation (rotations 1..16)"),
+        ]:
+            log("%s x%d (+1 warm-up)" % (op, reps))
+            emit(op, note=note, **timed(fn, reps))
+
     # NTT: openfhe-python does not expose DCRTPoly NTTs (DCRTPoly has no methods
     # in the binding), so no line is written; peers.py shows "n/a".
 

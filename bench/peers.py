@@ -301,9 +301,9 @@ def seal_worker(spec: dict, threads: int, reps: int, out: str, seed: int = 1) ->
 # kasoku side
 # --------------------------------------------------------------------------
 
-def run_kasoku(params: str, threads: int, reps: int, path: Path) -> list[dict]:
+def run_kasoku(params: str, threads: int, reps: int, path: Path, hoisting: bool = False) -> list[dict]:
     cmd = [sys.executable, "-m", "kasoku", "bench", "--params", params, "--threads", str(threads),
-           "--reps", str(reps), "--json", str(path)]
+           "--reps", str(reps), "--json", str(path)] + (["--hoisting"] if hoisting else [])
     progress("running: " + " ".join(cmd[1:]))
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, stdout=sys.stderr)
@@ -493,6 +493,9 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=5, help="timed repetitions per op, after 1 warm-up (default 5)")
     ap.add_argument("--out", help="append all JSON lines (both libraries, summaries, meta) to this file")
     ap.add_argument("--peer-only", action="store_true", help="run only the peer library")
+    ap.add_argument("--hoisting", action="store_true",
+                    help="also the sum of all slots (kasoku sum_slots vs OpenFHE EvalSum) and 16 hoisted rotations "
+                         "(rotate_hoisted vs EvalFastRotationPrecompute + 16 EvalFastRotation); OpenFHE only")
     ap.add_argument("--kasoku-json", metavar="PATH", help="use this kasoku results file instead of running kasoku")
     ap.add_argument("--peer", choices=["auto", "openfhe", "seal"], default="auto",
                     help="auto (default): OpenFHE if a python3.10 exists, else SEAL")
@@ -554,7 +557,7 @@ def main(argv=None) -> int:
             notes.append(f"kasoku numbers read from {args.kasoku_json}.")
         elif not args.peer_only:
             try:
-                kasoku_recs = run_kasoku(args.params, args.threads, args.reps, tmp / "kasoku.jsonl")
+                kasoku_recs = run_kasoku(args.params, args.threads, args.reps, tmp / "kasoku.jsonl", args.hoisting)
             except (RuntimeError, OSError) as e:
                 progress(f"ERROR: {e}")
                 notes.append(f"ERROR: kasoku was not measured: {e}.")
@@ -566,7 +569,7 @@ def main(argv=None) -> int:
         peer_out = tmp / f"{peer}.jsonl"
         if peer == "openfhe":
             cmd = [str(peer_py), str(OPENFHE_WORKER), "--spec", json.dumps(spec), "--threads", str(args.threads),
-                   "--reps", str(args.reps), "--out", str(peer_out)]
+                   "--reps", str(args.reps), "--out", str(peer_out)] + (["--hoisting"] if args.hoisting else [])
         else:
             cmd = [str(peer_py), str(Path(__file__).resolve()), "--params", args.params, "--threads",
                    str(args.threads), "--reps", str(args.reps), "--_seal-worker", str(peer_out)]

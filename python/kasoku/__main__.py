@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--threads", type=int, default=None, help="thread count (default: all cores)")
     b.add_argument("--reps", type=int, default=5, help="timed repetitions per operation (median reported)")
     b.add_argument("--json", default=None, help="also write the JSON lines to this file")
+    b.add_argument("--hoisting", action="store_true",
+                   help="also sum_slots (all slots, default h) and 16 hoisted rotations (their keys take memory: "
+                        "about 40 Galois keys at H16, ~3.5 GB)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "info":
@@ -41,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             return demo.main(args.params)
         if args.cmd == "bench":
             from kasoku import bench
-            bench.run(args.params, args.threads, args.reps, args.json)
+            bench.run(args.params, args.threads, args.reps, args.json, hoisting=args.hoisting)
             return 0
     except ks.Error as e:
         print(f"error: {e}", file=sys.stderr)

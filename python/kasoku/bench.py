@@ -27,7 +27,8 @@ def _timeit(fn, reps: int):
     return times
 
 
-def run(params_name: str, threads: int | None, reps: int, json_path: str | None, progress=sys.stderr) -> list[dict]:
+def run(params_name: str, threads: int | None, reps: int, json_path: str | None, progress=sys.stderr,
+        hoisting: bool = False) -> list[dict]:
     params = ks.Parameters.named(params_name)
     ctx = ks.Context(params, threads=threads)
     t = ctx.threads
@@ -67,6 +68,28 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
     emit("MulRelinRescale", _timeit(lambda: ev.multiply(a, b), reps))
     step("Rotate")
     emit("Rotate", _timeit(lambda: ev.rotate(a, 1), reps))
+    if hoisting:
+        step("keys for SumSlots and Rotate16Hoisted")
+        hkeys = ctx.keygen(rotations=list(range(1, 17)), sum_slots=True, relin=False)
+        hev = ctx.evaluator(hkeys.evaluation())
+        ha = ctx.encrypt(x, hkeys.public)
+        steps = [ctx.galois_element(1 << i) for i in range(params.log_n - 1)]
+        h = hev.choose_trace_h(steps)
+        costs = hev.keyswitch_costs()
+        step(f"SumSlots (h = {h} of {len(steps)})")
+        emit("SumSlots", _timeit(lambda: hev.sum_slots(ha), reps), h=h, M=len(steps), galois_keys=len(hkeys.galois),
+             cost_model=costs, note="sum of all slots, h chosen by the cost model")
+        step("Rotate16Hoisted")
+        emit("Rotate16Hoisted", _timeit(lambda: hev.rotate_hoisted(ha, list(range(1, 17))), reps),
+             note="rotations by 1..16 sharing one ModUp (list form)")
+        err_sum = float(np.max(np.abs(ctx.decrypt(hev.sum_slots(ha), hkeys.secret).real - x.sum())))
+        outs = hev.rotate_hoisted(ha, list(range(1, 17)))
+        err_rot = max(float(np.max(np.abs(ctx.decrypt(c, hkeys.secret).real - np.roll(x, -k)))) for c, k in zip(outs, range(1, 17)))
+        rec = {"lib": "kasoku", "op": "check", "params": params_name, "max_err_sum_slots": err_sum,
+               "max_err_rotate_hoisted": err_rot}
+        lines.append(rec)
+        print(json.dumps(rec), flush=True)
+        del hkeys, hev, ha, outs
     step("NTT")
     ntt = [s * 1e3 for s in ks._kasoku.bench_ntt(params.log_n, 60, max(reps, 20))]
     emit("NTT", ntt, note=f"forward NTT of one 60-bit prime, N=2^{params.log_n}")

@@ -74,6 +74,7 @@ public:
     LazyCiphertext inner_product_lazy(const Decomposition& d, std::uint64_t galois_elt, int threads = 0) const;
     void add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, int threads = 0) const;
     Ciphertext mod_down(const LazyCiphertext& x, int threads = 0) const;
+    Ciphertext mod_down(LazyCiphertext&& x, int threads = 0) const;  // reuses x's buffers
     // psi_g(a) for every g, sharing one decomposition (list form).
     std::vector<Ciphertext> apply_galois_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
                                                  int threads = 0) const;

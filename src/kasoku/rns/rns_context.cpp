@@ -218,17 +218,18 @@ void RnsContext::divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* i
     if (addend)
         for (std::size_t c = 0; c < n_; ++c) last[c] = arith::add_mod(last[c], signed_residue(addend[c], r), r);
     for (auto& x : last) x = arith::add_mod(x, half, r);  // round instead of floor
+    RnsPoly out(n_, keep, 0, true);  // written limb by limb: no copy of the kept limbs afterwards
     parallel_for(threads, keep, [&](std::size_t i) {
-        AlignedWords t(n_);
+        u64* t = out.limb(i);
         const Modulus& mi = mods_[i];
         for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(arith::reduce_64(last[c], mi), half_mod[i], mi.value);
         if (addend)  // a + e - t = a - (t - e)
             for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(t[c], signed_residue(addend[c], mi.value), mi.value);
-        arith::ntt_forward(t.data(), *ntt_[i]);
-        arith::sub_mod(a.limb(i), t.data(), n_, mi.value, a.limb(i));
-        arith::mul_scalar_mod(a.limb(i), inv[i], inv_shoup[i], n_, mi.value, a.limb(i));
+        arith::ntt_forward(t, *ntt_[i]);
+        arith::sub_mod(a.limb(i), t, n_, mi.value, t);
+        arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, mi.value, t);
     });
-    a.truncate(keep);
+    a = std::move(out);
 }
 
 void RnsContext::rescale(RnsPoly& a, int threads) const {
@@ -258,14 +259,15 @@ void RnsContext::divide_exact(RnsPoly& a, const std::vector<std::size_t>& src_li
     conv.scale_source(yp.data(), n_, yp.data());
     std::vector<std::uint8_t> v(n_);
     conv.overflow_count(yp.data(), n_, v.data());
+    RnsPoly out(n_, keep, 0, true);  // written limb by limb: no copy of the kept limbs afterwards
     parallel_for(threads, keep, [&](std::size_t i) {
-        AlignedWords t(n_);
-        conv.convert_to(i, yp.data(), n_, t.data(), v.data());
-        arith::ntt_forward(t.data(), *ntt_[i]);
-        arith::sub_mod(a.limb(i), t.data(), n_, q_[i], a.limb(i));
-        arith::mul_scalar_mod(a.limb(i), inv[i], inv_shoup[i], n_, q_[i], a.limb(i));
+        u64* t = out.limb(i);
+        conv.convert_to(i, yp.data(), n_, t, v.data());
+        arith::ntt_forward(t, *ntt_[i]);
+        arith::sub_mod(a.limb(i), t, n_, q_[i], t);
+        arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, q_[i], t);
     });
-    a.truncate(keep);
+    a = std::move(out);
 }
 
 void RnsContext::mod_down(RnsPoly& a, int threads) const {
