@@ -8,6 +8,7 @@
 #include "kasoku/arith/ntt.hpp"
 #include "kasoku/arith/primes.hpp"
 #include "kasoku/arith/simd.hpp"
+#include "kasoku/support/aligned.hpp"
 
 using namespace kasoku::arith;
 
@@ -34,6 +35,52 @@ void add_bench(const std::string& kernel, const KernelTable* k, int bits, int lo
     });
 }
 
+// Kernel grid F60 (seed 000 Table 5.2): r = a*b + c over l limbs of N words, 60-bit primes, either as MultAdd
+// (mul into a temporary, then add: two passes) or as one FMA pass with a single reduction.
+// Name: BM_F60_<MultAdd|Fma>_<body>/<log_n>/<l>.
+struct Limbs {
+    std::vector<Modulus> mods;
+    std::vector<kasoku::AlignedWords> a, b, c, r, t;  // 64-byte aligned like the library's limbs
+    Limbs(int log_n, int l) {
+        const std::size_t n = std::size_t{1} << log_n;
+        std::mt19937_64 rng(2);
+        for (u64 q : generate_ntt_primes(60, static_cast<std::size_t>(l), n)) mods.emplace_back(q);
+        for (auto* v : {&a, &b, &c, &r, &t}) v->assign(static_cast<std::size_t>(l), kasoku::AlignedWords(n));
+        for (int i = 0; i < l; ++i)
+            for (std::size_t k = 0; k < n; ++k) {
+                a[i][k] = rng() % mods[i].value;
+                b[i][k] = rng() % mods[i].value;
+                c[i][k] = rng() % mods[i].value;
+            }
+    }
+};
+
+void register_f60() {
+    for (SimdLevel level : simd_available()) {
+        const KernelTable* k = &kernel_table(level);
+        for (int log_n = 10; log_n <= 15; ++log_n)
+            for (int l = 1; l <= 15; ++l) {
+                const std::string suffix = std::string("_") + k->name + "/" + std::to_string(log_n) + "/" + std::to_string(l);
+                benchmark::RegisterBenchmark(("BM_F60_MultAdd" + suffix).c_str(), [k, log_n, l](benchmark::State& st) {
+                    Limbs d(log_n, l);
+                    const std::size_t n = std::size_t{1} << log_n;
+                    for (auto _ : st)
+                        for (int i = 0; i < l; ++i) {
+                            k->mul(d.a[i].data(), d.b[i].data(), n, d.mods[i], d.t[i].data());
+                            k->add(d.t[i].data(), d.c[i].data(), n, d.mods[i].value, d.r[i].data());
+                        }
+                });
+                benchmark::RegisterBenchmark(("BM_F60_Fma" + suffix).c_str(), [k, log_n, l](benchmark::State& st) {
+                    Limbs d(log_n, l);
+                    const std::size_t n = std::size_t{1} << log_n;
+                    for (auto _ : st)
+                        for (int i = 0; i < l; ++i)
+                            k->fma(d.a[i].data(), d.b[i].data(), d.c[i].data(), n, d.mods[i], d.r[i].data());
+                });
+            }
+    }
+}
+
 void register_all() {
     for (SimdLevel level : simd_available()) {
         const KernelTable* k = &kernel_table(level);
@@ -58,6 +105,7 @@ void register_all() {
 
 int main(int argc, char** argv) {
     register_all();
+    register_f60();
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

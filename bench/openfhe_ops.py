@@ -99,7 +99,7 @@ def make_context(spec):
         p.SetSecurityLevel(security)
         p.SetSecretKeyDist(ofhe.UNIFORM_TERNARY)
         cc = ofhe.GenCryptoContext(p)
-        for feature in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE):
+        for feature in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE, ofhe.ADVANCEDSHE):  # ADVANCEDSHE: EvalSum
             cc.Enable(feature)
         return cc
 

@@ -402,6 +402,17 @@ NB_MODULE(_kasoku, m) {
             return e.ev->choose_trace_h(autos, level ? *level : e.owner->ctx->max_level(), threads_arg(t));
         }, "automorphisms"_a, "level"_a = nb::none(), "threads"_a = nb::none(),
            "The h that trace(..., h=None) uses at this level (0: no h has all its keys).")
+        .def("model_trace_h", [](const KEvaluator& e, std::size_t M, std::optional<int> level, TArg t) {
+            nb::gil_scoped_release r;
+            return best_trace_h(e.ev->keyswitch_costs(level ? *level : e.owner->ctx->max_level(), threads_arg(t)), M);
+        }, "M"_a, "level"_a = nb::none(), "threads"_a = nb::none(),
+           "The h in 1..M with the smallest modelled trace time, whether or not its keys exist.")
+        .def("model_trace_ms", [](const KEvaluator& e, std::size_t M, std::size_t h, std::optional<int> level, TArg t) {
+            nb::gil_scoped_release r;
+            return trace_cost(e.ev->keyswitch_costs(level ? *level : e.owner->ctx->max_level(), threads_arg(t)), M, h);
+        }, "M"_a, "h"_a, "level"_a = nb::none(), "threads"_a = nb::none(),
+           "Modelled time (ms) of a trace with M doubling steps and h iterations: per group, decompose + "
+           "(2^m - 1) inner products + mod_down + add, from keyswitch_costs.")
         .def("keyswitch_costs", [](const KEvaluator& e, std::optional<int> level, TArg t) {
             KeySwitchCosts c;
             {

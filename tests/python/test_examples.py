@@ -1,0 +1,12 @@
+"""The examples stay true to the code: each runs to the end."""
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_trace_example_runs():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "trace.py")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "sum_slots, unrolled, chosen h" in out.stdout
