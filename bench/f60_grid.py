@@ -24,7 +24,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bench", default=str(ROOT / "build/cpp/bench/bench_arith"), help="bench_arith binary")
     ap.add_argument("--json", default=str(ROOT / "docs/data/f60.json"), help="raw Google Benchmark JSON output")
     ap.add_argument("--md", default=None, help="also write the markdown tables here")
-    ap.add_argument("--min-time", default="0.05s", help="Google Benchmark --benchmark_min_time")
+    ap.add_argument("--min-time", default="0.05", help="Google Benchmark --benchmark_min_time (seconds; a bare "
+                    "number: Google Benchmark 1.7 ignores a unit suffix and falls back to 0.5 s)")
     ap.add_argument("--repetitions", type=int, default=3, help="repetitions per benchmark (median used)")
     ap.add_argument("--from-json", action="store_true", help="only format an existing --json file")
     args = ap.parse_args(argv)

@@ -35,12 +35,13 @@ void mul_scalar_ifma(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out
 void fma_ifma(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out) {
     if (!fits(m.value)) return kAvx512Kernels.fma(a, b, c, n, m, out);
     const BarrettIfma br(m.value, m.bits);
+    const __m512i zero = _mm512_setzero_si512(), v2q = set1(2 * m.value);
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m512i x = load(a + i), y = load(b + i);
-        const __m512i lo = madd52lo(load(c + i), x, y);  // c + lo52(x y) < 2^53: carry bit 52 into hi
-        const __m512i hi = madd52hi(_mm512_srli_epi64(lo, 52), x, y);
-        store(out + i, br.reduce(hi, _mm512_and_si512(lo, mask52())));
+        // product reduced lazily to [0, 3q), plus c: [0, 4q) < 2^52, then two conditional subtractions
+        const __m512i s = _mm512_add_epi64(br.reduce_lazy(madd52hi(zero, x, y), madd52lo(zero, x, y)), load(c + i));
+        store(out + i, sub_if_ge(sub_if_ge(s, v2q), br.q));
     }
     for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
 }

@@ -71,15 +71,15 @@ struct BarrettShift {
         s_lo_p = _mm_cvtsi32_si128(bits + 1);
         s_hi_p = _mm_cvtsi32_si128(63 - bits);
     }
-    __m256i reduce(__m256i hi, __m256i lo) const {
+    // (hi, lo) mod q up to two multiples of q: [0, 3q).
+    __m256i reduce_lazy(__m256i hi, __m256i lo) const {
         __m256i x1 = _mm256_or_si256(_mm256_sll_epi64(hi, s_hi_x), _mm256_srl_epi64(lo, s_lo_x));
         __m256i ph, pl;
         mul_full(x1, mu, mu_h, ph, pl);
         __m256i qhat = _mm256_or_si256(_mm256_sll_epi64(ph, s_hi_p), _mm256_srl_epi64(pl, s_lo_p));
-        __m256i r = _mm256_sub_epi64(lo, mul_lo(qhat, q, q_h));  // [0, 3q)
-        r = sub_if_ge(r, q);
-        return sub_if_ge(r, q);
+        return _mm256_sub_epi64(lo, mul_lo(qhat, q, q_h));
     }
+    __m256i reduce(__m256i hi, __m256i lo) const { return sub_if_ge(sub_if_ge(reduce_lazy(hi, lo), q), q); }
 };
 
 }  // namespace kasoku::arith::avx2

@@ -92,14 +92,15 @@ struct BarrettDq {
         s_lo_p = _mm_cvtsi32_si128(bits + 1);
         s_hi_p = _mm_cvtsi32_si128(63 - bits);
     }
-    __m512i reduce(__m512i hi, __m512i lo) const {
+    // (hi, lo) mod q up to two multiples of q: [0, 3q).
+    __m512i reduce_lazy(__m512i hi, __m512i lo) const {
         const __m512i x1 = _mm512_or_si512(_mm512_sll_epi64(hi, s_hi_x), _mm512_srl_epi64(lo, s_lo_x));
         __m512i ph, pl;
         mul_full(x1, mu, ph, pl);
         const __m512i qhat = _mm512_or_si512(_mm512_sll_epi64(ph, s_hi_p), _mm512_srl_epi64(pl, s_lo_p));
-        const __m512i r = _mm512_sub_epi64(lo, _mm512_mullo_epi64(qhat, q));  // [0, 3q)
-        return sub_if_ge(sub_if_ge(r, q), q);
+        return _mm512_sub_epi64(lo, _mm512_mullo_epi64(qhat, q));
     }
+    __m512i reduce(__m512i hi, __m512i lo) const { return sub_if_ge(sub_if_ge(reduce_lazy(hi, lo), q), q); }
 };
 
 // ---- AVX-512-IFMA: 52x52-bit products in two instructions, for q < 2^50 (so that 4q < 2^52) ----
@@ -153,14 +154,15 @@ struct BarrettIfma {
         s_hi_p = _mm_cvtsi32_si128(51 - bits);
         s_lo_p = _mm_cvtsi32_si128(bits + 1);
     }
-    __m512i reduce(__m512i hi, __m512i lo) const {
+    // P - qhat q in [0, 3q).
+    __m512i reduce_lazy(__m512i hi, __m512i lo) const {
         const __m512i zero = _mm512_setzero_si512();
         const __m512i x1 = _mm512_or_si512(_mm512_sll_epi64(hi, s_hi_x), _mm512_srl_epi64(lo, s_lo_x));
         const __m512i ph = madd52hi(zero, x1, mu), pl = madd52lo(zero, x1, mu);
         const __m512i qhat = _mm512_or_si512(_mm512_sll_epi64(ph, s_hi_p), _mm512_srl_epi64(pl, s_lo_p));
-        const __m512i r = _mm512_and_si512(madd52lo(lo, qhat, neg_q), mask52());  // P - qhat q in [0, 3q)
-        return sub_if_ge(sub_if_ge(r, q), q);
+        return _mm512_and_si512(madd52lo(lo, qhat, neg_q), mask52());
     }
+    __m512i reduce(__m512i hi, __m512i lo) const { return sub_if_ge(sub_if_ge(reduce_lazy(hi, lo), q), q); }
 };
 
 // ---- NTT bodies for n >= 16, shared by DQ and IFMA (the Shoup policy differs) ----
