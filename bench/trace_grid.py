@@ -1,7 +1,8 @@
 """Trace grid S15 (seed 000 Tables 5.3-5.14): repeated doubling (h = M) vs the unrolled trace (h < M).
 
 For N = 2^15, a 60-bit first prime, l 40-bit primes and k 60-bit special primes (alpha = k), times
-ev.trace(ct, rotations by 1, 2, ..., 2^(M-1), h) for M in {2, 7, 15}, l in {1, 4, 9}, k in {1, 5, 10},
+ev.trace(ct, ks.trace_doubling_steps(params, M), h) for M in {2, 7, 15} (rotations by 1, 2, ..., 2^(M-1); M = 15 =
+log2 N is the source's full trace: rotations by 2^0..2^13, then conjugation), l in {1, 4, 9}, k in {1, 5, 10},
 h in 1..M, at the given thread counts, with the SIMD body of this process (KASOKU_SIMD). Keys are made per h
 and released; h = 1 at M = 15 (32767 keys) is skipped as in the source, where it did not fit in memory.
 Also records the h that the cost model picks (Evaluator.model_trace_h) and its modelled time.
@@ -38,7 +39,11 @@ def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys):
             rng = np.random.default_rng(1)
             x = rng.uniform(-1, 1, ctx.slots)
             for M in Ms:
-                steps = [ctx.galois_element(1 << i) for i in range(M)]
+                steps = ks.trace_doubling_steps(params, M)  # M = 15 = log2 N: 14 rotations, then conjugation
+                count = 1 << min(M, params.log_n - 1)
+                want = np.full(ctx.slots, x.sum()) if count == ctx.slots else sum(np.roll(x, -j) for j in range(count))
+                if M == params.log_n:
+                    want = 2 * want  # the conjugation step doubles the (real) sum
                 for h in range(M, 0, -1):
                     nkeys = sum((1 << m) - 1 for m in ks.trace_group_sizes(M, h))
                     if nkeys > max_keys:
@@ -50,7 +55,6 @@ def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys):
                     keygen_s = time.perf_counter() - t0
                     ev = ctx.evaluator(keys.evaluation())
                     ct = ctx.encrypt(x, keys.public)
-                    want = sum(np.roll(x, -j) for j in range(1 << M))
                     err = float(np.max(np.abs(ctx.decrypt(ev.trace(ct, steps, h=h), keys.secret).real - want)))
                     for threads in threads_list:
                         ev.trace(ct, steps, h=h, threads=threads)  # warm-up

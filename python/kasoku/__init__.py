@@ -35,6 +35,7 @@ from ._kasoku import (  # noqa: F401
     simd_active,
     simd_available,
     simd_cpu_supports,
+    trace_doubling_steps,
     trace_galois_elements,
     trace_group_sizes,
 )
@@ -46,5 +47,5 @@ __all__ = [
     "LazyCiphertext", "LevelError",
     "MissingKeyError", "ParameterError", "Parameters", "Plaintext", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
     "SwitchKey", "build_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports",
-    "trace_galois_elements", "trace_group_sizes", "__version__",
+    "trace_doubling_steps", "trace_galois_elements", "trace_group_sizes", "__version__",
 ]

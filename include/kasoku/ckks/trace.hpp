@@ -19,8 +19,12 @@ std::vector<std::vector<std::uint64_t>> trace_group_elements(const std::vector<s
 // Rotation elements 5^(2^i) mod 2n, i < M: the doubling steps of a sum over 2^M consecutive slots.
 std::vector<std::uint64_t> rotation_doubling_steps(std::size_t M, std::uint64_t two_n);
 
-// Exactly the Galois elements that M doubling steps over rotations by 1, 2, ..., 2^(M-1) with h iterations
-// need (sorted, without duplicates).
+// The doubling steps of the source's trace (seed 000 §5.2): rotations by 1, 2, ..., 2^(M-1) for
+// M <= log2(slots); M = log2(n) adds conjugation as the last step (the full trace: 2 Re of the slot sum).
+std::vector<std::uint64_t> trace_doubling_steps(std::size_t M, std::uint64_t two_n);
+
+// Exactly the Galois elements that the M doubling steps of trace_doubling_steps with h iterations need
+// (sorted, without duplicates).
 std::vector<std::uint64_t> trace_galois_elements(const Parameters& params, std::size_t M, std::size_t h);
 
 // Measured times (ms) of the steps of one key switch at a given level and thread count.

@@ -67,13 +67,20 @@ std::vector<u64> rotation_doubling_steps(std::size_t M, u64 two_n) {
     return out;
 }
 
+std::vector<u64> trace_doubling_steps(std::size_t M, u64 two_n) {
+    const std::size_t log_n = static_cast<std::size_t>(__builtin_ctzll(two_n)) - 1;
+    if (M > log_n)
+        throw ParameterError("trace: M = " + std::to_string(M) + " doubling steps exceed log2(n) = " + std::to_string(log_n) +
+                             " (rotations by 2^i, i < log2(slots), then conjugation)");
+    std::vector<u64> steps = rotation_doubling_steps(std::min(M, log_n - 1), two_n);
+    if (M == log_n) steps.push_back(two_n - 1);
+    return steps;
+}
+
 std::vector<u64> trace_galois_elements(const Parameters& params, std::size_t M, std::size_t h) {
     const u64 two_n = 2 * params.n();
-    if (M > static_cast<std::size_t>(params.log_n - 1))
-        throw ParameterError("trace: M = " + std::to_string(M) + " doubling steps exceed log2(slots) = " +
-                             std::to_string(params.log_n - 1));
     std::vector<u64> out;
-    for (auto& g : trace_group_elements(rotation_doubling_steps(M, two_n), h, two_n)) out.insert(out.end(), g.begin(), g.end());
+    for (auto& g : trace_group_elements(trace_doubling_steps(M, two_n), h, two_n)) out.insert(out.end(), g.begin(), g.end());
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;

@@ -567,7 +567,11 @@ NB_MODULE(_kasoku, m) {
     m.def("trace_galois_elements", [](const Parameters& p, std::size_t M, std::size_t h) {
         return trace_galois_elements(p, M, h);
     }, "params"_a, "M"_a, "h"_a,
-       "Exactly the Galois elements that M doubling steps over rotations by 1, 2, ..., 2^(M-1) with h iterations need.");
+       "Exactly the Galois elements that M doubling steps over rotations by 1, 2, ..., 2^(M-1) with h iterations need "
+       "(M = log_n: the last step is conjugation, the full trace of the source).");
+    m.def("trace_doubling_steps", [](const Parameters& p, std::size_t M) { return trace_doubling_steps(M, 2 * p.n()); },
+          "params"_a, "M"_a, "Galois elements of the M doubling steps: rotations by 2^i (i < log2 slots), then "
+          "conjugation when M = log_n.");
     m.def("trace_group_sizes", &trace_group_sizes, "M"_a, "h"_a, "Sizes of the h groups the M doubling steps are split into.");
     m.def("simd_active", [] { return std::string(arith::simd_name(arith::active_simd())); });
     m.def("simd_available", [] {
