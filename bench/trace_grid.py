@@ -4,7 +4,8 @@ For N = 2^15, a 60-bit first prime, l 40-bit primes and k 60-bit special primes 
 ev.trace(ct, ks.trace_doubling_steps(params, M), h) for M in {2, 7, 15} (rotations by 1, 2, ..., 2^(M-1); M = 15 =
 log2 N is the source's full trace: rotations by 2^0..2^13, then conjugation), l in {1, 4, 9}, k in {1, 5, 10},
 h in 1..M, at the given thread counts, with the SIMD body of this process (KASOKU_SIMD). Keys are made per h
-and released; h = 1 at M = 15 (32767 keys) is skipped as in the source, where it did not fit in memory.
+and released; an h whose keys exceed --max-keys (400) or --max-gib (8 GiB) is skipped (N/A), as in the source,
+where h = 1 at M = 15 and some h = 2 did not fit in memory.
 Also records the h that the cost model picks (Evaluator.model_trace_h) and its modelled time.
 
     KASOKU_SIMD=ifma python bench/trace_grid.py --threads 1 2 --out docs/data/trace-grid.jsonl
@@ -31,7 +32,7 @@ def params_for(l: int, k: int) -> ks.Parameters:
                          security=None)
 
 
-def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys):
+def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys, max_gib):
     for l in ls:
         for k in ks_:
             params = params_for(l, k)
@@ -46,8 +47,10 @@ def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys):
                     want = 2 * want  # the conjugation step doubles the (real) sum
                 for h in range(M, 0, -1):
                     nkeys = sum((1 << m) - 1 for m in ks.trace_group_sizes(M, h))
-                    if nkeys > max_keys:
-                        print(f"[trace-grid] M={M} l={l} k={k} h={h}: {nkeys} keys > --max-keys, skipped",
+                    digits = -(-(l + 1) // k)
+                    key_gib = nkeys * digits * 2 * (l + 1 + k) * ctx.n * 8 / 2**30  # dnum pairs over Q*P
+                    if nkeys > max_keys or key_gib > max_gib:
+                        print(f"[trace-grid] M={M} l={l} k={k} h={h}: {nkeys} keys, {key_gib:.1f} GiB: skipped (N/A)",
                               file=sys.stderr, flush=True)
                         continue
                     t0 = time.perf_counter()
@@ -103,12 +106,15 @@ def summary(path, plot=None):
         cols = 3
         rows = (len(keys) + cols - 1) // cols
         fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+        series = sorted({(simd, th) for (simd, th, _, _, _) in groups})
+        colors = {s: plt.cm.tab10(i) for i, s in enumerate(series)}  # one colour per (body, threads) everywhere
         for ax, (M, l, k) in zip(axes.flat, keys):
             for (simd, th, M2, l2, k2), hs in sorted(groups.items()):
                 if (M2, l2, k2) != (M, l, k):
                     continue
                 hh = sorted(hs)
-                ax.plot(hh, [hs[h]["median_ms"] for h in hh], marker="o", ms=3, label=f"{simd}, {th} thr")
+                ax.plot(hh, [hs[h]["median_ms"] for h in hh], marker="o", ms=3, color=colors[(simd, th)],
+                        label=f"{simd}, {th} thr")
             ax.set_title(f"M={M}, l={l}, k={k}", fontsize=9)
             ax.set_xlabel("h (iterations)")
             ax.set_ylabel("ms")
@@ -116,9 +122,10 @@ def summary(path, plot=None):
             ax.grid(alpha=0.3)
         for ax in list(axes.flat)[len(keys):]:
             ax.axis("off")
-        axes.flat[0].legend(fontsize=7)
+        handles = [plt.Line2D([], [], color=colors[s], marker="o", ms=3, label=f"{s[0]}, {s[1]} thread(s)") for s in series]
+        fig.legend(handles=handles, loc="lower center", ncol=len(series), fontsize=8)
         fig.suptitle("Unrolled trace at N = 2^15: time vs h (h = M is repeated doubling)")
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.03, 1, 0.97))
         fig.savefig(plot, dpi=110)
         print(f"wrote {plot}", file=sys.stderr)
 
@@ -131,6 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, ks.hardware_threads()])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--max-keys", type=int, default=400, help="skip an h that needs more Galois keys than this")
+    ap.add_argument("--max-gib", type=float, default=8.0, help="skip an h whose Galois keys take more memory (GiB)")
     ap.add_argument("--out", help="append JSON lines here")
     ap.add_argument("--summary", metavar="JSONL", help="only print the table of an existing run")
     ap.add_argument("--plot", help="with --summary: write the time-vs-h plot (PNG)")
@@ -138,7 +146,7 @@ def main(argv=None) -> int:
     if args.summary:
         summary(args.summary, args.plot)
         return 0
-    run_grid(args.M, args.l, args.k, args.threads, args.reps, args.out, args.max_keys)
+    run_grid(args.M, args.l, args.k, args.threads, args.reps, args.out, args.max_keys, args.max_gib)
     return 0
 
 

@@ -242,12 +242,12 @@ std::vector<const SwitchKey*> keys_for(const Evaluator& ev, const std::vector<u6
     std::vector<const SwitchKey*> keys;
     const EvaluationKeys* ek = ev.keys();
     for (u64 g : elts) {
-        const auto it = ek ? ek->galois.find(g) : decltype(ek->galois.find(g)){};
-        if (!ek || it == ek->galois.end())
+        if (!ek || !ek->galois.count(g))
             throw MissingKeyError("no Galois key for element " + std::to_string(g) +
                                   "; generate it with ctx.keygen(galois_elements=[" + std::to_string(g) + ", ...])");
-        if (it->second->key_id != key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
-        keys.push_back(it->second.get());
+        const SwitchKey* key = ek->galois.at(g).get();
+        if (key->key_id != key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
+        keys.push_back(key);
     }
     return keys;
 }
