@@ -7,49 +7,18 @@
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/support/error.hpp"
+#include "test_env.hpp"
 
 using namespace kasoku;
 using namespace kasoku::ckks;
-using cvec = std::vector<std::complex<double>>;
+using test::cvec;
 
 namespace {
-// -log2 of the max absolute error
-double precision_bits(const cvec& got, const cvec& want) {
-    double err = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(got[i] - want[i]));
-    return err == 0 ? 60 : -std::log2(err);
-}
-
-struct Env {
-    ContextPtr ctx;
-    SecretKey sk;
-    PublicKey pk;
-    std::shared_ptr<const EvaluationKeys> ek;
-    Encoder enc;
-    Encryptor encryptor;
-    Decryptor dec;
-    Evaluator ev;
-    std::mt19937_64 rng{42};
-    explicit Env(const Parameters& p)
-        : ctx(Context::create(p, 2)),
-          sk(KeyGenerator(ctx).secret_key()),
-          pk(KeyGenerator(ctx).public_key(sk)),
-          ek(std::make_shared<const EvaluationKeys>(KeyGenerator(ctx).evaluation_keys(sk, true, {1, -2, 5}, true))),
-          enc(ctx), encryptor(ctx), dec(ctx), ev(ctx, ek) {}
-    cvec random(bool complex = false) {
-        std::uniform_real_distribution<double> u(-1, 1);
-        cvec v(ctx->slots());
-        for (auto& x : v) x = {u(rng), complex ? u(rng) : 0.0};
-        return v;
-    }
-    Ciphertext encrypt(const cvec& v) {
-        return encryptor.encrypt(enc.encode(v, ctx->default_scale(), ctx->max_level()), pk);
-    }
-    cvec decrypt(const Ciphertext& c) { return dec.decrypt(c, sk); }
-};
+using test::Env;
+using test::precision_bits;
 
 Env& t12() {
-    static Env env(Parameters::named("T12"));
+    static Env env(Parameters::named("T12"), {1, -2, 5});
     return env;
 }
 }  // namespace
@@ -145,7 +114,7 @@ TEST(Ckks, Errors) {
     EXPECT_THROW(e.ev.rescale(low), LevelError);
     EXPECT_THROW(e.enc.encode(cvec(e.ctx->slots() + 1), 1e6, 2), ParameterError);
     EXPECT_THROW(e.enc.encode(cvec{{NAN, 0}}, 1e6, 2), ParameterError);
-    Env other(Parameters::named("T12"));
+    Env other(Parameters::named("T12"), {1});
     EXPECT_THROW(e.ev.add(ca, other.encrypt(a)), ParameterError);
     EXPECT_THROW(e.dec.decrypt(ca, other.sk), ParameterError);
     Parameters bad = Parameters::named("T13");

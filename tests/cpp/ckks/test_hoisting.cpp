@@ -8,17 +8,15 @@
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/support/error.hpp"
+#include "test_env.hpp"
 
 using namespace kasoku;
 using namespace kasoku::ckks;
-using cvec = std::vector<std::complex<double>>;
+using test::cvec;
 
 namespace {
-double precision_bits(const cvec& got, const cvec& want) {
-    double err = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(got[i] - want[i]));
-    return err == 0 ? 60 : -std::log2(err);
-}
+using test::Env;
+using test::precision_bits;
 
 // N = 2^8 (128 slots, so M = 7 doubling steps cover all slots), two digits of two primes each.
 Parameters small_params() {
@@ -35,47 +33,21 @@ Parameters small_params() {
 
 constexpr std::size_t kM = 7;
 
-struct Env {
-    ContextPtr ctx;
-    SecretKey sk;
-    PublicKey pk;
-    std::shared_ptr<const EvaluationKeys> ek;
-    Encoder enc;
-    Encryptor encryptor;
-    Decryptor dec;
-    Evaluator ev;
-    std::mt19937_64 rng{7};
-    static std::vector<std::uint64_t> all_trace_elements(const Context& ctx) {
-        // every element any h needs, for rotations alone and with conjugation as an eighth step
-        std::set<std::uint64_t> s;
-        const std::uint64_t two_n = 2 * ctx.n();
-        auto steps = rotation_doubling_steps(kM, two_n);
-        auto with_conj = steps;
-        with_conj.push_back(ctx.conjugation_element());
-        for (auto* a : {&steps, &with_conj})
-            for (std::size_t h = 1; h <= a->size(); ++h)
-                for (auto& g : trace_group_elements(*a, h, two_n)) s.insert(g.begin(), g.end());
-        return {s.begin(), s.end()};
-    }
-    explicit Env(const Parameters& p)
-        : ctx(Context::create(p, 2)),
-          sk(KeyGenerator(ctx).secret_key()),
-          pk(KeyGenerator(ctx).public_key(sk)),
-          ek(std::make_shared<const EvaluationKeys>(
-              KeyGenerator(ctx).evaluation_keys(sk, true, {1, -2, 5, 17}, true, all_trace_elements(*ctx)))),
-          enc(ctx), encryptor(ctx), dec(ctx), ev(ctx, ek) {}
-    cvec random(bool complex = false) {
-        std::uniform_real_distribution<double> u(-1, 1);
-        cvec v(ctx->slots());
-        for (auto& x : v) x = {u(rng), complex ? u(rng) : 0.0};
-        return v;
-    }
-    Ciphertext encrypt(const cvec& v) { return encryptor.encrypt(enc.encode(v, ctx->default_scale(), ctx->max_level()), pk); }
-    cvec decrypt(const Ciphertext& c) { return dec.decrypt(c, sk); }
-};
+// every element any h needs, for rotations alone and with conjugation as an eighth step
+std::vector<std::uint64_t> all_trace_elements(const Parameters& p) {
+    std::set<std::uint64_t> s;
+    const std::uint64_t two_n = 2 * p.n();
+    auto steps = rotation_doubling_steps(kM, two_n);
+    auto with_conj = steps;
+    with_conj.push_back(two_n - 1);
+    for (auto* a : {&steps, &with_conj})
+        for (std::size_t h = 1; h <= a->size(); ++h)
+            for (auto& g : trace_group_elements(*a, h, two_n)) s.insert(g.begin(), g.end());
+    return {s.begin(), s.end()};
+}
 
 Env& env() {
-    static Env e(small_params());
+    static Env e(small_params(), {1, -2, 5, 17}, all_trace_elements(small_params()), 7);
     return e;
 }
 

@@ -1,0 +1,54 @@
+// Shared fixture of the CKKS tests: a context, keys, encoder, encryptor, decryptor and evaluator, plus a
+// precision measure in bits.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "kasoku/ckks/crypto.hpp"
+#include "kasoku/ckks/evaluator.hpp"
+
+namespace kasoku::ckks::test {
+
+using cvec = std::vector<std::complex<double>>;
+
+// -log2 of the max absolute error
+inline double precision_bits(const cvec& got, const cvec& want) {
+    double err = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(got[i] - want[i]));
+    return err == 0 ? 60 : -std::log2(err);
+}
+
+struct Env {
+    ContextPtr ctx;
+    SecretKey sk;
+    PublicKey pk;
+    std::shared_ptr<const EvaluationKeys> ek;
+    Encoder enc;
+    Encryptor encryptor;
+    Decryptor dec;
+    Evaluator ev;
+    std::mt19937_64 rng;
+    // Relinearisation key, Galois keys for `rotations`, conjugation and `galois_elements`.
+    Env(const Parameters& p, const std::vector<std::int64_t>& rotations, const std::vector<std::uint64_t>& galois_elements = {},
+        std::uint64_t seed = 42)
+        : ctx(Context::create(p, 2)),
+          sk(KeyGenerator(ctx).secret_key()),
+          pk(KeyGenerator(ctx).public_key(sk)),
+          ek(std::make_shared<const EvaluationKeys>(
+              KeyGenerator(ctx).evaluation_keys(sk, true, rotations, true, galois_elements))),
+          enc(ctx), encryptor(ctx), dec(ctx), ev(ctx, ek), rng(seed) {}
+    cvec random(bool complex = false) {
+        std::uniform_real_distribution<double> u(-1, 1);
+        cvec v(ctx->slots());
+        for (auto& x : v) x = {u(rng), complex ? u(rng) : 0.0};
+        return v;
+    }
+    Ciphertext encrypt(const cvec& v) { return encryptor.encrypt(enc.encode(v, ctx->default_scale(), ctx->max_level()), pk); }
+    cvec decrypt(const Ciphertext& c) { return dec.decrypt(c, sk); }
+};
+
+}  // namespace kasoku::ckks::test
