@@ -116,9 +116,11 @@ private:
     };
     Aligned align(const Ciphertext& a, const Ciphertext& b, int threads) const;
     const SwitchKey& galois_key(std::uint64_t galois_elt, const char* what) const;
-    // b, a (+)= sum_e psi_{g_e}(<digits, key_e>) over the limbs of Q_l * P; c0 (+)= sum_e psi_{g_e}(input c0).
+    // b, a = sum_e psi_{g_e}(<digits, key_e>) over the limbs of Q_l * P; c0 = sum_e psi_{g_e}(input c0).
+    // permute = false: one key, b and a get the inner products themselves (no automorphism), c0 is untouched.
     void hoisted_sum(const Decomposition& d, const std::vector<std::uint64_t>& elts,
-                     const std::vector<const SwitchKey*>& keys, LazyCiphertext& out, int threads) const;
+                     const std::vector<const SwitchKey*>& keys, LazyCiphertext& out, int threads,
+                     bool permute = true) const;
     LazyCiphertext lazy_like(const Decomposition& d) const;
     void check_scale_fits(double scale, int level, const char* op) const;
     double plain_scale(const Ciphertext& a) const;

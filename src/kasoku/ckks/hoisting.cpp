@@ -135,51 +135,41 @@ LazyCiphertext Evaluator::lazy_like(const Decomposition& d) const {
 }
 
 void Evaluator::hoisted_sum(const Decomposition& d, const std::vector<u64>& elts, const std::vector<const SwitchKey*>& keys,
-                            LazyCiphertext& out, int threads) const {
+                            LazyCiphertext& out, int threads, bool permute) const {
     const auto& r = ctx_->rns();
     const std::size_t nq = d.input.polys[0].num_q(), np = r.p_count(), n = ctx_->n(), L1 = r.q_count();
     const std::size_t digits = d.digits.size();
     std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> perms;
-    for (u64 g : elts) perms.push_back(r.automorphism_permutation(g));
+    if (permute)
+        for (u64 g : elts) perms.push_back(r.automorphism_permutation(g));
     // Loop over limbs (parallel) and, inside, over automorphisms: the two loops of Alg. 3.2.1.
     parallel_for(threads, nq + np, [&](std::size_t t) {
         const std::size_t kl = t < nq ? t : L1 + (t - nq);  // limb of the key (over Q_L * P)
         const arith::Modulus& m = r.modulus(kl);
         const u64 q = m.value;
-        AlignedWords tb(n), ta(n);
-        u64* ob = out.b.limb(t);
-        u64* oa = out.a.limb(t);
-        u64* oc = t < nq ? out.c0.limb(t) : nullptr;
-        const u64* c0 = t < nq ? d.input.polys[0].limb(t) : nullptr;
-        for (std::size_t e = 0; e < elts.size(); ++e) {
-            const SwitchKey& key = *keys[e];
-            arith::mul_mod(d.digits[0].limb(t), key.b[0].limb(kl), n, m, tb.data());
-            arith::mul_mod(d.digits[0].limb(t), key.a[0].limb(kl), n, m, ta.data());
-            for (std::size_t j = 1; j < digits; ++j) {
-                arith::fma_mod(d.digits[j].limb(t), key.b[j].limb(kl), tb.data(), n, m, tb.data());
-                arith::fma_mod(d.digits[j].limb(t), key.a[j].limb(kl), ta.data(), n, m, ta.data());
-            }
-            const std::uint32_t* p = perms[e]->data();
-            if (e == 0) {
-                for (std::size_t k = 0; k < n; ++k) ob[k] = tb[p[k]];
-                for (std::size_t k = 0; k < n; ++k) oa[k] = ta[p[k]];
-                if (oc)
-                    for (std::size_t k = 0; k < n; ++k) oc[k] = c0[p[k]];
-            } else {  // permuted accumulation, branch-free (values < q < 2^63)
+        AlignedWords tmp(permute ? n : 0);  // one limb of one inner product, permuted while still in cache
+        const u64* c0 = permute && t < nq ? d.input.polys[0].limb(t) : nullptr;
+        // out (+)= psi(src): the first element writes, the others add (branch-free, values < q < 2^63)
+        auto permute_into = [&](u64* dst, const u64* src, const std::uint32_t* p, bool first) {
+            if (first) {
+                for (std::size_t k = 0; k < n; ++k) dst[k] = src[p[k]];
+            } else {
                 for (std::size_t k = 0; k < n; ++k) {
-                    const u64 s = ob[k] + tb[p[k]];
-                    ob[k] = s - (q & (0 - static_cast<u64>(s >= q)));
+                    const u64 s = dst[k] + src[p[k]];
+                    dst[k] = s - (q & (0 - static_cast<u64>(s >= q)));
                 }
-                for (std::size_t k = 0; k < n; ++k) {
-                    const u64 s = oa[k] + ta[p[k]];
-                    oa[k] = s - (q & (0 - static_cast<u64>(s >= q)));
-                }
-                if (oc)
-                    for (std::size_t k = 0; k < n; ++k) {
-                        const u64 s = oc[k] + c0[p[k]];
-                        oc[k] = s - (q & (0 - static_cast<u64>(s >= q)));
-                    }
             }
+        };
+        for (std::size_t e = 0; e < keys.size(); ++e) {
+            for (int half = 0; half < 2; ++half) {  // b, then a
+                const auto& key = half == 0 ? keys[e]->b : keys[e]->a;
+                u64* dst = half == 0 ? out.b.limb(t) : out.a.limb(t);
+                u64* acc = permute ? tmp.data() : dst;
+                arith::mul_mod(d.digits[0].limb(t), key[0].limb(kl), n, m, acc);
+                for (std::size_t j = 1; j < digits; ++j) arith::fma_mod(d.digits[j].limb(t), key[j].limb(kl), acc, n, m, acc);
+                if (permute) permute_into(dst, acc, perms[e]->data(), e == 0);
+            }
+            if (c0) permute_into(out.c0.limb(t), c0, perms[e]->data(), e == 0);
         }
     });
 }
@@ -265,15 +255,29 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
     std::vector<Ciphertext> out;
     if (switched.empty()) return std::vector<Ciphertext>(elts.size(), a);
     const Decomposition d = decompose(a, threads);
+    const auto& r = ctx_->rns();
     std::size_t next = 0;
     for (u64 g : elts) {
         if (g == 1) {
             out.push_back(a);
             continue;
         }
-        LazyCiphertext lazy = lazy_like(d);
-        hoisted_sum(d, {g}, {keys[next++]}, lazy, threads);
-        out.push_back(mod_down(std::move(lazy), threads));
+        // As in apply_galois: inner products, ModDown, then the automorphism on the two polynomials over Q_l.
+        LazyCiphertext lazy;
+        lazy.b = RnsPoly(ctx_->n(), d.digits[0].num_q(), r.p_count(), true);
+        lazy.a = RnsPoly(ctx_->n(), d.digits[0].num_q(), r.p_count(), true);
+        hoisted_sum(d, {g}, {keys[next++]}, lazy, threads, /*permute=*/false);
+        r.mod_down(lazy.b, threads);
+        r.mod_down(lazy.a, threads);
+        r.add(a.polys[0], lazy.b, lazy.b, threads);
+        Ciphertext c;
+        c.polys.resize(2);
+        r.automorphism(lazy.b, g, c.polys[0], threads);
+        r.automorphism(lazy.a, g, c.polys[1], threads);
+        c.scale = a.scale;
+        c.context_uid = a.context_uid;
+        c.key_id = a.key_id;
+        out.push_back(std::move(c));
     }
     return out;
 }
