@@ -122,6 +122,9 @@ private:
                      const std::vector<const SwitchKey*>& keys, LazyCiphertext& out, int threads,
                      bool permute = true) const;
     LazyCiphertext lazy_like(const Decomposition& d) const;
+    // psi_g(a) from the key switch (b, ka) of a's c1 over Q_l * P (key s -> s(X^{g^-1})): ModDown both, add c0,
+    // then the automorphism on the two polynomials over Q_l.
+    Ciphertext finish_galois(const Ciphertext& a, std::uint64_t g, rns::RnsPoly b, rns::RnsPoly ka, int threads) const;
     void check_scale_fits(double scale, int level, const char* op) const;
     double plain_scale(const Ciphertext& a) const;
 

@@ -338,16 +338,20 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, int thr
     const SwitchKey& key = galois_key(g, "this automorphism; generate it with ctx.keygen(galois_elements=[...])");
     if (key.key_id != a.key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
     threads = ctx_->threads_or_default(threads);
-    const auto& r = ctx_->rns();
     // The key switches s -> s(X^{g^-1}); the automorphism comes last (see hoisting.cpp), on two polynomials over Q_l.
     Lazy ks = key_switch_lazy(a.polys[1], key, threads);
-    r.mod_down(ks.c0, threads);
-    r.mod_down(ks.c1, threads);
-    r.add(a.polys[0], ks.c0, ks.c0, threads);
+    return finish_galois(a, g, std::move(ks.c0), std::move(ks.c1), threads);
+}
+
+Ciphertext Evaluator::finish_galois(const Ciphertext& a, std::uint64_t g, RnsPoly b, RnsPoly ka, int threads) const {
+    const auto& r = ctx_->rns();
+    r.mod_down(b, threads);
+    r.mod_down(ka, threads);
+    r.add(a.polys[0], b, b, threads);
     Ciphertext out;
     out.polys.resize(2);
-    r.automorphism(ks.c0, g, out.polys[0], threads);
-    r.automorphism(ks.c1, g, out.polys[1], threads);
+    r.automorphism(b, g, out.polys[0], threads);
+    r.automorphism(ka, g, out.polys[1], threads);
     out.scale = a.scale;
     out.context_uid = a.context_uid;
     out.key_id = a.key_id;

@@ -267,17 +267,7 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
         lazy.b = RnsPoly(ctx_->n(), d.digits[0].num_q(), r.p_count(), true);
         lazy.a = RnsPoly(ctx_->n(), d.digits[0].num_q(), r.p_count(), true);
         hoisted_sum(d, {g}, {keys[next++]}, lazy, threads, /*permute=*/false);
-        r.mod_down(lazy.b, threads);
-        r.mod_down(lazy.a, threads);
-        r.add(a.polys[0], lazy.b, lazy.b, threads);
-        Ciphertext c;
-        c.polys.resize(2);
-        r.automorphism(lazy.b, g, c.polys[0], threads);
-        r.automorphism(lazy.a, g, c.polys[1], threads);
-        c.scale = a.scale;
-        c.context_uid = a.context_uid;
-        c.key_id = a.key_id;
-        out.push_back(std::move(c));
+        out.push_back(finish_galois(a, g, std::move(lazy.b), std::move(lazy.a), threads));
     }
     return out;
 }
