@@ -240,6 +240,23 @@ inline void small_stage(u64* a, std::size_t m, const u64* w, const u64* wp, cons
     }
 }
 
+// One stage with gap >= 8: m blocks, each with one twiddle broadcast over its whole x and y halves.
+template <class Shoup, bool Forward>
+inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh, __m512i v2q) {
+    for (std::size_t i = 0; i < m; ++i) {
+        const __m512i vw = set1(w[m + i]), vwp = Shoup::prep(set1(wp[m + i]));
+        u64* x = a + 2 * i * gap;
+        u64* y = x + gap;
+        for (std::size_t j = 0; j < gap; j += 8) {
+            __m512i u = load(x + j), v = load(y + j);
+            if constexpr (Forward) ct_butterfly(sh, u, v, vw, vwp, v2q);
+            else gs_butterfly(sh, u, v, vw, vwp, v2q);
+            store(x + j, u);
+            store(y + j, v);
+        }
+    }
+}
+
 template <class Shoup>
 void ntt_forward_body(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
@@ -248,19 +265,7 @@ void ntt_forward_body(u64* a, const NttTables& t) {
     const Shoup sh(t.q());
     const __m512i vq = set1(t.q()), v2q = set1(2 * t.q());
     std::size_t m = 1;
-    for (std::size_t gap = n >> 1; gap >= 8; m <<= 1, gap >>= 1) {
-        for (std::size_t i = 0; i < m; ++i) {
-            const __m512i vw = set1(w[m + i]), vwp = Shoup::prep(set1(wp[m + i]));
-            u64* x = a + 2 * i * gap;
-            u64* y = x + gap;
-            for (std::size_t j = 0; j < gap; j += 8) {
-                __m512i u = load(x + j), v = load(y + j);
-                ct_butterfly(sh, u, v, vw, vwp, v2q);
-                store(x + j, u);
-                store(y + j, v);
-            }
-        }
-    }
+    for (std::size_t gap = n >> 1; gap >= 8; m <<= 1, gap >>= 1) wide_stage<Shoup, true>(a, m, gap, w, wp, sh, v2q);
     small_stage<Shoup, 4, true>(a, m, w, wp, sh, vq, v2q);
     small_stage<Shoup, 2, true>(a, 2 * m, w, wp, sh, vq, v2q);
     small_stage<Shoup, 1, true, true>(a, 4 * m, w, wp, sh, vq, v2q);
@@ -279,19 +284,7 @@ void ntt_inverse_body(u64* a, const NttTables& t) {
     small_stage<Shoup, 2, false>(a, m >> 1, w, wp, sh, vq, v2q);
     small_stage<Shoup, 4, false>(a, m >> 2, w, wp, sh, vq, v2q);
     m >>= 3;
-    for (std::size_t gap = 8; m >= 1; m >>= 1, gap <<= 1) {
-        for (std::size_t i = 0; i < m; ++i) {
-            const __m512i vw = set1(w[m + i]), vwp = Shoup::prep(set1(wp[m + i]));
-            u64* x = a + 2 * i * gap;
-            u64* y = x + gap;
-            for (std::size_t j = 0; j < gap; j += 8) {
-                __m512i u = load(x + j), v = load(y + j);
-                gs_butterfly(sh, u, v, vw, vwp, v2q);
-                store(x + j, u);
-                store(y + j, v);
-            }
-        }
-    }
+    for (std::size_t gap = 8; m >= 1; m >>= 1, gap <<= 1) wide_stage<Shoup, false>(a, m, gap, w, wp, sh, v2q);
 }
 
 }  // namespace
