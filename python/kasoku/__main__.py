@@ -27,14 +27,21 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("demo", help="encrypted mean, variance and a polynomial on a data set")
     d.add_argument("--params", default="default", choices=["default", "H15"],
                    help="default: N=2^14, 6 levels, 128-bit; or the named set H15")
-    b = sub.add_parser("bench", help="time the core operations at a named parameter set (JSON lines)")
-    b.add_argument("--params", default="T13", help="named parameter set (T12, T13, H15, H16, ...)")
+    b = sub.add_parser("bench", help="time the core operations (or the matrix products) at a named parameter set (JSON lines)")
+    b.add_argument("suite", nargs="?", default="core", choices=["core", "matmul"],
+                   help="core: the basic operations; matmul: the encrypted matrix products of seed 003 (M14 by default)")
+    b.add_argument("--params", default=None, help="named parameter set (T12, T13, H15, H16, M14, ...); default T13, M14 for matmul")
     b.add_argument("--threads", type=int, default=None, help="thread count (default: all cores)")
-    b.add_argument("--reps", type=int, default=5, help="timed repetitions per operation (median reported)")
+    b.add_argument("--reps", type=int, default=None, help="timed repetitions per operation (median reported; default 5, 10 for matmul)")
     b.add_argument("--json", default=None, help="also write the JSON lines to this file")
     b.add_argument("--hoisting", action="store_true",
                    help="also sum_slots (all slots, default h) and 16 hoisted rotations (their keys take memory: "
                         "about 40 Galois keys at H16, ~3.5 GB)")
+    b.add_argument("--dims", default="2,4,8,16,32,64", help="matmul: matrix dimensions d")
+    b.add_argument("--pairs", type=int, default=10, help="matmul: random pairs per shape for the error means")
+    b.add_argument("--blocked", type=int, default=256, help="matmul: dimension of the blocked product (0: none)")
+    b.add_argument("--table", default=None, help="matmul: write the markdown table here")
+    b.add_argument("--plot", default=None, help="matmul: write the log-log plot of time vs d here (PNG)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "info":
@@ -43,8 +50,14 @@ def main(argv: list[str] | None = None) -> int:
             from kasoku import demo
             return demo.main(args.params)
         if args.cmd == "bench":
+            if args.suite == "matmul":
+                from kasoku import bench_matmul
+                bench_matmul.run(args.params or "M14", [int(x) for x in args.dims.split(",")], args.reps or 10, args.pairs,
+                                 blocked=args.blocked, threads=args.threads, json_path=args.json, table_path=args.table,
+                                 plot_path=args.plot)
+                return 0
             from kasoku import bench
-            bench.run(args.params, args.threads, args.reps, args.json, hoisting=args.hoisting)
+            bench.run(args.params or "T13", args.threads, args.reps or 5, args.json, hoisting=args.hoisting)
             return 0
     except ks.Error as e:
         print(f"error: {e}", file=sys.stderr)

@@ -16,6 +16,9 @@ public:
     // Encodes up to slots() values (zero padded) at `level` with `scale`. Throws ParameterError for too many
     // values or non-finite ones, ScaleError when the scaled values do not fit the modulus at that level.
     Plaintext encode(const std::vector<std::complex<double>>& values, double scale, int level, int threads = 0) const;
+    // The same values over Q_level * P (num_p = k): plaintexts that multiply lazy (key-switched, before ModDown)
+    // ciphertexts, as in the baby steps of a linear transform.
+    Plaintext encode_extended(const std::vector<std::complex<double>>& values, double scale, int level, int threads = 0) const;
     // Decodes a coefficient-form polynomial whose first limbs hold m mod q_0..q_{t-1} (|m| < q_0...q_{t-1} / 2).
     std::vector<std::complex<double>> decode(const rns::RnsPoly& coeff, std::size_t limbs, double scale) const;
     // Number of leading limbs that determine a message of this scale exactly (with 64 bits of headroom).
@@ -26,6 +29,8 @@ public:
     void fft_special_inv(std::vector<std::complex<double>>& v) const;
 
 private:
+    Plaintext encode_over(const std::vector<std::complex<double>>& values, double scale, int level, bool special,
+                          int threads) const;
     ContextPtr ctx_;
 };
 

@@ -52,6 +52,12 @@ public:
     // Tensor, relinearise, rescale (ModDown and rescale fused). rescale=false leaves a degree-1 ciphertext at scale sa*sb.
     Ciphertext multiply(const Ciphertext& a, const Ciphertext& b, bool rescale = true, int threads = 0) const;
     Ciphertext square(const Ciphertext& a, bool rescale = true, int threads = 0) const { return multiply(a, a, rescale, threads); }
+    // The tensor product alone: a size-3 ciphertext (c0, c1, c2) at scale sa*sb. Sums of tensor products need one
+    // relinearize (and one rescale) in all.
+    Ciphertext tensor(const Ciphertext& a, const Ciphertext& b, int threads = 0) const;
+    // acc += a * pt (acc empty: acc = a * pt); pt is encoded at a's level (by Encoder::encode or encode_extended),
+    // acc.scale = a.scale * pt.scale. No rescale: a sum of plaintext products is rescaled once.
+    void multiply_plain_accumulate(const Ciphertext& a, const Plaintext& pt, Ciphertext& acc, int threads = 0) const;
     Ciphertext relinearize(const Ciphertext& a, int threads = 0) const;
     Ciphertext rescale(const Ciphertext& a, int threads = 0) const;
     Ciphertext drop_level(const Ciphertext& a, int level, int threads = 0) const;
@@ -73,8 +79,16 @@ public:
     // psi_g(a) before its ModDown: inner products with the Galois key of g, then the automorphism.
     LazyCiphertext inner_product_lazy(const Decomposition& d, std::uint64_t galois_elt, int threads = 0) const;
     void add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, int threads = 0) const;
+    // sum_i xs[i] * pts[i] in the Q_l * P basis; pts from Encoder::encode_extended at the level of xs. The masks and
+    // diagonals of a linear transform multiply the baby-step rotations here, before their one ModDown, which then also
+    // divides the rounding of the products by P. Limb by limb, so that each accumulator limb stays in cache.
+    LazyCiphertext multiply_plain_sum_lazy(const std::vector<const LazyCiphertext*>& xs,
+                                           const std::vector<const Plaintext*>& pts, int threads = 0) const;
     Ciphertext mod_down(const LazyCiphertext& x, int threads = 0) const;
     Ciphertext mod_down(LazyCiphertext&& x, int threads = 0) const;  // reuses x's buffers
+    // round((x + P * addend) / (P * q_l)): ModDown, the addition of a ciphertext over Q_l (may be null) and a rescale
+    // in one base conversion, as multiply does for relinearisation.
+    Ciphertext mod_down_rescale(LazyCiphertext&& x, const Ciphertext* addend = nullptr, int threads = 0) const;
     // psi_g(a) for every g, sharing one decomposition (list form).
     std::vector<Ciphertext> apply_galois_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
                                                  int threads = 0) const;
@@ -122,6 +136,7 @@ private:
                      const std::vector<const SwitchKey*>& keys, LazyCiphertext& out, int threads,
                      bool permute = true) const;
     LazyCiphertext lazy_like(const Decomposition& d) const;
+    LazyCiphertext lazy_like_level(std::size_t num_q) const;  // buffers only (c0 over Q_l; b, a over Q_l * P)
     // psi_g(a) from the key switch (b, ka) of a's c1 over Q_l * P (key s -> s(X^{g^-1})): ModDown both, add c0,
     // then the automorphism on the two polynomials over Q_l.
     Ciphertext finish_galois(const Ciphertext& a, std::uint64_t g, rns::RnsPoly b, rns::RnsPoly ka, int threads) const;

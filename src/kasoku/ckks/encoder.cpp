@@ -62,6 +62,16 @@ void Encoder::fft_special_inv(std::vector<std::complex<double>>& v) const {
 }
 
 Plaintext Encoder::encode(const std::vector<std::complex<double>>& values, double scale, int level, int threads) const {
+    return encode_over(values, scale, level, false, threads);
+}
+
+Plaintext Encoder::encode_extended(const std::vector<std::complex<double>>& values, double scale, int level,
+                                   int threads) const {
+    return encode_over(values, scale, level, true, threads);
+}
+
+Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, double scale, int level, bool special,
+                               int threads) const {
     const std::size_t slots = ctx_->slots(), n = ctx_->n();
     threads = ctx_->threads_or_default(threads);
     if (values.size() > slots)
@@ -93,13 +103,15 @@ Plaintext Encoder::encode(const std::vector<std::complex<double>>& values, doubl
     Plaintext pt;
     pt.scale = scale;
     pt.context_uid = ctx_->uid();
-    pt.poly = rns::RnsPoly(n, static_cast<std::size_t>(level) + 1, 0, false);
     const auto& r = ctx_->rns();
+    const std::size_t nq = static_cast<std::size_t>(level) + 1;
+    pt.poly = rns::RnsPoly(n, nq, special ? r.p_count() : 0, false);
     parallel_for(threads, pt.poly.limbs(), [&](std::size_t l) {
-        const arith::Modulus& m = r.modulus(l);
+        const std::size_t idx = r.prime_index(l, nq);
+        const arith::Modulus& m = r.modulus(idx);
         u64* d = pt.poly.limb(l);
         for (std::size_t c = 0; c < n; ++c) d[c] = arith::reduce_signed(coeff[c], m);
-        arith::ntt_forward(d, r.ntt_tables(l));
+        arith::ntt_forward(d, r.ntt_tables(idx));
     });
     pt.poly.set_ntt_form(true);
     return pt;

@@ -268,6 +268,58 @@ Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool 
     return out;
 }
 
+Ciphertext Evaluator::tensor(const Ciphertext& a0, const Ciphertext& b0, int threads) const {
+    threads = ctx_->threads_or_default(threads);
+    Aligned al = align(a0, b0, threads);
+    const Ciphertext& a = al.a();
+    const Ciphertext& b = al.b();
+    if (a.size() != 2 || b.size() != 2)
+        throw ParameterError("tensor expects relinearised (size 2) operands; call relinearize first");
+    const double scale = a.scale * b.scale;
+    check_scale_fits(scale, a.level(), "tensor");
+    const auto& r = ctx_->rns();
+    Ciphertext out;
+    out.polys.resize(3);
+    r.mul(a.polys[0], b.polys[0], out.polys[0], threads);
+    r.mul(a.polys[0], b.polys[1], out.polys[1], threads);
+    r.fma(a.polys[1], b.polys[0], out.polys[1], out.polys[1], threads);
+    r.mul(a.polys[1], b.polys[1], out.polys[2], threads);
+    out.scale = scale;
+    out.context_uid = a.context_uid;
+    out.key_id = a.key_id;
+    return out;
+}
+
+void Evaluator::multiply_plain_accumulate(const Ciphertext& a, const Plaintext& pt, Ciphertext& acc, int threads) const {
+    check(a, "operand");
+    detail::check_plain(*ctx_, pt);
+    if (pt.level() != a.level())
+        throw LevelError("multiply_plain_accumulate: the plaintext is at level " + std::to_string(pt.level()) +
+                         " and the ciphertext at level " + std::to_string(a.level()) + "; encode it at the ciphertext's level");
+    const bool first = acc.polys.empty();
+    if (!first && (acc.level() != a.level() || acc.size() != a.size() || acc.key_id != a.key_id ||
+                   !same_scale(acc.scale, a.scale * pt.scale)))
+        throw ParameterError("multiply_plain_accumulate: the accumulator's level, size, key or scale differs from the product's");
+    const double scale = a.scale * pt.scale;
+    check_scale_fits(scale, a.level(), "multiply_plain_accumulate");
+    threads = ctx_->threads_or_default(threads);
+    const auto& r = ctx_->rns();
+    const std::size_t n = ctx_->n(), nq = a.polys[0].num_q();
+    if (first) {
+        acc.polys.assign(a.size(), RnsPoly(n, nq, 0, true));
+        acc.scale = scale;
+        acc.context_uid = a.context_uid;
+        acc.key_id = a.key_id;
+    }
+    parallel_for(threads, nq, [&](std::size_t t) {
+        const arith::Modulus& m = r.modulus(t);
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            if (first) arith::mul_mod(a.polys[k].limb(t), pt.poly.limb(t), n, m, acc.polys[k].limb(t));
+            else arith::fma_mod(a.polys[k].limb(t), pt.poly.limb(t), acc.polys[k].limb(t), n, m, acc.polys[k].limb(t));
+        }
+    });
+}
+
 Ciphertext Evaluator::relinearize(const Ciphertext& a, int threads) const {
     check(a, "operand");
     if (a.size() == 2) return a;

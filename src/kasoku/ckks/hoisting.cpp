@@ -6,6 +6,7 @@
 // are therefore computed once for any number of automorphisms, and the automorphism permutes two
 // polynomials instead of the dnum digits.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -121,13 +122,17 @@ Decomposition Evaluator::decompose(const Ciphertext& a, int threads) const {
     return d;
 }
 
-LazyCiphertext Evaluator::lazy_like(const Decomposition& d) const {
+LazyCiphertext Evaluator::lazy_like_level(std::size_t nq) const {
     const auto& r = ctx_->rns();
-    const std::size_t nq = d.input.polys[0].num_q();
     LazyCiphertext out;
     out.c0 = RnsPoly(ctx_->n(), nq, 0, true);
     out.b = RnsPoly(ctx_->n(), nq, r.p_count(), true);
     out.a = RnsPoly(ctx_->n(), nq, r.p_count(), true);
+    return out;
+}
+
+LazyCiphertext Evaluator::lazy_like(const Decomposition& d) const {
+    LazyCiphertext out = lazy_like_level(d.input.polys[0].num_q());
     out.scale = d.input.scale;
     out.context_uid = d.input.context_uid;
     out.key_id = d.input.key_id;
@@ -202,6 +207,69 @@ void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, i
     r.add(acc.c0, x.c0, acc.c0, threads);
     r.add(acc.b, x.b, acc.b, threads);
     r.add(acc.a, x.a, acc.a, threads);
+}
+
+LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCiphertext*>& xs,
+                                                  const std::vector<const Plaintext*>& pts, int threads) const {
+    if (xs.empty() || xs.size() != pts.size())
+        throw ParameterError("multiply_plain_sum_lazy: give as many plaintexts as lazy ciphertexts (at least one)");
+    const auto& r = ctx_->rns();
+    const LazyCiphertext& x0 = *xs[0];
+    const std::size_t n = ctx_->n(), nq = x0.c0.num_q(), np = r.p_count();
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        if (xs[i]->context_uid != ctx_->uid()) throw ParameterError("lazy ciphertext of another context");
+        detail::check_plain(*ctx_, *pts[i]);
+        if (xs[i]->level() != x0.level() || xs[i]->key_id != x0.key_id || std::fabs(xs[i]->scale / x0.scale - 1.0) > 1e-9)
+            throw ParameterError("multiply_plain_sum_lazy: the lazy ciphertexts differ in level, key or scale");
+        if (pts[i]->level() != x0.level() || pts[i]->poly.num_p() != np || std::fabs(pts[i]->scale / pts[0]->scale - 1.0) > 1e-9)
+            throw ParameterError("multiply_plain_sum_lazy: the plaintexts must have one scale and be encoded with encode_extended "
+                                 "at the lazy ciphertexts' level " + std::to_string(x0.level()));
+    }
+    const double scale = x0.scale * pts[0]->scale;
+    if (std::log2(scale) + 2.0 > ctx_->log_modulus(x0.level()))
+        throw ScaleError("multiply_plain_sum_lazy: the scale no longer fits the modulus at level " + std::to_string(x0.level()));
+    threads = ctx_->threads_or_default(threads);
+    LazyCiphertext acc = lazy_like_level(nq);
+    acc.scale = scale;
+    acc.context_uid = x0.context_uid;
+    acc.key_id = x0.key_id;
+    parallel_for(threads, 3 * (nq + np), [&](std::size_t job) {
+        const std::size_t part = job / (nq + np), t = job % (nq + np);  // part 0: c0, 1: b, 2: a
+        if (part == 0 && t >= nq) return;
+        const arith::Modulus& m = r.modulus(r.prime_index(t, nq));
+        auto src = [&](const LazyCiphertext& x) -> const u64* { return (part == 0 ? x.c0 : part == 1 ? x.b : x.a).limb(t); };
+        u64* dst = (part == 0 ? acc.c0 : part == 1 ? acc.b : acc.a).limb(t);
+        arith::mul_mod(src(*xs[0]), pts[0]->poly.limb(t), n, m, dst);
+        for (std::size_t i = 1; i < xs.size(); ++i) arith::fma_mod(src(*xs[i]), pts[i]->poly.limb(t), dst, n, m, dst);
+    });
+    return acc;
+}
+
+Ciphertext Evaluator::mod_down_rescale(LazyCiphertext&& x, const Ciphertext* addend, int threads) const {
+    if (x.context_uid != ctx_->uid()) throw ParameterError("lazy ciphertext of another context");
+    if (x.level() == 0) throw LevelError("mod_down_rescale at level 0: no level left to rescale");
+    if (addend) {
+        check(*addend, "addend");
+        if (addend->size() != 2 || addend->level() != x.level() || addend->key_id != x.key_id ||
+            std::fabs(addend->scale / x.scale - 1.0) > 1e-9)
+            throw ParameterError("mod_down_rescale: the addend must be a size-2 ciphertext at the lazy ciphertext's level and scale");
+    }
+    threads = ctx_->threads_or_default(threads);
+    const auto& r = ctx_->rns();
+    RnsPoly b = std::move(x.b), a = std::move(x.a);
+    r.add_times_p(x.c0, b, threads);
+    if (addend) {
+        r.add_times_p(addend->polys[0], b, threads);
+        r.add_times_p(addend->polys[1], a, threads);
+    }
+    r.mod_down_rescale(b, threads);
+    r.mod_down_rescale(a, threads);
+    Ciphertext out;
+    out.polys = {std::move(b), std::move(a)};
+    out.scale = x.scale / static_cast<double>(r.prime(static_cast<std::size_t>(x.level())));
+    out.context_uid = x.context_uid;
+    out.key_id = x.key_id;
+    return out;
 }
 
 Ciphertext Evaluator::mod_down(const LazyCiphertext& x, int threads) const {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <random>
 
+#include "kasoku/algo/matmul.hpp"
 #include "kasoku/arith/ntt.hpp"
 #include "kasoku/arith/primes.hpp"
 #include "kasoku/arith/simd.hpp"
@@ -54,6 +55,44 @@ struct KEvaluator { OwnerPtr owner; std::shared_ptr<const Evaluator> ev; };
 struct KPlaintext { OwnerPtr owner; Plaintext pt; };
 struct KDecomposition { OwnerPtr owner; std::shared_ptr<const Decomposition> d; };
 struct KLazy { OwnerPtr owner; LazyCiphertext x; };
+struct KLinearTransform { OwnerPtr owner; std::shared_ptr<const algo::LinearTransform> lt; };
+struct KMatrixEncoder { OwnerPtr owner; std::shared_ptr<const algo::MatrixEncoder> enc; };
+struct KMatrix { OwnerPtr owner; algo::EncryptedMatrix m; };
+
+// A 2-D array, a 3-D array or a list of 2-D arrays -> row-major matrices of one shape (rows x cols).
+std::vector<std::vector<double>> to_matrices(nb::handle obj, std::size_t& rows, std::size_t& cols) {
+    nb::module_ np = nb::module_::import_("numpy");
+    nb::object arr;
+    try {
+        arr = np.attr("ascontiguousarray")(obj, "dtype"_a = np.attr("float64"));
+    } catch (nb::python_error& e) {
+        throw ParameterError(std::string("matrices must be real numbers of one shape (a 2-D array, a 3-D array or a list of "
+                                         "2-D arrays): ") + e.what());
+    }
+    const int ndim = nb::cast<int>(arr.attr("ndim"));
+    if (ndim == 2) arr = arr.attr("reshape")(1, arr.attr("shape")[0], arr.attr("shape")[1]);
+    else if (ndim != 3) throw ParameterError("matrices must be a 2-D array, a 3-D array or a list of 2-D arrays");
+    auto a = nb::cast<nb::ndarray<const double, nb::ndim<3>, nb::c_contig, nb::device::cpu>>(arr);
+    rows = a.shape(1);
+    cols = a.shape(2);
+    std::vector<std::vector<double>> out;
+    for (std::size_t i = 0; i < a.shape(0); ++i)
+        out.emplace_back(a.data() + i * rows * cols, a.data() + (i + 1) * rows * cols);
+    return out;
+}
+
+nb::ndarray<nb::numpy, double, nb::ndim<2>> to_numpy_matrix(std::vector<double> v, std::size_t rows, std::size_t cols) {
+    auto* heap = new std::vector<double>(std::move(v));
+    nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+    return nb::ndarray<nb::numpy, double, nb::ndim<2>>(heap->data(), {rows, cols}, owner);
+}
+
+nb::dict counts_dict(const algo::OpCounts& c) {
+    nb::dict d;
+    d["add"] = c.add; d["cmult"] = c.cmult; d["rot"] = c.rot; d["mult"] = c.mult;
+    d["decompose"] = c.decompose; d["mod_down"] = c.mod_down; d["rescale"] = c.rescale;
+    return d;
+}
 
 std::vector<KCiphertext> wrap_all(const OwnerPtr& o, std::vector<Ciphertext> v) {
     std::vector<KCiphertext> out;
@@ -437,7 +476,13 @@ NB_MODULE(_kasoku, m) {
         .def("mod_down", [](const KEvaluator& e, const KLazy& x, TArg t) {
             nb::gil_scoped_release r;
             return wrap(e.owner, e.ev->mod_down(x.x, threads_arg(t)));
-        }, "lazy"_a, "threads"_a = nb::none(), "Key-switching step 3: ModDown of a LazyCiphertext to a Ciphertext.");
+        }, "lazy"_a, "threads"_a = nb::none(), "Key-switching step 3: ModDown of a LazyCiphertext to a Ciphertext.")
+        .def("apply", [](const KEvaluator& e, const KLinearTransform& lt, const KCiphertext& a, TArg t) {
+            same_owner(lt.owner, e.owner, "linear transform");
+            nb::gil_scoped_release r;
+            return wrap(e.owner, lt.lt->apply(*e.ev, a.ct, threads_arg(t)));
+        }, "transform"_a, "a"_a, "threads"_a = nb::none(),
+           "The linear transform of a (at transform.level), hoisted baby steps and lazy giant steps, rescaled once.");
 
     nb::class_<KDecomposition>(m, "Decomposition", "ModUp digits of a ciphertext (Evaluator.decompose).")
         .def_prop_ro("level", [](const KDecomposition& d) { return d.d->input.level(); })
@@ -451,6 +496,135 @@ NB_MODULE(_kasoku, m) {
             ev.add_lazy_inplace(r.x, b.x);
             return r;
         });
+
+    // ---------------------------------------------------------------- linear transforms and matrix products
+    nb::class_<KLinearTransform>(m, "LinearTransform",
+        "A plaintext matrix times an encrypted vector (diagonal method, baby-step giant-step, hoisted baby steps); "
+        "diagonals encoded once at `level`. Apply with Evaluator.apply(transform, ct).")
+        .def("__init__", [](KLinearTransform* self, const KContext& c, nb::handle matrix_or_diagonals, std::optional<int> level,
+                            std::optional<std::size_t> baby, TArg t) {
+            const auto& ctx = c.owner->ctx;
+            const int lvl = level ? *level : ctx->max_level();
+            std::shared_ptr<const algo::LinearTransform> lt;
+            if (nb::isinstance<nb::dict>(matrix_or_diagonals)) {
+                std::map<std::int64_t, cvec> diags;
+                for (auto [k, v] : nb::cast<nb::dict>(matrix_or_diagonals)) diags[nb::cast<std::int64_t>(k)] = to_values(v);
+                nb::gil_scoped_release r;
+                lt = std::make_shared<const algo::LinearTransform>(ctx, diags, lvl, baby ? *baby : 0, threads_arg(t));
+            } else {
+                nb::module_ np = nb::module_::import_("numpy");
+                nb::object arr = np.attr("ascontiguousarray")(matrix_or_diagonals, "dtype"_a = np.attr("complex128"));
+                if (nb::cast<int>(arr.attr("ndim")) != 2 ||
+                    nb::cast<std::size_t>(arr.attr("shape")[0]) != nb::cast<std::size_t>(arr.attr("shape")[1]))
+                    throw ParameterError("LinearTransform takes a square 2-D matrix (dim <= slots) or a dict {offset: diagonal}");
+                auto a = nb::cast<nb::ndarray<const std::complex<double>, nb::ndim<2>, nb::c_contig, nb::device::cpu>>(arr);
+                nb::gil_scoped_release r;
+                lt = std::make_shared<const algo::LinearTransform>(
+                    algo::LinearTransform::from_matrix(ctx, a.data(), a.shape(0), lvl, baby ? *baby : 0, threads_arg(t)));
+            }
+            new (self) KLinearTransform{c.owner, lt};
+        }, "ctx"_a, "matrix_or_diagonals"_a, "level"_a = nb::none(), "baby"_a = nb::none(), "threads"_a = nb::none(),
+           "matrix: dim x dim (dim <= slots) acting on slots 0..dim-1 (cyclic over all slots when dim = slots); or "
+           "diagonals {r: values}: out[s] = sum_r values_r[s] * in[(s + r) mod slots]. level: the inputs' level (default top). "
+           "baby: baby steps per giant step (default: the cheapest split).")
+        .def_prop_ro("level", [](const KLinearTransform& l) { return l.lt->level(); })
+        .def_prop_ro("diagonal_count", [](const KLinearTransform& l) { return l.lt->diagonal_count(); })
+        .def_prop_ro("baby_steps", [](const KLinearTransform& l) { return l.lt->plan().babies; })
+        .def_prop_ro("giant_steps", [](const KLinearTransform& l) { return l.lt->plan().giants; })
+        .def("galois_elements", [](const KLinearTransform& l) { return l.lt->galois_elements(); },
+             "Exactly the Galois elements apply needs: pass them to ctx.keygen(galois_elements=...).");
+
+    nb::class_<KMatrix>(m, "EncryptedMatrix", "g encrypted matrices packed by a MatrixEncoder (one or more ciphertexts).")
+        .def_prop_ro("ciphertexts", [](const KMatrix& x) { return wrap_all(x.owner, x.m.blocks); })
+        .def_prop_ro("shape", [](const KMatrix& x) { return nb::make_tuple(x.m.rows, x.m.d()); })
+        .def_prop_ro("g", [](const KMatrix& x) { return x.m.g(); })
+        .def_prop_ro("grid", [](const KMatrix& x) { return x.m.grid(); })
+        .def_prop_ro("level", [](const KMatrix& x) { return x.m.level(); })
+        .def("__repr__", [](const KMatrix& x) {
+            return "EncryptedMatrix(g=" + std::to_string(x.m.g()) + ", shape=(" + std::to_string(x.m.rows) + ", " +
+                   std::to_string(x.m.d()) + "), ciphertexts=" + std::to_string(x.m.blocks.size()) + ", level=" +
+                   std::to_string(x.m.level()) + ")";
+        });
+
+    nb::class_<KMatrixEncoder>(m, "MatrixEncoder",
+        "Packs g d x d matrices per ciphertext (V[g*j + i] = M_i[j // d][j % d], tiled); larger matrices (g = 1, d*d > slots) "
+        "become blocks. rows: the rows of rectangular left operands (rows | d), for galois_elements.")
+        .def("__init__", [](KMatrixEncoder* self, const KContext& c, std::size_t d, std::size_t g, std::optional<std::size_t> rows) {
+            new (self) KMatrixEncoder{c.owner, std::make_shared<const algo::MatrixEncoder>(c.owner->ctx, d, g, rows ? *rows : 0)};
+        }, "ctx"_a, "d"_a, "g"_a = 1, "rows"_a = nb::none())
+        .def_prop_ro("d", [](const KMatrixEncoder& e) { return e.enc->d(); })
+        .def_prop_ro("g", [](const KMatrixEncoder& e) { return e.enc->g(); })
+        .def_prop_ro("rows", [](const KMatrixEncoder& e) { return e.enc->rows(); })
+        .def_prop_ro("block", [](const KMatrixEncoder& e) { return e.enc->block(); })
+        .def_prop_ro("grid", [](const KMatrixEncoder& e) { return e.enc->grid(); })
+        .def("galois_elements", [](const KMatrixEncoder& e) { return e.enc->galois_elements(); },
+             "Exactly the Galois elements matmul needs (ctx.keygen(matmul=(d, g)) makes them).")
+        .def("pack", [](const KMatrixEncoder& e, nb::handle mats) {
+            std::size_t rows, cols;
+            auto v = to_matrices(mats, rows, cols);
+            if (cols != e.enc->d()) throw ParameterError("matrices must have d = " + std::to_string(e.enc->d()) + " columns");
+            nb::list out;
+            for (auto& b : e.enc->pack(v, rows)) out.append(to_numpy(std::move(b)));
+            return out;
+        }, "matrices"_a, "The slot vectors (one per block) that encrypt would encrypt.")
+        .def("encrypt", [](const KMatrixEncoder& e, nb::handle mats, const KPublicKey& pk, std::optional<int> level, TArg t) {
+            same_owner(pk.owner, e.owner, "public key");
+            std::size_t rows, cols;
+            auto v = to_matrices(mats, rows, cols);
+            if (cols != e.enc->d()) throw ParameterError("matrices must have d = " + std::to_string(e.enc->d()) + " columns, got " +
+                                                         std::to_string(cols));
+            nb::gil_scoped_release r;
+            return KMatrix{e.owner, e.enc->encrypt(v, rows, *pk.key, level ? *level : -1, threads_arg(t))};
+        }, "matrices"_a, "public_key"_a, "level"_a = nb::none(), "threads"_a = nb::none(),
+           "Encrypts g matrices (a list of 2-D arrays, a 3-D array, or one 2-D array when g = 1), each d x d or rows x d.")
+        .def("decrypt", [](const KMatrixEncoder& e, const KMatrix& x, const KSecretKey& sk, TArg t) {
+            same_owner(sk.owner, e.owner, "secret key");
+            std::vector<std::vector<double>> mats;
+            {
+                nb::gil_scoped_release r;
+                mats = e.enc->decrypt(x.m, *sk.key, threads_arg(t));
+            }
+            nb::list out;
+            for (auto& v : mats) out.append(to_numpy_matrix(std::move(v), x.m.rows, e.enc->d()));
+            return out;
+        }, "m"_a, "secret_key"_a, "threads"_a = nb::none(), "The g matrices as a list of 2-D float64 arrays.")
+        .def("transform", [](const KMatrixEncoder& e, const std::string& which, std::size_t k, std::optional<int> level, TArg t) {
+            nb::gil_scoped_release r;
+            return KLinearTransform{e.owner, std::make_shared<const algo::LinearTransform>(
+                                                 e.enc->transform(which, k, level ? *level : -1, threads_arg(t)))};
+        }, "which"_a, "k"_a = 0, "level"_a = nb::none(), "threads"_a = nb::none(),
+           "sigma, tau, phi (k) or psi (k) of Jiang et al. on every packed matrix, as a LinearTransform.");
+
+    m.def("matmul", [](const KEvaluator& e, const KMatrix& a, const KMatrix& b, TArg t, bool return_counts) -> nb::object {
+        same_owner(a.owner, e.owner, "left operand");
+        same_owner(b.owner, e.owner, "right operand");
+        algo::OpCounts c;
+        KMatrix out{e.owner, {}};
+        {
+            nb::gil_scoped_release r;
+            out.m = algo::matmul(*e.ev, a.m, b.m, threads_arg(t), &c);
+        }
+        if (return_counts) return nb::make_tuple(nb::cast(std::move(out)), counts_dict(c));
+        return nb::cast(std::move(out));
+    }, "ev"_a, "a"_a, "b"_a, "threads"_a = nb::none(), "return_counts"_a = false,
+       "The products A_i B_i of the packed pairs (depth 3). return_counts=True also returns the operations executed "
+       "(add, cmult, rot, mult, decompose, mod_down, rescale).");
+    m.def("matmul_schoolbook", [](const KEvaluator& e, const std::vector<KCiphertext>& a, const std::vector<KCiphertext>& b,
+                                  std::size_t d, TArg t, bool return_counts) -> nb::object {
+        std::vector<Ciphertext> ca, cb;
+        for (auto& x : a) ca.push_back(x.ct);
+        for (auto& x : b) cb.push_back(x.ct);
+        algo::OpCounts c;
+        std::vector<Ciphertext> out;
+        {
+            nb::gil_scoped_release r;
+            out = algo::matmul_schoolbook(*e.ev, ca, cb, d, threads_arg(t), &c);
+        }
+        nb::object res = nb::cast(wrap_all(e.owner, std::move(out)));
+        if (return_counts) return nb::make_tuple(res, counts_dict(c));
+        return res;
+    }, "ev"_a, "a"_a, "b"_a, "d"_a, "threads"_a = nb::none(), "return_counts"_a = false,
+       "Baseline: one ciphertext per element (row major), d^3 tensor products, one relinearisation per element.");
 
     // ---------------------------------------------------------------- Context
     nb::class_<KContext>(m, "Context", "Parameters plus every precomputed table; makes keys, ciphertexts and evaluators.")
@@ -481,8 +655,16 @@ NB_MODULE(_kasoku, m) {
              "Galois element 5^step mod 2n of the rotation by `step` slots to the left.")
         .def_prop_ro("conjugation_element", [](const KContext& c) { return c.owner->ctx->conjugation_element(); })
         .def("keygen", [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
-                          std::vector<std::uint64_t> galois_elements, bool sum_slots, TArg t) {
+                          std::vector<std::uint64_t> galois_elements, bool sum_slots, std::optional<std::vector<std::size_t>> matmul,
+                          TArg t) {
             const auto& ctx = c.owner->ctx;
+            if (matmul) {
+                if (matmul->size() < 1 || matmul->size() > 3)
+                    throw ParameterError("matmul=(d, g) or (d, g, rows): the shape of the matrix products to make keys for");
+                const std::size_t d = (*matmul)[0], g = matmul->size() > 1 ? (*matmul)[1] : 1,
+                                  rows = matmul->size() > 2 ? (*matmul)[2] : 0;
+                for (auto e : algo::MatrixEncoder(ctx, d, g, rows).galois_elements()) galois_elements.push_back(e);
+            }
             for (std::uint64_t g : galois_elements)
                 if (g % 2 == 0 || g >= 2 * ctx->n())
                     throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
@@ -507,10 +689,11 @@ NB_MODULE(_kasoku, m) {
             }
             return kp;
         }, "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
-           "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "threads"_a = nb::none(),
+           "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "matmul"_a = nb::none(),
+           "threads"_a = nb::none(),
            "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
            "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
-           "default h at the top level.")
+           "default h at the top level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing.")
         .def("encode", [](const KContext& c, nb::handle values, std::optional<int> level, std::optional<double> scale, TArg t) {
             return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, threads_arg(t))};
         }, "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),

@@ -1,0 +1,91 @@
+// Plaintext-matrix x ciphertext-vector products by the diagonal method with baby-step giant-step (BSGS) and
+// hoisted baby steps (seed 003 §3, after Halevi-Shoup and Bossuat et al.):
+//
+//   out[s] = sum_r diag_r[s] * in[(s + r) mod slots],  r = unit * (n1 * j + i)
+//          = sum_j Rot_{unit*n1*j}( sum_i Rot_{-unit*n1*j}(diag_r) (.) Rot_{unit*i}(in) ).
+//
+// The baby rotations Rot_{unit*i}(in) share one decomposition (ModUp) and stay in the Q_l * P basis; the
+// diagonals, encoded over Q_l * P, multiply them there, so each giant step costs one ModDown. The giant
+// rotations are summed lazily too, with one final ModDown, then one rescale.
+#pragma once
+#include <complex>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "kasoku/ckks/evaluator.hpp"
+
+namespace kasoku::algo {
+
+using cvec = std::vector<std::complex<double>>;
+
+// Operations a call actually executed (the columns of seed 003 Table 5, plus the key-switching steps).
+struct OpCounts {
+    std::size_t add = 0;        // ciphertext additions (including lazy ones)
+    std::size_t cmult = 0;      // plaintext x ciphertext products
+    std::size_t rot = 0;        // key-switched rotations (hoisted ones included)
+    std::size_t mult = 0;       // ciphertext x ciphertext products (tensor products)
+    std::size_t decompose = 0;  // ModUp of a ciphertext (shared by its hoisted rotations)
+    std::size_t mod_down = 0;   // ModDowns of key-switched ciphertexts (relinearisation included)
+    std::size_t rescale = 0;
+    OpCounts& operator+=(const OpCounts& o);
+};
+
+// How the offsets of a transform split into baby and giant steps (slot steps; 0 means no rotation).
+struct BsgsPlan {
+    std::int64_t unit = 1;                    // gcd of the offsets
+    std::size_t n1 = 0;                       // baby steps per giant step; 0: every offset is a baby step
+    std::vector<std::int64_t> babies, giants;  // distinct steps, in slots
+    std::vector<std::pair<std::size_t, std::size_t>> split;  // per offset (in the order given): baby, giant index
+};
+// The split with the least cost (baby rotation 1, giant rotation 3: a giant step adds a ModDown and a ModUp to
+// its inner product). Deterministic, so that a client can make exactly the keys a server will use.
+// baby > 0 forces n1.
+BsgsPlan plan_bsgs(const std::vector<std::int64_t>& offsets, std::size_t baby = 0);
+
+class LinearTransform {
+public:
+    // diagonals: offset r (any integer; taken mod slots) -> values (up to slots, zero padded). Encoded once, over
+    // Q_level * P, for inputs at `level` with the canonical scale of that level: the result then has the
+    // canonical scale of level - 1 (other input scales give an exact but non-canonical result scale).
+    LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level, std::size_t baby = 0,
+                    int threads = 0);
+    // A dense dim x dim matrix (row major, dim <= slots) acting on slots 0..dim-1: out[s] = sum_t m[s][t] in[t].
+    // With dim = slots the product is cyclic over all slots.
+    static LinearTransform from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,
+                                       std::size_t baby = 0, int threads = 0);
+    // Slot offsets of the nonzero diagonals of a dim x dim matrix (as from_matrix uses them).
+    static std::map<std::int64_t, cvec> matrix_diagonals(const std::complex<double>* m, std::size_t dim, std::size_t slots);
+
+    // The BSGS split the constructor uses for these offsets (taken mod slots), without encoding anything.
+    static BsgsPlan plan_for(const std::vector<std::int64_t>& offsets, std::size_t slots, std::size_t baby = 0);
+    // Exactly the Galois elements apply() needs.
+    std::vector<std::uint64_t> galois_elements() const;
+    static std::vector<std::uint64_t> galois_elements(const ckks::Context& ctx, const BsgsPlan& plan);
+    int level() const { return level_; }
+    std::size_t diagonal_count() const { return count_; }
+    const BsgsPlan& plan() const { return plan_; }
+
+    // The transform of a (at level()), rescaled once: level - 1.
+    ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Ciphertext& a, int threads = 0,
+                           OpCounts* counts = nullptr) const;
+    // The same from a decomposition of the input that other hoisted rotations share.
+    ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, int threads = 0,
+                           OpCounts* counts = nullptr) const;
+
+private:
+    ckks::Ciphertext run(const ckks::Evaluator& ev, const ckks::Ciphertext& a, const ckks::Decomposition* d, int threads,
+                         OpCounts* counts) const;
+
+    struct Term {
+        std::size_t baby;
+        ckks::Plaintext pt;  // Rot_{-giant}(diag), over Q_level * P
+    };
+    ckks::ContextPtr ctx_;
+    int level_ = 0;
+    std::size_t count_ = 0;
+    BsgsPlan plan_;
+    std::vector<std::vector<Term>> terms_;  // per giant step
+};
+
+}  // namespace kasoku::algo

@@ -1,0 +1,77 @@
+// Encrypted matrix multiplication (Jiang, Kim, Lauter, Song, CCS 2018; seed 003) with g matrices packed per
+// ciphertext (seed 003 Alg. 1):
+//
+//   V[g*j + i] = M_i[j / d][j mod d]  (j < d*d, i < g), tiled to fill the slots,
+//   AB = sum_{k<d} phi^k(sigma(A)) (.) psi^k(tau(B))  (depth 3),
+//
+// sigma (2d-1 diagonals) and tau (d diagonals) are BSGS linear transforms; phi^k (two masked rotations) of all k
+// share one decomposition of sigma(A), and psi^k (one rotation by d*k) of all k one decomposition of tau(B); the
+// d tensor products are summed before one relinearisation and one rescale. Matrices with d*d > slots are split into
+// blocks (several ciphertexts); an l x d left operand (l | d) gives the rectangular product of Jiang et al. §3.3.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kasoku/algo/linear_transform.hpp"
+#include "kasoku/ckks/crypto.hpp"
+
+namespace kasoku::algo {
+
+class MatmulPlan;  // geometry plus the transforms and masks of each level, built on first use
+
+// g encrypted matrices of shape rows x d (several block ciphertexts when d*d > slots).
+struct EncryptedMatrix {
+    std::vector<ckks::Ciphertext> blocks;  // grid x grid block ciphertexts, row major
+    std::size_t rows = 0;
+    std::shared_ptr<const MatmulPlan> plan;
+    std::size_t d() const;
+    std::size_t g() const;
+    std::size_t grid() const;
+    int level() const { return blocks.empty() ? -1 : blocks[0].level(); }
+};
+
+class MatrixEncoder {
+public:
+    // d x d matrices, g of them per ciphertext (g * d * d <= slots; with g = 1 and d * d > slots the matrix is split
+    // into blocks of the largest power of two b with b * b <= slots). rows (0 = d): the rows of the left operands of
+    // rectangular products (rows | d); only galois_elements() depends on it.
+    MatrixEncoder(ckks::ContextPtr ctx, std::size_t d, std::size_t g = 1, std::size_t rows = 0);
+
+    std::size_t d() const;
+    std::size_t g() const;
+    std::size_t rows() const { return rows_; }
+    std::size_t block() const;  // dimension of one packed block
+    std::size_t grid() const;   // blocks per side
+    const std::shared_ptr<const MatmulPlan>& plan() const { return plan_; }
+
+    // g matrices, each `rows` x d, row major (rows = d, or rows | d when grid() == 1) -> one slot vector per block.
+    std::vector<cvec> pack(const std::vector<std::vector<double>>& mats, std::size_t rows) const;
+    std::vector<std::vector<double>> unpack(const std::vector<cvec>& blocks, std::size_t rows) const;
+    EncryptedMatrix encrypt(const std::vector<std::vector<double>>& mats, std::size_t rows, const ckks::PublicKey& pk,
+                            int level = -1, int threads = 0) const;
+    std::vector<std::vector<double>> decrypt(const EncryptedMatrix& m, const ckks::SecretKey& sk, int threads = 0) const;
+    // Exactly the Galois elements matmul needs (square products, and rectangular ones with `rows` rows).
+    std::vector<std::uint64_t> galois_elements() const;
+    // One of the maps of a block as a linear transform at `level` (-1: top): "sigma" (row i shifted left by i), "tau"
+    // (column j shifted up by j), "phi" (columns shifted left by k) or "psi" (rows shifted up by k), applied to every
+    // packed matrix. matmul uses the same diagonals (and psi^k as a plain rotation when the slots hold whole tiles).
+    LinearTransform transform(const std::string& which, std::size_t k = 0, int level = -1, int threads = 0) const;
+
+private:
+    std::shared_ptr<const MatmulPlan> plan_;
+    std::size_t rows_;
+};
+
+// The products A_i B_i of the g packed pairs (a: rows x d, b: d x d), three levels below the operands.
+EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, const EncryptedMatrix& b, int threads = 0,
+                       OpCounts* counts = nullptr);
+
+// Schoolbook baseline: a and b hold one ciphertext per element (row major, d x d); C_ij = sum_k A_ik B_kj with
+// d^3 tensor products, one relinearisation and one rescale per element.
+std::vector<ckks::Ciphertext> matmul_schoolbook(const ckks::Evaluator& ev, const std::vector<ckks::Ciphertext>& a,
+                                                const std::vector<ckks::Ciphertext>& b, std::size_t d, int threads = 0,
+                                                OpCounts* counts = nullptr);
+
+}  // namespace kasoku::algo

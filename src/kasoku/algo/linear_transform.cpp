@@ -1,0 +1,249 @@
+#include "kasoku/algo/linear_transform.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "kasoku/ckks/encoder.hpp"
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::algo {
+
+using ckks::Ciphertext;
+using ckks::LazyCiphertext;
+
+OpCounts& OpCounts::operator+=(const OpCounts& o) {
+    add += o.add;
+    cmult += o.cmult;
+    rot += o.rot;
+    mult += o.mult;
+    decompose += o.decompose;
+    mod_down += o.mod_down;
+    rescale += o.rescale;
+    return *this;
+}
+
+namespace {
+std::int64_t floor_mod(std::int64_t a, std::int64_t m) { return ((a % m) + m) % m; }
+
+// Signed representative of r mod slots in (-slots/2, slots/2].
+std::int64_t signed_offset(std::int64_t r, std::size_t slots) {
+    const auto s = static_cast<std::int64_t>(slots);
+    std::int64_t x = floor_mod(r, s);
+    return x > s / 2 ? x - s : x;
+}
+}  // namespace
+
+BsgsPlan plan_bsgs(const std::vector<std::int64_t>& offsets, std::size_t baby) {
+    BsgsPlan p;
+    std::int64_t unit = 0;
+    for (auto r : offsets) unit = std::gcd(unit, r < 0 ? -r : r);
+    p.unit = unit == 0 ? 1 : unit;
+    std::vector<std::int64_t> u;
+    for (auto r : offsets) u.push_back(r / p.unit);
+    auto split = [&](std::int64_t n1, std::set<std::int64_t>& bs, std::set<std::int64_t>& gs) {
+        bs.clear();
+        gs.clear();
+        for (auto x : u) {
+            const std::int64_t i = n1 == 0 ? x : floor_mod(x, n1), j = n1 == 0 ? 0 : (x - i) / n1;
+            bs.insert(i);
+            gs.insert(j);
+        }
+    };
+    auto cost = [](const std::set<std::int64_t>& bs, const std::set<std::int64_t>& gs) {
+        return static_cast<double>(bs.size() - bs.count(0)) + 3.0 * static_cast<double>(gs.size() - gs.count(0));
+    };
+    std::set<std::int64_t> bs, gs;
+    std::int64_t best = 0;
+    if (baby > 0) {
+        best = static_cast<std::int64_t>(baby);
+    } else if (!u.empty()) {
+        split(0, bs, gs);
+        double best_cost = cost(bs, gs);
+        const std::int64_t span = *std::max_element(u.begin(), u.end()) - *std::min_element(u.begin(), u.end()) + 1;
+        for (std::int64_t n1 = 1; n1 <= span; ++n1) {
+            split(n1, bs, gs);
+            const double c = cost(bs, gs);
+            if (c < best_cost) best_cost = c, best = n1;
+        }
+    }
+    p.n1 = static_cast<std::size_t>(best);
+    split(best, bs, gs);
+    for (auto i : bs) p.babies.push_back(i * p.unit);
+    for (auto j : gs) p.giants.push_back(j * best * p.unit);
+    for (auto x : u) {
+        const std::int64_t i = best == 0 ? x : floor_mod(x, best), j = best == 0 ? 0 : (x - i) / best;
+        p.split.emplace_back(static_cast<std::size_t>(std::distance(bs.begin(), bs.find(i))),
+                             static_cast<std::size_t>(std::distance(gs.begin(), gs.find(j))));
+    }
+    return p;
+}
+
+BsgsPlan LinearTransform::plan_for(const std::vector<std::int64_t>& offsets, std::size_t slots, std::size_t baby) {
+    std::set<std::int64_t> s;
+    for (auto r : offsets) s.insert(signed_offset(r, slots));
+    return plan_bsgs({s.begin(), s.end()}, baby);
+}
+
+std::map<std::int64_t, cvec> LinearTransform::matrix_diagonals(const std::complex<double>* m, std::size_t dim,
+                                                               std::size_t slots) {
+    if (dim == 0 || dim > slots)
+        throw ParameterError("the matrix must be dim x dim with 1 <= dim <= slots = " + std::to_string(slots) + ", got dim = " +
+                             std::to_string(dim));
+    std::map<std::int64_t, cvec> diags;
+    for (std::size_t s = 0; s < dim; ++s)
+        for (std::size_t t = 0; t < dim; ++t) {
+            const std::complex<double> v = m[s * dim + t];
+            if (v == std::complex<double>(0.0)) continue;
+            auto& d = diags[signed_offset(static_cast<std::int64_t>(t) - static_cast<std::int64_t>(s), slots)];
+            if (d.empty()) d.assign(slots, 0.0);
+            d[s] = v;
+        }
+    return diags;
+}
+
+LinearTransform LinearTransform::from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,
+                                             std::size_t baby, int threads) {
+    const std::size_t slots = ctx->slots();
+    return LinearTransform(std::move(ctx), matrix_diagonals(m, dim, slots), level, baby, threads);
+}
+
+LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level,
+                                 std::size_t baby, int threads)
+    : ctx_(std::move(ctx)), level_(level) {
+    if (level < 1 || level > ctx_->max_level())
+        throw LevelError("a linear transform consumes one level: its level must be in 1.." + std::to_string(ctx_->max_level()) +
+                         ", got " + std::to_string(level));
+    const std::size_t slots = ctx_->slots();
+    // Merge offsets equal mod slots, drop zero diagonals.
+    std::map<std::int64_t, cvec> diags;
+    for (const auto& [r, v] : diagonals) {
+        if (v.size() > slots)
+            throw ParameterError("diagonal " + std::to_string(r) + " has " + std::to_string(v.size()) + " values, but there are " +
+                                 std::to_string(slots) + " slots");
+        if (std::all_of(v.begin(), v.end(), [](auto x) { return x == std::complex<double>(0.0); })) continue;
+        auto& d = diags[signed_offset(r, slots)];
+        if (d.empty()) d.assign(slots, 0.0);
+        for (std::size_t s = 0; s < v.size(); ++s) d[s] += v[s];
+    }
+    if (diags.empty()) throw ParameterError("the linear transform has no nonzero diagonal");
+    count_ = diags.size();
+    std::vector<std::int64_t> offsets;
+    for (const auto& kv : diags) offsets.push_back(kv.first);
+    plan_ = plan_for(offsets, slots, baby);
+    // Diagonals are encoded so that the rescale by q_level lands on the canonical scale of level - 1.
+    const double q = static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(level)));
+    const double scale = ctx_->scale_at(level - 1) * q / ctx_->scale_at(level);
+    ckks::Encoder enc(ctx_);
+    terms_.resize(plan_.giants.size());
+    std::size_t k = 0;
+    for (const auto& [r, v] : diags) {
+        const auto [bi, gi] = plan_.split[k++];
+        const std::int64_t giant = plan_.giants[gi];
+        cvec rotated(slots);  // Rot_{-giant}(diag)[s] = diag[(s - giant) mod slots]
+        for (std::size_t s = 0; s < slots; ++s)
+            rotated[s] = v[static_cast<std::size_t>(floor_mod(static_cast<std::int64_t>(s) - giant, static_cast<std::int64_t>(slots)))];
+        terms_[gi].push_back(Term{bi, enc.encode_extended(rotated, scale, level, threads)});
+    }
+}
+
+std::vector<std::uint64_t> LinearTransform::galois_elements(const ckks::Context& ctx, const BsgsPlan& plan) {
+    std::set<std::uint64_t> out;
+    for (auto s : plan.babies)
+        if (ctx.galois_element(s) != 1) out.insert(ctx.galois_element(s));
+    for (auto s : plan.giants)
+        if (ctx.galois_element(s) != 1) out.insert(ctx.galois_element(s));
+    return {out.begin(), out.end()};
+}
+
+std::vector<std::uint64_t> LinearTransform::galois_elements() const { return galois_elements(*ctx_, plan_); }
+
+Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const Ciphertext& a, int threads, OpCounts* counts) const {
+    const bool rotates = std::any_of(plan_.babies.begin(), plan_.babies.end(), [&](auto s) { return ctx_->galois_element(s) != 1; });
+    if (!rotates) return run(ev, a, nullptr, threads, counts);
+    if (a.level() != level_)
+        throw LevelError("the linear transform was encoded for level " + std::to_string(level_) + " but the ciphertext is at level " +
+                         std::to_string(a.level()) + "; drop it with ev.drop_level or build the transform at its level");
+    const ckks::Decomposition d = ev.decompose(a, threads);
+    if (counts) ++counts->decompose;
+    return run(ev, a, &d, threads, counts);
+}
+
+Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, int threads, OpCounts* counts) const {
+    return run(ev, d.input, &d, threads, counts);
+}
+
+Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, const ckks::Decomposition* d, int threads,
+                                OpCounts* counts) const {
+    if (a.level() != level_)
+        throw LevelError("the linear transform was encoded for level " + std::to_string(level_) + " but the ciphertext is at level " +
+                         std::to_string(a.level()) + "; drop it with ev.drop_level or build the transform at its level");
+    OpCounts c;
+    // Baby steps: hoisted inner products, left in Q_l * P.
+    std::vector<std::optional<LazyCiphertext>> lazy(plan_.babies.size());
+    for (std::size_t i = 0; i < plan_.babies.size(); ++i) {
+        const std::uint64_t g = ctx_->galois_element(plan_.babies[i]);
+        if (g == 1) continue;
+        lazy[i] = ev.inner_product_lazy(*d, g, threads);
+        ++c.rot;
+    }
+    std::optional<LazyCiphertext> total;  // giant rotations and the giant step 0, summed before their one ModDown
+    Ciphertext plain;                     // products of the input itself (baby and giant step 0)
+    auto add_total = [&](LazyCiphertext&& x) {
+        if (total) {
+            ev.add_lazy_inplace(*total, x, threads);
+            ++c.add;
+        } else {
+            total = std::move(x);
+        }
+    };
+    for (std::size_t j = 0; j < plan_.giants.size(); ++j) {
+        std::vector<const LazyCiphertext*> xs;
+        std::vector<const ckks::Plaintext*> pts;
+        Ciphertext acc0;
+        for (const Term& t : terms_[j]) {
+            if (lazy[t.baby]) {
+                xs.push_back(&*lazy[t.baby]);
+                pts.push_back(&t.pt);
+            } else {
+                ev.multiply_plain_accumulate(a, t.pt, acc0, threads);
+            }
+            ++c.cmult;
+        }
+        c.add += terms_[j].size() - 1;
+        const std::uint64_t g = ctx_->galois_element(plan_.giants[j]);
+        if (g == 1) {
+            if (!xs.empty()) add_total(ev.multiply_plain_sum_lazy(xs, pts, threads));
+            plain = std::move(acc0);
+            continue;
+        }
+        Ciphertext cj;
+        if (!xs.empty()) {
+            cj = ev.mod_down(ev.multiply_plain_sum_lazy(xs, pts, threads), threads);
+            ++c.mod_down;
+            if (!acc0.polys.empty()) cj = ev.add(cj, acc0, threads);
+        } else {
+            cj = std::move(acc0);
+        }
+        const ckks::Decomposition dj = ev.decompose(cj, threads);
+        ++c.decompose;
+        add_total(ev.inner_product_lazy(dj, g, threads));
+        ++c.rot;
+    }
+    Ciphertext out;
+    if (total) {  // ModDown, the products of the input and the rescale in one base conversion
+        out = ev.mod_down_rescale(std::move(*total), plain.polys.empty() ? nullptr : &plain, threads);
+        ++c.mod_down;
+        if (!plain.polys.empty()) ++c.add;
+    } else {
+        out = ev.rescale(plain, threads);
+    }
+    ++c.rescale;
+    if (counts) *counts += c;
+    return out;
+}
+
+}  // namespace kasoku::algo

@@ -1,0 +1,277 @@
+// Linear transforms and encrypted matrix products against plaintext references.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "kasoku/algo/matmul.hpp"
+#include "kasoku/support/error.hpp"
+#include "test_env.hpp"
+
+using namespace kasoku;
+using namespace kasoku::ckks;
+using namespace kasoku::algo;
+using test::cvec;
+
+namespace {
+
+// N = 2^10 (512 slots), four levels of 40 bits: a matrix product (depth 3) plus one spare level.
+Parameters small_params() {
+    Parameters p;
+    p.log_n = 10;
+    p.first_bits = 60;
+    p.scale_bits = 40;
+    p.levels = 4;
+    p.special_bits = 60;
+    p.special_primes = 2;
+    p.security = std::nullopt;
+    return p;
+}
+
+using Mat = std::vector<double>;
+
+Mat product(const Mat& a, const Mat& b, std::size_t l, std::size_t d) {
+    Mat c(l * d, 0.0);
+    for (std::size_t i = 0; i < l; ++i)
+        for (std::size_t k = 0; k < d; ++k)
+            for (std::size_t j = 0; j < d; ++j) c[i * d + j] += a[i * d + k] * b[k * d + j];
+    return c;
+}
+
+double max_error(const Mat& x, const Mat& y) {
+    double e = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) e = std::max(e, std::fabs(x[i] - y[i]));
+    return e;
+}
+
+// One context and one key set for every test: the union of the Galois elements of the shapes below.
+struct Shared {
+    std::unique_ptr<test::Env> env;
+    static const std::vector<std::tuple<std::size_t, std::size_t, std::size_t>>& shapes() {
+        static const std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> s = {
+            {2, 1, 0}, {3, 1, 0}, {4, 1, 0}, {8, 1, 0}, {2, 2, 0}, {3, 2, 0}, {4, 4, 0}, {8, 4, 0},
+            {8, 2, 2}, {8, 1, 4}, {6, 1, 3}, {40, 1, 0}};
+        return s;
+    }
+    Shared() {
+        const Parameters p = small_params();
+        auto ctx = Context::create(p, 2);
+        std::set<std::uint64_t> elts;
+        for (auto [d, g, rows] : shapes())
+            for (auto e : MatrixEncoder(ctx, d, g, rows).galois_elements()) elts.insert(e);
+        env = std::make_unique<test::Env>(p, std::vector<std::int64_t>{1, 2, 3, 5, -1, -7, 100},
+                                          std::vector<std::uint64_t>(elts.begin(), elts.end()));
+    }
+};
+
+Shared& shared() {
+    static Shared s;
+    return s;
+}
+
+std::vector<Mat> random_mats(std::mt19937_64& rng, std::size_t count, std::size_t size) {
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<Mat> out(count, Mat(size));
+    for (auto& m : out)
+        for (auto& x : m) x = u(rng);
+    return out;
+}
+
+// Error bound of one product: entries in [0, 1), sums of d terms, scale 2^40.
+constexpr double kBound = 1e-6;
+
+void check_product(std::size_t d, std::size_t g, std::size_t rows) {
+    auto& e = *shared().env;
+    MatrixEncoder enc(e.ctx, d, g, rows);
+    auto A = random_mats(e.rng, g, rows * d), B = random_mats(e.rng, g, d * d);
+    auto ca = enc.encrypt(A, rows, e.pk), cb = enc.encrypt(B, d, e.pk);
+    OpCounts counts;
+    auto cc = matmul(e.ev, ca, cb, 0, &counts);
+    EXPECT_EQ(cc.level(), e.ctx->max_level() - 3);
+    auto C = enc.decrypt(cc, e.sk);
+    ASSERT_EQ(C.size(), g);
+    for (std::size_t i = 0; i < g; ++i) {
+        ASSERT_EQ(C[i].size(), rows * d);
+        EXPECT_LT(max_error(C[i], product(A[i], B[i], rows, d)), kBound) << "d=" << d << " g=" << g << " rows=" << rows << " i=" << i;
+    }
+    EXPECT_EQ(counts.mult, cc.grid() * cc.grid() * cc.grid() * std::min(rows, enc.block()));
+    EXPECT_GT(counts.rot, 0u);
+}
+
+}  // namespace
+
+TEST(Bsgs, SplitCoversEveryOffsetOnce) {
+    for (std::vector<std::int64_t> offs : {std::vector<std::int64_t>{-7, -3, 0, 1, 2, 9, 30}, std::vector<std::int64_t>{0, 64, 128, 192},
+                                           std::vector<std::int64_t>{5, -59}}) {
+        auto p = plan_bsgs(offs);
+        ASSERT_EQ(p.split.size(), offs.size());
+        for (std::size_t k = 0; k < offs.size(); ++k)
+            EXPECT_EQ(p.babies[p.split[k].first] + p.giants[p.split[k].second], offs[k]);
+        for (std::size_t n1 : {1u, 2u, 4u}) {
+            auto q = plan_bsgs(offs, n1);
+            for (std::size_t k = 0; k < offs.size(); ++k) EXPECT_EQ(q.babies[q.split[k].first] + q.giants[q.split[k].second], offs[k]);
+        }
+    }
+    // 2d-1 = 63 consecutive offsets: far fewer rotations than 62 one-by-one
+    std::vector<std::int64_t> s;
+    for (int k = -31; k < 32; ++k) s.push_back(k);
+    auto p = plan_bsgs(s);
+    EXPECT_GT(p.n1, 1u);
+    EXPECT_LT(p.babies.size() + p.giants.size(), 24u);
+}
+
+TEST(LinearTransform, DenseMatrixAndDiagonalsMatchReference) {
+    auto& e = *shared().env;
+    const std::size_t slots = e.ctx->slots();
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (std::size_t dim : {std::size_t{16}, slots}) {
+        for (std::size_t baby : {std::size_t{0}, std::size_t{4}}) {
+            // a banded matrix (dim = slots: cyclic) with 9 nonzero diagonals
+            std::vector<std::complex<double>> m(dim * dim, 0.0);
+            for (std::size_t s = 0; s < dim; ++s)
+                for (int r : {-4, -3, -1, 0, 1, 2, 5, 6, 7}) m[s * dim + (s + dim + r) % dim] = u(e.rng);
+            // keys for exactly the elements the transform reports (they depend on the parameters only)
+            const auto elts = LinearTransform::from_matrix(e.ctx, m.data(), dim, e.ctx->max_level(), baby).galois_elements();
+            test::Env env2(small_params(), {}, elts, 7);
+            auto lt = LinearTransform::from_matrix(env2.ctx, m.data(), dim, env2.ctx->max_level(), baby);
+            cvec x = env2.random();
+            OpCounts c;
+            Ciphertext y = lt.apply(env2.ev, env2.encrypt(x), 0, &c);
+            EXPECT_EQ(y.level(), env2.ctx->max_level() - 1);
+            EXPECT_NEAR(y.scale, env2.ctx->scale_at(env2.ctx->max_level() - 1), 1e-6 * y.scale);
+            cvec want(slots, 0.0);
+            for (std::size_t s = 0; s < dim; ++s)
+                for (std::size_t t = 0; t < dim; ++t) want[s] += m[s * dim + t] * x[t];
+            EXPECT_GT(test::precision_bits(env2.decrypt(y), want), 25) << "dim=" << dim << " baby=" << baby;
+            EXPECT_EQ(c.cmult, lt.diagonal_count());
+            EXPECT_EQ(c.rescale, 1u);
+        }
+    }
+}
+
+TEST(LinearTransform, Errors) {
+    auto& e = *shared().env;
+    std::map<std::int64_t, cvec> diags{{3, cvec(4, 1.0)}};
+    EXPECT_THROW(LinearTransform(e.ctx, diags, 0), LevelError);
+    EXPECT_THROW(LinearTransform(e.ctx, {{1, cvec(4, 0.0)}}, 2), ParameterError);
+    LinearTransform lt(e.ctx, diags, 2);
+    Ciphertext ct = e.encrypt(e.random());
+    const Ciphertext before = ct;
+    EXPECT_THROW(lt.apply(e.ev, ct), LevelError);
+    test::Env nokeys(small_params(), {});
+    LinearTransform lt2(nokeys.ctx, diags, nokeys.ctx->max_level());
+    try {
+        lt2.apply(nokeys.ev, nokeys.encrypt(nokeys.random()));
+        FAIL() << "expected MissingKeyError";
+    } catch (const MissingKeyError& err) {
+        EXPECT_NE(std::string(err.what()).find(std::to_string(nokeys.ctx->galois_element(3))), std::string::npos);
+    }
+    EXPECT_EQ(ct.polys[0], before.polys[0]);
+}
+
+// sigma, tau, phi^k, psi^k are checked through the products: each wrong map changes the product. Here they are
+// checked one by one as the plaintext permutations of Jiang et al. (a product with identity matrices isolates them).
+TEST(Matmul, IdentityFactorsReturnTheOtherOperand) {
+    auto& e = *shared().env;
+    for (std::size_t d : {3u, 4u}) {
+        MatrixEncoder enc(e.ctx, d, 2);
+        Mat id(d * d, 0.0);
+        for (std::size_t i = 0; i < d; ++i) id[i * d + i] = 1;
+        auto A = random_mats(e.rng, 2, d * d);
+        auto C = enc.decrypt(matmul(e.ev, enc.encrypt(A, d, e.pk), enc.encrypt({id, id}, d, e.pk)), e.sk);
+        for (int i = 0; i < 2; ++i) EXPECT_LT(max_error(C[i], A[i]), kBound);
+        auto C2 = enc.decrypt(matmul(e.ev, enc.encrypt({id, id}, d, e.pk), enc.encrypt(A, d, e.pk)), e.sk);
+        for (int i = 0; i < 2; ++i) EXPECT_LT(max_error(C2[i], A[i]), kBound);
+    }
+}
+
+TEST(Matmul, SquareProducts) {
+    for (std::size_t d : {2u, 3u, 4u, 8u}) check_product(d, 1, d);
+}
+
+TEST(Matmul, PackedProducts) {
+    check_product(2, 2, 2);
+    check_product(3, 2, 3);
+    check_product(4, 4, 4);
+    check_product(8, 4, 8);
+}
+
+TEST(Matmul, RectangularProducts) {
+    check_product(8, 2, 2);
+    check_product(8, 1, 4);
+    check_product(6, 1, 3);
+}
+
+TEST(Matmul, BlockedProduct) {
+    auto& e = *shared().env;
+    MatrixEncoder enc(e.ctx, 40, 1);
+    EXPECT_EQ(enc.block(), 16u);
+    EXPECT_EQ(enc.grid(), 3u);
+    check_product(40, 1, 40);
+}
+
+TEST(Matmul, PackingMatchesSeedLayout) {
+    auto& e = *shared().env;
+    MatrixEncoder enc(e.ctx, 4, 2);
+    auto A = random_mats(e.rng, 2, 16);
+    auto v = enc.pack(A, 4);
+    ASSERT_EQ(v.size(), 1u);
+    for (std::size_t j = 0; j < 16; ++j)
+        for (std::size_t i = 0; i < 2; ++i) {
+            EXPECT_EQ(v[0][2 * j + i].real(), A[i][j]);       // V[g*j + i] = M_i[j / d][j mod d]
+            EXPECT_EQ(v[0][32 * 5 + 2 * j + i].real(), A[i][j]);  // tiled
+        }
+    EXPECT_EQ(enc.unpack(v, 4), A);
+}
+
+TEST(Matmul, Errors) {
+    auto& e = *shared().env;
+    EXPECT_THROW(MatrixEncoder(e.ctx, 16, 4), ParameterError);  // g*d*d = 1024 > 512 slots
+    try {
+        MatrixEncoder(e.ctx, 16, 4);
+    } catch (const ParameterError& err) {
+        EXPECT_NE(std::string(err.what()).find("1024"), std::string::npos);
+    }
+    EXPECT_THROW(MatrixEncoder(e.ctx, 8, 1, 3), ParameterError);  // 3 does not divide 8
+    MatrixEncoder enc(e.ctx, 4, 1);
+    EXPECT_THROW(enc.encrypt({Mat(15, 0.0)}, 4, e.pk), ParameterError);
+    EXPECT_THROW(enc.encrypt({Mat(16, 0.0), Mat(16, 0.0)}, 4, e.pk), ParameterError);
+    EXPECT_THROW(enc.encrypt({Mat(16, 0.0)}, 4, e.pk, 2), LevelError);
+    auto ca = enc.encrypt({Mat(16, 0.5)}, 4, e.pk);
+    // another packing
+    MatrixEncoder enc2(e.ctx, 4, 2);
+    auto cb = enc2.encrypt({Mat(16, 0.5), Mat(16, 0.5)}, 4, e.pk);
+    EXPECT_THROW(matmul(e.ev, ca, cb), ParameterError);
+    // missing keys: the error names a Galois element, the operands are unchanged
+    test::Env nokeys(small_params(), {1});
+    MatrixEncoder enc3(nokeys.ctx, 4, 1);
+    auto x = enc3.encrypt({Mat(16, 0.5)}, 4, nokeys.pk);
+    const auto before = x.blocks[0].polys[1];
+    try {
+        matmul(nokeys.ev, x, x);
+        FAIL() << "expected MissingKeyError";
+    } catch (const MissingKeyError& err) {
+        EXPECT_NE(std::string(err.what()).find("Galois key for element"), std::string::npos);
+    }
+    EXPECT_EQ(x.blocks[0].polys[1], before);
+    // too few levels
+    auto low = enc.encrypt({Mat(16, 0.5)}, 4, e.pk);
+    for (auto& b : low.blocks) b = e.ev.drop_level(b, 2);
+    EXPECT_THROW(matmul(e.ev, low, low), LevelError);
+}
+
+TEST(Matmul, SchoolbookBaseline) {
+    auto& e = *shared().env;
+    const std::size_t d = 3;
+    auto A = random_mats(e.rng, 1, d * d)[0], B = random_mats(e.rng, 1, d * d)[0];
+    std::vector<Ciphertext> ca, cb;
+    for (double x : A) ca.push_back(e.encrypt(cvec(1, x)));
+    for (double x : B) cb.push_back(e.encrypt(cvec(1, x)));
+    OpCounts c;
+    auto cc = matmul_schoolbook(e.ev, ca, cb, d, 0, &c);
+    EXPECT_EQ(c.mult, d * d * d);
+    const Mat want = product(A, B, d, d);
+    for (std::size_t i = 0; i < d * d; ++i) EXPECT_NEAR(e.decrypt(cc[i])[0].real(), want[i], kBound);
+}
