@@ -10,3 +10,9 @@ def test_trace_example_runs():
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "trace.py")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "sum_slots, unrolled, chosen h" in out.stdout
+
+
+def test_matmul_example_runs():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "matmul.py")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "products of 16 x 16 in one ciphertext" in out.stdout and "rectangular (4, 16)" in out.stdout
