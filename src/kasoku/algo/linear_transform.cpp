@@ -9,6 +9,7 @@
 
 #include "kasoku/ckks/encoder.hpp"
 #include "kasoku/support/error.hpp"
+#include "offsets_internal.hpp"
 
 namespace kasoku::algo {
 
@@ -27,14 +28,8 @@ OpCounts& OpCounts::operator+=(const OpCounts& o) {
 }
 
 namespace {
-std::int64_t floor_mod(std::int64_t a, std::int64_t m) { return ((a % m) + m) % m; }
-
-// Signed representative of r mod slots in (-slots/2, slots/2].
-std::int64_t signed_offset(std::int64_t r, std::size_t slots) {
-    const auto s = static_cast<std::int64_t>(slots);
-    std::int64_t x = floor_mod(r, s);
-    return x > s / 2 ? x - s : x;
-}
+using detail::floor_mod;
+std::int64_t signed_offset(std::int64_t r, std::size_t slots) { return detail::signed_offset(r, static_cast<std::int64_t>(slots)); }
 }  // namespace
 
 BsgsPlan plan_bsgs(const std::vector<std::int64_t>& offsets, std::size_t baby) {

@@ -10,14 +10,11 @@
 
 #include "kasoku/ckks/encoder.hpp"
 #include "kasoku/support/error.hpp"
+#include "offsets_internal.hpp"
 
 namespace kasoku::algo {
 
 using ckks::Ciphertext;
-
-namespace {
-std::int64_t floor_mod(std::int64_t a, std::int64_t m) { return ((a % m) + m) % m; }
-}  // namespace
 
 class MatmulPlan {
 public:
@@ -50,9 +47,7 @@ public:
     std::int64_t offset(std::size_t dst, std::size_t src) const {
         const std::int64_t r = static_cast<std::int64_t>(g) * (static_cast<std::int64_t>(src) - static_cast<std::int64_t>(dst));
         if (!cyclic) return r;  // stays inside its tile
-        const auto P = static_cast<std::int64_t>(period);
-        const std::int64_t x = floor_mod(r, P);  // the input repeats with period g*b*b: offsets mod it coincide
-        return x > P / 2 ? x - P : x;
+        return detail::signed_offset(r, static_cast<std::int64_t>(period));  // the input repeats with period g*b*b
     }
 
     // Slot diagonals of the block map out[l] = in[src(l)] (src(l) < 0: out[l] = 0).
