@@ -74,6 +74,7 @@ public:
                            OpCounts* counts = nullptr) const;
 
 private:
+    void check_level(const ckks::Ciphertext& a) const;
     ckks::Ciphertext run(const ckks::Evaluator& ev, const ckks::Ciphertext& a, const ckks::Decomposition* d, int threads,
                          OpCounts* counts) const;
 

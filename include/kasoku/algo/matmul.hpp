@@ -44,7 +44,6 @@ public:
     std::size_t rows() const { return rows_; }
     std::size_t block() const;  // dimension of one packed block
     std::size_t grid() const;   // blocks per side
-    const std::shared_ptr<const MatmulPlan>& plan() const { return plan_; }
 
     // g matrices, each `rows` x d, row major (rows = d, or rows | d when grid() == 1) -> one slot vector per block.
     std::vector<cvec> pack(const std::vector<std::vector<double>>& mats, std::size_t rows) const;

@@ -39,11 +39,16 @@ BsgsPlan plan_bsgs(const std::vector<std::int64_t>& offsets, std::size_t baby) {
     p.unit = unit == 0 ? 1 : unit;
     std::vector<std::int64_t> u;
     for (auto r : offsets) u.push_back(r / p.unit);
+    // x = n1 * j + i with 0 <= i < n1 (n1 = 0: i = x, j = 0)
+    auto baby_giant = [](std::int64_t x, std::int64_t n1) {
+        const std::int64_t i = n1 == 0 ? x : floor_mod(x, n1);
+        return std::pair<std::int64_t, std::int64_t>{i, n1 == 0 ? 0 : (x - i) / n1};
+    };
     auto split = [&](std::int64_t n1, std::set<std::int64_t>& bs, std::set<std::int64_t>& gs) {
         bs.clear();
         gs.clear();
         for (auto x : u) {
-            const std::int64_t i = n1 == 0 ? x : floor_mod(x, n1), j = n1 == 0 ? 0 : (x - i) / n1;
+            const auto [i, j] = baby_giant(x, n1);
             bs.insert(i);
             gs.insert(j);
         }
@@ -70,7 +75,7 @@ BsgsPlan plan_bsgs(const std::vector<std::int64_t>& offsets, std::size_t baby) {
     for (auto i : bs) p.babies.push_back(i * p.unit);
     for (auto j : gs) p.giants.push_back(j * best * p.unit);
     for (auto x : u) {
-        const std::int64_t i = best == 0 ? x : floor_mod(x, best), j = best == 0 ? 0 : (x - i) / best;
+        const auto [i, j] = baby_giant(x, best);
         p.split.emplace_back(static_cast<std::size_t>(std::distance(bs.begin(), bs.find(i))),
                              static_cast<std::size_t>(std::distance(gs.begin(), gs.find(j))));
     }
@@ -156,12 +161,16 @@ std::vector<std::uint64_t> LinearTransform::galois_elements(const ckks::Context&
 
 std::vector<std::uint64_t> LinearTransform::galois_elements() const { return galois_elements(*ctx_, plan_); }
 
-Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const Ciphertext& a, int threads, OpCounts* counts) const {
-    const bool rotates = std::any_of(plan_.babies.begin(), plan_.babies.end(), [&](auto s) { return ctx_->galois_element(s) != 1; });
-    if (!rotates) return run(ev, a, nullptr, threads, counts);
+void LinearTransform::check_level(const Ciphertext& a) const {
     if (a.level() != level_)
         throw LevelError("the linear transform was encoded for level " + std::to_string(level_) + " but the ciphertext is at level " +
                          std::to_string(a.level()) + "; drop it with ev.drop_level or build the transform at its level");
+}
+
+Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const Ciphertext& a, int threads, OpCounts* counts) const {
+    const bool rotates = std::any_of(plan_.babies.begin(), plan_.babies.end(), [&](auto s) { return ctx_->galois_element(s) != 1; });
+    if (!rotates) return run(ev, a, nullptr, threads, counts);
+    check_level(a);  // before the decomposition
     const ckks::Decomposition d = ev.decompose(a, threads);
     if (counts) ++counts->decompose;
     return run(ev, a, &d, threads, counts);
@@ -173,9 +182,7 @@ Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const ckks::Decompo
 
 Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, const ckks::Decomposition* d, int threads,
                                 OpCounts* counts) const {
-    if (a.level() != level_)
-        throw LevelError("the linear transform was encoded for level " + std::to_string(level_) + " but the ciphertext is at level " +
-                         std::to_string(a.level()) + "; drop it with ev.drop_level or build the transform at its level");
+    check_level(a);
     OpCounts c;
     // Baby steps: hoisted inner products, left in Q_l * P.
     std::vector<std::optional<LazyCiphertext>> lazy(plan_.babies.size());

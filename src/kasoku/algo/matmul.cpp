@@ -106,7 +106,11 @@ public:
         return *slot;
     }
 
-    std::vector<std::uint64_t> galois_elements(std::size_t rows) const {
+    // Computed once per row count: matmul checks its keys against them on every call.
+    const std::vector<std::uint64_t>& galois_elements(std::size_t rows) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto& cached = elements_[rows];
+        if (!cached.empty()) return cached;
         const std::size_t slots = ctx->slots();
         std::set<std::uint64_t> out;
         auto add_plan = [&](const std::vector<std::int64_t>& offs) {
@@ -121,7 +125,8 @@ public:
         }
         for (auto s : rect_steps(rows)) out.insert(ctx->galois_element(s));
         out.erase(1);
-        return {out.begin(), out.end()};
+        cached.assign(out.begin(), out.end());
+        return cached;
     }
 
     // Rotations that sum the d/l row blocks of a rectangular product (rows = l).
@@ -139,6 +144,7 @@ public:
 private:
     mutable std::mutex mutex_;
     mutable std::map<int, std::unique_ptr<Level>> levels_;
+    mutable std::map<std::size_t, std::vector<std::uint64_t>> elements_;
 };
 
 std::size_t EncryptedMatrix::d() const { return plan ? plan->d : 0; }
@@ -317,18 +323,17 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
     EncryptedMatrix out;
     out.rows = a.rows;
     out.plan = a.plan;
-    const auto rect = p.rect_steps(a.rows);
+    std::vector<std::uint64_t> rect;  // rotations summing the row blocks of a rectangular product
+    for (auto st : p.rect_steps(a.rows)) rect.push_back(p.ctx->galois_element(st));
     for (auto& s : acc) {
         Ciphertext r = ev.rescale(ev.relinearize(*s, threads), threads);
         ++c.decompose;
         ++c.mod_down;
         ++c.rescale;
         if (!rect.empty()) {  // sum the d/l row blocks of Jiang's replicated left operand
-            std::vector<std::uint64_t> elts;
-            for (auto st : rect) elts.push_back(p.ctx->galois_element(st));
-            r = ev.add(r, ev.apply_galois_sum_hoisted(r, elts, threads), threads);
-            c.rot += elts.size();
-            c.add += elts.size();
+            r = ev.add(r, ev.apply_galois_sum_hoisted(r, rect, threads), threads);
+            c.rot += rect.size();
+            c.add += rect.size();
             ++c.decompose;
             ++c.mod_down;
         }

@@ -1,5 +1,6 @@
 // Cheap metadata checks shared by the ckks classes (thrown before any data is touched).
 #pragma once
+#include <cmath>
 #include <string>
 
 #include "kasoku/ckks/context.hpp"
@@ -7,6 +8,9 @@
 #include "kasoku/support/error.hpp"
 
 namespace kasoku::ckks::detail {
+
+// Scales whose relative difference is below 2^-30 are treated as equal.
+inline bool same_scale(double a, double b) { return std::fabs(a / b - 1.0) <= 1.0 / (1ull << 30); }
 
 inline void check_key(const Context& ctx, std::uint64_t uid, const char* what) {
     if (uid != ctx.uid())

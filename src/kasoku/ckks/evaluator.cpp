@@ -15,9 +15,7 @@ using rns::RnsPoly;
 using arith::u64;
 
 namespace {
-constexpr double kScaleTolerance = 1.0 / (1ull << 30);  // relative difference treated as equal
-
-bool same_scale(double a, double b) { return std::fabs(a / b - 1.0) <= kScaleTolerance; }
+using detail::same_scale;
 
 std::string fmt_scale(double s) { return "2^" + std::to_string(std::log2(s)); }
 

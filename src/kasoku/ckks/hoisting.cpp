@@ -219,9 +219,9 @@ LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCi
     for (std::size_t i = 0; i < xs.size(); ++i) {
         if (xs[i]->context_uid != ctx_->uid()) throw ParameterError("lazy ciphertext of another context");
         detail::check_plain(*ctx_, *pts[i]);
-        if (xs[i]->level() != x0.level() || xs[i]->key_id != x0.key_id || std::fabs(xs[i]->scale / x0.scale - 1.0) > 1e-9)
+        if (xs[i]->level() != x0.level() || xs[i]->key_id != x0.key_id || !detail::same_scale(xs[i]->scale, x0.scale))
             throw ParameterError("multiply_plain_sum_lazy: the lazy ciphertexts differ in level, key or scale");
-        if (pts[i]->level() != x0.level() || pts[i]->poly.num_p() != np || std::fabs(pts[i]->scale / pts[0]->scale - 1.0) > 1e-9)
+        if (pts[i]->level() != x0.level() || pts[i]->poly.num_p() != np || !detail::same_scale(pts[i]->scale, pts[0]->scale))
             throw ParameterError("multiply_plain_sum_lazy: the plaintexts must have one scale and be encoded with encode_extended "
                                  "at the lazy ciphertexts' level " + std::to_string(x0.level()));
     }
@@ -251,7 +251,7 @@ Ciphertext Evaluator::mod_down_rescale(LazyCiphertext&& x, const Ciphertext* add
     if (addend) {
         check(*addend, "addend");
         if (addend->size() != 2 || addend->level() != x.level() || addend->key_id != x.key_id ||
-            std::fabs(addend->scale / x.scale - 1.0) > 1e-9)
+            !detail::same_scale(addend->scale, x.scale))
             throw ParameterError("mod_down_rescale: the addend must be a size-2 ciphertext at the lazy ciphertext's level and scale");
     }
     threads = ctx_->threads_or_default(threads);
