@@ -8,7 +8,7 @@ BUILD  := build/cpp
 PREFIX := $(CURDIR)/build/install
 JOBS   ?= $(shell nproc)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEB    := g++ libssl-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev
+DEB    := g++ libssl-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev nlohmann-json3-dev
 
 .PHONY: demo test deps venv install cpp-test example py-test bench peers clean
 
@@ -17,7 +17,8 @@ demo: install
 
 test: cpp-test example py-test
 
-# Debian packages the build needs (OpenSSL, GoogleTest, GMP for big-integer references, Google Benchmark, SIMDe).
+# Debian packages the build needs (OpenSSL, GoogleTest, GMP for big-integer references, Google Benchmark, SIMDe,
+# nlohmann-json for the scheduler's cost-model files).
 deps:
 	@missing=""; for p in $(DEB); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \

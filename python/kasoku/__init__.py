@@ -45,6 +45,8 @@ from ._kasoku import (  # noqa: F401
     trace_group_sizes,
 )
 
+from . import sched  # noqa: E402,F401  (ks.sched)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -52,5 +54,5 @@ __all__ = [
     "LazyCiphertext", "LevelError", "LinearTransform", "MatrixEncoder", "matmul", "matmul_schoolbook",
     "MissingKeyError", "ParameterError", "Parameters", "Plaintext", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
     "SwitchKey", "build_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports",
-    "trace_doubling_steps", "trace_galois_elements", "trace_group_sizes", "__version__",
+    "trace_doubling_steps", "trace_galois_elements", "trace_group_sizes", "sched", "__version__",
 ]

@@ -1,4 +1,4 @@
-"""Command line: python -m kasoku {info, demo, bench}."""
+"""Command line: python -m kasoku {info, demo, bench, schedule}."""
 
 from __future__ import annotations
 
@@ -42,6 +42,25 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--blocked", type=int, default=256, help="matmul: dimension of the blocked product (0: none)")
     b.add_argument("--table", default=None, help="matmul: write the markdown table here")
     b.add_argument("--plot", default=None, help="matmul: write the log-log plot of time vs d here (PNG)")
+    s = sub.add_parser("schedule", help="job streams of e^x on the task scheduler (seed 001), simulated or real: "
+                                         "JSON lines, a table over D and a latency-per-job plot")
+    s.add_argument("--executor", default="sim", choices=["sim", "real"],
+                   help="sim: discrete-event simulation from the cost model; real: this machine's threads")
+    s.add_argument("--cost", default=None,
+                   help="paper (the source's Xeon Phi tables), measure (time this machine), or a JSON file from "
+                        "--save-cost; default paper for sim, measure for real")
+    s.add_argument("--policy", default="all", help="a policy (fixed-1, fixed-half, fixed-full, dynamic, kasoku) or 'all'")
+    s.add_argument("--D", default="60,70,80,90,100,120", help="mean inter-arrival times (ms), comma separated")
+    s.add_argument("--jobs", type=int, default=2300, help="jobs per stream (the source: 2300)")
+    s.add_argument("--window", default="301,1900", help="measured jobs, 1-based inclusive (the source: 301,1900)")
+    s.add_argument("--threads", type=int, default=None, help="threads (default 126 for sim, all cores for real)")
+    s.add_argument("--seeds", type=int, default=1, help="streams per D (seeds 1..n; the table shows means)")
+    s.add_argument("--params", default="SCHED", help="parameter set for real runs and --cost measure (default SCHED)")
+    s.add_argument("--order", type=int, default=6, help="Maclaurin order of e^x (the source: 6)")
+    s.add_argument("--json", default=None, help="append the JSON lines to this file")
+    s.add_argument("--table", default=None, help="write the markdown table over D here")
+    s.add_argument("--plot", default=None, help="write the latency-per-job plot here (PNG)")
+    s.add_argument("--save-cost", default=None, help="save the cost model used to this JSON file")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "info":
@@ -49,6 +68,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "demo":
             from kasoku import demo
             return demo.main(args.params)
+        if args.cmd == "schedule":
+            from kasoku import schedule_cli
+            pols = list(ks.sched.POLICIES) if args.policy == "all" else [args.policy]
+            w = tuple(int(v) for v in args.window.split(","))
+            threads = args.threads or (126 if args.executor == "sim" else ks.hardware_threads())
+            schedule_cli.run(pols, [float(v) for v in args.D.split(",")], args.jobs, w, threads, args.executor,
+                             args.cost or ("paper" if args.executor == "sim" else "measure"), args.params, args.seeds,
+                             args.order, args.json, args.table, args.plot, args.save_cost)
+            return 0
         if args.cmd == "bench":
             if args.suite == "matmul":
                 from kasoku import bench_matmul

@@ -20,26 +20,17 @@
 #include "kasoku/ckks/serialization.hpp"
 #include "kasoku/support/error.hpp"
 #include "kasoku/support/threads.hpp"
+#include "bindings_internal.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 using namespace kasoku;
 using namespace kasoku::ckks;
 using cvec = std::vector<std::complex<double>>;
+using namespace kasoku_py;
 
 namespace {
 
-// State shared by a Python Context and every object it makes: the C++ context and the evaluator that the
-// ciphertext operators (+, -, *) use.
-struct Owner {
-    ContextPtr ctx;
-    std::shared_ptr<const Evaluator> evaluator;        // set by Context.evaluator(...)
-    std::shared_ptr<const Evaluator> keyless;          // add/sub/negate without keys
-};
-using OwnerPtr = std::shared_ptr<Owner>;
-
-struct KContext { OwnerPtr owner; };
-struct KCiphertext { OwnerPtr owner; Ciphertext ct; };
 struct KSecretKey { OwnerPtr owner; std::shared_ptr<const SecretKey> key; };
 struct KPublicKey { OwnerPtr owner; std::shared_ptr<const PublicKey> key; };
 struct KSwitchKey { OwnerPtr owner; std::shared_ptr<const SwitchKey> key; };
@@ -51,7 +42,6 @@ struct KKeyPair {
     std::map<std::uint64_t, KSwitchKey> galois;
     std::shared_ptr<const EvaluationKeys> eval;
 };
-struct KEvaluator { OwnerPtr owner; std::shared_ptr<const Evaluator> ev; };
 struct KPlaintext { OwnerPtr owner; Plaintext pt; };
 struct KDecomposition { OwnerPtr owner; std::shared_ptr<const Decomposition> d; };
 struct KLazy { OwnerPtr owner; LazyCiphertext x; };
@@ -801,4 +791,7 @@ NB_MODULE(_kasoku, m) {
         }
         return out;
     }, "log_n"_a, "bits"_a = 60, "reps"_a = 10);
+
+    bind_sched(m);
 }
+

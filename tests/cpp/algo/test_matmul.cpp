@@ -1,5 +1,6 @@
 // Linear transforms and encrypted matrix products against plaintext references.
 #include <gtest/gtest.h>
+#include "test_params.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,17 +19,7 @@ using test::cvec;
 namespace {
 
 // N = 2^10 (512 slots), four levels of 40 bits: a matrix product (depth 3) plus one spare level.
-Parameters small_params() {
-    Parameters p;
-    p.log_n = 10;
-    p.first_bits = 60;
-    p.scale_bits = 40;
-    p.levels = 4;
-    p.special_bits = 60;
-    p.special_primes = 2;
-    p.security = std::nullopt;
-    return p;
-}
+Parameters small_params() { return kasoku::test_support::research_params(10, 60, 40, 4, 60, 2); }
 
 using Mat = std::vector<double>;
 

@@ -1,5 +1,6 @@
 // Hoisted key switching, lazy ModDown and trace-type functions against plaintext references.
 #include <gtest/gtest.h>
+#include "test_params.hpp"
 
 #include <cmath>
 #include <random>
@@ -19,17 +20,7 @@ using test::Env;
 using test::precision_bits;
 
 // N = 2^8 (128 slots, so M = 7 doubling steps cover all slots), two digits of two primes each.
-Parameters small_params() {
-    Parameters p;
-    p.log_n = 8;
-    p.first_bits = 50;
-    p.scale_bits = 32;
-    p.levels = 3;
-    p.special_bits = 50;
-    p.special_primes = 2;
-    p.security = std::nullopt;
-    return p;
-}
+Parameters small_params() { return kasoku::test_support::research_params(8, 50, 32, 3, 50, 2); }
 
 constexpr std::size_t kM = 7;
 

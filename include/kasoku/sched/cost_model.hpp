@@ -1,0 +1,74 @@
+// Cost model T(op, nq, threads) of the scheduler (seed 001 §4, DESIGN §3.2): the time of one fused task on an idle
+// machine, by its kind, the primes nq of its operands and its thread count (the shape of the source's Tables 1-3),
+// times a load factor for the threads busy at once across the machine (its Tables 4-5), plus a start-up overhead per
+// task. Measured here (measure), read from JSON (load / from_json), or built from the source's own tables
+// (from_paper) so that its Xeon Phi can be simulated on any machine.
+#pragma once
+#include <array>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kasoku/ckks/parameters.hpp"
+#include "kasoku/sched/graph.hpp"
+
+namespace kasoku::sched {
+
+class CostModel {
+public:
+    // ms of one task on an idle machine: rows nq = nq_min, nq_min + 1, ...; columns threads = 1, 2, ...
+    struct Table {
+        int nq_min = 1;
+        std::vector<std::vector<double>> ms;
+    };
+    // Slowdown of a task while `busy` threads run in all: points (busy, factor), busy increasing, interpolated
+    // linearly and extended flat to the left and linearly (by the last segment) to the right.
+    using LoadCurve = std::vector<std::pair<int, double>>;
+    // One curve per width of the concurrent tasks (threads per task: the rows of the source's Tables 4-5), widths
+    // increasing. The factor at (busy, mean width) interpolates between the two nearest rows in log2(width).
+    using LoadTable = std::vector<std::pair<int, LoadCurve>>;
+
+    CostModel() = default;
+    // A model from tables: a time table and a load curve for every task kind, indexed by OpKind - 1 (multiply,
+    // square, multiply_plain, add, add_plain, rotate).
+    CostModel(std::string name, std::string machine, int hardware_threads, std::array<Table, kTaskKinds> ops,
+              std::array<LoadTable, kTaskKinds> load, double overhead_ms);
+
+    // The source's Xeon Phi 7230F with SEAL 3.2 at N = 2^15 (nq = 2..8): Tables 1-3 give the task times, Tables 4-5
+    // the load curves. See docs/SCHEDULING.md for how the tables combine.
+    static CostModel from_paper();
+    // Times every task kind on this machine at params, for nq = 2..levels+1 and 1..max_threads threads (median of
+    // `reps`); the load curves with 1, 2, 4, ..., max_threads concurrent one-thread tasks (multiply for the
+    // key-switching tasks and multiply_plain, add for add and add_plain); the overhead of one dispatch.
+    // progress(done, total) if given.
+    static CostModel measure(const ckks::Parameters& params, int max_threads, int reps = 3,
+                             const std::function<void(int, int)>& progress = {});
+    static CostModel from_json(const std::string& text);  // SerializationError on a malformed file
+    static CostModel load(const std::string& path);
+    std::string to_json() const;
+    void save(const std::string& path) const;
+
+    // Unloaded ms of a task; threads beyond the table's columns take its last column, and an nq outside the table
+    // scales the nearest row linearly in nq (every operation is linear in the primes).
+    double time_ms(OpKind op, int nq, int threads) const;
+    // Slowdown while busy_threads threads run in tasks of mean_width threads each.
+    double load_factor(OpKind op, int busy_threads, double mean_width = 1) const;
+    double overhead_ms() const { return overhead_ms_; }
+    const std::string& name() const { return name_; }
+    const std::string& machine() const { return machine_; }
+    int hardware_threads() const { return hardware_threads_; }
+    int nq_min() const;
+    int nq_max() const;
+    const Table& table(OpKind op) const;
+    const LoadTable& load_table(OpKind op) const;
+
+private:
+    std::string name_, machine_;
+    int hardware_threads_ = 1;
+    std::array<Table, kTaskKinds> ops_{};
+    std::array<LoadTable, kTaskKinds> load_{};
+    double overhead_ms_ = 0;
+};
+
+}  // namespace kasoku::sched

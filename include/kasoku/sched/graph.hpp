@@ -1,0 +1,69 @@
+// Task graphs of HE operations (seed 001, DESIGN §3.2). A node is one fused task on ciphertexts of known levels:
+// multiply / square (tensor + relinearise + rescale), multiply_plain (by a constant, then rescale), add, add_plain,
+// rotate. Level alignment (ModDrop) and copies are folded into the task that needs them, as in the source.
+#pragma once
+#include <complex>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kasoku::sched {
+
+enum class OpKind { input, multiply, square, multiply_plain, add, add_plain, rotate };
+inline constexpr int kTaskKinds = 6;  // every kind but input
+const char* op_name(OpKind op);
+OpKind op_from_name(const std::string& name);  // ParameterError names the kinds
+// multiply, square and rotate switch keys (the heavy tasks of the source); the others are light.
+bool is_key_switching(OpKind op);
+
+struct Node {
+    OpKind op = OpKind::input;
+    std::vector<int> inputs;            // node ids
+    int level = 0;                      // level of the result
+    std::complex<double> constant{};    // multiply_plain, add_plain
+    std::int64_t step = 0;              // rotate
+    std::string name;                   // input
+};
+
+class Graph {
+public:
+    // Builders: each returns the new node's id. Operands are ids returned earlier; levels are checked here
+    // (LevelError when an operand has no level left to consume).
+    int input(const std::string& name, int level);
+    int multiply(int a, int b);  // the operand at the higher level is dropped first
+    int square(int a);
+    int multiply_plain(int a, std::complex<double> c);
+    int add(int a, int b);
+    int add_plain(int a, std::complex<double> c);
+    int rotate(int a, std::int64_t step);
+    void output(int a, const std::string& name = "");
+
+    // A graph from a node list whose inputs may point anywhere (e.g. read from a file). Levels of non-input nodes
+    // are recomputed; a cycle raises ParameterError naming a node on it, a level underflow LevelError.
+    static Graph from_nodes(std::vector<Node> nodes, std::vector<std::pair<int, std::string>> outputs);
+
+    const std::vector<Node>& nodes() const { return nodes_; }
+    const std::vector<std::pair<int, std::string>>& outputs() const { return outputs_; }
+    std::size_t size() const { return nodes_.size(); }
+    // Primes of the ciphertexts a task computes on (the source's n_q): the level of its (aligned) operands + 1.
+    int task_nq(int id) const;
+    // Successor lists and a topological order (inputs first).
+    std::vector<std::vector<int>> successors() const;
+    std::vector<int> topological_order() const;
+
+private:
+    int add_node(Node n);
+    void check_id(int id, const char* what) const;
+    std::vector<Node> nodes_;
+    std::vector<std::pair<int, std::string>> outputs_;
+};
+
+// e^x by its Maclaurin series to x^order, the source's workload (§7.1, Fig. 3 for order 6): the coefficients
+// c_k = x / k! first (plaintext products at the top level), the powers x^2..x^(order-1) at the least depth, the terms
+// c_k * x^(k-1), and their balanced sum with 1 + x. Order 6: 20 tasks (5 plaintext products, 9 products, 6
+// additions), 4.7 s on one thread and a 1.6 s critical path by the source's Table 1-3 times, as its §7.1 reports
+// (4 s and 2 s). The input is named "x", the output "exp".
+Graph maclaurin_exp(int order = 6, int level = 7);
+
+}  // namespace kasoku::sched

@@ -1,0 +1,105 @@
+// List scheduling of job streams over task graphs (seed 001 §7): critical-path priorities, earlier jobs first, and a
+// thread-allocation policy per task. Two executors share the dispatcher: simulate (discrete events driven by a
+// CostModel, any thread count) and run (this machine's threads, the library's operations on real ciphertexts).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/sched/cost_model.hpp"
+#include "kasoku/sched/graph.hpp"
+
+namespace kasoku::sched {
+
+// fixed_1, fixed_half (ceil(nq/2)) and fixed_full (nq): the source's naive policies; dynamic: its four-step rule
+// (§7.3.2); kasoku: ours (see decide_threads and docs/SCHEDULING.md).
+enum class Policy { fixed_1, fixed_half, fixed_full, dynamic, kasoku };
+const char* policy_name(Policy p);          // "fixed-1", "fixed-half", "fixed-full", "dynamic", "kasoku"
+Policy policy_from_name(const std::string& name);
+std::vector<Policy> all_policies();
+
+// A task whose operands are ready.
+struct ReadyTask {
+    int job = 0, node = 0;
+    OpKind op = OpKind::add;
+    int nq = 1;
+    double priority = 0;  // longest path (ms, one thread, unloaded) from its start to the job's end
+};
+
+// What a policy sees when it places the head of the ready list.
+struct SchedulerView {
+    int total_threads = 1;   // T: threads the scheduler may use at once
+    int busy_threads = 0;    // n_c: threads of the running tasks
+    int running_tasks = 0;
+    int jobs_in_system = 0;  // arrived and not finished
+    ReadyTask head;          // the task to place
+    // The other ready tasks: their number r and the source's demand n_r (1 for a light task or multiply_plain, 2
+    // for multiply, square, rotate).
+    int others = 0, others_paper_demand = 0;
+    // The running tasks' expected ends: (ms from now, threads they free), soonest first (the cost model's estimate
+    // when they started). Empty: unknown.
+    std::vector<std::pair<double, int>> releases;
+    const CostModel* cost = nullptr;
+};
+// The view of a head task and a list of other ready tasks (the aggregates computed from the list).
+SchedulerView make_view(int total_threads, int busy_threads, int running_tasks, const ReadyTask& head,
+                        const std::vector<ReadyTask>& others, const CostModel& cost);
+// A ready task's share in n_r.
+int paper_demand(const ReadyTask& t);
+
+// Threads for view.head, or 0 to wait for the next event. Light tasks (add, add_plain) always get one thread.
+// fixed-*: their count (capped at T) once that many threads are free. dynamic (the source's §7.3.2), with r and n_r
+// as above:
+//   n_c + nq + n_r <= T -> nq;  n_c + ceil(nq/2) + r <= T -> ceil(nq/2);  n_c + 2 + r <= T -> 2;  n_c + 1 <= T -> 1.
+// kasoku (ours; estimates by the cost model: level-aware, with the start-up overhead and the load factor):
+//   1. marginal gain: the threads n must raise the machine's work per unit time, busy / load_factor(busy), from
+//      n_c to n_c + n; the largest such n <= nq is the cap (none: wait);
+//   2. no queue (at most 1.5 * T / nq jobs in the system: 1.5x the jobs whose tasks run at full width at once): the
+//      n with the soonest expected finish, counting the wait for running tasks to free threads (`releases`), the
+//      fewest threads within 5% of the best; when that n is not free yet, wait;
+//   3. a queue: the n among the free threads with the fewest thread-milliseconds under the load.
+int decide_threads(Policy policy, const SchedulerView& view);
+
+// Arrival times (ms from 0) of `jobs` jobs with exponential inter-arrival times of mean mean_ms:
+// d_i = -mean_ms * ln(1 - u_i), u_i uniform in [0, 1) from a seeded 64-bit Mersenne Twister (the source's §7.2).
+std::vector<double> poisson_arrivals(double mean_ms, int jobs, std::uint64_t seed);
+
+struct StreamOptions {
+    int threads = 1;
+    Policy policy = Policy::kasoku;
+    std::vector<double> arrivals_ms;   // one job per entry, non-decreasing; empty: one job at 0
+    std::pair<int, int> window{0, 0};  // measured jobs, 1-based inclusive (the source: 301..1900); {0, 0}: all
+};
+
+struct StreamResult {
+    std::vector<double> arrival_ms, start_ms, finish_ms;  // every job: arrival, first task start, last task end
+    int window_first = 1, window_last = 0;                // 1-based inclusive
+    // From the first measured arrival to the last measured finish (the source's Table 6).
+    double makespan_ms = 0;
+    double p50_ms = 0, p95_ms = 0, p99_ms = 0, mean_ms = 0;  // latencies (finish - arrival) of the measured jobs
+    double busy_thread_ms = 0;   // sum over tasks of threads * duration
+    double span_ms = 0;          // first arrival to last finish, all jobs
+    std::vector<int> threads_used;  // histogram: tasks run with 1, 2, ... threads (index 0 unused)
+    std::vector<double> latencies_ms() const;  // measured jobs, in job order
+};
+
+// Discrete-event simulation: tasks progress at 1 / load_factor(busy threads) of their unloaded speed.
+StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions& opts);
+
+struct RunResult {
+    StreamResult stream;
+    // Outputs (by the graph's output names) of the first keep_outputs jobs.
+    std::vector<std::map<std::string, ckks::Ciphertext>> outputs;
+};
+
+// Runs the stream for real on opts.threads threads: a job arrives at its arrival time (ms after the call) with
+// `inputs` (by the graph's input names) and each task calls the evaluator with the thread count the policy gives it.
+// `cost` gives the priorities and the kasoku policy's estimates. Every input level must equal the graph's.
+RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs,
+              const CostModel& cost, const StreamOptions& opts, int keep_outputs = 1);
+
+}  // namespace kasoku::sched

@@ -1,0 +1,118 @@
+"""Scheduling streams of HE jobs on many cores (seed 001, DESIGN §3.2).
+
+    import kasoku as ks
+    g = ks.sched.maclaurin_exp(order=6)                      # or build one: ks.sched.Graph()
+    cm = ks.sched.CostModel.from_paper()                     # or .measure(params, max_threads=2) / .load(path)
+    arr = ks.sched.poisson(mean_ms=80, jobs=2300, seed=1)
+    r = ks.sched.simulate(g, cm, threads=126, policy="kasoku", arrivals=arr, window=(301, 1900))
+    print(r.makespan_ms, r.p95_ms)
+
+Policies: "fixed-1", "fixed-half", "fixed-full", "dynamic" (the source's) and "kasoku" (ours); see
+docs/SCHEDULING.md. `run` executes the same stream for real on this machine's threads.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ._kasoku import sched as _s
+
+Graph = _s.Graph
+CostModel = _s.CostModel
+maclaurin_exp = _s.maclaurin_exp
+decide_threads = _s.decide_threads
+POLICIES: tuple[str, ...] = tuple(_s.policies())
+
+
+def poisson(mean_ms: float, jobs: int, seed: int = 1) -> np.ndarray:
+    """Arrival times (ms) of `jobs` jobs with exponential inter-arrival times of mean `mean_ms` (seeded)."""
+    return np.asarray(_s.poisson_arrivals(float(mean_ms), int(jobs), int(seed)))
+
+
+class StreamResult:
+    """Per-job times of a stream and the statistics of its measured window (1-based, inclusive)."""
+
+    def __init__(self, raw, policy: str, threads: int, executor: str):
+        self.policy, self.threads, self.executor = policy, threads, executor
+        self.arrival_ms = np.asarray(raw.arrival_ms)
+        self.start_ms = np.asarray(raw.start_ms)
+        self.finish_ms = np.asarray(raw.finish_ms)
+        self.window = (raw.window_first, raw.window_last)
+        self.latencies_ms = np.asarray(raw.latencies_ms())
+        self.makespan_ms = raw.makespan_ms
+        self.p50_ms, self.p95_ms, self.p99_ms, self.mean_ms = raw.p50_ms, raw.p95_ms, raw.p99_ms, raw.mean_ms
+        self.busy_thread_ms = raw.busy_thread_ms
+        self.span_ms = raw.span_ms
+        self.threads_used = list(raw.threads_used)
+
+    @property
+    def mean_busy_threads(self) -> float:
+        """Threads busy on average from the first arrival to the last finish."""
+        return self.busy_thread_ms / self.span_ms if self.span_ms > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {"policy": self.policy, "threads": self.threads, "executor": self.executor,
+                "jobs": int(self.arrival_ms.size), "window": list(self.window),
+                "makespan_ms": self.makespan_ms, "p50_ms": self.p50_ms, "p95_ms": self.p95_ms, "p99_ms": self.p99_ms,
+                "mean_ms": self.mean_ms, "mean_busy_threads": self.mean_busy_threads,
+                "threads_used": {str(i): n for i, n in enumerate(self.threads_used) if i and n}}
+
+    def __repr__(self) -> str:
+        return (f"StreamResult({self.executor}, policy={self.policy}, threads={self.threads}, "
+                f"makespan={self.makespan_ms:.0f} ms, p50={self.p50_ms:.0f} ms, p95={self.p95_ms:.0f} ms)")
+
+
+class RunResult(StreamResult):
+    """A real run: the stream's statistics plus the outputs of the first `keep_outputs` jobs."""
+
+    def __init__(self, raw, outputs, policy: str, threads: int):
+        super().__init__(raw, policy, threads, "real")
+        self.outputs: list[dict] = outputs
+
+
+def _window(window):
+    return None if window is None else (int(window[0]), int(window[1]))
+
+
+def _arrivals(arrivals):
+    return None if arrivals is None else [float(a) for a in np.asarray(arrivals, dtype=float).ravel()]
+
+
+def simulate(graph: Graph, cost: CostModel, threads: int, policy: str = "kasoku",
+             arrivals: Sequence[float] | None = None, window: tuple[int, int] | None = None) -> StreamResult:
+    """Discrete-event simulation of a job stream on `threads` threads, driven by the cost model."""
+    raw = _s.simulate(graph, cost, int(threads), policy, _arrivals(arrivals), _window(window))
+    return StreamResult(raw, policy, int(threads), "simulated")
+
+
+_measured: dict = {}
+
+
+def measured_cost_model(params, threads: int, reps: int = 3) -> CostModel:
+    """CostModel.measure(params, threads), measured once per process and parameter set."""
+    key = (repr(params), threads)
+    if key not in _measured:
+        _measured[key] = CostModel.measure(params, max_threads=threads, reps=reps)
+    return _measured[key]
+
+
+def run(graph: Graph, ctx, ev, inputs: Mapping, threads: int | None = None, policy: str = "kasoku",
+        arrivals: Sequence[float] | None = None, window: tuple[int, int] | None = None,
+        cost: CostModel | None = None, keep_outputs: int = 1) -> RunResult:
+    """Runs the job stream for real: each job starts at its arrival (ms after the call) on `inputs`, tasks run on
+    this machine's threads (None: all cores) with the thread counts the policy gives. `cost` gives the priorities
+    and the kasoku policy's estimates; None measures one for ctx's parameters (once per process)."""
+    from . import hardware_threads
+
+    t = hardware_threads() if threads is None else int(threads)
+    if cost is None:
+        cost = measured_cost_model(ctx.params, t)
+    raw, outputs = _s.run(graph, ev, dict(inputs), cost, t, policy, _arrivals(arrivals), _window(window),
+                          int(keep_outputs))
+    return RunResult(raw, outputs, policy, t)
+
+
+__all__ = ["Graph", "CostModel", "StreamResult", "RunResult", "POLICIES", "maclaurin_exp", "poisson", "simulate",
+           "run", "decide_threads", "measured_cost_model"]

@@ -1,0 +1,155 @@
+"""python -m kasoku schedule: the source's job-stream experiment (seed 001 §7), simulated or real.
+
+For every mean inter-arrival time D and policy it runs a stream of e^x jobs (Poisson arrivals), prints one JSON line
+per run, and writes the table over D (makespan as in the source's Table 6, p95 latency) and the latency-per-job plot
+(like its Fig. 4-7).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+
+import kasoku as ks
+from kasoku import sched
+
+# The source's Table 6 (ms from the first measured job's start to the last one's end; Xeon Phi 7230F, 126 threads).
+PAPER_TABLE6 = {
+    "fixed-1": {60: 143354, 70: 146066, 80: 134036, 90: 146159, 100: 161897, 120: 196799},
+    "fixed-half": {60: 126634, 70: 126979, 80: 133520, 90: 145248, 100: 160605, 120: 195600},
+    "fixed-full": {60: 153122, 70: 153039, 80: 153146, 90: 146915, 100: 160532, 120: 195467},
+    "dynamic": {60: 145761, 70: 147913, 80: 146059, 90: 145560, 100: 160513, 120: 195519},
+}
+
+
+def _cost_model(spec: str, params, threads: int, save: str | None):
+    if spec == "paper":
+        cm = sched.CostModel.from_paper()
+    elif spec == "measure":
+        print(f"measuring the cost model at {params.name or 'the parameters'} on {threads} threads ...", file=sys.stderr)
+        cm = sched.CostModel.measure(params, max_threads=threads,
+                                     progress=lambda d, t: print(f"  {d}/{t}", end="\r", file=sys.stderr))
+        print(file=sys.stderr)
+    else:
+        cm = sched.CostModel.load(spec)
+    if save:
+        cm.save(save)
+    return cm
+
+
+def _real_setup(params, order: int):
+    ctx = ks.Context(params)
+    keys = ctx.keygen()
+    ev = ctx.evaluator(keys.evaluation())
+    x = np.random.default_rng(7).uniform(-1, 1, ctx.slots)
+    ct = ctx.encrypt(x, keys.public)
+    return ctx, keys, ev, x, ct
+
+
+def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int], threads: int, executor: str,
+        cost: str, params_name: str, seeds: int, order: int, json_path: str | None, table_path: str | None,
+        plot_path: str | None, save_cost: str | None) -> list[dict]:
+    params = ks.Parameters.named(params_name)
+    cm = _cost_model(cost, params, threads, save_cost)
+    g = sched.maclaurin_exp(order=order, level=7 if cost == "paper" else params.levels)
+    real = _real_setup(params, order) if executor == "real" else None
+    rows, curves = [], {}
+    out = open(json_path, "a") if json_path else None
+    total, done = len(ds) * len(policies) * seeds, 0
+    for d in ds:
+        for seed in range(1, seeds + 1):
+            arr = sched.poisson(d, jobs, seed=seed)
+            for pol in policies:
+                t0 = time.time()
+                if real is None:
+                    r = sched.simulate(g, cm, threads, pol, arr, window)
+                    err = None
+                else:
+                    ctx, keys, ev, x, ct = real
+                    r = sched.run(g, ctx, ev, {"x": ct}, threads=threads, policy=pol, arrivals=arr, window=window,
+                                  cost=cm)
+                    got = ctx.decrypt(r.outputs[0]["exp"], keys.secret).real
+                    err = float(np.max(np.abs(got - np.exp(x))))
+                row = {"D_ms": d, "seed": seed, "cost_model": cm.name, "machine": cm.machine, **r.to_dict()}
+                if err is not None:
+                    row["max_error_first_job"] = err
+                rows.append(row)
+                if seed == 1:
+                    curves[(pol, d)] = r.latencies_ms
+                line = json.dumps(row)
+                print(line, flush=True)
+                if out:
+                    out.write(line + "\n")
+                    out.flush()
+                done += 1
+                print(f"[{done}/{total}] D={d:g} seed={seed} {pol}: makespan {r.makespan_ms / 1000:.1f} s, "
+                      f"p95 {r.p95_ms:.0f} ms ({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
+    if out:
+        out.close()
+    if table_path:
+        with open(table_path, "w") as f:
+            f.write(table(rows, policies, ds, paper=(cost == "paper")))
+    if plot_path:
+        plot(curves, policies, ds, plot_path, title=f"{executor}, {cm.name}, {threads} threads")
+    return rows
+
+
+def _means(rows: list[dict], key: str) -> dict:
+    acc: dict = {}
+    for r in rows:
+        acc.setdefault((r["policy"], r["D_ms"]), []).append(r[key])
+    return {k: float(np.mean(v)) for k, v in acc.items()}
+
+
+def table(rows: list[dict], policies: list[str], ds: list[float], paper: bool = False) -> str:
+    """Markdown: makespan (s) and p95 latency (ms) per policy and D, means over seeds; best per column in bold."""
+    mk, p95 = _means(rows, "makespan_ms"), _means(rows, "p95_ms")
+    seeds = len({r["seed"] for r in rows})
+    lines = []
+    for title, vals, scale, fmt in (("makespan, s", mk, 1e-3, "{:.1f}"), ("p95 latency, ms", p95, 1.0, "{:.0f}")):
+        lines.append(f"| {title} (mean of {seeds} seed{'s' if seeds > 1 else ''}) | " +
+                     " | ".join(f"D = {d:g}" for d in ds) + " |")
+        lines.append("| --- |" + " --- |" * len(ds))
+        for pol in policies:
+            cells = []
+            for d in ds:
+                v = vals[(pol, d)]
+                best = min(vals[(p, d)] for p in policies)
+                s = fmt.format(v * scale)
+                cells.append(f"**{s}**" if v == best else s)
+            lines.append(f"| {pol} | " + " | ".join(cells) + " |")
+        if paper and title.startswith("makespan"):
+            for pol in PAPER_TABLE6:
+                if pol in policies:
+                    lines.append(f"| source's Table 6: {pol} | " +
+                                 " | ".join(f"{PAPER_TABLE6[pol].get(int(d), float('nan')) / 1000:.1f}" for d in ds) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(curves: dict, policies: list[str], ds: list[float], path: str, title: str) -> None:
+    """Latency per job (the measured window), one panel per policy, one line per D (like the source's Fig. 4-7)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(policies), figsize=(4 * len(policies), 3.6), sharey=True, squeeze=False)
+    for ax, pol in zip(axes[0], policies):
+        for d in ds:
+            lat = curves.get((pol, d))
+            if lat is not None:
+                ax.plot(np.arange(lat.size), lat / 1000, lw=0.8, label=f"D = {d:g} ms")
+        ax.set_title(pol)
+        ax.set_xlabel("job (measured window)")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("latency, s")
+    axes[0][-1].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,196 @@
+// kasoku._kasoku.sched: task graphs, cost models and the two executors (python/kasoku/sched.py wraps them).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/complex.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings_internal.hpp"
+#include "kasoku/sched/scheduler.hpp"
+#include "kasoku/support/error.hpp"
+#include "kasoku/support/threads.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace kasoku;
+using namespace kasoku::sched;
+
+namespace kasoku_py {
+
+namespace {
+
+StreamOptions options(int threads, const std::string& policy, std::optional<std::vector<double>> arrivals,
+                      std::optional<std::pair<int, int>> window) {
+    StreamOptions o;
+    o.threads = resolve_threads(threads);
+    o.policy = policy_from_name(policy);
+    if (arrivals) o.arrivals_ms = std::move(*arrivals);
+    if (window) o.window = *window;
+    return o;
+}
+
+nb::dict node_dict(const Node& n) {
+    nb::dict d;
+    d["op"] = op_name(n.op);
+    d["inputs"] = n.inputs;
+    d["level"] = n.level;
+    if (n.op == OpKind::multiply_plain || n.op == OpKind::add_plain) d["constant"] = n.constant;
+    if (n.op == OpKind::rotate) d["step"] = n.step;
+    if (n.op == OpKind::input) d["name"] = n.name;
+    return d;
+}
+
+Node node_from(nb::handle h) {
+    nb::dict d = nb::cast<nb::dict>(h);
+    Node n;
+    if (!d.contains("op")) throw ParameterError("task graph: every node needs an 'op'");
+    n.op = op_from_name(nb::cast<std::string>(d["op"]));
+    if (d.contains("inputs")) n.inputs = nb::cast<std::vector<int>>(d["inputs"]);
+    if (d.contains("level")) n.level = nb::cast<int>(d["level"]);
+    if (d.contains("constant")) n.constant = nb::cast<std::complex<double>>(d["constant"]);
+    if (d.contains("step")) n.step = nb::cast<std::int64_t>(d["step"]);
+    if (d.contains("name")) n.name = nb::cast<std::string>(d["name"]);
+    return n;
+}
+
+}  // namespace
+
+void bind_sched(nb::module_& parent) {
+    nb::module_ m = parent.def_submodule("sched", "Task graphs of HE operations, cost models and the scheduler (seed 001).");
+
+    nb::class_<Graph>(m, "Graph", "A DAG of fused HE tasks on ciphertexts of known levels; builders return node ids.")
+        .def(nb::init<>())
+        .def("input", &Graph::input, "name"_a, "level"_a, "An input ciphertext at `level`.")
+        .def("multiply", &Graph::multiply, "a"_a, "b"_a, "Multiply + relinearise + rescale (the higher operand is dropped first).")
+        .def("square", &Graph::square, "a"_a, "Square + relinearise + rescale.")
+        .def("multiply_plain", &Graph::multiply_plain, "a"_a, "c"_a, "Product with a constant + rescale.")
+        .def("add", &Graph::add, "a"_a, "b"_a)
+        .def("add_plain", &Graph::add_plain, "a"_a, "c"_a)
+        .def("rotate", &Graph::rotate, "a"_a, "step"_a)
+        .def("output", &Graph::output, "a"_a, "name"_a = "")
+        .def("task_nq", &Graph::task_nq, "node"_a, "Primes of the ciphertexts the task computes on (level + 1).")
+        .def("topological_order", &Graph::topological_order)
+        .def("__len__", &Graph::size)
+        .def_prop_ro("nodes", [](const Graph& g) {
+            nb::list l;
+            for (const auto& n : g.nodes()) l.append(node_dict(n));
+            return l;
+        }, "The nodes as dicts: op, inputs, level (of the result), and constant / step / name where they apply.")
+        .def_prop_ro("outputs", [](const Graph& g) { return g.outputs(); })
+        .def_static("from_nodes", [](nb::list nodes, std::vector<std::pair<int, std::string>> outputs) {
+            std::vector<Node> v;
+            for (auto h : nodes) v.push_back(node_from(h));
+            return Graph::from_nodes(std::move(v), std::move(outputs));
+        }, "nodes"_a, "outputs"_a = std::vector<std::pair<int, std::string>>{},
+           "A graph from node dicts (as .nodes gives them); operands may point anywhere. Raises ParameterError on a "
+           "cycle and LevelError on a level underflow.");
+    m.def("maclaurin_exp", &maclaurin_exp, "order"_a = 6, "level"_a = 7,
+          "e^x by its Maclaurin series to x^order: the source's workload (its Fig. 3 for order 6).");
+
+    nb::class_<CostModel>(m, "CostModel", "T(op, nq, threads) of one task, a load factor and a start-up overhead.")
+        .def_static("from_paper", &CostModel::from_paper, "The source's Xeon Phi 7230F tables (seed 001 Tables 1-5).")
+        .def_static("measure", [](const ckks::Parameters& p, int max_threads, int reps, std::optional<nb::callable> progress) {
+            std::function<void(int, int)> cb;
+            if (progress) cb = [f = *progress](int d, int t) { nb::gil_scoped_acquire g; f(d, t); };
+            nb::gil_scoped_release r;
+            return CostModel::measure(p, max_threads, reps, cb);
+        }, "params"_a, "max_threads"_a = 0, "reps"_a = 3, "progress"_a.none() = nb::none(),
+           "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores).")
+        .def_static("from_json", &CostModel::from_json, "text"_a)
+        .def_static("from_dict", [](nb::dict d) {
+            return CostModel::from_json(nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(d)));
+        }, "d"_a, "A model from a dict in the file format of save() (tables per operation, load tables).")
+        .def("to_dict", [](const CostModel& c) { return nb::module_::import_("json").attr("loads")(c.to_json()); })
+        .def_static("load", &CostModel::load, "path"_a)
+        .def("to_json", &CostModel::to_json)
+        .def("save", &CostModel::save, "path"_a)
+        .def("time_ms", [](const CostModel& c, const std::string& op, int nq, int threads) {
+            return c.time_ms(op_from_name(op), nq, threads);
+        }, "op"_a, "nq"_a, "threads"_a = 1, "Unloaded ms of one task.")
+        .def("load_factor", [](const CostModel& c, const std::string& op, int busy, double width) {
+            return c.load_factor(op_from_name(op), busy, width);
+        }, "op"_a, "busy_threads"_a, "mean_width"_a = 1.0)
+        .def_prop_ro("name", &CostModel::name)
+        .def_prop_ro("machine", &CostModel::machine)
+        .def_prop_ro("hardware_threads", &CostModel::hardware_threads)
+        .def_prop_ro("overhead_ms", &CostModel::overhead_ms)
+        .def_prop_ro("nq_min", &CostModel::nq_min)
+        .def_prop_ro("nq_max", &CostModel::nq_max);
+
+    m.def("poisson_arrivals", &poisson_arrivals, "mean_ms"_a, "jobs"_a, "seed"_a = 1);
+    m.def("policies", [] {
+        std::vector<std::string> v;
+        for (Policy p : all_policies()) v.push_back(policy_name(p));
+        return v;
+    });
+
+    nb::class_<StreamResult>(m, "StreamResult")
+        .def_ro("arrival_ms", &StreamResult::arrival_ms)
+        .def_ro("start_ms", &StreamResult::start_ms)
+        .def_ro("finish_ms", &StreamResult::finish_ms)
+        .def_ro("window_first", &StreamResult::window_first)
+        .def_ro("window_last", &StreamResult::window_last)
+        .def_ro("makespan_ms", &StreamResult::makespan_ms)
+        .def_ro("p50_ms", &StreamResult::p50_ms)
+        .def_ro("p95_ms", &StreamResult::p95_ms)
+        .def_ro("p99_ms", &StreamResult::p99_ms)
+        .def_ro("mean_ms", &StreamResult::mean_ms)
+        .def_ro("busy_thread_ms", &StreamResult::busy_thread_ms)
+        .def_ro("span_ms", &StreamResult::span_ms)
+        .def_ro("threads_used", &StreamResult::threads_used)
+        .def("latencies_ms", &StreamResult::latencies_ms);
+
+    m.def("simulate", [](const Graph& g, const CostModel& c, int threads, const std::string& policy,
+                         std::optional<std::vector<double>> arrivals, std::optional<std::pair<int, int>> window) {
+        auto o = options(threads, policy, std::move(arrivals), window);
+        nb::gil_scoped_release r;
+        return simulate(g, c, o);
+    }, "graph"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(), "window"_a.none() = nb::none());
+
+    m.def("run", [](const Graph& g, const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs,
+                    const CostModel& c, int threads, const std::string& policy, std::optional<std::vector<double>> arrivals,
+                    std::optional<std::pair<int, int>> window, int keep_outputs) {
+        std::map<std::string, ckks::Ciphertext> in;
+        for (const auto& [name, ct] : inputs) {
+            if (!ct) throw ParameterError("scheduler: input '" + name + "' is None");
+            if (ct->owner->ctx->uid() != ev.owner->ctx->uid())
+                throw ParameterError("scheduler: input '" + name + "' belongs to another context than the evaluator");
+            in.emplace(name, ct->ct);
+        }
+        auto o = options(threads, policy, std::move(arrivals), window);
+        RunResult res;
+        {
+            nb::gil_scoped_release r;
+            res = run(g, *ev.ev, in, c, o, keep_outputs);
+        }
+        nb::list outs;
+        for (auto& job : res.outputs) {
+            nb::dict d;
+            for (auto& [name, ct] : job) d[name.c_str()] = nb::cast(KCiphertext{ev.owner, std::move(ct)});
+            outs.append(d);
+        }
+        return nb::make_tuple(std::move(res.stream), outs);
+    }, "graph"_a, "evaluator"_a, "inputs"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(),
+       "window"_a.none() = nb::none(), "keep_outputs"_a = 1);
+
+    m.def("decide_threads", [](const std::string& policy, const CostModel& c, int total_threads, int busy_threads,
+                               const std::string& op, int nq, std::vector<std::pair<std::string, int>> others,
+                               int running_tasks, int jobs_in_system, std::vector<std::pair<double, int>> releases) {
+        std::vector<ReadyTask> rest;
+        for (const auto& [o, q] : others) rest.push_back({0, 0, op_from_name(o), q, 0});
+        ReadyTask head{0, 0, op_from_name(op), nq, 0};
+        SchedulerView v = make_view(total_threads, busy_threads, running_tasks, head, rest, c);
+        v.jobs_in_system = jobs_in_system;
+        v.releases = std::move(releases);
+        return decide_threads(policy_from_name(policy), v);
+    }, "policy"_a, "cost"_a, "total_threads"_a, "busy_threads"_a, "op"_a, "nq"_a,
+       "others"_a = std::vector<std::pair<std::string, int>>{}, "running_tasks"_a = 0, "jobs_in_system"_a = 0,
+       "releases"_a = std::vector<std::pair<double, int>>{},
+       "The threads a policy gives a head task (0: wait) in a constructed state; others = [(op, nq), ...].");
+}
+
+}  // namespace kasoku_py

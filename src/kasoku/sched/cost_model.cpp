@@ -1,0 +1,402 @@
+#include "kasoku/sched/cost_model.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "kasoku/ckks/crypto.hpp"
+#include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/support/error.hpp"
+#include "kasoku/support/threads.hpp"
+
+namespace kasoku::sched {
+
+namespace {
+
+int kind_index(OpKind op) {
+    if (op == OpKind::input) throw ParameterError("cost model: an input node is not a task");
+    return static_cast<int>(op) - 1;
+}
+OpKind kind_at(int i) { return static_cast<OpKind>(i + 1); }
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double interpolate(const CostModel::LoadCurve& c, int busy) {
+    if (c.empty()) return 1.0;
+    if (busy <= c.front().first) return c.front().second;
+    for (std::size_t i = 1; i < c.size(); ++i)
+        if (busy <= c[i].first) {
+            auto [x0, y0] = c[i - 1];
+            auto [x1, y1] = c[i];
+            return y0 + (y1 - y0) * (busy - x0) / double(x1 - x0);
+        }
+    if (c.size() == 1) return c.back().second;
+    auto [x0, y0] = c[c.size() - 2];
+    auto [x1, y1] = c.back();
+    return y1 + (y1 - y0) * (busy - x1) / double(x1 - x0);
+}
+
+std::string cpu_model() {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("model name", 0) == 0) {
+            auto p = line.find(':');
+            return p == std::string::npos ? line : line.substr(p + 2);
+        }
+    return "unknown CPU";
+}
+
+// Time of one dispatch as the real executor does it: a condition-variable hand-off to a waiting thread, which then
+// opens a parallel region of `threads` threads.
+double measure_overhead_ms(int threads, int reps) {
+    std::mutex m;
+    std::condition_variable cv;
+    int posted = 0, served = 0;
+    bool stop = false;
+    std::chrono::steady_clock::time_point sent;
+    std::vector<double> lat;
+    std::thread worker([&] {
+        std::unique_lock lk(m);
+        while (true) {
+            cv.wait(lk, [&] { return stop || posted > served; });
+            if (stop) return;
+            lk.unlock();
+            parallel_for(threads, static_cast<std::size_t>(threads), [](std::size_t) {});
+            auto now = std::chrono::steady_clock::now();
+            lk.lock();
+            lat.push_back(std::chrono::duration<double, std::milli>(now - sent).count());
+            ++served;
+            cv.notify_all();
+        }
+    });
+    for (int r = 0; r < reps; ++r) {
+        std::unique_lock lk(m);
+        sent = std::chrono::steady_clock::now();
+        ++posted;
+        cv.notify_all();
+        cv.wait(lk, [&] { return served == posted; });
+    }
+    {
+        std::lock_guard lk(m);
+        stop = true;
+    }
+    cv.notify_all();
+    worker.join();
+    return median(lat);
+}
+
+}  // namespace
+
+CostModel::CostModel(std::string name, std::string machine, int hardware_threads, std::array<Table, kTaskKinds> ops,
+                     std::array<LoadTable, kTaskKinds> load, double overhead_ms)
+    : name_(std::move(name)), machine_(std::move(machine)), hardware_threads_(hardware_threads), ops_(std::move(ops)),
+      load_(std::move(load)), overhead_ms_(overhead_ms) {
+    if (hardware_threads_ < 1) throw ParameterError("cost model: hardware_threads must be >= 1");
+    if (overhead_ms_ < 0 || !std::isfinite(overhead_ms_)) throw ParameterError("cost model: overhead_ms must be finite and >= 0");
+    for (int k = 0; k < kTaskKinds; ++k) {
+        const Table& t = ops_[k];
+        const std::string what = std::string("cost model table '") + op_name(kind_at(k)) + "'";
+        if (t.ms.empty() || t.nq_min < 1) throw ParameterError(what + " is empty or has nq_min < 1");
+        for (const auto& row : t.ms) {
+            if (row.empty()) throw ParameterError(what + " has a row without thread columns");
+            for (double v : row)
+                if (!(v > 0) || !std::isfinite(v)) throw ParameterError(what + " has a time that is not finite and > 0");
+        }
+        auto& rows = load_[k];
+        if (rows.empty()) rows = {{1, {{1, 1.0}}}};
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+            const auto& c = rows[r].second;
+            bool ok = rows[r].first >= 1 && (r == 0 || rows[r].first > rows[r - 1].first) && !c.empty();
+            for (std::size_t i = 0; i < c.size(); ++i)
+                ok = ok && c[i].second > 0 && std::isfinite(c[i].second) && c[i].first >= 1 && (i == 0 || c[i].first > c[i - 1].first);
+            if (!ok)
+                throw ParameterError("cost model load table '" + std::string(op_name(kind_at(k))) +
+                                     "' needs widths >= 1 increasing, and per width busy counts >= 1 increasing with "
+                                     "finite factors > 0");
+        }
+    }
+}
+
+const CostModel::Table& CostModel::table(OpKind op) const { return ops_[kind_index(op)]; }
+const CostModel::LoadTable& CostModel::load_table(OpKind op) const { return load_[kind_index(op)]; }
+
+int CostModel::nq_min() const {
+    int v = ops_[0].nq_min;
+    for (const auto& t : ops_) v = std::max(v, t.nq_min);
+    return v;
+}
+int CostModel::nq_max() const {
+    int v = ops_[0].nq_min + static_cast<int>(ops_[0].ms.size()) - 1;
+    for (const auto& t : ops_) v = std::min(v, t.nq_min + static_cast<int>(t.ms.size()) - 1);
+    return v;
+}
+
+double CostModel::time_ms(OpKind op, int nq, int threads) const {
+    const Table& t = table(op);
+    if (nq < 1 || threads < 1)
+        throw ParameterError("cost model: nq and threads must be >= 1, got nq = " + std::to_string(nq) +
+                             ", threads = " + std::to_string(threads));
+    const int last = t.nq_min + static_cast<int>(t.ms.size()) - 1;
+    const int row = std::clamp(nq, t.nq_min, last);
+    const auto& r = t.ms[row - t.nq_min];
+    const double v = r[std::min<std::size_t>(threads, r.size()) - 1];
+    return row == nq ? v : v * nq / row;
+}
+
+double CostModel::load_factor(OpKind op, int busy_threads, double mean_width) const {
+    const auto& rows = load_table(op);
+    const int busy = std::max(busy_threads, 1);
+    double f;
+    if (mean_width <= rows.front().first) {
+        f = interpolate(rows.front().second, busy);
+    } else if (mean_width >= rows.back().first) {
+        f = interpolate(rows.back().second, busy);
+    } else {
+        std::size_t r = 1;
+        while (rows[r].first < mean_width) ++r;
+        const double w0 = std::log2(rows[r - 1].first), w1 = std::log2(rows[r].first);
+        const double a = (std::log2(mean_width) - w0) / (w1 - w0);
+        f = (1 - a) * interpolate(rows[r - 1].second, busy) + a * interpolate(rows[r].second, busy);
+    }
+    return std::max(f, 1e-9);
+}
+
+// --- The source's tables (Xeon Phi 7230F, SEAL 3.2, N = 2^15, log q = 60) ---
+CostModel CostModel::from_paper() {
+    // Table 1: one thread, nq = 2..8.
+    const std::vector<double> add_plain1{1, 1, 2, 2, 2, 3, 3}, add1{1, 2, 2, 3, 3, 4, 4}, mul_plain1{6, 9, 11, 14, 17, 20, 22},
+        mul1{14, 21, 27, 34, 40, 48, 55}, square1{10, 15, 19, 25, 29, 34, 39};
+    // Tables 2 and 3: relinearisation and rescaling, nq = 2..8 by 1..12 threads.
+    const std::vector<std::vector<double>> relin{
+        {33, 17, 18, 18, 17, 17, 18, 18, 17, 17, 17, 18},    {65, 43, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22},
+        {101, 51, 53, 27, 27, 27, 27, 27, 27, 27, 27, 27},   {151, 91, 60, 60, 32, 32, 31, 31, 31, 32, 32, 32},
+        {203, 106, 69, 71, 69, 37, 37, 36, 36, 37, 37, 36},  {271, 155, 119, 79, 80, 80, 41, 41, 42, 42, 42, 41},
+        {349, 177, 131, 89, 89, 90, 88, 47, 47, 46, 47, 46}};
+    const std::vector<std::vector<double>> rescale{
+        {31, 16, 16, 12, 11, 11, 12, 12, 11, 12, 12, 12},  {53, 27, 22, 18, 18, 14, 14, 14, 14, 15, 14, 14},
+        {72, 37, 30, 25, 25, 21, 21, 17, 17, 17, 17, 17},  {96, 49, 39, 31, 27, 27, 27, 23, 23, 19, 20, 19},
+        {116, 59, 46, 38, 34, 30, 30, 30, 30, 27, 27, 22}, {140, 69, 54, 45, 41, 37, 32, 32, 33, 33, 33, 29},
+        {162, 80, 64, 52, 48, 43, 39, 35, 35, 35, 35, 35}};
+    // The coefficient-wise products parallelise over the nq primes (§4.2): ceil(nq / t) / nq of their time.
+    auto split = [](double t1, int nq, int t) { return t1 * ((nq + t - 1) / t) / nq; };
+    std::array<Table, kTaskKinds> ops;
+    for (auto& t : ops) t.nq_min = 2;
+    for (int nq = 2; nq <= 8; ++nq) {
+        const int i = nq - 2;
+        std::vector<double> mul, sq, mp, ad, ap, rot;
+        for (int t = 1; t <= 12; ++t) {
+            mul.push_back(split(mul1[i], nq, t) + relin[i][t - 1] + rescale[i][t - 1]);
+            sq.push_back(split(square1[i], nq, t) + relin[i][t - 1] + rescale[i][t - 1]);
+            mp.push_back(split(mul_plain1[i], nq, t) + rescale[i][t - 1]);
+            rot.push_back(relin[i][t - 1]);  // not in the source: a rotation is one key switch, as relinearisation
+        }
+        ad.push_back(add1[i]);  // additions run on one thread in the source
+        ap.push_back(add_plain1[i]);
+        ops[kind_index(OpKind::multiply)].ms.push_back(mul);
+        ops[kind_index(OpKind::square)].ms.push_back(sq);
+        ops[kind_index(OpKind::multiply_plain)].ms.push_back(mp);
+        ops[kind_index(OpKind::add)].ms.push_back(ad);
+        ops[kind_index(OpKind::add_plain)].ms.push_back(ap);
+        ops[kind_index(OpKind::rotate)].ms.push_back(rot);
+    }
+    // Tables 4 and 5: latency at nq = 8 of M concurrent operations of t threads each (rows t = 1, 2, 4, 8; columns
+    // M = 2..256; 0 = not measured). A row is a load curve over busy threads B = M * t: its latency over its M = 2
+    // entry (which matches Tables 2-3).
+    const int ts[] = {1, 2, 4, 8};
+    const double relin_load[4][8] = {{348, 344, 346, 340, 359, 435, 1091, 2787},
+                                     {174, 179, 178, 192, 224, 519, 1388, 0},
+                                     {89, 91, 98, 122, 256, 674, 0, 0},
+                                     {51, 52, 69, 131, 322, 0, 0, 0}};
+    const double rescale_load[4][8] = {{162, 159, 160, 158, 167, 202, 335, 968},
+                                       {81, 83, 82, 89, 103, 157, 436, 0},
+                                       {53, 53, 57, 67, 94, 205, 0, 0},
+                                       {36, 38, 48, 68, 140, 0, 0, 0}};
+    // A task's rows blend the two tables by the share of its one-thread time at nq = 8 that is key switching.
+    auto blend = [&](double w_relin) {
+        LoadTable rows;
+        for (int r = 0; r < 4; ++r) {
+            LoadCurve c;
+            for (int j = 0, m = 2; j < 8; ++j, m *= 2)
+                if (relin_load[r][j] > 0)
+                    c.emplace_back(m * ts[r], w_relin * relin_load[r][j] / relin_load[r][0] +
+                                                  (1 - w_relin) * rescale_load[r][j] / rescale_load[r][0]);
+            rows.emplace_back(ts[r], std::move(c));
+        }
+        return rows;
+    };
+    const LoadTable lr = blend(1.0), ls = blend(0.0);
+    std::array<LoadTable, kTaskKinds> load;
+    load[kind_index(OpKind::multiply)] = blend((55.0 + 349) / (55 + 349 + 162));
+    load[kind_index(OpKind::square)] = blend((39.0 + 349) / (39 + 349 + 162));
+    load[kind_index(OpKind::multiply_plain)] = ls;
+    load[kind_index(OpKind::add)] = ls;
+    load[kind_index(OpKind::add_plain)] = ls;
+    load[kind_index(OpKind::rotate)] = lr;
+    return CostModel("paper", "Intel Xeon Phi 7230F (64 cores, 256 threads), SEAL 3.2, N = 2^15 (seed 001 Tables 1-5)",
+                     256, std::move(ops), std::move(load), 0.0);
+}
+
+// --- Measurement on this machine ---
+CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, int reps,
+                             const std::function<void(int, int)>& progress) {
+    max_threads = resolve_threads(max_threads);
+    if (reps < 1) throw ParameterError("CostModel.measure: reps must be >= 1, got " + std::to_string(reps));
+    if (params.levels < 1) throw ParameterError("CostModel.measure: the parameters need at least one level to rescale");
+    auto ctx = ckks::Context::create(params, max_threads);
+    ckks::KeyGenerator kg(ctx);
+    const auto sk = kg.secret_key();
+    auto keys = std::make_shared<ckks::EvaluationKeys>(kg.evaluation_keys(sk, true, {1}, false));
+    ckks::Evaluator ev(ctx, keys);
+    ckks::Encoder enc(ctx);
+    ckks::Encryptor encryptor(ctx);
+    std::mt19937_64 rng(1);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<std::complex<double>> vals(ctx->slots());
+    for (auto& v : vals) v = u(rng);
+    const int top = params.levels;
+    const auto ct_top = encryptor.encrypt_symmetric(enc.encode(vals, ctx->scale_at(top), top), sk);
+
+    auto run_op = [&](OpKind op, const ckks::Ciphertext& ct, int t) {
+        switch (op) {
+            case OpKind::multiply: return ev.multiply(ct, ct, true, t);
+            case OpKind::square: return ev.square(ct, true, t);
+            case OpKind::multiply_plain: return ev.multiply_scalar(ct, 0.5, true, t);
+            case OpKind::add: return ev.add(ct, ct, t);
+            case OpKind::add_plain: return ev.add_scalar(ct, 1.0, t);
+            case OpKind::rotate: return ev.rotate(ct, 1, t);
+            default: throw ParameterError("not a task");
+        }
+    };
+    auto time_op = [&](OpKind op, const ckks::Ciphertext& ct, int t, int n) {
+        std::vector<double> ms;
+        run_op(op, ct, t);  // warm-up (scratch memory, caches)
+        for (int r = 0; r < n; ++r) {
+            auto t0 = std::chrono::steady_clock::now();
+            run_op(op, ct, t);
+            ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return median(ms);
+    };
+
+    std::vector<int> loads;
+    for (int b = 2; b <= max_threads; b *= 2) loads.push_back(b);
+    if (max_threads > 1 && loads.back() != max_threads) loads.push_back(max_threads);
+    const int total = top * kTaskKinds + 2 * static_cast<int>(loads.size()) + 1;
+    int done = 0;
+    auto tick = [&] {
+        ++done;
+        if (progress) progress(done, total);
+    };
+
+    std::array<Table, kTaskKinds> ops;
+    for (auto& t : ops) t.nq_min = 2;
+    for (int nq = 2; nq <= top + 1; ++nq) {
+        const auto ct = ev.drop_level(ct_top, nq - 1);
+        for (int k = 0; k < kTaskKinds; ++k) {
+            std::vector<double> row;
+            for (int t = 1; t <= max_threads; ++t) row.push_back(std::max(time_op(kind_at(k), ct, t, reps), 1e-6));
+            ops[k].ms.push_back(std::move(row));
+            tick();
+        }
+    }
+    // Load: b concurrent one-thread tasks at the top level; factor = their median time over one task's alone.
+    std::array<LoadTable, kTaskKinds> load;
+    for (OpKind probe : {OpKind::multiply, OpKind::add}) {
+        LoadCurve c{{1, 1.0}};
+        const double alone = ops[kind_index(probe)].ms.back()[0];
+        for (int b : loads) {
+            std::vector<std::vector<double>> per(b);
+            std::vector<std::thread> th;
+            const int n = std::max(reps, 3) * (probe == OpKind::add ? 20 : 1);
+            for (int i = 0; i < b; ++i)
+                th.emplace_back([&, i] {
+                    for (int r = 0; r < n; ++r) {
+                        auto t0 = std::chrono::steady_clock::now();
+                        run_op(probe, ct_top, 1);
+                        per[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+                    }
+                });
+            for (auto& x : th) x.join();
+            std::vector<double> all;
+            for (auto& v : per) all.insert(all.end(), v.begin(), v.end());
+            c.emplace_back(b, std::max(median(all) / alone, 1.0));
+            tick();
+        }
+        for (int k = 0; k < kTaskKinds; ++k) {
+            const bool light = kind_at(k) == OpKind::add || kind_at(k) == OpKind::add_plain;
+            if (light == (probe == OpKind::add)) load[k] = {{1, c}};
+        }
+    }
+    const double overhead = measure_overhead_ms(max_threads, 51);
+    tick();
+    return CostModel("measured " + (params.name.empty() ? std::string("parameters") : params.name), cpu_model(),
+                     kasoku::hardware_threads(), std::move(ops), std::move(load), overhead);
+}
+
+// --- JSON ---
+std::string CostModel::to_json() const {
+    nlohmann::ordered_json j;
+    j["format"] = "kasoku-sched-cost-model";
+    j["version"] = 1;
+    j["name"] = name_;
+    j["machine"] = machine_;
+    j["hardware_threads"] = hardware_threads_;
+    j["overhead_ms"] = overhead_ms_;
+    for (int k = 0; k < kTaskKinds; ++k) {
+        j["ops"][op_name(kind_at(k))] = {{"nq_min", ops_[k].nq_min}, {"ms", ops_[k].ms}};
+        j["load"][op_name(kind_at(k))] = load_[k];
+    }
+    return j.dump(1);
+}
+
+CostModel CostModel::from_json(const std::string& text) {
+    try {
+        const auto j = nlohmann::json::parse(text);
+        if (j.value("format", "") != "kasoku-sched-cost-model")
+            throw SerializationError("cost model: not a kasoku cost-model file (its \"format\" is not kasoku-sched-cost-model)");
+        std::array<Table, kTaskKinds> ops;
+        std::array<LoadTable, kTaskKinds> load;
+        for (int k = 0; k < kTaskKinds; ++k) {
+            const std::string n = op_name(kind_at(k));
+            if (!j.at("ops").contains(n)) throw SerializationError("cost model: the file has no table for '" + n + "'");
+            ops[k].nq_min = j["ops"][n].at("nq_min").get<int>();
+            ops[k].ms = j["ops"][n].at("ms").get<std::vector<std::vector<double>>>();
+            if (j.contains("load") && j["load"].contains(n)) load[k] = j["load"][n].get<LoadTable>();
+        }
+        return CostModel(j.value("name", ""), j.value("machine", ""), j.value("hardware_threads", 1), std::move(ops),
+                         std::move(load), j.value("overhead_ms", 0.0));
+    } catch (const nlohmann::json::exception& e) {
+        throw SerializationError(std::string("cost model: malformed JSON (") + e.what() + "); write it with CostModel.save");
+    } catch (const ParameterError& e) {
+        throw SerializationError(std::string("cost model: ") + e.what());
+    }
+}
+
+CostModel CostModel::load(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) throw SerializationError("cost model: cannot open '" + path + "' for reading");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return from_json(ss.str());
+}
+
+void CostModel::save(const std::string& path) const {
+    std::ofstream f(path);
+    if (!f) throw SerializationError("cost model: cannot open '" + path + "' for writing");
+    f << to_json() << "\n";
+    if (!f) throw SerializationError("cost model: writing '" + path + "' failed");
+}
+
+}  // namespace kasoku::sched

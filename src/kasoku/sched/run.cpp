@@ -1,0 +1,176 @@
+// The real executor: one scheduler thread (the caller) and opts.threads runner threads. A runner takes a placed task,
+// calls the evaluator with the task's thread count (an OpenMP team of that size inside the runner) and reports back;
+// the placed tasks never hold more than opts.threads threads, so a runner is always free for a placement.
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "dispatcher_internal.hpp"
+#include "kasoku/sched/scheduler.hpp"
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::sched {
+
+namespace {
+
+using CtPtr = std::shared_ptr<const ckks::Ciphertext>;
+
+ckks::Ciphertext execute(const ckks::Evaluator& ev, const Node& n, const std::vector<CtPtr>& in, int threads) {
+    switch (n.op) {
+        case OpKind::multiply: return ev.multiply(*in[0], *in[1], true, threads);
+        case OpKind::square: return ev.square(*in[0], true, threads);
+        case OpKind::multiply_plain: return ev.multiply_scalar(*in[0], n.constant, true, threads);
+        case OpKind::add: return ev.add(*in[0], *in[1], threads);
+        case OpKind::add_plain: return ev.add_scalar(*in[0], n.constant, threads);
+        case OpKind::rotate: return ev.rotate(*in[0], n.step, threads);
+        case OpKind::input: break;
+    }
+    throw ParameterError("scheduler: an input node is not a task");
+}
+
+// Everything a stream needs is checked before the first job starts: inputs by name and level, and the keys.
+std::vector<CtPtr> check_inputs(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs) {
+    std::vector<CtPtr> by_node(g.size());
+    std::size_t used = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        const Node& n = g.nodes()[i];
+        if (n.op == OpKind::input) {
+            auto it = inputs.find(n.name);
+            if (it == inputs.end())
+                throw ParameterError("scheduler: the graph's input '" + n.name + "' has no ciphertext; pass inputs={'" + n.name + "': ct}");
+            if (it->second.level() != n.level)
+                throw LevelError("scheduler: input '" + n.name + "' is at level " + std::to_string(it->second.level()) +
+                                 " but the graph declares level " + std::to_string(n.level) +
+                                 "; build the graph with that level or drop the ciphertext to it");
+            by_node[i] = std::make_shared<const ckks::Ciphertext>(it->second);
+            ++used;
+        } else if (n.op == OpKind::multiply || n.op == OpKind::square) {
+            if (!ev.keys() || !ev.keys()->relin)
+                throw MissingKeyError("scheduler: node " + std::to_string(i) + " (" + op_name(n.op) +
+                                      ") needs the relinearisation key; make the evaluator from keys with relin=True");
+        } else if (n.op == OpKind::rotate) {
+            const auto elt = ev.context().galois_element(n.step);
+            if (!ev.keys() || !ev.keys()->galois.count(elt))
+                throw MissingKeyError("scheduler: node " + std::to_string(i) + " rotates by " + std::to_string(n.step) +
+                                      " and needs the Galois key of element " + std::to_string(elt) +
+                                      "; add the step to keygen(rotations=[...])");
+        }
+    }
+    if (used != inputs.size())
+        for (const auto& [name, ct] : inputs) {
+            bool known = false;
+            for (const auto& n : g.nodes()) known = known || (n.op == OpKind::input && n.name == name);
+            if (!known) throw ParameterError("scheduler: inputs has '" + name + "', which is not an input of the graph");
+        }
+    return by_node;
+}
+
+}  // namespace
+
+RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs,
+              const CostModel& cost, const StreamOptions& opts, int keep_outputs) {
+    const auto arrivals = detail::checked_arrivals(opts);
+    const auto input_values = check_inputs(g, ev, inputs);
+    const std::size_t jobs = arrivals.size();
+    detail::Dispatcher d(g, cost, opts.policy, opts.threads, jobs);
+    const auto succ = g.successors();
+    std::vector<int> uses0(g.size(), 0);
+    for (std::size_t i = 0; i < g.size(); ++i) uses0[i] = static_cast<int>(succ[i].size());
+    for (const auto& [id, name] : g.outputs()) ++uses0[id];
+
+    struct JobState {
+        std::vector<CtPtr> vals;
+        std::vector<int> uses;
+    };
+    std::vector<JobState> state(jobs);
+    RunResult result;
+    result.outputs.resize(std::min<std::size_t>(std::max(keep_outputs, 0), jobs));
+
+    std::mutex m;
+    std::condition_variable cv_sched, cv_work;
+    std::deque<detail::Placement> queue;
+    bool stop = false;
+    std::exception_ptr error;
+    std::size_t done = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+
+    auto runner = [&] {
+        std::unique_lock lk(m);
+        while (true) {
+            cv_work.wait(lk, [&] { return stop || !queue.empty(); });
+            if (stop) return;
+            const detail::Placement p = queue.front();
+            queue.pop_front();
+            const Node& node = g.nodes()[p.node];
+            JobState& js = state[p.job];
+            std::vector<CtPtr> in;
+            for (int i : node.inputs) in.push_back(js.vals[i]);
+            lk.unlock();
+            CtPtr out;
+            try {
+                out = std::make_shared<const ckks::Ciphertext>(execute(ev, node, in, p.threads));
+            } catch (...) {
+                lk.lock();
+                if (!error) error = std::current_exception();
+                stop = true;
+                cv_sched.notify_all();
+                cv_work.notify_all();
+                return;
+            }
+            in.clear();
+            const double now = elapsed();
+            lk.lock();
+            js.vals[p.node] = std::move(out);
+            for (int i : node.inputs)
+                if (--js.uses[i] == 0) js.vals[i].reset();
+            d.finish(p, now);
+            if (d.job_done(p.job)) {
+                ++done;
+                if (static_cast<std::size_t>(p.job) < result.outputs.size())
+                    for (const auto& [id, name] : g.outputs()) result.outputs[p.job].emplace(name, *js.vals[id]);
+                JobState().vals.swap(js.vals);
+                std::vector<int>().swap(js.uses);
+            }
+            cv_sched.notify_one();
+        }
+    };
+    std::vector<std::thread> runners;
+    for (int i = 0; i < opts.threads; ++i) runners.emplace_back(runner);
+
+    {
+        std::unique_lock lk(m);
+        std::size_t next = 0;
+        while (!error && done < jobs) {
+            const double now = elapsed();
+            for (; next < jobs && arrivals[next] <= now; ++next) {
+                state[next].vals = input_values;
+                state[next].uses = uses0;
+                d.arrive(static_cast<int>(next), arrivals[next]);
+                if (d.job_done(static_cast<int>(next))) ++done;
+            }
+            bool placed = false;
+            for (const auto& p : d.place(now)) queue.push_back(p), placed = true;
+            if (placed) cv_work.notify_all();
+            if (done == jobs) break;
+            if (next < jobs)
+                cv_sched.wait_until(lk, t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                    std::chrono::duration<double, std::milli>(arrivals[next])));
+            else
+                cv_sched.wait(lk);
+        }
+        stop = true;
+    }
+    cv_work.notify_all();
+    for (auto& t : runners) t.join();
+    if (error) std::rethrow_exception(error);
+    result.stream = std::move(d.result);
+    detail::summarise(result.stream, opts.window);
+    return result;
+}
+
+}  // namespace kasoku::sched

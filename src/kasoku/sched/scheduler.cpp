@@ -1,0 +1,331 @@
+#include "kasoku/sched/scheduler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "dispatcher_internal.hpp"
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::sched {
+
+// --- Policies ---
+namespace {
+constexpr const char* kPolicyNames[] = {"fixed-1", "fixed-half", "fixed-full", "dynamic", "kasoku"};
+
+bool is_light(OpKind op) { return op == OpKind::add || op == OpKind::add_plain; }
+
+// kasoku's estimate of a task's time on n threads started now: the start-up overhead plus the unloaded time slowed
+// by the load it would run under.
+double estimate_ms(const SchedulerView& v, int n) {
+    const CostModel& c = *v.cost;
+    const int busy = v.busy_threads + n;
+    const double width = double(busy) / (std::max(v.running_tasks, 0) + 1);
+    return c.overhead_ms() + c.time_ms(v.head.op, v.head.nq, n) * c.load_factor(v.head.op, busy, width);
+}
+}  // namespace
+
+const char* policy_name(Policy p) { return kPolicyNames[static_cast<int>(p)]; }
+
+Policy policy_from_name(const std::string& name) {
+    for (int i = 0; i < 5; ++i)
+        if (name == kPolicyNames[i]) return static_cast<Policy>(i);
+    throw ParameterError("unknown scheduling policy '" + name + "': expected fixed-1, fixed-half, fixed-full, dynamic or kasoku");
+}
+
+std::vector<Policy> all_policies() {
+    return {Policy::fixed_1, Policy::fixed_half, Policy::fixed_full, Policy::dynamic, Policy::kasoku};
+}
+
+int paper_demand(const ReadyTask& t) { return is_key_switching(t.op) ? 2 : 1; }
+
+SchedulerView make_view(int total_threads, int busy_threads, int running_tasks, const ReadyTask& head,
+                        const std::vector<ReadyTask>& others, const CostModel& cost) {
+    SchedulerView v;
+    v.total_threads = total_threads;
+    v.busy_threads = busy_threads;
+    v.running_tasks = running_tasks;
+    v.head = head;
+    v.cost = &cost;
+    v.others = static_cast<int>(others.size());
+    for (const auto& t : others) {
+        v.others_paper_demand += paper_demand(t);
+    }
+    return v;
+}
+
+int decide_threads(Policy policy, const SchedulerView& v) {
+    const int T = v.total_threads, n_c = v.busy_threads, free = T - n_c;
+    if (free < 1) return 0;
+    const ReadyTask& h = v.head;
+    if (is_light(h.op)) return 1;
+    const int nq = std::max(h.nq, 1), half = (nq + 1) / 2;
+    auto fixed = [&](int want) {
+        want = std::min(want, T);
+        return free >= want ? want : 0;
+    };
+    switch (policy) {
+        case Policy::fixed_1: return fixed(1);
+        case Policy::fixed_half: return fixed(half);
+        case Policy::fixed_full: return fixed(nq);
+        case Policy::dynamic: {
+            int n = 1;
+            if (n_c + nq + v.others_paper_demand <= T) n = nq;
+            else if (n_c + half + v.others <= T) n = half;
+            else if (n_c + 2 + v.others <= T) n = 2;
+            return std::min(n, nq);
+        }
+        case Policy::kasoku: {
+            if (!v.cost) throw ParameterError("the kasoku policy needs a cost model");
+            // Machine-level marginal gain: n more busy threads must raise the work done per unit time,
+            // busy / load_factor(busy), or the task waits (past that point the load slows the running tasks more
+            // than the new threads add).
+            const CostModel& c = *v.cost;
+            auto rate = [&](int busy, int tasks) {
+                return busy == 0 ? 0.0 : busy / c.load_factor(h.op, busy, double(busy) / std::max(tasks, 1));
+            };
+            const double now_rate = rate(n_c, v.running_tasks);
+            int top = std::min(nq, T);
+            while (top >= 1 && n_c > 0 && rate(n_c + top, v.running_tasks + 1) <= now_rate) --top;
+            if (top < 1) return 0;
+            // Queue pressure: more jobs in the system than 1.5x the jobs whose tasks the machine runs at full width
+            // at once (T / nq). Below it, short bursts are served wide; above it, the backlog is served thriftily. On
+            // a machine with fewer threads than nq every job in the system is a queue.
+            const bool queue = v.jobs_in_system > 1.5 * T / nq;
+            if (!queue) {
+                // No queue: the soonest expected finish, waiting for running tasks to free threads when that is sooner
+                // than starting narrower now; the fewest threads within 5% of the best.
+                std::vector<double> fin(top + 1, std::numeric_limits<double>::infinity());
+                double best = fin[0];
+                for (int n = 1; n <= top; ++n) {
+                    double wait = 0;
+                    int avail = free;
+                    for (std::size_t i = 0; i < v.releases.size() && avail < n; ++i)
+                        avail += v.releases[i].second, wait = v.releases[i].first;
+                    if (avail < n) continue;
+                    fin[n] = wait + estimate_ms(v, n);
+                    best = std::min(best, fin[n]);
+                }
+                for (int n = 1; n <= top; ++n)
+                    if (fin[n] <= 1.05 * best) return n <= free ? n : 0;
+            }
+            // A queue: the count with the fewest thread-milliseconds under the load, among the free threads.
+            int pick = 1;
+            double pick_cost = estimate_ms(v, 1);
+            for (int n = 2; n <= std::min(top, free); ++n) {
+                const double cost = n * estimate_ms(v, n);
+                if (cost < pick_cost) pick = n, pick_cost = cost;
+            }
+            return pick;
+        }
+    }
+    return 0;
+}
+
+std::vector<double> poisson_arrivals(double mean_ms, int jobs, std::uint64_t seed) {
+    if (!(mean_ms > 0) || !std::isfinite(mean_ms)) throw ParameterError("poisson: mean_ms must be finite and > 0");
+    if (jobs < 1) throw ParameterError("poisson: jobs must be >= 1, got " + std::to_string(jobs));
+    std::mt19937_64 rng(seed);
+    std::vector<double> t(jobs);
+    double now = 0;
+    for (int i = 0; i < jobs; ++i) {
+        const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+        now += -mean_ms * std::log1p(-u);
+        t[i] = now;
+    }
+    return t;
+}
+
+// --- Dispatcher ---
+namespace detail {
+
+Dispatcher::Dispatcher(const Graph& g, const CostModel& cost, Policy policy, int threads, std::size_t jobs)
+    : g_(g), cost_(cost), policy_(policy), threads_(threads), succ_(g.successors()), priority_(g.size(), 0),
+      pending_(jobs), remaining_(jobs, -1) {
+    if (threads < 1) throw ParameterError("scheduler: threads must be >= 1, got " + std::to_string(threads));
+    const auto order = g.topological_order();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {  // longest path to the end, one thread, unloaded
+        const int v = *it;
+        double tail = 0;
+        for (int s : succ_[v]) tail = std::max(tail, priority_[s]);
+        const Node& n = g.nodes()[v];
+        priority_[v] = tail + (n.op == OpKind::input ? 0 : cost.time_ms(n.op, g.task_nq(v), 1));
+        if (n.op != OpKind::input) ++tasks_per_job_;
+    }
+    result.arrival_ms.assign(jobs, 0);
+    result.start_ms.assign(jobs, -1);
+    result.finish_ms.assign(jobs, -1);
+    result.threads_used.assign(threads + 1, 0);
+}
+
+void Dispatcher::make_ready(int job, int node) {
+    const Node& n = g_.nodes()[node];
+    ReadyTask t{job, node, n.op, g_.task_nq(node), priority_[node]};
+    others_paper_ += paper_demand(t);
+    ready_.insert(t);
+}
+
+void Dispatcher::arrive(int job, double now) {
+    result.arrival_ms[job] = now;
+    remaining_[job] = tasks_per_job_;
+    ++in_system_;
+    if (tasks_per_job_ == 0) {
+        --in_system_;
+        result.start_ms[job] = result.finish_ms[job] = now;
+        return;
+    }
+    auto& pend = pending_[job];
+    pend.resize(g_.size());
+    for (std::size_t i = 0; i < g_.size(); ++i) pend[i] = static_cast<int>(g_.nodes()[i].inputs.size());
+    for (std::size_t i = 0; i < g_.size(); ++i)
+        if (g_.nodes()[i].op == OpKind::input)
+            for (int s : succ_[i])
+                if (--pend[s] == 0) make_ready(job, s);
+}
+
+std::vector<Placement> Dispatcher::place(double now) {
+    std::vector<Placement> out;
+    while (!ready_.empty()) {
+        const ReadyTask head = *ready_.begin();
+        SchedulerView v;
+        v.total_threads = threads_;
+        v.busy_threads = busy_;
+        v.running_tasks = running_;
+        v.jobs_in_system = in_system_;
+        v.head = head;
+        v.cost = &cost_;
+        v.others = static_cast<int>(ready_.size()) - 1;
+        v.others_paper_demand = others_paper_ - paper_demand(head);
+        if (policy_ == Policy::kasoku)
+            for (const auto& [end, th] : ends_) v.releases.emplace_back(std::max(end - now, 0.0), th);
+        const int n = decide_threads(policy_, v);
+        if (n < 1) break;
+        const double expected = estimate_ms(v, n);
+        ready_.erase(ready_.begin());
+        others_paper_ -= paper_demand(head);
+        busy_ += n;
+        ++running_;
+        if (result.start_ms[head.job] < 0) result.start_ms[head.job] = now;
+        ++result.threads_used[n];
+        out.push_back({head.job, head.node, n, now, now + expected});
+        ends_.emplace(now + expected, n);
+    }
+    return out;
+}
+
+void Dispatcher::finish(const Placement& p, double now) {
+    busy_ -= p.threads;
+    --running_;
+    for (auto it = ends_.find(p.expected_end_ms); it != ends_.end(); ++it)
+        if (it->second == p.threads) {
+            ends_.erase(it);
+            break;
+        }
+    result.busy_thread_ms += p.threads * (now - p.start_ms);
+    auto& pend = pending_[p.job];
+    for (int s : succ_[p.node])
+        if (--pend[s] == 0) make_ready(p.job, s);
+    if (--remaining_[p.job] == 0) {
+        --in_system_;
+        result.finish_ms[p.job] = now;
+        std::vector<int>().swap(pend);
+    }
+}
+
+// Fills the window statistics of r from its per-job times.
+void summarise(StreamResult& r, std::pair<int, int> window) {
+    const int jobs = static_cast<int>(r.arrival_ms.size());
+    r.window_first = window.first == 0 && window.second == 0 ? 1 : window.first;
+    r.window_last = window.first == 0 && window.second == 0 ? jobs : window.second;
+    const auto lat = r.latencies_ms();
+    std::vector<double> s = lat;
+    std::sort(s.begin(), s.end());
+    auto pct = [&](double q) {  // linear interpolation between closest ranks (NumPy's default)
+        const double pos = q * (s.size() - 1);
+        const std::size_t lo = static_cast<std::size_t>(std::floor(pos)), hi = std::min(lo + 1, s.size() - 1);
+        return s[lo] + (s[hi] - s[lo]) * (pos - lo);
+    };
+    r.p50_ms = pct(0.50);
+    r.p95_ms = pct(0.95);
+    r.p99_ms = pct(0.99);
+    double sum = 0, last = 0;
+    for (int j = r.window_first - 1; j < r.window_last; ++j) sum += lat[j - r.window_first + 1], last = std::max(last, r.finish_ms[j]);
+    r.mean_ms = sum / lat.size();
+    r.makespan_ms = last - r.arrival_ms[r.window_first - 1];
+    r.span_ms = *std::max_element(r.finish_ms.begin(), r.finish_ms.end()) - r.arrival_ms.front();
+}
+
+std::vector<double> checked_arrivals(const StreamOptions& o) {
+    std::vector<double> a = o.arrivals_ms.empty() ? std::vector<double>{0.0} : o.arrivals_ms;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!std::isfinite(a[i]) || a[i] < 0 || (i && a[i] < a[i - 1]))
+            throw ParameterError("scheduler: arrival times must be finite, >= 0 and non-decreasing (entry " +
+                                 std::to_string(i) + " is " + std::to_string(a[i]) + ")");
+    const int jobs = static_cast<int>(a.size());
+    const auto [w0, w1] = o.window;
+    if (!(w0 == 0 && w1 == 0) && !(1 <= w0 && w0 <= w1 && w1 <= jobs))
+        throw ParameterError("scheduler: window (" + std::to_string(w0) + ", " + std::to_string(w1) +
+                             ") must satisfy 1 <= first <= last <= jobs = " + std::to_string(jobs) + " (1-based, inclusive)");
+    if (o.threads < 1) throw ParameterError("scheduler: threads must be >= 1, got " + std::to_string(o.threads));
+    return a;
+}
+
+}  // namespace detail
+
+std::vector<double> StreamResult::latencies_ms() const {
+    std::vector<double> v;
+    for (int j = window_first - 1; j < window_last; ++j) v.push_back(finish_ms[j] - arrival_ms[j]);
+    return v;
+}
+
+// --- Discrete-event simulation ---
+StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions& opts) {
+    const auto arrivals = detail::checked_arrivals(opts);
+    detail::Dispatcher d(g, cost, opts.policy, opts.threads, arrivals.size());
+    struct Running {
+        detail::Placement p;
+        OpKind op;
+        double work;  // unloaded ms left
+    };
+    std::vector<Running> running;
+    std::size_t next = 0;
+    double now = 0;
+    while (true) {
+        for (const auto& p : d.place(now)) {
+            const Node& n = g.nodes()[p.node];
+            running.push_back({p, n.op, cost.overhead_ms() + cost.time_ms(n.op, g.task_nq(p.node), p.threads)});
+        }
+        if (running.empty() && next == arrivals.size()) break;
+        const int busy = d.busy_threads();
+        const double width = running.empty() ? 1.0 : double(busy) / running.size();
+        std::vector<double> rate(running.size());
+        double dt = next < arrivals.size() ? arrivals[next] - now : std::numeric_limits<double>::infinity();
+        std::size_t first_done = running.size();
+        for (std::size_t i = 0; i < running.size(); ++i) {
+            rate[i] = 1.0 / cost.load_factor(running[i].op, busy, width);
+            const double t = running[i].work / rate[i];
+            if (t < dt) dt = t, first_done = i;
+        }
+        dt = std::max(dt, 0.0);
+        now = first_done == running.size() ? arrivals[next] : now + dt;
+        for (std::size_t i = 0; i < running.size(); ++i) running[i].work -= dt * rate[i];
+        if (first_done < running.size()) running[first_done].work = 0;
+        while (next < arrivals.size() && arrivals[next] <= now) d.arrive(static_cast<int>(next++), now);
+        for (std::size_t i = 0; i < running.size();) {
+            if (running[i].work <= 1e-9) {
+                d.finish(running[i].p, now);
+                running[i] = running.back();
+                running.pop_back();
+            } else {
+                ++i;
+            }
+        }
+    }
+    StreamResult r = std::move(d.result);
+    for (std::size_t j = 0; j < arrivals.size(); ++j) r.arrival_ms[j] = arrivals[j];
+    detail::summarise(r, opts.window);
+    return r;
+}
+
+}  // namespace kasoku::sched

@@ -1,0 +1,135 @@
+"""ks.sched: graphs, cost models, policies, the simulator and the real executor (seed 001)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import kasoku as ks
+from kasoku import sched
+
+
+def test_graph_builders_and_levels():
+    g = sched.Graph()
+    x = g.input("x", level=7)
+    x2 = g.square(x)
+    x3 = g.multiply(x2, x)
+    t = g.multiply_plain(x3, 1 / 6)
+    y = g.add(x, t)
+    g.output(y)
+    assert [n["level"] for n in g.nodes] == [7, 6, 5, 4, 4]
+    assert g.task_nq(x3) == 7 and g.task_nq(y) == 5
+    assert g.outputs == [(y, "out0")]
+    with pytest.raises(ks.LevelError):
+        h = sched.Graph()
+        h.square(h.square(h.input("x", 1)))
+
+
+def test_graph_from_nodes_rejects_a_cycle():
+    nodes = [{"op": "input", "name": "x", "level": 3}, {"op": "square", "inputs": [2]}, {"op": "add", "inputs": [1, 0]}]
+    with pytest.raises(ks.ParameterError, match="cycle"):
+        sched.Graph.from_nodes(nodes, [(2, "y")])
+    g = sched.maclaurin_exp()
+    again = sched.Graph.from_nodes(g.nodes, g.outputs)
+    assert again.nodes == g.nodes
+    with pytest.raises(ks.ParameterError, match="unknown operation"):
+        sched.Graph.from_nodes([{"op": "divide"}])
+
+
+def test_cost_model_paper_save_load(tmp_path):
+    cm = sched.CostModel.from_paper()
+    assert cm.time_ms("multiply", 8, 1) == 55 + 349 + 162
+    assert cm.time_ms("square", 8, 8) == pytest.approx(39 / 8 + 47 + 35)
+    p = tmp_path / "cm.json"
+    cm.save(str(p))
+    back = sched.CostModel.load(str(p))
+    assert back.time_ms("rotate", 5, 3) == cm.time_ms("rotate", 5, 3)
+    d = cm.to_dict()
+    d["overhead_ms"] = 1.5
+    assert sched.CostModel.from_dict(d).overhead_ms == 1.5
+    d["ops"]["add"]["ms"] = [[-1.0]]
+    with pytest.raises(ks.SerializationError):
+        sched.CostModel.from_dict(d)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ks.SerializationError):
+        sched.CostModel.load(str(tmp_path / "bad.json"))
+
+
+def test_poisson_is_seeded():
+    a, b = sched.poisson(mean_ms=80, jobs=5000, seed=1), sched.poisson(mean_ms=80, jobs=5000, seed=1)
+    assert isinstance(a, np.ndarray) and np.array_equal(a, b)
+    assert np.all(np.diff(a) >= 0)
+    assert a[-1] / a.size == pytest.approx(80, rel=0.05)
+
+
+def test_policies_on_constructed_states():
+    cm = sched.CostModel.from_paper()
+    d = sched.decide_threads
+    assert d("fixed-half", cm, 126, 0, "multiply", 8) == 4
+    # The source's four rules, two other ready products (r = 2, n_r = 4).
+    others = [("square", 8), ("multiply", 7)]
+    assert [d("dynamic", cm, 126, n_c, "multiply", 8, others) for n_c in (100, 115, 121, 123, 126)] == [8, 4, 2, 1, 0]
+    assert d("kasoku", cm, 126, 0, "multiply", 8) == 8
+    assert d("kasoku", cm, 126, 20, "multiply", 8, running_tasks=20, jobs_in_system=40) == 1
+    with pytest.raises(ks.ParameterError, match="policy"):
+        d("greedy", cm, 126, 0, "multiply", 8)
+
+
+def test_simulate_paper_experiment_short():
+    g, cm = sched.maclaurin_exp(), sched.CostModel.from_paper()
+    arr = sched.poisson(mean_ms=60, jobs=600, seed=2)
+    res = {p: sched.simulate(g, cm, threads=126, policy=p, arrivals=arr, window=(101, 500)) for p in sched.POLICIES}
+    r = res["kasoku"]
+    assert r.latencies_ms.shape == (400,) and r.window == (101, 500)
+    assert r.p50_ms <= r.p95_ms <= r.p99_ms
+    assert r.p95_ms == pytest.approx(np.percentile(r.latencies_ms, 95))
+    # Overloaded (D = 60): ours beats the source's four policies on makespan and p95.
+    assert r.makespan_ms < min(res[p].makespan_ms for p in sched.POLICIES if p != "kasoku")
+    assert r.p95_ms < min(res[p].p95_ms for p in sched.POLICIES if p != "kasoku")
+    json.dumps(r.to_dict())
+    with pytest.raises(ks.ParameterError, match="window"):
+        sched.simulate(g, cm, threads=126, arrivals=arr, window=(0, 700))
+
+
+@pytest.fixture(scope="module")
+def small():
+    params = ks.Parameters(log_n=11, first_bits=60, scale_bits=40, levels=5, security=None)
+    ctx = ks.Context(params)
+    keys = ctx.keygen()
+    ev = ctx.evaluator(keys.evaluation())
+    x = np.random.default_rng(3).uniform(-1, 1, ctx.slots)
+    return ctx, keys, ev, x, ctx.encrypt(x, keys.public)
+
+
+def test_run_concurrent_jobs_decrypt_to_exp(small):
+    ctx, keys, ev, x, ct = small
+    g = sched.maclaurin_exp(order=6, level=5)
+    arr = [0, 0, 0, 2, 2, 4]
+    for pol in ("dynamic", "kasoku"):
+        r = sched.run(g, ctx, ev, {"x": ct}, threads=2, policy=pol, arrivals=arr, keep_outputs=6)
+        assert len(r.outputs) == 6 and r.executor == "real"
+        for out in r.outputs:
+            got = ctx.decrypt(out["exp"], keys.secret).real
+            assert np.max(np.abs(got - np.exp(x))) < 3e-4  # Maclaurin remainder 2.3e-4 at x = 1
+        assert np.all(r.finish_ms >= r.arrival_ms)
+
+
+def test_run_rejects_a_wrong_level_and_missing_keys(small):
+    ctx, keys, ev, x, ct = small
+    with pytest.raises(ks.LevelError, match="level"):
+        sched.run(sched.maclaurin_exp(level=4), ctx, ev, {"x": ct}, threads=2, cost=sched.CostModel.from_paper())
+    g = sched.Graph()
+    g.output(g.rotate(g.input("x", 5), 3))
+    with pytest.raises(ks.MissingKeyError, match="Galois"):
+        sched.run(g, ctx, ev, {"x": ct}, threads=2, cost=sched.CostModel.from_paper())
+
+
+def test_cli_schedule_sim(tmp_path, capsys):
+    from kasoku.__main__ import main
+
+    table, plot = tmp_path / "t.md", tmp_path / "p.png"
+    assert main(["schedule", "--D", "70,120", "--jobs", "300", "--window", "51,250", "--table", str(table),
+                 "--plot", str(plot)]) == 0
+    lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 2 * len(sched.POLICIES)
+    assert "source's Table 6" in table.read_text() and plot.stat().st_size > 10000
