@@ -40,7 +40,7 @@ def _cost_model(spec: str, params, threads: int, save: str | None):
     return cm
 
 
-def _real_setup(params, order: int):
+def _real_setup(params):
     ctx = ks.Context(params)
     keys = ctx.keygen()
     ev = ctx.evaluator(keys.evaluation())
@@ -55,7 +55,7 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
     params = ks.Parameters.named(params_name)
     cm = _cost_model(cost, params, threads, save_cost)
     g = sched.maclaurin_exp(order=order, level=7 if cost == "paper" else params.levels)
-    real = _real_setup(params, order) if executor == "real" else None
+    real = _real_setup(params) if executor == "real" else None
     rows, curves = [], {}
     out = open(json_path, "a") if json_path else None
     total, done = len(ds) * len(policies) * seeds, 0

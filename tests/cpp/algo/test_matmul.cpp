@@ -1,6 +1,5 @@
 // Linear transforms and encrypted matrix products against plaintext references.
 #include <gtest/gtest.h>
-#include "test_params.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +18,7 @@ using test::cvec;
 namespace {
 
 // N = 2^10 (512 slots), four levels of 40 bits: a matrix product (depth 3) plus one spare level.
-Parameters small_params() { return kasoku::test_support::research_params(10, 60, 40, 4, 60, 2); }
+Parameters small_params() { return test::research_params(10, 60, 40, 4, 60, 2); }
 
 using Mat = std::vector<double>;
 

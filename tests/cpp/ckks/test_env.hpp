@@ -5,6 +5,7 @@
 #include <cmath>
 #include <complex>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -14,6 +15,20 @@
 namespace kasoku::ckks::test {
 
 using cvec = std::vector<std::complex<double>>;
+
+// Small research parameters (no security check: fast, not secure).
+inline Parameters research_params(int log_n, int first_bits, int scale_bits, int levels, int special_bits,
+                                  int special_primes) {
+    Parameters p;
+    p.log_n = log_n;
+    p.first_bits = first_bits;
+    p.scale_bits = scale_bits;
+    p.levels = levels;
+    p.special_bits = special_bits;
+    p.special_primes = special_primes;
+    p.security = std::nullopt;
+    return p;
+}
 
 // -log2 of the max absolute error
 inline double precision_bits(const cvec& got, const cvec& want) {

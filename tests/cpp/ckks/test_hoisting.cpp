@@ -1,6 +1,5 @@
 // Hoisted key switching, lazy ModDown and trace-type functions against plaintext references.
 #include <gtest/gtest.h>
-#include "test_params.hpp"
 
 #include <cmath>
 #include <random>
@@ -20,7 +19,7 @@ using test::Env;
 using test::precision_bits;
 
 // N = 2^8 (128 slots, so M = 7 doubling steps cover all slots), two digits of two primes each.
-Parameters small_params() { return kasoku::test_support::research_params(8, 50, 32, 3, 50, 2); }
+Parameters small_params() { return test::research_params(8, 50, 32, 3, 50, 2); }
 
 constexpr std::size_t kM = 7;
 

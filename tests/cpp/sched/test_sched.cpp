@@ -1,15 +1,14 @@
 // The scheduler (seed 001): graphs, cost models, policies, the simulator and the real executor.
 #include <gtest/gtest.h>
-#include "test_params.hpp"
 
 #include <cmath>
 #include <complex>
-#include <random>
 
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/sched/scheduler.hpp"
 #include "kasoku/support/error.hpp"
 #include "sched/dispatcher_internal.hpp"
+#include "test_env.hpp"
 
 using namespace kasoku;
 using namespace kasoku::sched;
@@ -293,25 +292,14 @@ TEST(SchedSimulate, PaperModelKasokuBeatsTheSourcesPoliciesWhenLoaded) {
     EXPECT_LT(k.p95_ms, best_p95);
 }
 
-namespace {
-ckks::Parameters small_params() { return test_support::research_params(11, 60, 40, 5, 60, 1); }
-}  // namespace
-
 TEST(SchedRun, ConcurrentJobsDecryptToExp) {
-    const auto params = small_params();
-    auto ctx = ckks::Context::create(params, 2);
-    ckks::KeyGenerator kg(ctx);
-    const auto sk = kg.secret_key();
-    auto keys = std::make_shared<ckks::EvaluationKeys>(kg.evaluation_keys(sk, true, {}, false));
-    ckks::Evaluator ev(ctx, keys);
-    std::mt19937_64 rng(5);
-    std::uniform_real_distribution<double> u(-1, 1);
-    std::vector<std::complex<double>> x(ctx->slots());
-    for (auto& v : x) v = u(rng);
-    const auto ct = ckks::Encryptor(ctx).encrypt_symmetric(ckks::Encoder(ctx).encode(x, ctx->scale_at(5), 5), sk);
+    const auto params = ckks::test::research_params(11, 60, 40, 5, 60, 1);
+    ckks::test::Env env(params, {});
+    const auto x = env.random();
+    const auto ct = env.encrypt(x);
+    const auto& ev = env.ev;
     const Graph g = maclaurin_exp(6, 5);
     const CostModel cm = CostModel::measure(params, 2, 1);
-    ckks::Decryptor dec(ctx);
     for (Policy p : all_policies()) {
         StreamOptions o;
         o.threads = 2;
@@ -320,7 +308,7 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
         const auto r = run(g, ev, {{"x", ct}}, cm, o, 6);
         ASSERT_EQ(r.outputs.size(), 6u);
         for (const auto& out : r.outputs) {
-            const auto got = dec.decrypt(out.at("exp"), sk);
+            const auto got = env.decrypt(out.at("exp"));
             double err = 0;
             for (std::size_t i = 0; i < x.size(); ++i) err = std::max(err, std::abs(got[i].real() - std::exp(x[i].real())));
             EXPECT_LT(err, 3e-4) << policy_name(p);  // the Maclaurin remainder: 2.3e-4 at x = 1, less inside
@@ -332,7 +320,7 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
     o.threads = 2;
     EXPECT_THROW(run(maclaurin_exp(6, 4), ev, {{"x", ct}}, cm, o), LevelError);
     EXPECT_THROW(run(g, ev, {{"y", ct}}, cm, o), ParameterError);
-    ckks::Evaluator keyless(ctx, nullptr);
+    ckks::Evaluator keyless(env.ctx, nullptr);
     EXPECT_THROW(run(g, keyless, {{"x", ct}}, cm, o), MissingKeyError);
     Graph rot;
     rot.output(rot.rotate(rot.input("x", 5), 3));
