@@ -18,6 +18,12 @@ void mul_scalar_mod(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out)
 void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out);
 // Dot product with constants, the core of RNS base conversion: out[c] = sum_{i<s} y[i][c] * f[i] mod t,
 // for any y[i][c] < 2^61 (residues of other moduli) and constants f[i] < t. `out` must not alias y.
-void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out);
+// With `index` and `table` (entries < t), table[index[c]] is subtracted mod t: the overflow correction of an exact
+// base conversion, folded into the same pass.
+void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out,
+                   const std::uint8_t* index = nullptr, const u64* table = nullptr);
+// out[k] = src[perm[k]] (an automorphism in evaluation form). Large outputs are written with non-temporal stores:
+// the source block that each output block reads stays in cache, the output does not. `out` must not alias src.
+void permute(const u64* src, const std::uint32_t* perm, std::size_t n, u64* out);
 
 }  // namespace kasoku::arith

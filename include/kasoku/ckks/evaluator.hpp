@@ -139,7 +139,7 @@ private:
     LazyCiphertext lazy_like_level(std::size_t num_q) const;  // buffers only (c0 over Q_l; b, a over Q_l * P)
     // psi_g(a) from the key switch (b, ka) of a's c1 over Q_l * P (key s -> s(X^{g^-1})): ModDown both, add c0,
     // then the automorphism on the two polynomials over Q_l.
-    Ciphertext finish_galois(const Ciphertext& a, std::uint64_t g, rns::RnsPoly b, rns::RnsPoly ka, int threads) const;
+    Ciphertext finish_galois(const Ciphertext& a, std::uint64_t g, const rns::RnsPoly& b, const rns::RnsPoly& ka, int threads) const;
     void check_scale_fits(double scale, int level, const char* op) const;
     double plain_scale(const Ciphertext& a) const;
 

@@ -75,6 +75,10 @@ public:
     void divide_round_by_p0(RnsPoly& a, int threads, const std::int64_t* addend = nullptr) const;
     // a (NTT form, num_q = l+1, num_p = k) -> round(a / P) at num_q = l+1, num_p = 0 (exact conversion).
     void mod_down(RnsPoly& a, int threads) const;
+    // out = psi_g(round(a / P) + addend) at num_q = l+1: ModDown, an optional addend over Q_l and the automorphism
+    // in one pass, limb by limb while each limb is in cache (the end of every rotation; the key switches to
+    // s(X^{g^-1}) so that the automorphism can come last). g = 1: no automorphism.
+    void mod_down_galois(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, int threads) const;
     // a (NTT form, num_q = l+1, num_p = k) -> round(a / (P q_l)) at num_q = l, num_p = 0: ModDown and
     // rescale fused into one base conversion (saves one round of NTTs).
     void mod_down_rescale(RnsPoly& a, int threads) const;
@@ -99,8 +103,11 @@ public:
     void automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, int threads) const;
 
 private:
-    void divide_exact(RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
-                      const u64* inv_shoup, std::size_t keep, int threads) const;
+    // out = round(a / R) (+ addend, then permuted by perm) on the first `keep` q-limbs, R = the product of the
+    // primes of src_limbs; out may be a.
+    void divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
+                      const u64* inv_shoup, std::size_t keep, RnsPoly& out, int threads, const RnsPoly* addend = nullptr,
+                      const std::uint32_t* perm = nullptr) const;
     void divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
                               int threads, const std::int64_t* addend = nullptr) const;
     const BaseConverter& digit_converter(std::size_t digit, std::size_t num_q) const {

@@ -1,4 +1,7 @@
 #include <cstdlib>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <string>
 
 #include "kasoku/arith/kernels.hpp"
@@ -113,8 +116,20 @@ void mul_scalar_mod(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out)
 void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out) {
     active_kernels().fma(a, b, c, n, m, out);
 }
-void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out) {
-    active_kernels().dot_const(y, f, s, n, t, out);
+void permute(const u64* src, const std::uint32_t* perm, std::size_t n, u64* out) {
+#if defined(__x86_64__)
+    if (n * sizeof(u64) >= detail::kStreamBytes) {  // movnti is baseline x86-64 (SSE2)
+        for (std::size_t k = 0; k < n; ++k) _mm_stream_si64(reinterpret_cast<long long*>(out + k), static_cast<long long>(src[perm[k]]));
+        _mm_sfence();
+        return;
+    }
+#endif
+    for (std::size_t k = 0; k < n; ++k) out[k] = src[perm[k]];
+}
+
+void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out,
+                   const std::uint8_t* index, const u64* table) {
+    active_kernels().dot_const(y, f, s, n, t, out, index, table);
 }
 
 }  // namespace kasoku::arith

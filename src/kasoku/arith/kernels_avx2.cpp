@@ -1,5 +1,6 @@
 // AVX2 bodies of the element-wise kernels and the NTT (compiled with -mavx2 only in this file).
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels_internal.hpp"
@@ -10,11 +11,12 @@ namespace kasoku::arith::detail {
 namespace {
 using namespace avx2;
 
-// out[i] = vec(i) for whole vectors (streamed when large, see kStreamBytes), scalar(i) for the tail.
+// out[i] = vec(i) for whole vectors (streamed when large and not in place, see kStreamBytes), scalar(i) for the
+// tail.
 template <class V, class S>
-inline void elementwise(std::size_t n, u64* out, V vec, S scalar) {
+inline void elementwise(std::size_t n, u64* out, bool in_place, V vec, S scalar) {
     std::size_t i = 0;
-    if (n * sizeof(u64) >= kStreamBytes && reinterpret_cast<std::uintptr_t>(out) % 32 == 0) {
+    if (!in_place && n * sizeof(u64) >= kStreamBytes && reinterpret_cast<std::uintptr_t>(out) % 32 == 0) {
         for (; i + 4 <= n; i += 4) _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), vec(i));
         _mm_sfence();
     } else {
@@ -26,14 +28,14 @@ inline void elementwise(std::size_t n, u64* out, V vec, S scalar) {
 void add_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m256i vq = set1(q);
     elementwise(
-        n, out, [&](std::size_t i) { return sub_if_ge(_mm256_add_epi64(load(a + i), load(b + i)), vq); },
+        n, out, out == a || out == b, [&](std::size_t i) { return sub_if_ge(_mm256_add_epi64(load(a + i), load(b + i)), vq); },
         [&](std::size_t i) { return add_mod(a[i], b[i], q); });
 }
 
 void sub_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m256i vq = set1(q);
     elementwise(
-        n, out,
+        n, out, out == a || out == b,
         [&](std::size_t i) { return sub_if_ge(_mm256_add_epi64(load(a + i), _mm256_sub_epi64(vq, load(b + i))), vq); },
         [&](std::size_t i) { return sub_mod(a[i], b[i], q); });
 }
@@ -41,7 +43,7 @@ void sub_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
 void negate_avx2(const u64* a, std::size_t n, u64 q, u64* out) {
     const __m256i vq = set1(q), zero = _mm256_setzero_si256(), ones = _mm256_set1_epi64x(-1);
     elementwise(
-        n, out,
+        n, out, out == a,
         [&](std::size_t i) {
             const __m256i x = load(a + i);
             const __m256i nz = _mm256_xor_si256(_mm256_cmpeq_epi64(x, zero), ones);
@@ -88,7 +90,8 @@ void fma_avx2(const u64* a, const u64* b, const u64* c, std::size_t n, const Mod
 }
 
 // Base-conversion dot product; the column-sum scheme of the AVX-512 body (see kernels_avx512.cpp), 4 lanes.
-void dot_const_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out) {
+void dot_const_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                    const std::uint8_t* index, const u64* table) {
     const u64 t = m.value;
     const u64 r64 = static_cast<u64>((static_cast<u128>(1) << 64) % t), r64p = shoup(r64, t), bar = ~u64{0} / t;
     const __m256i vt = set1(t), vt_h = set1(t >> 32), v2t = set1(2 * t);
@@ -120,13 +123,17 @@ void dot_const_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_
             const __m256i part = sub_if_ge(sub_if_ge(_mm256_add_epi64(a, b), v2t), vt);
             r = sub_if_ge(_mm256_add_epi64(r, part), vt);
         }
+        if (index) {  // r - table[index] mod t: a borrow makes the difference negative as a signed word
+            std::int32_t idx4;
+            std::memcpy(&idx4, index + c, 4);
+            const __m256i sub = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(table),
+                                                       _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(idx4)), 8);
+            const __m256i d = _mm256_sub_epi64(r, sub);
+            r = _mm256_add_epi64(d, _mm256_and_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), d), vt));
+        }
         store(out + c, r);
     }
-    if (c < n) {
-        std::vector<const u64*> tail(s);
-        for (std::size_t i = 0; i < s; ++i) tail[i] = y[i] + c;
-        dot_const_scalar(tail.data(), f, s, n - c, m, out + c);
-    }
+    dot_const_tail(y, f, s, c, n, m, out, index, table);
 }
 
 // One butterfly layer of 4 lanes with per-lane twiddles (w, wp): the forward CT butterfly on [0, 4q) inputs.

@@ -11,11 +11,12 @@ namespace kasoku::arith::detail::KASOKU_ISA_NS {
 namespace {
 using namespace avx512;
 
-// out[i] = vec(i) for whole vectors (streamed when large, see kStreamBytes), scalar(i) for the tail.
+// out[i] = vec(i) for whole vectors (streamed when large and not in place, see kStreamBytes), scalar(i) for the
+// tail.
 template <class V, class S>
-inline void elementwise(std::size_t n, u64* out, V vec, S scalar) {
+inline void elementwise(std::size_t n, u64* out, bool in_place, V vec, S scalar) {
     std::size_t i = 0;
-    if (n * sizeof(u64) >= kStreamBytes && reinterpret_cast<std::uintptr_t>(out) % 64 == 0) {
+    if (!in_place && n * sizeof(u64) >= kStreamBytes && reinterpret_cast<std::uintptr_t>(out) % 64 == 0) {
         for (; i + 8 <= n; i += 8) stream(out + i, vec(i));
         _mm_sfence();
     } else {
@@ -27,14 +28,14 @@ inline void elementwise(std::size_t n, u64* out, V vec, S scalar) {
 void add_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
     elementwise(
-        n, out, [&](std::size_t i) { return sub_if_ge(_mm512_add_epi64(load(a + i), load(b + i)), vq); },
+        n, out, out == a || out == b, [&](std::size_t i) { return sub_if_ge(_mm512_add_epi64(load(a + i), load(b + i)), vq); },
         [&](std::size_t i) { return add_mod(a[i], b[i], q); });
 }
 
 void sub_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
     elementwise(
-        n, out,
+        n, out, out == a || out == b,
         [&](std::size_t i) { return sub_if_ge(_mm512_add_epi64(load(a + i), _mm512_sub_epi64(vq, load(b + i))), vq); },
         [&](std::size_t i) { return sub_mod(a[i], b[i], q); });
 }
@@ -42,7 +43,7 @@ void sub_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
 void negate_avx512(const u64* a, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
     elementwise(
-        n, out,
+        n, out, out == a,
         [&](std::size_t i) {
             const __m512i x = load(a + i);
             return _mm512_maskz_sub_epi64(_mm512_test_epi64_mask(x, x), vq, x);  // q - x where x != 0, else 0
@@ -88,13 +89,15 @@ void fma_avx512(const u64* a, const u64* b, const u64* c, std::size_t n, const M
 // column sums of 32x32-bit partial products (no carries inside the loop): with y < 2^61 and f < t < 2^61,
 // x_l f_h and x_h f_l are below 2^61, so 8 of them still fit in 64 bits. The sum is then below 8 2^61 t, its
 // high word below t, and it is reduced as hi (2^64 mod t) + lo with one Shoup and one Barrett step.
-void dot_const_avx512(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out) {
+void dot_const_avx512(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                      const std::uint8_t* index, const u64* table) {
     const u64 t = m.value;
     const u64 r64 = static_cast<u64>((static_cast<u128>(1) << 64) % t);  // 2^64 mod t
     const __m512i vt = set1(t), v2t = set1(2 * t), vr64 = set1(r64), vr64p = set1(shoup(r64, t));
     const __m512i vbar = set1(~u64{0} / t);  // floor(2^64 / t), t not a power of two
     const __m512i m32 = set1(0xffffffffULL);
     const ShoupDq sh(t);
+    const TableLookup lookup(table, s + 1);
     std::size_t c = 0;
     for (; c + 8 <= n; c += 8) {
         __m512i r = _mm512_setzero_si512();
@@ -123,13 +126,10 @@ void dot_const_avx512(const u64* const* y, const u64* f, std::size_t s, std::siz
             const __m512i part = sub_if_ge(sub_if_ge(_mm512_add_epi64(a, b), v2t), vt);
             r = sub_if_ge(_mm512_add_epi64(r, part), vt);
         }
+        if (index) r = sub_table_mod(r, index + c, lookup, vt);
         store(out + c, r);
     }
-    if (c < n) {
-        std::vector<const u64*> tail(s);
-        for (std::size_t i = 0; i < s; ++i) tail[i] = y[i] + c;
-        dot_const_scalar(tail.data(), f, s, n - c, m, out + c);
-    }
+    dot_const_tail(y, f, s, c, n, m, out, index, table);
 }
 
 void ntt_forward_avx512(u64* a, const NttTables& t) {

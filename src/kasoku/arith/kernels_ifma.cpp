@@ -1,6 +1,8 @@
 // AVX-512-IFMA bodies: 52-bit multiply-adds for moduli below 2^50 (4q < 2^52 keeps the lazy NTT inside 52
 // bits); larger moduli go to the AVX-512DQ body. Compiled with -mavx512f -mavx512dq -mavx512ifma only in this
 // file, or against SIMDe (with a lane-wise IFMA shim) for the tests.
+#include <vector>
+
 #include "kernels_internal.hpp"
 #include "simd_avx512_internal.hpp"
 
@@ -57,12 +59,52 @@ void ntt_inverse_ifma(u64* a, const NttTables& t) {
     mul_scalar_ifma(a, t.n_inv(), t.n_inv_shoup(), t.n(), t.q(), a);
 }
 
-// Additions have no products, and the dot product takes residues of up to 61 bits: the DQ bodies serve.
+// Additions have no products: the DQ bodies serve.
 void add_ifma(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) { kAvx512Kernels.add(a, b, n, q, out); }
 void sub_ifma(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) { kAvx512Kernels.sub(a, b, n, q, out); }
 void negate_ifma(const u64* a, std::size_t n, u64 q, u64* out) { kAvx512Kernels.negate(a, n, q, out); }
-void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out) {
-    kAvx512Kernels.dot_const(y, f, s, n, m, out);
+
+// Base-conversion dot product for targets t < 2^50 and sources of up to 64 bits. IFMA reads the low 52 bits of
+// y, so y f = lo52(y) f + (y >> 52) g with g = 2^52 f mod t, and neither half needs a mask. The low and high
+// 52-bit halves of the products are summed apart, L (each < 2^52) and H (each < 2^50), in two accumulators each
+// so that four independent chains hide the IFMA latency. With H' = H + (L >> 52) (< 2^61 for 255 sources):
+//   sum y_i f_i = L mod 2^52 + 2^52 (H' mod 2^52) + 2^104 (H' >> 52)   (mod t),
+// three Shoup products by the constants 1, 2^52 mod t and 2^104 mod t, each in [0, 2t).
+void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                    const std::uint8_t* index, const u64* table) {
+    if (!fits(m.value)) return kAvx512Kernels.dot_const(y, f, s, n, m, out, index, table);
+    const u64 t = m.value;
+    std::vector<u64> g(s);
+    const u64 c52 = static_cast<u64>((static_cast<u128>(1) << 52) % t);
+    for (std::size_t i = 0; i < s; ++i) g[i] = static_cast<u64>((static_cast<u128>(f[i]) * c52) % t);
+    const u64 c104 = static_cast<u64>((static_cast<u128>(c52) * c52) % t);
+    const ShoupIfma sh(t);
+    const __m512i w1 = set1(1), w1p = set1(shoup(1, t) >> 12), w52 = set1(c52), w52p = set1(shoup(c52, t) >> 12);
+    const __m512i w104 = set1(c104), w104p = set1(shoup(c104, t) >> 12);
+    const __m512i vt = set1(t), v2t = set1(2 * t), m52 = mask52(), zero = _mm512_setzero_si512();
+    const TableLookup lookup(table, s + 1);
+    std::size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m512i la = zero, lb = zero, ha = zero, hb = zero;
+        for (std::size_t i = 0; i < s; ++i) {
+            const __m512i x = load(y[i] + c), xh = _mm512_srli_epi64(x, 52);
+            const __m512i vf = set1(f[i]), vg = set1(g[i]);
+            la = madd52lo(la, x, vf);
+            ha = madd52hi(ha, x, vf);
+            lb = madd52lo(lb, xh, vg);
+            hb = madd52hi(hb, xh, vg);
+        }
+        const __m512i l = _mm512_add_epi64(la, lb);
+        const __m512i h = _mm512_add_epi64(_mm512_add_epi64(ha, hb), _mm512_srli_epi64(l, 52));
+        const __m512i r0 = sh.mul_lazy(_mm512_and_si512(l, m52), w1, w1p);
+        const __m512i r1 = sh.mul_lazy(_mm512_and_si512(h, m52), w52, w52p);
+        const __m512i r2 = sh.mul_lazy(_mm512_srli_epi64(h, 52), w104, w104p);
+        __m512i r = sub_if_ge(_mm512_add_epi64(r0, r1), v2t);             // [0, 2t)
+        r = sub_if_ge(sub_if_ge(_mm512_add_epi64(r, r2), v2t), vt);      // [0, 4t) -> [0, t)
+        if (index) r = sub_table_mod(r, index + c, lookup, vt);
+        store(out + c, r);
+    }
+    dot_const_tail(y, f, s, c, n, m, out, index, table);
 }
 
 }  // namespace

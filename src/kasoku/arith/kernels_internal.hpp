@@ -21,12 +21,18 @@ extern const KernelTable kIfmaKernels;
 }  // namespace emulated
 
 // Element-wise kernels write outputs of at least this many bytes per call (one limb at N >= 2^15) with
-// non-temporal stores when the output starts on a vector boundary: such outputs do not stay in cache next to
-// their inputs, and streaming saves reading every output line before overwriting it (~1.4x for an H16 add).
+// non-temporal stores when the output starts on a vector boundary and is not one of the inputs: such outputs do
+// not stay in cache next to their inputs, and streaming saves reading every output line before overwriting it
+// (~1.4x for an H16 add). In place, the lines are in cache already and often read again at once (the limb
+// pipelines of ModDown), so they are stored normally.
 inline constexpr std::size_t kStreamBytes = 256 * 1024;
 
 // Scalar dot product with constants (the SIMD bodies use it for their tails).
-void dot_const_scalar(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out);
+void dot_const_scalar(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                      const std::uint8_t* index, const u64* table);
+// The tail of a SIMD body's dot product: columns [c, n) by the scalar body.
+void dot_const_tail(const u64* const* y, const u64* f, std::size_t s, std::size_t c, std::size_t n, const Modulus& m,
+                    u64* out, const std::uint8_t* index, const u64* table);
 // Scalar NTTs, used by the SIMD bodies for sizes below one vector block (n < 16).
 void ntt_forward_scalar(u64* a, const NttTables& t);
 void ntt_inverse_scalar(u64* a, const NttTables& t);

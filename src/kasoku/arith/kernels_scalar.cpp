@@ -1,4 +1,6 @@
 // Scalar reference bodies: the simplest correct code, against which every SIMD body is tested.
+#include <vector>
+
 #include "kernels_internal.hpp"
 
 namespace kasoku::arith::detail {
@@ -49,27 +51,38 @@ void dot_fixed(const u64* const* y, const u64* f, std::size_t n, const Modulus& 
 }  // namespace
 
 // Sums of up to 32 products of two 61-bit values fit in 128 bits; longer sums are reduced in chunks.
-void dot_const_scalar(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out) {
+void dot_const_scalar(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                      const std::uint8_t* index, const u64* table) {
     switch (s) {  // unrolled bodies for the common digit sizes
-        case 1: return dot_fixed<1>(y, f, n, m, out);
-        case 2: return dot_fixed<2>(y, f, n, m, out);
-        case 3: return dot_fixed<3>(y, f, n, m, out);
-        case 4: return dot_fixed<4>(y, f, n, m, out);
-        case 5: return dot_fixed<5>(y, f, n, m, out);
-        case 6: return dot_fixed<6>(y, f, n, m, out);
-        case 7: return dot_fixed<7>(y, f, n, m, out);
-        case 8: return dot_fixed<8>(y, f, n, m, out);
-        default: break;
+        case 1: dot_fixed<1>(y, f, n, m, out); break;
+        case 2: dot_fixed<2>(y, f, n, m, out); break;
+        case 3: dot_fixed<3>(y, f, n, m, out); break;
+        case 4: dot_fixed<4>(y, f, n, m, out); break;
+        case 5: dot_fixed<5>(y, f, n, m, out); break;
+        case 6: dot_fixed<6>(y, f, n, m, out); break;
+        case 7: dot_fixed<7>(y, f, n, m, out); break;
+        case 8: dot_fixed<8>(y, f, n, m, out); break;
+        default:
+            for (std::size_t c = 0; c < n; ++c) {
+                u64 r = 0;
+                for (std::size_t i0 = 0; i0 < s; i0 += 32) {
+                    u128 acc = 0;
+                    for (std::size_t i = i0; i < s && i < i0 + 32; ++i) acc += static_cast<u128>(y[i][c]) * f[i];
+                    r = add_mod(r, reduce_128(acc, m), m.value);
+                }
+                out[c] = r;
+            }
     }
-    for (std::size_t c = 0; c < n; ++c) {
-        u64 r = 0;
-        for (std::size_t i0 = 0; i0 < s; i0 += 32) {
-            u128 acc = 0;
-            for (std::size_t i = i0; i < s && i < i0 + 32; ++i) acc += static_cast<u128>(y[i][c]) * f[i];
-            r = add_mod(r, reduce_128(acc, m), m.value);
-        }
-        out[c] = r;
-    }
+    if (index)
+        for (std::size_t c = 0; c < n; ++c) out[c] = sub_mod(out[c], table[index[c]], m.value);
+}
+
+void dot_const_tail(const u64* const* y, const u64* f, std::size_t s, std::size_t c, std::size_t n, const Modulus& m,
+                    u64* out, const std::uint8_t* index, const u64* table) {
+    if (c >= n) return;
+    std::vector<const u64*> tail(s);
+    for (std::size_t i = 0; i < s; ++i) tail[i] = y[i] + c;
+    dot_const_scalar(tail.data(), f, s, n - c, m, out + c, index ? index + c : nullptr, table);
 }
 
 void ntt_forward_scalar(u64* a, const NttTables& t) {

@@ -38,6 +38,50 @@ inline __m512i set1(u64 x) { return _mm512_set1_epi64(static_cast<long long>(x))
 // x >= bound ? x - bound : x (unsigned): if x < bound, x - bound wraps above x and min keeps x.
 inline __m512i sub_if_ge(__m512i x, __m512i bound) { return _mm512_min_epu64(x, _mm512_sub_epi64(x, bound)); }
 
+// Eight byte indices widened to 64-bit lanes, and a gather of table[idx]; SIMDe 0.7 has neither, so the emulated
+// build does them lane by lane.
+#ifdef KASOKU_SIMD_EMULATE
+inline __m512i load_index8(const std::uint8_t* index) {
+    alignas(64) u64 v[8];
+    for (int i = 0; i < 8; ++i) v[i] = index[i];
+    return load(v);
+}
+inline __m512i gather64(__m512i idx, const u64* table) {
+    alignas(64) u64 v[8];
+    store(v, idx);
+    for (auto& x : v) x = table[x];
+    return load(v);
+}
+#else
+inline __m512i load_index8(const std::uint8_t* index) {
+    return _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(index)));
+}
+inline __m512i gather64(__m512i idx, const u64* table) { return _mm512_i64gather_epi64(idx, table, 8); }
+#endif
+
+// table[index[c..c+8)] for a table of `size` words: one permute while the table fits a register, else a gather.
+struct TableLookup {
+    const u64* table;
+    bool in_register;
+    __m512i reg = _mm512_setzero_si512();
+    TableLookup(const u64* t, std::size_t size) : table(t), in_register(t && size <= 8) {
+        if (!in_register) return;
+        alignas(64) u64 buf[8] = {};
+        for (std::size_t i = 0; i < size; ++i) buf[i] = t[i];
+        reg = load(buf);
+    }
+    __m512i operator()(const std::uint8_t* index) const {
+        const __m512i idx = load_index8(index);
+        return in_register ? _mm512_permutexvar_epi64(idx, reg) : gather64(idx, table);
+    }
+};
+
+// x - table[index] mod t, for x and the table's entries below t: a borrow wraps d above d + t.
+inline __m512i sub_table_mod(__m512i x, const std::uint8_t* index, const TableLookup& lookup, __m512i t) {
+    const __m512i d = _mm512_sub_epi64(x, lookup(index));
+    return _mm512_min_epu64(d, _mm512_add_epi64(d, t));
+}
+
 // ---- AVX-512F/DQ: 64x64-bit products from four 32x32 -> 64 partial products (no 64-bit high multiply) ----
 
 inline void mul_full(__m512i a, __m512i b, __m512i& hi, __m512i& lo) {

@@ -326,12 +326,13 @@ Ciphertext Evaluator::relinearize(const Ciphertext& a, int threads) const {
     threads = ctx_->threads_or_default(threads);
     const auto& r = ctx_->rns();
     Lazy ks = key_switch_lazy(a.polys[2], *keys_->relin, threads);
-    r.mod_down(ks.c0, threads);
-    r.mod_down(ks.c1, threads);
-    Ciphertext out = a;
-    out.polys.pop_back();
-    r.add(out.polys[0], ks.c0, out.polys[0], threads);
-    r.add(out.polys[1], ks.c1, out.polys[1], threads);
+    Ciphertext out;
+    out.polys.resize(2);
+    r.mod_down_galois(ks.c0, &a.polys[0], 1, out.polys[0], threads);  // c0 + ModDown(ks0), c1 + ModDown(ks1)
+    r.mod_down_galois(ks.c1, &a.polys[1], 1, out.polys[1], threads);
+    out.scale = a.scale;
+    out.context_uid = a.context_uid;
+    out.key_id = a.key_id;
     return out;
 }
 
@@ -390,18 +391,16 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, int thr
     threads = ctx_->threads_or_default(threads);
     // The key switches s -> s(X^{g^-1}); the automorphism comes last (see hoisting.cpp), on two polynomials over Q_l.
     Lazy ks = key_switch_lazy(a.polys[1], key, threads);
-    return finish_galois(a, g, std::move(ks.c0), std::move(ks.c1), threads);
+    return finish_galois(a, g, ks.c0, ks.c1, threads);
 }
 
-Ciphertext Evaluator::finish_galois(const Ciphertext& a, std::uint64_t g, RnsPoly b, RnsPoly ka, int threads) const {
+Ciphertext Evaluator::finish_galois(const Ciphertext& a, std::uint64_t g, const RnsPoly& b, const RnsPoly& ka, int threads) const {
+    // psi_g(c0 + ModDown(b)), psi_g(ModDown(ka)): one pass per polynomial over its Q_l limbs.
     const auto& r = ctx_->rns();
-    r.mod_down(b, threads);
-    r.mod_down(ka, threads);
-    r.add(a.polys[0], b, b, threads);
     Ciphertext out;
     out.polys.resize(2);
-    r.automorphism(b, g, out.polys[0], threads);
-    r.automorphism(ka, g, out.polys[1], threads);
+    r.mod_down_galois(b, &a.polys[0], g, out.polys[0], threads);
+    r.mod_down_galois(ka, nullptr, g, out.polys[1], threads);
     out.scale = a.scale;
     out.context_uid = a.context_uid;
     out.key_id = a.key_id;

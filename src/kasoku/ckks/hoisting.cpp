@@ -153,7 +153,7 @@ void Evaluator::hoisted_sum(const Decomposition& d, const std::vector<u64>& elts
         const arith::Modulus& m = r.modulus(kl);
         const u64 q = m.value;
         AlignedWords tmp(permute ? n : 0);  // one limb of one inner product, permuted while still in cache
-        const u64* c0 = permute && t < nq ? d.input.polys[0].limb(t) : nullptr;
+        const u64* c0 = t < nq ? d.input.polys[0].limb(t) : nullptr;
         // out (+)= psi(src): the first element writes, the others add (branch-free, values < q < 2^63)
         auto permute_into = [&](u64* dst, const u64* src, const std::uint32_t* p, bool first) {
             if (first) {
@@ -165,14 +165,25 @@ void Evaluator::hoisted_sum(const Decomposition& d, const std::vector<u64>& elts
                 }
             }
         };
+        if (!permute) {  // whole limbs: long sequential streams over the digits and keys prefetch best
+            for (std::size_t e = 0; e < keys.size(); ++e)
+                for (int half = 0; half < 2; ++half) {
+                    const auto& key = half == 0 ? keys[e]->b : keys[e]->a;
+                    u64* acc = half == 0 ? out.b.limb(t) : out.a.limb(t);
+                    if (e == 0) arith::mul_mod(d.digits[0].limb(t), key[0].limb(kl), n, m, acc);
+                    else arith::fma_mod(d.digits[0].limb(t), key[0].limb(kl), acc, n, m, acc);
+                    for (std::size_t j = 1; j < digits; ++j)
+                        arith::fma_mod(d.digits[j].limb(t), key[j].limb(kl), acc, n, m, acc);
+                }
+            return;
+        }
         for (std::size_t e = 0; e < keys.size(); ++e) {
             for (int half = 0; half < 2; ++half) {  // b, then a
                 const auto& key = half == 0 ? keys[e]->b : keys[e]->a;
-                u64* dst = half == 0 ? out.b.limb(t) : out.a.limb(t);
-                u64* acc = permute ? tmp.data() : dst;
+                u64* acc = tmp.data();
                 arith::mul_mod(d.digits[0].limb(t), key[0].limb(kl), n, m, acc);
                 for (std::size_t j = 1; j < digits; ++j) arith::fma_mod(d.digits[j].limb(t), key[j].limb(kl), acc, n, m, acc);
-                if (permute) permute_into(dst, acc, perms[e]->data(), e == 0);
+                permute_into(half == 0 ? out.b.limb(t) : out.a.limb(t), acc, perms[e]->data(), e == 0);
             }
             if (c0) permute_into(out.c0.limb(t), c0, perms[e]->data(), e == 0);
         }
@@ -335,7 +346,7 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
         lazy.b = RnsPoly(ctx_->n(), d.digits[0].num_q(), r.p_count(), true);
         lazy.a = RnsPoly(ctx_->n(), d.digits[0].num_q(), r.p_count(), true);
         hoisted_sum(d, {g}, {keys[next++]}, lazy, threads, /*permute=*/false);
-        out.push_back(finish_galois(a, g, std::move(lazy.b), std::move(lazy.a), threads));
+        out.push_back(finish_galois(a, g, lazy.b, lazy.a, threads));
     }
     return out;
 }

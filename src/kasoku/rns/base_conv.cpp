@@ -53,17 +53,8 @@ void BaseConverter::scale_source(const u64* const* x, std::size_t n, u64* const*
 
 void BaseConverter::convert_to(std::size_t t, const u64* const* y, std::size_t n, u64* out, const std::uint8_t* overflow) const {
     const std::size_t s = src_.size();
-    const u64* f = factor_.data() + t * s;
-    const arith::Modulus& m = dst_[t];
-    arith::dot_const_mod(y, f, s, n, m, out);
-    if (overflow) {
-        const u64* qv = q_mod_t_.data() + t * (s + 1);
-        const u64 q = m.value;
-        for (std::size_t c = 0; c < n; ++c) {  // branch-free: out, qv < q < 2^63, so a borrow sets the top bit
-            const u64 d = out[c] - qv[overflow[c]];
-            out[c] = d + (q & (0 - (d >> 63)));
-        }
-    }
+    // minus v Q mod t for the overflow count v of each coefficient, in the same pass
+    arith::dot_const_mod(y, factor_.data() + t * s, s, n, dst_[t], out, overflow, overflow ? q_mod_t_.data() + t * (s + 1) : nullptr);
 }
 
 }  // namespace kasoku::rns

@@ -243,10 +243,11 @@ void RnsContext::divide_round_by_p0(RnsPoly& a, int threads, const std::int64_t*
     divide_round_by_last(a, a.num_q(), p0_inv_.data(), p0_inv_shoup_.data(), p0_half_.data(), threads, addend);
 }
 
-void RnsContext::divide_exact(RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
-                              const u64* inv, const u64* inv_shoup, std::size_t keep, int threads) const {
-    // round(a / R) on the first `keep` q-limbs, R = the product of the primes of src_limbs (in conv's source order):
-    // a - [a]_R (exact, centered conversion) is divisible by R.
+void RnsContext::divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
+                              const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out, int threads,
+                              const RnsPoly* addend, const std::uint32_t* perm) const {
+    // round(a / R): a - [a]_R (exact, centered conversion) is divisible by R. Each output limb is converted,
+    // transformed, combined with a (and the addend) and permuted while it is in cache.
     const std::size_t s = src_limbs.size();
     RnsPoly y(n_, 0, s, false);
     parallel_for(threads, s, [&](std::size_t j) {
@@ -259,15 +260,18 @@ void RnsContext::divide_exact(RnsPoly& a, const std::vector<std::size_t>& src_li
     conv.scale_source(yp.data(), n_, yp.data());
     std::vector<std::uint8_t> v(n_);
     conv.overflow_count(yp.data(), n_, v.data());
-    RnsPoly out(n_, keep, 0, true);  // written limb by limb: no copy of the kept limbs afterwards
+    RnsPoly result(n_, keep, 0, true);  // written limb by limb: no copy of the kept limbs afterwards
     parallel_for(threads, keep, [&](std::size_t i) {
-        u64* t = out.limb(i);
+        AlignedWords scratch(perm ? n_ : 0);
+        u64* t = perm ? scratch.data() : result.limb(i);
         conv.convert_to(i, yp.data(), n_, t, v.data());
         arith::ntt_forward(t, *ntt_[i]);
         arith::sub_mod(a.limb(i), t, n_, q_[i], t);
         arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, q_[i], t);
+        if (addend) arith::add_mod(t, addend->limb(i), n_, q_[i], t);
+        if (perm) arith::permute(t, perm, n_, result.limb(i));
     });
-    a = std::move(out);
+    out = std::move(result);
 }
 
 void RnsContext::mod_down(RnsPoly& a, int threads) const {
@@ -275,7 +279,19 @@ void RnsContext::mod_down(RnsPoly& a, int threads) const {
     const std::size_t nq = a.num_q();
     std::vector<std::size_t> src(p_.size());
     for (std::size_t j = 0; j < src.size(); ++j) src[j] = nq + j;  // the P limbs
-    divide_exact(a, src, p_to_q_, p_inv_.data(), p_inv_shoup_.data(), nq, threads);
+    divide_exact(a, src, p_to_q_, p_inv_.data(), p_inv_shoup_.data(), nq, a, threads);
+}
+
+void RnsContext::mod_down_galois(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, int threads) const {
+    if (!a.ntt_form() || a.num_p() != p_.size() || p_.empty()) throw ParameterError("internal: mod_down_galois needs an NTT-form Q*P poly");
+    const std::size_t nq = a.num_q();
+    if (addend && (addend->num_q() != nq || addend->num_p() != 0 || !addend->ntt_form()))
+        throw ParameterError("internal: mod_down_galois addend shape differs");
+    if (&a == &out) throw ParameterError("internal: mod_down_galois cannot run in place");
+    const auto perm = galois_elt == 1 ? nullptr : automorphism_permutation(galois_elt);
+    std::vector<std::size_t> src(p_.size());
+    for (std::size_t j = 0; j < src.size(); ++j) src[j] = nq + j;
+    divide_exact(a, src, p_to_q_, p_inv_.data(), p_inv_shoup_.data(), nq, out, threads, addend, perm ? perm->data() : nullptr);
 }
 
 void RnsContext::mod_down_rescale(RnsPoly& a, int threads) const {
@@ -285,7 +301,7 @@ void RnsContext::mod_down_rescale(RnsPoly& a, int threads) const {
     std::vector<std::size_t> src(p_.size() + 1);
     for (std::size_t j = 0; j < p_.size(); ++j) src[j] = l + 1 + j;  // the P limbs, then q_l
     src.back() = l;
-    divide_exact(a, src, pq_to_q_[l], pq_inv_[l].data(), pq_inv_shoup_[l].data(), l, threads);
+    divide_exact(a, src, pq_to_q_[l], pq_inv_[l].data(), pq_inv_shoup_[l].data(), l, a, threads);
 }
 
 RnsContext::Decomposed RnsContext::decompose(const RnsPoly& d, int threads) const {
@@ -336,11 +352,7 @@ void RnsContext::automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, in
     shape_like(a, out);
     auto perm = automorphism_permutation(galois_elt);
     const std::uint32_t* p = perm->data();
-    parallel_for(threads, a.limbs(), [&](std::size_t i) {
-        const u64* src = a.limb(i);
-        u64* dst = out.limb(i);
-        for (std::size_t k = 0; k < n_; ++k) dst[k] = src[p[k]];
-    });
+    parallel_for(threads, a.limbs(), [&](std::size_t i) { arith::permute(a.limb(i), p, n_, out.limb(i)); });
 }
 
 }  // namespace kasoku::rns

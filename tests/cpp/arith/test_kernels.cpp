@@ -2,9 +2,11 @@
 // also compiled against SIMDe into this test, so they are checked on machines without AVX-512 too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
+#include "kasoku/arith/kernels.hpp"
 #include "kasoku/arith/ntt.hpp"
 #include "kasoku/arith/primes.hpp"
 #include "kasoku/arith/simd.hpp"
@@ -78,12 +80,13 @@ TEST(Kernels, EveryBodyMatchesScalar) {
 }
 
 // Base-conversion dot products: sources up to 2^61 - 1 (residues of other moduli), constants below t,
-// long and short sums; the scalar body against a product-by-product reference, every body against scalar.
+// long and short sums, with and without the subtracted table entry (overflow correction, tables that fit a
+// register and larger ones); the scalar body against a product-by-product reference, every body against it.
 TEST(Kernels, DotConstMatchesReference) {
     const KernelTable& ref = kernel_table(SimdLevel::scalar);
     std::mt19937_64 rng(11);
     const auto bodies = bodies_under_test();
-    for (int bits : {30, 40, 50, 60, 61}) {
+    for (int bits : {30, 40, 49, 50, 60, 61}) {
         const Modulus m(generate_ntt_primes(bits, 1, 1024)[0]);
         for (size_t s : {1, 2, 3, 5, 7, 8, 9, 12, 17, 33, 40}) {
             const size_t n = 67;  // 8 vectors and a tail
@@ -97,17 +100,45 @@ TEST(Kernels, DotConstMatchesReference) {
                 f[i] = i % 4 == 0 ? m.value - 1 : rng() % m.value;
                 yp[i] = y[i].data();
             }
+            std::vector<u64> table(s + 1);
+            for (auto& v : table) v = rng() % m.value;
+            table[s] = m.value - 1;
+            std::vector<std::uint8_t> index(n);
+            for (size_t c = 0; c < n; ++c) index[c] = static_cast<std::uint8_t>(c % 3 == 0 ? s : rng() % (s + 1));
             std::vector<u64> expect(n), r1(n), r2(n);
             for (size_t c = 0; c < n; ++c)
                 for (size_t i = 0; i < s; ++i)
                     expect[c] = add_mod(expect[c], reduce_128(static_cast<u128>(y[i][c]) * f[i], m), m.value);
-            ref.dot_const(yp.data(), f.data(), s, n, m, r1.data());
-            ASSERT_EQ(r1, expect) << "scalar bits=" << bits << " s=" << s;
-            for (const KernelTable* k : bodies) {
-                k->dot_const(yp.data(), f.data(), s, n, m, r2.data());
-                ASSERT_EQ(r2, expect) << "body=" << k->name << " bits=" << bits << " s=" << s;
+            for (bool corrected : {false, true}) {
+                const std::uint8_t* idx = corrected ? index.data() : nullptr;
+                const u64* tab = corrected ? table.data() : nullptr;
+                if (corrected)
+                    for (size_t c = 0; c < n; ++c) expect[c] = sub_mod(expect[c], table[index[c]], m.value);
+                ref.dot_const(yp.data(), f.data(), s, n, m, r1.data(), idx, tab);
+                ASSERT_EQ(r1, expect) << "scalar bits=" << bits << " s=" << s << " corrected=" << corrected;
+                for (const KernelTable* k : bodies) {
+                    k->dot_const(yp.data(), f.data(), s, n, m, r2.data(), idx, tab);
+                    ASSERT_EQ(r2, expect) << "body=" << k->name << " bits=" << bits << " s=" << s << " corrected=" << corrected;
+                }
             }
         }
+    }
+}
+
+// permute: small outputs (plain stores) and large ones (streamed), against the plain loop.
+TEST(Kernels, PermuteMatchesPlainLoop) {
+    std::mt19937_64 rng(12);
+    for (size_t n : {size_t{16}, size_t{1} << 16}) {
+        std::vector<u64> src(n), got(n), want(n);
+        std::vector<std::uint32_t> perm(n);
+        for (size_t k = 0; k < n; ++k) {
+            src[k] = rng();
+            perm[k] = static_cast<std::uint32_t>(k);
+        }
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (size_t k = 0; k < n; ++k) want[k] = src[perm[k]];
+        kasoku::arith::permute(src.data(), perm.data(), n, got.data());
+        ASSERT_EQ(got, want) << "n=" << n;
     }
 }
 
