@@ -207,6 +207,30 @@ TEST(Rns, AutomorphismMatchesCoefficientDefinition) {
     }
 }
 
+// The end of every rotation: ModDown, an addend and the automorphism in one pass, bit for bit as three steps.
+TEST(Rns, ModDownGaloisEqualsModDownAddAutomorphism) {
+    Fixture f;
+    std::mt19937_64 rng(13);
+    const std::size_t nq = 4;
+    for (u64 g : {u64{1}, u64{5}, u64{2 * 64 - 1}}) {
+        for (bool with_addend : {false, true}) {
+            RnsPoly a = f.random(nq, 3, rng), c0 = f.random(nq, 0, rng);
+            f.ctx.to_ntt(a, 1);
+            f.ctx.to_ntt(c0, 1);
+            RnsPoly expect = a, got;
+            f.ctx.mod_down(expect, 1);
+            if (with_addend) f.ctx.add(expect, c0, expect, 1);
+            if (g != 1) {
+                RnsPoly permuted;
+                f.ctx.automorphism(expect, g, permuted, 1);
+                expect = permuted;
+            }
+            f.ctx.mod_down_galois(a, with_addend ? &c0 : nullptr, g, got, 2);
+            ASSERT_EQ(got, expect) << "g=" << g << " addend=" << with_addend;
+        }
+    }
+}
+
 TEST(Rns, DivideRoundByFirstSpecialPrimeWithAddend) {
     Fixture f;
     std::mt19937_64 rng(8);
