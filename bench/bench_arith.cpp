@@ -108,6 +108,27 @@ void register_all() {
                     k.add(d.a.data(), d.b.data(), d.t.n(), d.t.q(), d.r.data());
                 });
             }
+            // One target limb of H16's ModDown base conversion: 7 sources below 2^60 (the special primes),
+            // with the overflow correction. 40-bit targets take the IFMA body's own dot product.
+            add_bench("DotConst7", k, bits, 16, [](const KernelTable& k, Data& d) {
+                static const auto src = [] {
+                    std::mt19937_64 rng(3);
+                    std::vector<std::vector<u64>> y(7, std::vector<u64>(std::size_t{1} << 16));
+                    for (auto& v : y)
+                        for (auto& x : v) x = rng() >> 4;
+                    return y;
+                }();
+                static const std::vector<std::uint8_t> index = [] {
+                    std::vector<std::uint8_t> v(std::size_t{1} << 16);
+                    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(i % 8);
+                    return v;
+                }();
+                const u64* y[7];
+                for (int i = 0; i < 7; ++i) y[i] = src[i].data();
+                const u64 q = d.t.q(), f[7] = {q - 1, q / 3, q / 5, q / 7, q / 11, q / 13, q / 17};
+                const u64 table[8] = {0, q / 2, q / 3, q / 4, q / 5, q / 6, q / 7, q / 8};
+                k.dot_const(y, f, 7, d.t.n(), d.t.modulus(), d.r.data(), index.data(), table);
+            });
         }
     }
 }
