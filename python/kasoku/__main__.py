@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--cost", default=None,
                    help="paper (the source's Xeon Phi tables), measure (time this machine), or a JSON file from "
                         "--save-cost; default paper for sim, measure for real")
-    s.add_argument("--policy", default="all", help="a policy (fixed-1, fixed-half, fixed-full, dynamic, kasoku) or 'all'")
+    s.add_argument("--policy", default="all",
+                   help="policies, comma separated (fixed-1, fixed-half, fixed-full, dynamic, kasoku), or 'all'")
     s.add_argument("--D", default="60,70,80,90,100,120", help="mean inter-arrival times (ms), comma separated")
     s.add_argument("--jobs", type=int, default=2300, help="jobs per stream (the source: 2300)")
     s.add_argument("--window", default="301,1900", help="measured jobs, 1-based inclusive (the source: 301,1900)")
@@ -70,7 +71,12 @@ def main(argv: list[str] | None = None) -> int:
             return demo.main(args.params)
         if args.cmd == "schedule":
             from kasoku import schedule_cli
-            pols = list(ks.sched.POLICIES) if args.policy == "all" else [args.policy]
+            pols = list(ks.sched.POLICIES) if args.policy == "all" else args.policy.split(",")
+            unknown = [p for p in pols if p not in ks.sched.POLICIES]
+            if unknown:
+                print(f"error: unknown policy {', '.join(unknown)}; choose from {', '.join(ks.sched.POLICIES)} or 'all'",
+                      file=sys.stderr)
+                return 2
             w = tuple(int(v) for v in args.window.split(","))
             threads = args.threads or (126 if args.executor == "sim" else ks.hardware_threads())
             schedule_cli.run(pols, [float(v) for v in args.D.split(",")], args.jobs, w, threads, args.executor,

@@ -133,3 +133,13 @@ def test_cli_schedule_sim(tmp_path, capsys):
     lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
     assert len(lines) == 2 * len(sched.POLICIES)
     assert "source's Table 6" in table.read_text() and plot.stat().st_size > 10000
+
+
+def test_cli_schedule_policy_list(capsys):
+    from kasoku.__main__ import main
+
+    assert main(["schedule", "--D", "120", "--jobs", "100", "--window", "11,90", "--policy", "fixed-1,kasoku"]) == 0
+    lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
+    assert [r["policy"] for r in lines] == ["fixed-1", "kasoku"]
+    assert main(["schedule", "--policy", "fixed-1,fastest"]) == 2
+    assert "unknown policy fastest" in capsys.readouterr().err
