@@ -77,7 +77,7 @@ public:
     void mod_down(RnsPoly& a, int threads) const;
     // out = psi_g(round(a / P) + addend) at num_q = l+1: ModDown, an optional addend over Q_l and the automorphism
     // in one pass, limb by limb while each limb is in cache (the end of every rotation; the key switches to
-    // s(X^{g^-1}) so that the automorphism can come last). g = 1: no automorphism.
+    // s(X^{g^-1}) so that the automorphism can come last). g = 1: no automorphism. out may be a.
     void mod_down_galois(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, int threads) const;
     // a (NTT form, num_q = l+1, num_p = k) -> round(a / (P q_l)) at num_q = l, num_p = 0: ModDown and
     // rescale fused into one base conversion (saves one round of NTTs).

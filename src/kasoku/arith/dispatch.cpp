@@ -119,7 +119,8 @@ void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modu
 void permute(const u64* src, const std::uint32_t* perm, std::size_t n, u64* out) {
 #if defined(__x86_64__)
     if (n * sizeof(u64) >= detail::kStreamBytes) {  // movnti is baseline x86-64 (SSE2)
-        for (std::size_t k = 0; k < n; ++k) _mm_stream_si64(reinterpret_cast<long long*>(out + k), static_cast<long long>(src[perm[k]]));
+        for (std::size_t k = 0; k < n; ++k)
+            _mm_stream_si64(reinterpret_cast<long long*>(out + k), static_cast<long long>(src[perm[k]]));
         _mm_sfence();
         return;
     }

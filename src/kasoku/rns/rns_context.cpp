@@ -274,23 +274,16 @@ void RnsContext::divide_exact(const RnsPoly& a, const std::vector<std::size_t>& 
     out = std::move(result);
 }
 
-void RnsContext::mod_down(RnsPoly& a, int threads) const {
-    if (!a.ntt_form() || a.num_p() != p_.size() || p_.empty()) throw ParameterError("internal: mod_down needs an NTT-form Q*P poly");
-    const std::size_t nq = a.num_q();
-    std::vector<std::size_t> src(p_.size());
-    for (std::size_t j = 0; j < src.size(); ++j) src[j] = nq + j;  // the P limbs
-    divide_exact(a, src, p_to_q_, p_inv_.data(), p_inv_shoup_.data(), nq, a, threads);
-}
+void RnsContext::mod_down(RnsPoly& a, int threads) const { mod_down_galois(a, nullptr, 1, a, threads); }
 
 void RnsContext::mod_down_galois(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, int threads) const {
-    if (!a.ntt_form() || a.num_p() != p_.size() || p_.empty()) throw ParameterError("internal: mod_down_galois needs an NTT-form Q*P poly");
+    if (!a.ntt_form() || a.num_p() != p_.size() || p_.empty()) throw ParameterError("internal: mod_down needs an NTT-form Q*P poly");
     const std::size_t nq = a.num_q();
     if (addend && (addend->num_q() != nq || addend->num_p() != 0 || !addend->ntt_form()))
         throw ParameterError("internal: mod_down_galois addend shape differs");
-    if (&a == &out) throw ParameterError("internal: mod_down_galois cannot run in place");
     const auto perm = galois_elt == 1 ? nullptr : automorphism_permutation(galois_elt);
     std::vector<std::size_t> src(p_.size());
-    for (std::size_t j = 0; j < src.size(); ++j) src[j] = nq + j;
+    for (std::size_t j = 0; j < src.size(); ++j) src[j] = nq + j;  // the P limbs
     divide_exact(a, src, p_to_q_, p_inv_.data(), p_inv_shoup_.data(), nq, out, threads, addend, perm ? perm->data() : nullptr);
 }
 
