@@ -1,7 +1,6 @@
 // AVX-512F/DQ bodies of the element-wise kernels and the NTT, for any modulus up to 61 bits
 // (compiled with -mavx512f -mavx512dq only in this file, or against SIMDe for the tests).
 #include <cstdint>
-#include <vector>
 
 #include "kernels_internal.hpp"
 #include "simd_avx512_internal.hpp"
@@ -28,7 +27,8 @@ inline void elementwise(std::size_t n, u64* out, bool in_place, V vec, S scalar)
 void add_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
     elementwise(
-        n, out, out == a || out == b, [&](std::size_t i) { return sub_if_ge(_mm512_add_epi64(load(a + i), load(b + i)), vq); },
+        n, out, out == a || out == b,
+        [&](std::size_t i) { return sub_if_ge(_mm512_add_epi64(load(a + i), load(b + i)), vq); },
         [&](std::size_t i) { return add_mod(a[i], b[i], q); });
 }
 
