@@ -188,13 +188,9 @@ std::vector<Placement> Dispatcher::place(double now) {
     std::vector<Placement> out;
     while (!ready_.empty()) {
         const ReadyTask head = *ready_.begin();
-        SchedulerView v;
-        v.total_threads = threads_;
-        v.busy_threads = busy_;
-        v.running_tasks = running_;
+        // the other ready tasks from running totals instead of a list
+        SchedulerView v = make_view(threads_, busy_, running_, head, {}, cost_);
         v.jobs_in_system = in_system_;
-        v.head = head;
-        v.cost = &cost_;
         v.others = static_cast<int>(ready_.size()) - 1;
         v.others_paper_demand = others_paper_ - paper_demand(head);
         if (policy_ == Policy::kasoku)
