@@ -25,12 +25,12 @@ PAPER_TABLE6 = {
 }
 
 
-def _cost_model(spec: str, params, threads: int, save: str | None):
+def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = 3):
     if spec == "paper":
         cm = sched.CostModel.from_paper()
     elif spec == "measure":
         print(f"measuring the cost model at {params.name or 'the parameters'} on {threads} threads ...", file=sys.stderr)
-        cm = sched.CostModel.measure(params, max_threads=threads,
+        cm = sched.CostModel.measure(params, max_threads=threads, reps=reps,
                                      progress=lambda d, t: print(f"  {d}/{t}", end="\r", file=sys.stderr))
         print(file=sys.stderr)
     else:
@@ -51,9 +51,9 @@ def _real_setup(params):
 
 def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int], threads: int, executor: str,
         cost: str, params_name: str, seeds: int, order: int, json_path: str | None, table_path: str | None,
-        plot_path: str | None, save_cost: str | None) -> list[dict]:
+        plot_path: str | None, save_cost: str | None, reps: int = 3) -> list[dict]:
     params = ks.Parameters.named(params_name)
-    cm = _cost_model(cost, params, threads, save_cost)
+    cm = _cost_model(cost, params, threads, save_cost, reps)
     g = sched.maclaurin_exp(order=order, level=7 if cost == "paper" else params.levels)
     real = _real_setup(params) if executor == "real" else None
     rows, curves = [], {}

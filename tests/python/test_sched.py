@@ -19,6 +19,7 @@ def test_graph_builders_and_levels():
     g.output(y)
     assert [n["level"] for n in g.nodes] == [7, 6, 5, 4, 4]
     assert g.task_nq(x3) == 7 and g.task_nq(y) == 5
+    assert g.aligns(x3) and g.aligns(y) and not g.aligns(x2) and not g.aligns(t)
     assert g.outputs == [(y, "out0")]
     with pytest.raises(ks.LevelError):
         h = sched.Graph()
@@ -47,6 +48,11 @@ def test_cost_model_paper_save_load(tmp_path):
     d = cm.to_dict()
     d["overhead_ms"] = 1.5
     assert sched.CostModel.from_dict(d).overhead_ms == 1.5
+    assert "align" not in d and cm.align_ms(8) == 0  # the source's ModDrop: no scale fix, folded into the task
+    d["align"] = {"nq_min": 2, "ms": [[4.0, 2.0], [6.0, 3.0]]}
+    aligned = sched.CostModel.from_dict(d)
+    assert aligned.align_ms(3, 1) == 6 and aligned.align_ms(3, 8) == 3
+    assert sched.CostModel.from_dict(aligned.to_dict()).align_ms(2, 2) == 2
     d["ops"]["add"]["ms"] = [[-1.0]]
     with pytest.raises(ks.SerializationError):
         sched.CostModel.from_dict(d)

@@ -1,7 +1,7 @@
 // Cost model T(op, nq, threads) of the scheduler (seed 001 §4, DESIGN §3.2): the time of one fused task on an idle
 // machine, by its kind, the primes nq of its operands and its thread count (the shape of the source's Tables 1-3),
 // times a load factor for the threads busy at once across the machine (its Tables 4-5), plus a start-up overhead per
-// task. Measured here (measure), read from JSON (load / from_json), or built from the source's own tables
+// task, plus the alignment of an operand from a higher level where the task has one (Graph::aligns). Measured here (measure), read from JSON (load / from_json), or built from the source's own tables
 // (from_paper) so that its Xeon Phi can be simulated on any machine.
 #pragma once
 #include <array>
@@ -31,16 +31,24 @@ public:
 
     CostModel() = default;
     // A model from tables: a time table and a load curve for every task kind, indexed by OpKind - 1 (multiply,
-    // square, multiply_plain, add, add_plain, rotate).
+    // square, multiply_plain, add, add_plain, rotate), and optionally the alignment table (rows: the task's nq; empty:
+    // alignment is free).
     CostModel(std::string name, std::string machine, int hardware_threads, std::array<Table, kTaskKinds> ops,
-              std::array<LoadTable, kTaskKinds> load, double overhead_ms);
+              std::array<LoadTable, kTaskKinds> load, double overhead_ms, Table align);
+    CostModel(std::string name, std::string machine, int hardware_threads, std::array<Table, kTaskKinds> ops,
+              std::array<LoadTable, kTaskKinds> load, double overhead_ms)
+        : CostModel(std::move(name), std::move(machine), hardware_threads, std::move(ops), std::move(load), overhead_ms,
+                    Table{1, {}}) {}
 
     // The source's Xeon Phi 7230F with SEAL 3.2 at N = 2^15 (nq = 2..8): Tables 1-3 give the task times, Tables 4-5
-    // the load curves. See docs/SCHEDULING.md for how the tables combine.
+    // the load curves. See docs/SCHEDULING.md for how the tables combine. No alignment table: SEAL's ModDrop keeps
+    // the scale and takes a few ms, folded into the task (§7.1).
     static CostModel from_paper();
     // Times every task kind on this machine at params, for nq = 2..levels+1 and 1..max_threads threads (median of
     // `reps`); the load curves with 1, 2, 4, ..., max_threads concurrent one-thread tasks (multiply for the
-    // key-switching tasks and multiply_plain, add for add and add_plain); the overhead of one dispatch.
+    // key-switching tasks and multiply_plain, add for add and add_plain); the overhead of one dispatch; and the
+    // alignment of an operand one level up (kasoku keeps canonical scales, so that is a constant product and a
+    // rescale: an add across levels minus an add at one level).
     // progress(done, total) if given.
     static CostModel measure(const ckks::Parameters& params, int max_threads, int reps = 3,
                              const std::function<void(int, int)>& progress = {});
@@ -52,8 +60,20 @@ public:
     // Unloaded ms of a task; threads beyond the table's columns take its last column, and an nq outside the table
     // scales the nearest row linearly in nq (every operation is linear in the primes).
     double time_ms(OpKind op, int nq, int threads) const;
+    // Unloaded ms of bringing a task's higher operand down to its nq (0 without an alignment table), same lookup.
+    double align_ms(int nq, int threads) const;
+    // Unloaded ms of a whole task: time_ms plus align_ms when the task aligns its operands.
+    double task_ms(OpKind op, int nq, bool align, int threads) const {
+        return time_ms(op, nq, threads) + (align ? align_ms(nq, threads) : 0.0);
+    }
     // Slowdown while busy_threads threads run in tasks of mean_width threads each.
     double load_factor(OpKind op, int busy_threads, double mean_width = 1) const;
+    // ms of a whole task under that load: its operation slowed by its kind's curve, its alignment (a constant
+    // product and a rescale) by multiply_plain's.
+    double loaded_task_ms(OpKind op, int nq, bool align, int threads, int busy_threads, double mean_width) const {
+        return time_ms(op, nq, threads) * load_factor(op, busy_threads, mean_width) +
+               (align ? align_ms(nq, threads) * load_factor(OpKind::multiply_plain, busy_threads, mean_width) : 0.0);
+    }
     double overhead_ms() const { return overhead_ms_; }
     const std::string& name() const { return name_; }
     const std::string& machine() const { return machine_; }
@@ -62,6 +82,7 @@ public:
     int nq_max() const;
     const Table& table(OpKind op) const;
     const LoadTable& load_table(OpKind op) const;
+    const Table& align_table() const { return align_; }
 
 private:
     std::string name_, machine_;
@@ -69,6 +90,7 @@ private:
     std::array<Table, kTaskKinds> ops_{};
     std::array<LoadTable, kTaskKinds> load_{};
     double overhead_ms_ = 0;
+    Table align_{};
 };
 
 }  // namespace kasoku::sched

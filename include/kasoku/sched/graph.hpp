@@ -48,6 +48,9 @@ public:
     std::size_t size() const { return nodes_.size(); }
     // Primes of the ciphertexts a task computes on (the source's n_q): the level of its (aligned) operands + 1.
     int task_nq(int id) const;
+    // Whether a task's operands are at different levels, so that it first brings the higher one down to the lower
+    // (with canonical scales: a constant product and a rescale, priced by CostModel::align_ms).
+    bool aligns(int id) const;
     // Successor lists and a topological order (inputs first).
     std::vector<std::vector<int>> successors() const;
     std::vector<int> topological_order() const;

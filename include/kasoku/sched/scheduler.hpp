@@ -28,6 +28,7 @@ struct ReadyTask {
     OpKind op = OpKind::add;
     int nq = 1;
     double priority = 0;  // longest path (ms, one thread, unloaded) from its start to the job's end
+    bool align = false;   // its operands are at different levels (Graph::aligns)
 };
 
 // What a policy sees when it places the head of the ready list.
@@ -55,7 +56,8 @@ int paper_demand(const ReadyTask& t);
 // fixed-*: their count (capped at T) once that many threads are free. dynamic (the source's §7.3.2), with r and n_r
 // as above:
 //   n_c + nq + n_r <= T -> nq;  n_c + ceil(nq/2) + r <= T -> ceil(nq/2);  n_c + 2 + r <= T -> 2;  n_c + 1 <= T -> 1.
-// kasoku (ours; estimates by the cost model: level-aware, with the start-up overhead and the load factor):
+// kasoku (ours; estimates by the cost model: level-aware, alignment included, with the start-up overhead and the load
+// factor):
 //   1. marginal gain: the threads n must raise the machine's work per unit time, busy / load_factor(busy), from
 //      n_c to n_c + n; the largest such n <= nq is the cap (none: wait);
 //   2. no queue (at most 1.5 * T / nq jobs in the system: 1.5x the jobs whose tasks run at full width at once): the

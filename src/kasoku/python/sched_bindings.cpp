@@ -73,6 +73,8 @@ void bind_sched(nb::module_& parent) {
         .def("rotate", &Graph::rotate, "a"_a, "step"_a)
         .def("output", &Graph::output, "a"_a, "name"_a = "")
         .def("task_nq", &Graph::task_nq, "node"_a, "Primes of the ciphertexts the task computes on (level + 1).")
+        .def("aligns", &Graph::aligns, "node"_a,
+             "Whether the task's operands are at different levels (it brings the higher one down first).")
         .def("topological_order", &Graph::topological_order)
         .def("__len__", &Graph::size)
         .def_prop_ro("nodes", [](const Graph& g) {
@@ -111,6 +113,8 @@ void bind_sched(nb::module_& parent) {
         .def("time_ms", [](const CostModel& c, const std::string& op, int nq, int threads) {
             return c.time_ms(op_from_name(op), nq, threads);
         }, "op"_a, "nq"_a, "threads"_a = 1, "Unloaded ms of one task.")
+        .def("align_ms", &CostModel::align_ms, "nq"_a, "threads"_a = 1,
+             "Unloaded ms of bringing a task's higher operand down to its nq (0 when the model has no alignment table).")
         .def("load_factor", [](const CostModel& c, const std::string& op, int busy, double width) {
             return c.load_factor(op_from_name(op), busy, width);
         }, "op"_a, "busy_threads"_a, "mean_width"_a = 1.0)

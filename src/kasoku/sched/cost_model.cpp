@@ -47,6 +47,27 @@ double interpolate(const CostModel::LoadCurve& c, int busy) {
     return y1 + (y1 - y0) * (busy - x1) / double(x1 - x0);
 }
 
+void check_table(const CostModel::Table& t, const std::string& what) {
+    if (t.ms.empty() || t.nq_min < 1) throw ParameterError(what + " is empty or has nq_min < 1");
+    for (const auto& row : t.ms) {
+        if (row.empty()) throw ParameterError(what + " has a row without thread columns");
+        for (double v : row)
+            if (!(v > 0) || !std::isfinite(v)) throw ParameterError(what + " has a time that is not finite and > 0");
+    }
+}
+
+// Threads beyond the columns take the last one; an nq outside the rows scales the nearest row linearly in nq.
+double lookup(const CostModel::Table& t, int nq, int threads) {
+    if (nq < 1 || threads < 1)
+        throw ParameterError("cost model: nq and threads must be >= 1, got nq = " + std::to_string(nq) +
+                             ", threads = " + std::to_string(threads));
+    const int last = t.nq_min + static_cast<int>(t.ms.size()) - 1;
+    const int row = std::clamp(nq, t.nq_min, last);
+    const auto& r = t.ms[row - t.nq_min];
+    const double v = r[std::min<std::size_t>(threads, r.size()) - 1];
+    return row == nq ? v : v * nq / row;
+}
+
 std::string cpu_model() {
     std::ifstream f("/proc/cpuinfo");
     std::string line;
@@ -100,20 +121,14 @@ double measure_overhead_ms(int threads, int reps) {
 }  // namespace
 
 CostModel::CostModel(std::string name, std::string machine, int hardware_threads, std::array<Table, kTaskKinds> ops,
-                     std::array<LoadTable, kTaskKinds> load, double overhead_ms)
+                     std::array<LoadTable, kTaskKinds> load, double overhead_ms, Table align)
     : name_(std::move(name)), machine_(std::move(machine)), hardware_threads_(hardware_threads), ops_(std::move(ops)),
-      load_(std::move(load)), overhead_ms_(overhead_ms) {
+      load_(std::move(load)), overhead_ms_(overhead_ms), align_(std::move(align)) {
     if (hardware_threads_ < 1) throw ParameterError("cost model: hardware_threads must be >= 1");
     if (overhead_ms_ < 0 || !std::isfinite(overhead_ms_)) throw ParameterError("cost model: overhead_ms must be finite and >= 0");
+    if (!align_.ms.empty()) check_table(align_, "cost model alignment table");
     for (int k = 0; k < kTaskKinds; ++k) {
-        const Table& t = ops_[k];
-        const std::string what = std::string("cost model table '") + op_name(kind_at(k)) + "'";
-        if (t.ms.empty() || t.nq_min < 1) throw ParameterError(what + " is empty or has nq_min < 1");
-        for (const auto& row : t.ms) {
-            if (row.empty()) throw ParameterError(what + " has a row without thread columns");
-            for (double v : row)
-                if (!(v > 0) || !std::isfinite(v)) throw ParameterError(what + " has a time that is not finite and > 0");
-        }
+        check_table(ops_[k], std::string("cost model table '") + op_name(kind_at(k)) + "'");
         auto& rows = load_[k];
         if (rows.empty()) rows = {{1, {{1, 1.0}}}};
         for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -143,17 +158,9 @@ int CostModel::nq_max() const {
     return v;
 }
 
-double CostModel::time_ms(OpKind op, int nq, int threads) const {
-    const Table& t = table(op);
-    if (nq < 1 || threads < 1)
-        throw ParameterError("cost model: nq and threads must be >= 1, got nq = " + std::to_string(nq) +
-                             ", threads = " + std::to_string(threads));
-    const int last = t.nq_min + static_cast<int>(t.ms.size()) - 1;
-    const int row = std::clamp(nq, t.nq_min, last);
-    const auto& r = t.ms[row - t.nq_min];
-    const double v = r[std::min<std::size_t>(threads, r.size()) - 1];
-    return row == nq ? v : v * nq / row;
-}
+double CostModel::time_ms(OpKind op, int nq, int threads) const { return lookup(table(op), nq, threads); }
+
+double CostModel::align_ms(int nq, int threads) const { return align_.ms.empty() ? 0.0 : lookup(align_, nq, threads); }
 
 double CostModel::load_factor(OpKind op, int busy_threads, double mean_width) const {
     const auto& rows = load_table(op);
@@ -266,7 +273,8 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     std::vector<std::complex<double>> vals(ctx->slots());
     for (auto& v : vals) v = u(rng);
     const int top = params.levels;
-    const auto ct_top = encryptor.encrypt_symmetric(enc.encode(vals, ctx->scale_at(top), top), sk);
+    auto fresh = [&](int level) { return encryptor.encrypt_symmetric(enc.encode(vals, ctx->scale_at(level), level), sk); };
+    const auto ct_top = fresh(top);
 
     auto run_op = [&](OpKind op, const ckks::Ciphertext& ct, int t) {
         switch (op) {
@@ -279,21 +287,24 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
             default: throw ParameterError("not a task");
         }
     };
-    auto time_op = [&](OpKind op, const ckks::Ciphertext& ct, int t, int n) {
+    auto time_fn = [&](const auto& f, int n) {
         std::vector<double> ms;
-        run_op(op, ct, t);  // warm-up (scratch memory, caches)
+        f();  // warm-up (scratch memory, caches)
         for (int r = 0; r < n; ++r) {
             auto t0 = std::chrono::steady_clock::now();
-            run_op(op, ct, t);
+            f();
             ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         }
         return median(ms);
+    };
+    auto time_op = [&](OpKind op, const ckks::Ciphertext& ct, int t, int n) {
+        return time_fn([&] { return run_op(op, ct, t); }, n);
     };
 
     std::vector<int> loads;
     for (int b = 2; b <= max_threads; b *= 2) loads.push_back(b);
     if (max_threads > 1 && loads.back() != max_threads) loads.push_back(max_threads);
-    const int total = top * kTaskKinds + 2 * static_cast<int>(loads.size()) + 1;
+    const int total = top * kTaskKinds + (top - 1) + 2 * static_cast<int>(loads.size()) + 1;
     int done = 0;
     auto tick = [&] {
         ++done;
@@ -310,6 +321,19 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
             ops[k].ms.push_back(std::move(row));
             tick();
         }
+    }
+    // Alignment at task nq = 2..top: an add of operands at levels nq and nq - 1, each at its level's canonical scale
+    // as products leave them, minus an add at level nq - 1.
+    Table align{2, {}};
+    for (int nq = 2; nq <= top; ++nq) {
+        const auto lo = fresh(nq - 1), hi = fresh(nq);
+        std::vector<double> row;
+        for (int t = 1; t <= max_threads; ++t) {
+            const double both = time_fn([&] { return ev.add(hi, lo, t); }, reps);
+            row.push_back(std::max(both - ops[kind_index(OpKind::add)].ms[nq - 2][t - 1], 1e-3));
+        }
+        align.ms.push_back(std::move(row));
+        tick();
     }
     // Load: b concurrent one-thread tasks at the top level; factor = their median time over one task's alone.
     std::array<LoadTable, kTaskKinds> load;
@@ -342,7 +366,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     const double overhead = measure_overhead_ms(max_threads, 51);
     tick();
     return CostModel("measured " + (params.name.empty() ? std::string("parameters") : params.name), cpu_model(),
-                     kasoku::hardware_threads(), std::move(ops), std::move(load), overhead);
+                     kasoku::hardware_threads(), std::move(ops), std::move(load), overhead, std::move(align));
 }
 
 // --- JSON ---
@@ -358,6 +382,7 @@ std::string CostModel::to_json() const {
         j["ops"][op_name(kind_at(k))] = {{"nq_min", ops_[k].nq_min}, {"ms", ops_[k].ms}};
         j["load"][op_name(kind_at(k))] = load_[k];
     }
+    if (!align_.ms.empty()) j["align"] = {{"nq_min", align_.nq_min}, {"ms", align_.ms}};
     return j.dump(1);
 }
 
@@ -375,8 +400,14 @@ CostModel CostModel::from_json(const std::string& text) {
             ops[k].ms = j["ops"][n].at("ms").get<std::vector<std::vector<double>>>();
             if (j.contains("load") && j["load"].contains(n)) load[k] = j["load"][n].get<LoadTable>();
         }
+        Table align;
+        if (j.contains("align")) {
+            align.nq_min = j["align"].at("nq_min").get<int>();
+            align.ms = j["align"].at("ms").get<std::vector<std::vector<double>>>();
+            if (align.ms.empty()) throw SerializationError("cost model: the alignment table is empty; leave it out instead");
+        }
         return CostModel(j.value("name", ""), j.value("machine", ""), j.value("hardware_threads", 1), std::move(ops),
-                         std::move(load), j.value("overhead_ms", 0.0));
+                         std::move(load), j.value("overhead_ms", 0.0), std::move(align));
     } catch (const nlohmann::json::exception& e) {
         throw SerializationError(std::string("cost model: malformed JSON (") + e.what() + "); write it with CostModel.save");
     } catch (const ParameterError& e) {

@@ -135,6 +135,10 @@ Graph Graph::from_nodes(std::vector<Node> nodes, std::vector<std::pair<int, std:
         for (int j : n.inputs) g.check_id(j, op_name(n.op));
         if (n.op == OpKind::input && n.level < 0)
             throw ParameterError("task graph: input node " + std::to_string(i) + " has a negative level");
+        for (std::size_t j = 0; j < i && n.op == OpKind::input; ++j)
+            if (g.nodes_[j].op == OpKind::input && g.nodes_[j].name == n.name)
+                throw ParameterError("task graph: input nodes " + std::to_string(j) + " and " + std::to_string(i) +
+                                     " are both named '" + n.name + "'; input names must differ");
     }
     for (int v : g.topological_order())
         if (g.nodes_[v].op != OpKind::input) g.nodes_[v].level = result_level(g.nodes_[v], v, g.nodes_);
@@ -149,6 +153,14 @@ int Graph::task_nq(int id) const {
     int in = nodes_[n.inputs[0]].level;
     for (int i : n.inputs) in = std::min(in, nodes_[i].level);
     return in + 1;
+}
+
+bool Graph::aligns(int id) const {
+    check_id(id, "aligns");
+    const Node& n = nodes_[id];
+    for (int i : n.inputs)
+        if (nodes_[i].level != nodes_[n.inputs[0]].level) return true;
+    return false;
 }
 
 Graph maclaurin_exp(int order, int level) {

@@ -22,7 +22,7 @@ double estimate_ms(const SchedulerView& v, int n) {
     const CostModel& c = *v.cost;
     const int busy = v.busy_threads + n;
     const double width = double(busy) / (std::max(v.running_tasks, 0) + 1);
-    return c.overhead_ms() + c.time_ms(v.head.op, v.head.nq, n) * c.load_factor(v.head.op, busy, width);
+    return c.overhead_ms() + c.loaded_task_ms(v.head.op, v.head.nq, v.head.align, n, busy, width);
 }
 }  // namespace
 
@@ -150,7 +150,7 @@ Dispatcher::Dispatcher(const Graph& g, const CostModel& cost, Policy policy, int
         double tail = 0;
         for (int s : succ_[v]) tail = std::max(tail, priority_[s]);
         const Node& n = g.nodes()[v];
-        priority_[v] = tail + (n.op == OpKind::input ? 0 : cost.time_ms(n.op, g.task_nq(v), 1));
+        priority_[v] = tail + (n.op == OpKind::input ? 0 : cost.task_ms(n.op, g.task_nq(v), g.aligns(v), 1));
         if (n.op != OpKind::input) ++tasks_per_job_;
     }
     result.arrival_ms.assign(jobs, 0);
@@ -161,7 +161,7 @@ Dispatcher::Dispatcher(const Graph& g, const CostModel& cost, Policy policy, int
 
 void Dispatcher::make_ready(int job, int node) {
     const Node& n = g_.nodes()[node];
-    ReadyTask t{job, node, n.op, g_.task_nq(node), priority_[node]};
+    ReadyTask t{job, node, n.op, g_.task_nq(node), priority_[node], g_.aligns(node)};
     others_paper_ += paper_demand(t);
     ready_.insert(t);
 }
@@ -281,7 +281,6 @@ StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions
     detail::Dispatcher d(g, cost, opts.policy, opts.threads, arrivals.size());
     struct Running {
         detail::Placement p;
-        OpKind op;
         double work;  // unloaded ms left
     };
     std::vector<Running> running;
@@ -290,7 +289,7 @@ StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions
     while (true) {
         for (const auto& p : d.place(now)) {
             const Node& n = g.nodes()[p.node];
-            running.push_back({p, n.op, cost.overhead_ms() + cost.time_ms(n.op, g.task_nq(p.node), p.threads)});
+            running.push_back({p, cost.overhead_ms() + cost.task_ms(n.op, g.task_nq(p.node), g.aligns(p.node), p.threads)});
         }
         if (running.empty() && next == arrivals.size()) break;
         const int busy = d.busy_threads();
@@ -299,7 +298,12 @@ StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions
         double dt = next < arrivals.size() ? arrivals[next] - now : std::numeric_limits<double>::infinity();
         std::size_t first_done = running.size();
         for (std::size_t i = 0; i < running.size(); ++i) {
-            rate[i] = 1.0 / cost.load_factor(running[i].op, busy, width);
+            // the task's own mix of curves (its operation, its alignment)
+            const detail::Placement& p = running[i].p;
+            const Node& n = g.nodes()[p.node];
+            const int nq = g.task_nq(p.node);
+            const bool al = g.aligns(p.node);
+            rate[i] = cost.task_ms(n.op, nq, al, p.threads) / cost.loaded_task_ms(n.op, nq, al, p.threads, busy, width);
             const double t = running[i].work / rate[i];
             if (t < dt) dt = t, first_done = i;
         }

@@ -33,6 +33,17 @@ CostModel linear_model(double heavy_ms, double light_ms, CostModel::LoadCurve lo
     return CostModel("linear", "test", 8, ops, lt, 0.0);
 }
 
+std::array<CostModel::Table, kTaskKinds> plain_tables(const CostModel& c) {
+    std::array<CostModel::Table, kTaskKinds> t;
+    for (int k = 0; k < kTaskKinds; ++k) t[k] = c.table(static_cast<OpKind>(k + 1));
+    return t;
+}
+std::array<CostModel::LoadTable, kTaskKinds> load_tables(const CostModel& c) {
+    std::array<CostModel::LoadTable, kTaskKinds> t;
+    for (int k = 0; k < kTaskKinds; ++k) t[k] = c.load_table(static_cast<OpKind>(k + 1));
+    return t;
+}
+
 ReadyTask task(OpKind op, int nq) { return ReadyTask{0, 0, op, nq, 0}; }
 
 SchedulerView view(int T, int busy, OpKind op, int nq, int others = 0, int others_demand = 0, const CostModel* c = nullptr) {
@@ -64,6 +75,13 @@ TEST(SchedGraph, BuildersTrackLevelsAndNq) {
     EXPECT_THROW(g.add(m, 99), ParameterError);
     EXPECT_THROW(g.input("x", 1), ParameterError);  // duplicate name
     EXPECT_EQ(g.size(), 6u);
+    // Operands at different levels are aligned inside the task; one operand or equal levels need nothing.
+    EXPECT_TRUE(g.aligns(p));
+    EXPECT_TRUE(g.aligns(s));
+    EXPECT_FALSE(g.aligns(r));
+    EXPECT_FALSE(g.aligns(m));
+    EXPECT_FALSE(g.aligns(g.add(s, r)));
+    EXPECT_FALSE(g.aligns(x));
 }
 
 TEST(SchedGraph, FromNodesRejectsCyclesAndUnderflow) {
@@ -85,6 +103,8 @@ TEST(SchedGraph, FromNodesRejectsCyclesAndUnderflow) {
     const Graph g = Graph::from_nodes(cyc, {{2, "y"}});
     EXPECT_EQ(g.nodes()[2].level, 0);
     cyc[2].inputs = {1, 0};  // wrong arity
+    EXPECT_THROW(Graph::from_nodes(cyc, {}), ParameterError);
+    cyc[2] = cyc[0];  // a second input named "x"
     EXPECT_THROW(Graph::from_nodes(cyc, {}), ParameterError);
 }
 
@@ -209,6 +229,36 @@ TEST(SchedCostModel, PaperTablesAndJsonRoundTrip) {
     EXPECT_THROW(CostModel::load("/nonexistent/cost.json"), SerializationError);
 }
 
+TEST(SchedCostModel, AlignmentIsPricedWhereTheGraphAligns) {
+    // y = x^2 (level 3 -> 2), then x * y and x + y each align x from level 3 to 2 first (task nq 3).
+    Graph g;
+    const int x = g.input("x", 3), y = g.square(x), m = g.multiply(x, y), a = g.add(x, y);
+    g.output(g.add(m, g.multiply_plain(a, 2.0)));
+    const CostModel plain = linear_model(10, 1);
+    EXPECT_EQ(plain.align_ms(3, 1), 0.0);  // no table: free, as in the source
+    EXPECT_EQ(CostModel::from_paper().align_ms(8, 4), 0.0);
+    const CostModel::Table align{2, {{4, 2}, {6, 3}}};
+    const CostModel cm("linear+align", "test", 8, plain_tables(plain), load_tables(plain), 0.0, align);
+    EXPECT_DOUBLE_EQ(cm.align_ms(3, 1), 6);
+    EXPECT_DOUBLE_EQ(cm.align_ms(3, 5), 3);   // beyond the columns: the last one
+    EXPECT_DOUBLE_EQ(cm.align_ms(6, 2), 6);   // beyond the rows: scaled by nq from nq = 3
+    EXPECT_DOUBLE_EQ(cm.task_ms(OpKind::multiply, 3, true, 1), 10 + 6);
+    EXPECT_DOUBLE_EQ(cm.task_ms(OpKind::multiply, 3, false, 1), 10);
+    const CostModel back = CostModel::from_json(cm.to_json());
+    EXPECT_EQ(back.align_ms(3, 2), cm.align_ms(3, 2));
+    EXPECT_EQ(CostModel::from_json(plain.to_json()).align_ms(3, 1), 0.0);
+    // Priorities and the simulation include it: on one thread the job is 10 + (10 + 6) + (1 + 6) + 1 + 1 ms.
+    sched::detail::Dispatcher d(g, cm, Policy::fixed_1, 1, 1);
+    EXPECT_DOUBLE_EQ(d.priorities()[y], 10 + 16 + 1);
+    StreamOptions o;
+    o.threads = 1;
+    o.policy = Policy::fixed_1;
+    EXPECT_NEAR(simulate(g, cm, o).makespan_ms, 35.0, 1e-9);
+    EXPECT_NEAR(simulate(g, plain, o).makespan_ms, 23.0, 1e-9);
+    EXPECT_THROW(CostModel("bad", "test", 8, plain_tables(plain), load_tables(plain), 0.0, CostModel::Table{2, {{}}}),
+                 ParameterError);
+}
+
 TEST(SchedArrivals, PoissonIsSeededWithTheRightMean) {
     const auto a = poisson_arrivals(80, 20000, 3), b = poisson_arrivals(80, 20000, 3), c = poisson_arrivals(80, 20000, 4);
     EXPECT_EQ(a, b);
@@ -300,6 +350,10 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
     const auto& ev = env.ev;
     const Graph g = maclaurin_exp(6, 5);
     const CostModel cm = CostModel::measure(params, 2, 1);
+    const auto& align = cm.align_table();  // task nq 2..levels: the top level has nothing above it to align
+    EXPECT_EQ(align.nq_min, 2);
+    ASSERT_EQ(align.ms.size(), static_cast<std::size_t>(params.levels - 1));
+    for (const auto& row : align.ms) EXPECT_EQ(row.size(), 2u);
     for (Policy p : all_policies()) {
         StreamOptions o;
         o.threads = 2;
