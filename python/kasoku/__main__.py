@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--plot", default=None, help="write the latency-per-job plot here (PNG)")
     s.add_argument("--save-cost", default=None, help="save the cost model used to this JSON file")
     s.add_argument("--reps", type=int, default=3, help="timings per entry for --cost measure (medians; default 3)")
+    s.add_argument("--job-slowdown", type=float, default=None,
+                   help="what-if for the simulation: tasks also slow by 1 + S * (jobs in flight) (default: the model's, 0)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "info":
@@ -82,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             threads = args.threads or (126 if args.executor == "sim" else ks.hardware_threads())
             schedule_cli.run(pols, [float(v) for v in args.D.split(",")], args.jobs, w, threads, args.executor,
                              args.cost or ("paper" if args.executor == "sim" else "measure"), args.params, args.seeds,
-                             args.order, args.json, args.table, args.plot, args.save_cost, reps=args.reps)
+                             args.order, args.json, args.table, args.plot, args.save_cost, reps=args.reps,
+                             job_slowdown=args.job_slowdown)
             return 0
         if args.cmd == "bench":
             if args.suite == "matmul":

@@ -52,11 +52,17 @@ class StreamResult:
         """Threads busy on average from the first arrival to the last finish."""
         return self.busy_thread_ms / self.span_ms if self.span_ms > 0 else 0.0
 
+    @property
+    def mean_jobs_in_flight(self) -> float:
+        """Jobs started and not finished, on average from the first arrival to the last finish."""
+        return float(np.sum(self.finish_ms - self.start_ms)) / self.span_ms if self.span_ms > 0 else 0.0
+
     def to_dict(self) -> dict:
         return {"policy": self.policy, "threads": self.threads, "executor": self.executor,
                 "jobs": int(self.arrival_ms.size), "window": list(self.window),
                 "makespan_ms": self.makespan_ms, "p50_ms": self.p50_ms, "p95_ms": self.p95_ms, "p99_ms": self.p99_ms,
                 "mean_ms": self.mean_ms, "mean_busy_threads": self.mean_busy_threads,
+                "mean_jobs_in_flight": self.mean_jobs_in_flight,
                 "threads_used": {str(i): n for i, n in enumerate(self.threads_used) if i and n}}
 
     def __repr__(self) -> str:

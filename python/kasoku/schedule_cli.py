@@ -51,9 +51,11 @@ def _real_setup(params):
 
 def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int], threads: int, executor: str,
         cost: str, params_name: str, seeds: int, order: int, json_path: str | None, table_path: str | None,
-        plot_path: str | None, save_cost: str | None, reps: int = 3) -> list[dict]:
+        plot_path: str | None, save_cost: str | None, reps: int = 3, job_slowdown: float | None = None) -> list[dict]:
     params = ks.Parameters.named(params_name)
     cm = _cost_model(cost, params, threads, save_cost, reps)
+    if job_slowdown is not None:
+        cm = cm.with_job_slowdown(job_slowdown)
     g = sched.maclaurin_exp(order=order, level=7 if cost == "paper" else params.levels)
     real = _real_setup(params) if executor == "real" else None
     rows, curves = [], {}
@@ -62,7 +64,10 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
     for d in ds:
         for seed in range(1, seeds + 1):
             arr = sched.poisson(d, jobs, seed=seed)
-            for pol in policies:
+            # Real runs drift on a shared machine: each seed starts the policies at a different one, so that no
+            # policy always runs first (or last).
+            k = (seed - 1) % len(policies)
+            for pol in policies[k:] + policies[:k]:
                 t0 = time.time()
                 if real is None:
                     r = sched.simulate(g, cm, threads, pol, arr, window)
@@ -74,6 +79,8 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
                     got = ctx.decrypt(r.outputs[0]["exp"], keys.secret).real
                     err = float(np.max(np.abs(got - np.exp(x))))
                 row = {"D_ms": d, "seed": seed, "cost_model": cm.name, "machine": cm.machine, **r.to_dict()}
+                if cm.job_slowdown:
+                    row["job_slowdown"] = cm.job_slowdown
                 if err is not None:
                     row["max_error_first_job"] = err
                 rows.append(row)

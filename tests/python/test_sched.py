@@ -53,6 +53,9 @@ def test_cost_model_paper_save_load(tmp_path):
     aligned = sched.CostModel.from_dict(d)
     assert aligned.align_ms(3, 1) == 6 and aligned.align_ms(3, 8) == 3
     assert sched.CostModel.from_dict(aligned.to_dict()).align_ms(2, 2) == 2
+    assert cm.job_slowdown == 0 and sched.CostModel.from_dict(cm.with_job_slowdown(0.01).to_dict()).job_slowdown == 0.01
+    with pytest.raises(ks.ParameterError):
+        cm.with_job_slowdown(float("nan"))
     d["ops"]["add"]["ms"] = [[-1.0]]
     with pytest.raises(ks.SerializationError):
         sched.CostModel.from_dict(d)
@@ -93,6 +96,9 @@ def test_simulate_paper_experiment_short():
     assert r.makespan_ms < min(res[p].makespan_ms for p in sched.POLICIES if p != "kasoku")
     assert r.p95_ms < min(res[p].p95_ms for p in sched.POLICIES if p != "kasoku")
     json.dumps(r.to_dict())
+    # One job alone on one thread: in flight for its whole span.
+    one = sched.simulate(g, cm, threads=1, policy="fixed-1", arrivals=[0.0])
+    assert one.mean_jobs_in_flight == pytest.approx(1.0) and one.mean_busy_threads == pytest.approx(1.0)
     with pytest.raises(ks.ParameterError, match="window"):
         sched.simulate(g, cm, threads=126, arrivals=arr, window=(0, 700))
 

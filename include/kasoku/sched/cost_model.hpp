@@ -4,6 +4,7 @@
 // task, plus the alignment of an operand from a higher level where the task has one (Graph::aligns). Measured here (measure), read from JSON (load / from_json), or built from the source's own tables
 // (from_paper) so that its Xeon Phi can be simulated on any machine.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <string>
@@ -75,6 +76,12 @@ public:
                (align ? align_ms(nq, threads) * load_factor(OpKind::multiply_plain, busy_threads, mean_width) : 0.0);
     }
     double overhead_ms() const { return overhead_ms_; }
+    // A what-if beyond the source's tables (0 unless set): every task slows by a further 1 + s * J while J jobs are
+    // in flight (started, not finished), e.g. from their ciphertexts' share of caches and memory. The source's §8
+    // explains fixed-half's lead by fewer jobs in flight; this prices that explanation (docs/SCHEDULING.md).
+    double job_slowdown() const { return job_slowdown_; }
+    CostModel with_job_slowdown(double s) const;
+    double job_factor(int jobs_in_flight) const { return 1.0 + job_slowdown_ * std::max(jobs_in_flight, 0); }
     const std::string& name() const { return name_; }
     const std::string& machine() const { return machine_; }
     int hardware_threads() const { return hardware_threads_; }
@@ -91,6 +98,7 @@ private:
     std::array<LoadTable, kTaskKinds> load_{};
     double overhead_ms_ = 0;
     Table align_{};
+    double job_slowdown_ = 0;
 };
 
 }  // namespace kasoku::sched

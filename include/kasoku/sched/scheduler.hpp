@@ -37,6 +37,8 @@ struct SchedulerView {
     int busy_threads = 0;    // n_c: threads of the running tasks
     int running_tasks = 0;
     int jobs_in_system = 0;  // arrived and not finished
+    int jobs_in_flight = 0;  // started and not finished
+    bool head_starts_job = false;  // the head is its job's first task
     ReadyTask head;          // the task to place
     // The other ready tasks: their number r and the source's demand n_r (1 for a light task or multiply_plain, 2
     // for multiply, square, rotate).
@@ -56,10 +58,11 @@ int paper_demand(const ReadyTask& t);
 // fixed-*: their count (capped at T) once that many threads are free. dynamic (the source's §7.3.2), with r and n_r
 // as above:
 //   n_c + nq + n_r <= T -> nq;  n_c + ceil(nq/2) + r <= T -> ceil(nq/2);  n_c + 2 + r <= T -> 2;  n_c + 1 <= T -> 1.
-// kasoku (ours; estimates by the cost model: level-aware, alignment included, with the start-up overhead and the load
-// factor):
-//   1. marginal gain: the threads n must raise the machine's work per unit time, busy / load_factor(busy), from
-//      n_c to n_c + n; the largest such n <= nq is the cap (none: wait);
+// kasoku (ours; estimates by the cost model: level-aware, alignment included, with the start-up overhead, the load
+// factor and the model's job factor):
+//   1. marginal gain: the threads n must raise the machine's work per unit time, busy / (load_factor(busy) *
+//      job_factor(jobs in flight)), from n_c to n_c + n (a head that starts its job adds one in flight); the largest
+//      such n <= nq is the cap (none: wait);
 //   2. no queue (at most 1.5 * T / nq jobs in the system: 1.5x the jobs whose tasks run at full width at once): the
 //      n with the soonest expected finish, counting the wait for running tasks to free threads (`releases`), the
 //      fewest threads within 5% of the best; when that n is not free yet, wait;

@@ -122,6 +122,9 @@ void bind_sched(nb::module_& parent) {
         .def_prop_ro("machine", &CostModel::machine)
         .def_prop_ro("hardware_threads", &CostModel::hardware_threads)
         .def_prop_ro("overhead_ms", &CostModel::overhead_ms)
+        .def_prop_ro("job_slowdown", &CostModel::job_slowdown)
+        .def("with_job_slowdown", &CostModel::with_job_slowdown, "s"_a,
+             "A copy where every task also slows by 1 + s * (jobs in flight): a what-if beyond the source's tables.")
         .def_prop_ro("nq_min", &CostModel::nq_min)
         .def_prop_ro("nq_max", &CostModel::nq_max);
 

@@ -160,6 +160,13 @@ int CostModel::nq_max() const {
 
 double CostModel::time_ms(OpKind op, int nq, int threads) const { return lookup(table(op), nq, threads); }
 
+CostModel CostModel::with_job_slowdown(double s) const {
+    if (!(s >= 0) || !std::isfinite(s)) throw ParameterError("cost model: job_slowdown must be finite and >= 0");
+    CostModel c = *this;
+    c.job_slowdown_ = s;
+    return c;
+}
+
 double CostModel::align_ms(int nq, int threads) const { return align_.ms.empty() ? 0.0 : lookup(align_, nq, threads); }
 
 double CostModel::load_factor(OpKind op, int busy_threads, double mean_width) const {
@@ -383,6 +390,7 @@ std::string CostModel::to_json() const {
         j["load"][op_name(kind_at(k))] = load_[k];
     }
     if (!align_.ms.empty()) j["align"] = {{"nq_min", align_.nq_min}, {"ms", align_.ms}};
+    if (job_slowdown_ > 0) j["job_slowdown"] = job_slowdown_;
     return j.dump(1);
 }
 
@@ -407,7 +415,8 @@ CostModel CostModel::from_json(const std::string& text) {
             if (align.ms.empty()) throw SerializationError("cost model: the alignment table is empty; leave it out instead");
         }
         return CostModel(j.value("name", ""), j.value("machine", ""), j.value("hardware_threads", 1), std::move(ops),
-                         std::move(load), j.value("overhead_ms", 0.0), std::move(align));
+                         std::move(load), j.value("overhead_ms", 0.0), std::move(align))
+            .with_job_slowdown(j.value("job_slowdown", 0.0));
     } catch (const nlohmann::json::exception& e) {
         throw SerializationError(std::string("cost model: malformed JSON (") + e.what() + "); write it with CostModel.save");
     } catch (const ParameterError& e) {

@@ -26,6 +26,7 @@ public:
     bool job_done(int job) const { return remaining_[job] == 0; }
     int busy_threads() const { return busy_; }
     int running_tasks() const { return running_; }
+    int jobs_in_flight() const { return in_flight_; }
     const std::vector<double>& priorities() const { return priority_; }
 
     StreamResult result;  // arrival/start/finish per job, busy_thread_ms and threads_used as tasks run
@@ -50,7 +51,7 @@ private:
     std::vector<int> remaining_;              // per job: unfinished tasks
     std::set<ReadyTask, Cmp> ready_;
     std::multimap<double, int> ends_;  // running tasks: expected end -> threads
-    int busy_ = 0, running_ = 0, in_system_ = 0, others_paper_ = 0;
+    int busy_ = 0, running_ = 0, in_system_ = 0, in_flight_ = 0, others_paper_ = 0;
 };
 
 // Validated arrivals of a stream (one job at 0 when empty); checks the window and the thread count.

@@ -22,7 +22,8 @@ double estimate_ms(const SchedulerView& v, int n) {
     const CostModel& c = *v.cost;
     const int busy = v.busy_threads + n;
     const double width = double(busy) / (std::max(v.running_tasks, 0) + 1);
-    return c.overhead_ms() + c.loaded_task_ms(v.head.op, v.head.nq, v.head.align, n, busy, width);
+    return c.overhead_ms() + c.loaded_task_ms(v.head.op, v.head.nq, v.head.align, n, busy, width) *
+                                 c.job_factor(v.jobs_in_flight + v.head_starts_job);
 }
 }  // namespace
 
@@ -79,15 +80,18 @@ int decide_threads(Policy policy, const SchedulerView& v) {
         case Policy::kasoku: {
             if (!v.cost) throw ParameterError("the kasoku policy needs a cost model");
             // Machine-level marginal gain: n more busy threads must raise the work done per unit time,
-            // busy / load_factor(busy), or the task waits (past that point the load slows the running tasks more
-            // than the new threads add).
+            // busy / (load_factor(busy) * job_factor(jobs in flight)), or the task waits (past that point the load
+            // slows the running tasks more than the new threads add).
             const CostModel& c = *v.cost;
-            auto rate = [&](int busy, int tasks) {
-                return busy == 0 ? 0.0 : busy / c.load_factor(h.op, busy, double(busy) / std::max(tasks, 1));
+            auto rate = [&](int busy, int tasks, int jobs) {
+                return busy == 0 ? 0.0
+                                 : busy / (c.load_factor(h.op, busy, double(busy) / std::max(tasks, 1)) * c.job_factor(jobs));
             };
-            const double now_rate = rate(n_c, v.running_tasks);
+            const double now_rate = rate(n_c, v.running_tasks, v.jobs_in_flight);
             int top = std::min(nq, T);
-            while (top >= 1 && n_c > 0 && rate(n_c + top, v.running_tasks + 1) <= now_rate) --top;
+            while (top >= 1 && n_c > 0 &&
+                   rate(n_c + top, v.running_tasks + 1, v.jobs_in_flight + v.head_starts_job) <= now_rate)
+                --top;
             if (top < 1) return 0;
             // Queue pressure: more jobs in the system than 1.5x the jobs whose tasks the machine runs at full width
             // at once (T / nq). Below it, short bursts are served wide; above it, the backlog is served thriftily. On
@@ -191,6 +195,8 @@ std::vector<Placement> Dispatcher::place(double now) {
         // the other ready tasks from running totals instead of a list
         SchedulerView v = make_view(threads_, busy_, running_, head, {}, cost_);
         v.jobs_in_system = in_system_;
+        v.jobs_in_flight = in_flight_;
+        v.head_starts_job = result.start_ms[head.job] < 0;
         v.others = static_cast<int>(ready_.size()) - 1;
         v.others_paper_demand = others_paper_ - paper_demand(head);
         if (policy_ == Policy::kasoku)
@@ -202,7 +208,7 @@ std::vector<Placement> Dispatcher::place(double now) {
         others_paper_ -= paper_demand(head);
         busy_ += n;
         ++running_;
-        if (result.start_ms[head.job] < 0) result.start_ms[head.job] = now;
+        if (result.start_ms[head.job] < 0) result.start_ms[head.job] = now, ++in_flight_;
         ++result.threads_used[n];
         out.push_back({head.job, head.node, n, now, now + expected});
         ends_.emplace(now + expected, n);
@@ -224,6 +230,7 @@ void Dispatcher::finish(const Placement& p, double now) {
         if (--pend[s] == 0) make_ready(p.job, s);
     if (--remaining_[p.job] == 0) {
         --in_system_;
+        --in_flight_;
         result.finish_ms[p.job] = now;
         std::vector<int>().swap(pend);
     }
@@ -303,7 +310,8 @@ StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions
             const Node& n = g.nodes()[p.node];
             const int nq = g.task_nq(p.node);
             const bool al = g.aligns(p.node);
-            rate[i] = cost.task_ms(n.op, nq, al, p.threads) / cost.loaded_task_ms(n.op, nq, al, p.threads, busy, width);
+            rate[i] = cost.task_ms(n.op, nq, al, p.threads) /
+                      (cost.loaded_task_ms(n.op, nq, al, p.threads, busy, width) * cost.job_factor(d.jobs_in_flight()));
             const double t = running[i].work / rate[i];
             if (t < dt) dt = t, first_done = i;
         }

@@ -202,6 +202,17 @@ TEST(SchedPolicy, KasokuDecisions) {
     // Light tasks take one thread.
     v.head.op = OpKind::add;
     EXPECT_EQ(decide_threads(Policy::kasoku, v), 1);
+    // With a slowdown per job in flight (s = 0.5), starting a second job while one job keeps 8 threads busy lowers the
+    // machine's rate (9 / 2 < 8 / 1.5): wait; a task of a job already in flight starts.
+    const CostModel crowded = linear_model(80, 1).with_job_slowdown(0.5);
+    v = view(16, 8, OpKind::square, 1, 0, 0, &crowded);
+    v.running_tasks = 8;
+    v.jobs_in_system = 30;
+    v.jobs_in_flight = 1;
+    v.head_starts_job = true;
+    EXPECT_EQ(decide_threads(Policy::kasoku, v), 0);
+    v.head_starts_job = false;
+    EXPECT_EQ(decide_threads(Policy::kasoku, v), 1);
 }
 
 TEST(SchedCostModel, PaperTablesAndJsonRoundTrip) {
@@ -224,6 +235,11 @@ TEST(SchedCostModel, PaperTablesAndJsonRoundTrip) {
                 EXPECT_EQ(back.load_factor(op, 17 * t, t), cm.load_factor(op, 17 * t, t));
             }
     EXPECT_EQ(back.machine(), cm.machine());
+    EXPECT_EQ(cm.job_slowdown(), 0.0);
+    const CostModel crowded = cm.with_job_slowdown(0.01);
+    EXPECT_DOUBLE_EQ(crowded.job_factor(30), 1.3);
+    EXPECT_EQ(CostModel::from_json(crowded.to_json()).job_slowdown(), 0.01);
+    EXPECT_THROW(cm.with_job_slowdown(-1), ParameterError);
     EXPECT_THROW(CostModel::from_json("{"), SerializationError);
     EXPECT_THROW(CostModel::from_json(R"({"format": "something else"})"), SerializationError);
     EXPECT_THROW(CostModel::load("/nonexistent/cost.json"), SerializationError);
@@ -312,6 +328,10 @@ TEST(SchedSimulate, LoadSlowsConcurrentTasksAndStreamsAreMeasured) {
     EXPECT_EQ(r.latencies_ms(), (std::vector<double>{20, 10}));
     EXPECT_NEAR(r.makespan_ms, 110, 1e-9);  // from job 2's arrival (0) to job 3's finish
     EXPECT_NEAR(r.p50_ms, 15, 1e-9);
+    // A slowdown of 0.25 per job in flight: the first two jobs run together at 2 * 1.5 = 3 times the unloaded time.
+    const auto crowded = simulate(g, cm.with_job_slowdown(0.25), o);
+    EXPECT_NEAR(crowded.finish_ms[0], 30, 1e-9);
+    EXPECT_NEAR(crowded.finish_ms[2], 100 + 10 * 1.25, 1e-9);
     o.window = {0, 5};
     EXPECT_THROW(simulate(g, cm, o), ParameterError);
     o.window = {1, 5};
