@@ -17,16 +17,7 @@ import time
 import numpy as np
 
 import kasoku as ks
-
-
-def _times(fn, reps: int) -> list[float]:
-    fn()  # warm-up (the first product also encodes the transforms of its level)
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
+from kasoku.bench import _timeit  # one warm-up call first (the first product also encodes its level's transforms)
 
 
 def _errors(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, float]:
@@ -75,7 +66,7 @@ def run(params_name: str = "M14", dims=(2, 4, 8, 16, 32, 64), reps: int = 10, pa
         ca, cb = enc.encrypt(rng.random((g, d, d)), keys.public), enc.encrypt(rng.random((g, d, d)), keys.public)
         for t in thread_counts:
             step(f"d = {d}, g = {g}: {n_reps} timed products, {t} thread(s)")
-            ts = _times(lambda: ks.matmul(ev, ca, cb, threads=t), n_reps)
+            ts = _timeit(lambda: ks.matmul(ev, ca, cb, threads=t), n_reps)
             emit({"op": "MatMul", "d": d, "g": g, "threads": t, "median_ms": statistics.median(ts), "min_ms": min(ts),
                   "max_ms": max(ts), "reps": len(ts), "per_matrix_ms": statistics.median(ts) / g,
                   "max_abs_error": float(np.mean(maxes)), "min_abs_error": float(np.mean(mins)), "pairs": n_pairs,
@@ -99,7 +90,7 @@ def run(params_name: str = "M14", dims=(2, 4, 8, 16, 32, 64), reps: int = 10, pa
                 mins.append(mn)
             for t in thread_counts:
                 step(f"d = {d}: schoolbook, {s_reps} timed products, {t} thread(s)")
-                ts = _times(lambda: ks.matmul_schoolbook(sev, ca, cb, d, threads=t), s_reps)
+                ts = _timeit(lambda: ks.matmul_schoolbook(sev, ca, cb, d, threads=t), s_reps)
                 emit({"op": "MatMulSchoolbook", "d": d, "g": 1, "threads": t, "median_ms": statistics.median(ts),
                       "min_ms": min(ts), "max_ms": max(ts), "reps": len(ts), "max_abs_error": float(np.mean(maxes)),
                       "min_abs_error": float(np.mean(mins)), "pairs": s_pairs, "counts": scounts})

@@ -399,19 +399,20 @@ CostModel CostModel::from_json(const std::string& text) {
         const auto j = nlohmann::json::parse(text);
         if (j.value("format", "") != "kasoku-sched-cost-model")
             throw SerializationError("cost model: not a kasoku cost-model file (its \"format\" is not kasoku-sched-cost-model)");
+        auto table = [](const nlohmann::json& t) {
+            return Table{t.at("nq_min").get<int>(), t.at("ms").get<std::vector<std::vector<double>>>()};
+        };
         std::array<Table, kTaskKinds> ops;
         std::array<LoadTable, kTaskKinds> load;
         for (int k = 0; k < kTaskKinds; ++k) {
             const std::string n = op_name(kind_at(k));
             if (!j.at("ops").contains(n)) throw SerializationError("cost model: the file has no table for '" + n + "'");
-            ops[k].nq_min = j["ops"][n].at("nq_min").get<int>();
-            ops[k].ms = j["ops"][n].at("ms").get<std::vector<std::vector<double>>>();
+            ops[k] = table(j["ops"][n]);
             if (j.contains("load") && j["load"].contains(n)) load[k] = j["load"][n].get<LoadTable>();
         }
         Table align;
         if (j.contains("align")) {
-            align.nq_min = j["align"].at("nq_min").get<int>();
-            align.ms = j["align"].at("ms").get<std::vector<std::vector<double>>>();
+            align = table(j["align"]);
             if (align.ms.empty()) throw SerializationError("cost model: the alignment table is empty; leave it out instead");
         }
         return CostModel(j.value("name", ""), j.value("machine", ""), j.value("hardware_threads", 1), std::move(ops),

@@ -288,30 +288,34 @@ StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions
     detail::Dispatcher d(g, cost, opts.policy, opts.threads, arrivals.size());
     struct Running {
         detail::Placement p;
-        double work;  // unloaded ms left
+        OpKind op;
+        int nq;
+        bool align;
+        double task_ms;  // unloaded ms of the task (without the start-up overhead)
+        double work;     // unloaded ms left
     };
     std::vector<Running> running;
     std::size_t next = 0;
     double now = 0;
     while (true) {
         for (const auto& p : d.place(now)) {
-            const Node& n = g.nodes()[p.node];
-            running.push_back({p, cost.overhead_ms() + cost.task_ms(n.op, g.task_nq(p.node), g.aligns(p.node), p.threads)});
+            const OpKind op = g.nodes()[p.node].op;
+            const int nq = g.task_nq(p.node);
+            const bool align = g.aligns(p.node);
+            const double ms = cost.task_ms(op, nq, align, p.threads);
+            running.push_back({p, op, nq, align, ms, cost.overhead_ms() + ms});
         }
         if (running.empty() && next == arrivals.size()) break;
         const int busy = d.busy_threads();
         const double width = running.empty() ? 1.0 : double(busy) / running.size();
         std::vector<double> rate(running.size());
+        const double job_factor = cost.job_factor(d.jobs_in_flight());
         double dt = next < arrivals.size() ? arrivals[next] - now : std::numeric_limits<double>::infinity();
         std::size_t first_done = running.size();
         for (std::size_t i = 0; i < running.size(); ++i) {
             // the task's own mix of curves (its operation, its alignment)
-            const detail::Placement& p = running[i].p;
-            const Node& n = g.nodes()[p.node];
-            const int nq = g.task_nq(p.node);
-            const bool al = g.aligns(p.node);
-            rate[i] = cost.task_ms(n.op, nq, al, p.threads) /
-                      (cost.loaded_task_ms(n.op, nq, al, p.threads, busy, width) * cost.job_factor(d.jobs_in_flight()));
+            const Running& r = running[i];
+            rate[i] = r.task_ms / (cost.loaded_task_ms(r.op, r.nq, r.align, r.p.threads, busy, width) * job_factor);
             const double t = running[i].work / rate[i];
             if (t < dt) dt = t, first_done = i;
         }
