@@ -129,6 +129,8 @@ private:
         const Ciphertext& b() const { return stored == 2 ? storage : *b_in; }
     };
     Aligned align(const Ciphertext& a, const Ciphertext& b, int threads) const;
+    // tensor() with `op` naming the caller in its errors; threads already resolved.
+    Ciphertext tensor_product(const Ciphertext& a, const Ciphertext& b, const char* op, int threads) const;
     const SwitchKey& galois_key(std::uint64_t galois_elt, const char* what) const;
     // b, a = sum_e psi_{g_e}(<digits, key_e>) over the limbs of Q_l * P; c0 = sum_e psi_{g_e}(input c0).
     // permute = false: one key, b and a get the inner products themselves (no automorphism), c0 is untouched.

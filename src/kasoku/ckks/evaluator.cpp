@@ -222,59 +222,54 @@ Evaluator::Lazy Evaluator::key_switch_lazy(const RnsPoly& d, const SwitchKey& ke
 }
 
 Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool rescale_after, int threads) const {
-    threads = ctx_->threads_or_default(threads);
-    Aligned al = align(a0, b0, threads);
-    const Ciphertext& a = al.a();
-    const Ciphertext& b = al.b();
-    if (a.size() != 2 || b.size() != 2)
-        throw ParameterError("multiply expects relinearised (size 2) operands; call relinearize first");
     if (!keys_ || !keys_->relin)
         throw MissingKeyError("multiply needs the relinearisation key: create the evaluator with keys.evaluation() "
                               "from ctx.keygen() (relinearisation key included by default)");
-    if (keys_->key_id != a.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operands");
-    const int level = a.level();
-    if (rescale_after && level == 0)
+    check(a0, "first operand");
+    check(b0, "second operand");
+    if (rescale_after && std::min(a0.level(), b0.level()) == 0)
         throw LevelError("multiply at level 0: no level left to rescale; decrypt here, or use parameters with more levels");
-    const double scale = a.scale * b.scale;
-    check_scale_fits(scale, level, "multiply");
+    threads = ctx_->threads_or_default(threads);
+    Ciphertext d = tensor_product(a0, b0, "multiply", threads);
+    if (keys_->key_id != d.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operands");
+    const int level = d.level();
     const auto& r = ctx_->rns();
-    RnsPoly d0, d1, d2, t;
-    r.mul(a.polys[0], b.polys[0], d0, threads);
-    r.mul(a.polys[1], b.polys[1], d2, threads);
-    r.mul(a.polys[0], b.polys[1], d1, threads);
-    r.fma(a.polys[1], b.polys[0], d1, d1, threads);
-    Lazy ks = key_switch_lazy(d2, *keys_->relin, threads);
+    Lazy ks = key_switch_lazy(d.polys[2], *keys_->relin, threads);
     Ciphertext out;
-    out.context_uid = a.context_uid;
-    out.key_id = a.key_id;
+    out.context_uid = d.context_uid;
+    out.key_id = d.key_id;
     if (rescale_after) {
         // (d0 P + ks0) / (P q_l): ModDown and rescale in one base conversion.
-        r.add_times_p(d0, ks.c0, threads);
-        r.add_times_p(d1, ks.c1, threads);
+        r.add_times_p(d.polys[0], ks.c0, threads);
+        r.add_times_p(d.polys[1], ks.c1, threads);
         r.mod_down_rescale(ks.c0, threads);
         r.mod_down_rescale(ks.c1, threads);
         out.polys = {std::move(ks.c0), std::move(ks.c1)};
-        out.scale = scale / static_cast<double>(r.prime(static_cast<std::size_t>(level)));
+        out.scale = d.scale / static_cast<double>(r.prime(static_cast<std::size_t>(level)));
     } else {
         r.mod_down(ks.c0, threads);
         r.mod_down(ks.c1, threads);
-        r.add(d0, ks.c0, d0, threads);
-        r.add(d1, ks.c1, d1, threads);
-        out.polys = {std::move(d0), std::move(d1)};
-        out.scale = scale;
+        r.add(d.polys[0], ks.c0, d.polys[0], threads);
+        r.add(d.polys[1], ks.c1, d.polys[1], threads);
+        d.polys.pop_back();
+        out.polys = std::move(d.polys);
+        out.scale = d.scale;
     }
     return out;
 }
 
-Ciphertext Evaluator::tensor(const Ciphertext& a0, const Ciphertext& b0, int threads) const {
-    threads = ctx_->threads_or_default(threads);
+Ciphertext Evaluator::tensor(const Ciphertext& a, const Ciphertext& b, int threads) const {
+    return tensor_product(a, b, "tensor", ctx_->threads_or_default(threads));
+}
+
+Ciphertext Evaluator::tensor_product(const Ciphertext& a0, const Ciphertext& b0, const char* op, int threads) const {
     Aligned al = align(a0, b0, threads);
     const Ciphertext& a = al.a();
     const Ciphertext& b = al.b();
     if (a.size() != 2 || b.size() != 2)
-        throw ParameterError("tensor expects relinearised (size 2) operands; call relinearize first");
+        throw ParameterError(std::string(op) + " expects relinearised (size 2) operands; call relinearize first");
     const double scale = a.scale * b.scale;
-    check_scale_fits(scale, a.level(), "tensor");
+    check_scale_fits(scale, a.level(), op);
     const auto& r = ctx_->rns();
     Ciphertext out;
     out.polys.resize(3);
