@@ -65,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--reps", type=int, default=3, help="timings per entry for --cost measure (medians; default 3)")
     s.add_argument("--job-slowdown", type=float, default=None,
                    help="what-if for the simulation: tasks also slow by 1 + S * (jobs in flight) (default: the model's, 0)")
+    s.add_argument("--compare", default=None, metavar="JSONL",
+                   help="run nothing: compare the runs in this JSON-lines file with --baseline, stream by stream "
+                        "(ratios per seed, means with 95%% bootstrap intervals; an A/A row when the baseline ran twice "
+                        "per seed, e.g. --policy fixed-1,kasoku,fixed-1,dynamic); --table and --plot as usual")
+    s.add_argument("--baseline", default="fixed-1", help="the policy --compare measures against (default fixed-1)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "info":
@@ -74,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
             return demo.main(args.params)
         if args.cmd == "schedule":
             from kasoku import schedule_cli
+            if args.compare:
+                print(schedule_cli.compare(args.compare, args.baseline, args.table, args.plot))
+                return 0
             pols = list(ks.sched.POLICIES) if args.policy == "all" else args.policy.split(",")
             unknown = [p for p in pols if p not in ks.sched.POLICIES]
             if unknown:

@@ -96,11 +96,12 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
                       f"p95 {r.p95_ms:.0f} ms ({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
     if out:
         out.close()
+    unique = list(dict.fromkeys(policies))  # a policy listed twice (an A/A pass) is one row
     if table_path:
         with open(table_path, "w") as f:
-            f.write(table(rows, policies, ds, paper=(cost == "paper")))
+            f.write(table(rows, unique, ds, paper=(cost == "paper")))
     if plot_path:
-        plot(curves, policies, ds, plot_path, title=f"{executor}, {cm.name}, {threads} threads")
+        plot(curves, unique, ds, plot_path, title=f"{executor}, {cm.name}, {threads} threads")
     return rows
 
 
@@ -160,3 +161,98 @@ def plot(curves: dict, policies: list[str], ds: list[float], path: str, title: s
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def paired(rows: list[dict], baseline: str = "fixed-1", key: str = "makespan_ms") -> dict:
+    """Paired comparison of runs of the same streams: per (D, seed), the log ratio of each policy's `key` to the
+    baseline's (their geometric mean when the baseline ran more than once). When the baseline ran twice, its second
+    run against its first is the A/A row, "<baseline> (A/A)": the spread of identical runs on this machine.
+    Returns {name: {D: [log ratios, one per seed]}}."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["D_ms"], r["seed"]), []).append(r)
+    out: dict = {}
+    for (d, _), g in sorted(groups.items()):
+        base = [r[key] for r in g if r["policy"] == baseline]
+        if not base:
+            continue
+        ref = float(np.mean(np.log(base)))
+        if len(base) == 2:
+            out.setdefault(f"{baseline} (A/A)", {}).setdefault(d, []).append(float(np.log(base[1] / base[0])))
+        for r in g:
+            if r["policy"] != baseline:
+                out.setdefault(r["policy"], {}).setdefault(d, []).append(float(np.log(r[key])) - ref)
+    return out
+
+
+def _boot_ci(x: np.ndarray, reps: int = 10000, seed: int = 1) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the mean."""
+    means = np.random.default_rng(seed).choice(x, size=(reps, x.size)).mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def paired_table(rows: list[dict], baseline: str = "fixed-1") -> str:
+    """Markdown: per policy and D the mean ratio to the baseline in % (per seed in brackets), and over all D the
+    mean with its 95% bootstrap interval; makespan and p95."""
+    pct = lambda v: 100 * (np.exp(v) - 1)  # noqa: E731
+    lines = []
+    for key, title in (("makespan_ms", "makespan"), ("p95_ms", "p95 latency")):
+        res = paired(rows, baseline, key)
+        ds = sorted({d for per in res.values() for d in per})
+        lines.append(f"| {title} vs {baseline}, % (per seed) | " + " | ".join(f"D = {d:g}" for d in ds) +
+                     " | all D: mean [95% CI] |")
+        lines.append("| --- |" + " --- |" * (len(ds) + 1))
+        for name, per in res.items():
+            cells = [f"{pct(np.mean(per[d])):+.1f} ({' / '.join(f'{pct(v):+.0f}' for v in per[d])})" if d in per else ""
+                     for d in ds]
+            every = np.concatenate([per[d] for d in ds if d in per])
+            lo, hi = _boot_ci(every)
+            cells.append(f"{pct(every.mean()):+.1f} [{pct(lo):+.1f}, {pct(hi):+.1f}]")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def paired_plot(rows: list[dict], path: str, baseline: str = "fixed-1") -> None:
+    """Each seed's ratio to the baseline by D, one panel per metric; the A/A pairs show the machine's own spread."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), squeeze=False)
+    for ax, (key, title) in zip(axes[0], (("makespan_ms", "makespan"), ("p95_ms", "p95 latency"))):
+        res = paired(rows, baseline, key)
+        for i, (name, per) in enumerate(res.items()):
+            off = (i - (len(res) - 1) / 2) * 1.5
+            for d, v in per.items():
+                ax.scatter(np.full(len(v), d + off), 100 * np.expm1(v), s=14, color=f"C{i}",
+                           label=name if d == min(per) else None)
+                ax.hlines(100 * np.expm1(np.mean(v)), d + off - 1, d + off + 1, color=f"C{i}")
+        ax.axhline(0.0, color="k", lw=0.6)
+        ax.set_xlabel("D, ms")
+        ax.set_ylabel(f"% against {baseline}")
+        ax.set_title(f"{title}: each seed (dot) and the mean (bar)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def compare(json_path: str, baseline: str, table_path: str | None, plot_path: str | None) -> str:
+    """The paired comparison of a JSON-lines file from earlier runs (--compare)."""
+    try:
+        with open(json_path) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError) as e:
+        raise ks.ParameterError(f"cannot read the runs to compare from {json_path}: {e}") from e
+    if not any(r["policy"] == baseline for r in rows):
+        raise ks.ParameterError(f"{json_path} has no runs of the baseline policy '{baseline}'; choose one with --baseline")
+    text = paired_table(rows, baseline)
+    if table_path:
+        with open(table_path, "w") as f:
+            f.write(text)
+    if plot_path:
+        paired_plot(rows, plot_path, baseline)
+    return text

@@ -147,11 +147,46 @@ def test_cli_schedule_sim(tmp_path, capsys):
     assert "source's Table 6" in table.read_text() and plot.stat().st_size > 10000
 
 
-def test_cli_schedule_policy_list(capsys):
+def test_cli_schedule_policy_list(tmp_path, capsys):
     from kasoku.__main__ import main
 
     assert main(["schedule", "--D", "120", "--jobs", "100", "--window", "11,90", "--policy", "fixed-1,kasoku"]) == 0
     lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
     assert [r["policy"] for r in lines] == ["fixed-1", "kasoku"]
+    # a policy listed twice (an A/A pass) runs twice and is one row of the table
+    table = tmp_path / "t.md"
+    assert main(["schedule", "--D", "120", "--jobs", "100", "--window", "11,90", "--policy", "fixed-1,kasoku,fixed-1",
+                 "--table", str(table)]) == 0
+    assert [json.loads(s)["policy"] for s in capsys.readouterr().out.splitlines()] == ["fixed-1", "kasoku", "fixed-1"]
+    assert table.read_text().count("| fixed-1 |") == 2  # one row in each of the two tables
     assert main(["schedule", "--policy", "fixed-1,fastest"]) == 2
     assert "unknown policy fastest" in capsys.readouterr().err
+
+
+def test_cli_compare_pairs_runs_of_one_stream(tmp_path, capsys):
+    from kasoku import schedule_cli
+    from kasoku.__main__ import main
+
+    def row(d, seed, pol, mk, p95):
+        return {"D_ms": d, "seed": seed, "policy": pol, "makespan_ms": mk, "p95_ms": p95}
+
+    rows = [row(60, 1, "fixed-1", 100, 10), row(60, 1, "kasoku", 110, 8), row(60, 1, "fixed-1", 121, 10),
+            row(60, 2, "kasoku", 90, 5), row(60, 2, "fixed-1", 100, 5), row(60, 2, "fixed-1", 100, 5),
+            row(80, 1, "fixed-1", 50, 4), row(80, 1, "dynamic", 60, 2)]
+    res = schedule_cli.paired(rows, "fixed-1", "makespan_ms")
+    # the baseline's reference is the geometric mean of its runs: sqrt(100 * 121) = 110
+    assert res["kasoku"][60] == pytest.approx([0.0, np.log(0.9)])
+    assert res["fixed-1 (A/A)"][60] == pytest.approx([np.log(1.21), 0.0])
+    assert 80 not in res["fixed-1 (A/A)"] and res["dynamic"][80] == pytest.approx([np.log(1.2)])
+    assert schedule_cli.paired(rows, "fixed-1", "p95_ms")["dynamic"][80] == pytest.approx([np.log(0.5)])
+
+    path, plot = tmp_path / "runs.jsonl", tmp_path / "aa.png"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert main(["schedule", "--compare", str(path), "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "| fixed-1 (A/A) | +10.0 (+21 / +0) |" in out and "| dynamic |  | +20.0 (+20) |" in out
+    assert plot.stat().st_size > 10000
+    assert main(["schedule", "--compare", str(path), "--baseline", "fixed-half"]) == 2
+    assert "no runs of the baseline policy 'fixed-half'" in capsys.readouterr().err
+    assert main(["schedule", "--compare", str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read the runs" in capsys.readouterr().err
