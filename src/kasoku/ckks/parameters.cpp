@@ -10,16 +10,8 @@ namespace kasoku::ckks {
 namespace {
 Parameters make(const char* name, int log_n, int first, int scale, int levels, int special, int k,
                 std::optional<int> security) {
-    Parameters p;
-    p.name = name;
-    p.log_n = log_n;
-    p.first_bits = first;
-    p.scale_bits = scale;
-    p.levels = levels;
-    p.special_bits = special;
-    p.special_primes = k;
-    p.security = security;
-    return p;
+    return {.log_n = log_n, .first_bits = first, .scale_bits = scale, .levels = levels, .special_bits = special,
+            .special_primes = k, .security = security, .name = name};
 }
 }  // namespace
 

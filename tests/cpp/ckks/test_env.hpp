@@ -19,15 +19,8 @@ using cvec = std::vector<std::complex<double>>;
 // Small research parameters (no security check: fast, not secure).
 inline Parameters research_params(int log_n, int first_bits, int scale_bits, int levels, int special_bits,
                                   int special_primes) {
-    Parameters p;
-    p.log_n = log_n;
-    p.first_bits = first_bits;
-    p.scale_bits = scale_bits;
-    p.levels = levels;
-    p.special_bits = special_bits;
-    p.special_primes = special_primes;
-    p.security = std::nullopt;
-    return p;
+    return {.log_n = log_n, .first_bits = first_bits, .scale_bits = scale_bits, .levels = levels,
+            .special_bits = special_bits, .special_primes = special_primes, .security = std::nullopt};
 }
 
 // -log2 of the max absolute error
