@@ -194,7 +194,9 @@ def _boot_ci(x: np.ndarray, reps: int = 10000, seed: int = 1) -> tuple[float, fl
 def paired_table(rows: list[dict], baseline: str = "fixed-1") -> str:
     """Markdown: per policy and D the mean ratio to the baseline in % (per seed in brackets), and over all D the
     mean with its 95% bootstrap interval; makespan and p95."""
-    pct = lambda v: 100 * (np.exp(v) - 1)  # noqa: E731
+    def pct(v):
+        return 100 * np.expm1(v)
+
     lines = []
     for key, title in (("makespan_ms", "makespan"), ("p95_ms", "p95 latency")):
         res = paired(rows, baseline, key)
@@ -247,6 +249,10 @@ def compare(json_path: str, baseline: str, table_path: str | None, plot_path: st
             rows = [json.loads(line) for line in f if line.strip()]
     except (OSError, ValueError) as e:
         raise ks.ParameterError(f"cannot read the runs to compare from {json_path}: {e}") from e
+    need = ("D_ms", "seed", "policy", "makespan_ms", "p95_ms")
+    for i, r in enumerate(rows, 1):
+        if not isinstance(r, dict) or any(k not in r for k in need):
+            raise ks.ParameterError(f"{json_path}, line {i}: not a run of `schedule` (it needs {', '.join(need)})")
     if not any(r["policy"] == baseline for r in rows):
         raise ks.ParameterError(f"{json_path} has no runs of the baseline policy '{baseline}'; choose one with --baseline")
     text = paired_table(rows, baseline)

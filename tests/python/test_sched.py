@@ -190,3 +190,6 @@ def test_cli_compare_pairs_runs_of_one_stream(tmp_path, capsys):
     assert "no runs of the baseline policy 'fixed-half'" in capsys.readouterr().err
     assert main(["schedule", "--compare", str(tmp_path / "missing.jsonl")]) == 2
     assert "cannot read the runs" in capsys.readouterr().err
+    path.write_text('{"D_ms": 60, "policy": "fixed-1"}\n')
+    assert main(["schedule", "--compare", str(path)]) == 2
+    assert "line 1: not a run of `schedule`" in capsys.readouterr().err
