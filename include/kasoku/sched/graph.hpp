@@ -14,8 +14,10 @@ enum class OpKind { input, multiply, square, multiply_plain, add, add_plain, rot
 inline constexpr int kTaskKinds = 6;  // every kind but input
 const char* op_name(OpKind op);
 OpKind op_from_name(const std::string& name);  // ParameterError names the kinds
-// multiply, square and rotate switch keys (the heavy tasks of the source); the others are light.
+// multiply, square and rotate switch keys (the heavy tasks of the source).
 bool is_key_switching(OpKind op);
+// add and add_plain: the tasks that always run on one thread.
+bool is_light(OpKind op);
 
 struct Node {
     OpKind op = OpKind::input;

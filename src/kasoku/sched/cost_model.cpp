@@ -15,6 +15,7 @@
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/support/error.hpp"
 #include "kasoku/support/threads.hpp"
+#include "dispatcher_internal.hpp"
 
 namespace kasoku::sched {
 
@@ -284,15 +285,11 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     const auto ct_top = fresh(top);
 
     auto run_op = [&](OpKind op, const ckks::Ciphertext& ct, int t) {
-        switch (op) {
-            case OpKind::multiply: return ev.multiply(ct, ct, true, t);
-            case OpKind::square: return ev.square(ct, true, t);
-            case OpKind::multiply_plain: return ev.multiply_scalar(ct, 0.5, true, t);
-            case OpKind::add: return ev.add(ct, ct, t);
-            case OpKind::add_plain: return ev.add_scalar(ct, 1.0, t);
-            case OpKind::rotate: return ev.rotate(ct, 1, t);
-            default: throw ParameterError("not a task");
-        }
+        Node n;  // both operands ct; constants 0.5 (product) and 1 (sum); rotation by one slot
+        n.op = op;
+        n.constant = op == OpKind::multiply_plain ? 0.5 : 1.0;
+        n.step = 1;
+        return detail::execute(ev, n, ct, ct, t);
     };
     auto time_fn = [&](const auto& f, int n) {
         std::vector<double> ms;
@@ -366,8 +363,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
             tick();
         }
         for (int k = 0; k < kTaskKinds; ++k) {
-            const bool light = kind_at(k) == OpKind::add || kind_at(k) == OpKind::add_plain;
-            if (light == (probe == OpKind::add)) load[k] = {{1, c}};
+            if (is_light(kind_at(k)) == is_light(probe)) load[k] = {{1, c}};
         }
     }
     const double overhead = measure_overhead_ms(max_threads, 51);

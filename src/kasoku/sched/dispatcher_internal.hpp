@@ -1,6 +1,7 @@
 // The list scheduler both executors drive: jobs arrive, tasks finish, and place() starts the ready tasks in priority
 // order (earlier job first, then the longest remaining path) with the thread counts the policy gives, until the
-// policy says to wait.
+// policy says to wait; and the task kinds' mapping to the evaluator, shared by the real executor and
+// CostModel::measure.
 #pragma once
 #include <map>
 #include <set>
@@ -53,6 +54,11 @@ private:
     std::multimap<double, int> ends_;  // running tasks: expected end -> threads
     int busy_ = 0, running_ = 0, in_system_ = 0, in_flight_ = 0, others_paper_ = 0;
 };
+
+// Runs task n on its operands with the evaluator (b is used by the two-operand tasks only): the real executor's
+// and CostModel::measure's one mapping from a task kind to the library's operation.
+ckks::Ciphertext execute(const ckks::Evaluator& ev, const Node& n, const ckks::Ciphertext& a, const ckks::Ciphertext& b,
+                         int threads);
 
 // Validated arrivals of a stream (one job at 0 when empty); checks the window and the thread count.
 std::vector<double> checked_arrivals(const StreamOptions& o);

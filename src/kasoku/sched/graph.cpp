@@ -21,6 +21,7 @@ OpKind op_from_name(const std::string& name) {
 }
 
 bool is_key_switching(OpKind op) { return op == OpKind::multiply || op == OpKind::square || op == OpKind::rotate; }
+bool is_light(OpKind op) { return op == OpKind::add || op == OpKind::add_plain; }
 
 namespace {
 
@@ -33,10 +34,16 @@ std::size_t arity(OpKind op) {
     }
 }
 
-// Level of a node's result from its operands' levels; LevelError when a rescale has no level left.
-int result_level(const Node& n, int id, const std::vector<Node>& nodes) {
+// The level a task computes at: its lowest operand's (the others are dropped to it).
+int operand_level(const Node& n, const std::vector<Node>& nodes) {
     int in = nodes[n.inputs[0]].level;
     for (int i : n.inputs) in = std::min(in, nodes[i].level);
+    return in;
+}
+
+// Level of a node's result from its operands' levels; LevelError when a rescale has no level left.
+int result_level(const Node& n, int id, const std::vector<Node>& nodes) {
+    const int in = operand_level(n, nodes);
     const bool rescales = n.op == OpKind::multiply || n.op == OpKind::square || n.op == OpKind::multiply_plain;
     if (!rescales) return in;
     if (in < 1)
@@ -149,10 +156,7 @@ Graph Graph::from_nodes(std::vector<Node> nodes, std::vector<std::pair<int, std:
 int Graph::task_nq(int id) const {
     check_id(id, "task_nq");
     const Node& n = nodes_[id];
-    if (n.op == OpKind::input) return n.level + 1;
-    int in = nodes_[n.inputs[0]].level;
-    for (int i : n.inputs) in = std::min(in, nodes_[i].level);
-    return in + 1;
+    return (n.op == OpKind::input ? n.level : operand_level(n, nodes_)) + 1;
 }
 
 bool Graph::aligns(int id) const {
@@ -168,7 +172,7 @@ Graph maclaurin_exp(int order, int level) {
     Graph g;
     const int x = g.input("x", level);
     // The coefficients first, on x at the top level: c_k = x / k! for k = 2..order.
-    std::vector<int> coef(order + 1, -1), pw(order + 1, -1), term(order + 1, -1);
+    std::vector<int> coef(order + 1, -1), pw(order + 1, -1);
     double factorial = 1;
     for (int k = 2; k <= order; ++k) coef[k] = g.multiply_plain(x, 1.0 / (factorial *= k));
     // The powers x^2..x^(order-1) at the least depth (a square when k is a power of two, else x^high * x^(k-high)),

@@ -15,22 +15,23 @@
 
 namespace kasoku::sched {
 
-namespace {
-
-using CtPtr = std::shared_ptr<const ckks::Ciphertext>;
-
-ckks::Ciphertext execute(const ckks::Evaluator& ev, const Node& n, const std::vector<CtPtr>& in, int threads) {
+ckks::Ciphertext detail::execute(const ckks::Evaluator& ev, const Node& n, const ckks::Ciphertext& a,
+                                 const ckks::Ciphertext& b, int threads) {
     switch (n.op) {
-        case OpKind::multiply: return ev.multiply(*in[0], *in[1], true, threads);
-        case OpKind::square: return ev.square(*in[0], true, threads);
-        case OpKind::multiply_plain: return ev.multiply_scalar(*in[0], n.constant, true, threads);
-        case OpKind::add: return ev.add(*in[0], *in[1], threads);
-        case OpKind::add_plain: return ev.add_scalar(*in[0], n.constant, threads);
-        case OpKind::rotate: return ev.rotate(*in[0], n.step, threads);
+        case OpKind::multiply: return ev.multiply(a, b, true, threads);
+        case OpKind::square: return ev.square(a, true, threads);
+        case OpKind::multiply_plain: return ev.multiply_scalar(a, n.constant, true, threads);
+        case OpKind::add: return ev.add(a, b, threads);
+        case OpKind::add_plain: return ev.add_scalar(a, n.constant, threads);
+        case OpKind::rotate: return ev.rotate(a, n.step, threads);
         case OpKind::input: break;
     }
     throw ParameterError("scheduler: an input node is not a task");
 }
+
+namespace {
+
+using CtPtr = std::shared_ptr<const ckks::Ciphertext>;
 
 // Everything a stream needs is checked before the first job starts: inputs by name and level, and the keys.
 std::vector<CtPtr> check_inputs(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs) {
@@ -113,7 +114,7 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
             lk.unlock();
             CtPtr out;
             try {
-                out = std::make_shared<const ckks::Ciphertext>(execute(ev, node, in, p.threads));
+                out = std::make_shared<const ckks::Ciphertext>(detail::execute(ev, node, *in.front(), *in.back(), p.threads));
             } catch (...) {
                 lk.lock();
                 if (!error) error = std::current_exception();

@@ -14,8 +14,6 @@ namespace kasoku::sched {
 namespace {
 constexpr const char* kPolicyNames[] = {"fixed-1", "fixed-half", "fixed-full", "dynamic", "kasoku"};
 
-bool is_light(OpKind op) { return op == OpKind::add || op == OpKind::add_plain; }
-
 // kasoku's estimate of a task's time on n threads started now: the start-up overhead plus the unloaded time slowed
 // by the load it would run under.
 double estimate_ms(const SchedulerView& v, int n) {
