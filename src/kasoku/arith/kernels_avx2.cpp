@@ -159,93 +159,88 @@ inline __m256i twiddles_gap2(const u64* w) {
 // Twiddles of stage m for blocks i..i+3 (gap 1), in the lane order of unpacklo/hi: [w_i, w_{i+2}, w_{i+1}, w_{i+3}].
 inline __m256i twiddles_gap1(const u64* w) { return _mm256_permute4x64_epi64(load(w), 0xD8); }
 
-void ntt_forward_avx2(u64* a, const NttTables& t) {
-    const std::size_t n = t.n();
-    const u64 q = t.q();
-    if (n < 16) return ntt_forward_scalar(a, t);
-    const u64* w = t.root_powers();
-    const u64* wp = t.root_shoup();
-    const __m256i vq = set1(q), vq_h = set1(q >> 32), v2q = set1(2 * q);
-    std::size_t m = 1, gap = n >> 1;
-    for (; gap >= 4; m <<= 1, gap >>= 1) {
-        for (std::size_t i = 0; i < m; ++i) {
-            const __m256i vw = set1(w[m + i]), vwp = set1(wp[m + i]);
-            u64* x = a + 2 * i * gap;
-            u64* y = x + gap;
-            for (std::size_t j = 0; j < gap; j += 4) {
-                __m256i u = load(x + j), v = load(y + j);
-                ct_butterfly(u, v, vw, vwp, vq, vq_h, v2q);
-                store(x + j, u);
-                store(y + j, v);
-            }
+// The NTT's stages, shared by the forward (CT) and inverse (GS) transforms as in the AVX-512 file.
+struct NttConsts {
+    __m256i vq, vq_h, v2q;
+    explicit NttConsts(u64 q) : vq(set1(q)), vq_h(set1(q >> 32)), v2q(set1(2 * q)) {}
+};
+
+template <bool Forward>
+inline void butterfly(__m256i& x, __m256i& y, __m256i w, __m256i wp, const NttConsts& c) {
+    if constexpr (Forward) ct_butterfly(x, y, w, wp, c.vq, c.vq_h, c.v2q);
+    else gs_butterfly(x, y, w, wp, c.vq, c.vq_h, c.v2q);
+}
+
+// One stage with gap >= 4: m blocks, each with one twiddle broadcast over its whole x and y halves.
+template <bool Forward>
+inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const NttConsts& c) {
+    for (std::size_t i = 0; i < m; ++i) {
+        const __m256i vw = set1(w[m + i]), vwp = set1(wp[m + i]);
+        u64* x = a + 2 * i * gap;
+        u64* y = x + gap;
+        for (std::size_t j = 0; j < gap; j += 4) {
+            __m256i u = load(x + j), v = load(y + j);
+            butterfly<Forward>(u, v, vw, vwp, c);
+            store(x + j, u);
+            store(y + j, v);
         }
     }
-    // gap 2 (m = n/4): two blocks of 4 per pair of registers, halves exchanged across the 128-bit lanes
+}
+
+// Gap 2: two blocks of 4 per pair of registers, halves exchanged across the 128-bit lanes.
+template <bool Forward>
+inline void gap2_stage(u64* a, std::size_t m, const u64* w, const u64* wp, const NttConsts& c) {
     for (std::size_t i = 0; i < m; i += 2) {
         u64* p = a + 4 * i;
-        __m256i v0 = load(p), v1 = load(p + 4);
+        const __m256i v0 = load(p), v1 = load(p + 4);
         __m256i x = _mm256_permute2x128_si256(v0, v1, 0x20), y = _mm256_permute2x128_si256(v0, v1, 0x31);
-        ct_butterfly(x, y, twiddles_gap2(w + m + i), twiddles_gap2(wp + m + i), vq, vq_h, v2q);
+        butterfly<Forward>(x, y, twiddles_gap2(w + m + i), twiddles_gap2(wp + m + i), c);
         store(p, _mm256_permute2x128_si256(x, y, 0x20));
         store(p + 4, _mm256_permute2x128_si256(x, y, 0x31));
     }
-    m <<= 1;
-    // gap 1 (m = n/2): pairs interleaved, then the final reduction to [0, q)
+}
+
+// Gap 1: pairs interleaved; the forward transform's last stage also reduces its outputs to [0, q).
+template <bool Forward>
+inline void gap1_stage(u64* a, std::size_t m, const u64* w, const u64* wp, const NttConsts& c) {
     for (std::size_t i = 0; i < m; i += 4) {
         u64* p = a + 2 * i;
-        __m256i v0 = load(p), v1 = load(p + 4);
+        const __m256i v0 = load(p), v1 = load(p + 4);
         __m256i x = _mm256_unpacklo_epi64(v0, v1), y = _mm256_unpackhi_epi64(v0, v1);
-        ct_butterfly(x, y, twiddles_gap1(w + m + i), twiddles_gap1(wp + m + i), vq, vq_h, v2q);
-        x = sub_if_ge(sub_if_ge(x, v2q), vq);
-        y = sub_if_ge(sub_if_ge(y, v2q), vq);
+        butterfly<Forward>(x, y, twiddles_gap1(w + m + i), twiddles_gap1(wp + m + i), c);
+        if constexpr (Forward) {
+            x = sub_if_ge(sub_if_ge(x, c.v2q), c.vq);
+            y = sub_if_ge(sub_if_ge(y, c.v2q), c.vq);
+        }
         store(p, _mm256_unpacklo_epi64(x, y));
         store(p + 4, _mm256_unpackhi_epi64(x, y));
     }
 }
 
+void ntt_forward_avx2(u64* a, const NttTables& t) {
+    const std::size_t n = t.n();
+    if (n < 16) return ntt_forward_scalar(a, t);
+    const u64* w = t.root_powers();
+    const u64* wp = t.root_shoup();
+    const NttConsts c(t.q());
+    std::size_t m = 1;
+    for (std::size_t gap = n >> 1; gap >= 4; m <<= 1, gap >>= 1) wide_stage<true>(a, m, gap, w, wp, c);
+    gap2_stage<true>(a, m, w, wp, c);
+    gap1_stage<true>(a, 2 * m, w, wp, c);
+}
+
 void ntt_inverse_avx2(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
-    const u64 q = t.q(), two_q = 2 * q;
     if (n < 16) return ntt_inverse_scalar(a, t);
     const u64* w = t.inv_root_powers();
     const u64* wp = t.inv_root_shoup();
-    const __m256i vq = set1(q), vq_h = set1(q >> 32), v2q = set1(two_q);
-    std::size_t m = n >> 1, gap = 1;
-    // gap 1
-    for (std::size_t i = 0; i < m; i += 4) {
-        u64* p = a + 2 * i;
-        __m256i v0 = load(p), v1 = load(p + 4);
-        __m256i x = _mm256_unpacklo_epi64(v0, v1), y = _mm256_unpackhi_epi64(v0, v1);
-        gs_butterfly(x, y, twiddles_gap1(w + m + i), twiddles_gap1(wp + m + i), vq, vq_h, v2q);
-        store(p, _mm256_unpacklo_epi64(x, y));
-        store(p + 4, _mm256_unpackhi_epi64(x, y));
-    }
-    m >>= 1;
-    // gap 2
-    for (std::size_t i = 0; i < m; i += 2) {
-        u64* p = a + 4 * i;
-        __m256i v0 = load(p), v1 = load(p + 4);
-        __m256i x = _mm256_permute2x128_si256(v0, v1, 0x20), y = _mm256_permute2x128_si256(v0, v1, 0x31);
-        gs_butterfly(x, y, twiddles_gap2(w + m + i), twiddles_gap2(wp + m + i), vq, vq_h, v2q);
-        store(p, _mm256_permute2x128_si256(x, y, 0x20));
-        store(p + 4, _mm256_permute2x128_si256(x, y, 0x31));
-    }
-    m >>= 1;
-    gap = 4;
-    for (; m >= 1; m >>= 1, gap <<= 1) {
-        for (std::size_t i = 0; i < m; ++i) {
-            const __m256i vw = set1(w[m + i]), vwp = set1(wp[m + i]);
-            u64* x = a + 2 * i * gap;
-            u64* y = x + gap;
-            for (std::size_t j = 0; j < gap; j += 4) {
-                __m256i u = load(x + j), v = load(y + j);
-                gs_butterfly(u, v, vw, vwp, vq, vq_h, v2q);
-                store(x + j, u);
-                store(y + j, v);
-            }
-        }
-    }
-    mul_scalar_avx2(a, t.n_inv(), t.n_inv_shoup(), n, q, a);
+    const NttConsts c(t.q());
+    std::size_t m = n >> 1;
+    gap1_stage<false>(a, m, w, wp, c);
+    gap2_stage<false>(a, m >> 1, w, wp, c);
+    m >>= 2;
+    for (std::size_t gap = 4; m >= 1; m >>= 1, gap <<= 1) wide_stage<false>(a, m, gap, w, wp, c);
+    mul_scalar_avx2(a, t.n_inv(), t.n_inv_shoup(), n, t.q(), a);
 }
 
 }  // namespace

@@ -99,18 +99,11 @@ inline void mul_full(__m512i a, __m512i b, __m512i& hi, __m512i& lo) {
     lo = _mm512_mullo_epi64(a, b);
 }
 
+// The high words only; the compiler drops mul_full's unused low product.
 inline __m512i mul_hi(__m512i a, __m512i b) {
-    const __m512i mask = set1(0xffffffffULL);
-    const __m512i a_h = _mm512_srli_epi64(a, 32), b_h = _mm512_srli_epi64(b, 32);
-    const __m512i ll = _mm512_mul_epu32(a, b);
-    const __m512i lh = _mm512_mul_epu32(a, b_h);
-    const __m512i hl = _mm512_mul_epu32(a_h, b);
-    const __m512i hh = _mm512_mul_epu32(a_h, b_h);
-    __m512i mid = _mm512_add_epi64(_mm512_srli_epi64(ll, 32), _mm512_and_si512(lh, mask));
-    mid = _mm512_add_epi64(mid, _mm512_and_si512(hl, mask));
-    __m512i hi = _mm512_add_epi64(hh, _mm512_srli_epi64(lh, 32));
-    hi = _mm512_add_epi64(hi, _mm512_srli_epi64(hl, 32));
-    return _mm512_add_epi64(hi, _mm512_srli_epi64(mid, 32));
+    __m512i hi, lo;
+    mul_full(a, b, hi, lo);
+    return hi;
 }
 
 // Shoup: w * x mod q in [0, 2q) for a constant w with wp = floor(w 2^64 / q), any x < 2^64.
