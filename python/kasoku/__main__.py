@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--window", default="301,1900", help="measured jobs, 1-based inclusive (the source: 301,1900)")
     s.add_argument("--threads", type=int, default=None, help="threads (default 126 for sim, all cores for real)")
     s.add_argument("--seeds", type=int, default=1, help="streams per D (seeds 1..n; the table shows means)")
+    s.add_argument("--first-seed", type=int, default=1,
+                   help="number the streams from this seed (--seeds 4 --first-seed 5: seeds 5..8), to extend a pass")
     s.add_argument("--params", default="SCHED", help="parameter set for real runs and --cost measure (default SCHED)")
     s.add_argument("--order", type=int, default=6, help="Maclaurin order of e^x (the source: 6)")
     s.add_argument("--json", default=None, help="append the JSON lines to this file")
@@ -88,12 +90,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: unknown policy {', '.join(unknown)}; choose from {', '.join(ks.sched.POLICIES)} or 'all'",
                       file=sys.stderr)
                 return 2
+            if args.seeds < 1 or args.first_seed < 1:
+                print(f"error: --seeds and --first-seed must be >= 1, got {args.seeds} and {args.first_seed}",
+                      file=sys.stderr)
+                return 2
             w = tuple(int(v) for v in args.window.split(","))
             threads = args.threads or (126 if args.executor == "sim" else ks.hardware_threads())
             schedule_cli.run(pols, [float(v) for v in args.D.split(",")], args.jobs, w, threads, args.executor,
                              args.cost or ("paper" if args.executor == "sim" else "measure"), args.params, args.seeds,
                              args.order, args.json, args.table, args.plot, args.save_cost, reps=args.reps,
-                             job_slowdown=args.job_slowdown)
+                             job_slowdown=args.job_slowdown, first_seed=args.first_seed)
             return 0
         if args.cmd == "bench":
             if args.suite == "matmul":

@@ -51,7 +51,8 @@ def _real_setup(params):
 
 def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int], threads: int, executor: str,
         cost: str, params_name: str, seeds: int, order: int, json_path: str | None, table_path: str | None,
-        plot_path: str | None, save_cost: str | None, reps: int = 3, job_slowdown: float | None = None) -> list[dict]:
+        plot_path: str | None, save_cost: str | None, reps: int = 3, job_slowdown: float | None = None,
+        first_seed: int = 1) -> list[dict]:
     params = ks.Parameters.named(params_name)
     cm = _cost_model(cost, params, threads, save_cost, reps)
     if job_slowdown is not None:
@@ -62,7 +63,7 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
     out = open(json_path, "a") if json_path else None
     total, done = len(ds) * len(policies) * seeds, 0
     for d in ds:
-        for seed in range(1, seeds + 1):
+        for seed in range(first_seed, first_seed + seeds):
             arr = sched.poisson(d, jobs, seed=seed)
             # Real runs drift on a shared machine: each seed starts the policies at a different one, so that no
             # policy always runs first (or last).
@@ -84,7 +85,7 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
                 if err is not None:
                     row["max_error_first_job"] = err
                 rows.append(row)
-                if seed == 1:
+                if seed == first_seed:
                     curves[(pol, d)] = r.latencies_ms
                 line = json.dumps(row)
                 print(line, flush=True)

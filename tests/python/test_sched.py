@@ -161,6 +161,13 @@ def test_cli_schedule_policy_list(tmp_path, capsys):
     assert table.read_text().count("| fixed-1 |") == 2  # one row in each of the two tables
     assert main(["schedule", "--policy", "fixed-1,fastest"]) == 2
     assert "unknown policy fastest" in capsys.readouterr().err
+    # extending a pass: seeds 5 and 6, each starting the policies where the rotation of seeds 1..6 would
+    assert main(["schedule", "--D", "120", "--jobs", "100", "--window", "11,90", "--policy", "fixed-1,kasoku",
+                 "--seeds", "2", "--first-seed", "5"]) == 0
+    got = [(r["seed"], r["policy"]) for r in map(json.loads, capsys.readouterr().out.splitlines())]
+    assert got == [(5, "fixed-1"), (5, "kasoku"), (6, "kasoku"), (6, "fixed-1")]
+    assert main(["schedule", "--seeds", "2", "--first-seed", "0"]) == 2
+    assert "must be >= 1, got 2 and 0" in capsys.readouterr().err
 
 
 def test_cli_compare_pairs_runs_of_one_stream(tmp_path, capsys):
