@@ -186,6 +186,11 @@ def paired(rows: list[dict], baseline: str = "fixed-1", key: str = "makespan_ms"
     return out
 
 
+def _pct(log_ratio):
+    """A log ratio as a percentage difference."""
+    return 100 * np.expm1(log_ratio)
+
+
 def _boot_ci(x: np.ndarray, reps: int = 10000, seed: int = 1) -> tuple[float, float]:
     """95% percentile-bootstrap interval of the mean."""
     means = np.random.default_rng(seed).choice(x, size=(reps, x.size)).mean(axis=1)
@@ -195,9 +200,6 @@ def _boot_ci(x: np.ndarray, reps: int = 10000, seed: int = 1) -> tuple[float, fl
 def paired_table(rows: list[dict], baseline: str = "fixed-1") -> str:
     """Markdown: per policy and D the mean ratio to the baseline in % (per seed in brackets), and over all D the
     mean with its 95% bootstrap interval; makespan and p95."""
-    def pct(v):
-        return 100 * np.expm1(v)
-
     lines = []
     for key, title in (("makespan_ms", "makespan"), ("p95_ms", "p95 latency")):
         res = paired(rows, baseline, key)
@@ -206,11 +208,11 @@ def paired_table(rows: list[dict], baseline: str = "fixed-1") -> str:
                      " | all D: mean [95% CI] |")
         lines.append("| --- |" + " --- |" * (len(ds) + 1))
         for name, per in res.items():
-            cells = [f"{pct(np.mean(per[d])):+.1f} ({' / '.join(f'{pct(v):+.0f}' for v in per[d])})" if d in per else ""
+            cells = [f"{_pct(np.mean(per[d])):+.1f} ({' / '.join(f'{_pct(v):+.0f}' for v in per[d])})" if d in per else ""
                      for d in ds]
             every = np.concatenate([per[d] for d in ds if d in per])
             lo, hi = _boot_ci(every)
-            cells.append(f"{pct(every.mean()):+.1f} [{pct(lo):+.1f}, {pct(hi):+.1f}]")
+            cells.append(f"{_pct(every.mean()):+.1f} [{_pct(lo):+.1f}, {_pct(hi):+.1f}]")
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -229,9 +231,9 @@ def paired_plot(rows: list[dict], path: str, baseline: str = "fixed-1") -> None:
         for i, (name, per) in enumerate(res.items()):
             off = (i - (len(res) - 1) / 2) * 1.5
             for d, v in per.items():
-                ax.scatter(np.full(len(v), d + off), 100 * np.expm1(v), s=14, color=f"C{i}",
+                ax.scatter(np.full(len(v), d + off), _pct(np.asarray(v)), s=14, color=f"C{i}",
                            label=name if d == min(per) else None)
-                ax.hlines(100 * np.expm1(np.mean(v)), d + off - 1, d + off + 1, color=f"C{i}")
+                ax.hlines(_pct(np.mean(v)), d + off - 1, d + off + 1, color=f"C{i}")
         ax.axhline(0.0, color="k", lw=0.6)
         ax.set_xlabel("D, ms")
         ax.set_ylabel(f"% against {baseline}")

@@ -1,8 +1,9 @@
 // Cost model T(op, nq, threads) of the scheduler (seed 001 §4, DESIGN §3.2): the time of one fused task on an idle
 // machine, by its kind, the primes nq of its operands and its thread count (the shape of the source's Tables 1-3),
 // times a load factor for the threads busy at once across the machine (its Tables 4-5), plus a start-up overhead per
-// task, plus the alignment of an operand from a higher level where the task has one (Graph::aligns). Measured here (measure), read from JSON (load / from_json), or built from the source's own tables
-// (from_paper) so that its Xeon Phi can be simulated on any machine.
+// task, plus the alignment of an operand from a higher level where the task has one (Graph::aligns). Measured here
+// (measure), read from JSON (load / from_json), or built from the source's own tables (from_paper) so that its Xeon
+// Phi can be simulated on any machine.
 #pragma once
 #include <algorithm>
 #include <array>

@@ -14,8 +14,8 @@ namespace kasoku::sched {
 namespace {
 constexpr const char* kPolicyNames[] = {"fixed-1", "fixed-half", "fixed-full", "dynamic", "kasoku"};
 
-// kasoku's estimate of a task's time on n threads started now: the start-up overhead plus the unloaded time slowed
-// by the load it would run under.
+// kasoku's estimate of a task's time on n threads started now: the start-up overhead plus the unloaded time, its
+// alignment included, slowed by the load it would run under and by the model's job factor.
 double estimate_ms(const SchedulerView& v, int n) {
     const CostModel& c = *v.cost;
     const int busy = v.busy_threads + n;
