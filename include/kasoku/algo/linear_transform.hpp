@@ -49,11 +49,11 @@ public:
     // Q_level * P, for inputs at `level` with the canonical scale of that level: the result then has the
     // canonical scale of level - 1 (other input scales give an exact but non-canonical result scale).
     LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level, std::size_t baby = 0,
-                    int threads = 0);
+                    Exec exec = {});
     // A dense dim x dim matrix (row major, dim <= slots) acting on slots 0..dim-1: out[s] = sum_t m[s][t] in[t].
     // With dim = slots the product is cyclic over all slots.
     static LinearTransform from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,
-                                       std::size_t baby = 0, int threads = 0);
+                                       std::size_t baby = 0, Exec exec = {});
     // Slot offsets of the nonzero diagonals of a dim x dim matrix (as from_matrix uses them).
     static std::map<std::int64_t, cvec> matrix_diagonals(const std::complex<double>* m, std::size_t dim, std::size_t slots);
 
@@ -67,15 +67,15 @@ public:
     const BsgsPlan& plan() const { return plan_; }
 
     // The transform of a (at level()), rescaled once: level - 1.
-    ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Ciphertext& a, int threads = 0,
+    ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Ciphertext& a, Exec exec = {},
                            OpCounts* counts = nullptr) const;
     // The same from a decomposition of the input that other hoisted rotations share.
-    ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, int threads = 0,
+    ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, Exec exec = {},
                            OpCounts* counts = nullptr) const;
 
 private:
     void check_level(const ckks::Ciphertext& a) const;
-    ckks::Ciphertext run(const ckks::Evaluator& ev, const ckks::Ciphertext& a, const ckks::Decomposition* d, int threads,
+    ckks::Ciphertext run(const ckks::Evaluator& ev, const ckks::Ciphertext& a, const ckks::Decomposition* d, Exec exec,
                          OpCounts* counts) const;
 
     struct Term {

@@ -49,14 +49,14 @@ public:
     std::vector<cvec> pack(const std::vector<std::vector<double>>& mats, std::size_t rows) const;
     std::vector<std::vector<double>> unpack(const std::vector<cvec>& blocks, std::size_t rows) const;
     EncryptedMatrix encrypt(const std::vector<std::vector<double>>& mats, std::size_t rows, const ckks::PublicKey& pk,
-                            int level = -1, int threads = 0) const;
-    std::vector<std::vector<double>> decrypt(const EncryptedMatrix& m, const ckks::SecretKey& sk, int threads = 0) const;
+                            int level = -1, Exec exec = {}) const;
+    std::vector<std::vector<double>> decrypt(const EncryptedMatrix& m, const ckks::SecretKey& sk, Exec exec = {}) const;
     // Exactly the Galois elements matmul needs (square products, and rectangular ones with `rows` rows).
     std::vector<std::uint64_t> galois_elements() const;
     // One of the maps of a block as a linear transform at `level` (-1: top): "sigma" (row i shifted left by i), "tau"
     // (column j shifted up by j), "phi" (columns shifted left by k) or "psi" (rows shifted up by k), applied to every
     // packed matrix. matmul uses the same diagonals (and psi^k as a plain rotation when the slots hold whole tiles).
-    LinearTransform transform(const std::string& which, std::size_t k = 0, int level = -1, int threads = 0) const;
+    LinearTransform transform(const std::string& which, std::size_t k = 0, int level = -1, Exec exec = {}) const;
 
 private:
     std::shared_ptr<const MatmulPlan> plan_;
@@ -64,13 +64,13 @@ private:
 };
 
 // The products A_i B_i of the g packed pairs (a: rows x d, b: d x d), three levels below the operands.
-EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, const EncryptedMatrix& b, int threads = 0,
+EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, const EncryptedMatrix& b, Exec exec = {},
                        OpCounts* counts = nullptr);
 
 // Schoolbook baseline: a and b hold one ciphertext per element (row major, d x d); C_ij = sum_k A_ik B_kj with
 // d^3 tensor products, one relinearisation and one rescale per element.
 std::vector<ckks::Ciphertext> matmul_schoolbook(const ckks::Evaluator& ev, const std::vector<ckks::Ciphertext>& a,
-                                                const std::vector<ckks::Ciphertext>& b, std::size_t d, int threads = 0,
+                                                const std::vector<ckks::Ciphertext>& b, std::size_t d, Exec exec = {},
                                                 OpCounts* counts = nullptr);
 
 }  // namespace kasoku::algo

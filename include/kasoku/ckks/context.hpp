@@ -1,5 +1,5 @@
-// Context: parameters plus every precomputed table (RNS/NTT, base conversion, encoder FFT roots).
-// Immutable after construction and shared by every object made from it.
+// Context: parameters, the RNS ring, the polynomial backend that computes on it (with its tables: NTT, base
+// conversion) and the encoder's FFT roots. Immutable after construction and shared by every object made from it.
 #pragma once
 #include <complex>
 #include <cstdint>
@@ -7,19 +7,29 @@
 #include <vector>
 
 #include "kasoku/ckks/parameters.hpp"
+#include "kasoku/rns/backend.hpp"
+#include "kasoku/rns/keyswitch.hpp"
 #include "kasoku/rns/rns_context.hpp"
 
 namespace kasoku::ckks {
 
 class Context {
 public:
-    // threads: default thread count of operations (0 = all cores).
-    static std::shared_ptr<const Context> create(const Parameters& params, int threads = 0);
+    // threads: default thread count of operations (0 = all cores). backend: makes the polynomial backend from the
+    // ring (default: the CPU backend). Throws ParameterError for invalid or insecure parameters (Parameters::validate)
+    // or a negative thread count.
+    static std::shared_ptr<const Context> create(const Parameters& params, int threads = 0,
+                                                 const rns::BackendFactory& backend = rns::make_cpu_backend);
 
     const Parameters& params() const { return params_; }
-    const rns::RnsContext& rns() const { return *rns_; }
-    std::size_t n() const { return rns_->n(); }
-    std::size_t slots() const { return rns_->n() / 2; }
+    // The ring: primes, digits, automorphism tables.
+    const rns::RnsContext& rns() const { return *ring_; }
+    // Where polynomials live and every operation on them runs.
+    const rns::Backend& backend() const { return *backend_; }
+    // Key switching (decompose -> inner product -> ModDown) on the backend.
+    const rns::KeySwitcher& keyswitcher() const { return keyswitcher_; }
+    std::size_t n() const { return ring_->n(); }
+    std::size_t slots() const { return ring_->n() / 2; }
     int max_level() const { return params_.levels; }
     double default_scale() const { return default_scale_; }
     // Canonical scale of each level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l. Fresh ciphertexts at level l get
@@ -27,8 +37,13 @@ public:
     // that reach a level by different paths can be added without adjustment.
     double scale_at(int level) const { return scales_[level]; }
     int threads() const { return threads_; }
-    // Resolves a per-call thread count (0 -> the context default).
+    // Resolves a per-call thread count (0 -> the context default). Throws ParameterError for a negative count.
     int threads_or_default(int threads) const;
+    // The execution handle with its thread count resolved (threads_or_default).
+    Exec exec(Exec e) const {
+        e.threads = threads_or_default(e.threads);
+        return e;
+    }
     // Random per-context id: objects remember it and operations refuse objects of another context.
     std::uint64_t uid() const { return uid_; }
     // Hash of the parameters and the primes: serialized objects carry it.
@@ -43,11 +58,13 @@ public:
     const std::vector<std::uint64_t>& rot_group() const { return rot_group_; }
     const std::vector<std::complex<double>>& ksi() const { return ksi_; }
 
-    explicit Context(const Parameters& params, int threads);
+    Context(const Parameters& params, int threads, const rns::BackendFactory& backend);
 
 private:
     Parameters params_;
-    std::unique_ptr<rns::RnsContext> rns_;
+    std::shared_ptr<const rns::RnsContext> ring_;
+    std::unique_ptr<const rns::Backend> backend_;
+    rns::KeySwitcher keyswitcher_;
     double default_scale_;
     int threads_;
     std::uint64_t uid_, fingerprint_;
@@ -58,7 +75,8 @@ private:
 
 using ContextPtr = std::shared_ptr<const Context>;
 
-// g^-1 modulo 2n for an odd Galois element g (the group of units mod 2n has order n).
+// g^-1 modulo 2n for an odd Galois element g (the group of units mod 2n has order n). Throws ParameterError for an
+// even g or g >= 2n.
 std::uint64_t galois_inverse(std::uint64_t g, std::uint64_t two_n);
 
 }  // namespace kasoku::ckks

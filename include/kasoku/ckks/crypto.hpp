@@ -1,5 +1,6 @@
 // Key generation, encryption and decryption (the client side: these are the only classes that touch
-// the secret key).
+// the secret key). Every method throws ParameterError for a key, plaintext or ciphertext of another context (or a
+// negative thread count) before it touches any data.
 #pragma once
 #include <complex>
 #include <cstdint>
@@ -14,31 +15,34 @@ namespace kasoku::ckks {
 class KeyGenerator {
 public:
     explicit KeyGenerator(ContextPtr ctx) : ctx_(std::move(ctx)) {}
-    // Ternary secret (uniform in {-1, 0, 1}, or fixed Hamming weight), OS-seeded CSPRNG.
-    SecretKey secret_key(int threads = 0) const;
-    PublicKey public_key(const SecretKey& sk, int threads = 0) const;
-    SwitchKey relin_key(const SecretKey& sk, int threads = 0) const;
+    // Ternary secret (uniform in {-1, 0, 1}, or fixed Hamming weight), OS-seeded CSPRNG. Throws kasoku::Error when
+    // the OS has no randomness to give.
+    SecretKey secret_key(Exec exec = {}) const;
+    PublicKey public_key(const SecretKey& sk, Exec exec = {}) const;
+    SwitchKey relin_key(const SecretKey& sk, Exec exec = {}) const;
     // Key for the automorphism X -> X^galois_elt (rotation: Context::galois_element(step); conjugation: 2n-1).
-    // It switches from s to s(X^{g^-1}), so that the evaluator permutes after the inner product (hoisting).
-    SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, int threads = 0) const;
+    // It switches from s to s(X^{g^-1}), so that the evaluator permutes after the inner product (hoisting). Throws
+    // ParameterError for an even galois_elt or one >= 2n.
+    SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec = {}) const;
     // Relinearisation key plus Galois keys for the given rotation steps, conjugation and Galois elements
-    // (e.g. trace_galois_elements(...)).
+    // (e.g. trace_galois_elements(...)). Throws as galois_key.
     EvaluationKeys evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
                                    bool conjugation, const std::vector<std::uint64_t>& galois_elements = {},
-                                   int threads = 0) const;
+                                   Exec exec = {}) const;
 
 private:
     // dnum pairs (b_j, a_j) with b_j = -a_j s_to + e_j + P g_j s_from: decrypts under s_to what was under s_from.
-    SwitchKey switch_key(const SecretKey& sk, const rns::RnsPoly& s_from, const rns::RnsPoly& s_to, int threads) const;
+    SwitchKey switch_key(const SecretKey& sk, const rns::RnsPoly& s_from, const rns::RnsPoly& s_to, Exec exec) const;
     ContextPtr ctx_;
 };
 
 class Encryptor {
 public:
     explicit Encryptor(ContextPtr ctx) : ctx_(std::move(ctx)) {}
-    Ciphertext encrypt(const Plaintext& pt, const PublicKey& pk, int threads = 0) const;
+    // Public-key encryption at the plaintext's level and scale. Throws ParameterError for a malformed plaintext.
+    Ciphertext encrypt(const Plaintext& pt, const PublicKey& pk, Exec exec = {}) const;
     // Secret-key encryption (smaller noise): (-a s + e + m, a).
-    Ciphertext encrypt_symmetric(const Plaintext& pt, const SecretKey& sk, int threads = 0) const;
+    Ciphertext encrypt_symmetric(const Plaintext& pt, const SecretKey& sk, Exec exec = {}) const;
 
 private:
     ContextPtr ctx_;
@@ -47,8 +51,9 @@ private:
 class Decryptor {
 public:
     explicit Decryptor(ContextPtr ctx) : ctx_(std::move(ctx)), encoder_(ctx_) {}
-    // Decrypts and decodes into slots() complex values.
-    std::vector<std::complex<double>> decrypt(const Ciphertext& ct, const SecretKey& sk, int threads = 0) const;
+    // Decrypts and decodes into slots() complex values. Throws ParameterError for a malformed ciphertext or one
+    // encrypted under another secret key.
+    std::vector<std::complex<double>> decrypt(const Ciphertext& ct, const SecretKey& sk, Exec exec = {}) const;
 
 private:
     ContextPtr ctx_;

@@ -14,12 +14,14 @@ public:
     explicit Encoder(ContextPtr ctx) : ctx_(std::move(ctx)) {}
 
     // Encodes up to slots() values (zero padded) at `level` with `scale`. Throws ParameterError for too many
-    // values or non-finite ones, ScaleError when the scaled values do not fit the modulus at that level.
-    Plaintext encode(const std::vector<std::complex<double>>& values, double scale, int level, int threads = 0) const;
+    // values or non-finite ones, LevelError for a level outside 0..max_level, ScaleError for a scale that is not
+    // positive and finite or when the scaled values do not fit the modulus at that level.
+    Plaintext encode(const std::vector<std::complex<double>>& values, double scale, int level, Exec exec = {}) const;
     // The same values over Q_level * P (num_p = k): plaintexts that multiply lazy (key-switched, before ModDown)
-    // ciphertexts, as in the baby steps of a linear transform.
-    Plaintext encode_extended(const std::vector<std::complex<double>>& values, double scale, int level, int threads = 0) const;
+    // ciphertexts, as in the baby steps of a linear transform. Throws as encode.
+    Plaintext encode_extended(const std::vector<std::complex<double>>& values, double scale, int level, Exec exec = {}) const;
     // Decodes a coefficient-form polynomial whose first limbs hold m mod q_0..q_{t-1} (|m| < q_0...q_{t-1} / 2).
+    // Throws ParameterError for an NTT-form polynomial or one with fewer than `limbs` q-limbs.
     std::vector<std::complex<double>> decode(const rns::RnsPoly& coeff, std::size_t limbs, double scale) const;
     // Number of leading limbs that determine a message of this scale exactly (with 64 bits of headroom).
     std::size_t limbs_for_scale(double scale, int level) const;
@@ -30,7 +32,7 @@ public:
 
 private:
     Plaintext encode_over(const std::vector<std::complex<double>>& values, double scale, int level, bool special,
-                          int threads) const;
+                          Exec exec) const;
     ContextPtr ctx_;
 };
 

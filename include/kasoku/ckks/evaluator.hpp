@@ -1,7 +1,14 @@
-// Homomorphic operations. The evaluator holds evaluation keys only (never the secret key), is const,
-// and any two calls may run at once on different threads. Each heavy call takes a thread count
-// (0 = the context's default). Operands are never modified by out-of-place calls; in-place calls leave
-// the operand unchanged when they throw.
+// Homomorphic operations. The evaluator holds evaluation keys only (never the secret key), is const, and any two
+// calls may run at once on different threads. Each heavy call takes an execution handle (support/exec.hpp: a thread
+// count on the CPU, 0 = the context's default). Operands are never modified by out-of-place calls; in-place calls
+// leave the operand unchanged when they throw.
+//
+// Errors (all derive from kasoku::Error, support/error.hpp), checked before any data is touched:
+//   ParameterError  an operand of another context, a malformed one, operands under different secret keys, a
+//                   negative thread count, or a bad argument (named in each method);
+//   LevelError      no level left for a rescale, or a level out of range;
+//   ScaleError      scales that differ at one level, or a scale that no longer fits the modulus;
+//   MissingKeyError the relinearisation or Galois key an operation needs is not in the evaluation keys.
 #pragma once
 #include <complex>
 #include <memory>
@@ -11,6 +18,7 @@
 #include "kasoku/ckks/encoder.hpp"
 #include "kasoku/ckks/objects.hpp"
 #include "kasoku/ckks/trace.hpp"
+#include "kasoku/rns/keyswitch.hpp"
 
 namespace kasoku::ckks {
 
@@ -21,10 +29,9 @@ struct Decomposition {
     std::vector<rns::RnsPoly> digits;  // digit j: ModUp(digit j of c1), NTT form, num_q = l+1, num_p = k
 };
 
-// Key-switched ciphertext before its ModDown: c0 over Q_l, (b, a) over Q_l * P. Lazy values of the same input
-// add up, so a sum of key switches needs one ModDown (lazy modulus-down).
-struct LazyCiphertext {
-    rns::RnsPoly c0, b, a;
+// Key-switched ciphertext before its ModDown (rns::LazyPolys): c0 over Q_l, (b, a) over Q_l * P. Lazy values of the
+// same input add up, so a sum of key switches needs one ModDown (lazy modulus-down).
+struct LazyCiphertext : rns::LazyPolys {
     double scale = 0;
     std::uint64_t context_uid = 0, key_id = 0;
     int level() const { return static_cast<int>(c0.num_q()) - 1; }
@@ -32,89 +39,107 @@ struct LazyCiphertext {
 
 class Evaluator {
 public:
-    // keys may be null: then only operations without key switching are available.
+    // keys may be null: then only operations without key switching are available. Throws ParameterError when the
+    // keys belong to another context.
     Evaluator(ContextPtr ctx, std::shared_ptr<const EvaluationKeys> keys);
 
     const Context& context() const { return *ctx_; }
     const EvaluationKeys* keys() const { return keys_.get(); }
 
-    Ciphertext add(const Ciphertext& a, const Ciphertext& b, int threads = 0) const;
-    Ciphertext sub(const Ciphertext& a, const Ciphertext& b, int threads = 0) const;
-    Ciphertext negate(const Ciphertext& a, int threads = 0) const;
-    // Plaintext operands: values are encoded at the ciphertext's level (zero padded to slots()).
-    Ciphertext add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, int threads = 0) const;
-    Ciphertext add_scalar(const Ciphertext& a, std::complex<double> c, int threads = 0) const;
+    // Operands at different levels are aligned (the higher one dropped, its scale adjusted exactly when needed).
+    // Throw ScaleError for different scales at one level.
+    Ciphertext add(const Ciphertext& a, const Ciphertext& b, Exec exec = {}) const;
+    Ciphertext sub(const Ciphertext& a, const Ciphertext& b, Exec exec = {}) const;
+    Ciphertext negate(const Ciphertext& a, Exec exec = {}) const;
+    // Plaintext operands: values are encoded at the ciphertext's level (zero padded to slots()). Throw ParameterError
+    // for more than slots() values or non-finite ones, ScaleError when the encoded values do not fit the modulus.
+    Ciphertext add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, Exec exec = {}) const;
+    Ciphertext add_scalar(const Ciphertext& a, std::complex<double> c, Exec exec = {}) const;
     // Multiplies by values encoded with the scale that makes the rescaled result land exactly on the canonical scale
-    // of the next level (Context::scale_at), whatever the operand's scale.
+    // of the next level (Context::scale_at), whatever the operand's scale. Throw LevelError at level 0 with rescale,
+    // ScaleError when the product's scale no longer fits, ParameterError for bad values.
     Ciphertext multiply_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, bool rescale = true,
-                              int threads = 0) const;
-    Ciphertext multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale = true, int threads = 0) const;
-    // Tensor, relinearise, rescale (ModDown and rescale fused). rescale=false leaves a degree-1 ciphertext at scale sa*sb.
-    Ciphertext multiply(const Ciphertext& a, const Ciphertext& b, bool rescale = true, int threads = 0) const;
-    Ciphertext square(const Ciphertext& a, bool rescale = true, int threads = 0) const { return multiply(a, a, rescale, threads); }
+                              Exec exec = {}) const;
+    Ciphertext multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale = true, Exec exec = {}) const;
+    // Tensor, relinearise, rescale (ModDown and rescale fused). rescale=false leaves a degree-1 ciphertext at scale
+    // sa*sb. Throws MissingKeyError without the relinearisation key, LevelError at level 0 with rescale, ScaleError
+    // when sa*sb no longer fits, ParameterError for size-3 operands.
+    Ciphertext multiply(const Ciphertext& a, const Ciphertext& b, bool rescale = true, Exec exec = {}) const;
+    Ciphertext square(const Ciphertext& a, bool rescale = true, Exec exec = {}) const { return multiply(a, a, rescale, exec); }
     // The tensor product alone: a size-3 ciphertext (c0, c1, c2) at scale sa*sb. Sums of tensor products need one
-    // relinearize (and one rescale) in all.
-    Ciphertext tensor(const Ciphertext& a, const Ciphertext& b, int threads = 0) const;
+    // relinearize (and one rescale) in all. Throws as multiply (no key needed).
+    Ciphertext tensor(const Ciphertext& a, const Ciphertext& b, Exec exec = {}) const;
     // acc += a * pt (acc empty: acc = a * pt); pt is encoded at a's level (by Encoder::encode or encode_extended),
-    // acc.scale = a.scale * pt.scale. No rescale: a sum of plaintext products is rescaled once.
-    void multiply_plain_accumulate(const Ciphertext& a, const Plaintext& pt, Ciphertext& acc, int threads = 0) const;
-    Ciphertext relinearize(const Ciphertext& a, int threads = 0) const;
-    Ciphertext rescale(const Ciphertext& a, int threads = 0) const;
-    Ciphertext drop_level(const Ciphertext& a, int level, int threads = 0) const;
-    // Left rotation: slot i of the result is slot (i + step) mod slots of a.
-    Ciphertext rotate(const Ciphertext& a, std::int64_t step, int threads = 0) const;
-    Ciphertext conjugate(const Ciphertext& a, int threads = 0) const;
-    // The automorphism X -> X^galois_elt followed by a key switch back to s.
-    Ciphertext apply_galois(const Ciphertext& a, std::uint64_t galois_elt, int threads = 0) const;
+    // acc.scale = a.scale * pt.scale. No rescale: a sum of plaintext products is rescaled once. Throws LevelError when
+    // pt is at another level, ParameterError when acc's level, size, key or scale differs from the product's.
+    void multiply_plain_accumulate(const Ciphertext& a, const Plaintext& pt, Ciphertext& acc, Exec exec = {}) const;
+    // Size 3 -> size 2 (size 2 is returned as is). Throws MissingKeyError without the relinearisation key.
+    Ciphertext relinearize(const Ciphertext& a, Exec exec = {}) const;
+    // Divides by q_level with rounding: one level down. Throws LevelError at level 0.
+    Ciphertext rescale(const Ciphertext& a, Exec exec = {}) const;
+    // Drops limbs down to `level` (no scaling). Throws LevelError for a level above a's or below 0.
+    Ciphertext drop_level(const Ciphertext& a, int level, Exec exec = {}) const;
+    // Left rotation: slot i of the result is slot (i + step) mod slots of a. Throws MissingKeyError without the
+    // rotation key of that step (the message names the keygen call), ParameterError for a size-3 operand.
+    Ciphertext rotate(const Ciphertext& a, std::int64_t step, Exec exec = {}) const;
+    Ciphertext conjugate(const Ciphertext& a, Exec exec = {}) const;
+    // The automorphism X -> X^galois_elt followed by a key switch back to s. Throws MissingKeyError without its key.
+    Ciphertext apply_galois(const Ciphertext& a, std::uint64_t galois_elt, Exec exec = {}) const;
 
-    // In-place forms.
-    void add_inplace(Ciphertext& a, const Ciphertext& b, int threads = 0) const { a = add(a, b, threads); }
-    void sub_inplace(Ciphertext& a, const Ciphertext& b, int threads = 0) const { a = sub(a, b, threads); }
-    void multiply_inplace(Ciphertext& a, const Ciphertext& b, int threads = 0) const { a = multiply(a, b, true, threads); }
-    void rescale_inplace(Ciphertext& a, int threads = 0) const { a = rescale(a, threads); }
-    void rotate_inplace(Ciphertext& a, std::int64_t step, int threads = 0) const { a = rotate(a, step, threads); }
+    // In-place forms (throw as the out-of-place ones and then leave a unchanged).
+    void add_inplace(Ciphertext& a, const Ciphertext& b, Exec exec = {}) const { a = add(a, b, exec); }
+    void sub_inplace(Ciphertext& a, const Ciphertext& b, Exec exec = {}) const { a = sub(a, b, exec); }
+    void multiply_inplace(Ciphertext& a, const Ciphertext& b, Exec exec = {}) const { a = multiply(a, b, true, exec); }
+    void rescale_inplace(Ciphertext& a, Exec exec = {}) const { a = rescale(a, exec); }
+    void rotate_inplace(Ciphertext& a, std::int64_t step, Exec exec = {}) const { a = rotate(a, step, exec); }
 
-    // --- Split key switching and hoisting (seed 000 Alg. 3.2.1) ---
-    Decomposition decompose(const Ciphertext& a, int threads = 0) const;
-    // psi_g(a) before its ModDown: inner products with the Galois key of g, then the automorphism.
-    LazyCiphertext inner_product_lazy(const Decomposition& d, std::uint64_t galois_elt, int threads = 0) const;
-    void add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, int threads = 0) const;
+    // --- Split key switching and hoisting (seed 000 Alg. 3.2.1; rns::KeySwitcher does the work) ---
+    // Throws ParameterError for a size-3 operand.
+    Decomposition decompose(const Ciphertext& a, Exec exec = {}) const;
+    // psi_g(a) before its ModDown: inner products with the Galois key of g, then the automorphism. Throws
+    // MissingKeyError without that key, ParameterError for a decomposition not made by decompose().
+    LazyCiphertext inner_product_lazy(const Decomposition& d, std::uint64_t galois_elt, Exec exec = {}) const;
+    // Throws ParameterError for lazy values of another context or key, or at other levels or scales.
+    void add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, Exec exec = {}) const;
     // sum_i xs[i] * pts[i] in the Q_l * P basis; pts from Encoder::encode_extended at the level of xs. The masks and
     // diagonals of a linear transform multiply the baby-step rotations here, before their one ModDown, which then also
-    // divides the rounding of the products by P. Limb by limb, so that each accumulator limb stays in cache.
+    // divides the rounding of the products by P. Throws ParameterError for no terms, lazy values that differ in level,
+    // key or scale, or plaintexts not encoded with encode_extended at their level; ScaleError when the scale no longer
+    // fits.
     LazyCiphertext multiply_plain_sum_lazy(const std::vector<const LazyCiphertext*>& xs,
-                                           const std::vector<const Plaintext*>& pts, int threads = 0) const;
-    Ciphertext mod_down(const LazyCiphertext& x, int threads = 0) const;
-    Ciphertext mod_down(LazyCiphertext&& x, int threads = 0) const;  // reuses x's buffers
+                                           const std::vector<const Plaintext*>& pts, Exec exec = {}) const;
+    // Throws ParameterError for a lazy value of another context.
+    Ciphertext mod_down(const LazyCiphertext& x, Exec exec = {}) const;
+    Ciphertext mod_down(LazyCiphertext&& x, Exec exec = {}) const;
     // round((x + P * addend) / (P * q_l)): ModDown, the addition of a ciphertext over Q_l (may be null) and a rescale
-    // in one base conversion, as multiply does for relinearisation.
-    Ciphertext mod_down_rescale(LazyCiphertext&& x, const Ciphertext* addend = nullptr, int threads = 0) const;
-    // psi_g(a) for every g, sharing one decomposition (list form).
+    // in one base conversion, as multiply does for relinearisation. Throws LevelError at level 0, ParameterError for an
+    // addend that is not a size-2 ciphertext at x's level and scale.
+    Ciphertext mod_down_rescale(LazyCiphertext&& x, const Ciphertext* addend = nullptr, Exec exec = {}) const;
+    // psi_g(a) for every g, sharing one decomposition (list form). Throws ParameterError for an even g or g >= 2n,
+    // MissingKeyError (before any work) when a key is missing.
     std::vector<Ciphertext> apply_galois_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
-                                                 int threads = 0) const;
+                                                 Exec exec = {}) const;
     // Rotations by each step (then the conjugate when `conjugate`), sharing one decomposition.
     std::vector<Ciphertext> rotate_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps, bool conjugate = false,
-                                           int threads = 0) const;
-    // sum_g psi_g(a): one decomposition, the sum taken in the Q_l * P basis, one ModDown (sum form).
+                                           Exec exec = {}) const;
+    // sum_g psi_g(a): one decomposition, the sum taken in the Q_l * P basis, one ModDown (sum form). Throws
+    // ParameterError for no element or g = 1, MissingKeyError when a key is missing.
     Ciphertext apply_galois_sum_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
-                                        int threads = 0) const;
+                                        Exec exec = {}) const;
     // Trace-type function over the doubling steps kappa_0..kappa_{M-1}: sum over all subsets S of
     // psi_{prod S}(a). h = M is repeated doubling (a <- a + psi_kappa_i(a), one key switch per step); h < M
     // unrolls it (seed 000 Alg. 3.2.2) into h hoisted sums over groups of steps. h = 0: the cheapest h whose
-    // keys are all present, by the measured cost model (keyswitch_costs).
-    Ciphertext trace(const Ciphertext& a, const std::vector<std::uint64_t>& automorphisms, int h = 0, int threads = 0) const;
-    // Slot i of the result is sum_{j < count} a[(i + j) mod slots]; count a power of two (0: all slots).
-    Ciphertext sum_slots(const Ciphertext& a, std::size_t count = 0, int h = 0, int threads = 0) const;
+    // keys are all present, by the measured cost model (keyswitch_costs). Throws ParameterError for h outside 0..M
+    // or dependent steps, MissingKeyError when no h (or the h given) has all its keys.
+    Ciphertext trace(const Ciphertext& a, const std::vector<std::uint64_t>& automorphisms, int h = 0, Exec exec = {}) const;
+    // Slot i of the result is sum_{j < count} a[(i + j) mod slots]; count a power of two (0: all slots; else
+    // ParameterError).
+    Ciphertext sum_slots(const Ciphertext& a, std::size_t count = 0, int h = 0, Exec exec = {}) const;
     // The h that trace() with h = 0 picks at this level (0 if no h has all its keys).
-    int choose_trace_h(const std::vector<std::uint64_t>& automorphisms, int level, int threads = 0) const;
-    // Measured costs of the key-switching steps at a level (cached per context, level and thread count).
-    KeySwitchCosts keyswitch_costs(int level, int threads = 0) const;
-
-    // Key switching of d (NTT form over Q_l) with `key`, result left in the Q_l * P basis (before ModDown).
-    struct Lazy {
-        rns::RnsPoly c0, c1;
-    };
-    Lazy key_switch_lazy(const rns::RnsPoly& d, const SwitchKey& key, int threads) const;
+    int choose_trace_h(const std::vector<std::uint64_t>& automorphisms, int level, Exec exec = {}) const;
+    // Measured costs of the key-switching steps at a level (cached per context, level and thread count). Throws
+    // LevelError for a level outside 0..max_level.
+    KeySwitchCosts keyswitch_costs(int level, Exec exec = {}) const;
 
 private:
     void check(const Ciphertext& a, const char* what) const;
@@ -128,20 +153,13 @@ private:
         const Ciphertext& a() const { return stored == 1 ? storage : *a_in; }
         const Ciphertext& b() const { return stored == 2 ? storage : *b_in; }
     };
-    Aligned align(const Ciphertext& a, const Ciphertext& b, int threads) const;
-    // tensor() with `op` naming the caller in its errors; threads already resolved.
-    Ciphertext tensor_product(const Ciphertext& a, const Ciphertext& b, const char* op, int threads) const;
+    Aligned align(const Ciphertext& a, const Ciphertext& b, Exec exec) const;
+    // tensor() with `op` naming the caller in its errors; exec already resolved.
+    Ciphertext tensor_product(const Ciphertext& a, const Ciphertext& b, const char* op, Exec exec) const;
     const SwitchKey& galois_key(std::uint64_t galois_elt, const char* what) const;
-    // b, a = sum_e psi_{g_e}(<digits, key_e>) over the limbs of Q_l * P; c0 = sum_e psi_{g_e}(input c0).
-    // permute = false: one key, b and a get the inner products themselves (no automorphism), c0 is untouched.
-    void hoisted_sum(const Decomposition& d, const std::vector<std::uint64_t>& elts,
-                     const std::vector<const SwitchKey*>& keys, LazyCiphertext& out, int threads,
-                     bool permute = true) const;
-    LazyCiphertext lazy_like(const Decomposition& d) const;
-    LazyCiphertext lazy_like_level(std::size_t num_q) const;  // buffers only (c0 over Q_l; b, a over Q_l * P)
-    // psi_g(a) from the key switch (b, ka) of a's c1 over Q_l * P (key s -> s(X^{g^-1})): ModDown both, add c0,
-    // then the automorphism on the two polynomials over Q_l.
-    Ciphertext finish_galois(const Ciphertext& a, std::uint64_t g, const rns::RnsPoly& b, const rns::RnsPoly& ka, int threads) const;
+    // psi_g(x.c0 + ModDown(x.b) + add0), psi_g(ModDown(x.a) + add1) with a's metadata.
+    Ciphertext finish(const Ciphertext& like, const rns::LazyPolys& x, const rns::RnsPoly* add0, const rns::RnsPoly* add1,
+                      std::uint64_t g, Exec exec) const;
     void check_scale_fits(double scale, int level, const char* op) const;
     double plain_scale(const Ciphertext& a) const;
 

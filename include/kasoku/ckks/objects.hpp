@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "kasoku/rns/backend.hpp"
 #include "kasoku/rns/rns_poly.hpp"
 
 namespace kasoku::ckks {
@@ -49,9 +50,8 @@ struct PublicKey {
 };
 
 // Hybrid key-switching key from s' to s: dnum pairs (b_j, a_j) over Q_L * P, NTT form,
-// b_j = -a_j s + e_j + P [Q/Q_j]([Q/Q_j]^-1 mod Q_j) s'.
-struct SwitchKey {
-    std::vector<rns::RnsPoly> b, a;
+// b_j = -a_j s + e_j + P [Q/Q_j]([Q/Q_j]^-1 mod Q_j) s' (rns::GadgetKey), and whose key it is.
+struct SwitchKey : rns::GadgetKey {
     std::uint64_t context_uid = 0, key_id = 0;
 };
 

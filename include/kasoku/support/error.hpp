@@ -1,4 +1,4 @@
-// Typed errors of kasoku (CONVENTIONS.md "Errors"). Python sees the same classes.
+// Typed errors of kasoku (docs/CONVENTIONS.md "Errors"). Python sees the same classes.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -23,5 +23,13 @@ class MissingKeyError : public Error { public: using Error::Error; };
 class SerializationError : public Error { public: using Error::Error; };
 // A device (GPU) failure.
 class DeviceError : public Error { public: using Error::Error; };
+
+// A broken internal invariant: a bug in kasoku, not a misuse (Python: RuntimeError). Raised by the layers below ckks
+// when they are called with shapes that ckks never produces; the message says which invariant broke.
+class InternalError : public std::logic_error {
+public:
+    explicit InternalError(const std::string& what)
+        : std::logic_error("kasoku internal error (a bug; please report it with this message): " + what) {}
+};
 
 }  // namespace kasoku

@@ -106,13 +106,13 @@ std::map<std::int64_t, cvec> LinearTransform::matrix_diagonals(const std::comple
 }
 
 LinearTransform LinearTransform::from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,
-                                             std::size_t baby, int threads) {
+                                             std::size_t baby, Exec exec) {
     const std::size_t slots = ctx->slots();
-    return LinearTransform(std::move(ctx), matrix_diagonals(m, dim, slots), level, baby, threads);
+    return LinearTransform(std::move(ctx), matrix_diagonals(m, dim, slots), level, baby, exec);
 }
 
 LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level,
-                                 std::size_t baby, int threads)
+                                 std::size_t baby, Exec exec)
     : ctx_(std::move(ctx)), level_(level) {
     if (level < 1 || level > ctx_->max_level())
         throw LevelError("a linear transform consumes one level: its level must be in 1.." + std::to_string(ctx_->max_level()) +
@@ -146,7 +146,7 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
         cvec rotated(slots);  // Rot_{-giant}(diag)[s] = diag[(s - giant) mod slots]
         for (std::size_t s = 0; s < slots; ++s)
             rotated[s] = v[static_cast<std::size_t>(floor_mod(static_cast<std::int64_t>(s) - giant, static_cast<std::int64_t>(slots)))];
-        terms_[gi].push_back(Term{bi, enc.encode_extended(rotated, scale, level, threads)});
+        terms_[gi].push_back(Term{bi, enc.encode_extended(rotated, scale, level, exec)});
     }
 }
 
@@ -167,20 +167,20 @@ void LinearTransform::check_level(const Ciphertext& a) const {
                          std::to_string(a.level()) + "; drop it with ev.drop_level or build the transform at its level");
 }
 
-Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const Ciphertext& a, int threads, OpCounts* counts) const {
+Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const Ciphertext& a, Exec exec, OpCounts* counts) const {
     const bool rotates = std::any_of(plan_.babies.begin(), plan_.babies.end(), [&](auto s) { return ctx_->galois_element(s) != 1; });
-    if (!rotates) return run(ev, a, nullptr, threads, counts);
+    if (!rotates) return run(ev, a, nullptr, exec, counts);
     check_level(a);  // before the decomposition
-    const ckks::Decomposition d = ev.decompose(a, threads);
+    const ckks::Decomposition d = ev.decompose(a, exec);
     if (counts) ++counts->decompose;
-    return run(ev, a, &d, threads, counts);
+    return run(ev, a, &d, exec, counts);
 }
 
-Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, int threads, OpCounts* counts) const {
-    return run(ev, d.input, &d, threads, counts);
+Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, Exec exec, OpCounts* counts) const {
+    return run(ev, d.input, &d, exec, counts);
 }
 
-Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, const ckks::Decomposition* d, int threads,
+Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, const ckks::Decomposition* d, Exec exec,
                                 OpCounts* counts) const {
     check_level(a);
     OpCounts c;
@@ -189,14 +189,14 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
     for (std::size_t i = 0; i < plan_.babies.size(); ++i) {
         const std::uint64_t g = ctx_->galois_element(plan_.babies[i]);
         if (g == 1) continue;
-        lazy[i] = ev.inner_product_lazy(*d, g, threads);
+        lazy[i] = ev.inner_product_lazy(*d, g, exec);
         ++c.rot;
     }
     std::optional<LazyCiphertext> total;  // giant rotations and the giant step 0, summed before their one ModDown
     Ciphertext plain;                     // products of the input itself (baby and giant step 0)
     auto add_total = [&](LazyCiphertext&& x) {
         if (total) {
-            ev.add_lazy_inplace(*total, x, threads);
+            ev.add_lazy_inplace(*total, x, exec);
             ++c.add;
         } else {
             total = std::move(x);
@@ -211,37 +211,37 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
                 xs.push_back(&*lazy[t.baby]);
                 pts.push_back(&t.pt);
             } else {
-                ev.multiply_plain_accumulate(a, t.pt, acc0, threads);
+                ev.multiply_plain_accumulate(a, t.pt, acc0, exec);
             }
             ++c.cmult;
         }
         c.add += terms_[j].size() - 1;
         const std::uint64_t g = ctx_->galois_element(plan_.giants[j]);
         if (g == 1) {
-            if (!xs.empty()) add_total(ev.multiply_plain_sum_lazy(xs, pts, threads));
+            if (!xs.empty()) add_total(ev.multiply_plain_sum_lazy(xs, pts, exec));
             plain = std::move(acc0);
             continue;
         }
         Ciphertext cj;
         if (!xs.empty()) {
-            cj = ev.mod_down(ev.multiply_plain_sum_lazy(xs, pts, threads), threads);
+            cj = ev.mod_down(ev.multiply_plain_sum_lazy(xs, pts, exec), exec);
             ++c.mod_down;
-            if (!acc0.polys.empty()) cj = ev.add(cj, acc0, threads);
+            if (!acc0.polys.empty()) cj = ev.add(cj, acc0, exec);
         } else {
             cj = std::move(acc0);
         }
-        const ckks::Decomposition dj = ev.decompose(cj, threads);
+        const ckks::Decomposition dj = ev.decompose(cj, exec);
         ++c.decompose;
-        add_total(ev.inner_product_lazy(dj, g, threads));
+        add_total(ev.inner_product_lazy(dj, g, exec));
         ++c.rot;
     }
     Ciphertext out;
     if (total) {  // ModDown, the products of the input and the rescale in one base conversion
-        out = ev.mod_down_rescale(std::move(*total), plain.polys.empty() ? nullptr : &plain, threads);
+        out = ev.mod_down_rescale(std::move(*total), plain.polys.empty() ? nullptr : &plain, exec);
         ++c.mod_down;
         if (!plain.polys.empty()) ++c.add;
     } else {
-        out = ev.rescale(plain, threads);
+        out = ev.rescale(plain, exec);
     }
     ++c.rescale;
     if (counts) *counts += c;

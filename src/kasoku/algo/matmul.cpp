@@ -90,16 +90,16 @@ public:
     // psi^k as one rotation (full tiling): its step, in slots.
     std::int64_t psi_step(std::size_t k) const { return offset(0, k * block); }
 
-    const Level& at(int level, int threads) const {
+    const Level& at(int level, Exec exec) const {
         std::lock_guard<std::mutex> lock(mutex_);
         auto& slot = levels_[level];
         if (!slot) {
             auto lv = std::make_unique<Level>();
-            lv->sigma.emplace(ctx, diagonals(sigma_src()), level, 0, threads);
-            lv->tau.emplace(ctx, diagonals(tau_src()), level, 0, threads);
+            lv->sigma.emplace(ctx, diagonals(sigma_src()), level, 0, exec);
+            lv->tau.emplace(ctx, diagonals(tau_src()), level, 0, exec);
             for (std::size_t k = 1; k < block; ++k) {
-                lv->phi.emplace_back(ctx, diagonals(phi_src(k)), level - 1, 0, threads);
-                if (!cyclic) lv->psi.emplace_back(ctx, diagonals(psi_src(k)), level - 1, 0, threads);
+                lv->phi.emplace_back(ctx, diagonals(phi_src(k)), level - 1, 0, exec);
+                if (!cyclic) lv->psi.emplace_back(ctx, diagonals(psi_src(k)), level - 1, 0, exec);
             }
             slot = std::move(lv);
         }
@@ -164,14 +164,14 @@ std::size_t MatrixEncoder::block() const { return plan_->block; }
 std::size_t MatrixEncoder::grid() const { return plan_->grid; }
 std::vector<std::uint64_t> MatrixEncoder::galois_elements() const { return plan_->galois_elements(rows_); }
 
-LinearTransform MatrixEncoder::transform(const std::string& which, std::size_t k, int level, int threads) const {
+LinearTransform MatrixEncoder::transform(const std::string& which, std::size_t k, int level, Exec exec) const {
     const MatmulPlan& p = *plan_;
     if (level < 0) level = p.ctx->max_level();
     if (k >= p.block) throw ParameterError("k must be below the block dimension " + std::to_string(p.block));
-    if (which == "sigma") return LinearTransform(p.ctx, p.diagonals(p.sigma_src()), level, 0, threads);
-    if (which == "tau") return LinearTransform(p.ctx, p.diagonals(p.tau_src()), level, 0, threads);
-    if (which == "phi") return LinearTransform(p.ctx, p.diagonals(p.phi_src(k)), level, 0, threads);
-    if (which == "psi") return LinearTransform(p.ctx, p.diagonals(p.psi_src(k)), level, 0, threads);
+    if (which == "sigma") return LinearTransform(p.ctx, p.diagonals(p.sigma_src()), level, 0, exec);
+    if (which == "tau") return LinearTransform(p.ctx, p.diagonals(p.tau_src()), level, 0, exec);
+    if (which == "phi") return LinearTransform(p.ctx, p.diagonals(p.phi_src(k)), level, 0, exec);
+    if (which == "psi") return LinearTransform(p.ctx, p.diagonals(p.psi_src(k)), level, 0, exec);
     throw ParameterError("unknown transform '" + which + "': use sigma, tau, phi or psi");
 }
 
@@ -220,7 +220,7 @@ std::vector<std::vector<double>> MatrixEncoder::unpack(const std::vector<cvec>& 
 }
 
 EncryptedMatrix MatrixEncoder::encrypt(const std::vector<std::vector<double>>& mats, std::size_t rows, const ckks::PublicKey& pk,
-                                       int level, int threads) const {
+                                       int level, Exec exec) const {
     const auto& ctx = plan_->ctx;
     if (level < 0) level = ctx->max_level();
     if (level < 3 || level > ctx->max_level())
@@ -232,20 +232,20 @@ EncryptedMatrix MatrixEncoder::encrypt(const std::vector<std::vector<double>>& m
     EncryptedMatrix out;
     out.rows = rows;
     out.plan = plan_;
-    for (const auto& v : packed) out.blocks.push_back(encryptor.encrypt(enc.encode(v, ctx->scale_at(level), level, threads), pk, threads));
+    for (const auto& v : packed) out.blocks.push_back(encryptor.encrypt(enc.encode(v, ctx->scale_at(level), level, exec), pk, exec));
     return out;
 }
 
-std::vector<std::vector<double>> MatrixEncoder::decrypt(const EncryptedMatrix& m, const ckks::SecretKey& sk, int threads) const {
+std::vector<std::vector<double>> MatrixEncoder::decrypt(const EncryptedMatrix& m, const ckks::SecretKey& sk, Exec exec) const {
     if (!m.plan || m.plan->d != plan_->d || m.plan->g != plan_->g || m.plan->ctx->uid() != plan_->ctx->uid())
         throw ParameterError("the encrypted matrix was made with another matrix encoder (d, g or context differ)");
     ckks::Decryptor dec(plan_->ctx);
     std::vector<cvec> blocks;
-    for (const auto& ct : m.blocks) blocks.push_back(dec.decrypt(ct, sk, threads));
+    for (const auto& ct : m.blocks) blocks.push_back(dec.decrypt(ct, sk, exec));
     return unpack(blocks, m.rows);
 }
 
-EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, const EncryptedMatrix& b, int threads, OpCounts* counts) {
+EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, const EncryptedMatrix& b, Exec exec, OpCounts* counts) {
     if (!a.plan || !b.plan) throw ParameterError("matmul: an operand is empty; make it with MatrixEncoder.encrypt");
     const MatmulPlan& p = *a.plan;
     if (b.plan->d != p.d || b.plan->g != p.g || b.plan->ctx->uid() != p.ctx->uid())
@@ -260,7 +260,7 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
     if (level < 3)
         throw LevelError("matmul needs 3 levels (sigma/tau, phi/psi, product) but the operands are at level " +
                          std::to_string(level) + "; encrypt them at a higher level or use parameters with more levels");
-    threads = p.ctx->threads_or_default(threads);
+    exec = p.ctx->exec(exec);
     // Every key before any work.
     const ckks::EvaluationKeys* keys = ev.keys();
     for (auto e : p.galois_elements(a.rows))
@@ -268,51 +268,51 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
             throw MissingKeyError("matmul needs the Galois key for element " + std::to_string(e) +
                                   "; generate the keys with ctx.keygen(matmul=(d, g)) (C++: MatrixEncoder::galois_elements())");
     if (!keys || !keys->relin) throw MissingKeyError("matmul needs the relinearisation key");
-    const MatmulPlan::Level& lv = p.at(level, threads);
+    const MatmulPlan::Level& lv = p.at(level, exec);
     OpCounts c;
     const std::size_t G = p.grid, K = a.rows < p.block ? a.rows : p.block;
-    auto at_level = [&](const Ciphertext& x) { return x.level() == level ? x : ev.drop_level(x, level, threads); };
+    auto at_level = [&](const Ciphertext& x) { return x.level() == level ? x : ev.drop_level(x, level, exec); };
     auto scalar_one = [&](const Ciphertext& x) {  // one level down at the canonical scale, like a masked rotation
         ++c.cmult;
         ++c.rescale;
-        return ev.multiply_scalar(x, 1.0, true, threads);
+        return ev.multiply_scalar(x, 1.0, true, exec);
     };
     std::vector<std::optional<Ciphertext>> acc(G * G);
     for (std::size_t kb = 0; kb < G; ++kb) {
         std::vector<Ciphertext> sa, sb;
         std::vector<ckks::Decomposition> da, db;
         for (std::size_t i = 0; i < G; ++i) {
-            sa.push_back(lv.sigma->apply(ev, at_level(a.blocks[i * G + kb]), threads, &c));
-            da.push_back(ev.decompose(sa.back(), threads));
+            sa.push_back(lv.sigma->apply(ev, at_level(a.blocks[i * G + kb]), exec, &c));
+            da.push_back(ev.decompose(sa.back(), exec));
             ++c.decompose;
         }
         for (std::size_t j = 0; j < G; ++j) {
-            Ciphertext t = lv.tau->apply(ev, at_level(b.blocks[kb * G + j]), threads, &c);
+            Ciphertext t = lv.tau->apply(ev, at_level(b.blocks[kb * G + j]), exec, &c);
             sb.push_back(p.cyclic ? scalar_one(t) : std::move(t));  // psi^k is then a rotation at the lower level
-            db.push_back(ev.decompose(sb.back(), threads));
+            db.push_back(ev.decompose(sb.back(), exec));
             ++c.decompose;
         }
         for (std::size_t k = 0; k < K; ++k) {
             std::vector<Ciphertext> phi, psi;
-            for (std::size_t i = 0; i < G; ++i) phi.push_back(k == 0 ? scalar_one(sa[i]) : lv.phi[k - 1].apply(ev, da[i], threads, &c));
+            for (std::size_t i = 0; i < G; ++i) phi.push_back(k == 0 ? scalar_one(sa[i]) : lv.phi[k - 1].apply(ev, da[i], exec, &c));
             for (std::size_t j = 0; j < G; ++j) {
                 if (k == 0) {
                     psi.push_back(p.cyclic ? sb[j] : scalar_one(sb[j]));
                 } else if (p.cyclic) {
-                    psi.push_back(ev.mod_down(ev.inner_product_lazy(db[j], p.ctx->galois_element(p.psi_step(k)), threads), threads));
+                    psi.push_back(ev.mod_down(ev.inner_product_lazy(db[j], p.ctx->galois_element(p.psi_step(k)), exec), exec));
                     ++c.rot;
                     ++c.mod_down;
                 } else {
-                    psi.push_back(lv.psi[k - 1].apply(ev, db[j], threads, &c));
+                    psi.push_back(lv.psi[k - 1].apply(ev, db[j], exec, &c));
                 }
             }
             for (std::size_t i = 0; i < G; ++i)
                 for (std::size_t j = 0; j < G; ++j) {
-                    Ciphertext t = ev.tensor(phi[i], psi[j], threads);
+                    Ciphertext t = ev.tensor(phi[i], psi[j], exec);
                     ++c.mult;
                     auto& s = acc[i * G + j];
                     if (s) {
-                        s = ev.add(*s, t, threads);
+                        s = ev.add(*s, t, exec);
                         ++c.add;
                     } else {
                         s = std::move(t);
@@ -326,12 +326,12 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
     std::vector<std::uint64_t> rect;  // rotations summing the row blocks of a rectangular product
     for (auto st : p.rect_steps(a.rows)) rect.push_back(p.ctx->galois_element(st));
     for (auto& s : acc) {
-        Ciphertext r = ev.rescale(ev.relinearize(*s, threads), threads);
+        Ciphertext r = ev.rescale(ev.relinearize(*s, exec), exec);
         ++c.decompose;
         ++c.mod_down;
         ++c.rescale;
         if (!rect.empty()) {  // sum the d/l row blocks of Jiang's replicated left operand
-            r = ev.add(r, ev.apply_galois_sum_hoisted(r, rect, threads), threads);
+            r = ev.add(r, ev.apply_galois_sum_hoisted(r, rect, exec), exec);
             c.rot += rect.size();
             c.add += rect.size();
             ++c.decompose;
@@ -344,18 +344,18 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
 }
 
 std::vector<Ciphertext> matmul_schoolbook(const ckks::Evaluator& ev, const std::vector<Ciphertext>& a,
-                                          const std::vector<Ciphertext>& b, std::size_t d, int threads, OpCounts* counts) {
+                                          const std::vector<Ciphertext>& b, std::size_t d, Exec exec, OpCounts* counts) {
     if (a.size() != d * d || b.size() != d * d)
         throw ParameterError("schoolbook matmul: expected d*d = " + std::to_string(d * d) + " ciphertexts per operand");
     OpCounts c;
     std::vector<Ciphertext> out;
     for (std::size_t i = 0; i < d; ++i)
         for (std::size_t j = 0; j < d; ++j) {
-            Ciphertext s = ev.tensor(a[i * d], b[j], threads);
-            for (std::size_t k = 1; k < d; ++k) s = ev.add(s, ev.tensor(a[i * d + k], b[k * d + j], threads), threads);
+            Ciphertext s = ev.tensor(a[i * d], b[j], exec);
+            for (std::size_t k = 1; k < d; ++k) s = ev.add(s, ev.tensor(a[i * d + k], b[k * d + j], exec), exec);
             c.mult += d;
             c.add += d - 1;
-            out.push_back(ev.rescale(ev.relinearize(s, threads), threads));
+            out.push_back(ev.rescale(ev.relinearize(s, exec), exec));
             ++c.decompose;
             ++c.mod_down;
             ++c.rescale;

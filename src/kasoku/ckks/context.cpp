@@ -14,22 +14,39 @@
 
 namespace kasoku::ckks {
 
-std::shared_ptr<const Context> Context::create(const Parameters& params, int threads) {
-    return std::make_shared<const Context>(params, threads);
+std::shared_ptr<const Context> Context::create(const Parameters& params, int threads, const rns::BackendFactory& backend) {
+    return std::make_shared<const Context>(params, threads, backend);
 }
 
-Context::Context(const Parameters& params, int threads) : params_(params) {
-    params_.validate();
-    threads_ = resolve_threads(threads);
-    const std::uint64_t n = params_.n();
-    // q_0, then L scale primes, then k special primes, all distinct and = 1 mod 2n.
-    std::vector<std::uint64_t> q = arith::generate_ntt_primes(params_.first_bits, 1, n);
-    if (params_.levels > 0) {
-        auto s = arith::generate_ntt_primes(params_.scale_bits, params_.levels, n, q);
+namespace {
+// The ring of the parameters: q_0, then L scale primes, then k special primes, all distinct and = 1 mod 2n.
+std::shared_ptr<const rns::RnsContext> make_ring(const Parameters& params) {
+    params.validate();
+    const std::uint64_t n = params.n();
+    std::vector<std::uint64_t> q = arith::generate_ntt_primes(params.first_bits, 1, n);
+    if (params.levels > 0) {
+        auto s = arith::generate_ntt_primes(params.scale_bits, params.levels, n, q);
         q.insert(q.end(), s.begin(), s.end());
     }
-    auto p = arith::generate_ntt_primes(params_.special_bits, params_.special_primes, n, q);
-    rns_ = std::make_unique<rns::RnsContext>(n, q, p, static_cast<std::size_t>(params_.alpha()));
+    auto p = arith::generate_ntt_primes(params.special_bits, params.special_primes, n, q);
+    return std::make_shared<const rns::RnsContext>(n, q, p, static_cast<std::size_t>(params.alpha()));
+}
+
+std::unique_ptr<const rns::Backend> make_backend(const rns::BackendFactory& factory, std::shared_ptr<const rns::RnsContext> ring) {
+    if (!factory) throw ParameterError("Context::create: the backend factory is empty; pass rns::make_cpu_backend or leave it out");
+    auto be = factory(ring);
+    if (!be || &be->ring() != ring.get())
+        throw ParameterError("Context::create: the backend factory must return a backend of the ring it was given");
+    return be;
+}
+}  // namespace
+
+Context::Context(const Parameters& params, int threads, const rns::BackendFactory& backend)
+    : params_(params), ring_(make_ring(params_)), backend_(make_backend(backend, ring_)), keyswitcher_(*backend_) {
+    threads_ = resolve_threads(threads);
+    const std::uint64_t n = params_.n();
+    const std::vector<std::uint64_t>& q = ring_->q_primes();
+    const std::vector<std::uint64_t>& p = ring_->p_primes();
     default_scale_ = std::ldexp(1.0, params_.scale_bits);
     scales_.assign(q.size(), default_scale_);
     for (int l = params_.levels; l >= 1; --l) scales_[l - 1] = scales_[l] * scales_[l] / static_cast<double>(q[l]);

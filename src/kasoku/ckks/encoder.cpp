@@ -4,13 +4,10 @@
 #include <cmath>
 #include <string>
 
-#include "kasoku/arith/ntt.hpp"
 #include "kasoku/support/error.hpp"
-#include "kasoku/support/threads.hpp"
 
 namespace kasoku::ckks {
 
-using arith::u64;
 
 namespace {
 void bit_reverse(std::vector<std::complex<double>>& v) {
@@ -61,19 +58,19 @@ void Encoder::fft_special_inv(std::vector<std::complex<double>>& v) const {
     for (auto& x : v) x *= inv;
 }
 
-Plaintext Encoder::encode(const std::vector<std::complex<double>>& values, double scale, int level, int threads) const {
-    return encode_over(values, scale, level, false, threads);
+Plaintext Encoder::encode(const std::vector<std::complex<double>>& values, double scale, int level, Exec exec) const {
+    return encode_over(values, scale, level, false, exec);
 }
 
 Plaintext Encoder::encode_extended(const std::vector<std::complex<double>>& values, double scale, int level,
-                                   int threads) const {
-    return encode_over(values, scale, level, true, threads);
+                                   Exec exec) const {
+    return encode_over(values, scale, level, true, exec);
 }
 
 Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, double scale, int level, bool special,
-                               int threads) const {
+                               Exec exec) const {
     const std::size_t slots = ctx_->slots(), n = ctx_->n();
-    threads = ctx_->threads_or_default(threads);
+    exec = ctx_->exec(exec);
     if (values.size() > slots)
         throw ParameterError("too many values: " + std::to_string(values.size()) + " given, but this context has " +
                              std::to_string(slots) + " slots (n/2); split the data or use a larger log_n");
@@ -103,17 +100,9 @@ Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, 
     Plaintext pt;
     pt.scale = scale;
     pt.context_uid = ctx_->uid();
-    const auto& r = ctx_->rns();
     const std::size_t nq = static_cast<std::size_t>(level) + 1;
-    pt.poly = rns::RnsPoly(n, nq, special ? r.p_count() : 0, false);
-    parallel_for(threads, pt.poly.limbs(), [&](std::size_t l) {
-        const std::size_t idx = r.prime_index(l, nq);
-        const arith::Modulus& m = r.modulus(idx);
-        u64* d = pt.poly.limb(l);
-        for (std::size_t c = 0; c < n; ++c) d[c] = arith::reduce_signed(coeff[c], m);
-        arith::ntt_forward(d, r.ntt_tables(idx));
-    });
-    pt.poly.set_ntt_form(true);
+    pt.poly = ctx_->backend().poly(nq, special ? ctx_->rns().p_count() : 0, true);
+    ctx_->backend().from_signed(coeff.data(), pt.poly, exec);
     return pt;
 }
 
@@ -124,76 +113,14 @@ std::size_t Encoder::limbs_for_scale(double scale, int level) const {
     return t;
 }
 
-std::vector<std::complex<double>> Encoder::decode(const rns::RnsPoly& coeff, std::size_t t, double scale) const {
+std::vector<std::complex<double>> Encoder::decode(const rns::RnsPoly& poly, std::size_t t, double scale) const {
     const std::size_t n = ctx_->n(), slots = ctx_->slots();
     const auto& r = ctx_->rns();
-    // Exact CRT of the first t limbs into W-word integers, centered, then to double.
-    const std::size_t W = t + 1;
-    std::vector<u64> Q(W, 0), half(W, 0);
-    std::vector<std::vector<u64>> qhat(t, std::vector<u64>(W, 0));
-    std::vector<u64> qhat_inv(t), qhat_inv_shoup(t);
-    auto mul_small = [&](std::vector<u64>& x, u64 f) {
-        arith::u128 carry = 0;
-        for (auto& w : x) {
-            arith::u128 p = static_cast<arith::u128>(w) * f + carry;
-            w = static_cast<u64>(p);
-            carry = p >> 64;
-        }
-    };
-    Q[0] = 1;
-    for (std::size_t i = 0; i < t; ++i) mul_small(Q, r.prime(i));
-    for (std::size_t i = 0; i < t; ++i) {
-        qhat[i][0] = 1;
-        u64 rem = 1;
-        for (std::size_t j = 0; j < t; ++j)
-            if (j != i) {
-                mul_small(qhat[i], r.prime(j));
-                rem = arith::mul_mod(rem, r.prime(j) % r.prime(i), r.modulus(i));
-            }
-        qhat_inv[i] = arith::inv_mod(rem, r.modulus(i));
-        qhat_inv_shoup[i] = arith::shoup(qhat_inv[i], r.prime(i));
-    }
-    for (std::size_t k = 0; k < W; ++k) half[k] = (Q[k] >> 1) | (k + 1 < W ? Q[k + 1] << 63 : 0);
-    auto geq = [W](const u64* a, const u64* b) {
-        for (std::size_t k = W; k-- > 0;)
-            if (a[k] != b[k]) return a[k] > b[k];
-        return true;
-    };
-    auto sub_in = [W](u64* a, const u64* b) {  // a -= b
-        u64 borrow = 0;
-        for (std::size_t k = 0; k < W; ++k) {
-            arith::u128 d = static_cast<arith::u128>(a[k]) - b[k] - borrow;
-            a[k] = static_cast<u64>(d);
-            borrow = static_cast<u64>(d >> 64) ? 1 : 0;
-        }
-    };
-    auto to_double = [W](const u64* a) {
-        double x = 0;
-        for (std::size_t k = W; k-- > 0;) x = x * 18446744073709551616.0 + static_cast<double>(a[k]);
-        return x;
-    };
+    if (poly.ntt_form() || t == 0 || t > poly.num_q())
+        throw ParameterError("decode needs a coefficient-form polynomial with at least " + std::to_string(t) + " q-limbs");
+    // The first t limbs on the host, composed exactly (CRT) into centered integers, as doubles.
     std::vector<double> real(n);
-    std::vector<u64> acc(W), tmp(W);
-    for (std::size_t c = 0; c < n; ++c) {
-        std::fill(acc.begin(), acc.end(), 0);
-        for (std::size_t i = 0; i < t; ++i) {
-            u64 y = arith::mul_shoup(coeff.limb(i)[c], qhat_inv[i], qhat_inv_shoup[i], r.prime(i));
-            arith::u128 carry = 0;
-            for (std::size_t k = 0; k < W; ++k) {
-                arith::u128 p = static_cast<arith::u128>(qhat[i][k]) * y + acc[k] + carry;
-                acc[k] = static_cast<u64>(p);
-                carry = p >> 64;
-            }
-        }
-        while (geq(acc.data(), Q.data())) sub_in(acc.data(), Q.data());
-        if (geq(acc.data(), half.data())) {
-            tmp = Q;
-            sub_in(tmp.data(), acc.data());
-            real[c] = -to_double(tmp.data());
-        } else {
-            real[c] = to_double(acc.data());
-        }
-    }
+    ctx_->backend().download(poly, [&](const std::uint64_t* const* limbs) { r.compose_centered(limbs, t, real.data()); }, {}, t);
     std::vector<std::complex<double>> v(slots);
     const double inv = 1.0 / scale;
     for (std::size_t i = 0; i < slots; ++i) v[i] = {real[i] * inv, real[i + slots] * inv};

@@ -69,13 +69,12 @@ std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng) {
     return e;
 }
 
-void sample_uniform(const rns::RnsContext& r, rns::RnsPoly& out, Prng& prng) {
+void sample_uniform(const rns::Backend& be, rns::RnsPoly& out, Prng& prng) {
     const std::size_t n = out.n();
     std::vector<std::uint64_t> buf(n);
-    for (std::size_t l = 0; l < out.limbs(); ++l) {
-        const std::uint64_t q = r.prime(r.prime_index(l, out.num_q()));
+    be.upload(out, [&](std::size_t l, std::uint64_t* d) {
+        const std::uint64_t q = be.ring().prime(be.ring().prime_index(l, out.num_q()));
         const std::uint64_t mask = (q >> 1 == 0) ? 1 : (~0ull >> __builtin_clzll(q));
-        std::uint64_t* d = out.limb(l);
         std::size_t filled = 0;
         while (filled < n) {
             const std::size_t want = n - filled;
@@ -85,7 +84,7 @@ void sample_uniform(const rns::RnsContext& r, rns::RnsPoly& out, Prng& prng) {
                 if (v < q) d[filled++] = v;
             }
         }
-    }
+    });
 }
 
 }  // namespace kasoku::ckks::detail

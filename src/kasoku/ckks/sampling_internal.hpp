@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kasoku/rns/rns_context.hpp"
+#include "kasoku/rns/backend.hpp"
 #include "kasoku/support/random.hpp"
 
 namespace kasoku::ckks::detail {
@@ -12,7 +12,8 @@ namespace kasoku::ckks::detail {
 std::vector<std::int64_t> sample_ternary(std::size_t n, int hamming_weight, Prng& prng);
 // Discrete Gaussian, sigma = 3.2, bounded at 6 sigma (|e| <= 19).
 std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng);
-// Uniform residues in every limb of `out` (any form: uniform in NTT form is uniform).
-void sample_uniform(const rns::RnsContext& r, rns::RnsPoly& out, Prng& prng);
+// Uniform residues in every limb of `out` (any form: uniform in NTT form is uniform), drawn on the host and
+// uploaded limb by limb.
+void sample_uniform(const rns::Backend& be, rns::RnsPoly& out, Prng& prng);
 
 }  // namespace kasoku::ckks::detail

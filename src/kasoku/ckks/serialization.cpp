@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "checks_internal.hpp"
 #include "kasoku/support/error.hpp"
 
 namespace kasoku::ckks {
@@ -30,7 +31,9 @@ constexpr std::size_t kHeader = 4 + 2 + 2 + 8 + 8, kDigest = SHA256_DIGEST_LENGT
 
 class Writer {
 public:
-    Writer(Kind kind, std::uint64_t fingerprint) {
+    // ctx may be null for Parameters (no polynomials).
+    Writer(Kind kind, const Context* ctx) : ctx_(ctx) {
+        const std::uint64_t fingerprint = ctx ? ctx->fingerprint() : 0;
         out_.resize(kHeader);
         std::memcpy(out_.data(), "KSKU", 4);
         std::uint16_t v = kFormatVersion, k = static_cast<std::uint16_t>(kind);
@@ -40,15 +43,19 @@ public:
     }
     template <class T> void put(T v) {
         static_assert(std::is_trivially_copyable_v<T>);
-        const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-        out_.insert(out_.end(), p, p + sizeof(T));
+        const std::size_t at = out_.size();
+        out_.resize(at + sizeof(T));
+        std::memcpy(out_.data() + at, &v, sizeof(T));
     }
     void poly(const rns::RnsPoly& p) {
         put<std::uint32_t>(static_cast<std::uint32_t>(p.num_q()));
         put<std::uint32_t>(static_cast<std::uint32_t>(p.num_p()));
         put<std::uint8_t>(p.ntt_form() ? 1 : 0);
-        const auto* d = reinterpret_cast<const std::uint8_t*>(p.data());
-        out_.insert(out_.end(), d, d + p.words() * sizeof(std::uint64_t));
+        const std::size_t at = out_.size(), limb_bytes = p.n() * sizeof(std::uint64_t);
+        out_.resize(at + p.limbs() * limb_bytes);
+        ctx_->backend().download(p, [&](const std::uint64_t* const* limbs) {
+            for (std::size_t l = 0; l < p.limbs(); ++l) std::memcpy(out_.data() + at + l * limb_bytes, limbs[l], limb_bytes);
+        });
     }
     void switch_key(const SwitchKey& k) {
         put<std::uint32_t>(static_cast<std::uint32_t>(k.b.size()));
@@ -64,6 +71,7 @@ public:
     }
 
 private:
+    const Context* ctx_;
     Bytes out_;
 };
 
@@ -108,17 +116,16 @@ public:
         const std::uint8_t ntt = get<std::uint8_t>();
         if (nq == 0 || nq > r.q_count() || np > r.p_count() || (np != 0 && !allow_p) || ntt > 1)
             fail("polynomial shape does not fit the parameters");
-        rns::RnsPoly p(ctx_->n(), nq, np, ntt == 1);
-        const std::size_t bytes = p.words() * sizeof(std::uint64_t);
+        rns::RnsPoly p = ctx_->backend().poly(nq, np, ntt == 1);
+        const std::size_t n = ctx_->n(), bytes = p.words() * sizeof(std::uint64_t);
         if (static_cast<std::size_t>(end_ - p_) < bytes) fail("unexpected end of data");
-        std::memcpy(p.data(), p_, bytes);
-        p_ += bytes;
-        for (std::size_t l = 0; l < p.limbs(); ++l) {
+        ctx_->backend().upload(p, [&](std::size_t l, std::uint64_t* d) {
+            std::memcpy(d, p_ + l * n * sizeof(std::uint64_t), n * sizeof(std::uint64_t));
             const std::uint64_t q = r.prime(r.prime_index(l, nq));
-            const std::uint64_t* d = p.limb(l);
-            for (std::size_t c = 0; c < ctx_->n(); ++c)
+            for (std::size_t c = 0; c < n; ++c)
                 if (d[c] >= q) fail("coefficient out of range for its modulus");
-        }
+        });
+        p_ += bytes;
         return p;
     }
     SwitchKey switch_key(std::uint64_t key_id) {
@@ -148,7 +155,7 @@ private:
 }  // namespace
 
 Bytes serialize(const Parameters& p) {
-    Writer w(Kind::parameters, 0);
+    Writer w(Kind::parameters, nullptr);
     for (int v : {p.log_n, p.first_bits, p.scale_bits, p.levels, p.special_bits, p.special_primes, p.security ? *p.security : 0,
                   p.dnum, p.hamming_weight})
         w.put<std::int32_t>(v);
@@ -184,7 +191,8 @@ Parameters deserialize_parameters(const std::uint8_t* data, std::size_t size) {
 }
 
 Bytes serialize(const Context& ctx, const Ciphertext& ct) {
-    Writer w(Kind::ciphertext, ctx.fingerprint());
+    detail::check_ciphertext(ctx, ct, "ciphertext");
+    Writer w(Kind::ciphertext, &ctx);
     w.put<std::uint64_t>(ct.key_id);
     w.put<double>(ct.scale);
     w.put<std::uint32_t>(static_cast<std::uint32_t>(ct.polys.size()));
@@ -211,7 +219,8 @@ Ciphertext deserialize_ciphertext(const Context& ctx, const std::uint8_t* data, 
 }
 
 Bytes serialize(const Context& ctx, const PublicKey& pk) {
-    Writer w(Kind::public_key, ctx.fingerprint());
+    detail::check_key(ctx, pk.context_uid, "public key");
+    Writer w(Kind::public_key, &ctx);
     w.put<std::uint64_t>(pk.key_id);
     w.poly(pk.b);
     w.poly(pk.a);
@@ -232,7 +241,8 @@ PublicKey deserialize_public_key(const Context& ctx, const std::uint8_t* data, s
 }
 
 Bytes serialize(const Context& ctx, const SecretKey& sk) {
-    Writer w(Kind::secret_key, ctx.fingerprint());
+    detail::check_key(ctx, sk.context_uid(), "secret key");
+    Writer w(Kind::secret_key, &ctx);
     w.put<std::uint64_t>(sk.key_id());
     w.poly(sk.poly());
     return w.finish();
@@ -248,7 +258,8 @@ SecretKey deserialize_secret_key(const Context& ctx, const std::uint8_t* data, s
 }
 
 Bytes serialize(const Context& ctx, const SwitchKey& key) {
-    Writer w(Kind::switch_key, ctx.fingerprint());
+    detail::check_key(ctx, key.context_uid, "key-switching key");
+    Writer w(Kind::switch_key, &ctx);
     w.put<std::uint64_t>(key.key_id);
     w.switch_key(key);
     return w.finish();
@@ -262,7 +273,8 @@ SwitchKey deserialize_switch_key(const Context& ctx, const std::uint8_t* data, s
 }
 
 Bytes serialize(const Context& ctx, const EvaluationKeys& keys) {
-    Writer w(Kind::evaluation_keys, ctx.fingerprint());
+    detail::check_key(ctx, keys.context_uid, "evaluation keys");
+    Writer w(Kind::evaluation_keys, &ctx);
     w.put<std::uint64_t>(keys.key_id);
     w.put<std::uint8_t>(keys.relin ? 1 : 0);
     if (keys.relin) w.switch_key(*keys.relin);

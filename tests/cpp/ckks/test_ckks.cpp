@@ -28,7 +28,7 @@ TEST(Encoder, RoundTrip) {
     auto v = e.random(true);
     auto pt = e.enc.encode(v, e.ctx->default_scale(), 2);
     rns::RnsPoly m = pt.poly;
-    e.ctx->rns().from_ntt(m, 1);
+    e.ctx->backend().from_ntt(m, 1);
     auto back = e.enc.decode(m, 3, pt.scale);
     EXPECT_GT(precision_bits(back, v), 30);
 }

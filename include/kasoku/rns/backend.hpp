@@ -1,0 +1,172 @@
+// The polynomial backend: the one seam between the CKKS scheme (ckks, algo) and the hardware (docs/ARCHITECTURE.md).
+//
+// A backend owns the memory of its polynomials (PolyMemory) and runs every operation on them at fused granularity:
+// element-wise operations and FMA, NTT/INTT, automorphisms, rescaling and the ModDown family, ModUp and the
+// key-switching inner products, plaintext sums, and the transfers from and to the host. ckks and algo are written
+// once on top of it; the CPU backend runs each operation as cache-blocked limb-by-limb pipelines on a team of
+// OpenMP threads, a device backend would launch kernels over all limbs on a stream. Every operation takes an Exec
+// (support/exec.hpp) where a thread count used to go.
+//
+// The public methods check the shapes of their operands (a mismatch is a bug of the caller: InternalError) and
+// shape their outputs; the protected do_* methods are what a backend implements. Key switching is composed from the
+// primitives below by rns::KeySwitcher (keyswitch.hpp), the form in which ckks uses it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kasoku/rns/rns_context.hpp"
+#include "kasoku/rns/rns_poly.hpp"
+#include "kasoku/support/exec.hpp"
+
+namespace kasoku::rns {
+
+// A key-switching key (hybrid key switching, Han-Ki): dnum pairs (b_j, a_j) over Q_L * P in NTT form with
+// b_j + a_j s = e_j + P [Q/Q_j]([Q/Q_j]^-1 mod Q_j) s': it turns what decrypts under s' into what decrypts under s.
+struct GadgetKey {
+    std::vector<RnsPoly> b, a;
+};
+
+// One inner product of a hoisted key switch: the key, and the automorphism X -> X^g applied to its product (1: none).
+struct KeyTerm {
+    const GadgetKey* key = nullptr;
+    std::uint64_t galois_elt = 1;
+};
+
+// Host callbacks of upload and download, called on the calling thread (an exception thrown by one propagates).
+// LimbWriter: limb by limb in order, with the n words of one limb to write (on an exception the polynomial is left
+// partly written). LimbReader: once, with host pointers to the limbs asked for, valid during the call.
+using LimbWriter = std::function<void(std::size_t limb, std::uint64_t* dst)>;
+using LimbReader = std::function<void(const std::uint64_t* const* limbs)>;
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    Backend(const Backend&) = delete;
+    Backend& operator=(const Backend&) = delete;
+
+    static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+    virtual const char* name() const = 0;
+    const RnsContext& ring() const { return *ring_; }
+    const std::shared_ptr<const RnsContext>& ring_ptr() const { return ring_; }
+    const std::shared_ptr<const PolyMemory>& memory() const { return memory_; }
+
+    // ---- storage and transfers
+    // A polynomial in this backend's memory with num_q q-limbs and num_p special limbs; words uninitialised.
+    RnsPoly poly(std::size_t num_q, std::size_t num_p, bool ntt_form) const;
+    // Host -> backend: `fill` writes each limb of `out` (shape set by the caller). On the CPU it writes the
+    // polynomial's own memory (no copy); a device backend stages and copies.
+    void upload(RnsPoly& out, const LimbWriter& fill, Exec exec = {}) const;
+    // Backend -> host: `read` sees the first `limbs` limbs of `a` (all by default). On the CPU these are the
+    // polynomial's own memory (no copy); a device backend copies them to the host first.
+    void download(const RnsPoly& a, const LimbReader& read, Exec exec = {}, std::size_t limbs = npos) const;
+    // out (its shape and form set by the caller) = the residues of the signed coefficients (n of them, |c| < 2^127
+    // for the 128-bit form, |c| < every prime for the 64-bit one), transformed when out is in NTT form.
+    void from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const;
+    void from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const;
+
+    // ---- element-wise (a and b of one shape; out takes a's shape and may be a or b)
+    void add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;
+    void sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;
+    void negate(const RnsPoly& a, RnsPoly& out, Exec exec) const;
+    void mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;  // NTT form
+    // out = a * b + c (NTT form), one reduction (seed 000 Alg. 4.1.1).
+    void fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const;
+    // out = a * c limb-wise, c given by its residues per prime (indexed like the prime list [q..., p...]).
+    void mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const;
+    // out = a + c limb-wise (a constant polynomial when a is in NTT form).
+    void add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const;
+    // Plaintext sums: out[k] = sum_i x[i][k] * y[i] (accumulate: out[k] += ...) for every component k (NTT form).
+    // Each y[i] has the q-limbs of every x[i][k] and at least its special limbs; out[k] takes x[0][k]'s shape.
+    // Limb by limb, so that each limb of out[k] stays in cache while the terms are summed.
+    void sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
+                         const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const;
+    // out = c[0] + x (c[1] + x (c[2] + ...)) on the limbs of out (NTT form; its num_q, set by the caller, at most every
+    // operand's, num_p = 0): the phase c0 + c1 s + c2 s^2 of decryption, on the limbs that decoding needs.
+    void horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const;
+
+    // ---- transforms (in place; no-ops when already in the asked form)
+    void to_ntt(RnsPoly& a, Exec exec) const;
+    void from_ntt(RnsPoly& a, Exec exec) const;
+    // out = psi_g(a): X -> X^g (g odd, below 2n) as a permutation in NTT form; out must not be a.
+    void automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const;
+
+    // ---- scaling (NTT form)
+    // a over Q_l (l >= 1, num_p = 0) -> round(a / q_l) over Q_{l-1}.
+    void rescale(RnsPoly& a, Exec exec) const;
+    // a over Q_l * p_0 (num_p = 1) -> round((a + addend) / p_0) over Q_l; addend: n small signed coefficients
+    // (|e| < every prime) or null. Encryption ends with it, so that fresh noise is divided by p_0.
+    void divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const;
+    // ModDown: out = psi_g(round(a / P) + addend) over Q_l, for a over Q_l * P (all k special primes); addend over Q_l
+    // or null, g = 1: no automorphism. An exact, centered conversion; out may be a.
+    void mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const;
+    // ModDown and rescale in one base conversion: a over Q_l * P (l >= 1) -> round(a / (P q_l)) over Q_{l-1}.
+    void mod_down_rescale(RnsPoly& a, Exec exec) const;
+    // x_i += d_i * P mod q_i on the q-limbs i in [first, first + count) (count = npos: to the last one); d and x
+    // have the same number of q-limbs and form. Lifts d into the Q_l * P basis as d * P.
+    void add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t first = 0, std::size_t count = npos) const;
+
+    // ---- key-switching primitives (composed by KeySwitcher; seed 000 Alg. 2.4.1-2.4.4 and 3.2.1)
+    // ModUp of every digit of d (NTT form over Q_l, num_p = 0): digit j extended to Q_l * P, NTT form.
+    std::vector<RnsPoly> mod_up(const RnsPoly& d, Exec exec) const;
+    // (b, a) = <ModUp(d), key> over Q_l * P: ModUp and the inner product fused limb by limb (one key switch).
+    void key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const;
+    // b = sum_e psi_{g_e}(<digits, key_e.b>), a likewise, over Q_l * P; with c0 (over Q_l) also
+    // c0_out = sum_e psi_{g_e}(c0). Each product limb is permuted and accumulated while it is in cache.
+    void inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
+                       const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const;
+
+protected:
+    Backend(std::shared_ptr<const RnsContext> ring, std::shared_ptr<const PolyMemory> memory);
+
+    // What a backend implements. Operands are checked and outputs shaped (out.same_shape(a) for element-wise
+    // operations, b and a over Q_l * P for key switching) before these are called; the numbers of digits and key
+    // digits match the ring.
+    virtual void do_upload(RnsPoly& out, const LimbWriter& fill, Exec exec) const = 0;
+    virtual void do_download(const RnsPoly& a, const LimbReader& read, std::size_t limbs, Exec exec) const = 0;
+    virtual void do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
+                                    const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const = 0;
+    virtual void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_to_ntt(RnsPoly& a, Exec exec) const = 0;
+    virtual void do_from_ntt(RnsPoly& a, Exec exec) const = 0;
+    virtual void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_rescale(RnsPoly& a, Exec exec) const = 0;
+    virtual void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const = 0;
+    virtual void do_mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_mod_down_rescale(RnsPoly& a, Exec exec) const = 0;
+    virtual void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const = 0;
+    virtual std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const = 0;
+    virtual void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const = 0;
+    virtual void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
+                                  RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const = 0;
+
+private:
+    // out gets this shape (reallocated only when it has another one).
+    void shape(std::size_t num_q, std::size_t num_p, bool ntt_form, RnsPoly& out) const;
+    void shape(const RnsPoly& like, RnsPoly& out) const;
+    void check_mine(const RnsPoly& a, const char* op) const;
+
+    std::shared_ptr<const RnsContext> ring_;
+    std::shared_ptr<const PolyMemory> memory_;
+};
+
+// Makes the backend of a context from its ring (Context::create takes one; docs/ARCHITECTURE.md "Adding a backend").
+using BackendFactory = std::function<std::unique_ptr<const Backend>(std::shared_ptr<const RnsContext>)>;
+
+// The CPU backend: host memory, the run-time dispatched SIMD kernels of arith (scalar, AVX2, AVX-512DQ, IFMA),
+// OpenMP teams of Exec::threads threads.
+std::unique_ptr<const Backend> make_cpu_backend(std::shared_ptr<const RnsContext> ring);
+
+}  // namespace kasoku::rns

@@ -1,0 +1,66 @@
+// Hybrid key switching (Han-Ki; seed 000 Alg. 2.4.1-2.4.4, hoisting after Alg. 3.2.1), written once for every
+// backend as whole-polynomial operations, in the three steps of seed 000:
+//
+//   1. decompose:      split c1 into dnum digits of alpha primes and ModUp each to Q_l * P (shareable: hoisting);
+//   2. inner product:  the digits times the key digits, summed (and permuted by an automorphism), still over
+//                      Q_l * P, where sums of key switches and plaintext products can be taken (lazy ModDown);
+//   3. ModDown:        divide by P back to Q_l (fused with an automorphism, the addition of c0, or a rescale).
+//
+// The CKKS evaluator (ckks/evaluator.hpp) uses only these; the limb-by-limb pipelines behind them are the backend's.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kasoku/rns/backend.hpp"
+
+namespace kasoku::rns {
+
+// A ciphertext before its ModDown: (c0 + round(b / P), round(a / P)), with c0 over Q_l (may be empty: zero) and (b, a)
+// over Q_l * P, NTT form. Lazy values of one input add up, so a sum of key switches needs one ModDown.
+struct LazyPolys {
+    RnsPoly c0, b, a;
+};
+
+class KeySwitcher {
+public:
+    explicit KeySwitcher(const Backend& backend) : be_(backend) {}
+    const Backend& backend() const { return be_; }
+
+    // ---- step 1
+    // ModUp of every digit of d (NTT form over Q_l): digit j over Q_l * P, NTT form.
+    std::vector<RnsPoly> decompose(const RnsPoly& d, Exec exec) const { return be_.mod_up(d, exec); }
+
+    // ---- step 2 (results over Q_l * P; c0 of a result is empty unless said otherwise)
+    // <ModUp(d), key>: steps 1 and 2 fused limb by limb, for a key switch that shares nothing.
+    LazyPolys switch_lazy(const RnsPoly& d, const GadgetKey& key, Exec exec) const;
+    // <digits, key>, without automorphism (the list form of hoisting: each result gets its own ModDown).
+    LazyPolys inner_product(const std::vector<RnsPoly>& digits, const GadgetKey& key, Exec exec) const;
+    // sum_e psi_{g_e}(<digits, key_e>), and c0 = sum_e psi_{g_e}(c0) (the sum form of hoisting: one ModDown for all).
+    LazyPolys inner_product_sum(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
+                                Exec exec) const;
+    // acc += x (every part; both from one input at one level).
+    void add_lazy(LazyPolys& acc, const LazyPolys& x, Exec exec) const;
+    // sum_i xs[i] * pts[i] (every part), pts over Q_l * P: masks and diagonals multiply key-switched values before
+    // their one ModDown, which then also divides the rounding of the products by P.
+    LazyPolys multiply_plain_sum(const std::vector<const LazyPolys*>& xs, const std::vector<const RnsPoly*>& pts,
+                                 Exec exec) const;
+
+    // ---- step 3 (add0, add1 over Q_l, may be null; empty or null terms are zero)
+    // out0 = psi_g(round(x.b / P) + x.c0 + add0), out1 = psi_g(round(x.a / P) + add1) over Q_l (g = 1: no automorphism).
+    // The automorphism comes last, on two polynomials over Q_l: keys switch to s(X^{g^-1}) for that (keygen).
+    void mod_down(const LazyPolys& x, const RnsPoly* add0, const RnsPoly* add1, std::uint64_t galois_elt, RnsPoly& out0,
+                  RnsPoly& out1, Exec exec) const;
+    // out0 = round((x.b + P (x.c0 + add0)) / (P q_l)), out1 = round((x.a + P add1) / (P q_l)) over Q_{l-1}: ModDown,
+    // the additions and a rescale in one base conversion per polynomial. Consumes x.
+    void mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const RnsPoly* add1, RnsPoly& out0, RnsPoly& out1,
+                          Exec exec) const;
+
+    // ---- key generation
+    // b += P s on the q-limbs of digit j: the gadget term of key digit j (s over Q_L * P, NTT form; secret).
+    void add_gadget(const RnsPoly& s, std::size_t digit, RnsPoly& b, Exec exec) const;
+
+private:
+    const Backend& be_;
+};
+
+}  // namespace kasoku::rns

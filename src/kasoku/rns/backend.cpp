@@ -1,0 +1,263 @@
+// The checks every backend shares: operand shapes and output shapes, before the backend's own do_* methods run.
+#include "kasoku/rns/backend.hpp"
+
+#include <string>
+
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::rns {
+
+namespace {
+void require(bool ok, const char* op, const char* what) {
+    if (!ok) throw InternalError(std::string(op) + ": " + what);
+}
+void same_shape(const RnsPoly& a, const RnsPoly& b, const char* op) {
+    require(a.same_shape(b), op, "operands of different shapes");
+}
+}  // namespace
+
+Backend::Backend(std::shared_ptr<const RnsContext> ring, std::shared_ptr<const PolyMemory> memory)
+    : ring_(std::move(ring)), memory_(std::move(memory)) {
+    if (!ring_ || !memory_) throw InternalError("a backend needs a ring and a memory");
+}
+
+void Backend::check_mine(const RnsPoly& a, const char* op) const {
+    require(!a.empty() && a.n() == ring_->n(), op, "empty polynomial or another ring degree");
+    require(a.memory() == memory_, op, "polynomial of another backend's memory");
+}
+
+void Backend::shape(std::size_t num_q, std::size_t num_p, bool ntt_form, RnsPoly& out) const {
+    if (out.empty() || out.memory() != memory_ || out.num_q() != num_q || out.num_p() != num_p)
+        out = RnsPoly(memory_, ring_->n(), num_q, num_p, ntt_form);
+    out.set_ntt_form(ntt_form);
+}
+
+void Backend::shape(const RnsPoly& like, RnsPoly& out) const {
+    if (&like != &out) shape(like.num_q(), like.num_p(), like.ntt_form(), out);
+}
+
+RnsPoly Backend::poly(std::size_t num_q, std::size_t num_p, bool ntt_form) const {
+    return RnsPoly(memory_, ring_->n(), num_q, num_p, ntt_form);
+}
+
+void Backend::upload(RnsPoly& out, const LimbWriter& fill, Exec exec) const {
+    check_mine(out, "upload");
+    do_upload(out, fill, exec);
+}
+
+void Backend::download(const RnsPoly& a, const LimbReader& read, Exec exec, std::size_t limbs) const {
+    check_mine(a, "download");
+    if (limbs == npos) limbs = a.limbs();
+    require(limbs <= a.limbs(), "download", "more limbs asked for than the polynomial has");
+    do_download(a, read, limbs, exec);
+}
+
+void Backend::from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const {
+    check_mine(out, "from_signed");
+    do_from_signed(coeffs, out, exec);
+}
+
+void Backend::from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const {
+    check_mine(out, "from_signed");
+    do_from_signed(coeffs, out, exec);
+}
+
+void Backend::add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
+    check_mine(a, "add");
+    same_shape(a, b, "add");
+    shape(a, out);
+    do_add(a, b, out, exec);
+}
+
+void Backend::sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
+    check_mine(a, "sub");
+    same_shape(a, b, "sub");
+    shape(a, out);
+    do_sub(a, b, out, exec);
+}
+
+void Backend::negate(const RnsPoly& a, RnsPoly& out, Exec exec) const {
+    check_mine(a, "negate");
+    shape(a, out);
+    do_negate(a, out, exec);
+}
+
+void Backend::mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
+    check_mine(a, "mul");
+    same_shape(a, b, "mul");
+    require(a.ntt_form(), "mul", "operands must be in NTT form");
+    shape(a, out);
+    do_mul(a, b, out, exec);
+}
+
+void Backend::fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const {
+    check_mine(a, "fma");
+    same_shape(a, b, "fma");
+    same_shape(a, c, "fma");
+    require(a.ntt_form(), "fma", "operands must be in NTT form");
+    shape(a, out);
+    do_fma(a, b, c, out, exec);
+}
+
+void Backend::mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const {
+    check_mine(a, "mul_constant");
+    require(residues.size() >= ring_->q_count() + ring_->p_count(), "mul_constant", "one residue per prime needed");
+    shape(a, out);
+    do_mul_constant(a, residues, out, exec);
+}
+
+void Backend::add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const {
+    check_mine(a, "add_constant");
+    require(residues.size() >= ring_->q_count() + ring_->p_count(), "add_constant", "one residue per prime needed");
+    shape(a, out);
+    do_add_constant(a, residues, out, exec);
+}
+
+void Backend::sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
+                              const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const {
+    const char* op = "sum_of_products";
+    require(!x.empty() && x.size() == y.size() && !out.empty(), op, "one plaintext per term, at least one term");
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        require(x[i].size() == out.size(), op, "every term needs one polynomial per output");
+        check_mine(*y[i], op);
+        for (std::size_t k = 0; k < out.size(); ++k) {
+            const RnsPoly& xk = *x[i][k];
+            check_mine(xk, op);
+            same_shape(xk, *x[0][k], op);
+            require(xk.ntt_form() && y[i]->ntt_form() && y[i]->num_q() == xk.num_q() && y[i]->num_p() >= xk.num_p(), op,
+                    "a plaintext must cover its term's limbs, all in NTT form");
+        }
+    }
+    for (std::size_t k = 0; k < out.size(); ++k) {
+        if (accumulate) {
+            check_mine(*out[k], op);
+            same_shape(*out[k], *x[0][k], op);
+        } else {
+            shape(*x[0][k], *out[k]);
+        }
+    }
+    do_sum_of_products(x, y, out, accumulate, exec);
+}
+
+void Backend::horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const {
+    const char* op = "horner";
+    check_mine(x, op);
+    check_mine(out, op);
+    require(!c.empty() && x.ntt_form() && out.ntt_form() && out.num_p() == 0 && out.num_q() <= x.num_q(), op,
+            "NTT-form operands covering the output's limbs");
+    for (const RnsPoly* ci : c) {
+        check_mine(*ci, op);
+        require(ci->ntt_form() && out.num_q() <= ci->num_q(), op, "NTT-form operands covering the output's limbs");
+    }
+    do_horner(c, x, out, exec);
+}
+
+void Backend::to_ntt(RnsPoly& a, Exec exec) const {
+    check_mine(a, "to_ntt");
+    if (!a.ntt_form()) do_to_ntt(a, exec);
+}
+
+void Backend::from_ntt(RnsPoly& a, Exec exec) const {
+    check_mine(a, "from_ntt");
+    if (a.ntt_form()) do_from_ntt(a, exec);
+}
+
+void Backend::automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const {
+    check_mine(a, "automorphism");
+    require(a.ntt_form(), "automorphism", "the operand must be in NTT form");
+    require(&a != &out, "automorphism", "cannot run in place");
+    shape(a, out);
+    do_automorphism(a, galois_elt, out, exec);
+}
+
+void Backend::rescale(RnsPoly& a, Exec exec) const {
+    check_mine(a, "rescale");
+    require(a.ntt_form() && a.num_p() == 0 && a.num_q() >= 2, "rescale", "needs an NTT-form polynomial over Q_l, l >= 1");
+    do_rescale(a, exec);
+}
+
+void Backend::divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
+    check_mine(a, "divide_round_by_p0");
+    require(a.ntt_form() && a.num_p() == 1, "divide_round_by_p0", "needs an NTT-form polynomial over Q_l * p_0");
+    do_divide_round_by_p0(a, addend, exec);
+}
+
+void Backend::mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const {
+    check_mine(a, "mod_down");
+    require(a.ntt_form() && a.num_p() == ring_->p_count() && a.num_p() > 0, "mod_down",
+            "needs an NTT-form polynomial over Q_l * P");
+    if (addend) {
+        check_mine(*addend, "mod_down");
+        require(addend->num_q() == a.num_q() && addend->num_p() == 0 && addend->ntt_form(), "mod_down",
+                "the addend must be an NTT-form polynomial over Q_l");
+    }
+    do_mod_down(a, addend, galois_elt, out, exec);
+}
+
+void Backend::mod_down_rescale(RnsPoly& a, Exec exec) const {
+    check_mine(a, "mod_down_rescale");
+    require(a.ntt_form() && a.num_p() == ring_->p_count() && a.num_p() > 0 && a.num_q() >= 2, "mod_down_rescale",
+            "needs an NTT-form polynomial over Q_l * P, l >= 1");
+    do_mod_down_rescale(a, exec);
+}
+
+void Backend::add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t first, std::size_t count) const {
+    check_mine(d, "add_times_p");
+    check_mine(x, "add_times_p");
+    if (count == npos) count = d.num_q() > first ? d.num_q() - first : 0;
+    require(d.num_q() == x.num_q() && d.ntt_form() == x.ntt_form() && first + count <= d.num_q() && ring_->p_count() > 0,
+            "add_times_p", "d and x over the same q-limbs, in one form");
+    do_add_times_p(d, x, first, count, exec);
+}
+
+namespace {
+void check_key(const RnsContext& r, const GadgetKey& key, const char* op) {
+    require(key.b.size() == r.dnum() && key.a.size() == r.dnum(), op, "the key has another number of digits than dnum");
+    for (std::size_t j = 0; j < r.dnum(); ++j)
+        require(key.b[j].num_q() == r.q_count() && key.b[j].num_p() == r.p_count() && key.b[j].ntt_form() &&
+                    key.a[j].num_q() == r.q_count() && key.a[j].num_p() == r.p_count() && key.a[j].ntt_form(),
+                op, "key digits must be NTT-form polynomials over Q_L * P");
+}
+}  // namespace
+
+std::vector<RnsPoly> Backend::mod_up(const RnsPoly& d, Exec exec) const {
+    check_mine(d, "mod_up");
+    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, "mod_up", "needs an NTT-form polynomial over Q_l");
+    return do_mod_up(d, exec);
+}
+
+void Backend::key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
+    check_mine(d, "key_switch");
+    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, "key_switch", "needs an NTT-form polynomial over Q_l");
+    check_key(*ring_, key, "key_switch");
+    shape(d.num_q(), ring_->p_count(), true, b);
+    shape(d.num_q(), ring_->p_count(), true, a);
+    do_key_switch(d, key, b, a, exec);
+}
+
+void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
+                            const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
+    const char* op = "inner_product";
+    require(!digits.empty() && !terms.empty(), op, "needs digits and at least one key");
+    const std::size_t nq = digits[0].num_q();
+    require(digits.size() == ring_->digits_at(nq), op, "wrong number of digits for their level");
+    for (const RnsPoly& d : digits) {
+        check_mine(d, op);
+        require(d.num_q() == nq && d.num_p() == ring_->p_count() && d.ntt_form(), op, "digits must be NTT form over Q_l * P");
+    }
+    for (const KeyTerm& t : terms) {
+        require(t.key != nullptr, op, "null key");
+        check_key(*ring_, *t.key, op);
+    }
+    shape(nq, ring_->p_count(), true, b);
+    shape(nq, ring_->p_count(), true, a);
+    if (c0) {
+        check_mine(*c0, op);
+        require(c0_out && c0 != c0_out && c0->num_q() == nq && c0->num_p() == 0 && c0->ntt_form(), op,
+                "c0 must be an NTT-form polynomial over Q_l, with its own output");
+        shape(*c0, *c0_out);
+    }
+    do_inner_product(digits, terms, b, a, c0, c0_out, exec);
+}
+
+}  // namespace kasoku::rns

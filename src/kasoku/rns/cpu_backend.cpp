@@ -1,0 +1,509 @@
+// The CPU backend: host memory, the run-time dispatched SIMD kernels of arith, OpenMP teams of Exec::threads.
+// Every multi-step operation is a limb-by-limb pipeline: each limb is transformed, converted, combined and permuted
+// while it is in cache, and the limbs are spread over the team.
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <string>
+
+#include "kasoku/arith/kernels.hpp"
+#include "kasoku/arith/ntt.hpp"
+#include "kasoku/rns/backend.hpp"
+#include "kasoku/rns/base_conv.hpp"
+#include "kasoku/support/aligned.hpp"
+#include "kasoku/support/error.hpp"
+#include "kasoku/support/random.hpp"
+#include "kasoku/support/threads.hpp"
+
+namespace kasoku::rns {
+
+namespace {
+
+using arith::Modulus;
+
+u64* limb(RnsPoly& p, std::size_t i) { return PolyAccess::data(p) + i * p.n(); }
+const u64* limb(const RnsPoly& p, std::size_t i) { return PolyAccess::data(p) + i * p.n(); }
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(std::shared_ptr<const RnsContext> ring);
+    const char* name() const override { return "cpu"; }
+
+protected:
+    void do_upload(RnsPoly& out, const LimbWriter& fill, Exec) const override {
+        for (std::size_t i = 0; i < out.limbs(); ++i) fill(i, limb(out, i));
+    }
+    void do_download(const RnsPoly& a, const LimbReader& read, std::size_t limbs, Exec) const override {
+        std::vector<const u64*> ptrs(limbs);
+        for (std::size_t i = 0; i < limbs; ++i) ptrs[i] = limb(a, i);
+        read(ptrs.data());
+    }
+    void do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const override;
+    void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const override;
+    void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const override;
+    void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const override;
+    void do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const override;
+    void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const override;
+    void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const override;
+    void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const override;
+    void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const override;
+    void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
+                            const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const override;
+    void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const override;
+    void do_to_ntt(RnsPoly& a, Exec exec) const override;
+    void do_from_ntt(RnsPoly& a, Exec exec) const override;
+    void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const override;
+    void do_rescale(RnsPoly& a, Exec exec) const override;
+    void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const override;
+    void do_mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const override;
+    void do_mod_down_rescale(RnsPoly& a, Exec exec) const override;
+    void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const override;
+    std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const override;
+    void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const override;
+    void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
+                          const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const override;
+
+private:
+    // Hybrid key-switching decomposition of d (NTT form over Q_l): the digits in coefficient form, pre-scaled for base
+    // conversion, from which any limb of ModUp(digit j) is produced.
+    struct Decomposed {
+        std::size_t num_q = 0;
+        const RnsPoly* ntt = nullptr;  // d itself: the ModUp limbs inside a digit are d's own
+        RnsPoly scaled;                // y_i = [d]_{q_i} (Q_j/q_i)^-1 mod q_i, coefficient form
+    };
+    Decomposed decompose(const RnsPoly& d, int threads) const;
+    // Limb `limb` (of the Q_l * P basis) of ModUp(digit j), NTT form, into out[0..n).
+    void mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t limb_index, u64* out) const;
+    // out = round(a / R) (+ addend, then permuted by perm) on the first `keep` q-limbs, R = the product of the primes of
+    // src_limbs; out may be a.
+    void divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
+                      const u64* inv_shoup, std::size_t keep, RnsPoly& out, int threads, const RnsPoly* addend = nullptr,
+                      const std::uint32_t* perm = nullptr) const;
+    void divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
+                              int threads, const std::int64_t* addend = nullptr) const;
+    const BaseConverter& digit_converter(std::size_t digit, std::size_t num_q) const {
+        const std::size_t alpha = ring().alpha();
+        return digit_conv_[digit * alpha + (ring().digit_size(digit, num_q) - 1)];
+    }
+    std::size_t pidx(std::size_t limb_index, std::size_t num_q) const { return ring().prime_index(limb_index, num_q); }
+
+    std::size_t n_;
+    std::vector<std::unique_ptr<arith::NttTables>> ntt_;
+    // rescale: q_l^-1 mod q_i, Shoup; (q_l >> 1) mod q_i
+    std::vector<std::vector<u64>> rescale_inv_, rescale_inv_shoup_, rescale_half_;
+    // ModUp: converter from the first m primes of digit j to every prime, index j * alpha + (m - 1)
+    std::vector<BaseConverter> digit_conv_;
+    // ModDown: P -> all q; P^-1 mod q_i; P mod q_i; p_0^-1 and (p_0 >> 1) mod q_i
+    BaseConverter p_to_q_;
+    std::vector<u64> p_inv_, p_inv_shoup_, p_mod_q_, p_mod_q_shoup_, p0_inv_, p0_inv_shoup_, p0_half_;
+    // Fused ModDown + rescale at level l: (P, q_l) -> q_0..q_{l-1}; (P q_l)^-1 mod q_i
+    std::vector<BaseConverter> pq_to_q_;
+    std::vector<std::vector<u64>> pq_inv_, pq_inv_shoup_;
+};
+
+CpuBackend::CpuBackend(std::shared_ptr<const RnsContext> r) : Backend(std::move(r), host_memory()), n_(ring().n()) {
+    const RnsContext& R = ring();
+    const std::vector<u64>& q = R.q_primes();
+    const std::vector<u64>& p = R.p_primes();
+    const std::size_t all = q.size() + p.size();
+    std::vector<Modulus> mods;
+    for (std::size_t i = 0; i < all; ++i) {
+        mods.push_back(R.modulus(i));
+        ntt_.push_back(std::make_unique<arith::NttTables>(R.prime(i), n_));
+    }
+    const std::size_t L = q.size() - 1;
+    rescale_inv_.resize(L + 1); rescale_inv_shoup_.resize(L + 1); rescale_half_.resize(L + 1);
+    for (std::size_t l = 1; l <= L; ++l) {
+        for (std::size_t i = 0; i < l; ++i) {
+            u64 inv = arith::inv_mod(q[l] % q[i], mods[i]);
+            rescale_inv_[l].push_back(inv);
+            rescale_inv_shoup_[l].push_back(arith::shoup(inv, q[i]));
+            rescale_half_[l].push_back((q[l] >> 1) % q[i]);
+        }
+    }
+    const std::size_t alpha = R.alpha(), digits = R.dnum();
+    digit_conv_.resize(digits * alpha);
+    for (std::size_t j = 0; j < digits; ++j) {
+        const std::size_t begin = R.digit_begin(j), full = R.digit_size(j, q.size());
+        for (std::size_t m = 1; m <= full; ++m) {
+            std::vector<Modulus> src(mods.begin() + begin, mods.begin() + begin + m);
+            digit_conv_[j * alpha + m - 1] = BaseConverter(src, mods);
+        }
+    }
+    if (p.empty()) return;
+    std::vector<Modulus> pm(mods.begin() + q.size(), mods.end());
+    std::vector<Modulus> qm(mods.begin(), mods.begin() + q.size());
+    p_to_q_ = BaseConverter(pm, qm);
+    for (std::size_t i = 0; i <= L; ++i) {
+        u64 pi = 1;
+        for (u64 pj : p) pi = arith::mul_mod(pi, pj % q[i], mods[i]);
+        p_mod_q_.push_back(pi);
+        p_mod_q_shoup_.push_back(arith::shoup(pi, q[i]));
+        p_inv_.push_back(arith::inv_mod(pi, mods[i]));
+        p_inv_shoup_.push_back(arith::shoup(p_inv_.back(), q[i]));
+        p0_inv_.push_back(arith::inv_mod(p[0] % q[i], mods[i]));
+        p0_inv_shoup_.push_back(arith::shoup(p0_inv_.back(), q[i]));
+        p0_half_.push_back((p[0] >> 1) % q[i]);
+    }
+    pq_to_q_.resize(L + 1); pq_inv_.resize(L + 1); pq_inv_shoup_.resize(L + 1);
+    for (std::size_t l = 1; l <= L; ++l) {
+        std::vector<Modulus> src = pm;
+        src.push_back(mods[l]);
+        pq_to_q_[l] = BaseConverter(src, std::vector<Modulus>(mods.begin(), mods.begin() + l));
+        for (std::size_t i = 0; i < l; ++i) {
+            u64 v = arith::mul_mod(p_inv_[i], rescale_inv_[l][i], mods[i]);
+            pq_inv_[l].push_back(v);
+            pq_inv_shoup_[l].push_back(arith::shoup(v, q[i]));
+        }
+    }
+}
+
+// ---------------------------------------------------------------- host transfers and element-wise operations
+
+void CpuBackend::do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const {
+    const bool ntt = out.ntt_form();
+    parallel_for(exec.threads, out.limbs(), [&](std::size_t i) {
+        const std::size_t idx = pidx(i, out.num_q());
+        const u64 q = ring().prime(idx);
+        u64* d = limb(out, i);
+        for (std::size_t c = 0; c < n_; ++c) d[c] = signed_residue(coeffs[c], q);
+        if (ntt) arith::ntt_forward(d, *ntt_[idx]);
+    });
+}
+
+void CpuBackend::do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const {
+    const bool ntt = out.ntt_form();
+    parallel_for(exec.threads, out.limbs(), [&](std::size_t i) {
+        const std::size_t idx = pidx(i, out.num_q());
+        const Modulus& m = ring().modulus(idx);
+        u64* d = limb(out, i);
+        for (std::size_t c = 0; c < n_; ++c) d[c] = arith::reduce_signed(coeffs[c], m);
+        if (ntt) arith::ntt_forward(d, *ntt_[idx]);
+    });
+}
+
+void CpuBackend::do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
+        arith::add_mod(limb(a, i), limb(b, i), n_, ring().prime(pidx(i, a.num_q())), limb(out, i));
+    });
+}
+
+void CpuBackend::do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
+        arith::sub_mod(limb(a, i), limb(b, i), n_, ring().prime(pidx(i, a.num_q())), limb(out, i));
+    });
+}
+
+void CpuBackend::do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
+        arith::negate_mod(limb(a, i), n_, ring().prime(pidx(i, a.num_q())), limb(out, i));
+    });
+}
+
+void CpuBackend::do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
+        arith::mul_mod(limb(a, i), limb(b, i), n_, ring().modulus(pidx(i, a.num_q())), limb(out, i));
+    });
+}
+
+void CpuBackend::do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
+        arith::fma_mod(limb(a, i), limb(b, i), limb(c, i), n_, ring().modulus(pidx(i, a.num_q())), limb(out, i));
+    });
+}
+
+void CpuBackend::do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
+        const std::size_t idx = pidx(i, a.num_q());
+        const u64 q = ring().prime(idx), w = residues[idx] % q;
+        arith::mul_scalar_mod(limb(a, i), w, arith::shoup(w, q), n_, q, limb(out, i));
+    });
+}
+
+void CpuBackend::do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
+        const std::size_t idx = pidx(i, a.num_q());
+        const u64 q = ring().prime(idx), c = residues[idx] % q;
+        const u64* src = limb(a, i);
+        u64* dst = limb(out, i);
+        for (std::size_t k = 0; k < n_; ++k) dst[k] = arith::add_mod(src[k], c, q);
+    });
+}
+
+void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
+                                    const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const {
+    // One job per (output, limb): out[k] limb t is written once and the terms stream through it.
+    std::vector<std::size_t> first(out.size() + 1, 0);
+    for (std::size_t k = 0; k < out.size(); ++k) first[k + 1] = first[k] + out[k]->limbs();
+    parallel_for(exec.threads, first.back(), [&](std::size_t job) {
+        const std::size_t k = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), job) - first.begin()) - 1;
+        const std::size_t t = job - first[k];
+        const Modulus& m = ring().modulus(pidx(t, out[k]->num_q()));
+        u64* dst = limb(*out[k], t);
+        // limb t of a term is limb t of its plaintext: both have the same q-limbs, then the special ones
+        if (accumulate) arith::fma_mod(limb(*x[0][k], t), limb(*y[0], t), dst, n_, m, dst);
+        else arith::mul_mod(limb(*x[0][k], t), limb(*y[0], t), n_, m, dst);
+        for (std::size_t i = 1; i < x.size(); ++i) arith::fma_mod(limb(*x[i][k], t), limb(*y[i], t), dst, n_, m, dst);
+    });
+}
+
+void CpuBackend::do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, out.num_q(), [&](std::size_t i) {
+        const Modulus& m = ring().modulus(i);
+        u64* acc = limb(out, i);
+        std::copy(limb(*c.back(), i), limb(*c.back(), i) + n_, acc);
+        for (std::size_t k = c.size() - 1; k-- > 0;) arith::fma_mod(acc, limb(x, i), limb(*c[k], i), n_, m, acc);
+    });
+}
+
+// ---------------------------------------------------------------- transforms
+
+void CpuBackend::do_to_ntt(RnsPoly& a, Exec exec) const {
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) { arith::ntt_forward(limb(a, i), *ntt_[pidx(i, a.num_q())]); });
+    a.set_ntt_form(true);
+}
+
+void CpuBackend::do_from_ntt(RnsPoly& a, Exec exec) const {
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) { arith::ntt_inverse(limb(a, i), *ntt_[pidx(i, a.num_q())]); });
+    a.set_ntt_form(false);
+}
+
+void CpuBackend::do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const {
+    const auto perm = ring().automorphism_permutation(galois_elt);
+    const std::uint32_t* p = perm->data();
+    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) { arith::permute(limb(a, i), p, n_, limb(out, i)); });
+}
+
+// ---------------------------------------------------------------- scaling
+
+void CpuBackend::divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
+                                      int threads, const std::int64_t* addend) const {
+    // round((a + addend) / r) on the first `keep` q-limbs, r = the prime of a's last limb. The small coefficient-form
+    // addend joins the correction polynomial before its NTT, so it costs no transform of its own.
+    const std::size_t last_limb = a.limbs() - 1, idx = pidx(last_limb, a.num_q());
+    const u64 r = ring().prime(idx), half = r >> 1;
+    AlignedWords last(limb(a, last_limb), limb(a, last_limb) + n_);
+    arith::ntt_inverse(last.data(), *ntt_[idx]);
+    if (addend)
+        for (std::size_t c = 0; c < n_; ++c) last[c] = arith::add_mod(last[c], signed_residue(addend[c], r), r);
+    for (auto& x : last) x = arith::add_mod(x, half, r);  // round instead of floor
+    RnsPoly out = poly(keep, 0, true);  // written limb by limb: no copy of the kept limbs afterwards
+    parallel_for(threads, keep, [&](std::size_t i) {
+        u64* t = limb(out, i);
+        const Modulus& mi = ring().modulus(i);
+        for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(arith::reduce_64(last[c], mi), half_mod[i], mi.value);
+        if (addend)  // a + e - t = a - (t - e)
+            for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(t[c], signed_residue(addend[c], mi.value), mi.value);
+        arith::ntt_forward(t, *ntt_[i]);
+        arith::sub_mod(limb(a, i), t, n_, mi.value, t);
+        arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, mi.value, t);
+    });
+    a = std::move(out);
+}
+
+void CpuBackend::do_rescale(RnsPoly& a, Exec exec) const {
+    const std::size_t l = a.num_q() - 1;
+    divide_round_by_last(a, l, rescale_inv_[l].data(), rescale_inv_shoup_[l].data(), rescale_half_[l].data(), exec.threads);
+}
+
+void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
+    divide_round_by_last(a, a.num_q(), p0_inv_.data(), p0_inv_shoup_.data(), p0_half_.data(), exec.threads, addend);
+}
+
+void CpuBackend::divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
+                              const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out, int threads,
+                              const RnsPoly* addend, const std::uint32_t* perm) const {
+    // round(a / R): a - [a]_R (exact, centered conversion) is divisible by R. Each output limb is converted,
+    // transformed, combined with a (and the addend) and permuted while it is in cache.
+    const std::size_t s = src_limbs.size();
+    RnsPoly y = poly(0, s, false);
+    parallel_for(threads, s, [&](std::size_t j) {
+        const std::size_t l = src_limbs[j];
+        std::copy(limb(a, l), limb(a, l) + n_, limb(y, j));
+        arith::ntt_inverse(limb(y, j), *ntt_[pidx(l, a.num_q())]);
+    });
+    std::vector<u64*> yp(s);
+    for (std::size_t j = 0; j < s; ++j) yp[j] = limb(y, j);
+    conv.scale_source(yp.data(), n_, yp.data());
+    std::vector<std::uint8_t> v(n_);
+    conv.overflow_count(yp.data(), n_, v.data());
+    RnsPoly result = poly(keep, 0, true);  // written limb by limb: no copy of the kept limbs afterwards
+    const std::vector<u64>& q = ring().q_primes();
+    parallel_for(threads, keep, [&](std::size_t i) {
+        AlignedWords scratch(perm ? n_ : 0);
+        u64* t = perm ? scratch.data() : limb(result, i);
+        conv.convert_to(i, yp.data(), n_, t, v.data());
+        arith::ntt_forward(t, *ntt_[i]);
+        arith::sub_mod(limb(a, i), t, n_, q[i], t);
+        arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, q[i], t);
+        if (addend) arith::add_mod(t, limb(*addend, i), n_, q[i], t);
+        if (perm) arith::permute(t, perm, n_, limb(result, i));
+    });
+    out = std::move(result);
+}
+
+void CpuBackend::do_mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const {
+    const std::size_t nq = a.num_q(), np = a.num_p();
+    const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
+    std::vector<std::size_t> src(np);
+    for (std::size_t j = 0; j < np; ++j) src[j] = nq + j;  // the P limbs
+    divide_exact(a, src, p_to_q_, p_inv_.data(), p_inv_shoup_.data(), nq, out, exec.threads, addend,
+                 perm ? perm->data() : nullptr);
+}
+
+void CpuBackend::do_mod_down_rescale(RnsPoly& a, Exec exec) const {
+    const std::size_t l = a.num_q() - 1, np = a.num_p();
+    std::vector<std::size_t> src(np + 1);
+    for (std::size_t j = 0; j < np; ++j) src[j] = l + 1 + j;  // the P limbs, then q_l
+    src.back() = l;
+    divide_exact(a, src, pq_to_q_[l], pq_inv_[l].data(), pq_inv_shoup_[l].data(), l, a, exec.threads);
+}
+
+void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const {
+    // In blocks that stay in L1; the block is wiped at the end, since d may be a secret key (key generation).
+    constexpr std::size_t kBlock = 2048;
+    const std::vector<u64>& q = ring().q_primes();
+    parallel_for(exec.threads, count, [&](std::size_t k) {
+        const std::size_t i = first + k;
+        alignas(64) u64 t[kBlock];
+        const u64* src = limb(d, i);
+        u64* dst = limb(x, i);
+        for (std::size_t c = 0; c < n_; c += kBlock) {
+            const std::size_t len = std::min(kBlock, n_ - c);
+            arith::mul_scalar_mod(src + c, p_mod_q_[i], p_mod_q_shoup_[i], len, q[i], t);
+            arith::add_mod(dst + c, t, len, q[i], dst + c);
+        }
+        secure_wipe(t, sizeof t);
+    });
+}
+
+// ---------------------------------------------------------------- key switching
+
+CpuBackend::Decomposed CpuBackend::decompose(const RnsPoly& d, int threads) const {
+    Decomposed dec;
+    dec.num_q = d.num_q();
+    dec.ntt = &d;
+    dec.scaled = d;
+    do_from_ntt(dec.scaled, threads);
+    parallel_for(threads, ring().digits_at(d.num_q()), [&](std::size_t j) {
+        const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, d.num_q());
+        std::vector<u64*> y(m);
+        for (std::size_t i = 0; i < m; ++i) y[i] = limb(dec.scaled, begin + i);
+        digit_converter(j, d.num_q()).scale_source(y.data(), n_, y.data());
+    });
+    return dec;
+}
+
+void CpuBackend::mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t t, u64* out) const {
+    const std::size_t begin = ring().digit_begin(digit), m = ring().digit_size(digit, dec.num_q);
+    if (t >= begin && t < begin + m) {  // a limb of the digit itself
+        std::copy(limb(*dec.ntt, t), limb(*dec.ntt, t) + n_, out);
+        return;
+    }
+    const u64* y[64];
+    for (std::size_t i = 0; i < m; ++i) y[i] = limb(dec.scaled, begin + i);
+    const std::size_t idx = pidx(t, dec.num_q);
+    digit_converter(digit, dec.num_q).convert_to(idx, y, n_, out);
+    arith::ntt_forward(out, *ntt_[idx]);
+}
+
+std::vector<RnsPoly> CpuBackend::do_mod_up(const RnsPoly& d, Exec exec) const {
+    const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq);
+    const Decomposed dec = decompose(d, exec.threads);
+    std::vector<RnsPoly> out;
+    out.reserve(digits);
+    for (std::size_t j = 0; j < digits; ++j) out.push_back(poly(nq, np, true));
+    parallel_for(exec.threads, digits * (nq + np), [&](std::size_t i) {
+        const std::size_t j = i / (nq + np), t = i % (nq + np);
+        mod_up_limb(dec, j, t, limb(out[j], t));
+    });
+    return out;
+}
+
+// The key-switching inner product, written once: for each key half H in `halves` (the b and/or a digits of one key),
+// acc_H = sum_j D_j * H_j on limb t (onto acc_H when `add`). D_j = digit(j) is a limb of the ModUp digits (hoisting)
+// or one computed on the fly (one key switch: then both halves share each D_j). Whole limbs: long sequential streams
+// over digits and keys prefetch best.
+template <std::size_t H, class Digit>
+void dot_digits(std::size_t digits, Digit&& digit, const std::array<const std::vector<RnsPoly>*, H>& halves, std::size_t kl,
+                const std::array<u64*, H>& acc, bool add, std::size_t n, const Modulus& m) {
+    for (std::size_t j = 0; j < digits; ++j) {
+        const u64* dj = digit(j);
+        for (std::size_t h = 0; h < H; ++h) {
+            const u64* kj = limb((*halves[h])[j], kl);
+            if (j == 0 && !add) arith::mul_mod(dj, kj, n, m, acc[h]);
+            else arith::fma_mod(dj, kj, acc[h], n, m, acc[h]);
+        }
+    }
+}
+
+void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
+    const std::size_t nq = d.num_q(), np = ring().p_count(), L1 = ring().q_count(), digits = ring().digits_at(nq);
+    const Decomposed dec = decompose(d, exec.threads);
+    parallel_for(exec.threads, nq + np, [&](std::size_t t) {
+        AlignedWords tmp(n_);
+        const std::size_t kl = t < nq ? t : L1 + (t - nq);  // limb of the key (over Q_L * P)
+        auto digit = [&](std::size_t j) {
+            mod_up_limb(dec, j, t, tmp.data());
+            return static_cast<const u64*>(tmp.data());
+        };
+        dot_digits<2>(digits, digit, {&key.b, &key.a}, kl, {limb(b, t), limb(a, t)}, false, n_,
+                                       ring().modulus(kl));
+    });
+}
+
+void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
+                                  RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
+    const std::size_t nq = digits[0].num_q(), np = ring().p_count(), L1 = ring().q_count();
+    std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> perms;
+    for (const KeyTerm& e : terms) perms.push_back(e.galois_elt == 1 ? nullptr : ring().automorphism_permutation(e.galois_elt));
+    // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1.
+    parallel_for(exec.threads, nq + np, [&](std::size_t t) {
+        const std::size_t kl = t < nq ? t : L1 + (t - nq);  // limb of the key (over Q_L * P)
+        const Modulus& m = ring().modulus(kl);
+        const u64 q = m.value;
+        auto digit = [&](std::size_t j) { return limb(digits[j], t); };
+        // dst (+)= src[p] (no p: src itself): the first key writes, the others add (branch-free, values < q < 2^63).
+        auto permute_into = [&](u64* dst, const u64* src, const std::uint32_t* p, bool first) {
+            if (first && p) {
+                for (std::size_t k = 0; k < n_; ++k) dst[k] = src[p[k]];
+            } else if (first) {
+                std::copy(src, src + n_, dst);
+            } else if (p) {
+                for (std::size_t k = 0; k < n_; ++k) {
+                    const u64 v = dst[k] + src[p[k]];
+                    dst[k] = v - (q & (0 - static_cast<u64>(v >= q)));
+                }
+            } else {
+                arith::add_mod(dst, src, n_, q, dst);
+            }
+        };
+        const u64* c0_limb = c0 && t < nq ? limb(*c0, t) : nullptr;
+        AlignedWords tmp;
+        // Each product limb is permuted while still in cache. (Done in blocks, which an automorphism maps onto blocks,
+        // the products would stay in L1, but the short streams prefetch worse: sum_slots was ~14% slower at H16.)
+        for (std::size_t e = 0; e < terms.size(); ++e) {
+            const GadgetKey& key = *terms[e].key;
+            const std::uint32_t* p = perms[e] ? perms[e]->data() : nullptr;
+            if (!p) {  // the product is the result: accumulate it in place
+                dot_digits<1>(digits.size(), digit, {&key.b}, kl, {limb(b, t)}, e > 0, n_, m);
+                dot_digits<1>(digits.size(), digit, {&key.a}, kl, {limb(a, t)}, e > 0, n_, m);
+            } else {
+                if (tmp.empty()) tmp.resize(n_);
+                dot_digits<1>(digits.size(), digit, {&key.b}, kl, {tmp.data()}, false, n_, m);
+                permute_into(limb(b, t), tmp.data(), p, e == 0);
+                dot_digits<1>(digits.size(), digit, {&key.a}, kl, {tmp.data()}, false, n_, m);
+                permute_into(limb(a, t), tmp.data(), p, e == 0);
+            }
+            if (c0_limb) permute_into(limb(*c0_out, t), c0_limb, p, e == 0);
+        }
+    });
+}
+
+}  // namespace
+
+std::unique_ptr<const Backend> make_cpu_backend(std::shared_ptr<const RnsContext> ring) {
+    return std::make_unique<const CpuBackend>(std::move(ring));
+}
+
+}  // namespace kasoku::rns

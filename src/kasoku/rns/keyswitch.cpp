@@ -1,0 +1,79 @@
+#include "kasoku/rns/keyswitch.hpp"
+
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::rns {
+
+LazyPolys KeySwitcher::switch_lazy(const RnsPoly& d, const GadgetKey& key, Exec exec) const {
+    LazyPolys out;
+    be_.key_switch(d, key, out.b, out.a, exec);
+    return out;
+}
+
+LazyPolys KeySwitcher::inner_product(const std::vector<RnsPoly>& digits, const GadgetKey& key, Exec exec) const {
+    LazyPolys out;
+    be_.inner_product(digits, {KeyTerm{&key, 1}}, out.b, out.a, nullptr, nullptr, exec);
+    return out;
+}
+
+LazyPolys KeySwitcher::inner_product_sum(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                                         const RnsPoly& c0, Exec exec) const {
+    LazyPolys out;
+    be_.inner_product(digits, terms, out.b, out.a, &c0, &out.c0, exec);
+    return out;
+}
+
+void KeySwitcher::add_lazy(LazyPolys& acc, const LazyPolys& x, Exec exec) const {
+    if (acc.c0.empty() != x.c0.empty()) throw InternalError("add_lazy: one lazy value has a c0 part and the other not");
+    if (!acc.c0.empty()) be_.add(acc.c0, x.c0, acc.c0, exec);
+    be_.add(acc.b, x.b, acc.b, exec);
+    be_.add(acc.a, x.a, acc.a, exec);
+}
+
+LazyPolys KeySwitcher::multiply_plain_sum(const std::vector<const LazyPolys*>& xs, const std::vector<const RnsPoly*>& pts,
+                                          Exec exec) const {
+    if (xs.empty()) throw InternalError("multiply_plain_sum: no terms");
+    const bool with_c0 = !xs[0]->c0.empty();
+    std::vector<std::vector<const RnsPoly*>> terms;
+    for (const LazyPolys* x : xs) {
+        if (x->c0.empty() == with_c0) throw InternalError("multiply_plain_sum: lazy values with and without c0");
+        if (with_c0) terms.push_back({&x->c0, &x->b, &x->a});
+        else terms.push_back({&x->b, &x->a});
+    }
+    LazyPolys out;
+    std::vector<RnsPoly*> parts = with_c0 ? std::vector<RnsPoly*>{&out.c0, &out.b, &out.a} : std::vector<RnsPoly*>{&out.b, &out.a};
+    be_.sum_of_products(terms, pts, parts, false, exec);
+    return out;
+}
+
+void KeySwitcher::mod_down(const LazyPolys& x, const RnsPoly* add0, const RnsPoly* add1, std::uint64_t galois_elt,
+                           RnsPoly& out0, RnsPoly& out1, Exec exec) const {
+    RnsPoly both;  // x.c0 + add0 when there are two addends
+    const RnsPoly* c0 = x.c0.empty() ? add0 : &x.c0;
+    if (add0 && !x.c0.empty()) {
+        be_.add(x.c0, *add0, both, exec);
+        c0 = &both;
+    }
+    be_.mod_down(x.b, c0, galois_elt, out0, exec);
+    be_.mod_down(x.a, add1, galois_elt, out1, exec);
+}
+
+void KeySwitcher::mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const RnsPoly* add1, RnsPoly& out0, RnsPoly& out1,
+                                   Exec exec) const {
+    RnsPoly b = std::move(x.b), a = std::move(x.a);
+    if (!x.c0.empty()) be_.add_times_p(x.c0, b, exec);
+    if (add0) be_.add_times_p(*add0, b, exec);
+    if (add1) be_.add_times_p(*add1, a, exec);
+    be_.mod_down_rescale(b, exec);
+    be_.mod_down_rescale(a, exec);
+    out0 = std::move(b);
+    out1 = std::move(a);
+}
+
+void KeySwitcher::add_gadget(const RnsPoly& s, std::size_t digit, RnsPoly& b, Exec exec) const {
+    const RnsContext& r = be_.ring();
+    if (digit >= r.dnum()) throw InternalError("add_gadget: no such digit");
+    be_.add_times_p(s, b, exec, r.digit_begin(digit), r.digit_size(digit, r.q_count()));
+}
+
+}  // namespace kasoku::rns
