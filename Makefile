@@ -28,7 +28,7 @@ deps:
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6"
+	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8"
 	touch $@
 
 venv: $(VENV)/.ready

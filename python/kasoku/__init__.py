@@ -10,28 +10,31 @@
 See README.md for the whole API.
 """
 
+from .errors import (  # noqa: F401
+    DeviceError,
+    Error,
+    InternalError,
+    LevelError,
+    MissingKeyError,
+    ParameterError,
+    ScaleError,
+    SerializationError,
+)
 from ._kasoku import (  # noqa: F401
     Ciphertext,
     Context,
     Decomposition,
-    DeviceError,
-    Error,
     EncryptedMatrix,
     EvaluationKeys,
     Evaluator,
     KeyPair,
     LazyCiphertext,
-    LevelError,
     LinearTransform,
     MatrixEncoder,
-    MissingKeyError,
-    ParameterError,
     Parameters,
     Plaintext,
     PublicKey,
-    ScaleError,
     SecretKey,
-    SerializationError,
     SwitchKey,
     build_info,
     hardware_threads,
@@ -50,7 +53,8 @@ from . import sched  # noqa: E402,F401  (ks.sched)
 __version__ = "0.1.0"
 
 __all__ = [
-    "Ciphertext", "Context", "Decomposition", "DeviceError", "EncryptedMatrix", "Error", "EvaluationKeys", "Evaluator", "KeyPair",
+    "Ciphertext", "Context", "Decomposition", "DeviceError", "EncryptedMatrix", "Error", "EvaluationKeys", "Evaluator",
+    "InternalError", "KeyPair",
     "LazyCiphertext", "LevelError", "LinearTransform", "MatrixEncoder", "matmul", "matmul_schoolbook",
     "MissingKeyError", "ParameterError", "Parameters", "Plaintext", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
     "SwitchKey", "build_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports",

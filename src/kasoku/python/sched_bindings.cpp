@@ -95,13 +95,12 @@ void bind_sched(nb::module_& parent) {
 
     nb::class_<CostModel>(m, "CostModel", "T(op, nq, threads) of one task, a load factor and a start-up overhead.")
         .def_static("from_paper", &CostModel::from_paper, "The source's Xeon Phi 7230F tables (seed 001 Tables 1-5).")
-        .def_static("measure", [](const ckks::Parameters& p, int max_threads, int reps, std::optional<nb::callable> progress) {
-            std::function<void(int, int)> cb;
-            if (progress) cb = [f = *progress](int d, int t) { nb::gil_scoped_acquire g; f(d, t); };
-            nb::gil_scoped_release r;
+        .def_static("measure", [](const ckks::Parameters& p, int max_threads, int reps, const std::optional<nb::callable>& progress) {
+            std::function<void(int, int)> cb;  // the callable is the caller's: no reference counting without the GIL
+            if (progress) cb = [&f = *progress](int d, int t) { nb::gil_scoped_acquire g; f(d, t); };
             return CostModel::measure(p, max_threads, reps, cb);
         }, "params"_a, "max_threads"_a = 0, "reps"_a = 3, "progress"_a.none() = nb::none(),
-           "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores).")
+           "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores).", ReleaseGil())
         .def_static("from_json", &CostModel::from_json, "text"_a)
         .def_static("from_dict", [](nb::dict d) {
             return CostModel::from_json(nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(d)));
@@ -153,10 +152,9 @@ void bind_sched(nb::module_& parent) {
 
     m.def("simulate", [](const Graph& g, const CostModel& c, int threads, const std::string& policy,
                          std::optional<std::vector<double>> arrivals, std::optional<std::pair<int, int>> window) {
-        auto o = options(threads, policy, std::move(arrivals), window);
-        nb::gil_scoped_release r;
-        return simulate(g, c, o);
-    }, "graph"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(), "window"_a.none() = nb::none());
+        return simulate(g, c, options(threads, policy, std::move(arrivals), window));
+    }, "graph"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(), "window"_a.none() = nb::none(),
+       ReleaseGil());
 
     m.def("run", [](const Graph& g, const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs,
                     const CostModel& c, int threads, const std::string& policy, std::optional<std::vector<double>> arrivals,
@@ -168,21 +166,15 @@ void bind_sched(nb::module_& parent) {
                 throw ParameterError("scheduler: input '" + name + "' belongs to another context than the evaluator");
             in.emplace(name, ct->ct);
         }
-        auto o = options(threads, policy, std::move(arrivals), window);
-        RunResult res;
-        {
-            nb::gil_scoped_release r;
-            res = run(g, *ev.ev, in, c, o, keep_outputs);
-        }
-        nb::list outs;
+        RunResult res = run(g, *ev.ev, in, c, options(threads, policy, std::move(arrivals), window), keep_outputs);
+        std::vector<std::map<std::string, KCiphertext>> outs;
         for (auto& job : res.outputs) {
-            nb::dict d;
-            for (auto& [name, ct] : job) d[name.c_str()] = nb::cast(KCiphertext{ev.owner, std::move(ct)});
-            outs.append(d);
+            auto& d = outs.emplace_back();
+            for (auto& [name, ct] : job) d.emplace(name, KCiphertext{ev.owner, std::move(ct)});
         }
-        return nb::make_tuple(std::move(res.stream), outs);
+        return std::make_pair(std::move(res.stream), std::move(outs));
     }, "graph"_a, "evaluator"_a, "inputs"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(),
-       "window"_a.none() = nb::none(), "keep_outputs"_a = 1);
+       "window"_a.none() = nb::none(), "keep_outputs"_a = 1, ReleaseGil());
 
     m.def("decide_threads", [](const std::string& policy, const CostModel& c, int total_threads, int busy_threads,
                                const std::string& op, int nq, std::vector<std::pair<std::string, int>> others,

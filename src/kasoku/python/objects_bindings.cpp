@@ -1,0 +1,279 @@
+// Parameters, keys, plaintexts, ciphertexts (with their operators) and Context.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
+
+#include <cmath>
+#include <map>
+#include <variant>
+
+#include "bindings_internal.hpp"
+#include "kasoku/algo/matmul.hpp"
+#include "kasoku/ckks/crypto.hpp"
+#include "kasoku/support/threads.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace kasoku;
+using namespace kasoku::ckks;
+
+namespace kasoku_py {
+
+namespace {
+
+struct KKeyPair {
+    KSecretKey secret;
+    KPublicKey public_;
+    std::optional<KSwitchKey> relin;
+    std::map<std::uint64_t, KSwitchKey> galois;
+    std::shared_ptr<const EvaluationKeys> eval;
+};
+
+using AnyKey = std::variant<KPublicKey, KSecretKey>;
+
+KCiphertext encrypt_with(const KContext& c, const Plaintext& pt, const AnyKey& key, int threads) {
+    if (const auto* pk = std::get_if<KPublicKey>(&key)) {
+        same_owner(pk->owner, c.owner, "public key");
+        return wrap(c.owner, Encryptor(c.owner->ctx).encrypt(pt, *pk->key, threads));
+    }
+    const auto& sk = std::get<KSecretKey>(key);
+    same_owner(sk.owner, c.owner, "secret key");
+    return wrap(c.owner, Encryptor(c.owner->ctx).encrypt_symmetric(pt, *sk.key, threads));
+}
+
+std::string describe_ct(const Ciphertext& ct) {
+    return "Ciphertext(level=" + std::to_string(ct.level()) + ", scale=2^" + std::to_string(std::log2(ct.scale)) +
+           ", size=" + std::to_string(ct.size()) + ")";
+}
+
+}  // namespace
+
+void bind_objects(nb::module_& m) {
+    // ---------------------------------------------------------------- Parameters
+    nb::class_<Parameters>(m, "Parameters", "Validated CKKS parameters (docs/PARAMS.md lists the named sets).")
+        .def("__init__",
+             [](Parameters* p, int log_n, int first_bits, int scale_bits, int levels, int special_bits, int special_primes,
+                std::optional<int> security, int dnum, int hamming_weight) {
+                 Parameters v{.log_n = log_n, .first_bits = first_bits, .scale_bits = scale_bits, .levels = levels,
+                              .special_bits = special_bits, .special_primes = special_primes, .security = security,
+                              .dnum = dnum, .hamming_weight = hamming_weight};
+                 v.validate();
+                 new (p) Parameters(v);
+             },
+             "log_n"_a = 13, "first_bits"_a = 60, "scale_bits"_a = 40, "levels"_a = 2, "special_bits"_a = 60,
+             "special_primes"_a = 1, "security"_a.none() = 128, "dnum"_a = 0, "hamming_weight"_a = 0,
+             "security=None allows parameters outside the 128-bit HE Standard table (research use). Raises ParameterError "
+             "for invalid or insecure parameters, saying what to change.")
+        .def_static("named", &Parameters::named, "name"_a, "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED.")
+        .def_static("names", &Parameters::names)
+        .def_ro("log_n", &Parameters::log_n)
+        .def_ro("first_bits", &Parameters::first_bits)
+        .def_ro("scale_bits", &Parameters::scale_bits)
+        .def_ro("levels", &Parameters::levels)
+        .def_ro("special_bits", &Parameters::special_bits)
+        .def_ro("special_primes", &Parameters::special_primes)
+        .def_ro("security", &Parameters::security)
+        .def_ro("hamming_weight", &Parameters::hamming_weight)
+        .def_ro("name", &Parameters::name)
+        .def_prop_ro("n", &Parameters::n)
+        .def_prop_ro("slots", &Parameters::slots)
+        .def_prop_ro("dnum", &Parameters::digits)
+        .def_prop_ro("alpha", &Parameters::alpha)
+        .def_prop_ro("log_qp", &Parameters::log_qp_bits)
+        .def("to_bytes", [](const Parameters& p) { return BytesOut{serialize(p)}; })
+        .def_static("from_bytes", [](BytesIn b) { return deserialize_parameters(b.data, b.size); }, "data"_a)
+        .def("__repr__", [](const Parameters& p) { return "Parameters(" + p.describe() + ")"; });
+
+    // ---------------------------------------------------------------- keys and plaintexts
+    nb::class_<KSecretKey>(m, "SecretKey", "The secret key: stays on the client; wiped from memory when released.")
+        .def("to_bytes", [](const KSecretKey& k) { return BytesOut{serialize(*k.owner->ctx, *k.key)}; }, ReleaseGil())
+        .def_static("from_bytes", [](const KContext& c, BytesIn b) {
+            return KSecretKey{c.owner, std::make_shared<const SecretKey>(deserialize_secret_key(*c.owner->ctx, b.data, b.size))};
+        }, "ctx"_a, "data"_a, ReleaseGil())
+        .def("__repr__", [](const KSecretKey&) { return std::string("SecretKey(<hidden>)"); });
+
+    nb::class_<KPlaintext>(m, "Plaintext", "Encoded values (NTT form) at a level and scale; made by Context.encode.")
+        .def_prop_ro("level", [](const KPlaintext& p) { return p.pt.level(); })
+        .def_prop_ro("scale", [](const KPlaintext& p) { return p.pt.scale; });
+
+    nb::class_<KPublicKey>(m, "PublicKey")
+        .def("to_bytes", [](const KPublicKey& k) { return BytesOut{serialize(*k.owner->ctx, *k.key)}; }, ReleaseGil())
+        .def_static("from_bytes", [](const KContext& c, BytesIn b) {
+            return KPublicKey{c.owner, std::make_shared<const PublicKey>(deserialize_public_key(*c.owner->ctx, b.data, b.size))};
+        }, "ctx"_a, "data"_a, ReleaseGil());
+
+    nb::class_<KSwitchKey>(m, "SwitchKey", "A key-switching key (relinearisation or one Galois element).")
+        .def("to_bytes", [](const KSwitchKey& k) { return BytesOut{serialize(*k.owner->ctx, *k.key)}; }, ReleaseGil())
+        .def_prop_ro("digits", [](const KSwitchKey& k) { return k.key->b.size(); });
+
+    nb::class_<KEvaluationKeys>(m, "EvaluationKeys", "Relinearisation and Galois keys: everything an evaluator needs, no secret.")
+        .def("to_bytes", [](const KEvaluationKeys& k) { return BytesOut{serialize(*k.owner->ctx, *k.keys)}; }, ReleaseGil())
+        .def_static("from_bytes", [](const KContext& c, BytesIn b) {
+            return KEvaluationKeys{c.owner,
+                                   std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(*c.owner->ctx, b.data, b.size))};
+        }, "ctx"_a, "data"_a, ReleaseGil())
+        .def_prop_ro("galois_elements", [](const KEvaluationKeys& k) {
+            std::vector<std::uint64_t> g;
+            for (auto& [e, _] : k.keys->galois) g.push_back(e);
+            return g;
+        })
+        .def_prop_ro("has_relin", [](const KEvaluationKeys& k) { return static_cast<bool>(k.keys->relin); });
+
+    nb::class_<KKeyPair>(m, "KeyPair", "Keys made by Context.keygen: secret, public, relin, galois.")
+        .def_ro("secret", &KKeyPair::secret)
+        .def_ro("public", &KKeyPair::public_)
+        .def_ro("relin", &KKeyPair::relin)
+        .def_ro("galois", &KKeyPair::galois, "dict: Galois element -> SwitchKey")
+        .def("evaluation", [](const KKeyPair& k) { return KEvaluationKeys{k.secret.owner, k.eval}; },
+             "The evaluation keys (relinearisation + Galois) to hand to a server.");
+
+    // ---------------------------------------------------------------- ciphertexts and their operators
+    auto ct_cls = nb::class_<KCiphertext>(m, "Ciphertext");
+    // NumPy arrays on the left of + - * defer to the ciphertext's reflected operators.
+    ct_cls.attr("__array_ufunc__") = nb::none();
+    // The operators use the context's evaluator (Context.evaluator sets it): each takes its own reference to it, so
+    // that another thread may replace it meanwhile.
+    ct_cls
+        .def_prop_ro("level", [](const KCiphertext& c) { return c.ct.level(); })
+        .def_prop_ro("scale", [](const KCiphertext& c) { return c.ct.scale; })
+        .def_prop_ro("size", [](const KCiphertext& c) { return c.ct.size(); })
+        .def("to_bytes", [](const KCiphertext& c) { return BytesOut{serialize(*c.owner->ctx, c.ct)}; }, ReleaseGil())
+        .def_static("from_bytes", [](const KContext& c, BytesIn b) {
+            return wrap(c.owner, deserialize_ciphertext(*c.owner->ctx, b.data, b.size));
+        }, "ctx"_a, "data"_a, ReleaseGil())
+        .def("copy", [](const KCiphertext& c) { return c; }, ReleaseGil())
+        .def("__repr__", [](const KCiphertext& c) { return describe_ct(c.ct); })
+        .def("__neg__", [](const KCiphertext& a) { return wrap(a.owner, a.owner->operators(false)->negate(a.ct)); }, ReleaseGil())
+        .def("__add__", [](const KCiphertext& a, const KCiphertext& b) {
+            return wrap(a.owner, a.owner->operators(false)->add(a.ct, b.ct));
+        }, ReleaseGil())
+        .def("__sub__", [](const KCiphertext& a, const KCiphertext& b) {
+            return wrap(a.owner, a.owner->operators(false)->sub(a.ct, b.ct));
+        }, ReleaseGil())
+        .def("__mul__", [](const KCiphertext& a, const KCiphertext& b) {
+            return wrap(a.owner, a.owner->operators(true)->multiply(a.ct, b.ct));
+        }, ReleaseGil())
+        .def("__add__", [](const KCiphertext& a, const Values& b) {
+            return add_values(*a.owner->operators(false), a.owner, a.ct, b, 1, 0);
+        }, ReleaseGil())
+        .def("__radd__", [](const KCiphertext& a, const Values& b) {
+            return add_values(*a.owner->operators(false), a.owner, a.ct, b, 1, 0);
+        }, ReleaseGil())
+        .def("__sub__", [](const KCiphertext& a, const Values& b) {
+            return add_values(*a.owner->operators(false), a.owner, a.ct, b, -1, 0);
+        }, ReleaseGil())
+        .def("__rsub__", [](const KCiphertext& a, const Values& b) {
+            const auto ev = a.owner->operators(false);
+            return add_values(*ev, a.owner, ev->negate(a.ct), b, 1, 0);
+        }, ReleaseGil())
+        .def("__mul__", [](const KCiphertext& a, const Values& b) {
+            return mul_values(*a.owner->operators(false), a.owner, a.ct, b, true, 0);
+        }, ReleaseGil())
+        .def("__rmul__", [](const KCiphertext& a, const Values& b) {
+            return mul_values(*a.owner->operators(false), a.owner, a.ct, b, true, 0);
+        }, ReleaseGil());
+
+    // ---------------------------------------------------------------- Context
+    nb::class_<KContext>(m, "Context", "Parameters plus every precomputed table; makes keys, ciphertexts and evaluators.")
+        .def("__init__", [](KContext* self, const Parameters& p, TArg threads) {
+            auto o = std::make_shared<Owner>();
+            o->ctx = Context::create(p, threads ? resolve_threads(*threads) : 0);
+            o->keyless = std::make_shared<const Evaluator>(o->ctx, nullptr);
+            new (self) KContext{o};
+        }, "params"_a, "threads"_a = nb::none(), "threads=None uses all cores.", ReleaseGil())
+        .def_prop_ro("params", [](const KContext& c) { return c.owner->ctx->params(); })
+        .def_prop_ro("n", [](const KContext& c) { return c.owner->ctx->n(); })
+        .def_prop_ro("slots", [](const KContext& c) { return c.owner->ctx->slots(); })
+        .def_prop_ro("max_level", [](const KContext& c) { return c.owner->ctx->max_level(); })
+        .def_prop_ro("threads", [](const KContext& c) { return c.owner->ctx->threads(); })
+        .def_prop_ro("default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); })
+        .def_prop_ro("backend", [](const KContext& c) { return std::string(c.owner->ctx->backend().name()); },
+                     "The polynomial backend the context computes on (\"cpu\").")
+        .def("scale_at", [](const KContext& c, int level) {
+            if (level < 0 || level > c.owner->ctx->max_level())
+                throw LevelError("no level " + std::to_string(level) + ": levels are 0.." + std::to_string(c.owner->ctx->max_level()));
+            return c.owner->ctx->scale_at(level);
+        }, "level"_a, "Canonical scale of a level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l.")
+        .def_prop_ro("q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); })
+        .def_prop_ro("p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); })
+        .def("galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); }, "step"_a,
+             "Galois element 5^step mod 2n of the rotation by `step` slots to the left.")
+        .def_prop_ro("conjugation_element", [](const KContext& c) { return c.owner->ctx->conjugation_element(); })
+        .def("keygen", [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
+                          std::vector<std::uint64_t> galois_elements, bool sum_slots, std::optional<std::vector<std::size_t>> matmul,
+                          TArg t) {
+            const auto& ctx = c.owner->ctx;
+            const int th = threads_arg(t);
+            if (matmul) {
+                if (matmul->size() < 1 || matmul->size() > 3)
+                    throw ParameterError("matmul=(d, g) or (d, g, rows): the shape of the matrix products to make keys for");
+                const std::size_t d = (*matmul)[0], g = matmul->size() > 1 ? (*matmul)[1] : 1,
+                                  rows = matmul->size() > 2 ? (*matmul)[2] : 0;
+                for (auto e : algo::MatrixEncoder(ctx, d, g, rows).galois_elements()) galois_elements.push_back(e);
+            }
+            for (std::uint64_t g : galois_elements)
+                if (g % 2 == 0 || g >= 2 * ctx->n())
+                    throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
+            if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the top level
+                const std::size_t M = static_cast<std::size_t>(ctx->params().log_n - 1);
+                const std::size_t h = best_trace_h(Evaluator(ctx, nullptr).keyswitch_costs(ctx->max_level(), th), M);
+                for (std::uint64_t g : trace_galois_elements(ctx->params(), M, h)) galois_elements.push_back(g);
+            }
+            KeyGenerator kg(ctx);
+            auto sk = std::make_shared<const SecretKey>(kg.secret_key(th));
+            KKeyPair kp;
+            kp.secret = KSecretKey{c.owner, sk};
+            kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
+            auto shared = std::make_shared<const EvaluationKeys>(kg.evaluation_keys(*sk, relin, rotations, conjugation,
+                                                                                    galois_elements, th));
+            if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
+            for (auto& [g, k] : shared->galois) kp.galois.emplace(g, KSwitchKey{c.owner, k});
+            kp.eval = shared;
+            return kp;
+        }, "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
+           "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "matmul"_a = nb::none(),
+           "threads"_a = nb::none(),
+           "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
+           "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
+           "default h at the top level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing.",
+           ReleaseGil())
+        .def("encode", [](const KContext& c, const Values& values, std::optional<int> level, std::optional<double> scale, TArg t) {
+            return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, threads_arg(t))};
+        }, "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
+           "Encodes up to ctx.slots values (zero padded); default: top level at its canonical scale.", ReleaseGil())
+        .def("encrypt", [](const KContext& c, const KPlaintext& pt, const AnyKey& key, TArg t) {
+            same_owner(pt.owner, c.owner, "plaintext");
+            return encrypt_with(c, pt.pt, key, threads_arg(t));
+        }, "values"_a, "key"_a, "threads"_a = nb::none(),
+           "Encrypts a Plaintext with keys.public (or keys.secret: secret-key encryption, smaller noise).", ReleaseGil())
+        .def("encrypt", [](const KContext& c, const Values& values, const AnyKey& key, std::optional<int> level,
+                           std::optional<double> scale, TArg t) {
+            const int th = threads_arg(t);
+            return encrypt_with(c, encode_values(c.owner->ctx, values, level, scale, th), key, th);
+        }, "values"_a, "key"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
+           "Encrypts up to ctx.slots real or complex values (zero padded), by default at the top level.", ReleaseGil())
+        .def("decrypt", [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, TArg t) {
+            same_owner(ct.owner, c.owner, "ciphertext");
+            same_owner(sk.owner, c.owner, "secret key");
+            return ComplexArray{Decryptor(c.owner->ctx).decrypt(ct.ct, *sk.key, threads_arg(t))};
+        }, "ct"_a, "secret_key"_a, "threads"_a = nb::none(), "Decrypts and decodes: complex128 array of length ctx.slots.",
+           ReleaseGil())
+        .def("evaluator", [](const KContext& c, std::optional<KEvaluationKeys> keys) {
+            std::shared_ptr<const EvaluationKeys> ek;
+            if (keys) {
+                same_owner(keys->owner, c.owner, "evaluation keys");
+                ek = keys->keys;
+            }
+            auto ev = std::make_shared<const Evaluator>(c.owner->ctx, ek);
+            c.owner->set_operators(ev);  // ciphertext operators of this context use it from now on
+            return KEvaluator{c.owner, ev};
+        }, "keys"_a = nb::none(), "An evaluator holding only evaluation keys; also enables * on this context's ciphertexts.",
+           ReleaseGil())
+        .def("__repr__", [](const KContext& c) { return "Context(" + c.owner->ctx->params().describe() + ")"; });
+}
+
+}  // namespace kasoku_py
