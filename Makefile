@@ -1,5 +1,7 @@
 # kasoku — two commands:  make demo   (build, install into .venv, run the demo)
-#                         make test   (build from scratch, C++ tests with CTest, Python tests with pytest)
+#                         make test   (build, C++ tests with CTest, Python tests with pytest, the C++ tests again under
+#                                      AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
+#                                      ThreadSanitizer)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -10,12 +12,12 @@ JOBS   ?= $(shell nproc)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB    := g++ libssl-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev nlohmann-json3-dev
 
-.PHONY: demo test deps venv install cpp-test example py-test bench peers clean
+.PHONY: demo test deps venv install cpp-test example py-test sanitize tsan bench peers clean
 
 demo: install
 	$(PY) -m kasoku demo
 
-test: cpp-test example py-test
+test: cpp-test example py-test sanitize tsan
 
 # Debian packages the build needs (OpenSSL, GoogleTest, GMP for big-integer references, Google Benchmark, SIMDe,
 # nlohmann-json for the scheduler's cost-model files).
@@ -50,6 +52,23 @@ example: cpp-test
 
 py-test: install
 	$(PY) -m pytest -q tests/python
+
+# Sanitizer builds: -O1 keeps them quick to compile; the pooled allocator is bypassed under them (support/memory.cpp).
+SAN_FLAGS := -G Ninja -DKASOKU_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O1 -g1"
+
+# Every C++ test under AddressSanitizer (leaks included) and UndefinedBehaviorSanitizer.
+sanitize: deps venv
+	$(CMAKE) -S . -B build/asan $(SAN_FLAGS) -DKASOKU_SANITIZE=address,undefined
+	$(CMAKE) --build build/asan -j $(JOBS)
+	$(VENV)/bin/ctest --test-dir build/asan --output-on-failure -j $(JOBS)
+
+# The concurrency tests (one evaluator on several threads, the scheduler's real executor) under ThreadSanitizer. OpenMP
+# is compiled out there (one thread per operation): GCC's OpenMP runtime is not instrumented, so its barriers would
+# read as races; the races this looks for are between the library's own threads.
+tsan: deps venv
+	$(CMAKE) -S . -B build/tsan $(SAN_FLAGS) -DKASOKU_SANITIZE=thread -DKASOKU_OPENMP=OFF
+	$(CMAKE) --build build/tsan -j $(JOBS) --target test_concurrency test_sched
+	$(VENV)/bin/ctest --test-dir build/tsan --output-on-failure -j $(JOBS) -R "Concurrency|SchedRun"
 
 bench: install
 	$(PY) -m kasoku bench --params H16 --threads 1 --json bench-H16.jsonl

@@ -9,14 +9,15 @@ int hardware_threads();
 // Resolves a user thread count: 0 -> hardware_threads(); negative -> ParameterError.
 int resolve_threads(int threads);
 
-// Runs body(i) for i in [0, count) on up to `threads` OpenMP threads (no team when 1).
+// Runs body(i) for i in [0, count) on up to `threads` OpenMP threads (no team when 1, or in a build without OpenMP).
+// body must not throw (an exception cannot leave an OpenMP team).
 template <class F>
 void parallel_for(int threads, std::size_t count, F&& body) {
     if (threads <= 1 || count <= 1) {
         for (std::size_t i = 0; i < count; ++i) body(i);
         return;
     }
-    int t = static_cast<int>(count) < threads ? static_cast<int>(count) : threads;
+    [[maybe_unused]] int t = static_cast<int>(count) < threads ? static_cast<int>(count) : threads;
 #pragma omp parallel for num_threads(t) schedule(static)
     for (std::size_t i = 0; i < count; ++i) body(i);
 }

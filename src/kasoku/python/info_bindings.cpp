@@ -62,7 +62,11 @@ void bind_info(nb::module_& m) {
         for (auto l : kAllBodies)
             if (arith::simd_compiled(l)) compiled += (compiled.empty() ? "" : ",") + std::string(arith::simd_name(l));
         info["simd_compiled"] = compiled;
+#ifdef _OPENMP
         info["openmp"] = std::to_string(_OPENMP);
+#else
+        info["openmp"] = "off (one thread per operation)";
+#endif
         info["randomness"] = "OpenSSL RAND_bytes seed + ChaCha20 stream";
         info["backends"] = "cpu";
         return info;

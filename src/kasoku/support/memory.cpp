@@ -8,7 +8,12 @@ namespace kasoku::detail {
 
 namespace {
 constexpr std::size_t kAlign = 64;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// Sanitizer builds: every block goes back to the allocator at once, so that a use after release is caught.
+constexpr std::size_t kPooledMin = ~std::size_t{0};
+#else
 constexpr std::size_t kPooledMin = 64 * 1024;           // smaller blocks are not pooled
+#endif
 constexpr std::size_t kPoolMaxBytes = 512ull << 20;     // per thread
 constexpr std::size_t kPoolMaxBlocks = 256;
 

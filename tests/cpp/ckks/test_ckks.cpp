@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <memory>
 #include <random>
+#include <string>
 
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/evaluator.hpp"
@@ -16,15 +19,43 @@ using test::cvec;
 namespace {
 using test::Env;
 using test::precision_bits;
+using test::Shape;
 
-Env& t12() {
-    static Env env(Parameters::named("T12"), {1, -2, 5});
-    return env;
+// dnum = 3 digits of one prime (T12), one digit of three primes, two digits of two primes, and alpha = 2 below
+// k = 3 special primes; one or two threads.
+std::vector<Shape> shapes() {
+    return {{"T12_dnum3_k1_2threads", Parameters::named("T12"), 2},
+            {"dnum1_k3_1thread", test::research_params(12, 60, 40, 2, 60, 3), 1},
+            {"dnum2_k2_2threads", test::research_params(11, 60, 40, 3, 60, 2), 2},
+            {"dnum2_alpha2_k3_1thread", test::with_dnum(test::research_params(11, 60, 40, 3, 60, 3), 2), 1}};
 }
+
+class CkksShapes : public ::testing::TestWithParam<Shape> {
+protected:
+    // One environment per shape, made on first use.
+    static Env& env() {
+        static std::map<std::string, std::unique_ptr<Env>> envs;
+        const Shape& s = GetParam();
+        auto& e = envs[s.name];
+        if (!e) e = std::make_unique<Env>(s.params, std::vector<std::int64_t>{1, -2, 5}, std::vector<std::uint64_t>{}, 42, s.threads);
+        return *e;
+    }
+};
+INSTANTIATE_TEST_SUITE_P(Shapes, CkksShapes, ::testing::ValuesIn(shapes()),
+                         [](const ::testing::TestParamInfo<Shape>& i) { return i.param.name; });
+
 }  // namespace
 
-TEST(Encoder, RoundTrip) {
-    Env& e = t12();
+TEST_P(CkksShapes, ShapeIsAsNamed) {
+    const Parameters& p = env().ctx->params();
+    const std::string name = GetParam().name;
+    EXPECT_EQ(p.digits() == 1, name.find("dnum1") != std::string::npos);
+    EXPECT_EQ(env().ctx->rns().dnum(), static_cast<std::size_t>(p.digits()));
+    EXPECT_EQ(env().ctx->threads(), GetParam().threads);
+}
+
+TEST_P(CkksShapes, EncoderRoundTrip) {
+    Env& e = env();
     auto v = e.random(true);
     auto pt = e.enc.encode(v, e.ctx->default_scale(), 2);
     rns::RnsPoly m = pt.poly;
@@ -33,16 +64,16 @@ TEST(Encoder, RoundTrip) {
     EXPECT_GT(precision_bits(back, v), 30);
 }
 
-TEST(Ckks, EncryptDecrypt) {
-    Env& e = t12();
+TEST_P(CkksShapes, EncryptDecrypt) {
+    Env& e = env();
     auto v = e.random(true);
     EXPECT_GT(precision_bits(e.decrypt(e.encrypt(v)), v), 22);
     auto sym = e.encryptor.encrypt_symmetric(e.enc.encode(v, e.ctx->default_scale(), 1), e.sk);
     EXPECT_GT(precision_bits(e.decrypt(sym), v), 22);
 }
 
-TEST(Ckks, AddSubNegate) {
-    Env& e = t12();
+TEST_P(CkksShapes, AddSubNegate) {
+    Env& e = env();
     auto a = e.random(), b = e.random();
     auto ca = e.encrypt(a), cb = e.encrypt(b);
     cvec s(a.size()), d(a.size()), n(a.size());
@@ -52,28 +83,29 @@ TEST(Ckks, AddSubNegate) {
     EXPECT_GT(precision_bits(e.decrypt(e.ev.negate(ca)), n), 22);
 }
 
-TEST(Ckks, MultiplyRelinRescale) {
-    Env& e = t12();
+TEST_P(CkksShapes, MultiplyRelinRescale) {
+    Env& e = env();
     auto a = e.random(true), b = e.random(true), c = e.random();
     auto ca = e.encrypt(a), cb = e.encrypt(b), cc = e.encrypt(c);
     cvec ab(a.size()), abc(a.size());
     for (std::size_t i = 0; i < a.size(); ++i) { ab[i] = a[i] * b[i]; abc[i] = ab[i] * c[i]; }
+    const int top = e.ctx->max_level();
     auto cab = e.ev.multiply(ca, cb);
-    EXPECT_EQ(cab.level(), 1);
+    EXPECT_EQ(cab.level(), top - 1);
     EXPECT_GT(precision_bits(e.decrypt(cab), ab), 20);
-    // different levels are aligned; second multiply goes to level 0
+    // different levels are aligned; the second multiply goes one level further down
     auto cabc = e.ev.multiply(cab, cc);
-    EXPECT_EQ(cabc.level(), 0);
+    EXPECT_EQ(cabc.level(), top - 2);
     EXPECT_GT(precision_bits(e.decrypt(cabc), abc), 18);
     // without rescale, then relinearize/rescale explicitly
     auto raw = e.ev.multiply(ca, cb, false);
-    EXPECT_EQ(raw.level(), 2);
+    EXPECT_EQ(raw.level(), top);
     EXPECT_GT(precision_bits(e.decrypt(raw), ab), 20);
     EXPECT_GT(precision_bits(e.decrypt(e.ev.rescale(raw)), ab), 20);
 }
 
-TEST(Ckks, PlainAndScalar) {
-    Env& e = t12();
+TEST_P(CkksShapes, PlainAndScalar) {
+    Env& e = env();
     auto a = e.random(true), p = e.random(true);
     auto ca = e.encrypt(a);
     cvec sum(a.size()), prod(a.size()), sc(a.size()), sp(a.size());
@@ -88,8 +120,8 @@ TEST(Ckks, PlainAndScalar) {
     EXPECT_GT(precision_bits(e.decrypt(e.ev.add_scalar(ca, {0.5, -1.0})), sp), 22);
 }
 
-TEST(Ckks, RotateAndConjugate) {
-    Env& e = t12();
+TEST_P(CkksShapes, RotateAndConjugate) {
+    Env& e = env();
     auto a = e.random(true);
     auto ca = e.encrypt(a);
     const std::size_t n = a.size();
@@ -104,8 +136,8 @@ TEST(Ckks, RotateAndConjugate) {
     EXPECT_THROW(e.ev.rotate(ca, 3), MissingKeyError);
 }
 
-TEST(Ckks, Errors) {
-    Env& e = t12();
+TEST_P(CkksShapes, Errors) {
+    Env& e = env();
     auto a = e.random();
     auto ca = e.encrypt(a);
     auto low = e.ev.drop_level(ca, 0);
@@ -126,8 +158,8 @@ TEST(Ckks, Errors) {
 
 #include "kasoku/ckks/serialization.hpp"
 
-TEST(Serialization, RoundTripsAndRejections) {
-    Env& e = t12();
+TEST_P(CkksShapes, SerializationRoundTripsAndRejections) {
+    Env& e = env();
     auto a = e.random(true);
     auto ct = e.encrypt(a);
     Bytes b = serialize(*e.ctx, ct);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kasoku/ckks/crypto.hpp"
@@ -30,6 +31,18 @@ inline double precision_bits(const cvec& got, const cvec& want) {
     return err == 0 ? 60 : -std::log2(err);
 }
 
+// A parameter shape the CKKS suites run over: key-switching digits of one or several primes, one or several special
+// primes (alpha below k too), and one or two threads per operation.
+struct Shape {
+    std::string name;
+    Parameters params;
+    int threads;
+};
+inline Parameters with_dnum(Parameters p, int dnum) {
+    p.dnum = dnum;
+    return p;
+}
+
 struct Env {
     ContextPtr ctx;
     SecretKey sk;
@@ -41,9 +54,10 @@ struct Env {
     Evaluator ev;
     std::mt19937_64 rng;
     // Relinearisation key, Galois keys for `rotations`, conjugation and `galois_elements`.
+    // threads: the context's default thread count of every operation.
     Env(const Parameters& p, const std::vector<std::int64_t>& rotations, const std::vector<std::uint64_t>& galois_elements = {},
-        std::uint64_t seed = 42)
-        : ctx(Context::create(p, 2)),
+        std::uint64_t seed = 42, int threads = 2)
+        : ctx(Context::create(p, threads)),
           sk(KeyGenerator(ctx).secret_key()),
           pk(KeyGenerator(ctx).public_key(sk)),
           ek(std::make_shared<const EvaluationKeys>(

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <memory>
 #include <random>
 #include <set>
+#include <string>
 
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/evaluator.hpp"
@@ -36,10 +39,26 @@ std::vector<std::uint64_t> all_trace_elements(const Parameters& p) {
     return {s.begin(), s.end()};
 }
 
-Env& env() {
-    static Env e(small_params(), {1, -2, 5, 17}, all_trace_elements(small_params()), 7);
-    return e;
+// Two digits of two primes on two threads, one digit of four primes (k = 4) on one thread, and alpha = 2 below
+// k = 3 special primes.
+std::vector<test::Shape> shapes() {
+    return {{"dnum2_k2_2threads", small_params(), 2},
+            {"dnum1_k4_1thread", test::research_params(8, 50, 32, 3, 50, 4), 1},
+            {"dnum2_alpha2_k3_2threads", test::with_dnum(test::research_params(8, 50, 32, 3, 50, 3), 2), 2}};
 }
+
+class Hoisting : public ::testing::TestWithParam<test::Shape> {
+protected:
+    static Env& env() {
+        static std::map<std::string, std::unique_ptr<Env>> envs;
+        const test::Shape& s = GetParam();
+        auto& e = envs[s.name];
+        if (!e) e = std::make_unique<Env>(s.params, std::vector<std::int64_t>{1, -2, 5, 17}, all_trace_elements(s.params), 7, s.threads);
+        return *e;
+    }
+};
+INSTANTIATE_TEST_SUITE_P(Shapes, Hoisting, ::testing::ValuesIn(shapes()),
+                         [](const ::testing::TestParamInfo<test::Shape>& i) { return i.param.name; });
 
 cvec rotated(const cvec& v, std::int64_t step) {
     const std::int64_t s = static_cast<std::int64_t>(v.size());
@@ -80,7 +99,7 @@ TEST(TracePlan, GroupsAndElements) {
     EXPECT_EQ(trace_galois_elements(p, 6, 2).size(), 14u);    // 2 groups of 3 steps: 7 + 7
 }
 
-TEST(Hoisting, ListFormEqualsSeparateRotations) {
+TEST_P(Hoisting, ListFormEqualsSeparateRotations) {
     Env& e = env();
     const auto v = e.random(true);
     const auto c = e.encrypt(v);
@@ -95,7 +114,7 @@ TEST(Hoisting, ListFormEqualsSeparateRotations) {
     EXPECT_GT(precision_bits(e.decrypt(hoisted.back()), conj(v)), 20);
 }
 
-TEST(Hoisting, SumFormAndSplitStepsEqualSumOfRotations) {
+TEST_P(Hoisting, SumFormAndSplitStepsEqualSumOfRotations) {
     Env& e = env();
     const auto v = e.random(true);
     const auto c = e.encrypt(v);
@@ -123,7 +142,7 @@ TEST(Hoisting, SumFormAndSplitStepsEqualSumOfRotations) {
     EXPECT_GT(precision_bits(e.decrypt(e.ev.apply_galois_sum_hoisted(low, elts)), want), 18);
 }
 
-TEST(Trace, SumSlotsEveryH) {
+TEST_P(Hoisting, SumSlotsEveryH) {
     Env& e = env();
     const auto v = e.random(true);
     const auto c = e.encrypt(v);
@@ -144,7 +163,7 @@ TEST(Trace, SumSlotsEveryH) {
     }
 }
 
-TEST(Trace, WithConjugationEveryH) {
+TEST_P(Hoisting, TraceWithConjugationEveryH) {
     Env& e = env();
     const auto v = e.random(true);
     const auto c = e.encrypt(v);
@@ -159,7 +178,7 @@ TEST(Trace, WithConjugationEveryH) {
         EXPECT_GT(precision_bits(e.decrypt(e.ev.trace(c, autos, static_cast<int>(h))), want), 12) << "h " << h;
 }
 
-TEST(Trace, MissingKeyNamesTheElement) {
+TEST_P(Hoisting, MissingKeyNamesTheElement) {
     Env& e = env();
     const auto c = e.encrypt(e.random());
     auto keys = std::make_shared<EvaluationKeys>(*e.ek);
@@ -178,7 +197,7 @@ TEST(Trace, MissingKeyNamesTheElement) {
     EXPECT_THROW(ev.trace(c, {e.ctx->galois_element(1)}, 2), ParameterError);  // h > M
 }
 
-TEST(Trace, CostModelIsMeasured) {
+TEST_P(Hoisting, CostModelIsMeasured) {
     Env& e = env();
     const KeySwitchCosts c = e.ev.keyswitch_costs(e.ctx->max_level(), 1);
     EXPECT_GT(c.decompose_ms, 0);
