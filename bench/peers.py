@@ -43,7 +43,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 OPENFHE_WORKER = BENCH_DIR / "openfhe_ops.py"
 OPENFHE_REQUIREMENT = "openfhe>=1.6,<1.7"
 
-# The parameter sets of PARAMS.md.  dnum is the number of key-switching digits
+# The parameter sets of docs/PARAMS.md.  dnum is the number of key-switching digits
 # (HYBRID); special_bits are kasoku's special primes.  OpenFHE chooses its own
 # special primes (60-bit, as many as its security/noise logic wants) and SEAL
 # supports exactly one, so only N, Q and dnum are imposed on the peers.
@@ -488,7 +488,7 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="kasoku vs OpenFHE (or SEAL) CKKS benchmark, side by side.")
-    ap.add_argument("--params", choices=sorted(PARAMS), required=True, help="parameter set (PARAMS.md)")
+    ap.add_argument("--params", choices=sorted(PARAMS), required=True, help="parameter set (docs/PARAMS.md)")
     ap.add_argument("--threads", type=int, default=1, help="threads for both libraries (default 1)")
     ap.add_argument("--reps", type=int, default=5, help="timed repetitions per op, after 1 warm-up (default 5)")
     ap.add_argument("--out", help="append all JSON lines (both libraries, summaries, meta) to this file")

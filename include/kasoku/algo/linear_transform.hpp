@@ -7,6 +7,11 @@
 // The baby rotations Rot_{unit*i}(in) share one decomposition (ModUp) and stay in the Q_l * P basis; the
 // diagonals, encoded over Q_l * P, multiply them there, so each giant step costs one ModDown. The giant
 // rotations are summed lazily too, with one final ModDown, then one rescale.
+//
+// Errors: the constructor throws LevelError for a level outside 1..max_level and ParameterError for a diagonal with
+// more values than slots or no nonzero diagonal (from_matrix / matrix_diagonals: for dim outside 1..slots); apply
+// throws LevelError for a ciphertext at another level than the transform's, MissingKeyError for a missing Galois
+// key, and what the evaluator throws for a bad operand.
 #pragma once
 #include <complex>
 #include <cstdint>

@@ -8,6 +8,11 @@
 // share one decomposition of sigma(A), and psi^k (one rotation by d*k) of all k one decomposition of tau(B); the
 // d tensor products are summed before one relinearisation and one rescale. Matrices with d*d > slots are split into
 // blocks (several ciphertexts); an l x d left operand (l | d) gives the rectangular product of Jiang et al. §3.3.
+//
+// Errors: ParameterError for shapes that do not fit (d or g zero, g*d*d above the slots, rows not dividing d, matrices
+// of the wrong number or size, non-finite entries, an unknown transform name, operands packed differently or of
+// another context); LevelError for fewer than 3 levels; MissingKeyError for a missing Galois or relinearisation key
+// (matmul checks every key before any work).
 #pragma once
 #include <cstdint>
 #include <memory>

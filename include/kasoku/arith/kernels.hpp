@@ -1,5 +1,6 @@
 // Element-wise kernels on residue vectors mod q (inputs in [0, q), outputs in [0, q)),
-// run with the active SIMD body (simd.hpp). `out` may alias an input.
+// run with the active SIMD body (simd.hpp). `out` may alias an input. No checks and nothing thrown: the callers (the
+// CPU backend) pass valid sizes and residues; the first call may throw what active_simd() throws.
 #pragma once
 #include <cstddef>
 #include <cstdint>

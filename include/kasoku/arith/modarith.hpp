@@ -1,7 +1,7 @@
-// 64-bit modular arithmetic for NTT-friendly primes q < 2^61 (DESIGN §1 "arith").
+// 64-bit modular arithmetic for NTT-friendly primes q < 2^61 (docs/DESIGN.md §1 "arith").
 // Barrett reduction (two-word constant floor(2^128/q)) for products of two variables,
 // Shoup ("precon") constants floor(w * 2^64 / q) for products by a fixed w, lazy variants
-// that leave results in [0, 2q) for the NTT butterflies.
+// that leave results in [0, 2q) for the NTT butterflies. Nothing here throws or checks its inputs.
 #pragma once
 #include <cstdint>
 

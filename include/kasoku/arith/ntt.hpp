@@ -12,6 +12,7 @@ namespace kasoku::arith {
 
 class NttTables {
 public:
+    // ParameterError for n not a power of two >= 2, or q not a prime = 1 mod 2n below 2^kMaxModulusBits.
     NttTables(u64 q, std::size_t n);
 
     std::size_t n() const { return n_; }
@@ -37,7 +38,7 @@ private:
     u64 n_inv_, n_inv_shoup_;
 };
 
-// In-place transforms with the active SIMD body (see simd.hpp).
+// In-place transforms with the active SIMD body (see simd.hpp); no checks (a's residues < q, n words).
 void ntt_forward(u64* a, const NttTables& t);
 void ntt_inverse(u64* a, const NttTables& t);
 

@@ -13,7 +13,8 @@ bool is_prime(std::uint64_t n);
 std::vector<std::uint64_t> generate_ntt_primes(int bits, int count, std::uint64_t n,
                                                const std::vector<std::uint64_t>& exclude = {});
 
-// A primitive 2n-th root of unity mod q (deterministic: from the smallest generator).
+// A primitive 2n-th root of unity mod q (deterministic: from the smallest generator). ParameterError when q is not
+// 1 mod 2n.
 std::uint64_t primitive_root_2n(std::uint64_t q, std::uint64_t n);
 
 }  // namespace kasoku::arith

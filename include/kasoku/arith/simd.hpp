@@ -38,7 +38,8 @@ bool simd_compiled(SimdLevel level);
 bool simd_cpu_supports(SimdLevel level);
 // Bodies that are compiled and runnable here, lowest first.
 std::vector<SimdLevel> simd_available();
-// The body used by the dispatching functions (from KASOKU_SIMD, default: best available).
+// The body used by the dispatching functions (from KASOKU_SIMD, default: best available). ParameterError when
+// KASOKU_SIMD names a body this build or CPU does not have (it lists the available ones).
 SimdLevel active_simd();
 // Table of a given body; throws ParameterError if it is not compiled or not runnable here.
 const KernelTable& kernel_table(SimdLevel level);

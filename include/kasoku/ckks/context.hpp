@@ -35,7 +35,7 @@ public:
     // Canonical scale of each level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l. Fresh ciphertexts at level l get
     // s_l; products of canonical operands and plaintext products land on s_{l-1} after the rescale, so ciphertexts
     // that reach a level by different paths can be added without adjustment.
-    double scale_at(int level) const { return scales_[level]; }
+    double scale_at(int level) const { return scales_[check_level(level)]; }
     int threads() const { return threads_; }
     // Resolves a per-call thread count (0 -> the context default). Throws ParameterError for a negative count.
     int threads_or_default(int threads) const;
@@ -49,7 +49,9 @@ public:
     // Hash of the parameters and the primes: serialized objects carry it.
     std::uint64_t fingerprint() const { return fingerprint_; }
     // log2(q_0 ... q_level)
-    double log_modulus(int level) const { return log_q_prefix_[level]; }
+    double log_modulus(int level) const { return log_q_prefix_[check_level(level)]; }
+    // level itself; LevelError when it is outside 0..max_level (scale_at and log_modulus check with it).
+    std::size_t check_level(int level) const;
     // Galois elements: rotation by `step` slots to the left, and conjugation.
     std::uint64_t galois_element(std::int64_t step) const;
     std::uint64_t conjugation_element() const { return 2 * n() - 1; }

@@ -1,4 +1,4 @@
-// CKKS parameters: a plain validated value (CONVENTIONS "Data and state").
+// CKKS parameters: a plain validated value (docs/CONVENTIONS.md "Data and state").
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -19,7 +19,7 @@ struct Parameters {
     int hamming_weight = 0;    // 0 = uniform ternary secret; otherwise exactly this many nonzero coefficients
     std::string name;          // set by named()
 
-    // The sets of PARAMS.md: T12, T13, H15, H16, B13, M14, SCHED.
+    // The sets of docs/PARAMS.md: T12, T13, H15, H16, B13, M14, SCHED. ParameterError for another name (it lists them).
     static Parameters named(const std::string& name);
     static std::vector<std::string> names();
 

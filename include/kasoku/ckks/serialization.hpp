@@ -1,6 +1,7 @@
 // Versioned binary format: header (magic "KSKU", version, kind, parameter fingerprint, payload length),
 // payload, SHA-256 of header and payload. Loading checks all of it and throws SerializationError for
-// corrupted or truncated bytes, another kind of object, or bytes made with other parameters.
+// corrupted or truncated bytes, another kind of object, or bytes made with other parameters. serialize throws
+// ParameterError for an object of another context (or a malformed ciphertext).
 #pragma once
 #include <cstdint>
 #include <vector>

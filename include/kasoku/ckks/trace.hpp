@@ -1,4 +1,6 @@
 // Trace-type functions (seed 000 §3.2.2): the plan of an unrolled trace and its cost model.
+// Errors: ParameterError for h outside 1..M, M above log2(n), a group of 24 or more steps (too many keys), or
+// doubling steps whose product is the identity.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -8,7 +8,10 @@
 // (support/exec.hpp) where a thread count used to go.
 //
 // The public methods check the shapes of their operands (a mismatch is a bug of the caller: InternalError) and
-// shape their outputs; the protected do_* methods are what a backend implements. Key switching is composed from the
+// shape their outputs; the protected do_* methods are what a backend implements. Besides InternalError they throw
+// ParameterError for a Galois element that is even or >= 2n (automorphism, mod_down, inner_product),
+// std::bad_alloc (or DeviceError on a device) when memory runs out, and whatever an upload or download callback
+// throws. Key switching is composed from the
 // primitives below by rns::KeySwitcher (keyswitch.hpp), the form in which ckks uses it.
 #pragma once
 #include <cstddef>

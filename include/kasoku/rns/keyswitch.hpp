@@ -7,6 +7,9 @@
 //   3. ModDown:        divide by P back to Q_l (fused with an automorphism, the addition of c0, or a rescale).
 //
 // The CKKS evaluator (ckks/evaluator.hpp) uses only these; the limb-by-limb pipelines behind them are the backend's.
+// They throw what the backend throws (backend.hpp): InternalError for operands of the wrong shapes (a key without
+// dnum digits over Q_L * P, digits of another level, lazy values with and without c0), ParameterError for an
+// invalid Galois element.
 #pragma once
 #include <cstdint>
 #include <vector>

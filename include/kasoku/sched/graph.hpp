@@ -1,6 +1,8 @@
-// Task graphs of HE operations (seed 001, DESIGN §3.2). A node is one fused task on ciphertexts of known levels:
+// Task graphs of HE operations (seed 001, docs/DESIGN.md §3.2). A node is one fused task on ciphertexts of known levels:
 // multiply / square (tensor + relinearise + rescale), multiply_plain (by a constant, then rescale), add, add_plain,
 // rotate. Level alignment (ModDrop) and copies are folded into the task that needs them, as in the source.
+// Errors: ParameterError for an unknown operation name, a node id that does not exist, a negative input level, two
+// inputs of one name, a cycle, or maclaurin_exp's order < 1; LevelError when an operand has no level left.
 #pragma once
 #include <complex>
 #include <cstdint>

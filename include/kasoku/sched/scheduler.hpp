@@ -1,6 +1,10 @@
 // List scheduling of job streams over task graphs (seed 001 §7): critical-path priorities, earlier jobs first, and a
 // thread-allocation policy per task. Two executors share the dispatcher: simulate (discrete events driven by a
 // CostModel, any thread count) and run (this machine's threads, the library's operations on real ciphertexts).
+// Errors: ParameterError for a bad argument (unknown policy name, threads < 1, arrivals that are not finite,
+// non-negative and non-decreasing, a window outside the jobs); run also throws what checking its inputs finds
+// (ParameterError for a missing or unknown input, LevelError for an input at another level than the graph's,
+// MissingKeyError for a key a task needs) before anything runs, and rethrows the first error of a task.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -19,7 +23,7 @@ namespace kasoku::sched {
 // (§7.3.2); kasoku: ours (see decide_threads and docs/SCHEDULING.md).
 enum class Policy { fixed_1, fixed_half, fixed_full, dynamic, kasoku };
 const char* policy_name(Policy p);          // "fixed-1", "fixed-half", "fixed-full", "dynamic", "kasoku"
-Policy policy_from_name(const std::string& name);
+Policy policy_from_name(const std::string& name);  // ParameterError names the policies
 std::vector<Policy> all_policies();
 
 // A task whose operands are ready.
@@ -54,7 +58,7 @@ SchedulerView make_view(int total_threads, int busy_threads, int running_tasks, 
 // A ready task's share in n_r.
 int paper_demand(const ReadyTask& t);
 
-// Threads for view.head, or 0 to wait for the next event. Light tasks (add, add_plain) always get one thread.
+// Threads for view.head, or 0 to wait for the next event (ParameterError: the kasoku policy without a cost model). Light tasks (add, add_plain) always get one thread.
 // fixed-*: their count (capped at T) once that many threads are free. dynamic (the source's §7.3.2), with r and n_r
 // as above:
 //   n_c + nq + n_r <= T -> nq;  n_c + ceil(nq/2) + r <= T -> ceil(nq/2);  n_c + 2 + r <= T -> 2;  n_c + 1 <= T -> 1.

@@ -13,7 +13,7 @@ namespace detail {
 // Per-thread pool of large blocks (>= 64 KiB, memory.cpp): polynomial buffers of a few MiB are reused instead
 // of going back to the OS (mmap/munmap and a page fault per 4 KiB on every operation). Blocks may be freed by
 // another thread than the one that allocated them; they then join that thread's pool.
-void* pool_allocate(std::size_t bytes);
+void* pool_allocate(std::size_t bytes);  // std::bad_alloc when the memory is exhausted
 void pool_free(void* p, std::size_t bytes) noexcept;
 }  // namespace detail
 

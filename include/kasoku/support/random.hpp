@@ -10,6 +10,8 @@ namespace kasoku {
 
 using Seed = std::array<std::uint8_t, 32>;
 
+// Every function here throws kasoku::Error when OpenSSL fails (no randomness from the OS, a cipher that cannot start).
+
 // A fresh seed from the operating system's CSPRNG (OpenSSL RAND_bytes).
 Seed random_seed();
 // `count` bytes straight from the OS CSPRNG.

@@ -1,4 +1,4 @@
-// Thread counts are per-call arguments (DESIGN §3.1); 0 means "all cores".
+// Thread counts are per-call arguments (docs/DESIGN.md §3.1); 0 means "all cores".
 #pragma once
 #include <cstddef>
 

@@ -82,6 +82,12 @@ Context::Context(const Parameters& params, int threads, const rns::BackendFactor
     }
 }
 
+std::size_t Context::check_level(int level) const {
+    if (level < 0 || level > max_level())
+        throw LevelError("no level " + std::to_string(level) + ": this context's levels are 0.." + std::to_string(max_level()));
+    return static_cast<std::size_t>(level);
+}
+
 int Context::threads_or_default(int threads) const { return threads == 0 ? threads_ : resolve_threads(threads); }
 
 std::uint64_t Context::galois_element(std::int64_t step) const {

@@ -193,11 +193,8 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); })
         .def_prop_ro("backend", [](const KContext& c) { return std::string(c.owner->ctx->backend().name()); },
                      "The polynomial backend the context computes on (\"cpu\").")
-        .def("scale_at", [](const KContext& c, int level) {
-            if (level < 0 || level > c.owner->ctx->max_level())
-                throw LevelError("no level " + std::to_string(level) + ": levels are 0.." + std::to_string(c.owner->ctx->max_level()));
-            return c.owner->ctx->scale_at(level);
-        }, "level"_a, "Canonical scale of a level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l.")
+        .def("scale_at", [](const KContext& c, int level) { return c.owner->ctx->scale_at(level); }, "level"_a,
+             "Canonical scale of a level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l. LevelError outside 0..max_level.")
         .def_prop_ro("q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); })
         .def_prop_ro("p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); })
         .def("galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); }, "step"_a,

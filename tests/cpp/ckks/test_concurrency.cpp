@@ -1,4 +1,4 @@
-// One evaluator, several threads (CONVENTIONS: any two calls may run at once). Run under ThreadSanitizer by make test.
+// One evaluator, several threads (docs/CONVENTIONS.md: any two calls may run at once). Run under ThreadSanitizer by make test.
 #include <gtest/gtest.h>
 
 #include <map>
