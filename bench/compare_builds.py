@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Two builds of kasoku side by side in one run: ``python -m kasoku bench`` of each, interleaved.
+"""Two builds of kasoku side by side in one run, interleaved operation by operation.
 
     python bench/compare_builds.py --old OLD_VENV/bin/python --new .venv/bin/python \
-        --params H16 --threads 1 --rounds 8 --reps 5 [--hoisting] [--out runs.jsonl] [--table t.md]
+        --params H16 --threads 1 --cycles 30 [--hoisting] [--out runs.jsonl] [--table t.md]
 
-Each round runs the old build's benchmark and then the new one's, in alternating order (ABBA...), one at a time.
-The table gives, per operation, the median over rounds of each build's per-run median and the median of the
-per-round ratios new/old with their range; a ratio is paired within a round, so that slow phases of a shared
-machine hit both builds.  The precision lines (bits after one MulRelinRescale) are compared too.  Set
-KASOKU_SIMD in the environment to pin the kernel body of both.
+One worker process per build sets up a context, keys and inputs once (the same parameters; each its own random
+keys) and then runs operations on request.  The coordinator asks them in turn, in alternating order, for a few
+timed repetitions of one operation at a time: a cycle is every operation on both builds, a few seconds apart, so
+that the slow phases of a shared machine hit both builds alike.  The table gives, per operation, the median over
+all timings of each build and the median of the per-cycle ratios new/old (with its 10th-90th percentile range).
+The precision of one MulRelinRescale is compared too.  Set KASOKU_SIMD in the environment to pin the kernel body of
+both.  The operations are those of ``python -m kasoku bench`` (SumSlots with a fixed h = 5, so that both builds run
+the same plan; NTT: one forward NTT of a 60-bit prime, timed inside the library).
 """
 
 from __future__ import annotations
@@ -19,76 +22,137 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
+import time
+
+OPS = ["KeyGen", "Encode", "Encrypt", "DecryptDecode", "Add", "MulRelinRescale", "Rotate", "NTT"]
+HOISTING_OPS = ["SumSlots", "Rotate16Hoisted"]
+REPS = {"KeyGen": 2, "Add": 9, "NTT": 21, "SumSlots": 2, "Rotate16Hoisted": 2}  # timed repetitions per cycle (default 5)
+SUM_SLOTS_H = 5
 
 
-def run_bench(python: str, args, tag: str) -> list[dict]:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "bench.jsonl"
-        cmd = [os.path.abspath(python), "-m", "kasoku", "bench", "--params", args.params, "--threads", str(args.threads),
-               "--reps", str(args.reps), "--json", str(out)]
-        if args.hoisting:
-            cmd.append("--hoisting")
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp)
-        recs = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    for r in recs:
-        r["build"] = tag
-    return recs
+def worker(params_name: str, threads: int, hoisting: bool) -> None:
+    import numpy as np
+
+    import kasoku as ks
+
+    params = ks.Parameters.named(params_name)
+    ctx = ks.Context(params, threads=threads)
+    M = params.log_n - 1
+    rotations = list(range(1, 17)) if hoisting else [1]
+    galois = ks.trace_galois_elements(params, M, SUM_SLOTS_H) if hoisting else []
+    keys = ctx.keygen(rotations=rotations, galois_elements=galois)
+    ev = ctx.evaluator(keys.evaluation())
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(-1, 1, ctx.slots), rng.uniform(-1, 1, ctx.slots)
+    pt = ctx.encode(x)
+    a, b = ctx.encrypt(x, keys.public), ctx.encrypt(y, keys.public)
+    run = {
+        "KeyGen": lambda: ctx.keygen(rotations=[1]),
+        "Encode": lambda: ctx.encode(x),
+        "Encrypt": lambda: ctx.encrypt(pt, keys.public),
+        "DecryptDecode": lambda: ctx.decrypt(a, keys.secret),
+        "Add": lambda: ev.add(a, b),
+        "MulRelinRescale": lambda: ev.multiply(a, b),
+        "Rotate": lambda: ev.rotate(a, 1),
+        "SumSlots": lambda: ev.sum_slots(a, h=SUM_SLOTS_H),
+        "Rotate16Hoisted": lambda: ev.rotate_hoisted(a, list(range(1, 17))),
+    }
+    ntt = lambda reps: [t * 1e3 for t in ks._kasoku.bench_ntt(params.log_n, 60, reps)]  # noqa: E731 (the kernel alone)
+    for f in run.values():  # warm-up: first use of every buffer size and table
+        f()
+    bits = float(-np.log2(np.max(np.abs(ctx.decrypt(ev.multiply(a, b), keys.secret).real - x * y))))
+    print(json.dumps({"ready": True, "simd": ks.simd_active(), "bits": bits}), flush=True)
+    for line in sys.stdin:
+        op, reps = line.split()
+        if op == "NTT":
+            print(json.dumps(ntt(int(reps))), flush=True)
+            continue
+        times = []
+        for _ in range(int(reps)):
+            t0 = time.perf_counter()
+            run[op]()
+            times.append((time.perf_counter() - t0) * 1e3)
+        print(json.dumps(times), flush=True)
+
+
+class Worker:
+    def __init__(self, python: str, args):
+        cmd = [os.path.abspath(python), os.path.abspath(__file__), "--worker", args.params, str(args.threads),
+               "1" if args.hoisting else "0"]
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.info = json.loads(self.p.stdout.readline())
+
+    def time(self, op: str, reps: int) -> list[float]:
+        self.p.stdin.write(f"{op} {reps}\n")
+        self.p.stdin.flush()
+        return json.loads(self.p.stdout.readline())
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+def pct(v: list[float], q: float) -> float:
+    s = sorted(v)
+    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--old", required=True, help="python of the old build")
     ap.add_argument("--new", required=True, help="python of the new build")
     ap.add_argument("--params", default="H16")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--hoisting", action="store_true", help="also SumSlots and Rotate16Hoisted")
-    ap.add_argument("--out", help="append every JSON line (both builds, tagged with build and round)")
+    ap.add_argument("--cycles", type=int, default=30)
+    ap.add_argument("--hoisting", action="store_true", help="also SumSlots (h = 5) and Rotate16Hoisted")
+    ap.add_argument("--out", help="append every timing (JSON lines: build, op, cycle, ms)")
     ap.add_argument("--table", help="write the Markdown table here too")
     args = ap.parse_args()
+    ops = OPS + (HOISTING_OPS if args.hoisting else [])
 
-    runs: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
-    bits: dict[str, list[float]] = {"old": [], "new": []}
-    all_recs = []
-    for rnd in range(args.rounds):
-        order = ["old", "new"] if rnd % 2 == 0 else ["new", "old"]
-        for tag in order:
-            print(f"[compare_builds] round {rnd + 1}/{args.rounds}: {tag} build ...", file=sys.stderr, flush=True)
-            recs = run_bench(args.old if tag == "old" else args.new, args, tag)
-            for r in recs:
-                r["round"] = rnd
-            all_recs += recs
-            runs[tag].append({r["op"]: r["median_ms"] for r in recs if "median_ms" in r})
-            bits[tag] += [r["bits"] for r in recs if r.get("op") == "precision"]
-    if args.out:
-        with open(args.out, "a") as f:
-            for r in all_recs:
-                f.write(json.dumps(r) + "\n")
+    print("[compare_builds] setting up the old build's worker ...", file=sys.stderr, flush=True)
+    workers = {"old": Worker(args.old, args)}
+    print("[compare_builds] setting up the new build's worker ...", file=sys.stderr, flush=True)
+    workers["new"] = Worker(args.new, args)
+    times = {tag: {op: [] for op in ops} for tag in workers}
+    ratios = {op: [] for op in ops}
+    out = open(args.out, "a") if args.out else None
+    for cyc in range(args.cycles):
+        print(f"[compare_builds] cycle {cyc + 1}/{args.cycles}", file=sys.stderr, flush=True)
+        for i, op in enumerate(ops):
+            order = ["old", "new"] if (cyc + i) % 2 == 0 else ["new", "old"]
+            med = {}
+            for tag in order:
+                t = workers[tag].time(op, REPS.get(op, 5))
+                times[tag][op] += t
+                med[tag] = statistics.median(t)
+                if out:
+                    out.write(json.dumps({"build": tag, "op": op, "cycle": cyc, "params": args.params, "threads": args.threads,
+                                          "simd": workers[tag].info["simd"], "ms": t}) + "\n")
+            ratios[op].append(med["new"] / med["old"])
+    for w in workers.values():
+        w.close()
+    if out:
+        out.close()
 
-    simd = os.environ.get("KASOKU_SIMD", "auto")
-    lines = [f"{args.params}, {args.threads} thread(s), KASOKU_SIMD={simd}, {args.rounds} rounds x {args.reps} reps "
-             "(ms: median over rounds of each run's median; ratio: median of the per-round ratios new/old, range)", "",
-             "| op | old ms | new ms | new/old | range |", "| --- | ---: | ---: | ---: | --- |"]
-    worst = 0.0
-    for op in runs["old"][0]:
-        old = [r[op] for r in runs["old"]]
-        new = [r[op] for r in runs["new"]]
-        ratios = [n / o for n, o in zip(new, old)]
-        med = statistics.median(ratios)
-        if op != "NTT":
-            worst = max(worst, med)
-        lines.append(f"| {op} | {statistics.median(old):.2f} | {statistics.median(new):.2f} | {med:.3f} | "
-                     f"{min(ratios):.2f}-{max(ratios):.2f} |")
-    lines.append("")
-    lines.append(f"Precision after one MulRelinRescale (bits, worst slot): old {min(bits['old']):.2f}-{max(bits['old']):.2f}, "
-                 f"new {min(bits['new']):.2f}-{max(bits['new']):.2f}")
+    simd = {tag: w.info["simd"] for tag, w in workers.items()}
+    lines = [f"{args.params}, {args.threads} thread(s), SIMD body {simd['old']} (old) / {simd['new']} (new), {args.cycles} "
+             "cycles (ms: median of every timing; ratio: median of the per-cycle ratios new/old, 10th-90th percentile)", "",
+             "| op | old ms | new ms | new/old | p10-p90 |", "| --- | ---: | ---: | ---: | --- |"]
+    for op in ops:
+        r = ratios[op]
+        lines.append(f"| {op} | {statistics.median(times['old'][op]):.2f} | {statistics.median(times['new'][op]):.2f} | "
+                     f"{statistics.median(r):.3f} | {pct(r, 0.1):.2f}-{pct(r, 0.9):.2f} |")
+    lines += ["", f"Precision after one MulRelinRescale (bits, worst slot): old {workers['old'].info['bits']:.2f}, "
+              f"new {workers['new'].info['bits']:.2f}"]
     text = "\n".join(lines)
     print(text)
     if args.table:
-        Path(args.table).write_text(text + "\n")
+        with open(args.table, "w") as f:
+            f.write(text + "\n")
     return 0
 
 

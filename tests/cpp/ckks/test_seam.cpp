@@ -1,0 +1,179 @@
+// The backend seam (docs/ARCHITECTURE.md "Adding a backend"): a context made with another backend runs every CKKS
+// operation through it, and gives the same bits as the CPU backend.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "kasoku/algo/linear_transform.hpp"
+#include "kasoku/ckks/serialization.hpp"
+#include "kasoku/support/error.hpp"
+#include "test_env.hpp"
+
+using namespace kasoku;
+using namespace kasoku::ckks;
+using rns::RnsPoly;
+
+namespace {
+
+// A backend of its own that forwards every operation to a CPU backend and counts them.
+class CountingBackend final : public rns::Backend {
+public:
+    explicit CountingBackend(std::shared_ptr<const rns::RnsContext> ring)
+        : Backend(ring, rns::host_memory()), cpu_(rns::make_cpu_backend(ring)) {}
+    const char* name() const override { return "counting"; }
+    int calls(const std::string& op) const {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = calls_.find(op);
+        return it == calls_.end() ? 0 : it->second;
+    }
+
+protected:
+    void do_upload(RnsPoly& out, const rns::LimbWriter& fill, Exec e) const override { tick("upload"); cpu_->upload(out, fill, e); }
+    void do_download(const RnsPoly& a, const rns::LimbReader& read, std::size_t limbs, Exec e) const override {
+        tick("download");
+        cpu_->download(a, read, e, limbs);
+    }
+    void do_from_signed(const std::int64_t* c, RnsPoly& out, Exec e) const override { tick("from_signed"); cpu_->from_signed(c, out, e); }
+    void do_from_signed(const __int128* c, RnsPoly& out, Exec e) const override { tick("from_signed"); cpu_->from_signed(c, out, e); }
+    void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec e) const override { tick("add"); cpu_->add(a, b, out, e); }
+    void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec e) const override { tick("sub"); cpu_->sub(a, b, out, e); }
+    void do_negate(const RnsPoly& a, RnsPoly& out, Exec e) const override { tick("negate"); cpu_->negate(a, out, e); }
+    void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec e) const override { tick("mul"); cpu_->mul(a, b, out, e); }
+    void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec e) const override {
+        tick("fma");
+        cpu_->fma(a, b, c, out, e);
+    }
+    void do_mul_constant(const RnsPoly& a, const std::vector<rns::u64>& r, RnsPoly& out, Exec e) const override {
+        tick("mul_constant");
+        cpu_->mul_constant(a, r, out, e);
+    }
+    void do_add_constant(const RnsPoly& a, const std::vector<rns::u64>& r, RnsPoly& out, Exec e) const override {
+        tick("add_constant");
+        cpu_->add_constant(a, r, out, e);
+    }
+    void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
+                            const std::vector<RnsPoly*>& out, bool accumulate, Exec e) const override {
+        tick("sum_of_products");
+        cpu_->sum_of_products(x, y, out, accumulate, e);
+    }
+    void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec e) const override {
+        tick("horner");
+        cpu_->horner(c, x, out, e);
+    }
+    void do_to_ntt(RnsPoly& a, Exec e) const override { tick("to_ntt"); cpu_->to_ntt(a, e); }
+    void do_from_ntt(RnsPoly& a, Exec e) const override { tick("from_ntt"); cpu_->from_ntt(a, e); }
+    void do_automorphism(const RnsPoly& a, rns::u64 g, RnsPoly& out, Exec e) const override {
+        tick("automorphism");
+        cpu_->automorphism(a, g, out, e);
+    }
+    void do_rescale(RnsPoly& a, Exec e) const override { tick("rescale"); cpu_->rescale(a, e); }
+    void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec e) const override {
+        tick("divide_round_by_p0");
+        cpu_->divide_round_by_p0(a, addend, e);
+    }
+    void do_mod_down(const RnsPoly& a, const RnsPoly* addend, rns::u64 g, RnsPoly& out, Exec e) const override {
+        tick("mod_down");
+        cpu_->mod_down(a, addend, g, out, e);
+    }
+    void do_mod_down_rescale(RnsPoly& a, Exec e) const override { tick("mod_down_rescale"); cpu_->mod_down_rescale(a, e); }
+    void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec e) const override {
+        tick("add_times_p");
+        cpu_->add_times_p(d, x, e, first, count);
+    }
+    std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec e) const override {
+        tick("mod_up");
+        return cpu_->mod_up(d, e);
+    }
+    void do_key_switch(const RnsPoly& d, const rns::GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec e) const override {
+        tick("key_switch");
+        cpu_->key_switch(d, key, b, a, e);
+    }
+    void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<rns::KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
+                          const RnsPoly* c0, RnsPoly* c0_out, Exec e) const override {
+        tick("inner_product");
+        cpu_->inner_product(digits, terms, b, a, c0, c0_out, e);
+    }
+
+private:
+    void tick(const char* op) const {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++calls_[op];
+    }
+    std::unique_ptr<const rns::Backend> cpu_;
+    mutable std::mutex mu_;
+    mutable std::map<std::string, int> calls_;
+};
+
+// An object of one context, loaded into another of the same parameters.
+template <class T, class Load>
+T moved(const Context& from, const Context& to, const T& x, Load load) {
+    const Bytes b = serialize(from, x);
+    return load(to, b.data(), b.size());
+}
+
+}  // namespace
+
+TEST(BackendSeam, EveryOperationRunsOnTheContextsBackendWithTheCpuBits) {
+    test::Env cpu(test::research_params(8, 50, 32, 3, 50, 2), {1, 2, 3}, {}, 5, 1);
+    const CountingBackend* made = nullptr;
+    auto ctx = Context::create(cpu.ctx->params(), 1, [&](std::shared_ptr<const rns::RnsContext> ring) {
+        auto b = std::make_unique<const CountingBackend>(std::move(ring));
+        made = b.get();
+        return b;
+    });
+    ASSERT_NE(made, nullptr);
+    EXPECT_STREQ(ctx->backend().name(), "counting");
+    EXPECT_EQ(ctx->fingerprint(), cpu.ctx->fingerprint());
+
+    // The same keys and input in the other context (the primes are deterministic, so the bytes load).
+    const auto ek = std::make_shared<const EvaluationKeys>(moved(*cpu.ctx, *ctx, *cpu.ek, deserialize_evaluation_keys));
+    const SecretKey sk = moved(*cpu.ctx, *ctx, cpu.sk, deserialize_secret_key);
+    const test::cvec x = cpu.random(true);
+    const Ciphertext a = cpu.encrypt(x);
+    const Ciphertext a2 = moved(*cpu.ctx, *ctx, a, deserialize_ciphertext);
+    Evaluator ev(ctx, ek);
+
+    // Every kind of operation on both backends: the same bytes.
+    const auto lt_diags = std::map<std::int64_t, test::cvec>{{0, test::cvec(cpu.ctx->slots(), 0.5)}, {2, x}};
+    const algo::LinearTransform lt1(cpu.ctx, lt_diags, cpu.ctx->max_level()), lt2(ctx, lt_diags, ctx->max_level());
+    auto same = [&](const Ciphertext& on_cpu, const Ciphertext& on_other, const char* what) {
+        EXPECT_EQ(serialize(*cpu.ctx, on_cpu), serialize(*ctx, on_other)) << what;
+    };
+    same(cpu.ev.multiply(a, a), ev.multiply(a2, a2), "multiply");
+    same(cpu.ev.relinearize(cpu.ev.tensor(a, a)), ev.relinearize(ev.tensor(a2, a2)), "tensor + relinearize");
+    same(cpu.ev.rotate(a, 1), ev.rotate(a2, 1), "rotate");
+    same(cpu.ev.rotate_hoisted(a, {1, 2, 3})[2], ev.rotate_hoisted(a2, {1, 2, 3})[2], "rotate_hoisted");
+    same(cpu.ev.sum_slots(a, 4, 1), ev.sum_slots(a2, 4, 1), "sum_slots");
+    same(cpu.ev.multiply_plain(a, x), ev.multiply_plain(a2, x), "multiply_plain");
+    same(cpu.ev.add_scalar(cpu.ev.sub(a, a), 0.25), ev.add_scalar(ev.sub(a2, a2), 0.25), "sub + add_scalar");
+    same(lt1.apply(cpu.ev, a), lt2.apply(ev, a2), "linear transform");
+    EXPECT_EQ(cpu.dec.decrypt(a, cpu.sk), Decryptor(ctx).decrypt(a2, sk));
+
+    // The key-switching steps went through the backend (and nothing bypassed it: there is no other way to the words).
+    for (const char* op : {"key_switch", "mod_up", "inner_product", "mod_down", "mod_down_rescale", "add_times_p",
+                           "sum_of_products", "horner", "from_signed", "upload", "download", "rescale"})
+        EXPECT_GT(made->calls(op), 0) << op;
+    // Key generation and encryption in the other context too.
+    KeyGenerator kg(ctx);
+    const SecretKey sk2 = kg.secret_key();
+    const Ciphertext c = Encryptor(ctx).encrypt(Encoder(ctx).encode(x, ctx->default_scale(), ctx->max_level()), kg.public_key(sk2));
+    EXPECT_GT(test::precision_bits(Decryptor(ctx).decrypt(c, sk2), x), 20);
+    EXPECT_GT(made->calls("divide_round_by_p0"), 0);
+}
+
+TEST(BackendSeam, FactoryErrorsAreParameterErrors) {
+    const Parameters p = test::research_params(8, 50, 32, 2, 50, 1);
+    EXPECT_THROW(Context::create(p, 1, rns::BackendFactory{}), ParameterError);
+    EXPECT_THROW(Context::create(p, 1, [](std::shared_ptr<const rns::RnsContext>) { return std::unique_ptr<const rns::Backend>(); }),
+                 ParameterError);
+    // a backend of another ring
+    EXPECT_THROW(Context::create(p, 1,
+                                 [](std::shared_ptr<const rns::RnsContext> ring) {
+                                     auto other = std::make_shared<const rns::RnsContext>(ring->n(), ring->q_primes(),
+                                                                                          ring->p_primes(), ring->alpha());
+                                     return rns::make_cpu_backend(other);
+                                 }),
+                 ParameterError);
+}
