@@ -108,10 +108,19 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--cycles", type=int, default=30)
     ap.add_argument("--hoisting", action="store_true", help="also SumSlots (h = 5) and Rotate16Hoisted")
+    ap.add_argument("--ops", help="comma-separated subset of the operations (default: all, with --hoisting's)")
     ap.add_argument("--out", help="append every timing (JSON lines: build, op, cycle, ms)")
     ap.add_argument("--table", help="write the Markdown table here too")
     args = ap.parse_args()
     ops = OPS + (HOISTING_OPS if args.hoisting else [])
+    if args.ops:
+        wanted = [o for o in args.ops.split(",") if o]
+        unknown = [o for o in wanted if o not in OPS + HOISTING_OPS]
+        if unknown:
+            ap.error(f"unknown operations {unknown}; choose from {OPS + HOISTING_OPS}")
+        if any(o in HOISTING_OPS for o in wanted):
+            args.hoisting = True  # the workers make the hoisting keys
+        ops = wanted
 
     print("[compare_builds] setting up the old build's worker ...", file=sys.stderr, flush=True)
     workers = {"old": Worker(args.old, args)}

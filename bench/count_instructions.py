@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,8 @@ def main() -> int:
     ap.add_argument("--ops", default=",".join(OPS), help="comma-separated, from " + ", ".join(OPS))
     ap.add_argument("--out", help="append one JSON line per operation")
     args = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        ap.error("valgrind is not installed: apt-get install valgrind (Debian/Ubuntu)")
     ops = [o for o in args.ops.split(",") if o]
     unknown = [o for o in ops if o not in OPS]
     if unknown:
