@@ -107,6 +107,18 @@ void register_all() {
                 add_bench("AddMod", k, bits, log_n, [](const KernelTable& k, Data& d) {
                     k.add(d.a.data(), d.b.data(), d.t.n(), d.t.q(), d.r.data());
                 });
+                // One limb of a key-switching inner product over three digits: the dot product of vectors (one
+                // reduction per word) and the same as a product and two reduced multiply-adds.
+                add_bench("Dot3", k, bits, log_n, [](const KernelTable& k, Data& d) {
+                    const u64* x[3] = {d.a.data(), d.b.data(), d.c.data()};
+                    const u64* y[3] = {d.b.data(), d.c.data(), d.a.data()};
+                    k.dot(x, y, 3, d.t.n(), d.t.modulus(), d.r.data(), false);
+                });
+                add_bench("MulFma3", k, bits, log_n, [](const KernelTable& k, Data& d) {
+                    k.mul(d.a.data(), d.b.data(), d.t.n(), d.t.modulus(), d.r.data());
+                    k.fma(d.b.data(), d.c.data(), d.r.data(), d.t.n(), d.t.modulus(), d.r.data());
+                    k.fma(d.c.data(), d.a.data(), d.r.data(), d.t.n(), d.t.modulus(), d.r.data());
+                });
             }
             // One target limb of H16's ModDown base conversion: 7 sources below 2^60 (the special primes),
             // with the overflow correction. 40-bit targets take the IFMA body's own dot product.

@@ -24,43 +24,21 @@ import subprocess
 import sys
 import time
 
-OPS = ["KeyGen", "Encode", "Encrypt", "DecryptDecode", "Add", "MulRelinRescale", "Rotate", "NTT"]
-HOISTING_OPS = ["SumSlots", "Rotate16Hoisted"]
+from build_ops import HOISTING_OPS, OPS, setup
+
+ALL_OPS = OPS + ["NTT"]
 REPS = {"KeyGen": 2, "Add": 9, "NTT": 21, "SumSlots": 2, "Rotate16Hoisted": 2}  # timed repetitions per cycle (default 5)
-SUM_SLOTS_H = 5
 
 
 def worker(params_name: str, threads: int, hoisting: bool) -> None:
     import numpy as np
 
-    import kasoku as ks
-
-    params = ks.Parameters.named(params_name)
-    ctx = ks.Context(params, threads=threads)
-    M = params.log_n - 1
-    rotations = list(range(1, 17)) if hoisting else [1]
-    galois = ks.trace_galois_elements(params, M, SUM_SLOTS_H) if hoisting else []
-    keys = ctx.keygen(rotations=rotations, galois_elements=galois)
-    ev = ctx.evaluator(keys.evaluation())
-    rng = np.random.default_rng(1)
-    x, y = rng.uniform(-1, 1, ctx.slots), rng.uniform(-1, 1, ctx.slots)
-    pt = ctx.encode(x)
-    a, b = ctx.encrypt(x, keys.public), ctx.encrypt(y, keys.public)
-    run = {
-        "KeyGen": lambda: ctx.keygen(rotations=[1]),
-        "Encode": lambda: ctx.encode(x),
-        "Encrypt": lambda: ctx.encrypt(pt, keys.public),
-        "DecryptDecode": lambda: ctx.decrypt(a, keys.secret),
-        "Add": lambda: ev.add(a, b),
-        "MulRelinRescale": lambda: ev.multiply(a, b),
-        "Rotate": lambda: ev.rotate(a, 1),
-        "SumSlots": lambda: ev.sum_slots(a, h=SUM_SLOTS_H),
-        "Rotate16Hoisted": lambda: ev.rotate_hoisted(a, list(range(1, 17))),
-    }
-    ntt = lambda reps: [t * 1e3 for t in ks._kasoku.bench_ntt(params.log_n, 60, reps)]  # noqa: E731 (the kernel alone)
+    run, o = setup(params_name, threads, hoisting)
+    ks, ctx, ev, keys, a, b = o["ks"], o["ctx"], o["ev"], o["keys"], o["a"], o["b"]
+    ntt = lambda reps: [t * 1e3 for t in ks._kasoku.bench_ntt(o["params"].log_n, 60, reps)]  # noqa: E731 (the kernel alone)
     for f in run.values():  # warm-up: first use of every buffer size and table
         f()
-    bits = float(-np.log2(np.max(np.abs(ctx.decrypt(ev.multiply(a, b), keys.secret).real - x * y))))
+    bits = float(-np.log2(np.max(np.abs(ctx.decrypt(ev.multiply(a, b), keys.secret).real - o["x"] * o["y"]))))
     print(json.dumps({"ready": True, "simd": ks.simd_active(), "bits": bits}), flush=True)
     for line in sys.stdin:
         op, reps = line.split()
@@ -79,13 +57,21 @@ class Worker:
     def __init__(self, python: str, args):
         cmd = [os.path.abspath(python), os.path.abspath(__file__), "--worker", args.params, str(args.threads),
                "1" if args.hoisting else "0"]
+        self.python = python
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.info = json.loads(self.p.stdout.readline())
+        self.info = self._reply()
+
+    def _reply(self):
+        line = self.p.stdout.readline()
+        if not line:
+            raise SystemExit(f"compare_builds: the worker of {self.python} stopped (its error is printed above); "
+                             "is kasoku installed for that python?")
+        return json.loads(line)
 
     def time(self, op: str, reps: int) -> list[float]:
         self.p.stdin.write(f"{op} {reps}\n")
         self.p.stdin.flush()
-        return json.loads(self.p.stdout.readline())
+        return self._reply()
 
     def close(self):
         self.p.stdin.close()
@@ -112,12 +98,12 @@ def main() -> int:
     ap.add_argument("--out", help="append every timing (JSON lines: build, op, cycle, ms)")
     ap.add_argument("--table", help="write the Markdown table here too")
     args = ap.parse_args()
-    ops = OPS + (HOISTING_OPS if args.hoisting else [])
+    ops = ALL_OPS + (HOISTING_OPS if args.hoisting else [])
     if args.ops:
         wanted = [o for o in args.ops.split(",") if o]
-        unknown = [o for o in wanted if o not in OPS + HOISTING_OPS]
+        unknown = [o for o in wanted if o not in ALL_OPS + HOISTING_OPS]
         if unknown:
-            ap.error(f"unknown operations {unknown}; choose from {OPS + HOISTING_OPS}")
+            ap.error(f"unknown operations {unknown}; choose from {ALL_OPS + HOISTING_OPS}")
         if any(o in HOISTING_OPS for o in wanted):
             args.hoisting = True  # the workers make the hoisting keys
         ops = wanted

@@ -22,38 +22,15 @@ import subprocess
 import sys
 import tempfile
 
-OPS = ["KeyGen", "Encode", "Encrypt", "DecryptDecode", "Add", "MulRelinRescale", "Rotate", "Rotate16Hoisted", "SumSlots"]
+from build_ops import HOISTING_OPS, OPS, setup
+
+ALL_OPS = OPS + HOISTING_OPS
 
 
 def worker(params_name: str, op: str, reps: int) -> None:
-    import numpy as np
-
-    import kasoku as ks
-
-    params = ks.Parameters.named(params_name)
-    ctx = ks.Context(params, threads=1)
-    rotations = list(range(1, 17)) if op == "Rotate16Hoisted" else [1]
-    M, h = params.log_n - 1, 5
-    galois = ks.trace_galois_elements(params, M, h) if op == "SumSlots" else []
-    keys = ctx.keygen(rotations=rotations, galois_elements=galois)
-    ev = ctx.evaluator(keys.evaluation())
-    rng = np.random.default_rng(1)
-    x, y = rng.uniform(-1, 1, ctx.slots), rng.uniform(-1, 1, ctx.slots)
-    pt = ctx.encode(x)
-    a, b = ctx.encrypt(x, keys.public), ctx.encrypt(y, keys.public)
-    run = {
-        "KeyGen": lambda: ctx.keygen(rotations=[1]),
-        "Encode": lambda: ctx.encode(x),
-        "Encrypt": lambda: ctx.encrypt(pt, keys.public),
-        "DecryptDecode": lambda: ctx.decrypt(a, keys.secret),
-        "Add": lambda: ev.add(a, b),
-        "MulRelinRescale": lambda: ev.multiply(a, b),
-        "Rotate": lambda: ev.rotate(a, 1),
-        "Rotate16Hoisted": lambda: ev.rotate_hoisted(a, rotations),
-        "SumSlots": lambda: ev.sum_slots(a, h=h),
-    }[op]
+    run, _ = setup(params_name, 1, op in HOISTING_OPS)
     for _ in range(reps):
-        run()
+        run[op]()
 
 
 def count(python: str, params_name: str, op: str, reps: int) -> int:
@@ -78,15 +55,15 @@ def main() -> int:
     ap.add_argument("--old", required=True, help="python of the old build")
     ap.add_argument("--new", required=True, help="python of the new build")
     ap.add_argument("--params", default="H16")
-    ap.add_argument("--ops", default=",".join(OPS), help="comma-separated, from " + ", ".join(OPS))
+    ap.add_argument("--ops", default=",".join(ALL_OPS), help="comma-separated, from " + ", ".join(ALL_OPS))
     ap.add_argument("--out", help="append one JSON line per operation")
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         ap.error("valgrind is not installed: apt-get install valgrind (Debian/Ubuntu)")
     ops = [o for o in args.ops.split(",") if o]
-    unknown = [o for o in ops if o not in OPS]
+    unknown = [o for o in ops if o not in ALL_OPS]
     if unknown:
-        ap.error(f"unknown operations {unknown}; choose from {OPS}")
+        ap.error(f"unknown operations {unknown}; choose from {ALL_OPS}")
     rows = []
     for op in ops:
         per = {}

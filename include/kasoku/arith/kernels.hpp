@@ -23,6 +23,11 @@ void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modu
 // base conversion, folded into the same pass.
 void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out,
                    const std::uint8_t* index = nullptr, const u64* table = nullptr);
+// Sum of products of vectors, the key-switching inner product: out[c] = sum_{j<k} a[j][c] * b[j][c] (+ out[c] when
+// `accumulate`) mod q, for inputs below q < 2^61: one reduction per column instead of one per product. `out` may be
+// one of the inputs (each column is read before it is written).
+void dot_mod(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
+             bool accumulate = false);
 // out[k] = src[perm[k]] (an automorphism in evaluation form). Large outputs are written with non-temporal stores:
 // the source block that each output block reads stays in cache, the output does not. `out` must not alias src.
 void permute(const u64* src, const std::uint32_t* perm, std::size_t n, u64* out);

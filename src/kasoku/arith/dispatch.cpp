@@ -44,7 +44,7 @@ bool simd_cpu_supports(SimdLevel level) {
     __builtin_cpu_init();
     switch (level) {
         case SimdLevel::scalar: return true;
-        case SimdLevel::avx2: return __builtin_cpu_supports("avx2");
+        case SimdLevel::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");  // FMA: the NTT
         case SimdLevel::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
         case SimdLevel::ifma:
             return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
@@ -131,6 +131,11 @@ void permute(const u64* src, const std::uint32_t* perm, std::size_t n, u64* out)
 void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out,
                    const std::uint8_t* index, const u64* table) {
     active_kernels().dot_const(y, f, s, n, t, out, index, table);
+}
+
+void dot_mod(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
+             bool accumulate) {
+    active_kernels().dot(a, b, k, n, m, out, accumulate);
 }
 
 }  // namespace kasoku::arith

@@ -1,4 +1,6 @@
-// AVX2 bodies of the element-wise kernels and the NTT (compiled with -mavx2 only in this file).
+// AVX2 bodies of the element-wise kernels and the NTT (compiled with -mavx2 -mfma only in this file; the dispatcher
+// picks this body only on CPUs with both).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -89,23 +91,26 @@ void fma_avx2(const u64* a, const u64* b, const u64* c, std::size_t n, const Mod
     for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
 }
 
-// Base-conversion dot product; the column-sum scheme of the AVX-512 body (see kernels_avx512.cpp), 4 lanes.
-void dot_const_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
-                    const std::uint8_t* index, const u64* table) {
+// Sums of products, 4 columns at a time, in the column-sum scheme of the AVX-512 body (see kernels_avx512.cpp):
+// per chunk of up to 8 terms five carry-free 64-bit sums of 32x32-bit partial products, then one reduction of the
+// 128-bit sum to [0, t). factor(i, c, f_l, f_h) gives term i's second operand at column c (a broadcast constant for
+// base conversion, a vector for the key-switching inner product) and its high half; finish(c, r) stores column c's r.
+template <class Factor, class Finish>
+inline void dot_columns(const u64* const* y, std::size_t s, std::size_t n, const Modulus& m, Factor factor, Finish finish) {
     const u64 t = m.value;
     const u64 r64 = static_cast<u64>((static_cast<u128>(1) << 64) % t), r64p = shoup(r64, t), bar = ~u64{0} / t;
     const __m256i vt = set1(t), vt_h = set1(t >> 32), v2t = set1(2 * t);
     const __m256i vr64 = set1(r64), vr64_h = set1(r64 >> 32), vr64p = set1(r64p), vr64p_h = set1(r64p >> 32);
     const __m256i vbar = set1(bar), vbar_h = set1(bar >> 32), m32 = set1(0xffffffffULL);
-    std::size_t c = 0;
-    for (; c + 4 <= n; c += 4) {
+    for (std::size_t c = 0; c + 4 <= n; c += 4) {
         __m256i r = _mm256_setzero_si256();
         for (std::size_t i0 = 0; i0 < s; i0 += 8) {
             const std::size_t i1 = i0 + 8 < s ? i0 + 8 : s;
             __m256i ll_lo = _mm256_setzero_si256(), ll_hi = ll_lo, lh = ll_lo, hl = ll_lo, hh = ll_lo;
             for (std::size_t i = i0; i < i1; ++i) {
                 const __m256i x = load(y[i] + c), x_h = _mm256_srli_epi64(x, 32);
-                const __m256i f_l = set1(f[i]), f_h = set1(f[i] >> 32);
+                __m256i f_l, f_h;
+                factor(i, c, f_l, f_h);
                 const __m256i ll = _mm256_mul_epu32(x, f_l);
                 ll_lo = _mm256_add_epi64(ll_lo, _mm256_and_si256(ll, m32));
                 ll_hi = _mm256_add_epi64(ll_hi, _mm256_srli_epi64(ll, 32));
@@ -123,34 +128,60 @@ void dot_const_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_
             const __m256i part = sub_if_ge(sub_if_ge(_mm256_add_epi64(a, b), v2t), vt);
             r = sub_if_ge(_mm256_add_epi64(r, part), vt);
         }
-        if (index) {  // r - table[index] mod t: a borrow makes the difference negative as a signed word
-            std::int32_t idx4;
-            std::memcpy(&idx4, index + c, 4);
-            const __m256i sub = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(table),
-                                                       _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(idx4)), 8);
-            const __m256i d = _mm256_sub_epi64(r, sub);
-            r = _mm256_add_epi64(d, _mm256_and_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), d), vt));
-        }
-        store(out + c, r);
+        finish(c, r);
     }
-    dot_const_tail(y, f, s, c, n, m, out, index, table);
 }
 
-// One butterfly layer of 4 lanes with per-lane twiddles (w, wp): the forward CT butterfly on [0, 4q) inputs.
-inline void ct_butterfly(__m256i& x, __m256i& y, __m256i w, __m256i wp, __m256i vq, __m256i vq_h, __m256i v2q) {
-    __m256i u = sub_if_ge(x, v2q);
-    __m256i v = mul_shoup_lazy(y, w, _mm256_srli_epi64(w, 32), wp, _mm256_srli_epi64(wp, 32), vq, vq_h);
-    x = _mm256_add_epi64(u, v);
-    y = _mm256_add_epi64(_mm256_sub_epi64(u, v), v2q);
+// Base-conversion dot product with constants.
+void dot_const_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                    const std::uint8_t* index, const u64* table) {
+    const __m256i vt = set1(m.value);
+    dot_columns(
+        y, s, n, m,
+        [&](std::size_t i, std::size_t, __m256i& f_l, __m256i& f_h) {
+            f_l = set1(f[i]);
+            f_h = set1(f[i] >> 32);
+        },
+        [&](std::size_t c, __m256i r) {
+            if (index) {  // r - table[index] mod t: a borrow makes the difference negative as a signed word
+                std::int32_t idx4;
+                std::memcpy(&idx4, index + c, 4);
+                const __m256i sub = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(table),
+                                                           _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(idx4)), 8);
+                const __m256i d = _mm256_sub_epi64(r, sub);
+                r = _mm256_add_epi64(d, _mm256_and_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), d), vt));
+            }
+            store(out + c, r);
+        });
+    dot_const_tail(y, f, s, n & ~std::size_t{3}, n, m, out, index, table);
 }
 
-// The inverse GS butterfly on [0, 2q) inputs.
-inline void gs_butterfly(__m256i& x, __m256i& y, __m256i w, __m256i wp, __m256i vq, __m256i vq_h, __m256i v2q) {
-    __m256i u = x, v = y;
-    x = sub_if_ge(_mm256_add_epi64(u, v), v2q);
-    __m256i d = _mm256_add_epi64(_mm256_sub_epi64(u, v), v2q);
-    y = mul_shoup_lazy(d, w, _mm256_srli_epi64(w, 32), wp, _mm256_srli_epi64(wp, 32), vq, vq_h);
+// Dot product of vectors (key-switching inner products): one reduction per column, where k fused multiply-adds
+// reduce k times.
+void dot_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
+              bool accumulate) {
+    const __m256i vq = set1(m.value);
+    dot_columns(
+        a, k, n, m,
+        [&](std::size_t j, std::size_t c, __m256i& f_l, __m256i& f_h) {
+            f_l = load(b[j] + c);
+            f_h = _mm256_srli_epi64(f_l, 32);
+        },
+        [&](std::size_t c, __m256i r) {
+            if (accumulate) r = sub_if_ge(_mm256_add_epi64(r, load(out + c)), vq);
+            store(out + c, r);
+        });
+    dot_tail(a, b, k, n & ~std::size_t{3}, n, m, out, accumulate);
 }
+
+// ---------------------------------------------------------------- NTT
+// The stages (wide, gap 2, gap 1) are written once over an arithmetic policy A:
+//   IntShoup  64-bit integer lanes, Shoup products from four 32x32-bit multiplies (any q < 2^61);
+//   FpFma     double-precision lanes for q < 2^48: a product y w is exact as h + l (h = fl(y w), l = fma(y, w, -h)),
+//             the quotient round(h / q) is off by less than one, so r = (h - quotient q) + l is exact and in (-q, q)
+//             (2 products, 2 FMAs, a rounding and 2 additions where the integer product takes 10 multiplies).
+// Both keep the same lazy ranges as the scalar body (forward [0, 4q), inverse [0, 2q)) and end on [0, q): the
+// outputs are the same bits.
 
 // Twiddles of stage m for blocks i..i+1 (gap 2): [w_i, w_i, w_{i+1}, w_{i+1}].
 inline __m256i twiddles_gap2(const u64* w) {
@@ -159,93 +190,215 @@ inline __m256i twiddles_gap2(const u64* w) {
 // Twiddles of stage m for blocks i..i+3 (gap 1), in the lane order of unpacklo/hi: [w_i, w_{i+2}, w_{i+1}, w_{i+3}].
 inline __m256i twiddles_gap1(const u64* w) { return _mm256_permute4x64_epi64(load(w), 0xD8); }
 
-// The NTT's stages, shared by the forward (CT) and inverse (GS) transforms as in the AVX-512 file.
-struct NttConsts {
+struct IntShoup {
+    using V = __m256i;
+    struct Tw { __m256i w, w_h, wp, wp_h; };
     __m256i vq, vq_h, v2q;
-    explicit NttConsts(u64 q) : vq(set1(q)), vq_h(set1(q >> 32)), v2q(set1(2 * q)) {}
+    explicit IntShoup(u64 q) : vq(set1(q)), vq_h(set1(q >> 32)), v2q(set1(2 * q)) {}
+    static Tw twiddle(__m256i w, __m256i wp) { return {w, _mm256_srli_epi64(w, 32), wp, _mm256_srli_epi64(wp, 32)}; }
+    static Tw broadcast(u64 w, u64 wp) { return twiddle(set1(w), set1(wp)); }
+    static Tw gap2(const u64* w, const u64* wp) { return twiddle(twiddles_gap2(w), twiddles_gap2(wp)); }
+    static Tw gap1(const u64* w, const u64* wp) { return twiddle(twiddles_gap1(w), twiddles_gap1(wp)); }
+    static V ld(const u64* p) { return load(p); }
+    static void st(u64* p, V v) { store(p, v); }
+    static void st_out(u64* p, V v) { store(p, v); }
+    static V pair_lo(V a, V b) { return _mm256_permute2x128_si256(a, b, 0x20); }
+    static V pair_hi(V a, V b) { return _mm256_permute2x128_si256(a, b, 0x31); }
+    static V unpack_lo(V a, V b) { return _mm256_unpacklo_epi64(a, b); }
+    static V unpack_hi(V a, V b) { return _mm256_unpackhi_epi64(a, b); }
+    V mul(V y, const Tw& t) const { return mul_shoup_lazy(y, t.w, t.w_h, t.wp, t.wp_h, vq, vq_h); }  // [0, 2q)
+    V reduce4(V x) const { return sub_if_ge(sub_if_ge(x, v2q), vq); }                                 // [0, 4q) -> [0, q)
+    template <bool Forward>
+    void butterfly(V& x, V& y, const Tw& t) const {
+        if constexpr (Forward) {  // CT on [0, 4q)
+            const V u = sub_if_ge(x, v2q), v = mul(y, t);
+            x = _mm256_add_epi64(u, v);
+            y = _mm256_add_epi64(_mm256_sub_epi64(u, v), v2q);
+        } else {  // GS on [0, 2q)
+            const V u = x, v = y;
+            x = sub_if_ge(_mm256_add_epi64(u, v), v2q);
+            y = mul(_mm256_add_epi64(_mm256_sub_epi64(u, v), v2q), t);
+        }
+    }
 };
 
-template <bool Forward>
-inline void butterfly(__m256i& x, __m256i& y, __m256i w, __m256i wp, const NttConsts& c) {
-    if constexpr (Forward) ct_butterfly(x, y, w, wp, c.vq, c.vq_h, c.v2q);
-    else gs_butterfly(x, y, w, wp, c.vq, c.vq_h, c.v2q);
+// Integers below 2^52 to doubles and back: the bits of 2^52 + x are those of 2^52 with x in the mantissa.
+inline __m256d to_double(__m256i x) {
+    const __m256i magic = _mm256_set1_epi64x(0x4330000000000000LL);
+    return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, magic)), _mm256_set1_pd(4503599627370496.0));
+}
+inline __m256i to_int(__m256d x) {
+    return _mm256_xor_si256(_mm256_castpd_si256(_mm256_add_pd(x, _mm256_set1_pd(4503599627370496.0))),
+                            _mm256_set1_epi64x(0x4330000000000000LL));
 }
 
-// One stage with gap >= 4: m blocks, each with one twiddle broadcast over its whole x and y halves.
-template <bool Forward>
-inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const NttConsts& c) {
-    for (std::size_t i = 0; i < m; ++i) {
-        const __m256i vw = set1(w[m + i]), vwp = set1(wp[m + i]);
+struct FpFma {
+    static constexpr int kMaxBits = 48;
+    using V = __m256d;
+    using Tw = __m256d;
+    __m256d vq, v2q, vqinv;
+    explicit FpFma(u64 q)
+        : vq(_mm256_set1_pd(static_cast<double>(q))), v2q(_mm256_set1_pd(2.0 * static_cast<double>(q))),
+          vqinv(_mm256_set1_pd(1.0 / static_cast<double>(q))) {}
+    static Tw broadcast(u64 w, u64) { return _mm256_set1_pd(static_cast<double>(w)); }
+    static Tw gap2(const u64* w, const u64*) { return to_double(twiddles_gap2(w)); }
+    static Tw gap1(const u64* w, const u64*) { return to_double(twiddles_gap1(w)); }
+    // The words hold doubles between the first conversion and the last stage (st_out stores integers again).
+    static V ld(const u64* p) { return _mm256_loadu_pd(reinterpret_cast<const double*>(p)); }
+    static void st(u64* p, V v) { _mm256_storeu_pd(reinterpret_cast<double*>(p), v); }
+    static void st_out(u64* p, V v) { store(p, to_int(v)); }
+    static V pair_lo(V a, V b) { return _mm256_permute2f128_pd(a, b, 0x20); }
+    static V pair_hi(V a, V b) { return _mm256_permute2f128_pd(a, b, 0x31); }
+    static V unpack_lo(V a, V b) { return _mm256_unpacklo_pd(a, b); }
+    static V unpack_hi(V a, V b) { return _mm256_unpackhi_pd(a, b); }
+    static V sub_if_ge(V x, V bound) { return _mm256_sub_pd(x, _mm256_and_pd(_mm256_cmp_pd(x, bound, _CMP_GE_OQ), bound)); }
+    // y w mod q in (-q, q) for y < 4q, w < q < 2^48: |round(h / q) - y w / q| < 1/2 + 4q 3 2^-53 < 1.
+    V mul_signed(V y, Tw w) const {
+        const V h = _mm256_mul_pd(y, w);
+        const V l = _mm256_fmsub_pd(y, w, h);  // y w - h, exact
+        const V quot = _mm256_round_pd(_mm256_mul_pd(h, vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        return _mm256_add_pd(_mm256_fnmadd_pd(quot, vq, h), l);  // h - quot q is exact (|.| < 2^53), then + l
+    }
+    V mul(V y, Tw w) const { return _mm256_add_pd(mul_signed(y, w), vq); }  // (0, 2q)
+    V reduce4(V x) const { return sub_if_ge(sub_if_ge(x, v2q), vq); }
+    template <bool Forward>
+    void butterfly(V& x, V& y, Tw w) const {
+        if constexpr (Forward) {
+            const V u = sub_if_ge(x, v2q), v = mul(y, w);
+            x = _mm256_add_pd(u, v);
+            y = _mm256_sub_pd(_mm256_add_pd(u, v2q), v);
+        } else {
+            const V u = x, v = y;
+            x = sub_if_ge(_mm256_add_pd(u, v), v2q);
+            y = mul(_mm256_sub_pd(_mm256_add_pd(u, v2q), v), w);
+        }
+    }
+};
+
+// The stages work on a range of the transform's words, [lo, hi) (aligned to the stage's blocks), so that the last
+// forward stages (first inverse ones) run block by block while the block is in L1.
+// One stage with gap >= 4: blocks of 2 gap words, each with one twiddle broadcast over its whole x and y halves.
+template <bool Forward, class A>
+inline void wide_stage(const A& ar, u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, std::size_t lo,
+                       std::size_t hi) {
+    for (std::size_t i = lo / (2 * gap); i < hi / (2 * gap); ++i) {
+        const auto tw = A::broadcast(w[m + i], wp[m + i]);
         u64* x = a + 2 * i * gap;
         u64* y = x + gap;
         for (std::size_t j = 0; j < gap; j += 4) {
-            __m256i u = load(x + j), v = load(y + j);
-            butterfly<Forward>(u, v, vw, vwp, c);
-            store(x + j, u);
-            store(y + j, v);
+            auto u = A::ld(x + j), v = A::ld(y + j);
+            ar.template butterfly<Forward>(u, v, tw);
+            A::st(x + j, u);
+            A::st(y + j, v);
         }
     }
 }
 
 // Gap 2: two blocks of 4 per pair of registers, halves exchanged across the 128-bit lanes.
-template <bool Forward>
-inline void gap2_stage(u64* a, std::size_t m, const u64* w, const u64* wp, const NttConsts& c) {
-    for (std::size_t i = 0; i < m; i += 2) {
+template <bool Forward, class A>
+inline void gap2_stage(const A& ar, u64* a, std::size_t m, const u64* w, const u64* wp, std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo / 4; i < hi / 4; i += 2) {
         u64* p = a + 4 * i;
-        const __m256i v0 = load(p), v1 = load(p + 4);
-        __m256i x = _mm256_permute2x128_si256(v0, v1, 0x20), y = _mm256_permute2x128_si256(v0, v1, 0x31);
-        butterfly<Forward>(x, y, twiddles_gap2(w + m + i), twiddles_gap2(wp + m + i), c);
-        store(p, _mm256_permute2x128_si256(x, y, 0x20));
-        store(p + 4, _mm256_permute2x128_si256(x, y, 0x31));
+        const auto v0 = A::ld(p), v1 = A::ld(p + 4);
+        auto x = A::pair_lo(v0, v1), y = A::pair_hi(v0, v1);
+        ar.template butterfly<Forward>(x, y, A::gap2(w + m + i, wp + m + i));
+        A::st(p, A::pair_lo(x, y));
+        A::st(p + 4, A::pair_hi(x, y));
     }
 }
 
-// Gap 1: pairs interleaved; the forward transform's last stage also reduces its outputs to [0, q).
-template <bool Forward>
-inline void gap1_stage(u64* a, std::size_t m, const u64* w, const u64* wp, const NttConsts& c) {
-    for (std::size_t i = 0; i < m; i += 4) {
+// Gap 1: pairs interleaved; the forward transform's last stage also reduces its outputs to [0, q) and stores them
+// as integers.
+template <bool Forward, class A>
+inline void gap1_stage(const A& ar, u64* a, std::size_t m, const u64* w, const u64* wp, std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo / 2; i < hi / 2; i += 4) {
         u64* p = a + 2 * i;
-        const __m256i v0 = load(p), v1 = load(p + 4);
-        __m256i x = _mm256_unpacklo_epi64(v0, v1), y = _mm256_unpackhi_epi64(v0, v1);
-        butterfly<Forward>(x, y, twiddles_gap1(w + m + i), twiddles_gap1(wp + m + i), c);
+        const auto v0 = A::ld(p), v1 = A::ld(p + 4);
+        auto x = A::unpack_lo(v0, v1), y = A::unpack_hi(v0, v1);
+        ar.template butterfly<Forward>(x, y, A::gap1(w + m + i, wp + m + i));
         if constexpr (Forward) {
-            x = sub_if_ge(sub_if_ge(x, c.v2q), c.vq);
-            y = sub_if_ge(sub_if_ge(y, c.v2q), c.vq);
+            x = ar.reduce4(x);
+            y = ar.reduce4(y);
+            A::st_out(p, A::unpack_lo(x, y));
+            A::st_out(p + 4, A::unpack_hi(x, y));
+        } else {
+            A::st(p, A::unpack_lo(x, y));
+            A::st(p + 4, A::unpack_hi(x, y));
         }
-        store(p, _mm256_unpacklo_epi64(x, y));
-        store(p + 4, _mm256_unpackhi_epi64(x, y));
     }
+}
+
+// Stages whose blocks are at most kNttBlock words run block by block (the forward transform's last stages, the
+// inverse's first ones): the block stays in L1 through all of them, instead of one pass over the whole transform per
+// stage. The same butterflies in the same order per word: the result is the same bits.
+constexpr std::size_t kNttBlock = 2048;
+
+template <class A>
+void ntt_forward_stages(const A& ar, u64* a, const NttTables& t) {
+    const std::size_t n = t.n();
+    const u64* w = t.root_powers();
+    const u64* wp = t.root_shoup();
+    std::size_t m = 1, gap = n >> 1;
+    for (; gap >= 4 && 2 * gap > kNttBlock; m <<= 1, gap >>= 1) wide_stage<true>(ar, a, m, gap, w, wp, 0, n);
+    const std::size_t block = std::min(n, kNttBlock);
+    for (std::size_t lo = 0; lo < n; lo += block) {
+        std::size_t mb = m;
+        for (std::size_t g = gap; g >= 4; mb <<= 1, g >>= 1) wide_stage<true>(ar, a, mb, g, w, wp, lo, lo + block);
+        gap2_stage<true>(ar, a, mb, w, wp, lo, lo + block);
+        gap1_stage<true>(ar, a, 2 * mb, w, wp, lo, lo + block);
+    }
+}
+
+template <class A>
+void ntt_inverse_stages(const A& ar, u64* a, const NttTables& t) {
+    const std::size_t n = t.n();
+    const u64* w = t.inv_root_powers();
+    const u64* wp = t.inv_root_shoup();
+    const std::size_t block = std::min(n, kNttBlock);
+    std::size_t m = n >> 3, gap = 4;
+    for (std::size_t lo = 0; lo < n; lo += block) {
+        gap1_stage<false>(ar, a, n >> 1, w, wp, lo, lo + block);
+        gap2_stage<false>(ar, a, n >> 2, w, wp, lo, lo + block);
+        std::size_t mb = m;
+        for (std::size_t g = gap; mb >= 1 && 2 * g <= block; mb >>= 1, g <<= 1)
+            wide_stage<false>(ar, a, mb, g, w, wp, lo, lo + block);
+    }
+    while (m >= 1 && 2 * gap <= block) m >>= 1, gap <<= 1;
+    for (; m >= 1; m >>= 1, gap <<= 1) wide_stage<false>(ar, a, m, gap, w, wp, 0, n);
 }
 
 void ntt_forward_avx2(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
     if (n < 16) return ntt_forward_scalar(a, t);
-    const u64* w = t.root_powers();
-    const u64* wp = t.root_shoup();
-    const NttConsts c(t.q());
-    std::size_t m = 1;
-    for (std::size_t gap = n >> 1; gap >= 4; m <<= 1, gap >>= 1) wide_stage<true>(a, m, gap, w, wp, c);
-    gap2_stage<true>(a, m, w, wp, c);
-    gap1_stage<true>(a, 2 * m, w, wp, c);
+    if (t.modulus().bits <= FpFma::kMaxBits) {
+        for (std::size_t i = 0; i < n; i += 4) FpFma::st(a + i, to_double(load(a + i)));
+        return ntt_forward_stages(FpFma(t.q()), a, t);
+    }
+    ntt_forward_stages(IntShoup(t.q()), a, t);
 }
 
 void ntt_inverse_avx2(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
     if (n < 16) return ntt_inverse_scalar(a, t);
-    const u64* w = t.inv_root_powers();
-    const u64* wp = t.inv_root_shoup();
-    const NttConsts c(t.q());
-    std::size_t m = n >> 1;
-    gap1_stage<false>(a, m, w, wp, c);
-    gap2_stage<false>(a, m >> 1, w, wp, c);
-    m >>= 2;
-    for (std::size_t gap = 4; m >= 1; m >>= 1, gap <<= 1) wide_stage<false>(a, m, gap, w, wp, c);
+    if (t.modulus().bits <= FpFma::kMaxBits) {
+        const FpFma ar(t.q());
+        for (std::size_t i = 0; i < n; i += 4) FpFma::st(a + i, to_double(load(a + i)));
+        ntt_inverse_stages(ar, a, t);
+        // times n^-1, to [0, q), back to integers
+        const __m256d ninv = _mm256_set1_pd(static_cast<double>(t.n_inv())), zero = _mm256_setzero_pd();
+        for (std::size_t i = 0; i < n; i += 4) {
+            const __m256d r = ar.mul_signed(FpFma::ld(a + i), ninv);
+            store(a + i, to_int(_mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ), ar.vq))));
+        }
+        return;
+    }
+    ntt_inverse_stages(IntShoup(t.q()), a, t);
     mul_scalar_avx2(a, t.n_inv(), t.n_inv_shoup(), n, t.q(), a);
 }
 
 }  // namespace
 
 const KernelTable kAvx2Kernels = {SimdLevel::avx2, "avx2",  add_avx2,        sub_avx2,         negate_avx2,
-                                  mul_avx2,        mul_scalar_avx2, fma_avx2, dot_const_avx2, ntt_forward_avx2, ntt_inverse_avx2};
+                                  mul_avx2,        mul_scalar_avx2, fma_avx2, dot_const_avx2, dot_avx2, ntt_forward_avx2, ntt_inverse_avx2};
 
 }  // namespace kasoku::arith::detail

@@ -132,6 +132,11 @@ void dot_const_avx512(const u64* const* y, const u64* f, std::size_t s, std::siz
     dot_const_tail(y, f, s, c, n, m, out, index, table);
 }
 
+void dot_avx512(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
+                bool accumulate) {
+    dot_by_fma(mul_avx512, fma_avx512, a, b, k, n, m, out, accumulate);
+}
+
 void ntt_forward_avx512(u64* a, const NttTables& t) {
     if (t.n() < 16) return ntt_forward_scalar(a, t);
     ntt_forward_body<ShoupDq>(a, t);
@@ -147,6 +152,6 @@ void ntt_inverse_avx512(u64* a, const NttTables& t) {
 
 const KernelTable kAvx512Kernels = {SimdLevel::avx512, KASOKU_ISA_LABEL("avx512"), add_avx512, sub_avx512,
                                     negate_avx512,     mul_avx512,  mul_scalar_avx512,  fma_avx512, dot_const_avx512,
-                                    ntt_forward_avx512, ntt_inverse_avx512};
+                                    dot_avx512,        ntt_forward_avx512, ntt_inverse_avx512};
 
 }  // namespace kasoku::arith::detail::KASOKU_ISA_NS

@@ -107,10 +107,15 @@ void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_
     dot_const_tail(y, f, s, c, n, m, out, index, table);
 }
 
+void dot_ifma(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
+              bool accumulate) {
+    dot_by_fma(mul_ifma, fma_ifma, a, b, k, n, m, out, accumulate);
+}
+
 }  // namespace
 
 const KernelTable kIfmaKernels = {SimdLevel::ifma, KASOKU_ISA_LABEL("ifma"), add_ifma,       sub_ifma,
                                   negate_ifma,     mul_ifma,               mul_scalar_ifma, fma_ifma, dot_const_ifma,
-                                  ntt_forward_ifma, ntt_inverse_ifma};
+                                  dot_ifma,        ntt_forward_ifma, ntt_inverse_ifma};
 
 }  // namespace kasoku::arith::detail::KASOKU_ISA_NS

@@ -85,6 +85,31 @@ void dot_const_tail(const u64* const* y, const u64* f, std::size_t s, std::size_
     dot_const_scalar(tail.data(), f, s, n - c, m, out + c, index ? index + c : nullptr, table);
 }
 
+// Sums of up to 32 products below 2^122 fit in 128 bits; longer sums are reduced in chunks.
+void dot_scalar(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
+                bool accumulate) {
+    for (std::size_t c = 0; c < n; ++c) {
+        u64 r = accumulate ? out[c] : 0;
+        for (std::size_t j0 = 0; j0 < k; j0 += 32) {
+            u128 acc = 0;
+            for (std::size_t j = j0; j < k && j < j0 + 32; ++j) acc += static_cast<u128>(a[j][c]) * b[j][c];
+            r = add_mod(r, reduce_128(acc, m), m.value);
+        }
+        out[c] = r;
+    }
+}
+
+void dot_tail(const u64* const* a, const u64* const* b, std::size_t k, std::size_t c, std::size_t n, const Modulus& m,
+              u64* out, bool accumulate) {
+    if (c >= n) return;
+    std::vector<const u64*> ta(k), tb(k);
+    for (std::size_t j = 0; j < k; ++j) {
+        ta[j] = a[j] + c;
+        tb[j] = b[j] + c;
+    }
+    dot_scalar(ta.data(), tb.data(), k, n - c, m, out + c, accumulate);
+}
+
 void ntt_forward_scalar(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
     const u64 q = t.q(), two_q = 2 * q;
@@ -137,6 +162,6 @@ void ntt_inverse_scalar(u64* a, const NttTables& t) {
 
 const KernelTable kScalarKernels = {SimdLevel::scalar, "scalar",  add_scalar,         sub_scalar,
                                     negate_scalar,     mul_scalar_body, mul_by_scalar, fma_scalar, dot_const_scalar,
-                                    ntt_forward_scalar, ntt_inverse_scalar};
+                                    dot_scalar,        ntt_forward_scalar, ntt_inverse_scalar};
 
 }  // namespace kasoku::arith::detail

@@ -72,8 +72,9 @@ private:
         RnsPoly scaled;                // y_i = [d]_{q_i} (Q_j/q_i)^-1 mod q_i, coefficient form
     };
     Decomposed decompose(const RnsPoly& d, int threads) const;
-    // Limb `limb` (of the Q_l * P basis) of ModUp(digit j), NTT form, into out[0..n).
-    void mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t limb_index, u64* out) const;
+    // Limb `limb` (of the Q_l * P basis) of ModUp(digit j), NTT form: d's own limb when it is one of the digit's,
+    // else computed into scratch[0..n); returns where it is.
+    const u64* mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t limb_index, u64* scratch) const;
     // out = round(a / R) (+ addend, then permuted by perm) on the first `keep` q-limbs, R = the product of the primes of
     // src_limbs; out may be a.
     void divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
@@ -394,17 +395,15 @@ CpuBackend::Decomposed CpuBackend::decompose(const RnsPoly& d, int threads) cons
     return dec;
 }
 
-void CpuBackend::mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t t, u64* out) const {
+const u64* CpuBackend::mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t t, u64* out) const {
     const std::size_t begin = ring().digit_begin(digit), m = ring().digit_size(digit, dec.num_q);
-    if (t >= begin && t < begin + m) {  // a limb of the digit itself
-        std::copy(limb(*dec.ntt, t), limb(*dec.ntt, t) + n_, out);
-        return;
-    }
+    if (t >= begin && t < begin + m) return limb(*dec.ntt, t);  // a limb of the digit itself
     const u64* y[64];
     for (std::size_t i = 0; i < m; ++i) y[i] = limb(dec.scaled, begin + i);
     const std::size_t idx = pidx(t, dec.num_q);
     digit_converter(digit, dec.num_q).convert_to(idx, y, n_, out);
     arith::ntt_forward(out, *ntt_[idx]);
+    return out;
 }
 
 std::vector<RnsPoly> CpuBackend::do_mod_up(const RnsPoly& d, Exec exec) const {
@@ -415,24 +414,28 @@ std::vector<RnsPoly> CpuBackend::do_mod_up(const RnsPoly& d, Exec exec) const {
     for (std::size_t j = 0; j < digits; ++j) out.push_back(poly(nq, np, true));
     parallel_for(exec.threads, digits * (nq + np), [&](std::size_t i) {
         const std::size_t j = i / (nq + np), t = i % (nq + np);
-        mod_up_limb(dec, j, t, limb(out[j], t));
+        u64* dst = limb(out[j], t);
+        const u64* src = mod_up_limb(dec, j, t, dst);
+        if (src != dst) std::copy(src, src + n_, dst);
     });
     return out;
 }
 
 // The key-switching inner product, written once: for each key half H in `halves` (the b and/or a digits of one key),
-// acc_H = sum_j D_j * H_j on limb t (onto acc_H when `add`). D_j = digit(j) is a limb of the ModUp digits (hoisting)
-// or one computed on the fly (one key switch: then both halves share each D_j). Whole limbs: long sequential streams
-// over digits and keys prefetch best.
-template <std::size_t H, class Digit>
-void dot_digits(std::size_t digits, Digit&& digit, const std::array<const std::vector<RnsPoly>*, H>& halves, std::size_t kl,
+// acc_H = sum_j D_j * H_j on limb t (onto acc_H when `add`), D_j = d[j] a limb of digit j after ModUp. One reduction
+// per column (arith::dot_mod). With two halves the columns go in blocks, so that the digits' block stays in L1 for
+// the second half; one half reads whole limbs (long streams prefetch best).
+template <std::size_t H>
+void dot_digits(const std::vector<const u64*>& d, const std::array<const std::vector<RnsPoly>*, H>& halves, std::size_t kl,
                 const std::array<u64*, H>& acc, bool add, std::size_t n, const Modulus& m) {
-    for (std::size_t j = 0; j < digits; ++j) {
-        const u64* dj = digit(j);
+    const std::size_t k = d.size(), block = H > 1 ? std::min<std::size_t>(n, 2048) : n;
+    std::vector<const u64*> db(k), kb(k);
+    for (std::size_t c = 0; c < n; c += block) {
+        const std::size_t len = std::min(block, n - c);
+        for (std::size_t j = 0; j < k; ++j) db[j] = d[j] + c;
         for (std::size_t h = 0; h < H; ++h) {
-            const u64* kj = limb((*halves[h])[j], kl);
-            if (j == 0 && !add) arith::mul_mod(dj, kj, n, m, acc[h]);
-            else arith::fma_mod(dj, kj, acc[h], n, m, acc[h]);
+            for (std::size_t j = 0; j < k; ++j) kb[j] = limb((*halves[h])[j], kl) + c;
+            arith::dot_mod(db.data(), kb.data(), k, len, m, acc[h] + c, add);
         }
     }
 }
@@ -441,14 +444,11 @@ void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& 
     const std::size_t nq = d.num_q(), np = ring().p_count(), L1 = ring().q_count(), digits = ring().digits_at(nq);
     const Decomposed dec = decompose(d, exec.threads);
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
-        AlignedWords tmp(n_);
+        AlignedWords tmp(digits * n_);
+        std::vector<const u64*> dt(digits);
+        for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
         const std::size_t kl = t < nq ? t : L1 + (t - nq);  // limb of the key (over Q_L * P)
-        auto digit = [&](std::size_t j) {
-            mod_up_limb(dec, j, t, tmp.data());
-            return static_cast<const u64*>(tmp.data());
-        };
-        dot_digits<2>(digits, digit, {&key.b, &key.a}, kl, {limb(b, t), limb(a, t)}, false, n_,
-                                       ring().modulus(kl));
+        dot_digits<2>(dt, {&key.b, &key.a}, kl, {limb(b, t), limb(a, t)}, false, n_, ring().modulus(kl));
     });
 }
 
@@ -462,7 +462,8 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
         const std::size_t kl = t < nq ? t : L1 + (t - nq);  // limb of the key (over Q_L * P)
         const Modulus& m = ring().modulus(kl);
         const u64 q = m.value;
-        auto digit = [&](std::size_t j) { return limb(digits[j], t); };
+        std::vector<const u64*> dt(digits.size());
+        for (std::size_t j = 0; j < digits.size(); ++j) dt[j] = limb(digits[j], t);
         // dst (+)= src[p] (no p: src itself): the first key writes, the others add (branch-free, values < q < 2^63).
         auto permute_into = [&](u64* dst, const u64* src, const std::uint32_t* p, bool first) {
             if (first && p) {
@@ -486,13 +487,13 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
             const GadgetKey& key = *terms[e].key;
             const std::uint32_t* p = perms[e] ? perms[e]->data() : nullptr;
             if (!p) {  // the product is the result: accumulate it in place
-                dot_digits<1>(digits.size(), digit, {&key.b}, kl, {limb(b, t)}, e > 0, n_, m);
-                dot_digits<1>(digits.size(), digit, {&key.a}, kl, {limb(a, t)}, e > 0, n_, m);
+                dot_digits<1>(dt, {&key.b}, kl, {limb(b, t)}, e > 0, n_, m);
+                dot_digits<1>(dt, {&key.a}, kl, {limb(a, t)}, e > 0, n_, m);
             } else {
                 if (tmp.empty()) tmp.resize(n_);
-                dot_digits<1>(digits.size(), digit, {&key.b}, kl, {tmp.data()}, false, n_, m);
+                dot_digits<1>(dt, {&key.b}, kl, {tmp.data()}, false, n_, m);
                 permute_into(limb(b, t), tmp.data(), p, e == 0);
-                dot_digits<1>(digits.size(), digit, {&key.a}, kl, {tmp.data()}, false, n_, m);
+                dot_digits<1>(dt, {&key.a}, kl, {tmp.data()}, false, n_, m);
                 permute_into(limb(a, t), tmp.data(), p, e == 0);
             }
             if (c0_limb) permute_into(limb(*c0_out, t), c0_limb, p, e == 0);

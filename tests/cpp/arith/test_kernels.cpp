@@ -125,6 +125,52 @@ TEST(Kernels, DotConstMatchesReference) {
     }
 }
 
+// dot (key-switching inner products): against products reduced one by one, every body, with and without
+// accumulation, in place (out = a[0]) and not, at q - 1 everywhere in some columns (the largest 128-bit sums).
+TEST(Kernels, DotMatchesReference) {
+    const KernelTable& ref = kernel_table(SimdLevel::scalar);
+    std::mt19937_64 rng(13);
+    auto bodies = bodies_under_test();
+    bodies.insert(bodies.begin(), &ref);
+    for (int bits : {30, 40, 49, 50, 52, 60, 61}) {
+        const Modulus m(generate_ntt_primes(bits, 1, 1024)[0]);
+        const u64 q = m.value;
+        for (size_t k : {1, 2, 3, 4, 7, 8, 9, 16, 33}) {
+            for (size_t n : {1, 3, 4, 67, 4099}) {
+                std::vector<std::vector<u64>> a(k), b(k);
+                std::vector<const u64*> ap(k), bp(k);
+                for (size_t j = 0; j < k; ++j) {
+                    a[j] = residues(rng, n, q);
+                    b[j] = residues(rng, n, q);
+                    a[j][0] = b[j][0] = q - 1;
+                    if (n > 4) a[j][n - 1] = b[j][n - 2] = q - 1;
+                    ap[j] = a[j].data();
+                    bp[j] = b[j].data();
+                }
+                const auto acc = residues(rng, n, q);
+                for (bool accumulate : {false, true}) {
+                    std::vector<u64> expect = accumulate ? acc : std::vector<u64>(n, 0);
+                    for (size_t c = 0; c < n; ++c)
+                        for (size_t j = 0; j < k; ++j)
+                            expect[c] = add_mod(expect[c], reduce_128(static_cast<u128>(a[j][c]) * b[j][c], m), q);
+                    for (const KernelTable* body : bodies) {
+                        std::vector<u64> out = accumulate ? acc : std::vector<u64>(n, 7);
+                        body->dot(ap.data(), bp.data(), k, n, m, out.data(), accumulate);
+                        ASSERT_EQ(out, expect) << "body=" << body->name << " bits=" << bits << " k=" << k << " n=" << n
+                                               << " accumulate=" << accumulate;
+                        if (accumulate) continue;
+                        auto in_place = a[0];  // out = a[0]
+                        std::vector<const u64*> ap2 = ap;
+                        ap2[0] = in_place.data();
+                        body->dot(ap2.data(), bp.data(), k, n, m, in_place.data(), false);
+                        ASSERT_EQ(in_place, expect) << "in place, body=" << body->name << " bits=" << bits << " k=" << k;
+                    }
+                }
+            }
+        }
+    }
+}
+
 // permute: small outputs (plain stores) and large ones (streamed), against the plain loop.
 TEST(Kernels, PermuteMatchesPlainLoop) {
     std::mt19937_64 rng(12);
@@ -163,10 +209,12 @@ TEST(Kernels, NttBodiesMatchScalar) {
     std::mt19937_64 rng(9);
     for (const KernelTable* body : bodies_under_test()) {
         const KernelTable& k = *body;
-        for (int bits : {30, 40, 49, 50, 51, 60, 61}) {
-            for (size_t n : {8, 16, 32, 1024, 8192}) {
+        // 47, 48: the AVX2 body's double-precision path at its largest primes; 49 and up: its integer path
+        for (int bits : {30, 40, 47, 48, 49, 50, 51, 60, 61}) {
+            for (size_t n : {8, 16, 32, 1024, 8192, 65536}) {
                 const NttTables t(generate_ntt_primes(bits, 1, n)[0], n);
                 auto a = residues(rng, n, t.q());
+                if (n == 1024) std::fill(a.begin(), a.end(), t.q() - 1);  // every input at its largest
                 auto b = a;
                 ref.ntt_forward(a.data(), t);
                 k.ntt_forward(b.data(), t);
