@@ -37,6 +37,7 @@ from ._kasoku import (  # noqa: F401
     SecretKey,
     SwitchKey,
     build_info,
+    cuda_info,
     hardware_threads,
     matmul,
     matmul_schoolbook,
@@ -57,6 +58,6 @@ __all__ = [
     "InternalError", "KeyPair",
     "LazyCiphertext", "LevelError", "LinearTransform", "MatrixEncoder", "matmul", "matmul_schoolbook",
     "MissingKeyError", "ParameterError", "Parameters", "Plaintext", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
-    "SwitchKey", "build_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports",
+    "SwitchKey", "build_info", "cuda_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports",
     "trace_doubling_steps", "trace_galois_elements", "trace_group_sizes", "sched", "__version__",
 ]

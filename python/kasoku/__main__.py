@@ -9,12 +9,23 @@ import sys
 import kasoku as ks
 
 
+def _cuda_version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}" if v else "none"
+
+
 def info() -> int:
     print(f"kasoku {ks.__version__}")
     print(f"SIMD body in use: {ks.simd_active()} (KASOKU_SIMD={os.environ.get('KASOKU_SIMD', 'auto')})")
     print(f"SIMD bodies runnable here: {', '.join(ks.simd_available())}")
     print(f"CPU supports: {', '.join(ks.simd_cpu_supports())}")
     print(f"threads (all cores): {ks.hardware_threads()}")
+    cuda = ks.cuda_info()
+    if cuda["available"]:
+        print(f"CUDA device: {cuda['name']}, {cuda['memory_bytes'] / 2**30:.1f} GiB, compute capability "
+              f"{cuda['compute_capability']} ({cuda['devices']} device(s)); CUDA runtime {_cuda_version(cuda['runtime_version'])}, "
+              f"driver {_cuda_version(cuda['driver_version'])}")
+    else:
+        print(f"CUDA: {'compiled in' if cuda['compiled'] else 'not compiled in'}; no device: {cuda['reason']}")
     for k, v in sorted(ks.build_info().items()):
         print(f"build {k}: {v}")
     return 0

@@ -156,6 +156,10 @@ def test_serialization_rejects_bad_bytes(env):
 def test_cli_info_and_bench(tmp_path):
     out = subprocess.run([sys.executable, "-m", "kasoku", "info"], capture_output=True, text=True, check=True).stdout
     assert "SIMD body in use" in out and ks.__version__ in out
+    cuda = ks.cuda_info()
+    assert ("CUDA device:" in out) == cuda["available"]
+    if not cuda["available"]:
+        assert cuda["reason"] and cuda["reason"] in out  # says why there is no GPU
     path = tmp_path / "b.jsonl"
     subprocess.run([sys.executable, "-m", "kasoku", "bench", "--params", "T12", "--threads", "1", "--reps", "1",
                     "--json", str(path)], capture_output=True, text=True, check=True)

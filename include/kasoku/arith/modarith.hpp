@@ -2,8 +2,16 @@
 // Barrett reduction (two-word constant floor(2^128/q)) for products of two variables,
 // Shoup ("precon") constants floor(w * 2^64 / q) for products by a fixed w, lazy variants
 // that leave results in [0, 2q) for the NTT butterflies. Nothing here throws or checks its inputs.
+// The per-word functions are KASOKU_HD: the CUDA kernels (src/kasoku/gpu) compute with this very code, so that the
+// device gives the same bits as the host (and the CPU tests cover the device's arithmetic).
 #pragma once
 #include <cstdint>
+
+#if defined(__CUDACC__)
+#define KASOKU_HD __host__ __device__
+#else
+#define KASOKU_HD
+#endif
 
 namespace kasoku::arith {
 
@@ -13,7 +21,13 @@ using u128 = unsigned __int128;
 // Largest modulus bit size supported: 4q must fit in 63 bits for the lazy NTT and AVX2 compares.
 inline constexpr int kMaxModulusBits = 61;
 
-inline u64 mul_hi(u64 a, u64 b) { return static_cast<u64>((static_cast<u128>(a) * b) >> 64); }
+KASOKU_HD inline u64 mul_hi(u64 a, u64 b) {
+#if defined(__CUDA_ARCH__)
+    return __umul64hi(a, b);
+#else
+    return static_cast<u64>((static_cast<u128>(a) * b) >> 64);
+#endif
+}
 
 // A modulus with its precomputed reduction constants.
 struct Modulus {
@@ -33,7 +47,7 @@ struct Modulus {
 };
 
 // x mod q for x < 2^128 (Barrett with the two-word constant; result in [0, q)).
-inline u64 reduce_128(u128 x, const Modulus& m) {
+KASOKU_HD inline u64 reduce_128(u128 x, const Modulus& m) {
     u64 x0 = static_cast<u64>(x), x1 = static_cast<u64>(x >> 64);
     // quotient estimate = floor(x * ratio / 2^128), computed from the partial products
     u128 t = static_cast<u128>(x0) * m.ratio_lo;
@@ -46,18 +60,18 @@ inline u64 reduce_128(u128 x, const Modulus& m) {
     return r;
 }
 
-inline u64 reduce_64(u64 x, const Modulus& m) { return reduce_128(x, m); }
+KASOKU_HD inline u64 reduce_64(u64 x, const Modulus& m) { return reduce_128(x, m); }
 
-inline u64 mul_mod(u64 a, u64 b, const Modulus& m) { return reduce_128(static_cast<u128>(a) * b, m); }
-inline u64 add_mod(u64 a, u64 b, u64 q) { u64 s = a + b; return s >= q ? s - q : s; }
-inline u64 sub_mod(u64 a, u64 b, u64 q) { return a >= b ? a - b : a + q - b; }
-inline u64 neg_mod(u64 a, u64 q) { return a == 0 ? 0 : q - a; }
+KASOKU_HD inline u64 mul_mod(u64 a, u64 b, const Modulus& m) { return reduce_128(static_cast<u128>(a) * b, m); }
+KASOKU_HD inline u64 add_mod(u64 a, u64 b, u64 q) { u64 s = a + b; return s >= q ? s - q : s; }
+KASOKU_HD inline u64 sub_mod(u64 a, u64 b, u64 q) { return a >= b ? a - b : a + q - b; }
+KASOKU_HD inline u64 neg_mod(u64 a, u64 q) { return a == 0 ? 0 : q - a; }
 
 // Shoup constant for multiplying by a fixed w < q.
 inline u64 shoup(u64 w, u64 q) { return static_cast<u64>((static_cast<u128>(w) << 64) / q); }
 // w * x mod q in [0, 2q) for any x < 2^64 (Harvey).
-inline u64 mul_shoup_lazy(u64 x, u64 w, u64 wp, u64 q) { return w * x - mul_hi(x, wp) * q; }
-inline u64 mul_shoup(u64 x, u64 w, u64 wp, u64 q) {
+KASOKU_HD inline u64 mul_shoup_lazy(u64 x, u64 w, u64 wp, u64 q) { return w * x - mul_hi(x, wp) * q; }
+KASOKU_HD inline u64 mul_shoup(u64 x, u64 w, u64 wp, u64 q) {
     u64 r = mul_shoup_lazy(x, w, wp, q);
     return r >= q ? r - q : r;
 }

@@ -29,6 +29,15 @@ public:
     // (Halevi-Polyakov-Shoup floating-point correction).
     void overflow_count(const std::uint64_t* const* y, std::size_t n, std::uint8_t* v) const;
 
+    // The tables, for a backend that uploads them (a GPU): (Q/q_i)^-1 mod q_i and its Shoup constant; (Q/q_i) mod t
+    // at [t * |src| + i]; v Q mod t at [t * (|src| + 1) + v]; 1 / q_i.
+    const std::vector<std::uint64_t>& source_inverses() const { return inv_; }
+    const std::vector<std::uint64_t>& source_inverses_shoup() const { return inv_shoup_; }
+    const std::vector<std::uint64_t>& factors() const { return factor_; }
+    const std::vector<std::uint64_t>& q_multiples() const { return q_mod_t_; }
+    const std::vector<double>& inverse_primes() const { return inv_q_; }
+    const std::vector<arith::Modulus>& targets() const { return dst_; }
+
 private:
     std::vector<arith::Modulus> src_, dst_;
     std::vector<std::uint64_t> inv_, inv_shoup_;  // (Q/q_i)^-1 mod q_i

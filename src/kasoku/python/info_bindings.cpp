@@ -13,6 +13,7 @@
 #include "kasoku/arith/primes.hpp"
 #include "kasoku/arith/simd.hpp"
 #include "kasoku/ckks/trace.hpp"
+#include "kasoku/gpu/cuda.hpp"
 #include "kasoku/support/threads.hpp"
 
 namespace nb = nanobind;
@@ -51,6 +52,22 @@ void bind_info(nb::module_& m) {
         return out;
     }, "Kernel bodies this CPU runs (compiled in or not).");
     m.def("hardware_threads", &hardware_threads);
+    m.def("cuda_info", [] {
+        const gpu::CudaInfo c = gpu::cuda_info();
+        nb::dict d;
+        d["compiled"] = c.compiled;
+        d["available"] = c.available;
+        d["reason"] = c.reason;
+        d["devices"] = c.devices;
+        d["name"] = c.name;
+        d["memory_bytes"] = c.memory_bytes;
+        d["compute_capability"] = std::to_string(c.compute_major) + "." + std::to_string(c.compute_minor);
+        d["runtime_version"] = c.runtime_version;
+        d["driver_version"] = c.driver_version;
+        return d;
+    }, "What this build and machine have of CUDA: compiled, available (a device can be used now), reason (why not), "
+       "devices, name, memory_bytes and compute_capability of device 0, runtime_version and driver_version (CUDA's "
+       "1000 * major + 10 * minor). Never raises.");
     m.def("build_info", [] {
         std::map<std::string, std::string> info;
         info["compiler"] = __VERSION__;

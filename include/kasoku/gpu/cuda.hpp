@@ -1,0 +1,32 @@
+// The CUDA side of kasoku (seed 002, docs/DESIGN.md §3.3): what this build and machine have, and device memory for
+// polynomials. Built with KASOKU_CUDA=AUTO|ON (AUTO: when nvcc is found); a build without CUDA has the same API, and
+// says so (cuda_info().reason; cuda_memory throws).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "kasoku/rns/rns_poly.hpp"
+
+namespace kasoku::gpu {
+
+struct CudaInfo {
+    bool compiled = false;   // this build has the CUDA code
+    bool available = false;  // and a device can be used now
+    std::string reason;      // why not, when !available (from CUDA when it answered)
+    int devices = 0;
+    std::string name;        // device 0
+    std::size_t memory_bytes = 0;
+    int compute_major = 0, compute_minor = 0;
+    int runtime_version = 0, driver_version = 0;  // CUDA's encoding: 1000 * major + 10 * minor
+};
+
+// Never throws.
+CudaInfo cuda_info();
+
+// Device memory of `device` from its stream-ordered pool (cudaMallocAsync on one stream; transfers synchronise that
+// stream). Throws DeviceError (with CUDA's message) when this build has no CUDA or there is no such device, and
+// when CUDA fails later (out of device memory among others).
+std::shared_ptr<const rns::PolyMemory> cuda_memory(int device = 0);
+
+}  // namespace kasoku::gpu
