@@ -27,6 +27,9 @@ public:
     // Transfers between this memory and host memory.
     virtual void to_host(const std::uint64_t* src, std::size_t words, std::uint64_t* host_dst) const = 0;
     virtual void from_host(const std::uint64_t* host_src, std::size_t words, std::uint64_t* dst) const = 0;
+    // Waits until every operation queued on this memory has finished (a device's work is asynchronous; host memory's
+    // is done when the call returns). Timings call it.
+    virtual void synchronize() const {}
 };
 
 // Host RAM through the per-thread block pool of support/aligned.hpp (the CPU backend's memory).

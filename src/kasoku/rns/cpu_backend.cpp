@@ -10,6 +10,7 @@
 #include "kasoku/arith/ntt.hpp"
 #include "kasoku/rns/backend.hpp"
 #include "kasoku/rns/base_conv.hpp"
+#include "kasoku/rns/scaling_tables.hpp"
 #include "kasoku/support/aligned.hpp"
 #include "kasoku/support/error.hpp"
 #include "kasoku/support/random.hpp"
@@ -83,80 +84,19 @@ private:
     void divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
                               int threads, const std::int64_t* addend = nullptr) const;
     const BaseConverter& digit_converter(std::size_t digit, std::size_t num_q) const {
-        const std::size_t alpha = ring().alpha();
-        return digit_conv_[digit * alpha + (ring().digit_size(digit, num_q) - 1)];
+        return t_.digit_converter(ring(), digit, num_q);
     }
     std::size_t pidx(std::size_t limb_index, std::size_t num_q) const { return ring().prime_index(limb_index, num_q); }
 
     std::size_t n_;
     std::vector<std::unique_ptr<arith::NttTables>> ntt_;
-    // rescale: q_l^-1 mod q_i, Shoup; (q_l >> 1) mod q_i
-    std::vector<std::vector<u64>> rescale_inv_, rescale_inv_shoup_, rescale_half_;
-    // ModUp: converter from the first m primes of digit j to every prime, index j * alpha + (m - 1)
-    std::vector<BaseConverter> digit_conv_;
-    // ModDown: P -> all q; P^-1 mod q_i; P mod q_i; p_0^-1 and (p_0 >> 1) mod q_i
-    BaseConverter p_to_q_;
-    std::vector<u64> p_inv_, p_inv_shoup_, p_mod_q_, p_mod_q_shoup_, p0_inv_, p0_inv_shoup_, p0_half_;
-    // Fused ModDown + rescale at level l: (P, q_l) -> q_0..q_{l-1}; (P q_l)^-1 mod q_i
-    std::vector<BaseConverter> pq_to_q_;
-    std::vector<std::vector<u64>> pq_inv_, pq_inv_shoup_;
+    ScalingTables t_;  // rescale, ModUp and ModDown constants
 };
 
-CpuBackend::CpuBackend(std::shared_ptr<const RnsContext> r) : Backend(std::move(r), host_memory()), n_(ring().n()) {
-    const RnsContext& R = ring();
-    const std::vector<u64>& q = R.q_primes();
-    const std::vector<u64>& p = R.p_primes();
-    const std::size_t all = q.size() + p.size();
-    std::vector<Modulus> mods;
-    for (std::size_t i = 0; i < all; ++i) {
-        mods.push_back(R.modulus(i));
-        ntt_.push_back(std::make_unique<arith::NttTables>(R.prime(i), n_));
-    }
-    const std::size_t L = q.size() - 1;
-    rescale_inv_.resize(L + 1); rescale_inv_shoup_.resize(L + 1); rescale_half_.resize(L + 1);
-    for (std::size_t l = 1; l <= L; ++l) {
-        for (std::size_t i = 0; i < l; ++i) {
-            u64 inv = arith::inv_mod(q[l] % q[i], mods[i]);
-            rescale_inv_[l].push_back(inv);
-            rescale_inv_shoup_[l].push_back(arith::shoup(inv, q[i]));
-            rescale_half_[l].push_back((q[l] >> 1) % q[i]);
-        }
-    }
-    const std::size_t alpha = R.alpha(), digits = R.dnum();
-    digit_conv_.resize(digits * alpha);
-    for (std::size_t j = 0; j < digits; ++j) {
-        const std::size_t begin = R.digit_begin(j), full = R.digit_size(j, q.size());
-        for (std::size_t m = 1; m <= full; ++m) {
-            std::vector<Modulus> src(mods.begin() + begin, mods.begin() + begin + m);
-            digit_conv_[j * alpha + m - 1] = BaseConverter(src, mods);
-        }
-    }
-    if (p.empty()) return;
-    std::vector<Modulus> pm(mods.begin() + q.size(), mods.end());
-    std::vector<Modulus> qm(mods.begin(), mods.begin() + q.size());
-    p_to_q_ = BaseConverter(pm, qm);
-    for (std::size_t i = 0; i <= L; ++i) {
-        u64 pi = 1;
-        for (u64 pj : p) pi = arith::mul_mod(pi, pj % q[i], mods[i]);
-        p_mod_q_.push_back(pi);
-        p_mod_q_shoup_.push_back(arith::shoup(pi, q[i]));
-        p_inv_.push_back(arith::inv_mod(pi, mods[i]));
-        p_inv_shoup_.push_back(arith::shoup(p_inv_.back(), q[i]));
-        p0_inv_.push_back(arith::inv_mod(p[0] % q[i], mods[i]));
-        p0_inv_shoup_.push_back(arith::shoup(p0_inv_.back(), q[i]));
-        p0_half_.push_back((p[0] >> 1) % q[i]);
-    }
-    pq_to_q_.resize(L + 1); pq_inv_.resize(L + 1); pq_inv_shoup_.resize(L + 1);
-    for (std::size_t l = 1; l <= L; ++l) {
-        std::vector<Modulus> src = pm;
-        src.push_back(mods[l]);
-        pq_to_q_[l] = BaseConverter(src, std::vector<Modulus>(mods.begin(), mods.begin() + l));
-        for (std::size_t i = 0; i < l; ++i) {
-            u64 v = arith::mul_mod(p_inv_[i], rescale_inv_[l][i], mods[i]);
-            pq_inv_[l].push_back(v);
-            pq_inv_shoup_[l].push_back(arith::shoup(v, q[i]));
-        }
-    }
+CpuBackend::CpuBackend(std::shared_ptr<const RnsContext> r)
+    : Backend(std::move(r), host_memory()), n_(ring().n()), t_(ring()) {
+    for (std::size_t i = 0; i < ring().q_count() + ring().p_count(); ++i)
+        ntt_.push_back(std::make_unique<arith::NttTables>(ring().prime(i), n_));
 }
 
 // ---------------------------------------------------------------- host transfers and element-wise operations
@@ -304,11 +244,11 @@ void CpuBackend::divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* i
 
 void CpuBackend::do_rescale(RnsPoly& a, Exec exec) const {
     const std::size_t l = a.num_q() - 1;
-    divide_round_by_last(a, l, rescale_inv_[l].data(), rescale_inv_shoup_[l].data(), rescale_half_[l].data(), exec.threads);
+    divide_round_by_last(a, l, t_.rescale_inv[l].data(), t_.rescale_inv_shoup[l].data(), t_.rescale_half[l].data(), exec.threads);
 }
 
 void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
-    divide_round_by_last(a, a.num_q(), p0_inv_.data(), p0_inv_shoup_.data(), p0_half_.data(), exec.threads, addend);
+    divide_round_by_last(a, a.num_q(), t_.p0_inv.data(), t_.p0_inv_shoup.data(), t_.p0_half.data(), exec.threads, addend);
 }
 
 void CpuBackend::divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
@@ -348,7 +288,7 @@ void CpuBackend::do_mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois
     const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
     std::vector<std::size_t> src(np);
     for (std::size_t j = 0; j < np; ++j) src[j] = nq + j;  // the P limbs
-    divide_exact(a, src, p_to_q_, p_inv_.data(), p_inv_shoup_.data(), nq, out, exec.threads, addend,
+    divide_exact(a, src, t_.p_to_q, t_.p_inv.data(), t_.p_inv_shoup.data(), nq, out, exec.threads, addend,
                  perm ? perm->data() : nullptr);
 }
 
@@ -357,7 +297,7 @@ void CpuBackend::do_mod_down_rescale(RnsPoly& a, Exec exec) const {
     std::vector<std::size_t> src(np + 1);
     for (std::size_t j = 0; j < np; ++j) src[j] = l + 1 + j;  // the P limbs, then q_l
     src.back() = l;
-    divide_exact(a, src, pq_to_q_[l], pq_inv_[l].data(), pq_inv_shoup_[l].data(), l, a, exec.threads);
+    divide_exact(a, src, t_.pq_to_q[l], t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(), l, a, exec.threads);
 }
 
 void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const {
@@ -371,7 +311,7 @@ void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first,
         u64* dst = limb(x, i);
         for (std::size_t c = 0; c < n_; c += kBlock) {
             const std::size_t len = std::min(kBlock, n_ - c);
-            arith::mul_scalar_mod(src + c, p_mod_q_[i], p_mod_q_shoup_[i], len, q[i], t);
+            arith::mul_scalar_mod(src + c, t_.p_mod_q[i], t_.p_mod_q_shoup[i], len, q[i], t);
             arith::add_mod(dst + c, t, len, q[i], dst + c);
         }
         secure_wipe(t, sizeof t);

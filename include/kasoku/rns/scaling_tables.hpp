@@ -1,0 +1,34 @@
+// The constants of rescaling, ModUp and ModDown, computed once per ring for every backend: the CPU backend uses them
+// in place, a device backend uploads them. One computation, so that every backend divides by the same numbers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kasoku/rns/base_conv.hpp"
+#include "kasoku/rns/rns_context.hpp"
+
+namespace kasoku::rns {
+
+struct ScalingTables {
+    explicit ScalingTables(const RnsContext& ring);
+
+    // rescale at level l (1..L), for i < l: q_l^-1 mod q_i and its Shoup constant, (q_l >> 1) mod q_i
+    std::vector<std::vector<u64>> rescale_inv, rescale_inv_shoup, rescale_half;
+    // ModUp: the converter from the first m primes of digit j to every prime, at [j * alpha + (m - 1)]
+    std::vector<BaseConverter> digit_conv;
+    // ModDown (with special primes): P -> every q; per q_i: P^-1, P, p_0^-1 (each with its Shoup constant),
+    // (p_0 >> 1) mod q_i
+    BaseConverter p_to_q;
+    std::vector<u64> p_inv, p_inv_shoup, p_mod_q, p_mod_q_shoup, p0_inv, p0_inv_shoup, p0_half;
+    // ModDown fused with the rescale at level l (1..L): (P, q_l) -> q_0..q_{l-1}; (P q_l)^-1 mod q_i, Shoup
+    std::vector<BaseConverter> pq_to_q;
+    std::vector<std::vector<u64>> pq_inv, pq_inv_shoup;
+
+    // The ModUp converter of digit j of a polynomial with num_q q-limbs.
+    const BaseConverter& digit_converter(const RnsContext& ring, std::size_t digit, std::size_t num_q) const {
+        return digit_conv[digit * ring.alpha() + (ring.digit_size(digit, num_q) - 1)];
+    }
+};
+
+}  // namespace kasoku::rns

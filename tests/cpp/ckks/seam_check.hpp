@@ -1,0 +1,61 @@
+// The check every backend passes (docs/ARCHITECTURE.md "Adding a backend"): a context made with the backend runs
+// every kind of CKKS and algo operation and gives the CPU backend's bytes. Used by test_seam (a forwarding backend)
+// and the GPU tests (the emulated GPU backend everywhere, the CUDA one on a device).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+
+#include "kasoku/algo/linear_transform.hpp"
+#include "kasoku/ckks/serialization.hpp"
+#include "test_env.hpp"
+
+namespace kasoku::ckks::test {
+
+// An object of one context, loaded into another of the same parameters.
+template <class T, class Load>
+T moved(const Context& from, const Context& to, const T& x, Load load) {
+    const Bytes b = serialize(from, x);
+    return load(to, b.data(), b.size());
+}
+
+// Runs the operations on a CPU context and on one made with `factory` (same parameters, keys and inputs), expects the
+// same bytes from each, and returns the other context.
+inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::BackendFactory& factory) {
+    Env cpu(params, {1, 2, 3}, {}, 5, 1);
+    auto ctx = Context::create(params, 1, factory);
+    EXPECT_EQ(ctx->fingerprint(), cpu.ctx->fingerprint());
+
+    // The same keys and input in the other context (the primes are deterministic, so the bytes load).
+    const auto ek = std::make_shared<const EvaluationKeys>(moved(*cpu.ctx, *ctx, *cpu.ek, deserialize_evaluation_keys));
+    const SecretKey sk = moved(*cpu.ctx, *ctx, cpu.sk, deserialize_secret_key);
+    const cvec x = cpu.random(true);
+    const Ciphertext a = cpu.encrypt(x);
+    const Ciphertext a2 = moved(*cpu.ctx, *ctx, a, deserialize_ciphertext);
+    Evaluator ev(ctx, ek);
+
+    const auto lt_diags = std::map<std::int64_t, cvec>{{0, cvec(cpu.ctx->slots(), 0.5)}, {2, x}};
+    const algo::LinearTransform lt1(cpu.ctx, lt_diags, cpu.ctx->max_level()), lt2(ctx, lt_diags, ctx->max_level());
+    auto same = [&](const Ciphertext& on_cpu, const Ciphertext& on_other, const char* what) {
+        EXPECT_EQ(serialize(*cpu.ctx, on_cpu), serialize(*ctx, on_other)) << what << " on " << ctx->backend().name();
+    };
+    same(cpu.ev.multiply(a, a), ev.multiply(a2, a2), "multiply");
+    same(cpu.ev.relinearize(cpu.ev.tensor(a, a)), ev.relinearize(ev.tensor(a2, a2)), "tensor + relinearize");
+    same(cpu.ev.rotate(a, 1), ev.rotate(a2, 1), "rotate");
+    same(cpu.ev.rotate_hoisted(a, {1, 2, 3})[2], ev.rotate_hoisted(a2, {1, 2, 3})[2], "rotate_hoisted");
+    same(cpu.ev.sum_slots(a, 4, 1), ev.sum_slots(a2, 4, 1), "sum_slots");
+    same(cpu.ev.multiply_plain(a, x), ev.multiply_plain(a2, x), "multiply_plain");
+    same(cpu.ev.add_scalar(cpu.ev.sub(a, a), 0.25), ev.add_scalar(ev.sub(a2, a2), 0.25), "sub + add_scalar");
+    same(lt1.apply(cpu.ev, a), lt2.apply(ev, a2), "linear transform");
+    EXPECT_EQ(cpu.dec.decrypt(a, cpu.sk), Decryptor(ctx).decrypt(a2, sk));
+
+    // Key generation and encryption in the other context too (its own randomness: checked by decryption).
+    KeyGenerator kg(ctx);
+    const SecretKey sk2 = kg.secret_key();
+    const Ciphertext c = Encryptor(ctx).encrypt(Encoder(ctx).encode(x, ctx->default_scale(), ctx->max_level()), kg.public_key(sk2));
+    EXPECT_GT(precision_bits(Decryptor(ctx).decrypt(c, sk2), x), 20);
+    return ctx;
+}
+
+}  // namespace kasoku::ckks::test
