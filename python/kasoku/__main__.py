@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="core: the basic operations; matmul: the encrypted matrix products of seed 003 (M14 by default)")
     b.add_argument("--params", default=None, help="named parameter set (T12, T13, H15, H16, M14, ...); default T13, M14 for matmul")
     b.add_argument("--threads", type=int, default=None, help="thread count (default: all cores)")
+    b.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cpu, or cuda: the first CUDA GPU (each timing waits for the device's work)")
     b.add_argument("--reps", type=int, default=None, help="timed repetitions per operation (median reported; default 5, 10 for matmul)")
     b.add_argument("--json", default=None, help="also write the JSON lines to this file")
     b.add_argument("--hoisting", action="store_true",
@@ -117,10 +119,10 @@ def main(argv: list[str] | None = None) -> int:
                 from kasoku import bench_matmul
                 bench_matmul.run(args.params or "M14", [int(x) for x in args.dims.split(",")], args.reps or 10, args.pairs,
                                  blocked=args.blocked, threads=args.threads, json_path=args.json, table_path=args.table,
-                                 plot_path=args.plot)
+                                 plot_path=args.plot, device=args.device)
                 return 0
             from kasoku import bench
-            bench.run(args.params or "T13", args.threads, args.reps or 5, args.json, hoisting=args.hoisting)
+            bench.run(args.params or "T13", args.threads, args.reps or 5, args.json, hoisting=args.hoisting, device=args.device)
             return 0
     except ks.Error as e:
         print(f"error: {e}", file=sys.stderr)

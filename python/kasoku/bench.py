@@ -16,22 +16,27 @@ import numpy as np
 import kasoku as ks
 
 
-def _timeit(fn, reps: int):
-    """Wall times in ms of `reps` calls after one warm-up call."""
+def _timeit(fn, reps: int, sync=None):
+    """Wall times in ms of `reps` calls after one warm-up call (each up to sync(): a device's queued work done)."""
     fn()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()
+        if sync:
+            sync()
         times.append((time.perf_counter() - t0) * 1e3)
     return times
 
 
 def run(params_name: str, threads: int | None, reps: int, json_path: str | None, progress=sys.stderr,
-        hoisting: bool = False) -> list[dict]:
+        hoisting: bool = False, device: str = "cpu") -> list[dict]:
     params = ks.Parameters.named(params_name)
-    ctx = ks.Context(params, threads=threads)
+    ctx = ks.Context(params, threads=threads, device=device)
     t = ctx.threads
+
+    def timeit(fn, n):
+        return _timeit(fn, n, ctx.synchronize)
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, ctx.slots)
     y = rng.uniform(-1, 1, ctx.slots)
@@ -40,7 +45,7 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
     def emit(op, times, **extra):
         rec = {"lib": "kasoku", "op": op, "params": params_name, "threads": t,
                "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "reps": len(times),
-               "simd": ks.simd_active(), **extra}
+               "simd": ks.simd_active(), "device": ctx.device, **extra}
         lines.append(rec)
         print(json.dumps(rec), flush=True)
 
@@ -49,25 +54,25 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
 
     step("KeyGen")
     keygen_reps = max(1, min(reps, 3)) if params.log_n >= 16 else reps
-    emit("KeyGen", _timeit(lambda: ctx.keygen(rotations=[1]), keygen_reps),
+    emit("KeyGen", timeit(lambda: ctx.keygen(rotations=[1]), keygen_reps),
          note="secret + public + relinearisation + one rotation key")
     keys = ctx.keygen(rotations=[1])
     ev = ctx.evaluator(keys.evaluation())
     step("Encode")
-    emit("Encode", _timeit(lambda: ctx.encode(x), reps), note=f"{ctx.slots} real values at the top level")
+    emit("Encode", timeit(lambda: ctx.encode(x), reps), note=f"{ctx.slots} real values at the top level")
     step("Encrypt")
     pt = ctx.encode(x)
-    emit("Encrypt", _timeit(lambda: ctx.encrypt(pt, keys.public), reps), note="public-key encryption of an encoded plaintext")
+    emit("Encrypt", timeit(lambda: ctx.encrypt(pt, keys.public), reps), note="public-key encryption of an encoded plaintext")
     a = ctx.encrypt(x, keys.public)
     b = ctx.encrypt(y, keys.public)
     step("DecryptDecode")
-    emit("DecryptDecode", _timeit(lambda: ctx.decrypt(a, keys.secret), reps))
+    emit("DecryptDecode", timeit(lambda: ctx.decrypt(a, keys.secret), reps))
     step("Add")
-    emit("Add", _timeit(lambda: ev.add(a, b), reps))
+    emit("Add", timeit(lambda: ev.add(a, b), reps))
     step("MulRelinRescale")
-    emit("MulRelinRescale", _timeit(lambda: ev.multiply(a, b), reps))
+    emit("MulRelinRescale", timeit(lambda: ev.multiply(a, b), reps))
     step("Rotate")
-    emit("Rotate", _timeit(lambda: ev.rotate(a, 1), reps))
+    emit("Rotate", timeit(lambda: ev.rotate(a, 1), reps))
     if hoisting:
         step("keys for SumSlots and Rotate16Hoisted")
         hkeys = ctx.keygen(rotations=list(range(1, 17)), sum_slots=True, relin=False)
@@ -77,10 +82,10 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
         h = hev.choose_trace_h(steps)
         costs = hev.keyswitch_costs()
         step(f"SumSlots (h = {h} of {len(steps)})")
-        emit("SumSlots", _timeit(lambda: hev.sum_slots(ha), reps), h=h, M=len(steps), galois_keys=len(hkeys.galois),
+        emit("SumSlots", timeit(lambda: hev.sum_slots(ha), reps), h=h, M=len(steps), galois_keys=len(hkeys.galois),
              cost_model=costs, note="sum of all slots, h chosen by the cost model")
         step("Rotate16Hoisted")
-        emit("Rotate16Hoisted", _timeit(lambda: hev.rotate_hoisted(ha, list(range(1, 17))), reps),
+        emit("Rotate16Hoisted", timeit(lambda: hev.rotate_hoisted(ha, list(range(1, 17))), reps),
              note="rotations by 1..16 sharing one ModUp (list form)")
         err_sum = float(np.max(np.abs(ctx.decrypt(hev.sum_slots(ha), hkeys.secret).real - x.sum())))
         outs = hev.rotate_hoisted(ha, list(range(1, 17)))

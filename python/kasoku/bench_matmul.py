@@ -27,16 +27,16 @@ def _errors(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, float
 
 def run(params_name: str = "M14", dims=(2, 4, 8, 16, 32, 64), reps: int = 10, pairs: int = 10, schoolbook_max: int = 16,
         blocked: int = 256, threads: int | None = None, json_path: str | None = None, table_path: str | None = None,
-        plot_path: str | None = None, progress=sys.stderr) -> list[dict]:
+        plot_path: str | None = None, progress=sys.stderr, device: str = "cpu") -> list[dict]:
     params = ks.Parameters.named(params_name)
-    ctx = ks.Context(params, threads=threads)
+    ctx = ks.Context(params, threads=threads, device=device)
     all_threads = ctx.threads
     thread_counts = sorted({1, all_threads})
     rng = np.random.default_rng(2026)
     lines: list[dict] = []
 
     def emit(rec):
-        rec = {"lib": "kasoku", "params": params_name, "simd": ks.simd_active(), **rec}
+        rec = {"lib": "kasoku", "params": params_name, "simd": ks.simd_active(), "device": ctx.device, **rec}
         lines.append(rec)
         print(json.dumps(rec), flush=True)
 
@@ -66,7 +66,7 @@ def run(params_name: str = "M14", dims=(2, 4, 8, 16, 32, 64), reps: int = 10, pa
         ca, cb = enc.encrypt(rng.random((g, d, d)), keys.public), enc.encrypt(rng.random((g, d, d)), keys.public)
         for t in thread_counts:
             step(f"d = {d}, g = {g}: {n_reps} timed products, {t} thread(s)")
-            ts = _timeit(lambda: ks.matmul(ev, ca, cb, threads=t), n_reps)
+            ts = _timeit(lambda: ks.matmul(ev, ca, cb, threads=t), n_reps, ctx.synchronize)
             emit({"op": "MatMul", "d": d, "g": g, "threads": t, "median_ms": statistics.median(ts), "min_ms": min(ts),
                   "max_ms": max(ts), "reps": len(ts), "per_matrix_ms": statistics.median(ts) / g,
                   "max_abs_error": float(np.mean(maxes)), "min_abs_error": float(np.mean(mins)), "pairs": n_pairs,
@@ -90,7 +90,7 @@ def run(params_name: str = "M14", dims=(2, 4, 8, 16, 32, 64), reps: int = 10, pa
                 mins.append(mn)
             for t in thread_counts:
                 step(f"d = {d}: schoolbook, {s_reps} timed products, {t} thread(s)")
-                ts = _timeit(lambda: ks.matmul_schoolbook(sev, ca, cb, d, threads=t), s_reps)
+                ts = _timeit(lambda: ks.matmul_schoolbook(sev, ca, cb, d, threads=t), s_reps, ctx.synchronize)
                 emit({"op": "MatMulSchoolbook", "d": d, "g": 1, "threads": t, "median_ms": statistics.median(ts),
                       "min_ms": min(ts), "max_ms": max(ts), "reps": len(ts), "max_abs_error": float(np.mean(maxes)),
                       "min_abs_error": float(np.mean(mins)), "pairs": s_pairs, "counts": scounts})

@@ -193,3 +193,23 @@ def test_simd_override_rejects_unknown_body():
     r = subprocess.run([sys.executable, "-c", "import kasoku as ks; ks.Context(ks.Parameters.named('T12'))"],
                        capture_output=True, text=True, env=env)
     assert r.returncode != 0 and "unknown SIMD body 'sse9'" in r.stderr
+
+
+def test_cuda_device_or_its_reason():
+    """device="cuda" computes on the GPU where there is one; elsewhere it is a DeviceError that says why."""
+    params = ks.Parameters.named("T12")
+    cuda = ks.cuda_info()
+    assert ks.Context(params, threads=1).device == "cpu"
+    with pytest.raises(ks.ParameterError, match="device must be"):
+        ks.Context(params, threads=1, device="tpu")
+    if not cuda["available"]:
+        with pytest.raises(ks.DeviceError, match="CUDA"):
+            ks.Context(params, threads=1, device="cuda")
+        return
+    ctx = ks.Context(params, threads=1, device="cuda")
+    assert ctx.device == "cuda" and ctx.backend == "cuda"
+    keys = ctx.keygen(rotations=[1])
+    ev = ctx.evaluator(keys.evaluation())
+    x = np.linspace(-1, 1, ctx.slots)
+    ct = ev.rotate(ev.multiply(ctx.encrypt(x, keys.public), ctx.encrypt(x, keys.public)), 1)
+    assert np.max(np.abs(ctx.decrypt(ct, keys.secret).real - np.roll(x * x, -1))) < 1e-4

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "kasoku/rns/rns_poly.hpp"
+#include "kasoku/rns/backend.hpp"
 
 namespace kasoku::gpu {
 
@@ -28,5 +28,9 @@ CudaInfo cuda_info();
 // stream). Throws DeviceError (with CUDA's message) when this build has no CUDA or there is no such device, and
 // when CUDA fails later (out of device memory among others).
 std::shared_ptr<const rns::PolyMemory> cuda_memory(int device = 0);
+
+// The CUDA backend on device 0: a factory for ckks::Context::create(params, threads, make_cuda_backend). Throws as
+// cuda_memory.
+std::unique_ptr<const rns::Backend> make_cuda_backend(std::shared_ptr<const rns::RnsContext> ring);
 
 }  // namespace kasoku::gpu

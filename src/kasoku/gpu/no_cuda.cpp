@@ -16,4 +16,8 @@ CudaInfo cuda_info() {
 
 std::shared_ptr<const rns::PolyMemory> cuda_memory(int) { throw DeviceError(std::string("no CUDA: ") + kWhy); }
 
+std::unique_ptr<const rns::Backend> make_cuda_backend(std::shared_ptr<const rns::RnsContext>) {
+    throw DeviceError(std::string("no CUDA: ") + kWhy);
+}
+
 }  // namespace kasoku::gpu

@@ -88,6 +88,7 @@ public:
         check(cudaMemcpyAsync(dst, host_src, words * sizeof(std::uint64_t), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (from host)");
         check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");  // the host buffer may go when this returns
     }
+    void synchronize() const override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
 private:
     int device_;

@@ -14,6 +14,7 @@
 #include "bindings_internal.hpp"
 #include "kasoku/algo/matmul.hpp"
 #include "kasoku/ckks/crypto.hpp"
+#include "kasoku/gpu/cuda.hpp"
 #include "kasoku/support/threads.hpp"
 
 namespace nb = nanobind;
@@ -179,12 +180,19 @@ void bind_objects(nb::module_& m) {
 
     // ---------------------------------------------------------------- Context
     nb::class_<KContext>(m, "Context", "Parameters plus every precomputed table; makes keys, ciphertexts and evaluators.")
-        .def("__init__", [](KContext* self, const Parameters& p, TArg threads) {
+        .def("__init__", [](KContext* self, const Parameters& p, TArg threads, const std::string& device) {
+            rns::BackendFactory factory;
+            if (device == "cpu") factory = rns::make_cpu_backend;
+            else if (device == "cuda") factory = gpu::make_cuda_backend;
+            else throw ParameterError("device must be \"cpu\" or \"cuda\" (got \"" + device + "\")");
             auto o = std::make_shared<Owner>();
-            o->ctx = Context::create(p, threads ? resolve_threads(*threads) : 0);
+            o->ctx = Context::create(p, threads ? resolve_threads(*threads) : 0, factory);
             o->keyless = std::make_shared<const Evaluator>(o->ctx, nullptr);
             new (self) KContext{o};
-        }, "params"_a, "threads"_a = nb::none(), "threads=None uses all cores.", ReleaseGil())
+        }, "params"_a, "threads"_a = nb::none(), "device"_a = "cpu",
+           "threads=None uses all cores. device=\"cuda\" computes on the first CUDA GPU (keys, ciphertexts and plaintexts "
+           "live there; key generation and encryption randomness stay on the host); DeviceError when there is none "
+           "(ks.cuda_info() says why).", ReleaseGil())
         .def_prop_ro("params", [](const KContext& c) { return c.owner->ctx->params(); })
         .def_prop_ro("n", [](const KContext& c) { return c.owner->ctx->n(); })
         .def_prop_ro("slots", [](const KContext& c) { return c.owner->ctx->slots(); })
@@ -192,7 +200,12 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("threads", [](const KContext& c) { return c.owner->ctx->threads(); })
         .def_prop_ro("default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); })
         .def_prop_ro("backend", [](const KContext& c) { return std::string(c.owner->ctx->backend().name()); },
-                     "The polynomial backend the context computes on (\"cpu\").")
+                     "The polynomial backend the context computes on (\"cpu\" or \"cuda\").")
+        .def_prop_ro("device", [](const KContext& c) {
+            return std::string(c.owner->ctx->backend().memory()->host_accessible() ? "cpu" : "cuda");
+        }, "Where the context's polynomials live: \"cpu\" or \"cuda\".")
+        .def("synchronize", [](const KContext& c) { c.owner->ctx->backend().memory()->synchronize(); },
+             "Waits for the device's queued work (a no-op on the CPU): time GPU operations up to this call.", ReleaseGil())
         .def("scale_at", [](const KContext& c, int level) { return c.owner->ctx->scale_at(level); }, "level"_a,
              "Canonical scale of a level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l. LevelError outside 0..max_level.")
         .def_prop_ro("q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); })

@@ -1,0 +1,97 @@
+// The launchers of launch.hpp, written once over `run(mem, count, f, what)`, which kernels.cu defines as a checked CUDA
+// launch of f over [0, count) and launch_host.cpp as a CPU loop. KASOKU_LAMBDA is a device lambda under CUDA.
+// (Included by those two files only.)
+
+void add(const PolyMemory& mem, const u64* a, const u64* b, u64* out, const u64* q, std::size_t n, std::size_t words) {
+    run(mem, words, KASOKU_LAMBDA(std::size_t w) { body::add(a, b, out, q, n, w); }, "add kernel");
+}
+void sub(const PolyMemory& mem, const u64* a, const u64* b, u64* out, const u64* q, std::size_t n, std::size_t words) {
+    run(mem, words, KASOKU_LAMBDA(std::size_t w) { body::sub(a, b, out, q, n, w); }, "sub kernel");
+}
+void negate(const PolyMemory& mem, const u64* a, u64* out, const u64* q, std::size_t n, std::size_t words) {
+    run(mem, words, KASOKU_LAMBDA(std::size_t w) { body::negate(a, out, q, n, w); }, "negate kernel");
+}
+void mul(const PolyMemory& mem, const u64* a, const u64* b, u64* out, const Modulus* m, std::size_t n, std::size_t words) {
+    run(mem, words, KASOKU_LAMBDA(std::size_t w) { body::mul(a, b, out, m, n, w); }, "mul kernel");
+}
+void fma(const PolyMemory& mem, const u64* a, const u64* b, const u64* c, u64* out, const Modulus* m, std::size_t n,
+         std::size_t words) {
+    run(mem, words, KASOKU_LAMBDA(std::size_t w) { body::fma(a, b, c, out, m, n, w); }, "fma kernel");
+}
+void mul_constant(const PolyMemory& mem, const u64* a, const u64* r, const u64* rp, u64* out, const u64* q, std::size_t n,
+                  std::size_t words) {
+    run(mem, words, KASOKU_LAMBDA(std::size_t w) { body::mul_constant(a, r, rp, out, q, n, w); }, "mul_constant kernel");
+}
+
+void add_constant(const PolyMemory& mem, const u64* a, const u64* r, u64* out, const u64* q, std::size_t n, std::size_t words) {
+    run(mem, words, KASOKU_LAMBDA(std::size_t w) { body::add_constant(a, r, out, q, n, w); }, "add_constant kernel");
+}
+
+void ntt_forward(const PolyMemory& mem, u64* a, const u64* w, const u64* wp, const u64* q, std::size_t n, std::size_t limbs) {
+    const std::size_t half = n / 2;
+    for (std::size_t m = 1; m < n; m <<= 1)
+        run(mem, limbs * half,
+            KASOKU_LAMBDA(std::size_t i) { body::ntt_forward_butterfly(a, w, wp, q, n, m, i / half, i % half); },
+            "NTT stage kernel");
+    run(mem, limbs * n, KASOKU_LAMBDA(std::size_t i) { body::ntt_forward_finish(a, q, n, i); }, "NTT finish kernel");
+}
+
+void ntt_inverse(const PolyMemory& mem, u64* a, const u64* w, const u64* wp, const u64* ninv, const u64* ninvp, const u64* q,
+                 std::size_t n, std::size_t limbs) {
+    const std::size_t half = n / 2;
+    for (std::size_t m = half; m >= 1; m >>= 1)
+        run(mem, limbs * half,
+            KASOKU_LAMBDA(std::size_t i) { body::ntt_inverse_butterfly(a, w, wp, q, n, m, i / half, i % half); },
+            "INTT stage kernel");
+    run(mem, limbs * n, KASOKU_LAMBDA(std::size_t i) { body::ntt_inverse_finish(a, ninv, ninvp, q, n, i); },
+        "INTT finish kernel");
+}
+
+void permute(const PolyMemory& mem, const u64* a, const std::uint32_t* perm, u64* out, std::size_t n, std::size_t limbs) {
+    run(mem, limbs * n, KASOKU_LAMBDA(std::size_t w) { body::permute(a, perm, out, n, w); }, "automorphism kernel");
+}
+
+void overflow_count(const PolyMemory& mem, const u64* y, std::size_t s, std::size_t n, const double* inv_q, std::uint8_t* v) {
+    run(mem, n, KASOKU_LAMBDA(std::size_t c) { v[c] = body::overflow_count(y, s, n, inv_q, c); }, "overflow count kernel");
+}
+
+void convert(const PolyMemory& mem, const u64* y, std::size_t s, std::size_t n, const u64* f, const Modulus* m,
+             std::size_t targets, const std::uint8_t* v, const u64* qv, u64* out) {
+    run(mem, targets * n,
+        KASOKU_LAMBDA(std::size_t w) {
+            const std::size_t t = w / n;
+            out[w] = body::convert(y, s, n, f + t * s, m[t], w % n, v, qv + t * (s + 1));
+        },
+        "base conversion kernel");
+}
+
+void dot(const PolyMemory& mem, const u64* const* d, const u64* const* k, const std::uint32_t* key_limb, std::size_t digits,
+         const Modulus* m, std::size_t n, std::size_t limbs, bool accumulate, u64* out) {
+    run(mem, limbs * n,
+        KASOKU_LAMBDA(std::size_t w) {
+            const std::size_t t = w / n, c = w % n;
+            out[w] = body::dot(d, w, k, key_limb[t] * n + c, digits, m[t], accumulate ? out[w] : 0);
+        },
+        "key-switching inner product kernel");
+}
+
+void round_prepare(const PolyMemory& mem, u64* last, const std::int64_t* addend, u64 r, std::size_t n) {
+    run(mem, n, KASOKU_LAMBDA(std::size_t c) { body::round_prepare(last, addend, r, c); }, "rounding kernel");
+}
+
+void round_correction(const PolyMemory& mem, const u64* last, const u64* half_mod, const std::int64_t* addend, const Modulus* m,
+                      std::size_t n, std::size_t words, u64* t) {
+    run(mem, words, KASOKU_LAMBDA(std::size_t w) { t[w] = body::round_correction(last, half_mod, addend, m, n, w); },
+        "rounding correction kernel");
+}
+
+void divide_exact(const PolyMemory& mem, const u64* a, const u64* t, const u64* inv, const u64* invp, const u64* q,
+                  const u64* addend, std::size_t n, std::size_t words, u64* out) {
+    run(mem, words,
+        KASOKU_LAMBDA(std::size_t w) {
+            const std::size_t l = w / n;
+            out[w] = body::divide_exact_word(a[w], t[w], inv[l], invp[l], q[l], addend, w);
+        },
+        "exact division kernel");
+}
+
