@@ -93,6 +93,29 @@ public:
     void rescale_inplace(Ciphertext& a, Exec exec = {}) const { a = rescale(a, exec); }
     void rotate_inplace(Ciphertext& a, std::int64_t step, Exec exec = {}) const { a = rotate(a, step, exec); }
 
+    // --- Batches (seed 002): one operation on many independent ciphertexts (element i of each list). The backend runs
+    // them as it likes (the CPU: spread over the thread team, one ciphertext per thread, when there are at least as
+    // many as threads); element i of the result equals the single operation's, bit for bit. Throw ParameterError for
+    // lists of different lengths, and otherwise what the single operation throws for the first failing element.
+    using Batch = std::vector<const Ciphertext*>;
+    std::vector<Ciphertext> add_many(const Batch& a, const Batch& b, Exec exec = {}) const;
+    std::vector<Ciphertext> sub_many(const Batch& a, const Batch& b, Exec exec = {}) const;
+    // relinearize=false: the tensor products (size 3), rescaled when rescale=true.
+    std::vector<Ciphertext> multiply_many(const Batch& a, const Batch& b, bool relinearize = true, bool rescale = true,
+                                          Exec exec = {}) const;
+    std::vector<Ciphertext> tensor_many(const Batch& a, const Batch& b, Exec exec = {}) const;
+    std::vector<Ciphertext> relinearize_many(const Batch& a, Exec exec = {}) const;
+    std::vector<Ciphertext> rescale_many(const Batch& a, Exec exec = {}) const;
+    std::vector<Ciphertext> rotate_many(const Batch& a, std::int64_t step, Exec exec = {}) const;
+    std::vector<Ciphertext> multiply_plain_many(const Batch& a, const std::vector<std::vector<std::complex<double>>>& values,
+                                                bool rescale = true, Exec exec = {}) const;
+    // The batch of a list of ciphertexts.
+    static Batch batch(const std::vector<Ciphertext>& v) {
+        Batch b;
+        for (const Ciphertext& c : v) b.push_back(&c);
+        return b;
+    }
+
     // --- Split key switching and hoisting (seed 000 Alg. 3.2.1; rns::KeySwitcher does the work) ---
     // Throws ParameterError for a size-3 operand.
     Decomposition decompose(const Ciphertext& a, Exec exec = {}) const;

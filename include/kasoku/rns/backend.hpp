@@ -53,6 +53,12 @@ public:
     static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
     virtual const char* name() const = 0;
+    // Runs fn(i, e) for the `count` independent operations of a batch (seed 002), each with the execution handle e
+    // to compute with. The default runs them in order with exec (a device queues them on its stream); the CPU backend
+    // spreads a batch of at least its team's size over the team, one thread each. fn must not throw.
+    virtual void for_each(std::size_t count, Exec exec, const std::function<void(std::size_t, Exec)>& fn) const {
+        for (std::size_t i = 0; i < count; ++i) fn(i, exec);
+    }
     const RnsContext& ring() const { return *ring_; }
     const std::shared_ptr<const RnsContext>& ring_ptr() const { return ring_; }
     const std::shared_ptr<const PolyMemory>& memory() const { return memory_; }

@@ -179,7 +179,8 @@ void dot_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::size
 //   IntShoup  64-bit integer lanes, Shoup products from four 32x32-bit multiplies (any q < 2^61);
 //   FpFma     double-precision lanes for q < 2^48: a product y w is exact as h + l (h = fl(y w), l = fma(y, w, -h)),
 //             the quotient round(h / q) is off by less than one, so r = (h - quotient q) + l is exact and in (-q, q)
-//             (2 products, 2 FMAs, a rounding and 2 additions where the integer product takes 10 multiplies).
+//             (2 products, 2 FMAs, a rounding and 2 additions where the integer product takes 10 multiplies). The
+//             bound assumes IEEE double arithmetic in its default rounding mode (round to nearest).
 // Both keep the same lazy ranges as the scalar body (forward [0, 4q), inverse [0, 2q)) and end on [0, q): the
 // outputs are the same bits.
 

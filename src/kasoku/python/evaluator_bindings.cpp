@@ -20,6 +20,34 @@ using namespace kasoku::ckks;
 namespace kasoku_py {
 
 namespace {
+
+// Batches: Python lists of ciphertexts (None elements are reported by the evaluator), and the optional list of
+// ciphertexts to overwrite with the results (then nothing is returned).
+using CtList = std::vector<KCiphertext*>;
+using OutList = std::optional<std::vector<KCiphertext*>>;
+constexpr const char* kBatchDoc =
+    "One operation on many ciphertexts (element i of each list); element i of the result equals the single operation's, "
+    "bit for bit. The CPU runs the elements in parallel over the threads (one thread each) when there are at least as "
+    "many. out=[...]: ciphertexts to overwrite with the results (same length; returns None).";
+
+Evaluator::Batch batch(const CtList& v) {
+    Evaluator::Batch b;
+    for (KCiphertext* k : v) b.push_back(k ? &k->ct : nullptr);
+    return b;
+}
+
+std::optional<std::vector<KCiphertext>> deliver(const KEvaluator& e, std::vector<Ciphertext> r, const OutList& out) {
+    if (!out) return wrap_all(e.owner, std::move(r));
+    if (out->size() != r.size())
+        throw ParameterError("out has " + std::to_string(out->size()) + " ciphertexts for " + std::to_string(r.size()) + " results");
+    for (std::size_t i = 0; i < r.size(); ++i)
+        if (!(*out)[i]) throw ParameterError("out[" + std::to_string(i) + "] is not a ciphertext");
+    for (std::size_t i = 0; i < r.size(); ++i) {
+        (*out)[i]->owner = e.owner;
+        (*out)[i]->ct = std::move(r[i]);
+    }
+    return std::nullopt;
+}
 struct KDecomposition { OwnerPtr owner; std::shared_ptr<const Decomposition> d; };
 struct KLazy { OwnerPtr owner; LazyCiphertext x; };
 
@@ -52,6 +80,10 @@ void bind_evaluator(nb::module_& m) {
         .def("square", [](const KEvaluator& e, const KCiphertext& a, bool rescale, TArg t) {
             return wrap(e.owner, e.ev->square(a.ct, rescale, threads_arg(t)));
         }, "a"_a, "rescale"_a = true, "threads"_a = nb::none(), ReleaseGil())
+        .def("tensor", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, TArg t) {
+            return wrap(e.owner, e.ev->tensor(a.ct, b.ct, threads_arg(t)));
+        }, "a"_a, "b"_a, "threads"_a = nb::none(),
+           "The tensor product alone: a size-3 ciphertext at scale sa*sb (sums of them need one relinearize).", ReleaseGil())
         .def("relinearize", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
             return wrap(e.owner, e.ev->relinearize(a.ct, threads_arg(t)));
         }, "a"_a, "threads"_a = nb::none(), ReleaseGil())
@@ -67,6 +99,38 @@ void bind_evaluator(nb::module_& m) {
         .def("conjugate", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
             return wrap(e.owner, e.ev->conjugate(a.ct, threads_arg(t)));
         }, "a"_a, "threads"_a = nb::none(), ReleaseGil())
+        // ---- batches (seed 002): element i of the result is the single operation on element i of the inputs
+        .def("add_many", [](const KEvaluator& e, const CtList& a, const CtList& b, OutList out, TArg t) {
+            return deliver(e, e.ev->add_many(batch(a), batch(b), threads_arg(t)), out);
+        }, "a"_a, "b"_a, "out"_a = nb::none(), "threads"_a = nb::none(), kBatchDoc, ReleaseGil())
+        .def("sub_many", [](const KEvaluator& e, const CtList& a, const CtList& b, OutList out, TArg t) {
+            return deliver(e, e.ev->sub_many(batch(a), batch(b), threads_arg(t)), out);
+        }, "a"_a, "b"_a, "out"_a = nb::none(), "threads"_a = nb::none(), kBatchDoc, ReleaseGil())
+        .def("multiply_many", [](const KEvaluator& e, const CtList& a, const CtList& b, bool relinearize, bool rescale, OutList out,
+                                 TArg t) {
+            return deliver(e, e.ev->multiply_many(batch(a), batch(b), relinearize, rescale, threads_arg(t)), out);
+        }, "a"_a, "b"_a, "relinearize"_a = true, "rescale"_a = true, "out"_a = nb::none(), "threads"_a = nb::none(),
+           kBatchDoc, ReleaseGil())
+        .def("tensor_many", [](const KEvaluator& e, const CtList& a, const CtList& b, OutList out, TArg t) {
+            return deliver(e, e.ev->tensor_many(batch(a), batch(b), threads_arg(t)), out);
+        }, "a"_a, "b"_a, "out"_a = nb::none(), "threads"_a = nb::none(), kBatchDoc, ReleaseGil())
+        .def("relinearize_many", [](const KEvaluator& e, const CtList& a, OutList out, TArg t) {
+            return deliver(e, e.ev->relinearize_many(batch(a), threads_arg(t)), out);
+        }, "a"_a, "out"_a = nb::none(), "threads"_a = nb::none(), kBatchDoc, ReleaseGil())
+        .def("rescale_many", [](const KEvaluator& e, const CtList& a, OutList out, TArg t) {
+            return deliver(e, e.ev->rescale_many(batch(a), threads_arg(t)), out);
+        }, "a"_a, "out"_a = nb::none(), "threads"_a = nb::none(), kBatchDoc, ReleaseGil())
+        .def("rotate_many", [](const KEvaluator& e, const CtList& a, std::int64_t step, OutList out, TArg t) {
+            return deliver(e, e.ev->rotate_many(batch(a), step, threads_arg(t)), out);
+        }, "a"_a, "step"_a, "out"_a = nb::none(), "threads"_a = nb::none(), kBatchDoc, ReleaseGil())
+        .def("multiply_plain_many", [](const KEvaluator& e, const CtList& a, const std::vector<Values>& values, bool rescale,
+                                       OutList out, TArg t) {
+            std::vector<cvec> v;
+            for (const Values& x : values) v.push_back(x.scalar ? cvec(e.owner->ctx->slots(), x.get().at(0)) : x.get());
+            return deliver(e, e.ev->multiply_plain_many(batch(a), v, rescale, threads_arg(t)), out);
+        }, "a"_a, "values"_a, "rescale"_a = true, "out"_a = nb::none(), "threads"_a = nb::none(),
+           "values: one array (or a scalar, for every slot) per ciphertext, encoded as multiply_plain encodes them. Element "
+           "i of the result equals multiply_plain(a[i], values[i]) bit for bit; out=[...] as for add_many.", ReleaseGil())
         // ---- hoisting and trace-type functions (seed 000)
         .def("rotate_hoisted", [](const KEvaluator& e, const KCiphertext& a, const std::vector<std::int64_t>& steps, bool conjugate,
                                   TArg t) {

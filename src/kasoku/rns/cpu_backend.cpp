@@ -29,6 +29,10 @@ class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(std::shared_ptr<const RnsContext> ring);
     const char* name() const override { return "cpu"; }
+    void for_each(std::size_t count, Exec exec, const std::function<void(std::size_t, Exec)>& fn) const override {
+        if (count < static_cast<std::size_t>(exec.threads)) return Backend::for_each(count, exec, fn);
+        parallel_for(exec.threads, count, [&](std::size_t i) { fn(i, Exec{1}); });
+    }
 
 protected:
     void do_upload(RnsPoly& out, const LimbWriter& fill, Exec) const override {
