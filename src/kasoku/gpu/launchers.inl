@@ -60,7 +60,7 @@ void convert(const PolyMemory& mem, const u64* y, std::size_t s, std::size_t n, 
     run(mem, targets * n,
         KASOKU_LAMBDA(std::size_t w) {
             const std::size_t t = w / n;
-            out[w] = body::convert(y, s, n, f + t * s, m[t], w % n, v, qv + t * (s + 1));
+            out[w] = body::convert(y, s, n, f + t * s, m[t], w % n, v, qv ? qv + t * (s + 1) : nullptr);
         },
         "base conversion kernel");
 }
