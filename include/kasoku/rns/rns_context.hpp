@@ -17,8 +17,7 @@ namespace kasoku::rns {
 
 using arith::u64;
 
-// v mod q for a small signed v (|v| < q).
-inline u64 signed_residue(std::int64_t v, u64 q) { return v >= 0 ? static_cast<u64>(v) : q - static_cast<u64>(-v); }
+using arith::signed_residue;  // v mod q for a small signed v (|v| < q)
 
 class RnsContext {
 public:

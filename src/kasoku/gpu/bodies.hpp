@@ -43,8 +43,6 @@ KASOKU_HD inline void add_constant(const u64* a, const u64* r, u64* out, const u
     const std::size_t l = w / n;
     out[w] = arith::add_mod(a[w], r[l], q[l]);
 }
-// v mod q for a small signed v (|v| < q), as rns::signed_residue.
-KASOKU_HD inline u64 signed_residue(std::int64_t v, u64 q) { return v >= 0 ? static_cast<u64>(v) : q - static_cast<u64>(-v); }
 
 // ---- the negacyclic NTT of arith (roots in bit-reversed order, lazy ranges of the scalar body), one butterfly per
 // index. A stage with m blocks (gap = n / (2m)) has n / 2 butterflies k per limb; tables are per limb (limb * n).
@@ -139,14 +137,14 @@ KASOKU_HD inline u64 dot(const u64* const* d, std::size_t dw, const u64* const* 
 // round_prepare); t = (last mod q_l) - ((r >> 1) mod q_l) - addend mod q_l, then its NTT, then divide_exact_word.
 KASOKU_HD inline void round_prepare(u64* last, const std::int64_t* addend, u64 r, std::size_t c) {
     u64 x = last[c];
-    if (addend) x = arith::add_mod(x, signed_residue(addend[c], r), r);
+    if (addend) x = arith::add_mod(x, arith::signed_residue(addend[c], r), r);
     last[c] = arith::add_mod(x, r >> 1, r);
 }
 KASOKU_HD inline u64 round_correction(const u64* last, const u64* half_mod, const std::int64_t* addend, const Modulus* m,
                                       std::size_t n, std::size_t w) {
     const std::size_t l = w / n, c = w % n;
     u64 t = arith::sub_mod(arith::reduce_64(last[c], m[l]), half_mod[l], m[l].value);
-    if (addend) t = arith::sub_mod(t, signed_residue(addend[c], m[l].value), m[l].value);
+    if (addend) t = arith::sub_mod(t, arith::signed_residue(addend[c], m[l].value), m[l].value);
     return t;
 }
 

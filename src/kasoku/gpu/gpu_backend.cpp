@@ -48,6 +48,10 @@ public:
         p_ = mem_->allocate(words_);
         mem_->from_host(buf.data(), words_, p_);
     }
+    // `words` uninitialised words (a buffer a kernel fills).
+    Table(std::shared_ptr<const PolyMemory> mem, std::size_t words) : mem_(std::move(mem)), words_(std::max<std::size_t>(1, words)) {
+        p_ = mem_->allocate(words_);
+    }
     Table(Table&& o) noexcept : mem_(std::move(o.mem_)), p_(o.p_), words_(o.words_) { o.p_ = nullptr; }
     Table& operator=(Table&& o) noexcept {
         std::swap(mem_, o.mem_);
@@ -151,6 +155,8 @@ private:
     Table p_inv_, p_inv_shoup_, p_mod_q_, p_mod_q_shoup_, p0_inv_, p0_inv_shoup_, p0_half_;
     std::vector<ConverterTables> pq_to_q_;  // per level l: (P, q_l) -> q_0..q_{l-1}
     std::vector<Table> pq_inv_, pq_inv_shoup_;
+    // per q-limb count nq: the prime index of each limb of Q_l * P (also the key's limb, keys spanning Q_L * P)
+    std::vector<Table> limb_primes_;
     mutable std::mutex perm_mutex_;
     mutable std::map<u64, Table> perms_;
 };
@@ -182,6 +188,12 @@ GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr
     iwp_ = table(iwp);
     ninv_ = table(ninv);
     ninvp_ = table(ninvp);
+    limb_primes_.resize(q.size() + 1);
+    for (std::size_t nq = 1; nq <= q.size(); ++nq) {
+        std::vector<std::uint32_t> idx;
+        for (std::size_t t = 0; t < nq + p.size(); ++t) idx.push_back(static_cast<std::uint32_t>(R.prime_index(t, nq)));
+        limb_primes_[nq] = table(idx);
+    }
     const rns::ScalingTables t(R);  // the CPU backend's constants, uploaded
     for (std::size_t l = 0; l <= L; ++l) {
         rescale_inv_.push_back(table(t.rescale_inv[l]));
@@ -233,7 +245,7 @@ void GpuBackend::from_signed_any(const Int* coeffs, RnsPoly& out) const {
         const Modulus& m = ring().modulus(ring().prime_index(i, out.num_q()));
         u64* d = host.data() + i * n_;
         for (std::size_t c = 0; c < n_; ++c) {
-            if constexpr (sizeof(Int) == 8) d[c] = rns::signed_residue(coeffs[c], m.value);
+            if constexpr (sizeof(Int) == 8) d[c] = arith::signed_residue(coeffs[c], m.value);
             else d[c] = arith::reduce_signed(coeffs[c], m);
         }
     }
@@ -395,7 +407,7 @@ void GpuBackend::divide_exact(const RnsPoly& a, const std::vector<Run>& src, con
                              r.count * n_);
         j += r.count;
     }
-    const Table v = table(std::vector<std::uint8_t>(n_));
+    const Table v(memory(), (n_ + 7) / 8);  // the overflow counts, one byte per coefficient
     std::uint8_t* vp = v.as<std::uint8_t>();
     launch::overflow_count(mem(), words(y), s, n_, conv.inv_q.as<double>(), vp);
     RnsPoly t = poly(keep, 0, true), result = poly(keep, 0, true);
@@ -482,15 +494,10 @@ void GpuBackend::add_permuted(RnsPoly& dst, const u64* src, const Table* perm, b
 void GpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec) const {
     const std::size_t nq = digits[0].num_q(), np = ring().p_count(), limbs = nq + np, D = digits.size();
-    std::vector<Modulus> m(limbs);
-    std::vector<std::uint32_t> key_limb(limbs);  // limb t of the digits is limb key_limb[t] of the key (over Q_L * P)
-    for (std::size_t t = 0; t < limbs; ++t) {
-        m[t] = ring().modulus(ring().prime_index(t, nq));
-        key_limb[t] = static_cast<std::uint32_t>(t < nq ? t : L1_ + (t - nq));
-    }
+    const auto* primes = limb_primes_[nq].as<std::uint32_t>();
     std::vector<const u64*> dptr(D);
     for (std::size_t j = 0; j < D; ++j) dptr[j] = words(digits[j]);
-    const Table tm = table(m), tk = table(key_limb), td = table(dptr);
+    const Table td = table(dptr);
     RnsPoly tmp;
     for (std::size_t e = 0; e < terms.size(); ++e) {
         const GadgetKey& key = *terms[e].key;
@@ -502,10 +509,10 @@ void GpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
             const auto* dp = td.as<const u64*>();
             const auto* kp = tkp.as<const u64*>();
             if (!perm) {  // the product is the result: accumulate it in place
-                launch::dot(mem(), dp, kp, tk.as<std::uint32_t>(), D, tm.as<Modulus>(), n_, limbs, e > 0, words(*acc));
+                launch::dot(mem(), dp, kp, primes, D, mods_.as<Modulus>(), n_, limbs, e > 0, words(*acc));
             } else {
                 if (tmp.empty()) tmp = poly(nq, np, true);
-                launch::dot(mem(), dp, kp, tk.as<std::uint32_t>(), D, tm.as<Modulus>(), n_, limbs, false, words(tmp));
+                launch::dot(mem(), dp, kp, primes, D, mods_.as<Modulus>(), n_, limbs, false, words(tmp));
                 add_permuted(*acc, words(tmp), perm, e == 0, nq, np);
             }
         }

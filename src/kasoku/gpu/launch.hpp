@@ -46,8 +46,9 @@ void permute(const PolyMemory& mem, const u64* a, const std::uint32_t* perm, u64
 void overflow_count(const PolyMemory& mem, const u64* y, std::size_t s, std::size_t n, const double* inv_q, std::uint8_t* v);
 void convert(const PolyMemory& mem, const u64* y, std::size_t s, std::size_t n, const u64* f, const Modulus* m,
              std::size_t targets, const std::uint8_t* v, const u64* qv, u64* out);
-// out[t][c] = sum_j d[j][t n + c] * k[j][key_limb[t] n + c] (+ out[t][c] when accumulate) mod m[t], for `limbs` limbs:
-// d and k are device arrays of `digits` device pointers.
+// out[t][c] = sum_j d[j][t n + c] * k[j][key_limb[t] n + c] (+ out[t][c] when accumulate) mod m[key_limb[t]], for
+// `limbs` limbs: d and k are device arrays of `digits` device pointers; key_limb[t] is limb t's prime index (a key
+// spans every prime), m the moduli of every prime.
 void dot(const PolyMemory& mem, const u64* const* d, const u64* const* k, const std::uint32_t* key_limb, std::size_t digits,
          const Modulus* m, std::size_t n, std::size_t limbs, bool accumulate, u64* out);
 

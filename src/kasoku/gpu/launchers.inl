@@ -70,7 +70,7 @@ void dot(const PolyMemory& mem, const u64* const* d, const u64* const* k, const 
     run(mem, limbs * n,
         KASOKU_LAMBDA(std::size_t w) {
             const std::size_t t = w / n, c = w % n;
-            out[w] = body::dot(d, w, k, key_limb[t] * n + c, digits, m[t], accumulate ? out[w] : 0);
+            out[w] = body::dot(d, w, k, key_limb[t] * n + c, digits, m[key_limb[t]], accumulate ? out[w] : 0);
         },
         "key-switching inner product kernel");
 }

@@ -385,25 +385,25 @@ void dot_digits(const std::vector<const u64*>& d, const std::array<const std::ve
 }
 
 void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
-    const std::size_t nq = d.num_q(), np = ring().p_count(), L1 = ring().q_count(), digits = ring().digits_at(nq);
+    const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq);
     const Decomposed dec = decompose(d, exec.threads);
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
         AlignedWords tmp(digits * n_);
         std::vector<const u64*> dt(digits);
         for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
-        const std::size_t kl = t < nq ? t : L1 + (t - nq);  // limb of the key (over Q_L * P)
+        const std::size_t kl = pidx(t, nq);  // limb of the key (over Q_L * P): the prime's index
         dot_digits<2>(dt, {&key.b, &key.a}, kl, {limb(b, t), limb(a, t)}, false, n_, ring().modulus(kl));
     });
 }
 
 void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
-    const std::size_t nq = digits[0].num_q(), np = ring().p_count(), L1 = ring().q_count();
+    const std::size_t nq = digits[0].num_q(), np = ring().p_count();
     std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> perms;
     for (const KeyTerm& e : terms) perms.push_back(e.galois_elt == 1 ? nullptr : ring().automorphism_permutation(e.galois_elt));
     // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1.
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
-        const std::size_t kl = t < nq ? t : L1 + (t - nq);  // limb of the key (over Q_L * P)
+        const std::size_t kl = pidx(t, nq);  // limb of the key (over Q_L * P): the prime's index
         const Modulus& m = ring().modulus(kl);
         const u64 q = m.value;
         std::vector<const u64*> dt(digits.size());
