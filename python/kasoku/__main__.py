@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--blocked", type=int, default=256, help="matmul: dimension of the blocked product (0: none)")
     b.add_argument("--table", default=None, help="matmul: write the markdown table here")
     b.add_argument("--plot", default=None, help="matmul: write the log-log plot of time vs d here (PNG)")
-    s = sub.add_parser("schedule", help="job streams of e^x on the task scheduler (seed 001), simulated or real: "
+    s = sub.add_parser("schedule", help="job streams of task graphs (e^x, seed 001) on the task scheduler, simulated or real: "
                                          "JSON lines, a table over D and a latency-per-job plot")
     s.add_argument("--executor", default="sim", choices=["sim", "real"],
                    help="sim: discrete-event simulation from the cost model; real: this machine's threads")
@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--first-seed", type=int, default=1,
                    help="number the streams from this seed (--seeds 4 --first-seed 5: seeds 5..8), to extend a pass")
     s.add_argument("--params", default="SCHED", help="parameter set for real runs and --cost measure (default SCHED)")
-    s.add_argument("--order", type=int, default=6, help="Maclaurin order of e^x (the source: 6)")
+    from kasoku.schedule_cli import GRAPH_HELP
+    s.add_argument("--graph", default="exp", help=GRAPH_HELP)
     s.add_argument("--json", default=None, help="append the JSON lines to this file")
     s.add_argument("--table", default=None, help="write the markdown table over D here")
     s.add_argument("--plot", default=None, help="write the latency-per-job plot here (PNG)")
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             threads = args.threads or (126 if args.executor == "sim" else ks.hardware_threads())
             schedule_cli.run(pols, [float(v) for v in args.D.split(",")], args.jobs, w, threads, args.executor,
                              args.cost or ("paper" if args.executor == "sim" else "measure"), args.params, args.seeds,
-                             args.order, args.json, args.table, args.plot, args.save_cost, reps=args.reps,
+                             args.graph.split(","), args.json, args.table, args.plot, args.save_cost, reps=args.reps,
                              job_slowdown=args.job_slowdown, first_seed=args.first_seed)
             return 0
         if args.cmd == "bench":

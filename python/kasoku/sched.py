@@ -22,6 +22,9 @@ from ._kasoku import sched as _s
 Graph = _s.Graph
 CostModel = _s.CostModel
 maclaurin_exp = _s.maclaurin_exp
+bsgs_polynomial = _s.bsgs_polynomial
+matmul_like = _s.matmul_like
+random_dag = _s.random_dag
 decide_threads = _s.decide_threads
 POLICIES: tuple[str, ...] = tuple(_s.policies())
 
@@ -120,5 +123,6 @@ def run(graph: Graph, ctx, ev, inputs: Mapping, threads: int | None = None, poli
     return RunResult(raw, outputs, policy, t)
 
 
-__all__ = ["Graph", "CostModel", "StreamResult", "RunResult", "POLICIES", "maclaurin_exp", "poisson", "simulate",
+__all__ = ["Graph", "CostModel", "StreamResult", "RunResult", "POLICIES", "maclaurin_exp", "bsgs_polynomial",
+           "matmul_like", "random_dag", "poisson", "simulate",
            "run", "decide_threads", "measured_cost_model"]

@@ -40,6 +40,41 @@ def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = 3
     return cm
 
 
+GRAPH_HELP = ("task graphs, comma separated: exp[:ORDER] (the source's e^x, order 6), poly[:DEGREE] (baby-step "
+              "giant-step polynomial, degree 31), matmul[:D] (one d x d matrix product's tasks, d = 4), "
+              "random[:TASKS[:SEED]] (a random DAG, 24 tasks, seed 1); each with @LEVEL for its input level "
+              "(default 7 for the source's tables, the parameter set's top level otherwise)")
+
+
+def make_graph(spec: str, default_level: int):
+    """A task graph from a spec of GRAPH_HELP, e.g. "poly:15", "matmul:3@4", "random:24:5"."""
+    body, _, level = spec.partition("@")
+    name, *args = body.split(":")
+    try:
+        lv = int(level) if level else default_level
+        nums = [int(a) for a in args]
+    except ValueError:
+        raise ks.ParameterError(f"graph '{spec}': arguments and @LEVEL must be integers ({GRAPH_HELP})") from None
+    builders = {"exp": (sched.maclaurin_exp, 1), "poly": (sched.bsgs_polynomial, 1), "matmul": (sched.matmul_like, 1),
+                "random": (sched.random_dag, 2)}
+    if name not in builders or len(nums) > builders[name][1]:
+        raise ks.ParameterError(f"graph '{spec}' is not one of: {GRAPH_HELP}")
+    return builders[name][0](*nums, level=lv)
+
+
+def expected_output(spec: str, x: np.ndarray):
+    """The value a graph's output decrypts to for input x, where the graph computes a known function (e^x to its
+    order, the polynomial sum_j x^j / (j + 1)); None for the others."""
+    name, *args = spec.partition("@")[0].split(":")
+    if name == "exp":
+        order = int(args[0]) if args else 6
+        return sum(x**k / np.prod(np.arange(1, k + 1)) for k in range(order + 1))
+    if name == "poly":
+        degree = int(args[0]) if args else 31
+        return sum(x**j / (j + 1) for j in range(degree + 1))
+    return None
+
+
 def _real_setup(params):
     ctx = ks.Context(params)
     keys = ctx.keygen()
@@ -50,60 +85,96 @@ def _real_setup(params):
 
 
 def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int], threads: int, executor: str,
-        cost: str, params_name: str, seeds: int, order: int, json_path: str | None, table_path: str | None,
+        cost: str, params_name: str, seeds: int, graphs: list[str], json_path: str | None, table_path: str | None,
         plot_path: str | None, save_cost: str | None, reps: int = 3, job_slowdown: float | None = None,
         first_seed: int = 1) -> list[dict]:
     params = ks.Parameters.named(params_name)
+    built = {spec: make_graph(spec, 7 if cost == "paper" else params.levels) for spec in graphs}
     cm = _cost_model(cost, params, threads, save_cost, reps)
     if job_slowdown is not None:
         cm = cm.with_job_slowdown(job_slowdown)
-    g = sched.maclaurin_exp(order=order, level=7 if cost == "paper" else params.levels)
     real = _real_setup(params) if executor == "real" else None
     rows, curves = [], {}
     out = open(json_path, "a") if json_path else None
-    total, done = len(ds) * len(policies) * seeds, 0
-    for d in ds:
-        for seed in range(first_seed, first_seed + seeds):
-            arr = sched.poisson(d, jobs, seed=seed)
-            # Real runs drift on a shared machine: each seed starts the policies at a different one, so that no
-            # policy always runs first (or last).
-            k = (seed - 1) % len(policies)
-            for pol in policies[k:] + policies[:k]:
-                t0 = time.time()
-                if real is None:
-                    r = sched.simulate(g, cm, threads, pol, arr, window)
+    total, done = len(graphs) * len(ds) * len(policies) * seeds, 0
+    for spec, g in built.items():
+        for d in ds:
+            for seed in range(first_seed, first_seed + seeds):
+                arr = sched.poisson(d, jobs, seed=seed)
+                # Real runs drift on a shared machine: each seed starts the policies at a different one, so that no
+                # policy always runs first (or last).
+                k = (seed - 1) % len(policies)
+                for pol in policies[k:] + policies[:k]:
+                    t0 = time.time()
                     err = None
-                else:
-                    ctx, keys, ev, x, ct = real
-                    r = sched.run(g, ctx, ev, {"x": ct}, threads=threads, policy=pol, arrivals=arr, window=window,
-                                  cost=cm)
-                    got = ctx.decrypt(r.outputs[0]["exp"], keys.secret).real
-                    err = float(np.max(np.abs(got - np.exp(x))))
-                row = {"D_ms": d, "seed": seed, "cost_model": cm.name, "machine": cm.machine, **r.to_dict()}
-                if cm.job_slowdown:
-                    row["job_slowdown"] = cm.job_slowdown
-                if err is not None:
-                    row["max_error_first_job"] = err
-                rows.append(row)
-                if seed == first_seed:
-                    curves[(pol, d)] = r.latencies_ms
-                line = json.dumps(row)
-                print(line, flush=True)
-                if out:
-                    out.write(line + "\n")
-                    out.flush()
-                done += 1
-                print(f"[{done}/{total}] D={d:g} seed={seed} {pol}: makespan {r.makespan_ms / 1000:.1f} s, "
-                      f"p95 {r.p95_ms:.0f} ms ({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
+                    if real is None:
+                        r = sched.simulate(g, cm, threads, pol, arr, window)
+                    else:
+                        ctx, keys, ev, x, ct = real
+                        names = [n["name"] for n in g.nodes if n["op"] == "input"]
+                        r = sched.run(g, ctx, ev, {n: ct for n in names}, threads=threads, policy=pol, arrivals=arr,
+                                      window=window, cost=cm)
+                        want = expected_output(spec, x)
+                        if want is not None:
+                            got = ctx.decrypt(r.outputs[0][g.outputs[0][1]], keys.secret).real
+                            err = float(np.max(np.abs(got - want)))
+                    row = {"graph": spec, "D_ms": d, "seed": seed, "cost_model": cm.name, "machine": cm.machine,
+                           **r.to_dict()}
+                    if cm.job_slowdown:
+                        row["job_slowdown"] = cm.job_slowdown
+                    if err is not None:
+                        row["max_error_first_job"] = err
+                    rows.append(row)
+                    if seed == first_seed:
+                        curves[(spec, pol, d)] = r.latencies_ms
+                    line = json.dumps(row)
+                    print(line, flush=True)
+                    if out:
+                        out.write(line + "\n")
+                        out.flush()
+                    done += 1
+                    print(f"[{done}/{total}] {spec} D={d:g} seed={seed} {pol}: makespan {r.makespan_ms / 1000:.1f} s, "
+                          f"p95 {r.p95_ms:.0f} ms ({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
     if out:
         out.close()
     unique = list(dict.fromkeys(policies))  # a policy listed twice (an A/A pass) is one row
     if table_path:
         with open(table_path, "w") as f:
-            f.write(table(rows, unique, ds, paper=(cost == "paper")))
+            for spec in graphs:
+                if len(graphs) > 1:
+                    f.write(f"Graph `{spec}`:\n\n")
+                f.write(table([r for r in rows if r["graph"] == spec], unique, ds,
+                              paper=(cost == "paper" and spec in ("exp", "exp:6"))))
+            if "kasoku" in unique and len(unique) > 1:
+                f.write("\n" + versus_best(rows, graphs, ds))
     if plot_path:
-        plot(curves, unique, ds, plot_path, title=f"{executor}, {cm.name}, {threads} threads")
+        for spec in graphs:
+            path = plot_path if len(graphs) == 1 else plot_path.replace(".png", "") + "-" + spec.replace(":", "-").replace("@", "-L") + ".png"
+            plot({(p, d): v for (gs, p, d), v in curves.items() if gs == spec}, unique, ds, path,
+                 title=f"{executor}, {cm.name}, {threads} threads, graph {spec}")
     return rows
+
+
+def versus_best(rows: list[dict], graphs: list[str], ds: list[float]) -> str:
+    """Markdown: kasoku's makespan and p95 against the best of the other policies per graph and D (means over
+    seeds), in %, with the policy that was best."""
+    lines = ["| kasoku vs best of the others: makespan / p95 | " + " | ".join(f"D = {d:g}" for d in ds) + " |",
+             "| --- |" + " --- |" * len(ds)]
+    for spec in graphs:
+        sub = [r for r in rows if r["graph"] == spec]
+        mk, p95 = _means(sub, "makespan_ms"), _means(sub, "p95_ms")
+        cells = []
+        for d in ds:
+            others = [p for (p, dd) in mk if dd == d and p != "kasoku"]
+            if ("kasoku", d) not in mk or not others:
+                cells.append("")
+                continue
+            bm = min(others, key=lambda p: mk[(p, d)])
+            bq = min(others, key=lambda p: p95[(p, d)])
+            cells.append(f"{_pct(np.log(mk[('kasoku', d)] / mk[(bm, d)])):+.1f}% ({bm}) / "
+                         f"{_pct(np.log(p95[('kasoku', d)] / p95[(bq, d)])):+.1f}% ({bq})")
+        lines.append(f"| `{spec}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _means(rows: list[dict], key: str) -> dict:

@@ -79,7 +79,9 @@ def test_policies_on_constructed_states():
     others = [("square", 8), ("multiply", 7)]
     assert [d("dynamic", cm, 126, n_c, "multiply", 8, others) for n_c in (100, 115, 121, 123, 126)] == [8, 4, 2, 1, 0]
     assert d("kasoku", cm, 126, 0, "multiply", 8) == 8
-    assert d("kasoku", cm, 126, 20, "multiply", 8, running_tasks=20, jobs_in_system=40) == 1
+    # a backlog is charged the thread-milliseconds: 2 threads with 40 jobs in the system, 1 with 400
+    assert d("kasoku", cm, 126, 20, "multiply", 8, running_tasks=20, jobs_in_system=40) == 2
+    assert d("kasoku", cm, 126, 20, "multiply", 8, running_tasks=20, jobs_in_system=400) == 1
     with pytest.raises(ks.ParameterError, match="policy"):
         d("greedy", cm, 126, 0, "multiply", 8)
 
@@ -124,6 +126,38 @@ def test_run_concurrent_jobs_decrypt_to_exp(small):
             got = ctx.decrypt(out["exp"], keys.secret).real
             assert np.max(np.abs(got - np.exp(x))) < 3e-4  # Maclaurin remainder 2.3e-4 at x = 1
         assert np.all(r.finish_ms >= r.arrival_ms)
+
+
+def test_run_bsgs_polynomial_decrypts_to_the_polynomial(small):
+    ctx, keys, ev, x, ct = small
+    g = sched.bsgs_polynomial(degree=7, level=5)  # sum_j x^j / (j + 1): baby steps x..x^3, giant x^4
+    assert [n["name"] for n in g.nodes if n["op"] == "input"] == ["x"] and g.outputs[0][1] == "poly"
+    r = sched.run(g, ctx, ev, {"x": ct}, threads=2, policy="kasoku", arrivals=[0, 0, 1], keep_outputs=3)
+    want = sum(x**j / (j + 1) for j in range(8))
+    for out in r.outputs:
+        assert np.max(np.abs(ctx.decrypt(out["poly"], keys.secret).real - want)) < 1e-4
+    with pytest.raises(ks.LevelError):
+        sched.bsgs_polynomial(degree=31, level=5)
+
+
+def test_more_graphs_in_simulation_and_cli(tmp_path, capsys):
+    from kasoku.__main__ import main
+
+    cm = sched.CostModel.from_paper()
+    for g in (sched.matmul_like(d=3), sched.random_dag(tasks=20, seed=4), sched.bsgs_polynomial(15)):
+        r = sched.simulate(g, cm, threads=126, policy="kasoku", arrivals=sched.poisson(100, 50, 1))
+        assert np.all(r.finish_ms > r.arrival_ms)
+    assert sched.random_dag(tasks=20, seed=4).nodes == sched.random_dag(tasks=20, seed=4).nodes
+    table = tmp_path / "t.md"
+    assert main(["schedule", "--D", "120", "--jobs", "100", "--window", "11,90", "--graph", "poly:15,matmul:3@4",
+                 "--table", str(table)]) == 0
+    rows = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
+    assert {r["graph"] for r in rows} == {"poly:15", "matmul:3@4"} and len(rows) == 2 * len(sched.POLICIES)
+    text = table.read_text()
+    assert "Graph `matmul:3@4`" in text and "| `poly:15` |" in text and "kasoku vs best of the others" in text
+    assert main(["schedule", "--graph", "poly:x"]) == 2
+    assert "must be integers" in capsys.readouterr().err
+    assert main(["schedule", "--graph", "cube"]) == 2
 
 
 def test_run_rejects_a_wrong_level_and_missing_keys(small):

@@ -73,4 +73,20 @@ private:
 // (4 s and 2 s). The input is named "x", the output "exp".
 Graph maclaurin_exp(int order = 6, int level = 7);
 
+// Workloads beyond the source's, for checking a policy on graphs it was not tuned on (docs/SCHEDULING.md).
+// A polynomial of `degree` in the power basis by baby-step giant-step (Paterson-Stockmeyer): baby powers x^2..x^k
+// (k the smallest power of two above sqrt((degree + 1) / 2)), giant powers x^k, x^2k, x^4k, ... by squaring, the blocks
+// c_0 + c_1 x + ... + c_(k-1) x^(k-1) by plaintext products and sums, combined pairwise with the giant powers.
+// Input "x", output "poly". ParameterError for degree < 2; LevelError when `level` is too low for the depth.
+Graph bsgs_polynomial(int degree = 31, int level = 7);
+// The task structure of one encrypted d x d matrix product (Jiang et al., seed 003): sigma(A) and tau(B) as
+// rotations times plaintext diagonals summed, then for k = 1..d-1 a column shift of sigma(A) (one rotation) and a row
+// shift of tau(B) (two rotations, two plaintext masks, a sum), the d products and their sum. Inputs "A", "B", output
+// "AB". ParameterError for d < 2; LevelError when `level` < 3.
+Graph matmul_like(int d = 4, int level = 7);
+// A random DAG of `tasks` fused tasks over two inputs "x" and "y" (seeded): each task draws its kind (products and
+// rotations most often) and its operands among the 8 newest nodes that can take it, so the graph is deep and
+// branching; every dangling result joins a balanced sum, the output "out". ParameterError for tasks < 1 or level < 1.
+Graph random_dag(int tasks = 24, std::uint64_t seed = 1, int level = 7);
+
 }  // namespace kasoku::sched

@@ -6,6 +6,7 @@
 // (ParameterError for a missing or unknown input, LevelError for an input at another level than the graph's,
 // MissingKeyError for a key a task needs) before anything runs, and rethrows the first error of a task.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -39,6 +40,9 @@ struct ReadyTask {
 struct SchedulerView {
     int total_threads = 1;   // T: threads the scheduler may use at once
     int busy_threads = 0;    // n_c: threads of the running tasks
+    // The running tasks' threads by kind (indexed by OpKind - 1); threads of busy_threads not counted here are
+    // taken to be of the head's kind.
+    std::array<int, kTaskKinds> busy_by_kind{};
     int running_tasks = 0;
     int jobs_in_system = 0;  // arrived and not finished
     int jobs_in_flight = 0;  // started and not finished
@@ -63,14 +67,14 @@ int paper_demand(const ReadyTask& t);
 // as above:
 //   n_c + nq + n_r <= T -> nq;  n_c + ceil(nq/2) + r <= T -> ceil(nq/2);  n_c + 2 + r <= T -> 2;  n_c + 1 <= T -> 1.
 // kasoku (ours; estimates by the cost model: level-aware, alignment included, with the start-up overhead, the load
-// factor and the model's job factor):
-//   1. marginal gain: the threads n must raise the machine's work per unit time, busy / (load_factor(busy) *
-//      job_factor(jobs in flight)), from n_c to n_c + n (a head that starts its job adds one in flight); the largest
-//      such n <= nq is the cap (none: wait);
-//   2. no queue (at most 1.5 * T / nq jobs in the system: 1.5x the jobs whose tasks run at full width at once): the
-//      n with the soonest expected finish, counting the wait for running tasks to free threads (`releases`), the
-//      fewest threads within 5% of the best; when that n is not free yet, wait;
-//   3. a queue: the n among the free threads with the fewest thread-milliseconds under the load.
+// factor and the model's job factor), with F = T / nq the jobs whose tasks the machine runs at full width at once:
+//   1. marginal gain, under pressure (more than F jobs in the system): the threads n must raise the machine's work
+//      per unit time, the sum over the running tasks' kinds k of busy_k / (load_factor_k(busy) * job_factor(jobs in
+//      flight)), from n_c to n_c + n (a head that starts its job adds one in flight); the largest such n <= nq is
+//      the cap (none: wait);
+//   2. the n with the lowest price: its expected finish (counting the wait for running tasks to free threads,
+//      `releases`) plus 16 * E * n * estimate(n) / T, its thread-milliseconds charged to the E = jobs in the system
+//      beyond F / 4; when that n is not free yet, wait.
 int decide_threads(Policy policy, const SchedulerView& view);
 
 // Arrival times (ms from 0) of `jobs` jobs with exponential inter-arrival times of mean mean_ms:

@@ -92,6 +92,12 @@ void bind_sched(nb::module_& parent) {
            "cycle and LevelError on a level underflow.");
     m.def("maclaurin_exp", &maclaurin_exp, "order"_a = 6, "level"_a = 7,
           "e^x by its Maclaurin series to x^order: the source's workload (its Fig. 3 for order 6).");
+    m.def("bsgs_polynomial", &bsgs_polynomial, "degree"_a = 31, "level"_a = 7,
+          "A polynomial of that degree by baby-step giant-step (Paterson-Stockmeyer): input 'x', output 'poly'.");
+    m.def("matmul_like", &matmul_like, "d"_a = 4, "level"_a = 7,
+          "The tasks of one encrypted d x d matrix product (Jiang et al.): inputs 'A', 'B', output 'AB'.");
+    m.def("random_dag", &random_dag, "tasks"_a = 24, "seed"_a = 1, "level"_a = 7,
+          "A seeded random DAG of fused tasks over inputs 'x' and 'y', its dangling results summed into 'out'.");
 
     nb::class_<CostModel>(m, "CostModel", "T(op, nq, threads) of one task, a load factor and a start-up overhead.")
         .def_static("from_paper", &CostModel::from_paper, "The source's Xeon Phi 7230F tables (seed 001 Tables 1-5).")

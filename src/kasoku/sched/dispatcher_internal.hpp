@@ -3,6 +3,7 @@
 // policy says to wait; and the task kinds' mapping to the evaluator, shared by the real executor and
 // CostModel::measure.
 #pragma once
+#include <array>
 #include <map>
 #include <set>
 #include <vector>
@@ -53,6 +54,7 @@ private:
     std::set<ReadyTask, Cmp> ready_;
     std::multimap<double, int> ends_;  // running tasks: expected end -> threads
     int busy_ = 0, running_ = 0, in_system_ = 0, in_flight_ = 0, others_paper_ = 0;
+    std::array<int, kTaskKinds> busy_by_kind_{};
 };
 
 // Runs task n on its operands with the evaluator (b is used by the two-operand tasks only): the real executor's

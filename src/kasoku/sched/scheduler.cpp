@@ -1,6 +1,7 @@
 #include "kasoku/sched/scheduler.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -77,49 +78,52 @@ int decide_threads(Policy policy, const SchedulerView& v) {
         }
         case Policy::kasoku: {
             if (!v.cost) throw ParameterError("the kasoku policy needs a cost model");
-            // Machine-level marginal gain: n more busy threads must raise the work done per unit time,
-            // busy / (load_factor(busy) * job_factor(jobs in flight)), or the task waits (past that point the load
-            // slows the running tasks more than the new threads add).
             const CostModel& c = *v.cost;
-            auto rate = [&](int busy, int tasks, int jobs) {
-                return busy == 0 ? 0.0
-                                 : busy / (c.load_factor(h.op, busy, double(busy) / std::max(tasks, 1)) * c.job_factor(jobs));
-            };
-            const double now_rate = rate(n_c, v.running_tasks, v.jobs_in_flight);
+            const double full_width_jobs = double(T) / nq;  // jobs whose tasks the machine runs at full width at once
+            // 1. Under pressure (more jobs in the system than that), machine-level marginal gain: n more busy threads
+            //    must raise the work done per unit time, the sum over the running tasks' kinds of their threads /
+            //    (load_factor(busy) * job_factor(jobs in flight)), or the task waits (past that point the load slows
+            //    the running tasks more than the new threads add). Without pressure latency comes first.
             int top = std::min(nq, T);
-            while (top >= 1 && n_c > 0 &&
-                   rate(n_c + top, v.running_tasks + 1, v.jobs_in_flight + v.head_starts_job) <= now_rate)
-                --top;
-            if (top < 1) return 0;
-            // Queue pressure: more jobs in the system than 1.5x the jobs whose tasks the machine runs at full width
-            // at once (T / nq). Below it, short bursts are served wide; above it, the backlog is served thriftily. On
-            // a machine with fewer threads than nq every job in the system is a queue.
-            const bool queue = v.jobs_in_system > 1.5 * T / nq;
-            if (!queue) {
-                // No queue: the soonest expected finish, waiting for running tasks to free threads when that is sooner
-                // than starting narrower now; the fewest threads within 5% of the best.
-                std::vector<double> fin(top + 1, std::numeric_limits<double>::infinity());
-                double best = fin[0];
-                for (int n = 1; n <= top; ++n) {
-                    double wait = 0;
-                    int avail = free;
-                    for (std::size_t i = 0; i < v.releases.size() && avail < n; ++i)
-                        avail += v.releases[i].second, wait = v.releases[i].first;
-                    if (avail < n) continue;
-                    fin[n] = wait + estimate_ms(v, n);
-                    best = std::min(best, fin[n]);
-                }
-                for (int n = 1; n <= top; ++n)
-                    if (fin[n] <= 1.05 * best) return n <= free ? n : 0;
+            if (n_c > 0 && v.jobs_in_system > full_width_jobs) {
+                const int head_kind = static_cast<int>(h.op) - 1;
+                std::array<int, kTaskKinds> by_kind = v.busy_by_kind;
+                int counted = 0;
+                for (int k : by_kind) counted += k;
+                by_kind[head_kind] += std::max(n_c - counted, 0);
+                auto rate = [&](int extra, int tasks, int jobs) {
+                    const int busy = n_c + extra;
+                    const double width = double(busy) / std::max(tasks, 1);
+                    double r = 0;
+                    for (int k = 0; k < kTaskKinds; ++k) {
+                        const int threads = by_kind[k] + (k == head_kind ? extra : 0);
+                        if (threads) r += threads / c.load_factor(static_cast<OpKind>(k + 1), busy, width);
+                    }
+                    return r / c.job_factor(jobs);
+                };
+                const double now_rate = rate(0, v.running_tasks, v.jobs_in_flight);
+                while (top >= 1 && rate(top, v.running_tasks + 1, v.jobs_in_flight + v.head_starts_job) <= now_rate)
+                    --top;
+                if (top < 1) return 0;
             }
-            // A queue: the count with the fewest thread-milliseconds under the load, among the free threads.
-            int pick = 1;
-            double pick_cost = estimate_ms(v, 1);
-            for (int n = 2; n <= std::min(top, free); ++n) {
-                const double cost = n * estimate_ms(v, n);
-                if (cost < pick_cost) pick = n, pick_cost = cost;
+            // 2. The n with the lowest price: its expected finish (waiting for running tasks to free threads when
+            //    that is sooner than starting narrower now) plus its thread-milliseconds charged to the jobs beyond a
+            //    quarter of full_width_jobs, each of which they delay by about thread-ms / T, weighted by
+            //    kThreadPrice. A light load is served wide, a backlog thriftily, with no switch between the two.
+            constexpr double kThreadPrice = 16, kThriftFrom = 0.25;  // tuned in simulation (docs/SCHEDULING.md)
+            const double excess = std::max(v.jobs_in_system - kThriftFrom * full_width_jobs, 0.0);
+            int pick = 0;
+            double best = std::numeric_limits<double>::infinity();
+            for (int n = 1; n <= top; ++n) {
+                double wait = 0;
+                int avail = free;
+                for (std::size_t i = 0; i < v.releases.size() && avail < n; ++i)
+                    avail += v.releases[i].second, wait = v.releases[i].first;
+                if (avail < n) continue;
+                const double e = estimate_ms(v, n), price = wait + e + kThreadPrice * excess * n * e / T;
+                if (price < best) best = price, pick = n;
             }
-            return pick;
+            return pick <= free ? pick : 0;
         }
     }
     return 0;
@@ -194,6 +198,7 @@ std::vector<Placement> Dispatcher::place(double now) {
         SchedulerView v = make_view(threads_, busy_, running_, head, {}, cost_);
         v.jobs_in_system = in_system_;
         v.jobs_in_flight = in_flight_;
+        v.busy_by_kind = busy_by_kind_;
         v.head_starts_job = result.start_ms[head.job] < 0;
         v.others = static_cast<int>(ready_.size()) - 1;
         v.others_paper_demand = others_paper_ - paper_demand(head);
@@ -205,6 +210,7 @@ std::vector<Placement> Dispatcher::place(double now) {
         ready_.erase(ready_.begin());
         others_paper_ -= paper_demand(head);
         busy_ += n;
+        busy_by_kind_[static_cast<int>(head.op) - 1] += n;
         ++running_;
         if (result.start_ms[head.job] < 0) result.start_ms[head.job] = now, ++in_flight_;
         ++result.threads_used[n];
@@ -216,6 +222,7 @@ std::vector<Placement> Dispatcher::place(double now) {
 
 void Dispatcher::finish(const Placement& p, double now) {
     busy_ -= p.threads;
+    busy_by_kind_[static_cast<int>(g_.nodes()[p.node].op) - 1] -= p.threads;
     --running_;
     for (auto it = ends_.find(p.expected_end_ms); it != ends_.end(); ++it)
         if (it->second == p.threads) {

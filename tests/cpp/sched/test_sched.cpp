@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <complex>
+#include <map>
 
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/sched/scheduler.hpp"
@@ -124,6 +125,48 @@ TEST(SchedGraph, MaclaurinExpShape) {
     EXPECT_THROW(maclaurin_exp(6, 3), LevelError);
 }
 
+TEST(SchedGraph, MoreWorkloads) {
+    auto count = [](const Graph& g, OpKind op) {
+        int c = 0;
+        for (const auto& n : g.nodes()) c += n.op == op;
+        return c;
+    };
+    // Degree 15: baby steps k = 4 (x^2, x^3, x^4), giant x^8; 4 blocks of 3 plaintext products; 3 pairings.
+    const Graph p = bsgs_polynomial(15, 7);
+    EXPECT_EQ(count(p, OpKind::square), 3);
+    EXPECT_EQ(count(p, OpKind::multiply), 1 + 3);
+    EXPECT_EQ(count(p, OpKind::multiply_plain), 12);
+    EXPECT_EQ(count(p, OpKind::add_plain), 4);
+    ASSERT_EQ(p.outputs().size(), 1u);
+    EXPECT_EQ(p.nodes()[p.outputs()[0].first].level, 2);  // depth 5 = ceil(log2(16)) + 1 for the plaintext products
+    // Degree 16: the top block is the constant alone, a plaintext product with x^16.
+    const Graph p16 = bsgs_polynomial(16, 7);
+    EXPECT_EQ(count(p16, OpKind::multiply_plain), 12 + 1);
+    EXPECT_THROW(bsgs_polynomial(1, 7), ParameterError);
+    EXPECT_THROW(bsgs_polynomial(31, 5), LevelError);
+    // d = 3: 2d - 2 + d - 1 rotations for sigma and tau, 3 per shift k = 1, 2; d products.
+    const Graph m = matmul_like(3, 7);
+    EXPECT_EQ(count(m, OpKind::rotate), 4 + 2 + 2 * 3);
+    EXPECT_EQ(count(m, OpKind::multiply), 3);
+    EXPECT_EQ(count(m, OpKind::multiply_plain), 5 + 3 + 2 * 2);
+    EXPECT_EQ(m.nodes()[m.outputs()[0].first].level, 4);
+    EXPECT_THROW(matmul_like(1, 7), ParameterError);
+    EXPECT_THROW(matmul_like(3, 2), LevelError);
+    // Random DAGs: seeded, every task's result used or summed into the one output.
+    const Graph r1 = random_dag(30, 5, 7), r2 = random_dag(30, 5, 7), r3 = random_dag(30, 6, 7);
+    ASSERT_EQ(r1.size(), r2.size());
+    for (std::size_t i = 0; i < r1.size(); ++i) EXPECT_EQ(r1.nodes()[i].inputs, r2.nodes()[i].inputs);
+    bool differs = r1.size() != r3.size();
+    for (std::size_t i = 0; !differs && i < r1.size(); ++i) differs = r1.nodes()[i].op != r3.nodes()[i].op;
+    EXPECT_TRUE(differs);
+    const auto succ = r1.successors();
+    for (std::size_t i = 0; i < r1.size(); ++i)
+        if (r1.nodes()[i].op != OpKind::input) EXPECT_TRUE(!succ[i].empty() || int(i) == r1.outputs()[0].first) << i;
+    EXPECT_GE(static_cast<int>(r1.size()), 2 + 30);
+    EXPECT_THROW(random_dag(0, 1, 7), ParameterError);
+    EXPECT_THROW(random_dag(5, 1, 0), ParameterError);
+}
+
 TEST(SchedPriorities, LongestPathToTheEnd) {
     // x -> a = square(x) -> b = square(a) -> out = add(b, c); c = add_plain(x). Heavy 10 ms, light 1 ms.
     Graph g;
@@ -185,10 +228,22 @@ TEST(SchedPolicy, KasokuDecisions) {
     v.running_tasks = 70;
     v.jobs_in_system = 40;
     EXPECT_EQ(decide_threads(Policy::kasoku, v), 0);
-    // A queue below the peak: the fewest thread-milliseconds (one thread for a product at nq = 8).
+    // The same busy threads running plaintext products, whose curve keeps rising past 64 (Table 5): the machine's
+    // rate still grows with a product's threads, so it starts.
+    v.busy_by_kind[static_cast<int>(OpKind::multiply_plain) - 1] = 70;
+    EXPECT_GT(decide_threads(Policy::kasoku, v), 0);
+    // No pressure (3 jobs in the system, fewer than 126 / 8): latency first, no cap; the fastest count.
+    v = view(126, 70, OpKind::multiply, 8, 0, 0, &paper);
+    v.running_tasks = 70;
+    v.jobs_in_system = 3;
+    EXPECT_EQ(decide_threads(Policy::kasoku, v), 8);
+    // A queue below the peak: thread-milliseconds are charged to the jobs beyond 126 / 8 / 4, so a product at nq = 8
+    // gets 2 threads with 40 jobs in the system and 1 thread (the fewest thread-milliseconds) with 400.
     v = view(126, 20, OpKind::multiply, 8, 0, 0, &paper);
     v.running_tasks = 20;
-    v.jobs_in_system = 40;  // > 1.5 * 126 / 8
+    v.jobs_in_system = 40;
+    EXPECT_EQ(decide_threads(Policy::kasoku, v), 2);
+    v.jobs_in_system = 400;
     EXPECT_EQ(decide_threads(Policy::kasoku, v), 1);
     // No queue and 4 threads free: wait when 8 threads free up within 1 ms, start on 4 when they free up late.
     const CostModel flat = linear_model(80, 1);
@@ -360,6 +415,43 @@ TEST(SchedSimulate, PaperModelKasokuBeatsTheSourcesPoliciesWhenLoaded) {
     const auto k = simulate(g, cm, o);
     EXPECT_LT(k.makespan_ms, best_mk);
     EXPECT_LT(k.p95_ms, best_p95);
+}
+
+TEST(SchedSimulate, PaperModelKasokuHoldsOnOtherGraphs) {
+    // docs/SCHEDULING.md: on graphs other than e^x, kasoku's makespan and p95 are within 1% of the best of the
+    // source's four policies (or better) at every D, on the source's tables at 126 threads (full streams: 2300 jobs,
+    // 301..1900 measured), means over seeds 1..3; the document has more graphs.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "180 streams take minutes under the sanitizers; the release build runs them (the other simulate "
+                    "tests cover the same code under the sanitizers)";
+#endif
+    const CostModel cm = CostModel::from_paper();
+    const std::pair<const char*, Graph> graphs[] = {{"poly:15", bsgs_polynomial(15, 7)},
+                                                    {"matmul:2", matmul_like(2, 7)},
+                                                    {"random:24:2", random_dag(24, 2, 7)}};
+    for (const auto& [name, g] : graphs)
+        for (double d : {60.0, 80.0, 100.0, 120.0}) {
+            std::map<Policy, std::pair<double, double>> mean;  // makespan, p95
+            for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+                StreamOptions o;
+                o.threads = 126;
+                o.arrivals_ms = poisson_arrivals(d, 2300, seed);
+                o.window = {301, 1900};
+                for (Policy p : all_policies()) {
+                    o.policy = p;
+                    const auto r = simulate(g, cm, o);
+                    mean[p].first += r.makespan_ms / 3;
+                    mean[p].second += r.p95_ms / 3;
+                }
+            }
+            double best_mk = 1e300, best_p95 = 1e300;
+            for (Policy p : {Policy::fixed_1, Policy::fixed_half, Policy::fixed_full, Policy::dynamic}) {
+                best_mk = std::min(best_mk, mean[p].first);
+                best_p95 = std::min(best_p95, mean[p].second);
+            }
+            EXPECT_LE(mean[Policy::kasoku].first, 1.01 * best_mk) << name << " D = " << d;
+            EXPECT_LE(mean[Policy::kasoku].second, 1.01 * best_p95) << name << " D = " << d;
+        }
 }
 
 TEST(SchedRun, ConcurrentJobsDecryptToExp) {
