@@ -1,0 +1,139 @@
+// Seed 004's NTT in its four loop structures against the schoolbook DFT and arith's NTT, and its cycle model
+// against the seed's tables.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kasoku/arith/ntt.hpp"
+#include "kasoku/arith/primes.hpp"
+#include "kasoku/hls/cycle_model.hpp"
+#include "kasoku/hls/ntt.hpp"
+#include "kasoku/support/error.hpp"
+
+using namespace kasoku;
+using namespace kasoku::hls;
+
+namespace {
+
+std::vector<word> random_input(const Field& f, std::uint64_t seed, bool zero_top_half = false) {
+    std::mt19937_64 rng(seed);
+    std::vector<word> x(std::size_t(1) << f.m);
+    for (std::size_t t = 0; t < x.size(); ++t) x[t] = zero_top_half && t >= x.size() / 2 ? 0 : word(rng() % f.p);
+    return x;
+}
+
+std::size_t bitrev(std::size_t i, int bits) {
+    std::size_t r = 0;
+    for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
+    return r;
+}
+
+word power(word a, wide e, word p) {
+    word r = 1;
+    for (; e; e >>= 1, a = mul_mod(a, a, p))
+        if (e & 1) r = mul_mod(r, a, p);
+    return r;
+}
+
+constexpr Structure kStructures[] = {Structure::nested, Structure::inner_flattened, Structure::fully_flattened,
+                                     Structure::two_butterflies};
+
+}  // namespace
+
+TEST(HlsField, SmallestPrimeOfTheSeed) {
+    for (int m = 2; m <= kMaxLogPoints; ++m) {
+        const Field f = seed_field(m);
+        const wide M = wide(1) << m;
+        EXPECT_EQ(f.p, f.s * M + 1);
+        EXPECT_GE(f.p, 81 * M);
+        EXPECT_TRUE(arith::is_prime(f.p));
+        for (word s = 81; s < f.s; ++s) EXPECT_FALSE(arith::is_prime(wide(s) * M + 1)) << m;  // the smallest
+        EXPECT_EQ(power(f.alpha, M, f.p), 1u);
+        EXPECT_EQ(power(f.alpha, M / 2, f.p), f.p - 1) << m;  // order exactly M (eq. 7, 11)
+    }
+    EXPECT_THROW(seed_field(1), ParameterError);
+    EXPECT_THROW(seed_field(17), ParameterError);
+}
+
+TEST(HlsNtt, EveryStructureEqualsTheSchoolbookDft) {
+    for (int m = 2; m <= kMaxLogPoints; ++m) {
+        const Field f = seed_field(m);
+        const auto x = random_input(f, 100 + m);
+        const std::size_t M = x.size();
+        // Full DFT up to 2^11 points; above, 64 random outputs by their direct sums.
+        std::vector<std::size_t> ks;
+        std::vector<word> want;
+        if (m <= 11) {
+            want = dft(f, x);
+            for (std::size_t k = 0; k < M; ++k) ks.push_back(k);
+        } else {
+            std::mt19937_64 rng(m);
+            want.assign(M, 0);
+            for (int i = 0; i < 64; ++i) {
+                const std::size_t k = rng() % M;
+                const word w = power(f.alpha, k, f.p);
+                word acc = 0, wt = 1;
+                for (std::size_t t = 0; t < M; ++t, wt = mul_mod(wt, w, f.p)) acc = add_mod(acc, mul_mod(x[t], wt, f.p), f.p);
+                want[k] = acc;
+                ks.push_back(k);
+            }
+        }
+        for (Structure s : kStructures) {
+            const auto got = ntt(s, f, x);
+            ASSERT_EQ(got.size(), M);
+            for (std::size_t k : ks) ASSERT_EQ(got[bitrev(k, m)], want[k]) << structure_name(s) << " m = " << m << " k = " << k;
+        }
+    }
+}
+
+TEST(HlsNtt, OddOutputsOfAPaddedInputEqualArithsNegacyclicNtt) {
+    // The seed's inputs are zero in their top half (eq. 2); X(2j + 1) is then the negacyclic NTT of size M/2 at
+    // alpha, which arith computes (bit-reversed, the same root): the upper half of the output equals it word for word.
+    for (int m = 2; m <= kMaxLogPoints; ++m) {
+        const Field f = seed_field(m);
+        const auto x = random_input(f, 7 + m, true);
+        const std::size_t half = x.size() / 2;
+        const arith::NttTables tables(f.p, half);
+        ASSERT_EQ(tables.psi(), f.alpha);
+        std::vector<arith::u64> a(x.begin(), x.begin() + half);
+        arith::ntt_forward(a.data(), tables);
+        for (Structure s : kStructures) {
+            const auto got = ntt(s, f, x);
+            for (std::size_t i = 0; i < half; ++i) ASSERT_EQ(got[half + i], a[i]) << structure_name(s) << " m = " << m;
+        }
+    }
+}
+
+TEST(HlsNtt, RejectsBadInput) {
+    const Field f = seed_field(4);
+    EXPECT_THROW(ntt(Structure::nested, f, std::vector<word>(8)), ParameterError);
+    EXPECT_THROW(ntt(Structure::nested, f, std::vector<word>(16, f.p)), ParameterError);
+    EXPECT_THROW(ntt(Structure::nested, Field{}, std::vector<word>(16)), ParameterError);
+}
+
+TEST(HlsCycleModel, OrderingsOfTheSeedsTables) {
+    const Latencies lat = fit_to_paper();
+    // Tables 1-2 (16 and 1,024 points): (5) < (3) < (1), and the stage-crossing pipelines (2), (4), (6) no better
+    // than (1) in time (cycles times the 20 ns clock they ran at, against (1)'s 10 ns).
+    for (int m : {4, 10}) {
+        const double c1 = model_cycles(1, m, lat), c3 = model_cycles(3, m, lat), c5 = model_cycles(5, m, lat);
+        EXPECT_LT(c5, c3);
+        EXPECT_LT(c3, c1);
+        for (int crossing : {2, 4, 6}) EXPECT_GE(20 * model_cycles(crossing, m, lat), 10 * c1) << crossing;
+        // Tables 3-4: (7) no better than (5), (8) better.
+        EXPECT_GE(model_cycles(7, m, lat), 0.99 * c5);
+        EXPECT_LT(model_cycles(8, m, lat), c5);
+    }
+    // Tables 1-4 (fitted, four lines for 16 rows) within 3%; Table 5 (4,096 to 65,536 points, not fitted: a
+    // prediction, e.g. (8) at 65,536 points against the seed's 410,480) within 1%.
+    for (const auto& r : paper_cycles()) {
+        int m = 0;
+        while ((1 << m) < r.points) ++m;
+        EXPECT_NEAR(model_cycles(r.method, m, lat) / r.cycles, 1.0, r.table == 5 ? 0.01 : 0.03)
+            << "method " << r.method << " at " << r.points << " points (Table " << r.table << ")";
+    }
+    EXPECT_THROW(model_cycles(9, 10, lat), ParameterError);
+    EXPECT_EQ(methods()[7].number, 8);
+    EXPECT_EQ(methods()[7].structure, Structure::two_butterflies);
+}
