@@ -12,7 +12,7 @@ JOBS   ?= $(shell nproc)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB    := g++ libssl-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev nlohmann-json3-dev
 
-.PHONY: demo test deps venv install cpp-test example py-test sanitize tsan bench peers clean
+.PHONY: demo test deps venv install cpp-test example py-test sanitize tsan bench bench-bigmul peers clean
 
 demo: install
 	$(PY) -m kasoku demo
@@ -73,6 +73,11 @@ tsan: deps venv
 
 bench: install
 	$(PY) -m kasoku bench --params H16 --threads 1 --json bench-H16.jsonl
+
+# ks.bigmul against GMP (gmpy2 from PyPI) and Python's int, 10^3..10^7 digits (docs/HARDWARE.md).
+bench-bigmul: install
+	$(PY) -m pip install -q gmpy2
+	$(PY) bench/bigmul.py --json bigmul.jsonl --plot bigmul.png
 
 peers: install
 	$(PY) bench/peers.py --params H16 --threads 1 --reps 5 --out peers-H16.jsonl

@@ -50,6 +50,7 @@ from ._kasoku import (  # noqa: F401
 )
 
 from . import sched  # noqa: E402,F401  (ks.sched)
+from .bigint import bigmul, bigmul_decimal  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -59,5 +60,6 @@ __all__ = [
     "LazyCiphertext", "LevelError", "LinearTransform", "MatrixEncoder", "matmul", "matmul_schoolbook",
     "MissingKeyError", "ParameterError", "Parameters", "Plaintext", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
     "SwitchKey", "build_info", "cuda_info", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports",
-    "trace_doubling_steps", "trace_galois_elements", "trace_group_sizes", "sched", "__version__",
+    "trace_doubling_steps", "trace_galois_elements", "trace_group_sizes", "sched", "bigmul", "bigmul_decimal",
+    "__version__",
 ]

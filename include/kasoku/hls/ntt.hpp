@@ -6,6 +6,7 @@
 // Errors: ParameterError from seed_field for m outside 2..kMaxLogPoints and from ntt for a structure or m it does not
 // know.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -52,6 +53,18 @@ inline word add_mod(word a, word b, word p) {
 }
 inline word sub_mod(word a, word b, word p) { return a >= b ? a - b : a + p - b; }
 inline word mul_mod(word a, word b, word p) { return static_cast<word>(wide(a) * b % p); }
+inline word pow_mod(word a, wide e, word p) {
+    word r = 1;
+    for (; e; e >>= 1, a = mul_mod(a, a, p))
+        if (e & 1) r = mul_mod(r, a, p);
+    return r;
+}
+// i with its low `bits` bits reversed: where the transform puts X(i).
+inline std::size_t bit_reverse(std::size_t i, int bits) {
+    std::size_t r = 0;
+    for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
+    return r;
+}
 
 template <int m>
 void make_rom(const Field& f, Rom<m>& rom) {

@@ -111,6 +111,7 @@ void bind_evaluator(nb::module_& m);  // Evaluator, Decomposition, LazyCiphertex
 void bind_algo(nb::module_& m);       // linear transforms, matrix encoder, matrix products
 void bind_info(nb::module_& m);       // trace plans, SIMD and build information, kernel timing
 void bind_sched(nb::module_& m);      // kasoku._kasoku.sched
+void bind_hls(nb::module_& m);        // big-integer multiplication through the NTT (seed 004)
 
 }  // namespace kasoku_py
 

@@ -1,5 +1,6 @@
-// Seed 004's NTT in its four loop structures against the schoolbook DFT and arith's NTT, and its cycle model
-// against the seed's tables.
+// Seed 004's NTT in its four loop structures against the schoolbook DFT and arith's NTT, its cycle model against the
+// seed's tables, and big-integer multiplication through the NTT against GMP.
+#include <gmpxx.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 
 #include "kasoku/arith/ntt.hpp"
 #include "kasoku/arith/primes.hpp"
+#include "kasoku/hls/bigmul.hpp"
 #include "kasoku/hls/cycle_model.hpp"
 #include "kasoku/hls/ntt.hpp"
 #include "kasoku/support/error.hpp"
@@ -23,18 +25,6 @@ std::vector<word> random_input(const Field& f, std::uint64_t seed, bool zero_top
     return x;
 }
 
-std::size_t bitrev(std::size_t i, int bits) {
-    std::size_t r = 0;
-    for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
-    return r;
-}
-
-word power(word a, wide e, word p) {
-    word r = 1;
-    for (; e; e >>= 1, a = mul_mod(a, a, p))
-        if (e & 1) r = mul_mod(r, a, p);
-    return r;
-}
 
 constexpr Structure kStructures[] = {Structure::nested, Structure::inner_flattened, Structure::fully_flattened,
                                      Structure::two_butterflies};
@@ -49,8 +39,8 @@ TEST(HlsField, SmallestPrimeOfTheSeed) {
         EXPECT_GE(f.p, 81 * M);
         EXPECT_TRUE(arith::is_prime(f.p));
         for (word s = 81; s < f.s; ++s) EXPECT_FALSE(arith::is_prime(wide(s) * M + 1)) << m;  // the smallest
-        EXPECT_EQ(power(f.alpha, M, f.p), 1u);
-        EXPECT_EQ(power(f.alpha, M / 2, f.p), f.p - 1) << m;  // order exactly M (eq. 7, 11)
+        EXPECT_EQ(pow_mod(f.alpha, M, f.p), 1u);
+        EXPECT_EQ(pow_mod(f.alpha, M / 2, f.p), f.p - 1) << m;  // order exactly M (eq. 7, 11)
     }
     EXPECT_THROW(seed_field(1), ParameterError);
     EXPECT_THROW(seed_field(17), ParameterError);
@@ -72,7 +62,7 @@ TEST(HlsNtt, EveryStructureEqualsTheSchoolbookDft) {
             want.assign(M, 0);
             for (int i = 0; i < 64; ++i) {
                 const std::size_t k = rng() % M;
-                const word w = power(f.alpha, k, f.p);
+                const word w = pow_mod(f.alpha, k, f.p);
                 word acc = 0, wt = 1;
                 for (std::size_t t = 0; t < M; ++t, wt = mul_mod(wt, w, f.p)) acc = add_mod(acc, mul_mod(x[t], wt, f.p), f.p);
                 want[k] = acc;
@@ -82,7 +72,7 @@ TEST(HlsNtt, EveryStructureEqualsTheSchoolbookDft) {
         for (Structure s : kStructures) {
             const auto got = ntt(s, f, x);
             ASSERT_EQ(got.size(), M);
-            for (std::size_t k : ks) ASSERT_EQ(got[bitrev(k, m)], want[k]) << structure_name(s) << " m = " << m << " k = " << k;
+            for (std::size_t k : ks) ASSERT_EQ(got[bit_reverse(k, m)], want[k]) << structure_name(s) << " m = " << m << " k = " << k;
         }
     }
 }
@@ -136,4 +126,49 @@ TEST(HlsCycleModel, OrderingsOfTheSeedsTables) {
     EXPECT_THROW(model_cycles(9, 10, lat), ParameterError);
     EXPECT_EQ(methods()[7].number, 8);
     EXPECT_EQ(methods()[7].structure, Structure::two_butterflies);
+}
+
+TEST(HlsBigmul, DecimalSchemeOfTheSeed) {
+    EXPECT_EQ(multiply_decimal(std::string("123"), std::string("456")), "56088");
+    EXPECT_EQ(multiply_decimal(std::string("-99"), std::string("99")), "-9801");
+    EXPECT_EQ(multiply_decimal(std::string("0"), std::string("-5")), "0");
+    EXPECT_EQ(multiply_decimal(std::string("000120"), std::string("10")), "1200");
+    // 10^k - 1 squared: 9...980...01, at sizes up to the seed's 65,536 points (32,768 digits per operand).
+    for (std::size_t k : {1, 7, 100, 1000, 32768}) {
+        const std::string nines(k, '9');
+        const std::string want = std::string(k - 1, '9') + "8" + std::string(k - 1, '0') + "1";
+        EXPECT_EQ(multiply_decimal(nines, nines), want) << k;
+    }
+    EXPECT_THROW(multiply_decimal(std::string("12a"), std::string("1")), ParameterError);
+    EXPECT_THROW(multiply_decimal(std::string("-"), std::string("1")), ParameterError);
+    EXPECT_THROW(multiply_decimal(std::string(32769, '1'), std::string("1")), ParameterError);
+    EXPECT_THROW(multiply_decimal(std::vector<std::uint8_t>{10}, std::vector<std::uint8_t>{1}), ParameterError);
+}
+
+TEST(HlsBigmul, WideBaseEqualsGmp) {
+    auto gmp = [](const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {  // mpz_mul
+        mpz_class x, y, z;
+        mpz_import(x.get_mpz_t(), a.size(), -1, 4, 0, 0, a.data());
+        mpz_import(y.get_mpz_t(), b.size(), -1, 4, 0, 0, b.data());
+        z = x * y;
+        std::vector<std::uint32_t> out((mpz_sizeinbase(z.get_mpz_t(), 2) + 31) / 32);
+        std::size_t count = 0;
+        mpz_export(out.data(), &count, -1, 4, 0, 0, z.get_mpz_t());
+        out.resize(count);
+        return out;
+    };
+    std::mt19937_64 rng(5);
+    for (auto [n, k] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 200}, {49, 49}, {100, 1000}, {2500, 1777}, {9000, 8000}}) {
+        std::vector<std::uint32_t> a(n), b(k);
+        for (auto& v : a) v = static_cast<std::uint32_t>(rng());
+        for (auto& v : b) v = static_cast<std::uint32_t>(rng());
+        for (int threads : {1, 2}) EXPECT_EQ(multiply(a, b, threads), gmp(a, b)) << n << " x " << k;
+        // The largest coefficients: every limb 2^32 - 1.
+        std::fill(a.begin(), a.end(), 0xffffffffu);
+        std::fill(b.begin(), b.end(), 0xffffffffu);
+        EXPECT_EQ(multiply(a, b), gmp(a, b)) << n << " x " << k << " (all ones)";
+    }
+    EXPECT_TRUE(multiply({}, {1, 2}).empty());
+    EXPECT_TRUE(multiply({0, 0}, {1}).empty());
+    EXPECT_THROW(multiply({1}, {1}, 0), ParameterError);
 }
