@@ -22,8 +22,7 @@ int main() {
     std::printf("| table | points | P (bits) | method | clock, ns | seed's cycles | model | model / seed |\n");
     std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (const auto& r : paper_cycles()) {
-        int m = 0;
-        while ((1 << m) < r.points) ++m;
+        const int m = r.log_points();
         const Field f = seed_field(m);
         const double c = model_cycles(r.method, m, lat);
         std::printf("| %d%s | %d | %u (%d) | (%d) | %.0f | %ld | %.0f | %.3f |\n", r.table, r.table == 5 ? " (predicted)" : "",

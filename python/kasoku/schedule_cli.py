@@ -46,31 +46,39 @@ GRAPH_HELP = ("task graphs, comma separated: exp[:ORDER] (the source's e^x, orde
               "(default 7 for the source's tables, the parameter set's top level otherwise)")
 
 
-def make_graph(spec: str, default_level: int):
-    """A task graph from a spec of GRAPH_HELP, e.g. "poly:15", "matmul:3@4", "random:24:5"."""
+_BUILDERS = {"exp": (sched.maclaurin_exp, 1), "poly": (sched.bsgs_polynomial, 1), "matmul": (sched.matmul_like, 1),
+             "random": (sched.random_dag, 2)}  # builder, its most positional arguments
+
+
+def _parse_graph(spec: str) -> tuple[str, list[int], int | None]:
+    """A spec of GRAPH_HELP as (name, arguments, level or None); ParameterError for anything else."""
     body, _, level = spec.partition("@")
     name, *args = body.split(":")
     try:
-        lv = int(level) if level else default_level
+        lv = int(level) if level else None
         nums = [int(a) for a in args]
     except ValueError:
         raise ks.ParameterError(f"graph '{spec}': arguments and @LEVEL must be integers ({GRAPH_HELP})") from None
-    builders = {"exp": (sched.maclaurin_exp, 1), "poly": (sched.bsgs_polynomial, 1), "matmul": (sched.matmul_like, 1),
-                "random": (sched.random_dag, 2)}
-    if name not in builders or len(nums) > builders[name][1]:
+    if name not in _BUILDERS or len(nums) > _BUILDERS[name][1]:
         raise ks.ParameterError(f"graph '{spec}' is not one of: {GRAPH_HELP}")
-    return builders[name][0](*nums, level=lv)
+    return name, nums, lv
+
+
+def make_graph(spec: str, default_level: int):
+    """A task graph from a spec of GRAPH_HELP, e.g. "poly:15", "matmul:3@4", "random:24:5"."""
+    name, nums, level = _parse_graph(spec)
+    return _BUILDERS[name][0](*nums, level=default_level if level is None else level)
 
 
 def expected_output(spec: str, x: np.ndarray):
     """The value a graph's output decrypts to for input x, where the graph computes a known function (e^x to its
     order, the polynomial sum_j x^j / (j + 1)); None for the others."""
-    name, *args = spec.partition("@")[0].split(":")
+    name, nums, _ = _parse_graph(spec)
     if name == "exp":
-        order = int(args[0]) if args else 6
+        order = nums[0] if nums else 6
         return sum(x**k / np.prod(np.arange(1, k + 1)) for k in range(order + 1))
     if name == "poly":
-        degree = int(args[0]) if args else 31
+        degree = nums[0] if nums else 31
         return sum(x**j / (j + 1) for j in range(degree + 1))
     return None
 

@@ -37,6 +37,7 @@ struct PaperCycles {
     double clock_ns;
     long cycles;
     int table;
+    int log_points() const;  // m with points = 2^m
 };
 const std::vector<PaperCycles>& paper_cycles();
 

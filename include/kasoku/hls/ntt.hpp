@@ -102,33 +102,33 @@ stage_loop:
     }
 }
 
+// Butterfly k (0 <= k < M/2) of stage s in the flat numbering of Figs. 5-6: its group g = k / op, its place n in
+// the group, and from them its two indices.
+template <int m>
+inline void stage_butterfly(Stages<m>& st, const Rom<m>& rom, word p, int s, int k) {
+    const int shift = m - 1 - s, op = (1 << m) >> (s + 1), point = op << 1;
+    const int g = k >> shift, n = k - (g << shift);
+    const int idx1 = point * g + n, idx2 = idx1 + op;
+    butterfly(st, rom, p, s, idx1, idx2, n);
+}
+
 // Fig. 5: group * op = M/2 at every stage, so the two inner loops are one.
 template <int m>
 void ntt_inner_flattened(Stages<m>& st, const Rom<m>& rom, word p) {
-    constexpr int M = 1 << m;
 stage_loop:
     for (int s = 0; s < m; ++s) {
-        const int shift = m - 1 - s, op = M >> (s + 1), point = op << 1;
     butterfly_loop:
-        for (int k = 0; k < M / 2; ++k) {
-            const int g = k >> shift, n = k - (g << shift);
-            const int idx1 = point * g + n, idx2 = idx1 + op;
-            butterfly(st, rom, p, s, idx1, idx2, n);
-        }
+        for (int k = 0; k < (1 << m) / 2; ++k) stage_butterfly(st, rom, p, s, k);
     }
 }
 
 // Fig. 6 (the seed's listing mixes up r and k; r is the flat index here, k the butterfly within its stage).
 template <int m>
 void ntt_fully_flattened(Stages<m>& st, const Rom<m>& rom, word p) {
-    constexpr int M = 1 << m;
 flat_loop:
-    for (int r = 0; r < m * (M / 2); ++r) {
+    for (int r = 0; r < m * ((1 << m) / 2); ++r) {
         const int s = r >> (m - 1), k = r - (s << (m - 1));
-        const int shift = m - 1 - s, op = M >> (s + 1), point = op << 1;
-        const int g = k >> shift, n = k - (g << shift);
-        const int idx1 = point * g + n, idx2 = idx1 + op;
-        butterfly(st, rom, p, s, idx1, idx2, n);
+        stage_butterfly(st, rom, p, s, k);
     }
 }
 
@@ -150,7 +150,7 @@ stage_loop:
         }
     }
 last_stage_loop:
-    for (int k = 0; k < M / 2; ++k) butterfly(st, rom, p, m - 1, 2 * k, 2 * k + 1, 0);
+    for (int k = 0; k < M / 2; ++k) stage_butterfly(st, rom, p, m - 1, k);
 }
 
 // The host-side entry (not synthesisable: it allocates): the M-point NTT of `in` (M residues < P) by one structure,

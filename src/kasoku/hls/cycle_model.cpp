@@ -38,13 +38,13 @@ const std::vector<PaperCycles>& paper_cycles() {
     return kRows;
 }
 
-namespace {
-
-int log2_points(int points) {
+int PaperCycles::log_points() const {
     int m = 0;
     while ((1 << m) < points) ++m;
     return m;
 }
+
+namespace {
 
 // cycles = k * line(b) + rest for each method: the factor k on the fitted line and the structural rest.
 std::pair<double, double> split(int method, int m) {
@@ -81,7 +81,7 @@ Line fit(std::initializer_list<int> which) {
         bool use = false;
         for (int w : which) use |= w == r.method;
         if (!use) continue;
-        const int m = log2_points(r.points);
+        const int m = r.log_points();
         const auto [k, rest] = split(r.method, m);
         const double x = seed_field(m).bits(), y = (r.cycles - rest) / k;
         n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;

@@ -118,9 +118,7 @@ TEST(HlsCycleModel, OrderingsOfTheSeedsTables) {
     // Tables 1-4 (fitted, four lines for 16 rows) within 3%; Table 5 (4,096 to 65,536 points, not fitted: a
     // prediction, e.g. (8) at 65,536 points against the seed's 410,480) within 1%.
     for (const auto& r : paper_cycles()) {
-        int m = 0;
-        while ((1 << m) < r.points) ++m;
-        EXPECT_NEAR(model_cycles(r.method, m, lat) / r.cycles, 1.0, r.table == 5 ? 0.01 : 0.03)
+        EXPECT_NEAR(model_cycles(r.method, r.log_points(), lat) / r.cycles, 1.0, r.table == 5 ? 0.01 : 0.03)
             << "method " << r.method << " at " << r.points << " points (Table " << r.table << ")";
     }
     EXPECT_THROW(model_cycles(9, 10, lat), ParameterError);
