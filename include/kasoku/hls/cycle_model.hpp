@@ -53,4 +53,20 @@ Latencies fit_to_paper();
 // Modelled cycles of a method at M = 2^m points.
 double model_cycles(int method, int m, const Latencies& lat);
 
+// The RTL designs of hw/rtl (docs/HARDWARE.md) by the same formula, with the RTL's own figures: II = 1, a pipeline of
+// kRtlDepth cycles (the addresses registered, a buffer read of kRtlReadLatency, then the butterfly:
+// add/subtract 2, Barrett mod-multiply 8 = three two-cycle products and two steps), one cycle to step to the next
+// stage, and two to start (the host's start is registered). `fig7` is the seed's method (8) (two butterflies an
+// iteration, M/4 iterations a stage, the last stage M/2 iterations of one); `lanes` is kasoku's constant-geometry
+// design with `lanes` butterflies an iteration (M/(2 lanes) iterations a stage). The host moves one memory word (2 or
+// `lanes` residues) a cycle; its reads come kRtlHostReadLatency cycles after the address.
+enum class Rtl { fig7, lanes };
+inline constexpr int kRtlReadLatency = 3, kRtlDepth = 1 + kRtlReadLatency + 10, kRtlHostReadLatency = 1 + kRtlReadLatency;
+struct RtlCycles {
+    long load = 0, transform = 0, unload = 0;  // unload: the read latency after the last address
+    long total() const { return load + transform + unload; }
+};
+// Errors: ParameterError for m outside 3..16, lanes not a power of two >= 2, or M < 4 lanes (`lanes` design).
+RtlCycles rtl_cycles(Rtl design, int m, int lanes = 2);
+
 }  // namespace kasoku::hls

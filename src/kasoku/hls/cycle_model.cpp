@@ -1,5 +1,6 @@
 #include "kasoku/hls/cycle_model.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "kasoku/support/error.hpp"
@@ -99,6 +100,21 @@ Latencies fit_to_paper() { return {fit({1}), fit({2, 4, 6}), fit({3}), fit({5, 7
 double model_cycles(int method, int m, const Latencies& lat) {
     const auto [k, rest] = split(method, m);
     return k * line_of(method, lat).at(seed_field(m).bits()) + rest;
+}
+
+RtlCycles rtl_cycles(Rtl design, int m, int lanes) {
+    if (design == Rtl::fig7) lanes = 2;
+    const long M = 1L << std::clamp(m, 0, 30);
+    if (m < 3 || m > kMaxLogPoints || lanes < 2 || (lanes & (lanes - 1)) != 0 || M < 4L * lanes)
+        throw ParameterError("hls::rtl_cycles: needs m in 3.." + std::to_string(kMaxLogPoints) +
+                             " and a power-of-two lane count with 4 lanes <= M = 2^m, got m = " + std::to_string(m) +
+                             ", lanes = " + std::to_string(lanes));
+    const long stage = kRtlDepth + 1;  // pipeline drain and the step to the next stage
+    RtlCycles c;
+    c.load = M / lanes;
+    c.unload = M / lanes + kRtlHostReadLatency;
+    c.transform = 2 + (design == Rtl::fig7 ? (m - 1) * (M / 4 + stage) + (M / 2 + stage) : m * (M / (2 * lanes) + stage));
+    return c;
 }
 
 }  // namespace kasoku::hls

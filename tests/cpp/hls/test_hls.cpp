@@ -126,6 +126,27 @@ TEST(HlsCycleModel, OrderingsOfTheSeedsTables) {
     EXPECT_EQ(methods()[7].structure, Structure::two_butterflies);
 }
 
+// The RTL's cycles are checked against Verilator in CTest's RtlNtt.* (hw/sim.sh); here what the model promises.
+TEST(HlsCycleModel, RtlDesigns) {
+    for (int m = 3; m <= kMaxLogPoints; ++m) {
+        const RtlCycles fig7 = rtl_cycles(Rtl::fig7, m);
+        EXPECT_EQ(fig7.load, 1L << (m - 1));
+        for (int lanes = 2; 4 * lanes <= (1 << m); lanes *= 2) {
+            const RtlCycles ours = rtl_cycles(Rtl::lanes, m, lanes);
+            EXPECT_EQ(ours.load, (1L << m) / lanes);
+            // Two lanes beat the seed's structure by its slow last stage; every doubling nearly halves the issue time.
+            if (lanes == 2) EXPECT_LT(ours.transform, fig7.transform);
+            else EXPECT_LT(ours.transform, rtl_cycles(Rtl::lanes, m, lanes / 2).transform);
+        }
+    }
+    // The issue's bar: 16 lanes at 65,536 points, load and unload included, in at most 1/8 of method (8)'s 410,480.
+    EXPECT_LE(8 * rtl_cycles(Rtl::lanes, 16, 16).total(), 410480);
+    EXPECT_THROW(rtl_cycles(Rtl::lanes, 16, 3), ParameterError);
+    EXPECT_THROW(rtl_cycles(Rtl::lanes, 4, 8), ParameterError);
+    EXPECT_THROW(rtl_cycles(Rtl::fig7, 2), ParameterError);
+    EXPECT_THROW(rtl_cycles(Rtl::fig7, 17), ParameterError);
+}
+
 TEST(HlsBigmul, DecimalSchemeOfTheSeed) {
     EXPECT_EQ(multiply_decimal(std::string("123"), std::string("456")), "56088");
     EXPECT_EQ(multiply_decimal(std::string("-99"), std::string("99")), "-9801");
