@@ -16,7 +16,7 @@ if [ ${#runs[@]} -eq 0 ]; then
     l=16; while [ $((4 * l)) -gt $((1 << m)) ]; do l=$((l / 2)); done
     runs+=("lanes:$m:$l:sim")
   done
-  runs+=("fig7:12:2:ecp5,xilinx,pnr" "lanes:12:16:ecp5,xilinx,pnr" "fig7:16:2:ecp5,xilinx" "lanes:16:16:ecp5,xilinx")
+  runs+=("fig7:12:2:ecp5,xilinx,pnr" "lanes:12:16:ecp5,xilinx,pnr" "fig7:16:2:ecp5,xilinx" "lanes:16:16:ecp5,xilinx,pnr")
 fi
 for run in "${runs[@]}"; do
   IFS=: read -r design m lanes steps <<< "$run"

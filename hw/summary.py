@@ -33,7 +33,8 @@ def xilinx_resources(c: dict[str, int]) -> dict[str, int]:
     return {"LUT": sum(v for k, v in c.items() if k.startswith("LUT") and k[3:].isdigit()),
             "FF": sum(v for k, v in c.items() if k in ("FDRE", "FDSE", "FDCE", "FDPE")),
             "DSP48E1": c.get("DSP48E1", 0), "RAMB36E1": c.get("RAMB36E1", 0), "RAMB18E1": c.get("RAMB18E1", 0),
-            "LUTRAM": sum(v for k, v in c.items() if k.startswith("RAM") and not k.startswith("RAMB"))}
+            "LUTRAM": sum(v for k, v in c.items() if k.startswith("RAM") and not k.startswith("RAMB")),
+            "SRL": sum(v for k, v in c.items() if k.startswith("SRL"))}
 
 
 def main() -> None:
@@ -82,14 +83,14 @@ def main() -> None:
               f"{s['model_transform']} | {s['unload']} | {s['total']} | {seed or ''} | {ratio} | {s['equal']} |")
     print()
     print("| design | points | lanes | ECP5 LUT4 / CCU2C / FF / MULT18 / DP16KD | Xilinx LUT / FF / DSP48E1 / RAMB36 / "
-          "RAMB18 / LUTRAM | nextpnr-ecp5 Fmax (MHz) |")
+          "RAMB18 / SRL | nextpnr-ecp5 Fmax (MHz) |")
     print("|---|---:|---:|---|---|---|")
     for r in rows:
         if "ecp5" not in r and "xilinx" not in r:
             continue
         e, x = r.get("ecp5", {}), r.get("xilinx", {})
         ecp5 = " / ".join(str(e[k]) for k in ("LUT4", "CCU2C", "FF", "MULT18X18D", "DP16KD")) if e else ""
-        xil = " / ".join(str(x[k]) for k in ("LUT", "FF", "DSP48E1", "RAMB36E1", "RAMB18E1", "LUTRAM")) if x else ""
+        xil = " / ".join(str(x[k]) for k in ("LUT", "FF", "DSP48E1", "RAMB36E1", "RAMB18E1", "SRL")) if x else ""
         fmax = ", ".join(f"{v}" for v in r.get("fmax_mhz", {}).values())
         print(f"| {r['design']} | {r['points']} | {r['lanes']} | {ecp5} | {xil} | {fmax} |")
 

@@ -4,7 +4,7 @@
 // does one butterfly an iteration over M/2 iterations, as in the seed. Twiddles w^(n << s), w^((n + 1) << s) come from
 // a dual-port ROM of the M/2 powers of alpha. Output in bit-reversed order, equal to kasoku::hls::ntt.
 // The host's inputs are registered. Cycles from start to done: 2 + (M_LOG - 1) (M/4 + DEPTH + 1) + (M/2 + DEPTH + 1),
-// DEPTH = 14.
+// DEPTH = 15.
 `default_nettype none
 module kasoku_ntt_fig7 #(
     parameter integer M_LOG = 8,
@@ -23,7 +23,7 @@ module kasoku_ntt_fig7 #(
     input  wire [2*W-1:0]        h_wdata,
     output wire [2*W-1:0]        h_rdata
 );
-    localparam integer AW = M_LOG - 1, DEPTH = 14;  // DEPTH: address register (1) + buffer read (3) + butterfly (10)
+    localparam integer AW = M_LOG - 1, DEPTH = 15;  // DEPTH: address register (1) + buffer read (4) + butterfly (10)
     wire [4:0] s;
     wire [AW-1:0] t;
     wire issue, wr;

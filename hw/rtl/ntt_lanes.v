@@ -5,7 +5,7 @@
 // the result equals kasoku::hls::ntt bit for bit. Lane l of stage s needs w^e with e = j with its low s bits cleared
 // (j = cB + l): for s < LANES_LOG that is ROM word c's lane (l with its low s bits cleared); for s >= LANES_LOG it is
 // one twiddle for all lanes, lane 0 of ROM word (c with its low s - LANES_LOG bits cleared) on the second port.
-// The host's inputs are registered. Cycles from start to done: 2 + M_LOG (M/(2B) + DEPTH + 1), DEPTH = 14.
+// The host's inputs are registered. Cycles from start to done: 2 + M_LOG (M/(2B) + DEPTH + 1), DEPTH = 15.
 `default_nettype none
 module kasoku_ntt_lanes #(
     parameter integer M_LOG = 8,
@@ -25,8 +25,8 @@ module kasoku_ntt_lanes #(
     input  wire [(1<<LANES_LOG)*W-1:0]         h_wdata,
     output wire [(1<<LANES_LOG)*W-1:0]         h_rdata
 );
-    // DEPTH: address register (1) + buffer read (3) + butterfly (10)
-    localparam integer B = 1 << LANES_LOG, AW = M_LOG - LANES_LOG, HL = AW - 1, DEPTH = 14;
+    // DEPTH: address register (1) + buffer read (4) + butterfly (10)
+    localparam integer B = 1 << LANES_LOG, AW = M_LOG - LANES_LOG, HL = AW - 1, DEPTH = 15;
     wire [4:0] s;
     wire [HL-1:0] c, cw;
     wire issue, wr;

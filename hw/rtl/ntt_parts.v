@@ -143,7 +143,9 @@ endmodule
 // A buffer of 2^AW words in two single-port banks, a word in bank parity(address) at address >> 1: the seed's array
 // partitioning. It serves two accesses a cycle whose addresses differ in one bit (the designs' pairs always do: fig7's
 // idx1 / idx1 + op, lanes' c / c + M/(2B) and 2c / 2c + 1), so they fall in different banks. Access B is only valid
-// with access A (its bank is the other one); reads come two cycles later.
+// with access A (its bank is the other one). The accesses are registered once routed to their banks (a wide word's
+// address drives many block RAMs); reads come four cycles later: that register, the RAM's two, and one after the
+// selection in kasoku_pingpong.
 module kasoku_banked #(
     parameter integer WIDTH = 8,
     parameter integer AW = 4
@@ -159,18 +161,26 @@ module kasoku_banked #(
     output wire [WIDTH-1:0] rd_b
 );
     wire pa = ^addr_a;
-    reg pa_1, pa_d;
+    reg pa_1, pa_2, pa_d, we0, we1;
+    reg [AW-2:0] addr0, addr1;
+    reg [WIDTH-1:0] wd0, wd1;
     wire [WIDTH-1:0] r0, r1;
-    always @(posedge clk) {pa_d, pa_1} <= {pa_1, pa};
-    kasoku_sp_ram #(.WIDTH(WIDTH), .AW(AW - 1)) bank0 (
-        .clk(clk), .we(pa ? we_b : we_a), .addr(pa ? addr_b[AW-1:1] : addr_a[AW-1:1]), .wd(pa ? wd_b : wd_a), .rd(r0));
-    kasoku_sp_ram #(.WIDTH(WIDTH), .AW(AW - 1)) bank1 (
-        .clk(clk), .we(pa ? we_a : we_b), .addr(pa ? addr_a[AW-1:1] : addr_b[AW-1:1]), .wd(pa ? wd_a : wd_b), .rd(r1));
+    always @(posedge clk) begin
+        {pa_d, pa_2, pa_1} <= {pa_2, pa_1, pa};
+        we0 <= pa ? we_b : we_a;
+        addr0 <= pa ? addr_b[AW-1:1] : addr_a[AW-1:1];
+        wd0 <= pa ? wd_b : wd_a;
+        we1 <= pa ? we_a : we_b;
+        addr1 <= pa ? addr_a[AW-1:1] : addr_b[AW-1:1];
+        wd1 <= pa ? wd_a : wd_b;
+    end
+    kasoku_sp_ram #(.WIDTH(WIDTH), .AW(AW - 1)) bank0 (.clk(clk), .we(we0), .addr(addr0), .wd(wd0), .rd(r0));
+    kasoku_sp_ram #(.WIDTH(WIDTH), .AW(AW - 1)) bank1 (.clk(clk), .we(we1), .addr(addr1), .wd(wd1), .rd(r1));
     assign rd_a = pa_d ? r1 : r0;
     assign rd_b = pa_d ? r0 : r1;
 endmodule
 
-// Dual-port ROM of 2^AW words loaded from a hex file ($readmemh), read in three cycles as the buffers are.
+// Dual-port ROM of 2^AW words loaded from a hex file ($readmemh), read in four cycles as the buffers are.
 module kasoku_rom2 #(
     parameter integer WIDTH = 8,
     parameter integer AW = 4,
@@ -183,11 +193,14 @@ module kasoku_rom2 #(
     output reg  [WIDTH-1:0] rd_b
 );
     reg [WIDTH-1:0] mem [0:(1<<AW)-1];
+    reg [AW-1:0] aa, ab;
     reg [WIDTH-1:0] qa, qb, qa2, qb2;
     initial $readmemh(FILE, mem);
     always @(posedge clk) begin
-        qa <= mem[addr_a];
-        qb <= mem[addr_b];
+        aa <= addr_a;
+        ab <= addr_b;
+        qa <= mem[aa];
+        qb <= mem[ab];
         qa2 <= qa;
         qb2 <= qb;
         rd_a <= qa2;
@@ -222,7 +235,7 @@ module kasoku_pingpong #(
     output reg  [WIDTH-1:0] h_rdata
 );
     wire [WIDTH-1:0] xa, xb, ya, yb;
-    reg odd_1, odd_2;
+    reg odd_1, odd_2, odd_3;
     kasoku_banked #(.WIDTH(WIDTH), .AW(AW)) x (
         .clk(clk),
         .we_a(busy ? odd & we_a : h_we), .addr_a(busy ? (odd ? waddr_a : raddr_a) : h_addr),
@@ -233,9 +246,9 @@ module kasoku_pingpong #(
         .we_a(busy & ~odd & we_a), .addr_a(busy ? (odd ? raddr_a : waddr_a) : h_addr), .wd_a(wd_a), .rd_a(ya),
         .we_b(busy & ~odd & we_b), .addr_b(odd ? raddr_b : waddr_b), .wd_b(wd_b), .rd_b(yb));
     always @(posedge clk) begin
-        {odd_2, odd_1} <= {odd_1, odd};
-        rd_a <= odd_2 ? ya : xa;
-        rd_b <= odd_2 ? yb : xb;
+        {odd_3, odd_2, odd_1} <= {odd_2, odd_1, odd};
+        rd_a <= odd_3 ? ya : xa;
+        rd_b <= odd_3 ? yb : xb;
         h_rdata <= RESULT_IN_Y != 0 ? ya : xa;
     end
 endmodule
