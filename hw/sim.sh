@@ -13,7 +13,8 @@ dir="$(cd "$dir" && pwd)"
 . "$dir/params.txt"
 gparams=(-GM_LOG="$M_LOG" -GW="$W" -GP="$P" -GMU="$MU" -GROM_FILE="\"$dir/rom.hex\"")
 [ "$DESIGN" = lanes ] && gparams+=(-GLANES_LOG="$LANES_LOG")
-verilator --cc --exe --build -j "$(nproc)" -O2 --prefix Vtop --top-module "$TOP" -Wall -Wno-fatal -Wno-DECLFILENAME -Wno-WIDTH \
+verilator --cc --exe --build -j "$(nproc)" -O2 --prefix Vtop --top-module "$TOP" \
+  -Wall -Wno-fatal -Wno-DECLFILENAME -Wno-WIDTH \
   -Wno-UNUSEDSIGNAL -Wno-UNUSEDPARAM "${gparams[@]}" -Mdir "$dir/obj" -o tb \
   "$here"/rtl/*.v "$here/sim/tb_ntt.cpp" > "$dir/verilator.log" 2>&1 || { cat "$dir/verilator.log"; exit 1; }
 "$dir/obj/tb" "$dir"

@@ -101,7 +101,8 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for design, label in (("fig7", "seed's method (8) as RTL (2 butterflies)"), ("lanes", "kasoku lanes (16 butterflies; 4 at 16 points)")):
+    for design, label in (("fig7", "seed's method (8) as RTL (2 butterflies)"),
+                          ("lanes", "kasoku lanes (16 butterflies; 4 at 16 points)")):
         pts = sorted((r["points"], r["sim"]["total"]) for r in rows if r["design"] == design and "sim" in r)
         if pts:
             ax.plot(*zip(*pts), marker="o", label=label + ", Verilator")

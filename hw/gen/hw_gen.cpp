@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
         else return usage("unknown option " + k);
     }
     if (argc % 2 == 0) return usage("options come in pairs");
-    if ((design != "fig7" && design != "lanes") || out.empty()) return usage("--design fig7|lanes and --out are needed");
+    if ((design != "fig7" && design != "lanes") || out.empty())
+        return usage("--design fig7|lanes and --out are needed");
     try {
         namespace hls = kasoku::hls;
         const hls::Rtl rtl = design == "fig7" ? hls::Rtl::fig7 : hls::Rtl::lanes;
@@ -100,7 +101,8 @@ int main(int argc, char** argv) {
         std::ofstream p(out + "/params.txt");
         p << "DESIGN=" << design << "\nTOP=kasoku_ntt_" << design << "\nM_LOG=" << m << "\nLANES_LOG=" << lanes_log
           << "\nW=" << w << "\nP=" << f.p << "\nMU=" << mu << "\nMODEL_LOAD=" << cycles.load
-          << "\nMODEL_TRANSFORM=" << cycles.transform << "\nMODEL_UNLOAD=" << cycles.unload << "\nREAD_LATENCY=" << hls::kRtlHostReadLatency << '\n';
+          << "\nMODEL_TRANSFORM=" << cycles.transform << "\nMODEL_UNLOAD=" << cycles.unload
+          << "\nREAD_LATENCY=" << hls::kRtlHostReadLatency << '\n';
         if (!p) throw kasoku::Error("hw_gen: cannot write " + out + "/params.txt");
     } catch (const kasoku::Error& e) {
         std::cerr << e.what() << '\n';

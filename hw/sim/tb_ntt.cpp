@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
         ++unload;
         if (const long a = i - (latency - 1); a >= 0)
             for (int l = 0; l < lanes; ++l)
-                if (get_field(top->h_rdata, l, w) != expected[a * lanes + l] && mismatches++ == 0) first_bad = a * lanes + l;
+                if (get_field(top->h_rdata, l, w) != expected[a * lanes + l] && mismatches++ == 0)
+                    first_bad = a * lanes + l;
     }
     ++unload;
     top->final();
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
                 "\"model_transform\": %ld, \"model_off\": %.4f}\n",
                 params["DESIGN"].c_str(), m, M, lanes, w, equal ? "true" : "false", mismatches, load, transform, unload,
                 load + transform + unload, model, off);
-    if (mismatches) std::fprintf(stderr, "tb: %ld outputs differ from kasoku::hls::ntt, the first at %ld\n", mismatches, first_bad);
+    if (mismatches)
+        std::fprintf(stderr, "tb: %ld outputs differ from kasoku::hls::ntt, the first at %ld\n", mismatches, first_bad);
     return equal && std::fabs(off) <= 0.10 ? 0 : 1;
 }

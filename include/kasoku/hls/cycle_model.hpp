@@ -61,7 +61,8 @@ double model_cycles(int method, int m, const Latencies& lat);
 // design with `lanes` butterflies an iteration (M/(2 lanes) iterations a stage). The host moves one memory word (2 or
 // `lanes` residues) a cycle; its reads come kRtlHostReadLatency cycles after the address.
 enum class Rtl { fig7, lanes };
-inline constexpr int kRtlReadLatency = 4, kRtlDepth = 1 + kRtlReadLatency + 10, kRtlHostReadLatency = 1 + kRtlReadLatency;
+inline constexpr int kRtlReadLatency = 4, kRtlDepth = 1 + kRtlReadLatency + 10,
+                     kRtlHostReadLatency = 1 + kRtlReadLatency;
 struct RtlCycles {
     long load = 0, transform = 0, unload = 0;  // unload: the read latency after the last address
     long total() const { return load + transform + unload; }

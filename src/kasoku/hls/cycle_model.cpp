@@ -113,7 +113,8 @@ RtlCycles rtl_cycles(Rtl design, int m, int lanes) {
     RtlCycles c;
     c.load = M / lanes;
     c.unload = M / lanes + kRtlHostReadLatency;
-    c.transform = 2 + (design == Rtl::fig7 ? (m - 1) * (M / 4 + stage) + (M / 2 + stage) : m * (M / (2 * lanes) + stage));
+    c.transform = 2 + (design == Rtl::fig7 ? (m - 1) * (M / 4 + stage) + (M / 2 + stage)
+                                           : m * (M / (2 * lanes) + stage));
     return c;
 }
 
