@@ -30,12 +30,8 @@ module kasoku_ntt_fig7 #(
     wire last = s == M_LOG - 1;
     reg last_d;  // for the data and write side, which see s only cycles after it changed
     always @(posedge clk) last_d <= last;
-    reg start_r, h_we_r;
-    reg [AW-1:0] h_addr_r;
-    reg [2*W-1:0] h_wdata_r;
-    always @(posedge clk) {start_r, h_we_r, h_addr_r, h_wdata_r} <= {start, h_we, h_addr, h_wdata};
     kasoku_ntt_seq #(.M_LOG(M_LOG), .CW(AW), .DEPTH(DEPTH)) seq (
-        .clk(clk), .rst(rst), .start(start_r), .last_t(last ? {AW{1'b1}} : {1'b0, {(AW-1){1'b1}}}),
+        .clk(clk), .rst(rst), .start(start), .last_t(last ? {AW{1'b1}} : {1'b0, {(AW-1){1'b1}}}),
         .s(s), .t(t), .issue(issue), .wr(wr), .busy(busy), .done(done));
 
     // Stage s < M_LOG - 1: op = 2^k' with k' = M_LOG - 1 - s; idx1 = 2 t with a 0 inserted at bit k' (so idx1 / 2 is t
@@ -66,6 +62,6 @@ module kasoku_ntt_fig7 #(
         .raddr_a(a1_r), .raddr_b(a2_r), .rd_a(ra), .rd_b(rb),
         .we_a(wr), .we_b(wr & ~last_d), .waddr_a(wa1), .waddr_b(wa2),
         .wd_a(last_d ? {y10, y00} : {y01, y00}), .wd_b({y11, y10}),
-        .h_we(h_we_r), .h_addr(h_addr_r), .h_wdata(h_wdata_r), .h_rdata(h_rdata));
+        .h_we(h_we), .h_addr(h_addr), .h_wdata(h_wdata), .h_rdata(h_rdata));
 endmodule
 `default_nettype wire

@@ -30,12 +30,8 @@ module kasoku_ntt_lanes #(
     wire [4:0] s;
     wire [HL-1:0] c, cw;
     wire issue, wr;
-    reg start_r, h_we_r;
-    reg [AW-1:0] h_addr_r;
-    reg [B*W-1:0] h_wdata_r;
-    always @(posedge clk) {start_r, h_we_r, h_addr_r, h_wdata_r} <= {start, h_we, h_addr, h_wdata};
     kasoku_ntt_seq #(.M_LOG(M_LOG), .CW(HL), .DEPTH(DEPTH)) seq (
-        .clk(clk), .rst(rst), .start(start_r), .last_t({HL{1'b1}}),
+        .clk(clk), .rst(rst), .start(start), .last_t({HL{1'b1}}),
         .s(s), .t(c), .issue(issue), .wr(wr), .busy(busy), .done(done));
 
     wire wide = s < LANES_LOG;  // stages whose lanes need different twiddles
@@ -68,6 +64,6 @@ module kasoku_ntt_lanes #(
         .clk(clk), .busy(busy), .odd(s[0]),
         .raddr_a({1'b0, c_r}), .raddr_b({1'b1, c_r}), .rd_a(ra), .rd_b(rb),
         .we_a(wr), .we_b(wr), .waddr_a({cw, 1'b0}), .waddr_b({cw, 1'b1}), .wd_a(wa), .wd_b(wb),
-        .h_we(h_we_r), .h_addr(h_addr_r), .h_wdata(h_wdata_r), .h_rdata(h_rdata));
+        .h_we(h_we), .h_addr(h_addr), .h_wdata(h_wdata), .h_rdata(h_rdata));
 endmodule
 `default_nettype wire

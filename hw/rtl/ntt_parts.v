@@ -55,18 +55,15 @@ module kasoku_modmul #(
     output reg  [W-1:0] y
 );
     localparam [W+1:0] P1 = P, P2 = 2 * P;
-    localparam [W:0] MU1 = MU;
-    localparam [W-1:0] PW = P;
     wire [2*W-1:0] x;        // cycle 2
     wire [2*W+1:0] t;        // cycle 4
     wire [2*W:0] qp;         // cycle 6
-    wire [2*W-1:0] x4, x6;
+    wire [2*W-1:0] x6;
     reg  [W+1:0] r;          // cycle 7
     kasoku_mul #(.WA(W), .WB(W)) mx (.clk(clk), .a(a), .b(b), .p(x));
-    kasoku_mul #(.WA(W + 1), .WB(W + 1)) mt (.clk(clk), .a(x[2*W-1:W-1]), .b(MU1), .p(t));
-    kasoku_delay #(.WIDTH(2 * W), .N(2)) dx4 (.clk(clk), .d(x), .q(x4));
-    kasoku_mul #(.WA(W + 1), .WB(W)) mq (.clk(clk), .a(t[2*W+1:W+1]), .b(PW), .p(qp));
-    kasoku_delay #(.WIDTH(2 * W), .N(2)) dx6 (.clk(clk), .d(x4), .q(x6));
+    kasoku_mul #(.WA(W + 1), .WB(W + 1)) mt (.clk(clk), .a(x[2*W-1:W-1]), .b(MU), .p(t));
+    kasoku_mul #(.WA(W + 1), .WB(W)) mq (.clk(clk), .a(t[2*W+1:W+1]), .b(P), .p(qp));
+    kasoku_delay #(.WIDTH(2 * W), .N(4)) dx (.clk(clk), .d(x), .q(x6));
     always @(posedge clk) begin
         r <= x6 - qp;  // < 3P: the low W + 2 bits are exact
         y <= r >= P2 ? r - P2 : r >= P1 ? r - P1 : r;
@@ -210,7 +207,7 @@ endmodule
 
 // The two buffers a stage reads from and writes to (the seed's data[s] and data[s + 1]; even stages read X, odd ones
 // Y). Idle, the host writes X (h_we) or reads the result buffer (X after an even number of stages, else Y) at h_addr,
-// one word a cycle, the read two cycles late.
+// one word a cycle; the host's inputs are registered, so a read comes five cycles after its address.
 module kasoku_pingpong #(
     parameter integer WIDTH = 8,
     parameter integer AW = 4,
@@ -235,15 +232,18 @@ module kasoku_pingpong #(
     output reg  [WIDTH-1:0] h_rdata
 );
     wire [WIDTH-1:0] xa, xb, ya, yb;
-    reg odd_1, odd_2, odd_3;
+    reg odd_1, odd_2, odd_3, h_we_r;
+    reg [AW-1:0] h_addr_r;
+    reg [WIDTH-1:0] h_wdata_r;
+    always @(posedge clk) {h_we_r, h_addr_r, h_wdata_r} <= {h_we, h_addr, h_wdata};
     kasoku_banked #(.WIDTH(WIDTH), .AW(AW)) x (
         .clk(clk),
-        .we_a(busy ? odd & we_a : h_we), .addr_a(busy ? (odd ? waddr_a : raddr_a) : h_addr),
-        .wd_a(busy ? wd_a : h_wdata), .rd_a(xa),
+        .we_a(busy ? odd & we_a : h_we_r), .addr_a(busy ? (odd ? waddr_a : raddr_a) : h_addr_r),
+        .wd_a(busy ? wd_a : h_wdata_r), .rd_a(xa),
         .we_b(busy & odd & we_b), .addr_b(odd ? waddr_b : raddr_b), .wd_b(wd_b), .rd_b(xb));
     kasoku_banked #(.WIDTH(WIDTH), .AW(AW)) y (
         .clk(clk),
-        .we_a(busy & ~odd & we_a), .addr_a(busy ? (odd ? raddr_a : waddr_a) : h_addr), .wd_a(wd_a), .rd_a(ya),
+        .we_a(busy & ~odd & we_a), .addr_a(busy ? (odd ? raddr_a : waddr_a) : h_addr_r), .wd_a(wd_a), .rd_a(ya),
         .we_b(busy & ~odd & we_b), .addr_b(odd ? raddr_b : waddr_b), .wd_b(wd_b), .rd_b(yb));
     always @(posedge clk) begin
         {odd_3, odd_2, odd_1} <= {odd_2, odd_1, odd};
@@ -255,8 +255,8 @@ endmodule
 
 // Runs M_LOG stages one after another, as the seed's stage loop does: in stage s it issues t = 0 .. last_t (one
 // iteration a cycle, II = 1), then waits until the DEPTH-cycle pipeline has written the last result (wr is the write
-// strobe of the iteration issued DEPTH cycles before) and starts stage s + 1. A stage takes last_t + 1 + DEPTH + 1
-// cycles; done pulses one cycle after the last stage.
+// strobe of the iteration issued DEPTH cycles before) and starts stage s + 1. start is registered; a stage takes
+// last_t + 1 + DEPTH + 1 cycles; done pulses one cycle after the last stage.
 module kasoku_ntt_seq #(
     parameter integer M_LOG = 8,
     parameter integer CW = 6,
@@ -274,15 +274,17 @@ module kasoku_ntt_seq #(
     output reg           done
 );
     reg [DEPTH-1:0] v;
+    reg start_r;
     assign wr = v[DEPTH-1];
     always @(posedge clk) begin
+        start_r <= start;
         done <= 1'b0;
         if (rst) begin
             busy <= 1'b0; issue <= 1'b0; v <= 0; s <= 0; t <= 0;
         end else begin
             v <= {v[DEPTH-2:0], issue};
             if (!busy) begin
-                if (start) begin busy <= 1'b1; issue <= 1'b1; s <= 0; t <= 0; end
+                if (start_r) begin busy <= 1'b1; issue <= 1'b1; s <= 0; t <= 0; end
             end else if (issue) begin
                 if (t == last_t) issue <= 1'b0;
                 else t <= t + 1'b1;
