@@ -73,6 +73,14 @@ public:
     // acc.scale = a.scale * pt.scale. No rescale: a sum of plaintext products is rescaled once. Throws LevelError when
     // pt is at another level, ParameterError when acc's level, size, key or scale differs from the product's.
     void multiply_plain_accumulate(const Ciphertext& a, const Plaintext& pt, Ciphertext& acc, Exec exec = {}) const;
+    // sum_i coeffs[i] * xs[i] + constant with one rescale: the terms are taken to the lowest level l among xs (limbs
+    // dropped), each multiplied by its coefficient as an integer constant at the scale that makes the rescaled sum
+    // land on scale_at(l - 1) whatever each term's scale. Real parts are constant products; imaginary parts are
+    // summed apart and multiplied once by X^(n/2) (i in every slot). Zero coefficients skip their term. Throws
+    // ParameterError for no terms, lists of different lengths, a non-finite coefficient, size-3 terms or terms under
+    // different keys; LevelError when l = 0; ScaleError when a coefficient times the scale does not fit.
+    Ciphertext linear_combination(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
+                                  std::complex<double> constant = 0.0, Exec exec = {}) const;
     // Size 3 -> size 2 (size 2 is returned as is). Throws MissingKeyError without the relinearisation key.
     Ciphertext relinearize(const Ciphertext& a, Exec exec = {}) const;
     // Divides by q_level with rounding: one level down. Throws LevelError at level 0.

@@ -269,6 +269,96 @@ void Evaluator::multiply_plain_accumulate(const Ciphertext& a, const Plaintext& 
     }
 }
 
+Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& xs,
+                                         const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
+                                         Exec exec) const {
+    if (xs.empty() || xs.size() != coeffs.size())
+        throw ParameterError("linear_combination needs one coefficient per ciphertext and at least one ciphertext (got " +
+                             std::to_string(xs.size()) + " ciphertexts and " + std::to_string(coeffs.size()) + " coefficients)");
+    const auto finite = [](std::complex<double> c) { return std::isfinite(c.real()) && std::isfinite(c.imag()); };
+    if (!finite(constant)) throw ParameterError("linear_combination: the constant is NaN or infinite");
+    int level = ctx_->max_level();
+    double largest = std::abs(constant);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        if (!xs[i]) throw ParameterError("linear_combination: ciphertext " + std::to_string(i) + " is null");
+        check(*xs[i], "a term of linear_combination");
+        if (xs[i]->size() != 2) throw ParameterError("linear_combination: relinearize size-3 terms first");
+        if (xs[i]->key_id != xs[0]->key_id)
+            throw ParameterError("linear_combination: the terms were encrypted under different keys");
+        if (!finite(coeffs[i])) throw ParameterError("linear_combination: coefficient " + std::to_string(i) + " is NaN or infinite");
+        level = std::min(level, xs[i]->level());
+        largest = std::max(largest, std::abs(coeffs[i]));
+    }
+    if (level == 0)
+        throw LevelError("linear_combination at level 0: no level left for its rescale; use parameters with more levels");
+    const auto lvl = static_cast<std::size_t>(level);
+    // Scale of the sum before its rescale by q_level: s_{level-1} * q_level.
+    const double target = ctx_->scale_at(level - 1) * static_cast<double>(ctx_->rns().prime(lvl));
+    check_scale_fits(target * std::max(1.0, largest), level, "linear_combination");
+    exec = ctx_->exec(exec);
+    const rns::Backend& be = ctx_->backend();
+
+    // parts[0]: sum of the real parts, parts[1]: of the imaginary parts (times X^(n/2) at the end).
+    Ciphertext parts[2];
+    RnsPoly tmp;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        const Ciphertext& x = *xs[i];
+        const double c[2] = {coeffs[i].real(), coeffs[i].imag()};
+        for (int part = 0; part < 2; ++part) {
+            if (c[part] == 0.0) continue;
+            const auto res = integer_residues(ctx_->rns(), c[part] * target / x.scale);
+            Ciphertext& acc = parts[part];
+            if (acc.polys.empty()) acc.polys.resize(2);
+            for (std::size_t k = 0; k < 2; ++k) {
+                const RnsPoly* src = &x.polys[k];
+                if (x.level() != level) {
+                    tmp = x.polys[k];
+                    tmp.truncate(lvl + 1);
+                    src = &tmp;
+                }
+                if (acc.polys[k].empty()) {
+                    be.mul_constant(*src, res, acc.polys[k], exec);
+                } else {
+                    RnsPoly& prod = src == &tmp ? tmp : (tmp = *src);
+                    be.mul_constant(prod, res, prod, exec);
+                    be.add(acc.polys[k], prod, acc.polys[k], exec);
+                }
+            }
+        }
+    }
+    const double cst[2] = {constant.real(), constant.imag()};
+    for (int part = 0; part < 2; ++part) {
+        if (cst[part] == 0.0) continue;
+        Ciphertext& acc = parts[part];
+        if (acc.polys.empty()) {
+            acc.polys.assign(2, be.poly(lvl + 1, 0, true));
+            for (auto& p : acc.polys) p.zero();
+        }
+        be.add_constant(acc.polys[0], integer_residues(ctx_->rns(), cst[part] * target), acc.polys[0], exec);
+    }
+    if (!parts[1].polys.empty()) {
+        // i in every slot is the monomial X^(n/2): encoded at scale 1 it is exact.
+        const Plaintext mono = encoder_.encode(std::vector<std::complex<double>>(ctx_->slots(), {0.0, 1.0}), 1.0, level, exec);
+        for (auto& p : parts[1].polys) be.mul(p, mono.poly, p, exec);
+        if (parts[0].polys.empty()) {
+            parts[0] = std::move(parts[1]);
+        } else {
+            for (std::size_t k = 0; k < 2; ++k) be.add(parts[0].polys[k], parts[1].polys[k], parts[0].polys[k], exec);
+        }
+    }
+    Ciphertext& sum = parts[0];
+    if (sum.polys.empty()) {  // every coefficient and the constant are zero
+        sum.polys.assign(2, be.poly(lvl + 1, 0, true));
+        for (auto& p : sum.polys) p.zero();
+    }
+    sum.context_uid = xs[0]->context_uid;
+    sum.key_id = xs[0]->key_id;
+    sum.scale = target;
+    Ciphertext out = rescale(sum, exec);
+    out.scale = ctx_->scale_at(level - 1);
+    return out;
+}
+
 Ciphertext Evaluator::relinearize(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
     if (a.size() == 2) return a;

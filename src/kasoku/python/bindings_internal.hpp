@@ -109,6 +109,8 @@ KCiphertext mul_values(const kasoku::ckks::Evaluator& ev, const OwnerPtr& o, con
 void bind_objects(nb::module_& m);    // parameters, keys, plaintexts, ciphertexts and their operators, Context
 void bind_evaluator(nb::module_& m);  // Evaluator, Decomposition, LazyCiphertext
 void bind_algo(nb::module_& m);       // linear transforms, matrix encoder, matrix products
+void bind_functions(nb::module_& m);  // Polynomial, chebyshev(), depths of the functions
+void bind_function_methods(nb::class_<KEvaluator>& ev);  // Evaluator.evaluate_polynomial, sigmoid, ...
 void bind_info(nb::module_& m);       // trace plans, SIMD and build information, kernel timing
 void bind_sched(nb::module_& m);      // kasoku._kasoku.sched
 void bind_hls(nb::module_& m);        // big-integer multiplication through the NTT (seed 004)

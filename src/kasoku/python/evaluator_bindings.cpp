@@ -55,7 +55,8 @@ int level_or_top(const KEvaluator& e, std::optional<int> level) { return level ?
 }  // namespace
 
 void bind_evaluator(nb::module_& m) {
-    nb::class_<KEvaluator>(m, "Evaluator", "Homomorphic operations with evaluation keys only (no secret inside).")
+    auto evaluator = nb::class_<KEvaluator>(m, "Evaluator", "Homomorphic operations with evaluation keys only (no secret inside).");
+    evaluator
         .def("add", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, TArg t) {
             return wrap(e.owner, e.ev->add(a.ct, b.ct, threads_arg(t)));
         }, "a"_a, "b"_a, "threads"_a = nb::none(), ReleaseGil())
@@ -199,6 +200,7 @@ void bind_evaluator(nb::module_& m) {
            "The linear transform of a (at transform.level), hoisted baby steps and lazy giant steps, rescaled once.",
            ReleaseGil());
 
+    bind_function_methods(evaluator);
     nb::class_<KDecomposition>(m, "Decomposition", "ModUp digits of a ciphertext (Evaluator.decompose).")
         .def_prop_ro("level", [](const KDecomposition& d) { return d.d->input.level(); })
         .def_prop_ro("digits", [](const KDecomposition& d) { return d.d->digits.size(); });

@@ -224,6 +224,7 @@ NB_MODULE(_kasoku, m) {
     });
 
     kasoku_py::bind_objects(m);
+    kasoku_py::bind_functions(m);
     kasoku_py::bind_evaluator(m);
     kasoku_py::bind_algo(m);
     kasoku_py::bind_info(m);

@@ -1,0 +1,365 @@
+#include "kasoku/algo/polynomial.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::algo {
+
+using cplx = std::complex<double>;
+using ckks::Ciphertext;
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Smallest k with 2^k >= v.
+int ceil_log2(std::size_t v) {
+    int k = 0;
+    while ((std::size_t{1} << k) < v) ++k;
+    return k;
+}
+
+std::size_t highest_nonzero(const cvec& c) {
+    for (std::size_t i = c.size(); i-- > 1;)
+        if (c[i] != 0.0) return i;
+    return 0;
+}
+
+// Depth of the basis element B_i (i >= 1) as the evaluator makes it.
+int power_depth(std::size_t i) { return ceil_log2(i); }
+
+// p = q * B_n + r with deg r < n (n >= 1). Chebyshev: T_i = 2 T_n T_{i-n} - T_{|2n-i|} for i > n.
+void split(const cvec& p, std::size_t n, Basis basis, cvec& q, cvec& r) {
+    const std::size_t deg = highest_nonzero(p);
+    q.assign(deg - n + 1, 0.0);
+    cvec work(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(deg + 1));
+    for (std::size_t i = deg; i >= n; --i) {
+        const cplx c = work[i];
+        work[i] = 0.0;
+        if (c == 0.0) continue;
+        if (basis == Basis::power || i == n) {
+            q[i - n] += c;
+        } else {
+            q[i - n] += 2.0 * c;
+            work[i >= 2 * n ? i - 2 * n : 2 * n - i] -= c;
+        }
+    }
+    work.resize(n);
+    r = std::move(work);
+}
+
+// A part of the evaluation: a ciphertext, or a pending linear combination of basis elements plus a constant that is
+// summed (one rescale) only when a product or the caller needs it.
+struct Value {
+    bool is_ct = false;
+    Ciphertext ct;                                // when is_ct (empty in a dry run)
+    std::vector<std::pair<std::size_t, cplx>> terms;  // basis index -> coefficient, when !is_ct
+    cplx constant = 0.0;
+    int depth = 0;
+};
+
+int terms_depth(const std::vector<std::pair<std::size_t, cplx>>& terms, cplx constant) {
+    if (terms.empty()) return 0;
+    if (terms.size() == 1 && terms[0].second == 1.0 && constant == 0.0) return power_depth(terms[0].first);
+    int d = 0;
+    for (const auto& t : terms) d = std::max(d, power_depth(t.first));
+    return d + 1;
+}
+
+// The baby-step giant-step recursion. dry: count and check depths only (no ciphertext).
+class Recursion {
+public:
+    Recursion(const ckks::Evaluator* ev, const Ciphertext* x, Basis basis, std::size_t baby, Exec exec)
+        : ev_(ev), basis_(basis), baby_(baby), exec_(exec) {
+        if (x) powers_[1] = *x;
+        made_[1] = true;
+    }
+
+    Value eval(const cvec& p, int allowed) {
+        const std::size_t deg = highest_nonzero(p);
+        if (deg == 0) {
+            Value v;
+            v.constant = p.empty() ? 0.0 : p[0];
+            return v;
+        }
+        if (deg < baby_) {
+            Value leaf;
+            for (std::size_t i = 1; i <= deg; ++i)
+                if (p[i] != 0.0) leaf.terms.emplace_back(i, p[i]);
+            leaf.constant = p[0];
+            leaf.depth = terms_depth(leaf.terms, leaf.constant);
+            if (leaf.depth <= allowed) return leaf;
+        }
+        std::size_t n = 1;
+        while (2 * n <= deg) n *= 2;
+        cvec q, r;
+        split(p, n, basis_, q, r);
+        Value rest = eval(r, allowed);
+        if (highest_nonzero(q) == 0) {  // q * B_n is one more term
+            Value term;
+            term.terms.emplace_back(n, q[0]);
+            term.depth = terms_depth(term.terms, 0.0);
+            if (!rest.is_ct) {
+                rest.terms.push_back(term.terms[0]);
+                rest.depth = terms_depth(rest.terms, rest.constant);
+                return rest;
+            }
+            return add(rest, term);
+        }
+        Value quotient = eval(q, allowed - 1);
+        Value out;
+        out.is_ct = true;
+        const Ciphertext& bn = power(n);
+        const Value qv = materialize(quotient);
+        out.depth = std::max(qv.depth, power_depth(n)) + 1;
+        ++counts_.mult;
+        ++counts_.rescale;
+        if (!dry()) out.ct = ev_->multiply(qv.ct, bn, true, exec_);
+        return add(out, rest);
+    }
+
+    // A ciphertext for v (v must have a term).
+    Value materialize(const Value& v) {
+        if (v.is_ct) return v;
+        if (v.terms.empty()) throw InternalError("polynomial evaluation: a constant part reached a product");
+        Value out;
+        out.is_ct = true;
+        out.depth = v.depth;
+        if (v.terms.size() == 1 && v.terms[0].second == 1.0 && v.constant == 0.0) {
+            const Ciphertext& p = power(v.terms[0].first);
+            if (!dry()) out.ct = p;
+            return out;
+        }
+        std::vector<const Ciphertext*> xs;
+        cvec cs;
+        for (const auto& [i, c] : v.terms) {
+            xs.push_back(&power(i));
+            cs.push_back(c);
+        }
+        counts_.cmult += v.terms.size();
+        counts_.add += v.terms.size() - 1 + (v.constant != 0.0 ? 1 : 0);
+        ++counts_.rescale;
+        terms_ += v.terms.size();
+        if (!dry()) out.ct = ev_->linear_combination(xs, cs, v.constant, exec_);
+        return out;
+    }
+
+    // B_i (made on demand, with minimal depth).
+    const Ciphertext& power(std::size_t i) {
+        if (made_[i]) return powers_[i];
+        std::size_t a = 1;
+        while (2 * a < i) a *= 2;  // the largest power of two below i (i/2 when i is one)
+        const std::size_t b = i - a;
+        const Ciphertext& pa = power(a);
+        const Ciphertext& pb = power(b);
+        const std::size_t c = a - b;  // Chebyshev: T_{a+b} = 2 T_a T_b - T_{a-b}
+        const Ciphertext* pc = basis_ == Basis::chebyshev && c > 0 ? &power(c) : nullptr;
+        ++counts_.mult;
+        ++counts_.rescale;
+        if (!dry()) {
+            Ciphertext t = ev_->multiply(pa, pb, true, exec_);
+            if (basis_ == Basis::chebyshev) {
+                t = ev_->add(t, t, exec_);
+                t = pc ? ev_->sub(t, *pc, exec_) : ev_->add_scalar(t, -1.0, exec_);
+            }
+            powers_[i] = std::move(t);
+        }
+        if (basis_ == Basis::chebyshev) counts_.add += 2;
+        made_[i] = true;
+        return powers_[i];
+    }
+
+    const OpCounts& counts() const { return counts_; }
+    std::size_t terms() const { return terms_; }
+
+private:
+    bool dry() const { return ev_ == nullptr; }
+
+    Value add(const Value& x, const Value& y) {
+        if (!y.is_ct && y.terms.empty()) {  // a constant
+            Value out = x;
+            if (y.constant != 0.0) {
+                ++counts_.add;
+                if (!dry()) out.ct = ev_->add_scalar(x.ct, y.constant, exec_);
+            }
+            return out;
+        }
+        const Value a = materialize(x), b = materialize(y);
+        Value out;
+        out.is_ct = true;
+        out.depth = std::max(a.depth, b.depth);
+        ++counts_.add;
+        if (!dry()) out.ct = ev_->add(a.ct, b.ct, exec_);
+        return out;
+    }
+
+    const ckks::Evaluator* ev_;
+    Basis basis_;
+    std::size_t baby_;
+    Exec exec_;
+    std::map<std::size_t, Ciphertext> powers_;
+    std::map<std::size_t, bool> made_;
+    OpCounts counts_;
+    std::size_t terms_ = 0;
+};
+
+// The baby-step bound with the fewest products (then the fewest linear-combination terms).
+PolynomialPlan best_plan(const Polynomial& p) {
+    const std::size_t deg = p.degree();
+    const int depth = ceil_log2(deg + 1);
+    PolynomialPlan best;
+    for (int k = 1; k <= std::max(1, depth); ++k) {
+        Recursion r(nullptr, nullptr, p.basis, std::size_t{1} << k, {});
+        const Value v = r.materialize(r.eval(p.coeffs, depth));
+        if (v.depth > depth) throw InternalError("polynomial plan exceeds its depth");
+        const std::size_t terms = r.terms();
+        if (best.baby == 0 || r.counts().mult < best.products ||
+            (r.counts().mult == best.products && terms < best.terms)) {
+            best.products = r.counts().mult;
+            best.terms = terms;
+            best.baby = std::size_t{1} << k;
+        }
+    }
+    best.depth = p.depth();
+    return best;
+}
+
+const char* basis_name(Basis b) { return b == Basis::power ? "power" : "chebyshev"; }
+
+}  // namespace
+
+Polynomial::Polynomial(cvec c, Basis basis_, double a_, double b_) : coeffs(std::move(c)), basis(basis_), a(a_), b(b_) {
+    for (std::size_t i = 0; i < coeffs.size(); ++i)
+        if (!std::isfinite(coeffs[i].real()) || !std::isfinite(coeffs[i].imag()))
+            throw ParameterError("polynomial coefficient " + std::to_string(i) + " is NaN or infinite");
+    if (!(std::isfinite(a) && std::isfinite(b) && a < b))
+        throw ParameterError("polynomial interval [" + std::to_string(a) + ", " + std::to_string(b) +
+                             "] is empty or not finite: give (a, b) with a < b");
+    if (degree() > kMaxDegree)
+        throw ParameterError("polynomial degree " + std::to_string(degree()) + " is above the largest supported, " +
+                             std::to_string(kMaxDegree));
+    coeffs.resize(degree() + 1);
+}
+
+std::size_t Polynomial::degree() const { return highest_nonzero(coeffs); }
+
+int Polynomial::depth() const { return ceil_log2(degree() + 1) + (maps_interval() ? 1 : 0); }
+
+cplx Polynomial::operator()(cplx x) const {
+    const cplx t = maps_interval() ? (2.0 * x - a - b) / (b - a) : x;
+    if (coeffs.empty()) return 0.0;
+    if (basis == Basis::power) {
+        cplx s = 0.0;
+        for (std::size_t i = coeffs.size(); i-- > 0;) s = s * t + coeffs[i];
+        return s;
+    }
+    cplx b1 = 0.0, b2 = 0.0;  // Clenshaw
+    for (std::size_t i = coeffs.size(); i-- > 1;) {
+        const cplx b0 = coeffs[i] + 2.0 * t * b1 - b2;
+        b2 = b1;
+        b1 = b0;
+    }
+    return coeffs[0] + t * b1 - b2;
+}
+
+std::string Polynomial::describe() const {
+    std::ostringstream o;
+    o << "degree " << degree() << " in the " << basis_name(basis) << " basis";
+    if (maps_interval()) o << " on [" << a << ", " << b << "]";
+    return o.str();
+}
+
+std::vector<double> chebyshev_nodes(double a, double b, std::size_t degree) {
+    if (!(std::isfinite(a) && std::isfinite(b) && a < b))
+        throw ParameterError("chebyshev: the interval must be (a, b) with a < b, both finite");
+    if (degree < 1 || degree > Polynomial::kMaxDegree)
+        throw ParameterError("chebyshev: degree " + std::to_string(degree) + " is outside 1.." +
+                             std::to_string(Polynomial::kMaxDegree));
+    const std::size_t m = degree + 1;
+    std::vector<double> x(m);
+    for (std::size_t k = 0; k < m; ++k)
+        x[k] = 0.5 * (a + b) + 0.5 * (b - a) * std::cos(kPi * (static_cast<double>(k) + 0.5) / static_cast<double>(m));
+    return x;
+}
+
+Polynomial chebyshev_from_values(const cvec& values, double a, double b) {
+    const std::size_t m = values.size();
+    if (m < 2) throw ParameterError("chebyshev: at least 2 values (degree 1) are needed");
+    chebyshev_nodes(a, b, m - 1);  // checks the interval and degree
+    for (const cplx& v : values)
+        if (!std::isfinite(v.real()) || !std::isfinite(v.imag()))
+            throw ParameterError("chebyshev: the function returned NaN or infinity at a node; check its interval");
+    // c_j = (2 / m) sum_k f(x_k) cos(pi j (k + 1/2) / m), c_0 halved. cos(pi u / (2m)) for u = j (2k + 1) mod 4m.
+    std::vector<double> table(4 * m);
+    for (std::size_t u = 0; u < 4 * m; ++u) table[u] = std::cos(kPi * static_cast<double>(u) / (2.0 * static_cast<double>(m)));
+    cvec c(m);
+    double largest = 0.0;
+    for (std::size_t j = 0; j < m; ++j) {
+        cplx s = 0.0;
+        for (std::size_t k = 0; k < m; ++k) s += values[k] * table[(j * (2 * k + 1)) % (4 * m)];
+        c[j] = s * (j == 0 ? 1.0 : 2.0) / static_cast<double>(m);
+        largest = std::max(largest, std::abs(c[j]));
+    }
+    for (cplx& v : c)
+        if (std::abs(v) <= largest * std::ldexp(1.0, -50)) v = 0.0;
+    return Polynomial(std::move(c), Basis::chebyshev, a, b);
+}
+
+Polynomial chebyshev(const std::function<double(double)>& f, double a, double b, std::size_t degree) {
+    const std::vector<double> x = chebyshev_nodes(a, b, degree);
+    cvec v(x.size());
+    for (std::size_t k = 0; k < x.size(); ++k) v[k] = f(x[k]);
+    return chebyshev_from_values(v, a, b);
+}
+
+PolynomialPlan plan_polynomial(const Polynomial& p) {
+    if (p.degree() == 0) throw ParameterError("the polynomial is a constant (degree 0): nothing to evaluate");
+    return best_plan(p);
+}
+
+Ciphertext evaluate(const ckks::Evaluator& ev, const Ciphertext& x, const Polynomial& p, Exec exec, OpCounts* counts) {
+    const ckks::Context& ctx = ev.context();
+    const PolynomialPlan plan = plan_polynomial(p);
+    if (x.context_uid != ctx.uid() || x.level() < 0 || x.level() > ctx.max_level())
+        throw ParameterError("evaluate_polynomial: the ciphertext belongs to another context or is malformed");
+    if (x.size() != 2) throw ParameterError("evaluate_polynomial: relinearize the operand first (it has 3 parts)");
+    if (x.level() < plan.depth)
+        throw LevelError("evaluate_polynomial: " + p.describe() + " needs " + std::to_string(plan.depth) + " levels (" +
+                         std::to_string(ceil_log2(p.degree() + 1)) + " for the degree" +
+                         (p.maps_interval() ? ", 1 for the change of interval" : "") + ") and the ciphertext is at level " +
+                         std::to_string(x.level()) + "; use parameters with more levels (Parameters.for_circuit), a lower "
+                         "degree, or bootstrap first");
+    if (std::fabs(x.scale / ctx.scale_at(x.level()) - 1.0) > 1e-9)
+        throw ScaleError("evaluate_polynomial: the operand's scale is not the canonical scale of its level; rescale it "
+                         "first");
+    exec = ctx.exec(exec);
+    OpCounts local;
+    Ciphertext t;
+    const Ciphertext* input = &x;
+    if (p.maps_interval()) {  // t = (2x - a - b) / (b - a)
+        t = ev.linear_combination({&x}, {2.0 / (p.b - p.a)}, -(p.a + p.b) / (p.b - p.a), exec);
+        ++local.cmult;
+        ++local.rescale;
+        input = &t;
+    }
+    Recursion rec(&ev, input, p.basis, plan.baby, exec);
+    Value v = rec.eval(p.coeffs, ceil_log2(p.degree() + 1));
+    Ciphertext out = rec.materialize(v).ct;
+    local += rec.counts();
+    // Land exactly on the stated level (a sparse polynomial may need fewer levels than its degree says).
+    const int target = x.level() - plan.depth;
+    if (out.level() > target) {
+        if (out.level() > target + 1) out = ev.drop_level(out, target + 1, exec);
+        out = ev.multiply_scalar(out, 1.0, true, exec);
+        ++local.cmult;
+        ++local.rescale;
+    }
+    if (counts) *counts += local;
+    return out;
+}
+
+}  // namespace kasoku::algo

@@ -1,0 +1,183 @@
+// Polynomials and functions of encrypted values: ks.Polynomial, ks.chebyshev, Evaluator.evaluate_polynomial,
+// evaluate_function, sigmoid, exp, sin, cos, sqrt, inverse, sign, compare, linear_combination.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/complex.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "bindings_internal.hpp"
+#include "kasoku/algo/functions.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace kasoku;
+using namespace kasoku::ckks;
+
+namespace kasoku_py {
+
+namespace {
+using Interval = std::pair<double, double>;
+constexpr double kPi = 3.14159265358979323846;
+
+algo::Basis basis_of(const std::string& s) {
+    if (s == "power") return algo::Basis::power;
+    if (s == "chebyshev") return algo::Basis::chebyshev;
+    throw ParameterError("basis must be \"power\" or \"chebyshev\", got \"" + s + "\"");
+}
+
+algo::Polynomial make_polynomial(const Values& coeffs, const std::string& basis, std::optional<Interval> interval) {
+    const Interval iv = interval.value_or(Interval{-1.0, 1.0});
+    return algo::Polynomial(coeffs.get(), basis_of(basis), iv.first, iv.second);
+}
+
+// f at the Chebyshev nodes of the interval: f is called once with a NumPy array of the nodes (a vectorised function)
+// and, when that fails or does not give one value per node, once per node with a float.
+algo::Polynomial interpolate(const nb::callable& f, Interval iv, std::size_t degree) {
+    const std::vector<double> nodes = algo::chebyshev_nodes(iv.first, iv.second, degree);
+    cvec values;
+    try {
+        const nb::object arr = nb::module_::import_("numpy").attr("asarray")(nodes);
+        const Values v = nb::cast<Values>(f(arr));
+        if (v.error.empty() && v.v.size() == nodes.size()) values = v.v;
+    } catch (const nb::python_error&) {
+    } catch (const nb::cast_error&) {
+    }
+    if (values.empty()) {
+        for (double x : nodes) values.push_back(nb::cast<std::complex<double>>(f(x)));
+    }
+    return algo::chebyshev_from_values(values, iv.first, iv.second);
+}
+
+KCiphertext eval_poly(const KEvaluator& e, const KCiphertext& a, const algo::Polynomial& p, TArg t) {
+    same_owner(a.owner, e.owner, "ciphertext");
+    return wrap(e.owner, algo::evaluate(*e.ev, a.ct, p, threads_arg(t)));
+}
+}  // namespace
+
+void bind_functions(nb::module_& m) {
+    nb::class_<algo::Polynomial>(m, "Polynomial",
+        "p(x) = sum_i coeffs[i] B_i(t), t = (2x - a - b) / (b - a) on interval (a, b) (t = x on (-1, 1)); "
+        "B_i = t^i (basis=\"power\") or the Chebyshev T_i(t) (basis=\"chebyshev\"). Evaluator.evaluate_polynomial "
+        "takes `depth` levels.")
+        .def("__init__", [](algo::Polynomial* self, const Values& coeffs, const std::string& basis,
+                            std::optional<Interval> interval) {
+            new (self) algo::Polynomial(make_polynomial(coeffs, basis, interval));
+        }, "coeffs"_a, "basis"_a = "power", "interval"_a = nb::none())
+        .def_prop_ro("coeffs", [](const algo::Polynomial& p) { return ComplexArray{p.coeffs}; })
+        .def_prop_ro("basis", [](const algo::Polynomial& p) {
+            return std::string(p.basis == algo::Basis::power ? "power" : "chebyshev");
+        })
+        .def_prop_ro("interval", [](const algo::Polynomial& p) { return Interval{p.a, p.b}; })
+        .def_prop_ro("degree", &algo::Polynomial::degree)
+        .def_prop_ro("depth", &algo::Polynomial::depth,
+                     "Levels the evaluation takes: ceil(log2(degree + 1)), plus one when the interval is not (-1, 1).")
+        .def("plan", [](const algo::Polynomial& p) {
+            const algo::PolynomialPlan plan = algo::plan_polynomial(p);
+            return std::map<std::string, std::size_t>{{"products", plan.products}, {"terms", plan.terms},
+                                                      {"baby", plan.baby}, {"depth", static_cast<std::size_t>(plan.depth)}};
+        }, "What the evaluation will do: ciphertext products, terms of its linear combinations, baby-step bound, depth.")
+        .def("__call__", [](const algo::Polynomial& p, const Values& x) -> nb::object {
+            const cvec& v = x.get();
+            if (x.scalar) return nb::cast(p(v.front()));
+            cvec out(v.size());
+            for (std::size_t i = 0; i < v.size(); ++i) out[i] = p(v[i]);
+            return nb::cast(ComplexArray{std::move(out)});
+        }, "x"_a, "p(x) in plain arithmetic (a number or an array).")
+        .def("__repr__", [](const algo::Polynomial& p) { return "Polynomial(" + p.describe() + ", depth " +
+                                                                 std::to_string(p.depth()) + ")"; });
+
+    m.def("chebyshev", &interpolate, "f"_a, "interval"_a, "degree"_a,
+          "The Chebyshev interpolant of f on interval (a, b) at degree + 1 Chebyshev nodes. f is called with a NumPy "
+          "array of the nodes (or, if that fails, with each node). Coefficients below 2^-50 of the largest are zero.");
+    m.def("chebyshev_nodes", [](Interval iv, std::size_t degree) {
+        return algo::chebyshev_nodes(iv.first, iv.second, degree);
+    }, "interval"_a, "degree"_a);
+    m.def("sign_depth", &algo::sign_depth, "eps"_a = 1.0 / 64, "precision_bits"_a = 16,
+          "Levels Evaluator.sign takes for inputs with |x| >= eps to reach 2^-precision_bits (3 per composite step).");
+    m.def("inverse_depth", [](Interval iv, std::size_t degree, int iterations) {
+        return algo::inverse_depth(iv.first, iv.second, degree, iterations);
+    }, "interval"_a, "degree"_a = 15, "iterations"_a = 2, "Levels Evaluator.inverse takes.");
+}
+
+void bind_function_methods(nb::class_<KEvaluator>& ev) {
+    ev.def("evaluate_polynomial", [](const KEvaluator& e, const KCiphertext& a, const algo::Polynomial& p, TArg t) {
+        return eval_poly(e, a, p, t);
+    }, "a"_a, "polynomial"_a, "threads"_a = nb::none(), ReleaseGil())
+      .def("evaluate_polynomial", [](const KEvaluator& e, const KCiphertext& a, const Values& coeffs,
+                                     const std::string& basis, std::optional<Interval> interval, TArg t) {
+        return eval_poly(e, a, make_polynomial(coeffs, basis, interval), t);
+    }, "a"_a, "coeffs"_a, "basis"_a = "power", "interval"_a = nb::none(), "threads"_a = nb::none(),
+         "p(a) slot-wise, baby-step giant-step with the least depth: ceil(log2(degree + 1)) levels, plus one for an "
+         "interval other than (-1, 1). The result lands on the canonical scale of level a.level - depth. Raises "
+         "LevelError (naming the depth) when a has fewer levels.", ReleaseGil())
+      .def("evaluate_function", [](const KEvaluator& e, const KCiphertext& a, const nb::callable& f, Interval iv,
+                                   std::size_t degree, TArg t) {
+        const algo::Polynomial p = interpolate(f, iv, degree);
+        nb::gil_scoped_release release;
+        return eval_poly(e, a, p, t);
+    }, "a"_a, "f"_a, "interval"_a, "degree"_a, "threads"_a = nb::none(),
+         "f(a) through its Chebyshev interpolant of this degree on interval (inputs outside it give meaningless results).")
+      .def("sigmoid", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        return wrap(e.owner, algo::sigmoid(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
+    }, "a"_a, "interval"_a = Interval{-8.0, 8.0}, "degree"_a = 63, "threads"_a = nb::none(),
+         "1 / (1 + exp(-a)) on interval (degree 63 on (-8, 8): within 1e-4, 7 levels).", ReleaseGil())
+      .def("exp", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        return wrap(e.owner, algo::exp(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
+    }, "a"_a, "interval"_a = Interval{-1.0, 1.0}, "degree"_a = 15, "threads"_a = nb::none(), ReleaseGil())
+      .def("sin", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        return wrap(e.owner, algo::sin(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
+    }, "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31, "threads"_a = nb::none(), ReleaseGil())
+      .def("cos", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        return wrap(e.owner, algo::cos(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
+    }, "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31, "threads"_a = nb::none(), ReleaseGil())
+      .def("sqrt", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        return wrap(e.owner, algo::sqrt(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
+    }, "a"_a, "interval"_a, "degree"_a = 31, "threads"_a = nb::none(),
+         "sqrt(a) on interval (a, b), 0 <= a < b (prefer a > 0: near 0 the interpolant converges slowly).", ReleaseGil())
+      .def("inverse", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, int iterations, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        return wrap(e.owner, algo::inverse(*e.ev, a.ct, iv.first, iv.second, degree, iterations, threads_arg(t)));
+    }, "a"_a, "interval"_a, "degree"_a = 15, "iterations"_a = 2, "threads"_a = nb::none(),
+         "1 / a on an interval without 0: a Chebyshev interpolant, then Newton steps y (2 - a y) (2 levels each); "
+         "ks.inverse_depth gives the levels.", ReleaseGil())
+      .def("sign", [](const KEvaluator& e, const KCiphertext& a, double eps, int bits, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        return wrap(e.owner, algo::sign(*e.ev, a.ct, eps, bits, threads_arg(t)));
+    }, "a"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
+         "sign(a) for a in [-1, 1] with |a| >= eps, within 2^-precision_bits in plain arithmetic (plus CKKS noise): "
+         "composite polynomials f_3 of Cheon, Kim and Kim; ks.sign_depth gives the levels.", ReleaseGil())
+      .def("compare", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, double eps, int bits, TArg t) {
+        same_owner(a.owner, e.owner, "first ciphertext");
+        same_owner(b.owner, e.owner, "second ciphertext");
+        return wrap(e.owner, algo::compare(*e.ev, a.ct, b.ct, eps, bits, threads_arg(t)));
+    }, "a"_a, "b"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
+         "1 where a > b, 0 where a < b, for a - b in [-1, 1] with |a - b| >= eps (same depth as sign).", ReleaseGil())
+      .def("linear_combination", [](const KEvaluator& e, const std::vector<const KCiphertext*>& cts, const Values& coeffs,
+                                    std::complex<double> constant, TArg t) {
+        std::vector<const Ciphertext*> xs;
+        for (const KCiphertext* c : cts) {
+            if (!c) throw ParameterError("linear_combination: a ciphertext is None");
+            same_owner(c->owner, e.owner, "ciphertext");
+            xs.push_back(&c->ct);
+        }
+        return wrap(e.owner, e.ev->linear_combination(xs, coeffs.get(), constant, threads_arg(t)));
+    }, "cts"_a, "coeffs"_a, "constant"_a = 0.0, "threads"_a = nb::none(),
+         "sum_i coeffs[i] * cts[i] + constant with one rescale, landing on the canonical scale of the level below the "
+         "lowest term.", ReleaseGil());
+}
+
+}  // namespace kasoku_py
