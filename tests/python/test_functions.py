@@ -132,3 +132,32 @@ def test_linear_combination(deep, rng):
     assert out.level == cb.level - 1
     want = (0.5 + 0.25j) * a - 2.0 * b * b + 1.0
     assert np.max(np.abs(ctx.decrypt(out, keys.secret) - want)) < 2.0**-25
+
+
+@pytest.mark.parametrize("depth,bits", [(3, 20), (6, 16)])
+def test_for_circuit_runs_its_depth_with_its_precision(depth, bits, rng):
+    params = ks.Parameters.for_circuit(depth=depth, precision_bits=bits)
+    assert params.security == 128 and params.levels == depth
+    assert params.log_qp <= {13: 218, 14: 438, 15: 881, 16: 1772}[params.log_n]
+    assert "N = 2^" in repr(params) and "dnum" in repr(params)
+    ctx = ks.Context(params, threads=2)
+    keys = ctx.keygen()
+    ev = ctx.evaluator(keys.evaluation())
+    # depth products of unit-modulus values: the magnitude stays 1 and the noise adds up along the chain
+    xs = np.exp(2j * np.pi * rng.uniform(0, 1, (depth + 1, ctx.slots)))
+    acc = ctx.encrypt(xs[0], keys.public)
+    for k in range(1, depth + 1):
+        acc = ev.multiply(acc, ctx.encrypt(xs[k], keys.public))
+    assert acc.level == 0
+    got = ctx.decrypt(acc, keys.secret)
+    assert -np.log2(np.max(np.abs(got - np.prod(xs, axis=0)))) >= bits
+
+
+def test_for_circuit_says_what_cannot_be_had():
+    with pytest.raises(ks.ParameterError, match="bootstrapping"):
+        ks.Parameters.for_circuit(depth=40, precision_bits=20)
+    research = ks.Parameters.for_circuit(depth=40, precision_bits=20, security=None)
+    assert research.security is None and research.levels == 40
+    assert ks.Parameters.for_circuit(depth=4, slots=2**14).slots >= 2**14
+    with pytest.raises(ks.ParameterError):
+        ks.Parameters.for_circuit(depth=4, slots=3)

@@ -1,5 +1,7 @@
 #include "kasoku/ckks/parameters.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "kasoku/arith/modarith.hpp"
@@ -11,7 +13,7 @@ namespace {
 Parameters make(const char* name, int log_n, int first, int scale, int levels, int special, int k,
                 std::optional<int> security) {
     return {.log_n = log_n, .first_bits = first, .scale_bits = scale, .levels = levels, .special_bits = special,
-            .special_primes = k, .security = security, .name = name};
+            .special_primes = k, .security = security, .name = name, .rationale = {}};
 }
 }  // namespace
 
@@ -38,6 +40,66 @@ int Parameters::alpha() const {
 int Parameters::digits() const { return (levels + 1 + alpha() - 1) / alpha(); }
 
 int Parameters::log_qp_bits() const { return first_bits + levels * scale_bits + special_primes * special_bits; }
+
+Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t slots, std::optional<int> security, int dnum) {
+    if (depth < 0 || depth > 60) throw ParameterError("for_circuit: depth must be in 0..60, got " + std::to_string(depth));
+    if (precision_bits < 8 || precision_bits > 40)
+        throw ParameterError("for_circuit: precision_bits must be in 8..40, got " + std::to_string(precision_bits));
+    if (slots > (std::uint64_t{1} << 16) || (slots & (slots - 1)) != 0)
+        throw ParameterError("for_circuit: slots must be a power of two up to 2^16 (or 0 for any), got " + std::to_string(slots));
+    if (security && *security != 128) throw ParameterError("for_circuit: security must be 128 or None");
+    if (dnum < 0 || dnum > depth + 1)
+        throw ParameterError("for_circuit: dnum must be in 1..depth+1 (or 0/None: chosen), got " + std::to_string(dnum));
+    const int kSpecial = 60, kMaxScale = 55;
+    int min_log_n = 10;
+    while ((std::uint64_t{1} << (min_log_n - 1)) < slots) ++min_log_n;
+    int best_qp = 0, best_scale = 0;  // for the error message: what N = 2^16 would need
+    for (int log_n = min_log_n; log_n <= (security ? 16 : 17); ++log_n) {
+        // One product adds noise ~ sqrt(N) * (small constants) / scale: about log_n/2 + 9 bits below the scale (H16:
+        // 23 bits at scale 2^40, docs/PERFORMANCE.md); log2(depth + 1) more bits for the noise that adds up.
+        const int noise = (log_n + 1) / 2 + 9 + static_cast<int>(std::ceil(std::log2(depth + 1.0)));
+        const int scale = std::max(20, precision_bits + noise);
+        if (scale > kMaxScale) continue;
+        const int first = std::min(60, scale + 20);
+        const int lo = dnum > 0 ? dnum : std::min(3, depth + 1);
+        const int hi = dnum > 0 ? dnum : depth + 1;
+        for (int d = lo; d <= hi; ++d) {
+            const int alpha = (depth + 1 + d - 1) / d;
+            Parameters p{.log_n = log_n, .first_bits = first, .scale_bits = scale, .levels = depth,
+                         .special_bits = kSpecial, .special_primes = alpha, .security = security, .dnum = d,
+                         .hamming_weight = 0, .name = {}, .rationale = {}};
+            const int bound = security ? max_log_qp_128(log_n) : 1 << 30;
+            if (log_n == 16 && (best_qp == 0 || p.log_qp_bits() < best_qp)) {
+                best_qp = p.log_qp_bits();
+                best_scale = scale;
+            }
+            if (p.log_qp_bits() > bound) continue;
+            std::ostringstream r;
+            r << "N = 2^" << log_n << ": the smallest ring whose "
+              << (security ? "128-bit HE Standard bound (" + std::to_string(bound) + " bits)" : std::string("size"))
+              << " holds log2(QP) = " << p.log_qp_bits() << " bits"
+              << (slots ? " and " + std::to_string(slots) + " slots" : std::string()) << "; scale 2^" << scale << ": "
+              << precision_bits << " bits of precision + " << noise << " bits of noise (one product at this N, and the "
+              << "sum over " << depth << " levels); q_0 = " << first << " bits: the scale + " << (first - scale)
+              << " bits for the integer part of results; " << depth << " primes of " << scale << " bits: one per "
+              << "rescaling; dnum = " << d << " digits of " << alpha << " primes, so " << alpha << " special primes of "
+              << kSpecial << " bits (hybrid key switching: fewer digits are faster but need more special primes).";
+            p.rationale = r.str();
+            p.validate();
+            return p;
+        }
+    }
+    std::ostringstream m;
+    m << "for_circuit: depth " << depth << " with " << precision_bits << " bits of precision";
+    if (best_qp == 0)
+        m << " needs a scale above 2^" << kMaxScale << " (60-bit primes); ask for fewer precision_bits";
+    else
+        m << " needs log2(QP) >= " << best_qp << " bits (scale 2^" << best_scale << ") even at N = 2^16, above the 128-bit "
+          << "HE Standard bound of " << max_log_qp_128(16) << "; split the circuit with bootstrapping (or decrypt and "
+          << "re-encrypt on the client), ask for fewer precision_bits, or pass security=None for research use";
+    if (dnum > 0) m << " (dnum = " << dnum << " fixed: dnum=None lets it choose)";
+    throw ParameterError(m.str());
+}
 
 int Parameters::max_log_qp_128(int log_n) {
     switch (log_n) {

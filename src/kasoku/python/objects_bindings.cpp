@@ -71,6 +71,13 @@ void bind_objects(nb::module_& m) {
              "for invalid or insecure parameters, saying what to change.")
         .def_static("named", &Parameters::named, "name"_a, "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED.")
         .def_static("names", &Parameters::names)
+        .def_static("for_circuit", [](int depth, int precision_bits, std::optional<std::uint64_t> slots,
+                                      std::optional<int> security, std::optional<int> dnum) {
+            return Parameters::for_circuit(depth, precision_bits, slots.value_or(0), security, dnum.value_or(0));
+        }, "depth"_a, "precision_bits"_a = 20, "slots"_a = nb::none(), "security"_a.none() = 128, "dnum"_a = nb::none(),
+           "The smallest secure set for a circuit of `depth` rescalings with about `precision_bits` bits of precision "
+           "and at least `slots` slots; repr() says what each choice is for. ParameterError says what cannot be had.")
+        .def_ro("rationale", &Parameters::rationale)
         .def_ro("log_n", &Parameters::log_n)
         .def_ro("first_bits", &Parameters::first_bits)
         .def_ro("scale_bits", &Parameters::scale_bits)
@@ -87,7 +94,9 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("log_qp", &Parameters::log_qp_bits)
         .def("to_bytes", [](const Parameters& p) { return BytesOut{serialize(p)}; })
         .def_static("from_bytes", [](BytesIn b) { return deserialize_parameters(b.data, b.size); }, "data"_a)
-        .def("__repr__", [](const Parameters& p) { return "Parameters(" + p.describe() + ")"; });
+        .def("__repr__", [](const Parameters& p) {
+            return "Parameters(" + p.describe() + ")" + (p.rationale.empty() ? "" : "\n  " + p.rationale);
+        });
 
     // ---------------------------------------------------------------- keys and plaintexts
     nb::class_<KSecretKey>(m, "SecretKey", "The secret key: stays on the client; wiped from memory when released.")

@@ -194,3 +194,35 @@ TEST_P(CkksShapes, SerializationRoundTripsAndRejections) {
     Bytes pb = serialize(Parameters::named("H16"));
     EXPECT_EQ(deserialize_parameters(pb.data(), pb.size()).levels, 20);
 }
+
+// for_circuit: every set it picks holds the depth, the slots and the 128-bit bound; it refuses only what N = 2^16 cannot hold.
+TEST(ParametersForCircuit, SecureSmallestAndAsAsked) {
+    for (int depth : {0, 1, 2, 5, 8, 12, 20, 25, 30})
+        for (int bits : {8, 12, 20, 28})
+            for (std::uint64_t slots : {std::uint64_t{0}, std::uint64_t{1} << 12}) {
+                Parameters p;
+                try {
+                    p = Parameters::for_circuit(depth, bits, slots);
+                } catch (const ParameterError&) {
+                    // only when even N = 2^16 cannot hold it
+                    const Parameters loose = Parameters::for_circuit(depth, bits, slots, std::nullopt);
+                    EXPECT_GT(loose.log_qp_bits(), Parameters::max_log_qp_128(16)) << depth << " " << bits;
+                    continue;
+                }
+                EXPECT_NO_THROW(p.validate());
+                EXPECT_EQ(p.levels, depth);
+                EXPECT_EQ(p.security, 128);
+                EXPECT_LE(p.log_qp_bits(), Parameters::max_log_qp_128(p.log_n));
+                EXPECT_GE(p.slots(), slots);
+                EXPECT_FALSE(p.rationale.empty());
+            }
+    try {
+        Parameters::for_circuit(40, 20);
+        FAIL() << "depth 40 at 128-bit security should not fit";
+    } catch (const ParameterError& e) {
+        EXPECT_NE(std::string(e.what()).find("bootstrapping"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(Parameters::for_circuit(-1), ParameterError);
+    EXPECT_THROW(Parameters::for_circuit(4, 50), ParameterError);
+    EXPECT_THROW(Parameters::for_circuit(4, 20, 3), ParameterError);
+}
