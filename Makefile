@@ -26,11 +26,12 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
 
-# Python tools from PyPI into .venv (CMake, Ninja, nanobind, scikit-build-core, NumPy, pytest, matplotlib).
+# Python tools from PyPI into .venv (CMake, Ninja, nanobind, scikit-build-core, NumPy, pytest, matplotlib, mypy,
+# scikit-learn: the data set of examples/logistic_regression.py).
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8"
+	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8" "scikit-learn>=1.3"
 	touch $@
 
 venv: $(VENV)/.ready

@@ -42,6 +42,17 @@ import openfhe as ofhe
 OPENFHE_AUX_BITS = 60
 
 
+# The Chebyshev series of `--poly`: the same on both sides (python/kasoku/bench.py): uniform in [-1, 1], divided by
+# i^2 from i = 2 on (as a smooth function's coefficients decay), seeded by the degree.
+POLY_DEGREES = (7, 15, 31, 63, 127, 255)
+
+
+def poly_coeffs(d):
+    c = np.random.default_rng(1000 + d).uniform(-1.0, 1.0, d + 1)
+    c[2:] /= np.arange(2, d + 1) ** 2
+    return c
+
+
 def log(msg):
     print("[openfhe] " + msg, file=sys.stderr, flush=True)
 
@@ -130,6 +141,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--hoisting", action="store_true",
                     help="also EvalSum (all slots) and 16 hoisted rotations (EvalFastRotation)")
+    ap.add_argument("--poly", action="store_true", help="also EvalChebyshevSeries of degrees %s" % (POLY_DEGREES,))
     args = ap.parse_args()
 
     spec = json.loads(args.spec)
@@ -253,6 +265,20 @@ def main():
         ]:
             log("%s x%d (+1 warm-up)" % (op, reps))
             emit(op, note=note, **timed(fn, reps))
+
+    if args.poly:
+        # Chebyshev series of the same degrees and coefficients as `python -m kasoku bench --poly` (OpenFHE's series
+        # convention halves c_0, so c_0 is passed doubled); levels consumed and precision on inputs in [-1, 1].
+        for d in [d for d in POLY_DEGREES if math.ceil(math.log2(d + 1)) <= spec["depth"]]:
+            c = poly_coeffs(d)
+            oc = [2.0 * c[0]] + list(c[1:])
+            ref = np.polynomial.chebyshev.chebval(v1, c)
+            out = cc.EvalChebyshevSeries(c1, oc, -1.0, 1.0)
+            e = err(out, ref)
+            log("Chebyshev%d x%d (+1 warm-up)" % (d, reps))
+            emit("Chebyshev%d" % d, note="EvalChebyshevSeries(ct, %d coefficients, -1, 1)" % (d + 1),
+                 levels=out.GetLevel() - c1.GetLevel(), max_abs_error=e, bits=-math.log2(e),
+                 **timed(lambda: cc.EvalChebyshevSeries(c1, oc, -1.0, 1.0), reps))
 
     # NTT: openfhe-python does not expose DCRTPoly NTTs (DCRTPoly has no methods
     # in the binding), so no line is written; peers.py shows "n/a".

@@ -301,9 +301,9 @@ def seal_worker(spec: dict, threads: int, reps: int, out: str, seed: int = 1) ->
 # kasoku side
 # --------------------------------------------------------------------------
 
-def run_kasoku(params: str, threads: int, reps: int, path: Path, hoisting: bool = False) -> list[dict]:
+def run_kasoku(params: str, threads: int, reps: int, path: Path, extra: list[str]) -> list[dict]:
     cmd = [sys.executable, "-m", "kasoku", "bench", "--params", params, "--threads", str(threads),
-           "--reps", str(reps), "--json", str(path)] + (["--hoisting"] if hoisting else [])
+           "--reps", str(reps), "--json", str(path)] + extra
     progress("running: " + " ".join(cmd[1:]))
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, stdout=sys.stderr)
@@ -441,6 +441,19 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
                             "peer": peer, "kasoku_bytes": k, "peer_bytes": q,
                             "ratio": None if k is None or not q else k / q})
 
+    cheb = sorted((op for op in set(k_times) | set(p_times) if op.startswith("Chebyshev")), key=lambda o: int(o[9:]))
+    if cheb:
+        out.append("")
+        out.append(f"{'Chebyshev series':<{width}}{'levels':>14}{'bits (worst slot)':>22}{'products':>10}")
+        for op in cheb:
+            k, q = k_times.get(op, {}), p_times.get(op, {})
+            out.append(f"{'degree ' + op[9:]:<{width}}{str(k.get('levels', '-')) + ' / ' + str(q.get('levels', '-')):>14}"
+                       f"{format(k.get('bits', float('nan')), '.1f') + ' / ' + format(q.get('bits', float('nan')), '.1f'):>22}"
+                       f"{str(k.get('products', '-')):>10}")
+        notes.append("Chebyshev series: the same coefficients on both sides (uniform in [-1, 1] divided by i^2, seeded "
+                     "by the degree) on a fresh top-level ciphertext of values in [-1, 1]; levels and bits are "
+                     f"kasoku / {peer}; products: kasoku's ciphertext products.")
+
     # Notes: everything a reader needs to trust (or distrust) the ratios.
     notes = list(notes)
     notes.append(f"kasoku parameters: N=2^{spec['logn']}, log2 Q = {spec['log2_q']} "
@@ -496,6 +509,9 @@ def main(argv=None) -> int:
     ap.add_argument("--hoisting", action="store_true",
                     help="also the sum of all slots (kasoku sum_slots vs OpenFHE EvalSum) and 16 hoisted rotations "
                          "(rotate_hoisted vs EvalFastRotationPrecompute + 16 EvalFastRotation); OpenFHE only")
+    ap.add_argument("--poly", action="store_true",
+                    help="also Chebyshev series of degree 7..255 (evaluate_polynomial vs EvalChebyshevSeries), with "
+                         "the levels each takes and its precision; OpenFHE only")
     ap.add_argument("--kasoku-json", metavar="PATH", help="use this kasoku results file instead of running kasoku")
     ap.add_argument("--peer", choices=["auto", "openfhe", "seal"], default="auto",
                     help="auto (default): OpenFHE if a python3.10 exists, else SEAL")
@@ -543,6 +559,7 @@ def main(argv=None) -> int:
     }
 
     rc = 0
+    extra = (["--hoisting"] if args.hoisting else []) + (["--poly"] if args.poly else [])
     with tempfile.TemporaryDirectory(prefix="kasoku-peers-") as tmp:
         tmp = Path(tmp)
         # 2. kasoku (never concurrently with the peer).
@@ -557,7 +574,7 @@ def main(argv=None) -> int:
             notes.append(f"kasoku numbers read from {args.kasoku_json}.")
         elif not args.peer_only:
             try:
-                kasoku_recs = run_kasoku(args.params, args.threads, args.reps, tmp / "kasoku.jsonl", args.hoisting)
+                kasoku_recs = run_kasoku(args.params, args.threads, args.reps, tmp / "kasoku.jsonl", extra)
             except (RuntimeError, OSError) as e:
                 progress(f"ERROR: {e}")
                 notes.append(f"ERROR: kasoku was not measured: {e}.")
@@ -569,7 +586,7 @@ def main(argv=None) -> int:
         peer_out = tmp / f"{peer}.jsonl"
         if peer == "openfhe":
             cmd = [str(peer_py), str(OPENFHE_WORKER), "--spec", json.dumps(spec), "--threads", str(args.threads),
-                   "--reps", str(args.reps), "--out", str(peer_out)] + (["--hoisting"] if args.hoisting else [])
+                   "--reps", str(args.reps), "--out", str(peer_out)] + extra
         else:
             cmd = [str(peer_py), str(Path(__file__).resolve()), "--params", args.params, "--threads",
                    str(args.threads), "--reps", str(args.reps), "--_seal-worker", str(peer_out)]

@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--hoisting", action="store_true",
                    help="also sum_slots (all slots, default h) and 16 hoisted rotations (their keys take memory: "
                         "about 40 Galois keys at H16, ~3.5 GB)")
+    b.add_argument("--poly", action="store_true",
+                   help="also Chebyshev series of degree 7, 15, 31, 63, 127, 255 (evaluate_polynomial)")
     b.add_argument("--dims", default="2,4,8,16,32,64", help="matmul: matrix dimensions d")
     b.add_argument("--pairs", type=int, default=10, help="matmul: random pairs per shape for the error means")
     b.add_argument("--blocked", type=int, default=256, help="matmul: dimension of the blocked product (0: none)")
@@ -123,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                                  plot_path=args.plot, device=args.device)
                 return 0
             from kasoku import bench
-            bench.run(args.params or "T13", args.threads, args.reps or 5, args.json, hoisting=args.hoisting, device=args.device)
+            bench.run(args.params or "T13", args.threads, args.reps or 5, args.json, hoisting=args.hoisting, device=args.device,
+                      poly=args.poly)
             return 0
     except ks.Error as e:
         print(f"error: {e}", file=sys.stderr)

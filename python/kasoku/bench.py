@@ -29,8 +29,19 @@ def _timeit(fn, reps: int, sync=None):
     return times
 
 
+# The Chebyshev series of `--poly` (bench/openfhe_ops.py evaluates the same ones): uniform in [-1, 1], divided by i^2
+# from i = 2 on (as a smooth function's coefficients decay), seeded by the degree.
+POLY_DEGREES = (7, 15, 31, 63, 127, 255)
+
+
+def poly_coeffs(d: int) -> np.ndarray:
+    c = np.random.default_rng(1000 + d).uniform(-1.0, 1.0, d + 1)
+    c[2:] /= np.arange(2, d + 1) ** 2
+    return c
+
+
 def run(params_name: str, threads: int | None, reps: int, json_path: str | None, progress=sys.stderr,
-        hoisting: bool = False, device: str = "cpu") -> list[dict]:
+        hoisting: bool = False, device: str = "cpu", poly: bool = False) -> list[dict]:
     params = ks.Parameters.named(params_name)
     ctx = ks.Context(params, threads=threads, device=device)
     t = ctx.threads
@@ -95,6 +106,16 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
         lines.append(rec)
         print(json.dumps(rec), flush=True)
         del hkeys, hev, ha, outs
+    if poly:
+        for d in [d for d in POLY_DEGREES if ks.Polynomial(poly_coeffs(d), "chebyshev").depth <= a.level]:
+            c = poly_coeffs(d)
+            step(f"Chebyshev{d}")
+            out = ev.evaluate_polynomial(a, c, basis="chebyshev")
+            diff = np.abs(ctx.decrypt(out, keys.secret) - np.polynomial.chebyshev.chebval(x, c))
+            plan = ks.Polynomial(c, "chebyshev").plan()
+            emit(f"Chebyshev{d}", timeit(lambda: ev.evaluate_polynomial(a, c, basis="chebyshev"), reps),
+                 levels=a.level - out.level, max_abs_error=float(diff.max()), bits=float(-np.log2(diff.max())),
+                 products=plan["products"], note=f"evaluate_polynomial(ct, {d + 1} Chebyshev coefficients)")
     step("NTT")
     ntt = [s * 1e3 for s in ks._kasoku.bench_ntt(params.log_n, 60, max(reps, 20))]
     emit("NTT", ntt, note=f"forward NTT of one 60-bit prime, N=2^{params.log_n}")

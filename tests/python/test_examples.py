@@ -16,3 +16,11 @@ def test_matmul_example_runs():
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "matmul.py")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "products of 16 x 16 in one ciphertext" in out.stdout and "rectangular (4, 16)" in out.stdout
+
+
+def test_logistic_regression_example_runs():
+    for extra in ([], ["--synthetic", "--samples", "600", "--features", "8"]):
+        out = subprocess.run([sys.executable, str(ROOT / "examples" / "logistic_regression.py"), *extra],
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        assert "predictions that differ" in out.stdout and "accuracy: plaintext model" in out.stdout

@@ -159,5 +159,6 @@ def test_for_circuit_says_what_cannot_be_had():
     research = ks.Parameters.for_circuit(depth=40, precision_bits=20, security=None)
     assert research.security is None and research.levels == 40
     assert ks.Parameters.for_circuit(depth=4, slots=2**14).slots >= 2**14
+    assert ks.Parameters.for_circuit(depth=4, slots=5000).slots == 8192
     with pytest.raises(ks.ParameterError):
-        ks.Parameters.for_circuit(depth=4, slots=3)
+        ks.Parameters.for_circuit(depth=4, slots=2**17)

@@ -29,8 +29,7 @@ struct Parameters {
     // 60-bit special primes, alpha = k), with log2(QP) within the 128-bit HE Standard bound (security = 128) or no
     // bound (nullopt), and at least `slots` slots (0: any). dnum > 0 fixes the digits. `rationale` explains the
     // choices. Throws ParameterError with what cannot be had and what to change (e.g. a depth that no secure N holds
-    // needs bootstrapping), for depth outside 0..60, precision_bits outside 8..40, slots not a power of two or above
-    // 2^16.
+    // needs bootstrapping), for depth outside 0..60, precision_bits outside 8..40 or slots above 2^16.
     static Parameters for_circuit(int depth, int precision_bits = 20, std::uint64_t slots = 0,
                                   std::optional<int> security = 128, int dnum = 0);
 

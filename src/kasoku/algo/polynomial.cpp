@@ -328,9 +328,10 @@ Ciphertext evaluate(const ckks::Evaluator& ev, const Ciphertext& x, const Polyno
         throw ParameterError("evaluate_polynomial: the ciphertext belongs to another context or is malformed");
     if (x.size() != 2) throw ParameterError("evaluate_polynomial: relinearize the operand first (it has 3 parts)");
     if (x.level() < plan.depth)
-        throw LevelError("evaluate_polynomial: " + p.describe() + " needs " + std::to_string(plan.depth) + " levels (" +
-                         std::to_string(ceil_log2(p.degree() + 1)) + " for the degree" +
-                         (p.maps_interval() ? ", 1 for the change of interval" : "") + ") and the ciphertext is at level " +
+        throw LevelError("evaluate_polynomial: " + p.describe() + " needs " + std::to_string(plan.depth) + " levels" +
+                         (p.maps_interval() ? " (" + std::to_string(plan.depth - 1) + " for the degree, 1 for the interval)"
+                                            : std::string()) +
+                         " and the ciphertext is at level " +
                          std::to_string(x.level()) + "; use parameters with more levels (Parameters.for_circuit), a lower "
                          "degree, or bootstrap first");
     if (std::fabs(x.scale / ctx.scale_at(x.level()) - 1.0) > 1e-9)

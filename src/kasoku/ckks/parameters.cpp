@@ -45,8 +45,8 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
     if (depth < 0 || depth > 60) throw ParameterError("for_circuit: depth must be in 0..60, got " + std::to_string(depth));
     if (precision_bits < 8 || precision_bits > 40)
         throw ParameterError("for_circuit: precision_bits must be in 8..40, got " + std::to_string(precision_bits));
-    if (slots > (std::uint64_t{1} << 16) || (slots & (slots - 1)) != 0)
-        throw ParameterError("for_circuit: slots must be a power of two up to 2^16 (or 0 for any), got " + std::to_string(slots));
+    if (slots > (std::uint64_t{1} << 16))
+        throw ParameterError("for_circuit: at most 2^16 slots (N = 2^17), got " + std::to_string(slots));
     if (security && *security != 128) throw ParameterError("for_circuit: security must be 128 or None");
     if (dnum < 0 || dnum > depth + 1)
         throw ParameterError("for_circuit: dnum must be in 1..depth+1 (or 0/None: chosen), got " + std::to_string(dnum));

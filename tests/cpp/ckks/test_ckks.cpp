@@ -199,7 +199,7 @@ TEST_P(CkksShapes, SerializationRoundTripsAndRejections) {
 TEST(ParametersForCircuit, SecureSmallestAndAsAsked) {
     for (int depth : {0, 1, 2, 5, 8, 12, 20, 25, 30})
         for (int bits : {8, 12, 20, 28})
-            for (std::uint64_t slots : {std::uint64_t{0}, std::uint64_t{1} << 12}) {
+            for (std::uint64_t slots : {std::uint64_t{0}, std::uint64_t{3000}}) {
                 Parameters p;
                 try {
                     p = Parameters::for_circuit(depth, bits, slots);
@@ -224,5 +224,6 @@ TEST(ParametersForCircuit, SecureSmallestAndAsAsked) {
     }
     EXPECT_THROW(Parameters::for_circuit(-1), ParameterError);
     EXPECT_THROW(Parameters::for_circuit(4, 50), ParameterError);
-    EXPECT_THROW(Parameters::for_circuit(4, 20, 3), ParameterError);
+    EXPECT_THROW(Parameters::for_circuit(4, 20, std::uint64_t{1} << 17), ParameterError);
+    EXPECT_EQ(Parameters::for_circuit(4, 20, 5000).slots(), std::uint64_t{8192});
 }
