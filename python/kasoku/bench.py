@@ -107,12 +107,14 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
         print(json.dumps(rec), flush=True)
         del hkeys, hev, ha, outs
     if poly:
-        for d in [d for d in POLY_DEGREES if ks.Polynomial(poly_coeffs(d), "chebyshev").depth <= a.level]:
+        for d in POLY_DEGREES:
             c = poly_coeffs(d)
+            plan = ks.Polynomial(c, "chebyshev").plan()
+            if plan["depth"] > a.level:
+                continue
             step(f"Chebyshev{d}")
             out = ev.evaluate_polynomial(a, c, basis="chebyshev")
             diff = np.abs(ctx.decrypt(out, keys.secret) - np.polynomial.chebyshev.chebval(x, c))
-            plan = ks.Polynomial(c, "chebyshev").plan()
             emit(f"Chebyshev{d}", timeit(lambda: ev.evaluate_polynomial(a, c, basis="chebyshev"), reps),
                  levels=a.level - out.level, max_abs_error=float(diff.max()), bits=float(-np.log2(diff.max())),
                  products=plan["products"], note=f"evaluate_polynomial(ct, {d + 1} Chebyshev coefficients)")

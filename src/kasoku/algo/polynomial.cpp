@@ -62,9 +62,14 @@ struct Value {
     int depth = 0;
 };
 
+// One basis element with coefficient 1 and no constant: the element itself, no linear combination.
+bool bare_power(const std::vector<std::pair<std::size_t, cplx>>& terms, cplx constant) {
+    return terms.size() == 1 && terms[0].second == 1.0 && constant == 0.0;
+}
+
 int terms_depth(const std::vector<std::pair<std::size_t, cplx>>& terms, cplx constant) {
     if (terms.empty()) return 0;
-    if (terms.size() == 1 && terms[0].second == 1.0 && constant == 0.0) return power_depth(terms[0].first);
+    if (bare_power(terms, constant)) return power_depth(terms[0].first);
     int d = 0;
     for (const auto& t : terms) d = std::max(d, power_depth(t.first));
     return d + 1;
@@ -75,8 +80,7 @@ class Recursion {
 public:
     Recursion(const ckks::Evaluator* ev, const Ciphertext* x, Basis basis, std::size_t baby, Exec exec)
         : ev_(ev), basis_(basis), baby_(baby), exec_(exec) {
-        if (x) powers_[1] = *x;
-        made_[1] = true;
+        powers_[1] = x ? *x : Ciphertext{};  // dry runs keep empty ciphertexts: the keys say what was made
     }
 
     Value eval(const cvec& p, int allowed) {
@@ -129,7 +133,7 @@ public:
         Value out;
         out.is_ct = true;
         out.depth = v.depth;
-        if (v.terms.size() == 1 && v.terms[0].second == 1.0 && v.constant == 0.0) {
+        if (bare_power(v.terms, v.constant)) {
             const Ciphertext& p = power(v.terms[0].first);
             if (!dry()) out.ct = p;
             return out;
@@ -150,7 +154,7 @@ public:
 
     // B_i (made on demand, with minimal depth).
     const Ciphertext& power(std::size_t i) {
-        if (made_[i]) return powers_[i];
+        if (const auto it = powers_.find(i); it != powers_.end()) return it->second;
         std::size_t a = 1;
         while (2 * a < i) a *= 2;  // the largest power of two below i (i/2 when i is one)
         const std::size_t b = i - a;
@@ -160,17 +164,16 @@ public:
         const Ciphertext* pc = basis_ == Basis::chebyshev && c > 0 ? &power(c) : nullptr;
         ++counts_.mult;
         ++counts_.rescale;
+        if (basis_ == Basis::chebyshev) counts_.add += 2;
+        Ciphertext& t = powers_[i];
         if (!dry()) {
-            Ciphertext t = ev_->multiply(pa, pb, true, exec_);
+            t = ev_->multiply(pa, pb, true, exec_);
             if (basis_ == Basis::chebyshev) {
                 t = ev_->add(t, t, exec_);
                 t = pc ? ev_->sub(t, *pc, exec_) : ev_->add_scalar(t, -1.0, exec_);
             }
-            powers_[i] = std::move(t);
         }
-        if (basis_ == Basis::chebyshev) counts_.add += 2;
-        made_[i] = true;
-        return powers_[i];
+        return t;
     }
 
     const OpCounts& counts() const { return counts_; }
@@ -201,8 +204,7 @@ private:
     Basis basis_;
     std::size_t baby_;
     Exec exec_;
-    std::map<std::size_t, Ciphertext> powers_;
-    std::map<std::size_t, bool> made_;
+    std::map<std::size_t, Ciphertext> powers_;  // B_i made so far (std::map: references stay valid)
     OpCounts counts_;
     std::size_t terms_ = 0;
 };

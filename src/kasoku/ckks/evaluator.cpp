@@ -300,6 +300,10 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& x
 
     // parts[0]: sum of the real parts, parts[1]: of the imaginary parts (times X^(n/2) at the end).
     Ciphertext parts[2];
+    const auto make_zero = [&](Ciphertext& acc) {
+        acc.polys.assign(2, be.poly(lvl + 1, 0, true));
+        for (auto& p : acc.polys) p.zero();
+    };
     RnsPoly tmp;
     for (std::size_t i = 0; i < xs.size(); ++i) {
         const Ciphertext& x = *xs[i];
@@ -330,10 +334,7 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& x
     for (int part = 0; part < 2; ++part) {
         if (cst[part] == 0.0) continue;
         Ciphertext& acc = parts[part];
-        if (acc.polys.empty()) {
-            acc.polys.assign(2, be.poly(lvl + 1, 0, true));
-            for (auto& p : acc.polys) p.zero();
-        }
+        if (acc.polys.empty()) make_zero(acc);
         be.add_constant(acc.polys[0], integer_residues(ctx_->rns(), cst[part] * target), acc.polys[0], exec);
     }
     if (!parts[1].polys.empty()) {
@@ -347,10 +348,7 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& x
         }
     }
     Ciphertext& sum = parts[0];
-    if (sum.polys.empty()) {  // every coefficient and the constant are zero
-        sum.polys.assign(2, be.poly(lvl + 1, 0, true));
-        for (auto& p : sum.polys) p.zero();
-    }
+    if (sum.polys.empty()) make_zero(sum);  // every coefficient and the constant are zero
     sum.context_uid = xs[0]->context_uid;
     sum.key_id = xs[0]->key_id;
     sum.scale = target;

@@ -57,6 +57,15 @@ algo::Polynomial interpolate(const nb::callable& f, Interval iv, std::size_t deg
     return algo::chebyshev_from_values(values, iv.first, iv.second);
 }
 
+// Binds an algo function of (ciphertext, interval, degree): sigmoid, exp, sin, cos, sqrt.
+using IntervalFunction = Ciphertext (*)(const Evaluator&, const Ciphertext&, double, double, std::size_t, kasoku::Exec);
+auto interval_function(IntervalFunction fn) {
+    return [fn](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        return wrap(e.owner, fn(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
+    };
+}
+
 KCiphertext eval_poly(const KEvaluator& e, const KCiphertext& a, const algo::Polynomial& p, TArg t) {
     same_owner(a.owner, e.owner, "ciphertext");
     return wrap(e.owner, algo::evaluate(*e.ev, a.ct, p, threads_arg(t)));
@@ -126,27 +135,16 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
         return eval_poly(e, a, p, t);
     }, "a"_a, "f"_a, "interval"_a, "degree"_a, "threads"_a = nb::none(),
          "f(a) through its Chebyshev interpolant of this degree on interval (inputs outside it give meaningless results).")
-      .def("sigmoid", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        return wrap(e.owner, algo::sigmoid(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
-    }, "a"_a, "interval"_a = Interval{-8.0, 8.0}, "degree"_a = 63, "threads"_a = nb::none(),
+      .def("sigmoid", interval_function(&algo::sigmoid), "a"_a, "interval"_a = Interval{-8.0, 8.0}, "degree"_a = 63,
+           "threads"_a = nb::none(),
          "1 / (1 + exp(-a)) on interval (degree 63 on (-8, 8): within 1e-4, 7 levels).", ReleaseGil())
-      .def("exp", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        return wrap(e.owner, algo::exp(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
-    }, "a"_a, "interval"_a = Interval{-1.0, 1.0}, "degree"_a = 15, "threads"_a = nb::none(), ReleaseGil())
-      .def("sin", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        return wrap(e.owner, algo::sin(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
-    }, "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31, "threads"_a = nb::none(), ReleaseGil())
-      .def("cos", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        return wrap(e.owner, algo::cos(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
-    }, "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31, "threads"_a = nb::none(), ReleaseGil())
-      .def("sqrt", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        return wrap(e.owner, algo::sqrt(*e.ev, a.ct, iv.first, iv.second, degree, threads_arg(t)));
-    }, "a"_a, "interval"_a, "degree"_a = 31, "threads"_a = nb::none(),
+      .def("exp", interval_function(&algo::exp), "a"_a, "interval"_a = Interval{-1.0, 1.0}, "degree"_a = 15,
+           "threads"_a = nb::none(), ReleaseGil())
+      .def("sin", interval_function(&algo::sin), "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31,
+           "threads"_a = nb::none(), ReleaseGil())
+      .def("cos", interval_function(&algo::cos), "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31,
+           "threads"_a = nb::none(), ReleaseGil())
+      .def("sqrt", interval_function(&algo::sqrt), "a"_a, "interval"_a, "degree"_a = 31, "threads"_a = nb::none(),
          "sqrt(a) on interval (a, b), 0 <= a < b (prefer a > 0: near 0 the interpolant converges slowly).", ReleaseGil())
       .def("inverse", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, int iterations, TArg t) {
         same_owner(a.owner, e.owner, "ciphertext");
