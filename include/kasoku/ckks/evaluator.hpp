@@ -61,8 +61,8 @@ public:
     Ciphertext multiply_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, bool rescale = true,
                               Exec exec = {}) const;
     Ciphertext multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale = true, Exec exec = {}) const;
-    // Tensor, relinearise, rescale (ModDown and rescale fused). rescale=false leaves a degree-1 ciphertext at scale
-    // sa*sb. Throws MissingKeyError without the relinearisation key, LevelError at level 0 with rescale, ScaleError
+    // Tensor, relinearise, rescale (ModDown and rescale fused). Operands at one level may have any scales; at two
+    // levels they are aligned as for add. rescale=false leaves a degree-1 ciphertext at scale sa*sb. Throws MissingKeyError without the relinearisation key, LevelError at level 0 with rescale, ScaleError
     // when sa*sb no longer fits, ParameterError for size-3 operands.
     Ciphertext multiply(const Ciphertext& a, const Ciphertext& b, bool rescale = true, Exec exec = {}) const;
     Ciphertext square(const Ciphertext& a, bool rescale = true, Exec exec = {}) const { return multiply(a, a, rescale, exec); }
@@ -81,6 +81,23 @@ public:
     // different keys; LevelError when l = 0; ScaleError when a coefficient times the scale does not fit.
     Ciphertext linear_combination(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
                                   std::complex<double> constant = 0.0, Exec exec = {}) const;
+    // The same with the result at `level` (below every term's: the terms are read on that level's limbs plus one,
+    // without copies) and `scale` (0: the canonical scale of `level`), e.g. a factor that a product then multiplies
+    // onto the canonical scale. Throws as linear_combination, LevelError for a level not below every term's,
+    // ParameterError for a scale below 1 or not finite.
+    Ciphertext linear_combination_at(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
+                                     std::complex<double> constant, int level, double scale = 0.0, Exec exec = {}) const;
+    // k * a * b + sum_i coeffs[i] * xs[i] + constant with one relinearisation and one rescale: the terms are summed
+    // into the tensor product at its scale (each multiplied by an integer constant, as in linear_combination), then one
+    // ModDown + rescale, so they need no rescale or alignment of their own (the products and sums of polynomial
+    // evaluation). a and b at one level l, any scales; terms at level l or above (read on l's limbs), any scales whose
+    // ratio to the product's is large (e.g. a product of two ~2^40 scales and ~2^40 terms: each term's constant then
+    // carries the coefficient to 40 bits). The result is at level l - 1 with scale a.scale * b.scale / q_l. Throws MissingKeyError without the relinearisation key;
+    // ParameterError for factors at two levels, size-3 operands, k = 0 or |k| > 2^20, a term below level l or under
+    // another key, non-finite coefficients; LevelError at level 0; ScaleError when the product's scale does not fit.
+    Ciphertext multiply_add(const Ciphertext& a, const Ciphertext& b, std::int64_t k, const std::vector<const Ciphertext*>& xs,
+                            const std::vector<std::complex<double>>& coeffs, std::complex<double> constant = 0.0,
+                            Exec exec = {}) const;
     // Size 3 -> size 2 (size 2 is returned as is). Throws MissingKeyError without the relinearisation key.
     Ciphertext relinearize(const Ciphertext& a, Exec exec = {}) const;
     // Divides by q_level with rounding: one level down. Throws LevelError at level 0.
@@ -184,7 +201,21 @@ private:
         const Ciphertext& a() const { return stored == 1 ? storage : *a_in; }
         const Ciphertext& b() const { return stored == 2 ? storage : *b_in; }
     };
-    Aligned align(const Ciphertext& a, const Ciphertext& b, Exec exec) const;
+    // sum: operands of a sum need one scale at one level (a product takes any two).
+    Aligned align(const Ciphertext& a, const Ciphertext& b, bool sum, Exec exec) const;
+    // The checks of linear_combination's terms: their lowest level and largest |coefficient| (constant included).
+    struct Terms {
+        int lowest;
+        double largest;
+    };
+    Terms check_terms(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
+                      std::complex<double> constant, const char* op) const;
+    // out[0..1] = sum_i coeffs[i] xs[i] + constant (+ k times base's first two parts) on the first `limbs` q-limbs at
+    // scale `target` (term i multiplied by round(coeffs[i] target / its scale)), not rescaled. Terms checked by
+    // check_terms.
+    void combine(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
+                 std::complex<double> constant, std::size_t limbs, double target, const Ciphertext* base, std::int64_t k,
+                 rns::RnsPoly* out, Exec exec) const;
     // tensor() with `op` naming the caller in its errors; exec already resolved.
     Ciphertext tensor_product(const Ciphertext& a, const Ciphertext& b, const char* op, Exec exec) const;
     const SwitchKey& galois_key(std::uint64_t galois_elt, const char* what) const;

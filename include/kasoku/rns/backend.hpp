@@ -88,6 +88,12 @@ public:
     void mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const;
     // out = a + c limb-wise (a constant polynomial when a is in NTT form).
     void add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const;
+    // out = sum_i x[i] * c[i] over the first num_q q-limbs (num_p = 0; NTT form as the x[i]), c[i] given by its residues
+    // per prime (each below its prime): the leading limbs of each x[i] are read in place, so terms at several levels
+    // are summed at the lowest without copies, in one pass over each limb of out (base conversion's dot product). Each
+    // x[i] needs num_q q-limbs or more; out must not be one of them.
+    void linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c, std::size_t num_q,
+                            RnsPoly& out, Exec exec) const;
     // Plaintext sums: out[k] = sum_i x[i][k] * y[i] (accumulate: out[k] += ...) for every component k (NTT form).
     // Each y[i] has the q-limbs of every x[i][k] and at least its special limbs; out[k] takes x[0][k]'s shape.
     // Limb by limb, so that each limb of out[k] stays in cache while the terms are summed.
@@ -145,6 +151,8 @@ protected:
     virtual void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const = 0;
     virtual void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const = 0;
     virtual void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
+                                       RnsPoly& out, Exec exec) const = 0;
     virtual void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                                     const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const = 0;
     virtual void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const = 0;

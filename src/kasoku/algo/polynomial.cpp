@@ -75,11 +75,16 @@ int terms_depth(const std::vector<std::pair<std::size_t, cplx>>& terms, cplx con
     return d + 1;
 }
 
-// The baby-step giant-step recursion. dry: count and check depths only (no ciphertext).
+// The baby-step giant-step recursion. dry: count and check depths only (no ciphertext). Every ciphertext it makes is
+// on the canonical scale of its level. Each product is an Evaluator::multiply_add: the sum it belongs to (a leaf of
+// baby-step powers, a part made by a deeper product, the Chebyshev recurrence's T_{a-b}) rides along as terms at the
+// product's scale, so that no sum needs a rescale or alignment of its own. A leaf that is a factor is made at the
+// product's level with the scale that makes the product canonical, so the giant step it multiplies is only dropped to
+// that level (its limbs), not rescaled; other factors are taken down exactly, once per power and level.
 class Recursion {
 public:
     Recursion(const ckks::Evaluator* ev, const Ciphertext* x, Basis basis, std::size_t baby, Exec exec)
-        : ev_(ev), basis_(basis), baby_(baby), exec_(exec) {
+        : ev_(ev), basis_(basis), baby_(baby), exec_(exec), top_(x ? x->level() : 0) {
         powers_[1] = x ? *x : Ciphertext{};  // dry runs keep empty ciphertexts: the keys say what was made
     }
 
@@ -102,8 +107,8 @@ public:
         while (2 * n <= deg) n *= 2;
         cvec q, r;
         split(p, n, basis_, q, r);
-        Value rest = eval(r, allowed);
         if (highest_nonzero(q) == 0) {  // q * B_n is one more term
+            Value rest = eval(r, allowed);
             Value term;
             term.terms.emplace_back(n, q[0]);
             term.depth = terms_depth(term.terms, 0.0);
@@ -112,30 +117,68 @@ public:
                 rest.depth = terms_depth(rest.terms, rest.constant);
                 return rest;
             }
-            return add(rest, term);
+            return add(std::move(rest), std::move(term));
         }
         Value quotient = eval(q, allowed - 1);
+        // The product at the lower level of its factors.
+        const int level = std::min(natural_level(quotient), level_of(n));
+        const bool leaf = !quotient.is_ct && !bare_power(quotient.terms, quotient.constant);
+        Value qv;
+        const Ciphertext* bn = nullptr;
+        if (leaf) {  // B_n on the leaf's level by its limbs; the leaf's scale makes the product canonical
+            bn = &dropped(n, level);
+            const double scale =
+                dry() ? 0.0 : ctx().scale_at(level - 1) * static_cast<double>(ctx().rns().prime(static_cast<std::size_t>(level))) / bn->scale;
+            qv = materialize(std::move(quotient), level, scale);
+        } else {
+            bn = &power_at(n, level);
+            qv = materialize(std::move(quotient), level);
+        }
+        Value rest = eval(r, allowed);
         Value out;
         out.is_ct = true;
-        const Ciphertext& bn = power(n);
-        const Value qv = materialize(quotient);
         out.depth = std::max(qv.depth, power_depth(n)) + 1;
         ++counts_.mult;
         ++counts_.rescale;
-        if (!dry()) out.ct = ev_->multiply(qv.ct, bn, true, exec_);
-        return add(out, rest);
+        // The rest rides along when it is at the factors' level or above (a leaf always is).
+        if (rest.is_ct && !dry() && rest.ct.level() < level) {  // a deeper rest: the evaluator aligns the sum
+            out.ct = ev_->multiply_add(qv.ct, *bn, 1, {}, {}, 0.0, exec_);
+            return add(std::move(out), std::move(rest));
+        }
+        std::vector<const Ciphertext*> xs;
+        cvec cs;
+        if (rest.is_ct) {
+            xs.push_back(&rest.ct);
+            cs.push_back(1.0);
+            out.depth = std::max(out.depth, rest.depth);
+        } else {
+            for (const auto& [i, c] : rest.terms) {
+                xs.push_back(&power(i));
+                cs.push_back(c);
+            }
+        }
+        counts_.cmult += xs.size();
+        counts_.add += xs.size() + (rest.constant != 0.0 ? 1 : 0);
+        terms_ += xs.size();
+        if (!dry()) out.ct = ev_->multiply_add(qv.ct, *bn, 1, xs, cs, rest.constant, exec_);
+        return out;
     }
 
-    // A ciphertext for v (v must have a term).
-    Value materialize(const Value& v) {
-        if (v.is_ct) return v;
+    // A ciphertext for v (v must have a term) at `level` (-1: where its terms put it) and `scale` (0: the canonical one;
+    // only for a linear combination of powers). Lower levels cost nothing for a linear combination and one constant
+    // product (kept, for a power) otherwise.
+    Value materialize(Value&& v, int level = -1, double scale = 0.0) {
+        if (v.is_ct) {
+            if (!dry() && level >= 0 && level < v.ct.level()) v.ct = lower(v.ct, level);
+            return std::move(v);
+        }
         if (v.terms.empty()) throw InternalError("polynomial evaluation: a constant part reached a product");
         Value out;
         out.is_ct = true;
         out.depth = v.depth;
         if (bare_power(v.terms, v.constant)) {
-            const Ciphertext& p = power(v.terms[0].first);
-            if (!dry()) out.ct = p;
+            const std::size_t i = v.terms[0].first;
+            if (!dry()) out.ct = power_at(i, level < 0 ? level_of(i) : level);
             return out;
         }
         std::vector<const Ciphertext*> xs;
@@ -148,30 +191,28 @@ public:
         counts_.add += v.terms.size() - 1 + (v.constant != 0.0 ? 1 : 0);
         ++counts_.rescale;
         terms_ += v.terms.size();
-        if (!dry()) out.ct = ev_->linear_combination(xs, cs, v.constant, exec_);
+        if (!dry()) out.ct = ev_->linear_combination_at(xs, cs, v.constant, level < 0 ? natural_level(v) : level, scale, exec_);
         return out;
     }
 
-    // B_i (made on demand, with minimal depth).
+    // B_i (made on demand, with minimal depth) at its own level top - ceil(log2(i)), canonical scale.
     const Ciphertext& power(std::size_t i) {
         if (const auto it = powers_.find(i); it != powers_.end()) return it->second;
         std::size_t a = 1;
         while (2 * a < i) a *= 2;  // the largest power of two below i (i/2 when i is one)
         const std::size_t b = i - a;
         const Ciphertext& pa = power(a);
-        const Ciphertext& pb = power(b);
-        const std::size_t c = a - b;  // Chebyshev: T_{a+b} = 2 T_a T_b - T_{a-b}
+        const Ciphertext& pb = power_at(b, level_of(a));
+        const std::size_t c = a - b;  // Chebyshev: T_{a+b} = 2 T_a T_b - T_{a-b}, T_{a-b} as a term of the product
         const Ciphertext* pc = basis_ == Basis::chebyshev && c > 0 ? &power(c) : nullptr;
         ++counts_.mult;
         ++counts_.rescale;
-        if (basis_ == Basis::chebyshev) counts_.add += 2;
+        if (basis_ == Basis::chebyshev) ++counts_.add;
         Ciphertext& t = powers_[i];
         if (!dry()) {
-            t = ev_->multiply(pa, pb, true, exec_);
-            if (basis_ == Basis::chebyshev) {
-                t = ev_->add(t, t, exec_);
-                t = pc ? ev_->sub(t, *pc, exec_) : ev_->add_scalar(t, -1.0, exec_);
-            }
+            if (basis_ == Basis::power) t = ev_->multiply_add(pa, pb, 1, {}, {}, 0.0, exec_);
+            else if (pc) t = ev_->multiply_add(pa, pb, 2, {pc}, {-1.0}, 0.0, exec_);
+            else t = ev_->multiply_add(pa, pb, 2, {}, {}, -1.0, exec_);
         }
         return t;
     }
@@ -181,17 +222,45 @@ public:
 
 private:
     bool dry() const { return ev_ == nullptr; }
+    const ckks::Context& ctx() const { return ev_->context(); }
+    int level_of(std::size_t i) const { return top_ - power_depth(i); }
+    // Where materialize(v) puts v by default (top - v.depth).
+    int natural_level(const Value& v) const { return v.is_ct && !dry() ? v.ct.level() : top_ - v.depth; }
+    // x on the canonical scale of a lower level (one constant product and rescale).
+    Ciphertext lower(const Ciphertext& x, int level) {
+        ++counts_.cmult;
+        ++counts_.rescale;
+        return ev_->linear_combination_at({&x}, {1.0}, 0.0, level, 0.0, exec_);
+    }
+    // B_i at `level` (at most its own) on its canonical scale, kept for the next use.
+    const Ciphertext& power_at(std::size_t i, int level) {
+        const Ciphertext& own = power(i);
+        if (dry() || level >= level_of(i)) return own;
+        const auto key = std::make_pair(i, level);
+        if (const auto it = lowered_.find(key); it != lowered_.end()) return it->second;
+        return lowered_[key] = lower(own, level);
+    }
+    // B_i's limbs of `level` (its scale unchanged), kept for the next use.
+    const Ciphertext& dropped(std::size_t i, int level) {
+        const Ciphertext& own = power(i);
+        if (dry() || level >= level_of(i)) return own;
+        const auto key = std::make_pair(i, level);
+        if (const auto it = dropped_.find(key); it != dropped_.end()) return it->second;
+        return dropped_[key] = ev_->drop_level(own, level, exec_);
+    }
 
-    Value add(const Value& x, const Value& y) {
+    // A ciphertext plus a part: the part made on the ciphertext's level and scale when it is a linear combination
+    // that can land there, else aligned by the evaluator.
+    Value add(Value&& x, Value&& y) {
         if (!y.is_ct && y.terms.empty()) {  // a constant
-            Value out = x;
             if (y.constant != 0.0) {
                 ++counts_.add;
-                if (!dry()) out.ct = ev_->add_scalar(x.ct, y.constant, exec_);
+                if (!dry()) x.ct = ev_->add_scalar(x.ct, y.constant, exec_);
             }
-            return out;
+            return std::move(x);
         }
-        const Value a = materialize(x), b = materialize(y);
+        const int level = dry() ? -1 : std::min(natural_level(x), natural_level(y));
+        Value a = materialize(std::move(x), level), b = materialize(std::move(y), level);
         Value out;
         out.is_ct = true;
         out.depth = std::max(a.depth, b.depth);
@@ -204,7 +273,10 @@ private:
     Basis basis_;
     std::size_t baby_;
     Exec exec_;
-    std::map<std::size_t, Ciphertext> powers_;  // B_i made so far (std::map: references stay valid)
+    int top_;                                                   // the level of B_1
+    std::map<std::size_t, Ciphertext> powers_;                  // B_i made so far (std::map: references stay valid)
+    std::map<std::pair<std::size_t, int>, Ciphertext> lowered_;  // B_i taken down to a lower level, canonical scale
+    std::map<std::pair<std::size_t, int>, Ciphertext> dropped_;  // B_i's limbs of a lower level
     OpCounts counts_;
     std::size_t terms_ = 0;
 };
@@ -350,17 +422,10 @@ Ciphertext evaluate(const ckks::Evaluator& ev, const Ciphertext& x, const Polyno
         input = &t;
     }
     Recursion rec(&ev, input, p.basis, plan.baby, exec);
-    Value v = rec.eval(p.coeffs, ceil_log2(p.degree() + 1));
-    Ciphertext out = rec.materialize(v).ct;
-    local += rec.counts();
     // Land exactly on the stated level (a sparse polynomial may need fewer levels than its degree says).
     const int target = x.level() - plan.depth;
-    if (out.level() > target) {
-        if (out.level() > target + 1) out = ev.drop_level(out, target + 1, exec);
-        out = ev.multiply_scalar(out, 1.0, true, exec);
-        ++local.cmult;
-        ++local.rescale;
-    }
+    Ciphertext out = rec.materialize(rec.eval(p.coeffs, ceil_log2(p.degree() + 1)), target).ct;
+    local += rec.counts();
     if (counts) *counts += local;
     return out;
 }

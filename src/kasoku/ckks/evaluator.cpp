@@ -39,13 +39,13 @@ void Evaluator::check_scale_fits(double scale, int level, const char* op) const 
                          "); rescale after each multiplication, or use parameters with more or larger primes");
 }
 
-Evaluator::Aligned Evaluator::align(const Ciphertext& a, const Ciphertext& b, Exec exec) const {
+Evaluator::Aligned Evaluator::align(const Ciphertext& a, const Ciphertext& b, bool sum, Exec exec) const {
     check(a, "first operand");
     check(b, "second operand");
     if (a.key_id != b.key_id)
         throw ParameterError("the operands were encrypted under different keys; they cannot be combined");
     if (a.level() == b.level()) {
-        if (!same_scale(a.scale, b.scale))
+        if (sum && !same_scale(a.scale, b.scale))
             throw ScaleError("operands have different scales (" + fmt_scale(a.scale) + " and " + fmt_scale(b.scale) +
                              ") at the same level " + std::to_string(a.level()) +
                              "; rescale the one with the larger scale or multiply by a constant to match");
@@ -76,7 +76,7 @@ Evaluator::Aligned Evaluator::align(const Ciphertext& a, const Ciphertext& b, Ex
 
 Ciphertext Evaluator::add(const Ciphertext& a0, const Ciphertext& b0, Exec exec) const {
     exec = ctx_->exec(exec);
-    Aligned al = align(a0, b0, exec);
+    Aligned al = align(a0, b0, true, exec);
     const bool a_larger = al.a().size() >= al.b().size();
     const Ciphertext& a = a_larger ? al.a() : al.b();
     const Ciphertext& b = a_larger ? al.b() : al.a();
@@ -94,7 +94,7 @@ Ciphertext Evaluator::add(const Ciphertext& a0, const Ciphertext& b0, Exec exec)
 
 Ciphertext Evaluator::sub(const Ciphertext& a0, const Ciphertext& b0, Exec exec) const {
     exec = ctx_->exec(exec);
-    Aligned al = align(a0, b0, exec);
+    Aligned al = align(a0, b0, true, exec);
     const Ciphertext& a = al.a();
     const Ciphertext& b = al.b();
     const auto& be = ctx_->backend();
@@ -216,7 +216,7 @@ Ciphertext Evaluator::tensor(const Ciphertext& a, const Ciphertext& b, Exec exec
 }
 
 Ciphertext Evaluator::tensor_product(const Ciphertext& a0, const Ciphertext& b0, const char* op, Exec exec) const {
-    Aligned al = align(a0, b0, exec);
+    Aligned al = align(a0, b0, false, exec);
     const Ciphertext& a = al.a();
     const Ciphertext& b = al.b();
     if (a.size() != 2 || b.size() != 2)
@@ -272,88 +272,143 @@ void Evaluator::multiply_plain_accumulate(const Ciphertext& a, const Plaintext& 
 Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& xs,
                                          const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
                                          Exec exec) const {
-    if (xs.empty() || xs.size() != coeffs.size())
-        throw ParameterError("linear_combination needs one coefficient per ciphertext and at least one ciphertext (got " +
-                             std::to_string(xs.size()) + " ciphertexts and " + std::to_string(coeffs.size()) + " coefficients)");
-    const auto finite = [](std::complex<double> c) { return std::isfinite(c.real()) && std::isfinite(c.imag()); };
-    if (!finite(constant)) throw ParameterError("linear_combination: the constant is NaN or infinite");
-    int level = ctx_->max_level();
-    double largest = std::abs(constant);
-    for (std::size_t i = 0; i < xs.size(); ++i) {
-        if (!xs[i]) throw ParameterError("linear_combination: ciphertext " + std::to_string(i) + " is null");
-        check(*xs[i], "a term of linear_combination");
-        if (xs[i]->size() != 2) throw ParameterError("linear_combination: relinearize size-3 terms first");
-        if (xs[i]->key_id != xs[0]->key_id)
-            throw ParameterError("linear_combination: the terms were encrypted under different keys");
-        if (!finite(coeffs[i])) throw ParameterError("linear_combination: coefficient " + std::to_string(i) + " is NaN or infinite");
-        level = std::min(level, xs[i]->level());
-        largest = std::max(largest, std::abs(coeffs[i]));
-    }
-    if (level == 0)
-        throw LevelError("linear_combination at level 0: no level left for its rescale; use parameters with more levels");
-    const auto lvl = static_cast<std::size_t>(level);
-    // Scale of the sum before its rescale by q_level: s_{level-1} * q_level.
-    const double target = ctx_->scale_at(level - 1) * static_cast<double>(ctx_->rns().prime(lvl));
-    check_scale_fits(target * std::max(1.0, largest), level, "linear_combination");
-    exec = ctx_->exec(exec);
-    const rns::Backend& be = ctx_->backend();
+    return linear_combination_at(xs, coeffs, constant, -1, 0.0, exec);
+}
 
-    // parts[0]: sum of the real parts, parts[1]: of the imaginary parts (times X^(n/2) at the end).
-    Ciphertext parts[2];
-    const auto make_zero = [&](Ciphertext& acc) {
-        acc.polys.assign(2, be.poly(lvl + 1, 0, true));
-        for (auto& p : acc.polys) p.zero();
-    };
-    RnsPoly tmp;
+Evaluator::Terms Evaluator::check_terms(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
+                                         std::complex<double> constant, const char* op) const {
+    if (xs.size() != coeffs.size())
+        throw ParameterError(std::string(op) + " needs one coefficient per ciphertext (got " + std::to_string(xs.size()) +
+                             " ciphertexts and " + std::to_string(coeffs.size()) + " coefficients)");
+    const auto finite = [](std::complex<double> c) { return std::isfinite(c.real()) && std::isfinite(c.imag()); };
+    if (!finite(constant)) throw ParameterError(std::string(op) + ": the constant is NaN or infinite");
+    Terms t{ctx_->max_level(), std::abs(constant)};
     for (std::size_t i = 0; i < xs.size(); ++i) {
-        const Ciphertext& x = *xs[i];
-        const double c[2] = {coeffs[i].real(), coeffs[i].imag()};
-        for (int part = 0; part < 2; ++part) {
-            if (c[part] == 0.0) continue;
-            const auto res = integer_residues(ctx_->rns(), c[part] * target / x.scale);
-            Ciphertext& acc = parts[part];
-            if (acc.polys.empty()) acc.polys.resize(2);
-            for (std::size_t k = 0; k < 2; ++k) {
-                const RnsPoly* src = &x.polys[k];
-                if (x.level() != level) {
-                    tmp = x.polys[k];
-                    tmp.truncate(lvl + 1);
-                    src = &tmp;
-                }
-                if (acc.polys[k].empty()) {
-                    be.mul_constant(*src, res, acc.polys[k], exec);
-                } else {
-                    RnsPoly& prod = src == &tmp ? tmp : (tmp = *src);
-                    be.mul_constant(prod, res, prod, exec);
-                    be.add(acc.polys[k], prod, acc.polys[k], exec);
-                }
-            }
-        }
+        if (!xs[i]) throw ParameterError(std::string(op) + ": ciphertext " + std::to_string(i) + " is null");
+        check(*xs[i], "a term");
+        if (xs[i]->size() != 2) throw ParameterError(std::string(op) + ": relinearize size-3 terms first");
+        if (xs[i]->key_id != xs[0]->key_id)
+            throw ParameterError(std::string(op) + ": the terms were encrypted under different keys");
+        if (!finite(coeffs[i]))
+            throw ParameterError(std::string(op) + ": coefficient " + std::to_string(i) + " is NaN or infinite");
+        t.lowest = std::min(t.lowest, xs[i]->level());
+        t.largest = std::max(t.largest, std::abs(coeffs[i]));
     }
+    return t;
+}
+
+void Evaluator::combine(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
+                        std::complex<double> constant, std::size_t limbs, double target, const Ciphertext* base,
+                        std::int64_t k, RnsPoly* out, Exec exec) const {
+    const rns::Backend& be = ctx_->backend();
+    // Real parts (with k * base), and imaginary parts (times X^(n/2), i in every slot, once at the end): one fused sum
+    // per part and component over the leading limbs of the terms.
+    std::vector<const RnsPoly*> terms[2][2];
+    std::vector<std::vector<std::uint64_t>> consts[2];
+    const auto add_term = [&](int part, const Ciphertext& x, std::vector<std::uint64_t> c) {
+        for (std::size_t comp = 0; comp < 2; ++comp) terms[part][comp].push_back(&x.polys[comp]);
+        consts[part].push_back(std::move(c));
+    };
+    if (base) add_term(0, *base, ctx_->rns().signed_residues(k));
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        const double c[2] = {coeffs[i].real(), coeffs[i].imag()};
+        for (int part = 0; part < 2; ++part)
+            if (c[part] != 0.0) add_term(part, *xs[i], integer_residues(ctx_->rns(), c[part] * target / xs[i]->scale));
+    }
+    RnsPoly parts[2][2];
+    const auto make_zero = [&](RnsPoly* p) {
+        for (std::size_t comp = 0; comp < 2; ++comp) {
+            p[comp] = be.poly(limbs, 0, true);
+            p[comp].zero();
+        }
+    };
     const double cst[2] = {constant.real(), constant.imag()};
     for (int part = 0; part < 2; ++part) {
-        if (cst[part] == 0.0) continue;
-        Ciphertext& acc = parts[part];
-        if (acc.polys.empty()) make_zero(acc);
-        be.add_constant(acc.polys[0], integer_residues(ctx_->rns(), cst[part] * target), acc.polys[0], exec);
+        if (!consts[part].empty()) {
+            for (std::size_t comp = 0; comp < 2; ++comp)
+                be.linear_combination(terms[part][comp], consts[part], limbs, parts[part][comp], exec);
+        } else if (cst[part] != 0.0) {
+            make_zero(parts[part]);
+        }
+        if (cst[part] != 0.0)
+            be.add_constant(parts[part][0], integer_residues(ctx_->rns(), cst[part] * target), parts[part][0], exec);
     }
-    if (!parts[1].polys.empty()) {
+    if (!parts[1][0].empty()) {
         // i in every slot is the monomial X^(n/2): encoded at scale 1 it is exact.
-        const Plaintext mono = encoder_.encode(std::vector<std::complex<double>>(ctx_->slots(), {0.0, 1.0}), 1.0, level, exec);
-        for (auto& p : parts[1].polys) be.mul(p, mono.poly, p, exec);
-        if (parts[0].polys.empty()) {
-            parts[0] = std::move(parts[1]);
+        const Plaintext mono = encoder_.encode(std::vector<std::complex<double>>(ctx_->slots(), {0.0, 1.0}), 1.0,
+                                               static_cast<int>(limbs) - 1, exec);
+        for (auto& p : parts[1]) be.mul(p, mono.poly, p, exec);
+        if (parts[0][0].empty()) {
+            for (std::size_t comp = 0; comp < 2; ++comp) parts[0][comp] = std::move(parts[1][comp]);
         } else {
-            for (std::size_t k = 0; k < 2; ++k) be.add(parts[0].polys[k], parts[1].polys[k], parts[0].polys[k], exec);
+            for (std::size_t comp = 0; comp < 2; ++comp) be.add(parts[0][comp], parts[1][comp], parts[0][comp], exec);
         }
     }
-    Ciphertext& sum = parts[0];
-    if (sum.polys.empty()) make_zero(sum);  // every coefficient and the constant are zero
-    sum.context_uid = xs[0]->context_uid;
-    sum.key_id = xs[0]->key_id;
-    sum.scale = target;
-    Ciphertext out = rescale(sum, exec);
-    out.scale = ctx_->scale_at(level - 1);
+    if (parts[0][0].empty()) make_zero(parts[0]);  // every coefficient and the constant are zero
+    for (std::size_t comp = 0; comp < 2; ++comp) out[comp] = std::move(parts[0][comp]);
+}
+
+Ciphertext Evaluator::linear_combination_at(const std::vector<const Ciphertext*>& xs,
+                                            const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
+                                            int level, double scale, Exec exec) const {
+    if (xs.empty()) throw ParameterError("linear_combination needs at least one ciphertext");
+    const Terms t = check_terms(xs, coeffs, constant, "linear_combination");
+    if (t.lowest == 0)
+        throw LevelError("linear_combination at level 0: no level left for its rescale; use parameters with more levels");
+    if (level < 0) level = t.lowest - 1;
+    if (level >= t.lowest)
+        throw LevelError("linear_combination_at: the result's level " + std::to_string(level) +
+                         " must be below every term's (the lowest is " + std::to_string(t.lowest) + ")");
+    if (scale == 0.0) scale = ctx_->scale_at(level);
+    if (!(std::isfinite(scale) && scale >= 1.0)) throw ParameterError("linear_combination_at: the scale must be finite and >= 1");
+    // The terms are summed on the limbs of level + 1, at the scale that one rescale by q_{level+1} takes to `scale`.
+    const std::size_t limbs = static_cast<std::size_t>(level) + 2;
+    const double target = scale * static_cast<double>(ctx_->rns().prime(limbs - 1));
+    check_scale_fits(target * std::max(1.0, t.largest), level + 1, "linear_combination");
+    exec = ctx_->exec(exec);
+    Ciphertext out;
+    out.polys.resize(2);
+    combine(xs, coeffs, constant, limbs, target, nullptr, 1, out.polys.data(), exec);
+    for (auto& p : out.polys) ctx_->backend().rescale(p, exec);
+    out.context_uid = xs[0]->context_uid;
+    out.key_id = xs[0]->key_id;
+    out.scale = scale;
+    return out;
+}
+
+Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std::int64_t k,
+                                   const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
+                                   std::complex<double> constant, Exec exec) const {
+    if (!keys_ || !keys_->relin)
+        throw MissingKeyError("multiply_add needs the relinearisation key: create the evaluator with keys.evaluation()");
+    check(a, "first factor");
+    check(b, "second factor");
+    if (a.level() != b.level())
+        throw ParameterError("multiply_add: the factors are at levels " + std::to_string(a.level()) + " and " +
+                             std::to_string(b.level()) + "; bring them to one level first (drop_level)");
+    if (a.level() == 0)
+        throw LevelError("multiply_add at level 0: no level left to rescale; use parameters with more levels");
+    if (k == 0 || k > (std::int64_t{1} << 20) || k < -(std::int64_t{1} << 20))
+        throw ParameterError("multiply_add: the product's factor " + std::to_string(k) + " must be a nonzero integer of at most 2^20");
+    const Terms t = check_terms(xs, coeffs, constant, "multiply_add");
+    if (!xs.empty() && (t.lowest < a.level() || xs[0]->key_id != a.key_id))
+        throw ParameterError("multiply_add: every term must be at the factors' level " + std::to_string(a.level()) +
+                             " or above, under the factors' key");
+    exec = ctx_->exec(exec);
+    Ciphertext d = tensor_product(a, b, "multiply_add", exec);
+    if (keys_->key_id != d.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operands");
+    check_scale_fits(d.scale * std::max({1.0, t.largest, std::fabs(static_cast<double>(k))}), a.level(), "multiply_add");
+    // k (d0, d1) + the terms at the product's scale, then the key switch of k d2 and one ModDown + rescale.
+    RnsPoly sum[2];
+    combine(xs, coeffs, constant, static_cast<std::size_t>(a.level()) + 1, d.scale, &d, k, sum, exec);
+    if (k != 1) ctx_->backend().mul_constant(d.polys[2], ctx_->rns().signed_residues(k), d.polys[2], exec);
+    const auto& ks = ctx_->keyswitcher();
+    Ciphertext out;
+    out.context_uid = d.context_uid;
+    out.key_id = d.key_id;
+    out.polys.resize(2);
+    ks.mod_down_rescale(ks.switch_lazy(d.polys[2], *keys_->relin, exec), &sum[0], &sum[1], out.polys[0], out.polys[1], exec);
+    out.scale = d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())));
     return out;
 }
 

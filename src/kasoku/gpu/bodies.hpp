@@ -44,6 +44,20 @@ KASOKU_HD inline void add_constant(const u64* a, const u64* r, u64* out, const u
     out[w] = arith::add_mod(a[w], r[l], q[l]);
 }
 
+// ---- linear combination with constants: word w of limb l = w / n is sum_t x[t][w] f[t limbs + l] mod m[l] (f[...] < m[l]);
+// the x[t] are the leading `limbs` limbs of each term. Sums of 32 products are reduced at a time, as in convert().
+KASOKU_HD inline u64 linear_combination(const u64* const* x, const u64* f, std::size_t terms, std::size_t limbs,
+                                        const Modulus* m, std::size_t n, std::size_t w) {
+    const std::size_t l = w / n;
+    u64 r = 0;
+    for (std::size_t t0 = 0; t0 < terms; t0 += 32) {
+        u128 acc = 0;
+        for (std::size_t t = t0; t < terms && t < t0 + 32; ++t) acc += static_cast<u128>(x[t][w]) * f[t * limbs + l];
+        r = arith::add_mod(r, arith::reduce_128(acc, m[l]), m[l].value);
+    }
+    return r;
+}
+
 // ---- the negacyclic NTT of arith (roots in bit-reversed order, lazy ranges of the scalar body), one butterfly per
 // index. A stage with m blocks (gap = n / (2m)) has n / 2 butterflies k per limb; tables are per limb (limb * n).
 struct Butterfly {

@@ -97,6 +97,8 @@ protected:
     void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec) const override;
     void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec) const override;
     void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec) const override;
+    void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c, RnsPoly& out,
+                               Exec) const override;
     void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                             const std::vector<RnsPoly*>& out, bool accumulate, Exec) const override;
     void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec) const override;
@@ -312,6 +314,19 @@ void GpuBackend::do_add_constant(const RnsPoly& a, const std::vector<u64>& resid
     segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) {
         launch::add_constant(mem(), words(a) + l0 * n_, tc.as<u64>() + l0, words(out) + l0 * n_, q_.as<u64>() + idx, n_, k * n_);
     });
+}
+
+void GpuBackend::do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
+                                       RnsPoly& out, Exec) const {
+    const std::size_t limbs = out.num_q();
+    std::vector<const u64*> ptr(x.size());
+    std::vector<u64> f(x.size() * limbs);  // term-major, then limb (= q-prime index)
+    for (std::size_t t = 0; t < x.size(); ++t) {
+        ptr[t] = words(*x[t]);
+        for (std::size_t l = 0; l < limbs; ++l) f[t * limbs + l] = c[t][l] % ring().prime(l);
+    }
+    const Table tp = table(ptr), tf = table(f);
+    launch::linear_combination(mem(), tp.as<const u64*>(), tf.as<u64>(), x.size(), mods_.as<Modulus>(), n_, limbs, words(out));
 }
 
 void GpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,

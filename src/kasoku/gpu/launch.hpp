@@ -34,6 +34,10 @@ void fma(const PolyMemory& mem, const u64* a, const u64* b, const u64* c, u64* o
 void mul_constant(const PolyMemory& mem, const u64* a, const u64* r, const u64* rp, u64* out, const u64* q, std::size_t n,
                   std::size_t words);
 void add_constant(const PolyMemory& mem, const u64* a, const u64* r, u64* out, const u64* q, std::size_t n, std::size_t words);
+// out (limbs x n) = sum_t x[t] * f[t limbs + l] on limb l: x a device array of `terms` device pointers (the first
+// `limbs` limbs of each are read), f (terms x limbs, each below its limb's prime), m the limbs' moduli.
+void linear_combination(const PolyMemory& mem, const u64* const* x, const u64* f, std::size_t terms, const Modulus* m,
+                        std::size_t n, std::size_t limbs, u64* out);
 // NTT / INTT of `limbs` limbs in place, all limbs in each launch (one per stage). w, wp: the limbs' root tables
 // (limbs x n, forward or inverse); ninv, ninvp: n^-1 per limb.
 void ntt_forward(const PolyMemory& mem, u64* a, const u64* w, const u64* wp, const u64* q, std::size_t n, std::size_t limbs);

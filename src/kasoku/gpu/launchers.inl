@@ -27,6 +27,12 @@ void add_constant(const PolyMemory& mem, const u64* a, const u64* r, u64* out, c
     run(mem, words, KASOKU_LAMBDA(std::size_t w) { body::add_constant(a, r, out, q, n, w); }, "add_constant kernel");
 }
 
+void linear_combination(const PolyMemory& mem, const u64* const* x, const u64* f, std::size_t terms, const Modulus* m,
+                        std::size_t n, std::size_t limbs, u64* out) {
+    run(mem, limbs * n, KASOKU_LAMBDA(std::size_t w) { out[w] = body::linear_combination(x, f, terms, limbs, m, n, w); },
+        "linear combination kernel");
+}
+
 void ntt_forward(const PolyMemory& mem, u64* a, const u64* w, const u64* wp, const u64* q, std::size_t n, std::size_t limbs) {
     const std::size_t half = n / 2;
     for (std::size_t m = 1; m < n; m <<= 1)

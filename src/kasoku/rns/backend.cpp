@@ -113,6 +113,20 @@ void Backend::add_constant(const RnsPoly& a, const std::vector<u64>& residues, R
     do_add_constant(a, residues, out, exec);
 }
 
+void Backend::linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
+                                 std::size_t num_q, RnsPoly& out, Exec exec) const {
+    const char* op = "linear_combination";
+    require(!x.empty() && x.size() == c.size() && num_q >= 1, op, "one constant per term, at least one term and one limb");
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        check_mine(*x[i], op);
+        require(x[i]->num_q() >= num_q && x[i]->ntt_form() == x[0]->ntt_form() && x[i] != &out, op,
+                "every term needs the limbs of the result, in one form, and none may be the result");
+        require(c[i].size() >= ring_->q_count() + ring_->p_count(), op, "one residue per prime needed");
+    }
+    shape(num_q, 0, x[0]->ntt_form(), out);
+    do_linear_combination(x, c, out, exec);
+}
+
 void Backend::sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                               const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const {
     const char* op = "sum_of_products";

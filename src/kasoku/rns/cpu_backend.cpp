@@ -52,6 +52,8 @@ protected:
     void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const override;
     void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const override;
     void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const override;
+    void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c, RnsPoly& out,
+                               Exec exec) const override;
     void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                             const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const override;
     void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const override;
@@ -162,6 +164,19 @@ void CpuBackend::do_mul_constant(const RnsPoly& a, const std::vector<u64>& resid
         const std::size_t idx = pidx(i, a.num_q());
         const u64 q = ring().prime(idx), w = residues[idx] % q;
         arith::mul_scalar_mod(limb(a, i), w, arith::shoup(w, q), n_, q, limb(out, i));
+    });
+}
+
+void CpuBackend::do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
+                                       RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, out.num_q(), [&](std::size_t i) {
+        std::vector<const u64*> src(x.size());
+        std::vector<u64> f(x.size());
+        for (std::size_t t = 0; t < x.size(); ++t) {
+            src[t] = limb(*x[t], i);  // q-limb i is limb i whatever the term's level
+            f[t] = c[t][i] % ring().prime(i);
+        }
+        arith::dot_const_mod(src.data(), f.data(), x.size(), n_, ring().modulus(i), limb(out, i));
     });
 }
 

@@ -71,6 +71,46 @@ TEST(LinearCombination, TermsAtSeveralLevelsRealAndComplexCoefficients) {
     EXPECT_LT(err, std::ldexp(1.0, -25));
 }
 
+TEST(LinearCombination, AtALowerLevelAndScale) {
+    auto& e = env();
+    const cvec a = e.random(true);
+    const Ciphertext ca = e.encrypt(a);
+    const int level = ca.level() - 3;
+    const double scale = e.ctx->scale_at(level) * 1.001;
+    const Ciphertext r = e.ev.linear_combination_at({&ca}, {{0.5, 0.25}}, -0.125, level, scale);
+    EXPECT_EQ(r.level(), level);
+    EXPECT_EQ(r.scale, scale);
+    EXPECT_LT(max_error(e.decrypt(r), a, [](std::complex<double> x) { return std::complex<double>(0.5, 0.25) * x - 0.125; }),
+              std::ldexp(1.0, -25));
+    EXPECT_THROW(e.ev.linear_combination_at({&ca}, {1.0}, 0.0, ca.level()), LevelError);  // not below the term
+    EXPECT_THROW(e.ev.linear_combination_at({&ca}, {1.0}, 0.0, level, 0.5), ParameterError);
+}
+
+// k a b + sum c_i x_i + c with one relinearisation and rescale: factors at one level with different scales, terms at
+// two levels (one of them the factors'), a complex coefficient.
+TEST(MultiplyAdd, ProductPlusTermsInOneRescale) {
+    auto& e = env();
+    const cvec b = e.random(true), x = e.random(), y = e.random(true);
+    const Ciphertext cx = e.encrypt(x);
+    const int level = cx.level() - 2;
+    const Ciphertext fa = e.ev.linear_combination_at({&cx}, {1.0}, 0.0, level, e.ctx->scale_at(level) * 1.01);
+    const Ciphertext cb = e.ev.drop_level(e.encrypt(b), level);
+    const Ciphertext cy = e.ev.multiply_scalar(e.encrypt(y), 1.0);  // above the factors' level
+    const Ciphertext r = e.ev.multiply_add(fa, cb, 2, {&cy, &fa}, {{0.5, -0.75}, -1.0}, {0.25, 0.5});
+    EXPECT_EQ(r.level(), level - 1);
+    EXPECT_DOUBLE_EQ(r.scale, fa.scale * cb.scale / static_cast<double>(e.ctx->rns().prime(static_cast<std::size_t>(level))));
+    const cvec got = e.decrypt(r);
+    double err = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        err = std::max(err, std::abs(got[i] - (2.0 * x[i] * b[i] + std::complex<double>(0.5, -0.75) * y[i] - x[i] +
+                                               std::complex<double>(0.25, 0.5))));
+    EXPECT_LT(err, std::ldexp(1.0, -20));
+    EXPECT_THROW(e.ev.multiply_add(cx, cb, 1, {}, {}), ParameterError);            // factors at two levels
+    EXPECT_THROW(e.ev.multiply_add(fa, cb, 0, {}, {}), ParameterError);            // k = 0
+    const Ciphertext deeper = e.ev.multiply_scalar(fa, 1.0);
+    EXPECT_THROW(e.ev.multiply_add(fa, cb, 1, {&deeper}, {1.0}), ParameterError);  // a term below the factors
+}
+
 TEST(LinearCombination, RefusesBadInput) {
     auto& e = env();
     const Ciphertext c = e.encrypt(e.random());

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "kasoku/algo/linear_transform.hpp"
+#include "kasoku/algo/polynomial.hpp"
 #include "kasoku/ckks/serialization.hpp"
 #include "test_env.hpp"
 
@@ -48,6 +49,11 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
     same(cpu.ev.multiply_plain(a, x), ev.multiply_plain(a2, x), "multiply_plain");
     same(cpu.ev.add_scalar(cpu.ev.sub(a, a), 0.25), ev.add_scalar(ev.sub(a2, a2), 0.25), "sub + add_scalar");
     same(lt1.apply(cpu.ev, a), lt2.apply(ev, a2), "linear transform");
+    const Ciphertext low = cpu.ev.multiply_scalar(a, 0.5), low2 = ev.multiply_scalar(a2, 0.5);
+    same(cpu.ev.linear_combination({&a, &low}, {{0.25, -1.5}, 2.0}, 0.125),
+         ev.linear_combination({&a2, &low2}, {{0.25, -1.5}, 2.0}, 0.125), "linear_combination (two levels)");
+    const algo::Polynomial p({0.5, -0.25, 0.75, 0.125}, algo::Basis::chebyshev);
+    same(algo::evaluate(cpu.ev, a, p), algo::evaluate(ev, a2, p), "polynomial");
     EXPECT_EQ(cpu.dec.decrypt(a, cpu.sk), Decryptor(ctx).decrypt(a2, sk));
 
     // Key generation and encryption in the other context too (its own randomness: checked by decryption).

@@ -54,6 +54,11 @@ protected:
         tick("add_constant");
         cpu_->add_constant(a, r, out, e);
     }
+    void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<rns::u64>>& c, RnsPoly& out,
+                               Exec e) const override {
+        tick("linear_combination");
+        cpu_->linear_combination(x, c, out.num_q(), out, e);
+    }
     void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                             const std::vector<RnsPoly*>& out, bool accumulate, Exec e) const override {
         tick("sum_of_products");
@@ -120,7 +125,7 @@ TEST(BackendSeam, EveryOperationRunsOnTheContextsBackendWithTheCpuBits) {
     EXPECT_STREQ(ctx->backend().name(), "counting");
     // The key-switching steps went through the backend (and nothing bypassed it: there is no other way to the words).
     for (const char* op : {"key_switch", "mod_up", "inner_product", "mod_down", "mod_down_rescale", "add_times_p",
-                           "sum_of_products", "horner", "from_signed", "upload", "download", "rescale", "divide_round_by_p0"})
+                           "sum_of_products", "linear_combination", "horner", "from_signed", "upload", "download", "rescale", "divide_round_by_p0"})
         EXPECT_GT(made->calls(op), 0) << op;
 }
 

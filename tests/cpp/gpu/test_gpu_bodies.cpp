@@ -69,6 +69,25 @@ TEST(GpuBodies, ElementwiseMatchScalarKernels) {
     check("mul_constant",
           [&](std::size_t w) { gpu::body::mul_constant(a.data(), r.data(), rp.data(), got.data(), L.q.data(), n, w); },
           [&](std::size_t l, u64* o) { ref().mul_scalar(a.data() + l * n, r[l], rp[l], n, L.q[l], o); });
+    // 40 terms (two chunks of the body's 32, five of the kernel's 8): a, b, c in turn, constants per term and limb
+    const std::size_t terms = 40;
+    std::vector<const u64*> x(terms);
+    std::vector<u64> f(terms * L.count());
+    for (std::size_t t = 0; t < terms; ++t) {
+        x[t] = (t % 3 == 0 ? a : t % 3 == 1 ? b : c).data();
+        for (std::size_t l = 0; l < L.count(); ++l) f[t * L.count() + l] = t == 5 ? L.q[l] - 1 : rng() % L.q[l];
+    }
+    check("linear_combination",
+          [&](std::size_t w) { got[w] = gpu::body::linear_combination(x.data(), f.data(), terms, L.count(), L.m.data(), n, w); },
+          [&](std::size_t l, u64* o) {
+              std::vector<const u64*> xl(terms);
+              std::vector<u64> fl(terms);
+              for (std::size_t t = 0; t < terms; ++t) {
+                  xl[t] = x[t] + l * n;
+                  fl[t] = f[t * L.count() + l];
+              }
+              ref().dot_const(xl.data(), fl.data(), terms, n, L.m[l], o, nullptr, nullptr);
+          });
 }
 
 // All limbs of a polynomial in one grid per stage, as the kernel launches them.

@@ -203,6 +203,33 @@ TEST(Backend, ElementWiseAndSignedInputsMatchScalarReferences) {
             ASSERT_EQ(hac[i][k], arith::add_mod(ha[i][k], w, q));
         }
     }
+    // linear combination on the first 3 q-limbs of terms with 4 q-limbs (and special ones) and 3 q-limbs
+    {
+        const RnsPoly d = f.random(3, 0, rng, true);
+        std::vector<std::vector<u64>> cs(3, std::vector<u64>(res.size()));
+        for (std::size_t idx = 0; idx < res.size(); ++idx) {
+            cs[0][idx] = f.ring->prime(idx) - 1;  // the largest residue
+            cs[1][idx] = rng() % f.ring->prime(idx);
+            cs[2][idx] = rng() % f.ring->prime(idx);
+        }
+        RnsPoly lc;
+        f.be->linear_combination({&a, &b, &d}, cs, 3, lc, 2);
+        ASSERT_EQ(lc.num_q(), 3u);
+        ASSERT_EQ(lc.num_p(), 0u);
+        const Limbs hdd = f.host(d), hl = f.host(lc);
+        for (std::size_t i = 0; i < 3; ++i) {
+            const arith::Modulus& m = f.ring->modulus(i);
+            for (std::size_t k = 0; k < f.n; ++k) {
+                u64 want = arith::mul_mod(ha[i][k], cs[0][i], m);
+                want = arith::add_mod(want, arith::mul_mod(hb[i][k], cs[1][i], m), m.value);
+                want = arith::add_mod(want, arith::mul_mod(hdd[i][k], cs[2][i], m), m.value);
+                ASSERT_EQ(hl[i][k], want);
+            }
+        }
+        EXPECT_THROW(f.be->linear_combination({&a, &d}, cs, 4, lc, 2), InternalError);  // d has 3 q-limbs
+        EXPECT_THROW(f.be->linear_combination({&a}, cs, 3, lc, 2), InternalError);      // one constant per term
+        EXPECT_THROW(f.be->linear_combination({&lc}, {cs[0]}, 3, lc, 2), InternalError);  // out is a term
+    }
     // signed coefficients, 64- and 128-bit, in coefficient form and transformed
     std::vector<std::int64_t> small(f.n);
     std::vector<__int128> wide(f.n);
