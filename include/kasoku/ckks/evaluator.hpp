@@ -62,8 +62,9 @@ public:
                               Exec exec = {}) const;
     Ciphertext multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale = true, Exec exec = {}) const;
     // Tensor, relinearise, rescale (ModDown and rescale fused). Operands at one level may have any scales; at two
-    // levels they are aligned as for add. rescale=false leaves a degree-1 ciphertext at scale sa*sb. Throws MissingKeyError without the relinearisation key, LevelError at level 0 with rescale, ScaleError
-    // when sa*sb no longer fits, ParameterError for size-3 operands.
+    // levels they are aligned as for add. rescale=false leaves a degree-1 ciphertext at scale sa*sb. Throws
+    // MissingKeyError without the relinearisation key, LevelError at level 0 with rescale, ScaleError when sa*sb no
+    // longer fits, ParameterError for size-3 operands.
     Ciphertext multiply(const Ciphertext& a, const Ciphertext& b, bool rescale = true, Exec exec = {}) const;
     Ciphertext square(const Ciphertext& a, bool rescale = true, Exec exec = {}) const { return multiply(a, a, rescale, exec); }
     // The tensor product alone: a size-3 ciphertext (c0, c1, c2) at scale sa*sb. Sums of tensor products need one
@@ -92,9 +93,10 @@ public:
     // ModDown + rescale, so they need no rescale or alignment of their own (the products and sums of polynomial
     // evaluation). a and b at one level l, any scales; terms at level l or above (read on l's limbs), any scales whose
     // ratio to the product's is large (e.g. a product of two ~2^40 scales and ~2^40 terms: each term's constant then
-    // carries the coefficient to 40 bits). The result is at level l - 1 with scale a.scale * b.scale / q_l. Throws MissingKeyError without the relinearisation key;
-    // ParameterError for factors at two levels, size-3 operands, k = 0 or |k| > 2^20, a term below level l or under
-    // another key, non-finite coefficients; LevelError at level 0; ScaleError when the product's scale does not fit.
+    // carries the coefficient to 40 bits). The result is at level l - 1 with scale a.scale * b.scale / q_l. Throws
+    // MissingKeyError without the relinearisation key; ParameterError for factors at two levels, size-3 operands,
+    // k = 0 or |k| > 2^20, a term below level l or under another key, non-finite coefficients; LevelError at level 0;
+    // ScaleError when the product's scale does not fit.
     Ciphertext multiply_add(const Ciphertext& a, const Ciphertext& b, std::int64_t k, const std::vector<const Ciphertext*>& xs,
                             const std::vector<std::complex<double>>& coeffs, std::complex<double> constant = 0.0,
                             Exec exec = {}) const;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "kasoku/support/error.hpp"
 
@@ -126,9 +127,9 @@ public:
         Value qv;
         const Ciphertext* bn = nullptr;
         if (leaf) {  // B_n on the leaf's level by its limbs; the leaf's scale makes the product canonical
-            bn = &dropped(n, level);
-            const double scale =
-                dry() ? 0.0 : ctx().scale_at(level - 1) * static_cast<double>(ctx().rns().prime(static_cast<std::size_t>(level))) / bn->scale;
+            bn = &taken_down(n, level, false);
+            const double q_level = dry() ? 0.0 : static_cast<double>(ctx().rns().prime(static_cast<std::size_t>(level)));
+            const double scale = dry() ? 0.0 : ctx().scale_at(level - 1) * q_level / bn->scale;
             qv = materialize(std::move(quotient), level, scale);
         } else {
             bn = &power_at(n, level);
@@ -232,22 +233,16 @@ private:
         ++counts_.rescale;
         return ev_->linear_combination_at({&x}, {1.0}, 0.0, level, 0.0, exec_);
     }
-    // B_i at `level` (at most its own) on its canonical scale, kept for the next use.
-    const Ciphertext& power_at(std::size_t i, int level) {
+    // B_i at `level` (at most its own), kept for the next use: exact, on that level's canonical scale (one rescale), or
+    // only its limbs of that level (its scale unchanged).
+    const Ciphertext& taken_down(std::size_t i, int level, bool exact) {
         const Ciphertext& own = power(i);
         if (dry() || level >= level_of(i)) return own;
-        const auto key = std::make_pair(i, level);
+        const auto key = std::make_tuple(i, level, exact);
         if (const auto it = lowered_.find(key); it != lowered_.end()) return it->second;
-        return lowered_[key] = lower(own, level);
+        return lowered_[key] = exact ? lower(own, level) : ev_->drop_level(own, level, exec_);
     }
-    // B_i's limbs of `level` (its scale unchanged), kept for the next use.
-    const Ciphertext& dropped(std::size_t i, int level) {
-        const Ciphertext& own = power(i);
-        if (dry() || level >= level_of(i)) return own;
-        const auto key = std::make_pair(i, level);
-        if (const auto it = dropped_.find(key); it != dropped_.end()) return it->second;
-        return dropped_[key] = ev_->drop_level(own, level, exec_);
-    }
+    const Ciphertext& power_at(std::size_t i, int level) { return taken_down(i, level, true); }
 
     // A ciphertext plus a part: the part made on the ciphertext's level and scale when it is a linear combination
     // that can land there, else aligned by the evaluator.
@@ -275,8 +270,7 @@ private:
     Exec exec_;
     int top_;                                                   // the level of B_1
     std::map<std::size_t, Ciphertext> powers_;                  // B_i made so far (std::map: references stay valid)
-    std::map<std::pair<std::size_t, int>, Ciphertext> lowered_;  // B_i taken down to a lower level, canonical scale
-    std::map<std::pair<std::size_t, int>, Ciphertext> dropped_;  // B_i's limbs of a lower level
+    std::map<std::tuple<std::size_t, int, bool>, Ciphertext> lowered_;  // taken_down(i, level, exact)
     OpCounts counts_;
     std::size_t terms_ = 0;
 };

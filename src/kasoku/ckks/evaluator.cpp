@@ -389,7 +389,8 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
     if (a.level() == 0)
         throw LevelError("multiply_add at level 0: no level left to rescale; use parameters with more levels");
     if (k == 0 || k > (std::int64_t{1} << 20) || k < -(std::int64_t{1} << 20))
-        throw ParameterError("multiply_add: the product's factor " + std::to_string(k) + " must be a nonzero integer of at most 2^20");
+        throw ParameterError("multiply_add: the product's factor " + std::to_string(k) +
+                             " must be a nonzero integer of at most 2^20");
     const Terms t = check_terms(xs, coeffs, constant, "multiply_add");
     if (!xs.empty() && (t.lowest < a.level() || xs[0]->key_id != a.key_id))
         throw ParameterError("multiply_add: every term must be at the factors' level " + std::to_string(a.level()) +

@@ -118,15 +118,14 @@ TEST_F(GpuKernels, EveryKernelGivesItsBodysBits) {
     gpu::launch::mul_constant(*dev.mem, da, dr, drp, dout, dq, n, words);
     for (std::size_t w = 0; w < words; ++w) gpu::body::mul_constant(a.data(), r.data(), rp.data(), want.data(), q.data(), n, w);
     expect("mul_constant");
-    // three terms (a, b, c) with per-limb constants (r, rp, r reversed): lc is term-major
-    std::vector<u64> lc;
-    for (const auto* v : {&r, &rp}) lc.insert(lc.end(), v->begin(), v->end());
-    for (std::size_t l = 0; l < limbs; ++l) lc.push_back(r[limbs - 1 - l] % q[l]);
-    for (std::size_t l = 0; l < limbs; ++l) lc[limbs + l] %= q[l];
+    // three terms (a, b, c) with constants per term and limb (term-major), below each limb's prime
+    std::vector<u64> lc(3 * limbs);
+    for (std::size_t t = 0; t < lc.size(); ++t) lc[t] = t == 0 ? q[0] - 1 : rng() % q[t % limbs];
     const u64* host_terms[] = {a.data(), b.data(), c.data()};
     const std::vector<const u64*> dev_terms = {da, db, dc};
     gpu::launch::linear_combination(*dev.mem, dev.put(dev_terms), dev.put(lc), 3, dm, n, limbs, dout);
-    for (std::size_t w = 0; w < words; ++w) want[w] = gpu::body::linear_combination(host_terms, lc.data(), 3, limbs, m.data(), n, w);
+    for (std::size_t w = 0; w < words; ++w)
+        want[w] = gpu::body::linear_combination(host_terms, lc.data(), 3, limbs, m.data(), n, w);
     expect("linear_combination");
 
     // NTT and INTT of all limbs against arith's transform
