@@ -106,6 +106,14 @@ public:
     Ciphertext rescale(const Ciphertext& a, Exec exec = {}) const;
     // Drops limbs down to `level` (no scaling). Throws LevelError for a level above a's or below 0.
     Ciphertext drop_level(const Ciphertext& a, int level, Exec exec = {}) const;
+    // Every slot times i, exactly and without a level: the product by the monomial X^(n/2).
+    Ciphertext multiply_by_i(const Ciphertext& a, Exec exec = {}) const;
+    // ModRaise, bootstrapping's first step: a at level 0 -> the same coefficients, centered mod q_0, over the primes of
+    // `level` (-1: max_level), same scale. It decrypts to the phase of a plus q_0 I, for an integer polynomial I whose
+    // coefficients are small when the secret is sparse (about sqrt((h + 1) / 12) standard deviations for h nonzero
+    // secret coefficients); EvalMod removes q_0 I. Throws LevelError unless a is at level 0 and `level` in 1..max_level,
+    // ParameterError for a size-3 operand.
+    Ciphertext mod_raise(const Ciphertext& a, int level = -1, Exec exec = {}) const;
     // Left rotation: slot i of the result is slot (i + step) mod slots of a. Throws MissingKeyError without the
     // rotation key of that step (the message names the keygen call), ParameterError for a size-3 operand.
     Ciphertext rotate(const Ciphertext& a, std::int64_t step, Exec exec = {}) const;
@@ -225,6 +233,7 @@ private:
     Ciphertext finish(const Ciphertext& like, const rns::LazyPolys& x, const rns::RnsPoly* add0, const rns::RnsPoly* add1,
                       std::uint64_t g, Exec exec) const;
     void check_scale_fits(double scale, int level, const char* op) const;
+    Plaintext i_monomial(int level, Exec exec) const;  // X^(n/2) at `level`, scale 1
     double plain_scale(const Ciphertext& a) const;
 
     ContextPtr ctx_;

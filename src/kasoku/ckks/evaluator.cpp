@@ -119,6 +119,54 @@ Ciphertext Evaluator::negate(const Ciphertext& a, Exec exec) const {
     return r;
 }
 
+// i in every slot is the monomial X^(n/2): encoded at scale 1 it is exact.
+Plaintext Evaluator::i_monomial(int level, Exec exec) const {
+    return encoder_.encode(std::vector<std::complex<double>>(ctx_->slots(), {0.0, 1.0}), 1.0, level, exec);
+}
+
+Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, Exec exec) const {
+    check(a, "operand");
+    exec = ctx_->exec(exec);
+    const Plaintext mono = i_monomial(a.level(), exec);
+    Ciphertext r = a;
+    for (auto& p : r.polys) ctx_->backend().mul(p, mono.poly, p, exec);
+    return r;
+}
+
+Ciphertext Evaluator::mod_raise(const Ciphertext& a, int level, Exec exec) const {
+    check(a, "operand");
+    if (a.size() != 2) throw ParameterError("mod_raise needs a relinearised (size-2) ciphertext; relinearize it first");
+    if (level < 0) level = ctx_->max_level();
+    if (a.level() != 0)
+        throw LevelError("mod_raise needs a ciphertext at level 0 (this one is at level " + std::to_string(a.level()) +
+                         "); drop_level it first");
+    if (level < 1 || level > ctx_->max_level())
+        throw LevelError("mod_raise to level " + std::to_string(level) + ": levels are 1.." + std::to_string(ctx_->max_level()));
+    exec = ctx_->exec(exec);
+    const rns::Backend& be = ctx_->backend();
+    const std::uint64_t q0 = ctx_->rns().prime(0);
+    const std::size_t n = ctx_->n();
+    Ciphertext r;
+    r.scale = a.scale;
+    r.context_uid = a.context_uid;
+    r.key_id = a.key_id;
+    std::vector<__int128> centered(n);
+    for (const RnsPoly& p : a.polys) {
+        RnsPoly c = p;
+        be.from_ntt(c, exec);
+        be.download(c, [&](const std::uint64_t* const* limbs) {
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::uint64_t v = limbs[0][i];
+                centered[i] = v > q0 / 2 ? static_cast<__int128>(v) - static_cast<__int128>(q0) : static_cast<__int128>(v);
+            }
+        }, exec, 1);
+        RnsPoly out = be.poly(static_cast<std::size_t>(level) + 1, 0, true);
+        be.from_signed(centered.data(), out, exec);
+        r.polys.push_back(std::move(out));
+    }
+    return r;
+}
+
 Ciphertext Evaluator::add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);
@@ -334,9 +382,7 @@ void Evaluator::combine(const std::vector<const Ciphertext*>& xs, const std::vec
             be.add_constant(parts[part][0], integer_residues(ctx_->rns(), cst[part] * target), parts[part][0], exec);
     }
     if (!parts[1][0].empty()) {
-        // i in every slot is the monomial X^(n/2): encoded at scale 1 it is exact.
-        const Plaintext mono = encoder_.encode(std::vector<std::complex<double>>(ctx_->slots(), {0.0, 1.0}), 1.0,
-                                               static_cast<int>(limbs) - 1, exec);
+        const Plaintext mono = i_monomial(static_cast<int>(limbs) - 1, exec);
         for (auto& p : parts[1]) be.mul(p, mono.poly, p, exec);
         if (parts[0][0].empty()) {
             for (std::size_t comp = 0; comp < 2; ++comp) parts[0][comp] = std::move(parts[1][comp]);

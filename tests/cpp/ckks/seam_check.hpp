@@ -49,6 +49,8 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
     same(cpu.ev.multiply_plain(a, x), ev.multiply_plain(a2, x), "multiply_plain");
     same(cpu.ev.add_scalar(cpu.ev.sub(a, a), 0.25), ev.add_scalar(ev.sub(a2, a2), 0.25), "sub + add_scalar");
     same(lt1.apply(cpu.ev, a), lt2.apply(ev, a2), "linear transform");
+    same(cpu.ev.multiply_by_i(a), ev.multiply_by_i(a2), "multiply_by_i");
+    same(cpu.ev.mod_raise(cpu.ev.drop_level(a, 0)), ev.mod_raise(ev.drop_level(a2, 0)), "mod_raise (bootstrapping)");
     const Ciphertext low = cpu.ev.multiply_scalar(a, 0.5), low2 = ev.multiply_scalar(a2, 0.5);
     same(cpu.ev.linear_combination({&a, &low}, {{0.25, -1.5}, 2.0}, 0.125),
          ev.linear_combination({&a2, &low2}, {{0.25, -1.5}, 2.0}, 0.125), "linear_combination (two levels)");

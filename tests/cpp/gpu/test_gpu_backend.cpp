@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu/backends.hpp"
+#include "kasoku/algo/bootstrap.hpp"
 #include "kasoku/gpu/cuda.hpp"
 #include "kasoku/support/error.hpp"
 #include "seam_check.hpp"
@@ -38,6 +39,28 @@ TEST_P(GpuBackendShapes, CudaGivesTheCpuBits) {
     if (!info.available) GTEST_SKIP() << "no CUDA device: " << info.reason;
     const auto ctx = test::expect_same_bits_as_cpu(GetParam().params, gpu::make_cuda_backend);
     EXPECT_STREQ(ctx->backend().name(), "cuda");
+}
+
+// A whole bootstrap (ModRaise, transforms, polynomials: algo and ckks only) gives the CPU backend's bytes.
+void expect_same_bootstrap(const rns::BackendFactory& factory) {
+    Parameters p = test::research_params(10, 60, 50, 17, 60, 3);
+    p.hamming_weight = 64;
+    test::Env cpu(p, {}, algo::Bootstrapper(Context::create(p, 1)).galois_elements(), 7, 1);
+    auto ctx = Context::create(p, 1, factory);
+    const auto ek = std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, *cpu.ek, deserialize_evaluation_keys));
+    const Ciphertext a = cpu.encryptor.encrypt(cpu.enc.encode(cpu.random(true), cpu.ctx->scale_at(0), 0), cpu.pk);
+    const Ciphertext a2 = test::moved(*cpu.ctx, *ctx, a, deserialize_ciphertext);
+    const Ciphertext out = algo::Bootstrapper(cpu.ctx).bootstrap(cpu.ev, a);
+    const Ciphertext out2 = algo::Bootstrapper(ctx).bootstrap(Evaluator(ctx, ek), a2);
+    EXPECT_EQ(serialize(*cpu.ctx, out), serialize(*ctx, out2)) << "bootstrap on " << ctx->backend().name();
+}
+
+TEST(GpuBackend, EmulatedBootstrapGivesTheCpuBits) { expect_same_bootstrap(gpu::make_emulated_gpu_backend); }
+
+TEST(GpuBackend, CudaBootstrapGivesTheCpuBits) {
+    const gpu::CudaInfo info = gpu::cuda_info();
+    if (!info.available) GTEST_SKIP() << "no CUDA device: " << info.reason;
+    expect_same_bootstrap(gpu::make_cuda_backend);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuBackendShapes, ::testing::ValuesIn(kShapes),

@@ -1,0 +1,93 @@
+// CKKS bootstrapping (Cheon, Han, Kim, Kim, Song, Eurocrypt 2018; Han and Ki, CT-RSA 2020; Bossuat, Mouchet,
+// Troncoso-Pastoriza, Hubaux, Eurocrypt 2021): a ciphertext that has used its levels comes back at a high level with
+// the same message. Full slots (n/2 complex values), on any backend (only ckks and algo operations are used):
+//
+//   1. ModRaise: the ciphertext at level 0, its message first multiplied by a power of two c so that
+//      K = q_0 / (c * scale) is about 2^log_message_ratio, then its coefficients read over all primes: it decrypts to
+//      t = c * (the message polynomial) + q_0 I, I a small integer polynomial (sparse secret: |I| <= k_bound).
+//   2. CoeffToSlot: the inverse of the encoding's special FFT, its log2(n/2) butterfly stages merged into
+//      cts_levels slot-linear transforms (BSGS, hoisted baby steps; one level each), scaled so that slot j holds
+//      (t_j + i t_{j + n/2}) / (2 q_0 (k_bound + 1)) in bit-reversed order. A conjugation splits real and imaginary
+//      parts: x / (k_bound + 1) with x = (message coefficient) / K + I, real.
+//   3. EvalMod: sin(2 pi x) = cos(2 pi (x - 1/4)): a Chebyshev interpolant of cos(2 pi ((k_bound + 1) y - 1/4) / 2^r)
+//      on y in [-1, 1], then r double-angle steps cos 2a = 2 cos^2 a - 1. sin(2 pi x) = sin(2 pi coefficient / K),
+//      2 pi coefficient / K to within (2 pi / K)^3 / 6 relative to the message (the price of the sine's curvature).
+//   4. SlotToCoeff: the special FFT's stages (the bit reversal cancels the one CoeffToSlot left) merged into
+//      stc_levels transforms, times K / (2 pi): the message again, on the canonical scale of output_level().
+//
+// Levels: cts_levels + ceil(log2(cos_degree + 1)) + double_angle + stc_levels are taken from max_level.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "kasoku/algo/linear_transform.hpp"
+#include "kasoku/algo/polynomial.hpp"
+
+namespace kasoku::algo {
+
+struct BootstrapConfig {
+    int cts_levels = 3;          // CoeffToSlot transforms (levels), 1..log2(slots)
+    int stc_levels = 3;          // SlotToCoeff transforms (levels), 1..log2(slots)
+    int double_angle = 3;        // r, 0..8
+    int log_message_ratio = 8;   // log2 K wanted, 4..30 (K lands in [2^this, 2^(this+1)) or below when q_0 is small)
+    double k_bound = 0;          // bound on |I|; 0: 6 standard deviations of I for the secret's Hamming weight
+    std::size_t cos_degree = 0;  // degree of the cosine interpolant; 0: the least 2^d - 1 within 2^-42 on [-1, 1]
+};
+
+// The butterfly stages of the encoding's special FFT (Encoder::fft_special; inverse: fft_special_inv without its
+// final bit reversal, its 1/slots included) as slot-linear maps, offset (0..slots-1) -> diagonal: out[s] =
+// sum_r diag_r[s] in[(s + r) mod slots] as LinearTransform takes them. The log2(slots) stages are merged, in the order
+// they apply, into `groups` maps (sizes as equal as possible), each multiplied by factor^(1/groups). Throws
+// ParameterError for groups outside 1..log2(slots).
+std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups, double factor = 1.0);
+
+class Bootstrapper {
+public:
+    // Plans the levels and encodes the transforms (over Q_l * P at their levels: the memory of the bootstrapping
+    // "keys" besides the Galois keys). Throws ParameterError for a config outside its ranges, a context without a
+    // sparse secret (hamming_weight 0) unless k_bound is given, or one with too few levels (the message says how many
+    // are needed).
+    Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg = {}, Exec exec = {});
+
+    // The Galois elements of every rotation and the conjugation it uses (give them to KeyGenerator::evaluation_keys
+    // with the relinearisation key).
+    std::vector<std::uint64_t> galois_elements() const;
+    int depth() const { return depth_; }                   // levels used, from max_level
+    int output_level() const { return ctx_->max_level() - depth_; }
+    double k_bound() const { return k_bound_; }
+    double message_ratio() const { return ratio_; }         // K
+    const Polynomial& cosine() const { return cos_; }      // EvalMod's interpolant (on [-1, 1])
+    const BootstrapConfig& config() const { return cfg_; }
+
+    // The message of ct (any level >= 0, size 2; at level 0 its scale must be the canonical one) at output_level()
+    // with that level's canonical scale. Messages should satisfy |m| <= 1 for the stated precision (|m| up to K / 8
+    // still bootstraps, with error growing as |m|^3). Throws ScaleError for a non-canonical scale at level 0,
+    // ParameterError for a size-3 ciphertext or one of another context, MissingKeyError for a missing key.
+    ckks::Ciphertext bootstrap(const ckks::Evaluator& ev, const ckks::Ciphertext& ct, Exec exec = {},
+                               OpCounts* counts = nullptr) const;
+
+    // The stages, for tests and per-stage timing. raise: ct -> level 0 canonical, times c, ModRaise to max_level with
+    // the canonical scale of max_level declared (slots: decode(t) / that scale).
+    ckks::Ciphertext raise(const ckks::Evaluator& ev, const ckks::Ciphertext& ct, Exec exec = {}) const;
+    // Slots (t_j + i t_{j+n/2}) / (2 q_0 (k_bound + 1)), bit-reversed j, from raise()'s output.
+    ckks::Ciphertext coeff_to_slot(const ckks::Evaluator& ev, const ckks::Ciphertext& raised, Exec exec = {},
+                                   OpCounts* counts = nullptr) const;
+    // sin(2 pi (k_bound + 1) y) for real slots y in [-1, 1] at the level coeff_to_slot leaves.
+    ckks::Ciphertext eval_mod(const ckks::Evaluator& ev, const ckks::Ciphertext& y, Exec exec = {},
+                              OpCounts* counts = nullptr) const;
+    // special FFT (without its bit reversal) of the slots, times K / (2 pi), from the level eval_mod leaves.
+    ckks::Ciphertext slot_to_coeff(const ckks::Evaluator& ev, const ckks::Ciphertext& w, Exec exec = {},
+                                   OpCounts* counts = nullptr) const;
+
+private:
+    ckks::ContextPtr ctx_;
+    BootstrapConfig cfg_;
+    double k_bound_ = 0, ratio_ = 0;
+    int doublings_ = 0;  // c = 2^doublings
+    int depth_ = 0;
+    Polynomial cos_;
+    std::vector<LinearTransform> cts_, stc_;
+};
+
+}  // namespace kasoku::algo

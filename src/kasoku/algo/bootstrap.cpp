@@ -1,0 +1,238 @@
+#include "kasoku/algo/bootstrap.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <set>
+#include <string>
+
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::algo {
+
+namespace {
+
+using Diagonals = std::map<std::int64_t, cvec>;
+using ckks::Ciphertext;
+
+int log2_exact(std::size_t v) {
+    int k = 0;
+    while ((std::size_t{1} << k) < v) ++k;
+    return k;
+}
+
+// The butterfly stage of block length `len` of the special FFT (inverse: of fft_special_inv) as diagonals.
+//   forward, first half of a block (j < len/2):  out[s] = in[s] + w_j in[s + len/2]
+//            second half (j = j' + len/2):       out[s] = in[s - len/2] - w_j' in[s]
+//   inverse, first half:                         out[s] = in[s] + in[s + len/2]
+//            second half:                        out[s] = (in[s - len/2] - in[s]) conj(w_j')
+// with w_j = zeta^(5^j mod 4 len) for zeta a primitive 4 len-th root of unity, as the encoder's tables give it.
+Diagonals stage(const ckks::Context& ctx, std::size_t len, bool inverse) {
+    const std::size_t n = ctx.slots(), m = 2 * ctx.n(), lenh = len / 2, lenq = len * 4;
+    const auto& rot = ctx.rot_group();
+    const auto& ksi = ctx.ksi();
+    cvec d0(n), up(n), down(n);
+    for (std::size_t s = 0; s < n; ++s) {
+        const std::size_t j = s % len;
+        if (j < lenh) {
+            d0[s] = 1.0;
+            up[s] = inverse ? 1.0 : ksi[(rot[j] % lenq) * (m / lenq)];
+        } else {
+            const std::size_t jj = j - lenh;
+            const auto w = inverse ? ksi[(lenq - rot[jj] % lenq) * (m / lenq)] : ksi[(rot[jj] % lenq) * (m / lenq)];
+            down[s] = inverse ? w : 1.0;
+            d0[s] = -w;
+        }
+    }
+    Diagonals d;
+    d[0] = std::move(d0);
+    d[static_cast<std::int64_t>(lenh)] = std::move(up);
+    auto& dn = d[static_cast<std::int64_t>(n - lenh)];  // -len/2 mod n (the same offset as +len/2 when len = n)
+    if (dn.empty()) dn.assign(n, 0.0);
+    for (std::size_t s = 0; s < n; ++s) dn[s] += down[s];
+    return d;
+}
+
+// (a after b): out[s] = sum_r a_r[s] (b in)[s + r] = sum_{r,t} a_r[s] b_t[s + r] in[s + r + t].
+Diagonals compose(const Diagonals& a, const Diagonals& b, std::size_t n) {
+    Diagonals c;
+    for (const auto& [r, ar] : a)
+        for (const auto& [t, bt] : b) {
+            auto& ct = c[static_cast<std::int64_t>((static_cast<std::size_t>(r) + static_cast<std::size_t>(t)) % n)];
+            if (ct.empty()) ct.assign(n, 0.0);
+            for (std::size_t s = 0; s < n; ++s) ct[s] += ar[s] * bt[(s + static_cast<std::size_t>(r)) % n];
+        }
+    return c;
+}
+
+// Standard deviation of I's coefficients: t = c0 + c1 s over the integers with c0, c1 uniform mod q_0 and h nonzero
+// secret coefficients is a sum of h + 1 uniform terms of (-q_0/2, q_0/2), so I = round(t / q_0) has variance (h + 1) / 12.
+double i_sigma(int hamming_weight) { return std::sqrt((hamming_weight + 1) / 12.0); }
+
+void check_range(const char* what, double v, double lo, double hi) {
+    if (!(v >= lo && v <= hi))
+        throw ParameterError(std::string("bootstrapping: ") + what + " = " + std::to_string(v) + " is outside " +
+                             std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+Ciphertext apply_all(const std::vector<LinearTransform>& transforms, const ckks::Evaluator& ev, const Ciphertext& in,
+                     Exec exec, OpCounts* counts) {
+    Ciphertext x = in;
+    for (const auto& t : transforms) x = t.apply(ev, x, exec, counts);
+    return x;
+}
+
+}  // namespace
+
+std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups, double factor) {
+    const std::size_t n = ctx.slots();
+    const int stages = log2_exact(n);
+    if (groups < 1 || groups > stages)
+        throw ParameterError("the special FFT of " + std::to_string(n) + " slots has " + std::to_string(stages) +
+                             " stages: merge them into 1.." + std::to_string(stages) + " transforms, not " + std::to_string(groups));
+    // Stage lengths in the order they apply: forward 2, 4, .., n; inverse n, .., 2.
+    std::vector<std::size_t> lens;
+    for (std::size_t len = 2; len <= n; len *= 2) lens.push_back(len);
+    if (inverse) std::reverse(lens.begin(), lens.end());
+    const double per_group = std::pow(inverse ? factor / static_cast<double>(n) : factor, 1.0 / groups);
+    std::vector<Diagonals> out;
+    std::size_t next = 0;
+    for (int g = 0; g < groups; ++g) {
+        const std::size_t count = (lens.size() - next) / static_cast<std::size_t>(groups - g);
+        Diagonals acc = stage(ctx, lens[next], inverse);
+        for (std::size_t i = 1; i < count; ++i) acc = compose(stage(ctx, lens[next + i], inverse), acc, n);
+        next += count;
+        for (auto& [r, d] : acc)
+            for (auto& v : d) v *= per_group;
+        out.push_back(std::move(acc));
+    }
+    return out;
+}
+
+Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec) : ctx_(std::move(ctx)), cfg_(cfg) {
+    if (!ctx_) throw ParameterError("bootstrapping needs a context");
+    const int stages = log2_exact(ctx_->slots());
+    check_range("cts_levels", cfg_.cts_levels, 1, stages);
+    check_range("stc_levels", cfg_.stc_levels, 1, stages);
+    check_range("double_angle", cfg_.double_angle, 0, 8);
+    check_range("log_message_ratio", cfg_.log_message_ratio, 4, 30);
+    if (!std::isfinite(cfg_.k_bound) || cfg_.k_bound < 0)
+        throw ParameterError("bootstrapping: k_bound must be finite and >= 0 (0: from the secret's Hamming weight)");
+    const int h = ctx_->params().hamming_weight;
+    if (cfg_.k_bound > 0) {
+        k_bound_ = cfg_.k_bound;
+    } else if (h > 0) {
+        k_bound_ = std::ceil(6.0 * i_sigma(h));
+    } else {
+        throw ParameterError("bootstrapping with a uniform ternary secret: ModRaise's q_0 I would need a very long sine "
+                             "approximation; use parameters with a sparse secret (hamming_weight, e.g. 64 or 192) or give "
+                             "k_bound");
+    }
+    // c = 2^doublings: K = q_0 / (c s_0) the largest power-of-two step at or above 2^log_message_ratio.
+    const double q0 = static_cast<double>(ctx_->rns().prime(0)), s0 = ctx_->scale_at(0);
+    const double want = std::ldexp(1.0, cfg_.log_message_ratio);
+    while (q0 / (std::ldexp(s0, doublings_ + 1)) >= want) ++doublings_;
+    ratio_ = q0 / std::ldexp(s0, doublings_);
+
+    // EvalMod: cos(2 pi ((B + 1) y - 1/4) / 2^r) on [-1, 1].
+    const double range = k_bound_ + 1.0, shrink = std::ldexp(1.0, -cfg_.double_angle);
+    const auto f = [range, shrink](double y) { return std::cos(2.0 * std::numbers::pi * (range * y - 0.25) * shrink); };
+    const auto max_error = [&](const Polynomial& p) {
+        double e = 0;
+        for (int i = 0; i <= 4096; ++i) {
+            const double y = -1.0 + i / 2048.0;
+            e = std::max(e, std::abs(p(y) - f(y)));
+        }
+        return e;
+    };
+    if (cfg_.cos_degree > 0) {
+        cos_ = chebyshev(f, -1.0, 1.0, cfg_.cos_degree);
+    } else {
+        for (std::size_t d = 7;; d = 2 * d + 1) {
+            cos_ = chebyshev(f, -1.0, 1.0, d);
+            if (max_error(cos_) <= std::ldexp(1.0, -42)) break;
+            if (d >= 1023)
+                throw ParameterError("bootstrapping: no cosine interpolant of degree <= 1023 reaches 2^-42 for k_bound " +
+                                     std::to_string(k_bound_) + "; raise double_angle");
+        }
+    }
+
+    depth_ = cfg_.cts_levels + cos_.depth() + cfg_.double_angle + cfg_.stc_levels;
+    if (depth_ > ctx_->max_level())
+        throw ParameterError("bootstrapping needs " + std::to_string(depth_) + " levels (CoeffToSlot " +
+                             std::to_string(cfg_.cts_levels) + ", EvalMod " + std::to_string(cos_.depth() + cfg_.double_angle) +
+                             ", SlotToCoeff " + std::to_string(cfg_.stc_levels) + ") but the parameters have " +
+                             std::to_string(ctx_->max_level()) + "; use more levels or fewer transform levels");
+
+    // CoeffToSlot: slots decode(t) / s_L -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)).
+    const int top = ctx_->max_level();
+    const auto cts = dft_factors(*ctx_, true, cfg_.cts_levels, ctx_->scale_at(top) / (q0 * 2.0 * range));
+    for (int g = 0; g < cfg_.cts_levels; ++g) cts_.emplace_back(ctx_, cts[static_cast<std::size_t>(g)], top - g, 0, exec);
+    // SlotToCoeff: sin(2 pi x) = sin(2 pi m / K) ~ 2 pi m / K -> m.
+    const int stc_top = top - cfg_.cts_levels - cos_.depth() - cfg_.double_angle;
+    const auto stc = dft_factors(*ctx_, false, cfg_.stc_levels, ratio_ / (2.0 * std::numbers::pi));
+    for (int g = 0; g < cfg_.stc_levels; ++g) stc_.emplace_back(ctx_, stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
+}
+
+std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
+    std::set<std::uint64_t> all{ctx_->conjugation_element()};
+    for (const auto* list : {&cts_, &stc_})
+        for (const auto& t : *list)
+            for (std::uint64_t g : t.galois_elements()) all.insert(g);
+    return {all.begin(), all.end()};
+}
+
+Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec) const {
+    if (ct.size() != 2) throw ParameterError("bootstrap needs a relinearised (size-2) ciphertext; relinearize it first");
+    Ciphertext x;
+    if (ct.level() > 0) {
+        x = ev.linear_combination_at({&ct}, {1.0}, 0.0, 0, 0.0, exec);  // level 0, canonical scale
+    } else {
+        const double s0 = ctx_->scale_at(0);
+        if (std::abs(ct.scale / s0 - 1.0) > 1e-9)
+            throw ScaleError("bootstrap needs a ciphertext at level 0 on its canonical scale (" + std::to_string(s0) +
+                             "), this one has " + std::to_string(ct.scale) +
+                             "; bootstrap it one level earlier, or rescale products instead of changing scales by hand");
+        x = ct;
+    }
+    for (int i = 0; i < doublings_; ++i) x = ev.add(x, x, exec);
+    Ciphertext raised = ev.mod_raise(x, ctx_->max_level(), exec);
+    raised.scale = ctx_->scale_at(ctx_->max_level());
+    return raised;
+}
+
+Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Ciphertext& raised, Exec exec, OpCounts* counts) const {
+    return apply_all(cts_, ev, raised, exec, counts);
+}
+
+Ciphertext Bootstrapper::eval_mod(const ckks::Evaluator& ev, const Ciphertext& y, Exec exec, OpCounts* counts) const {
+    Ciphertext c = evaluate(ev, y, cos_, exec, counts);
+    for (int i = 0; i < cfg_.double_angle; ++i) {
+        c = ev.multiply_add(c, c, 2, {}, {}, -1.0, exec);
+        if (counts) {
+            ++counts->mult;
+            ++counts->rescale;
+            ++counts->add;
+        }
+    }
+    return c;
+}
+
+Ciphertext Bootstrapper::slot_to_coeff(const ckks::Evaluator& ev, const Ciphertext& w, Exec exec, OpCounts* counts) const {
+    return apply_all(stc_, ev, w, exec, counts);
+}
+
+Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec, OpCounts* counts) const {
+    const Ciphertext v = coeff_to_slot(ev, raise(ev, ct, exec), exec, counts);
+    // v = (a + i b) / 2 (both scaled by 1 / (B + 1)): a = v + conj(v), b = i (conj(v) - v).
+    const Ciphertext vc = ev.conjugate(v, exec);
+    const Ciphertext re = eval_mod(ev, ev.add(v, vc, exec), exec, counts);
+    const Ciphertext im = eval_mod(ev, ev.multiply_by_i(ev.sub(vc, v, exec), exec), exec, counts);
+    if (counts) {
+        ++counts->rot;
+        counts->add += 3;
+    }
+    return slot_to_coeff(ev, ev.add(re, ev.multiply_by_i(im, exec), exec), exec, counts);
+}
+
+}  // namespace kasoku::algo

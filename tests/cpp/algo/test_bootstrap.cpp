@@ -1,0 +1,215 @@
+// Bootstrapping: each stage against its plaintext definition, then end to end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <random>
+
+#include "kasoku/algo/bootstrap.hpp"
+#include "kasoku/support/error.hpp"
+#include "test_env.hpp"
+
+using namespace kasoku;
+using namespace kasoku::ckks;
+using namespace kasoku::algo;
+using test::cvec;
+
+namespace {
+
+// N = 2^10 (512 slots), sparse secret (h = 64), 2^40 scale: 3 + EvalMod + 3 levels of bootstrapping and 2 left.
+Parameters boot_params() {
+    Parameters p = test::research_params(10, 60, 50, 17, 60, 3);
+    p.hamming_weight = 64;
+    return p;
+}
+
+struct BootEnv {
+    test::Env env;
+    Bootstrapper boot;
+    BootEnv()
+        : env(boot_params(), {}, Bootstrapper(Context::create(boot_params(), 1)).galois_elements()), boot(env.ctx) {}
+};
+
+BootEnv& boot_env() {
+    static BootEnv e;
+    return e;
+}
+
+// v with its index bits reversed (log2(size) bits).
+void bit_reverse(cvec& v) {
+    cvec out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        std::size_t r = 0;
+        for (std::size_t b = 1; b < v.size(); b <<= 1) r = (r << 1) | ((i & b) ? 1 : 0);
+        out[r] = v[i];
+    }
+    v = std::move(out);
+}
+
+cvec apply_diagonals(const std::map<std::int64_t, cvec>& d, const cvec& in) {
+    const std::size_t n = in.size();
+    cvec out(n);
+    for (const auto& [r, diag] : d)
+        for (std::size_t s = 0; s < n; ++s) out[s] += diag[s] * in[(s + static_cast<std::size_t>(r)) % n];
+    return out;
+}
+
+double max_abs_error(const cvec& a, const cvec& b) {
+    double e = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) e = std::max(e, std::abs(a[i] - b[i]));
+    return e;
+}
+
+}  // namespace
+
+TEST(DftFactors, MergedStagesAreTheEncodersSpecialFft) {
+    auto ctx = Context::create(test::research_params(10, 60, 40, 2, 60, 1), 1);
+    Encoder enc(ctx);
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<double> u(-1, 1);
+    cvec v(ctx->slots());
+    for (auto& x : v) x = {u(rng), u(rng)};
+    for (int groups : {1, 2, 3, 9}) {
+        // inverse: fft_special_inv without its bit reversal (times 0.5 spread over the groups)
+        cvec want = v;
+        enc.fft_special_inv(want);
+        bit_reverse(want);
+        cvec got = v;
+        const auto inv = dft_factors(*ctx, true, groups, 0.5);
+        ASSERT_EQ(inv.size(), static_cast<std::size_t>(groups));
+        for (const auto& d : inv) got = apply_diagonals(d, got);
+        for (auto& x : want) x *= 0.5;
+        EXPECT_LT(max_abs_error(got, want), 1e-12) << groups << " groups";
+        // forward: fft_special of the bit-reversed input
+        cvec fwd_want = v;
+        enc.fft_special(fwd_want);
+        cvec fwd = v;
+        bit_reverse(fwd);
+        for (const auto& d : dft_factors(*ctx, false, groups)) fwd = apply_diagonals(d, fwd);
+        EXPECT_LT(max_abs_error(fwd, fwd_want), 1e-9) << groups << " groups";
+    }
+    // A merged group of g stages has at most 2^(g+1) - 1 diagonals.
+    for (const auto& d : dft_factors(*ctx, true, 3)) EXPECT_LE(d.size(), 15u);
+    EXPECT_THROW(dft_factors(*ctx, true, 0), ParameterError);
+    EXPECT_THROW(dft_factors(*ctx, false, 10), ParameterError);
+}
+
+TEST(ModRaise, SameResiduesModQ0AndAnIntegerMultipleOfQ0Above) {
+    auto& e = boot_env().env;
+    const cvec z = e.random(true);
+    const Ciphertext ct = e.ev.drop_level(e.encrypt(z), 0);
+    const Ciphertext raised = e.ev.mod_raise(ct);
+    ASSERT_EQ(raised.level(), e.ctx->max_level());
+    EXPECT_EQ(raised.scale, ct.scale);
+    // Back on q_0 it is the same ciphertext.
+    const Ciphertext back = e.ev.drop_level(raised, 0);
+    for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(back.polys[i] == ct.polys[i]) << "part " << i;
+    // Above q_0 it decrypts to t + q_0 I: I's coefficients are integers, as small as the sparse secret makes them.
+    cvec diff = e.decrypt(raised);
+    const cvec base = e.decrypt(ct);
+    for (std::size_t i = 0; i < diff.size(); ++i) diff[i] -= base[i];
+    e.enc.fft_special_inv(diff);
+    const double unit = static_cast<double>(e.ctx->rns().prime(0)) / ct.scale;
+    double off = 0, largest = 0;
+    for (const auto& w : diff)
+        for (double c : {w.real() / unit, w.imag() / unit}) {
+            off = std::max(off, std::abs(c - std::nearbyint(c)));
+            largest = std::max(largest, std::abs(c));
+        }
+    EXPECT_LT(off, 1e-6);
+    EXPECT_GE(largest, 1.0);  // q_0 I is there (the secret is not zero)
+    EXPECT_LE(largest, boot_env().boot.k_bound());
+    EXPECT_THROW(e.ev.mod_raise(e.encrypt(z)), LevelError);
+    EXPECT_THROW(e.ev.mod_raise(ct, e.ctx->max_level() + 1), LevelError);
+}
+
+TEST(Bootstrap, CoeffToSlotIsTheScaledInverseFft) {
+    auto& [e, boot] = boot_env();
+    const Ciphertext raised = boot.raise(e.ev, e.encryptor.encrypt(e.enc.encode(e.random(true), e.ctx->scale_at(0), 0), e.pk));
+    const Ciphertext v = boot.coeff_to_slot(e.ev, raised);
+    EXPECT_EQ(v.level(), e.ctx->max_level() - boot.config().cts_levels);
+    EXPECT_EQ(v.scale, e.ctx->scale_at(v.level()));
+    cvec want = e.decrypt(raised);
+    e.enc.fft_special_inv(want);
+    bit_reverse(want);
+    const double f = raised.scale / (static_cast<double>(e.ctx->rns().prime(0)) * 2.0 * (boot.k_bound() + 1.0));
+    for (auto& x : want) x *= f;
+    EXPECT_LT(max_abs_error(e.decrypt(v), want), std::ldexp(1.0, -25));
+}
+
+TEST(Bootstrap, EvalModIsTheSineOfTheScaledInput) {
+    auto& [e, boot] = boot_env();
+    const double range = boot.k_bound() + 1.0, k = boot.message_ratio();
+    std::mt19937_64 rng(5);
+    std::uniform_int_distribution<int> i_dist(-static_cast<int>(boot.k_bound()), static_cast<int>(boot.k_bound()));
+    std::uniform_real_distribution<double> m_dist(-1, 1);
+    cvec y(e.ctx->slots());
+    for (auto& v : y) v = (i_dist(rng) + m_dist(rng) / k) / range;
+    const int level = e.ctx->max_level() - boot.config().cts_levels;
+    const Ciphertext ct = e.encryptor.encrypt_symmetric(e.enc.encode(y, e.ctx->scale_at(level), level), e.sk);
+    const Ciphertext s = boot.eval_mod(e.ev, ct);
+    EXPECT_EQ(s.level(), level - boot.cosine().depth() - boot.config().double_angle);
+    cvec want(y.size());
+    for (std::size_t i = 0; i < y.size(); ++i) want[i] = std::sin(2.0 * std::numbers::pi * range * y[i].real());
+    EXPECT_LT(max_abs_error(e.decrypt(s), want), std::ldexp(1.0, -22));
+}
+
+TEST(Bootstrap, SlotToCoeffIsTheScaledForwardFft) {
+    auto& [e, boot] = boot_env();
+    const int level = boot.output_level() + boot.config().stc_levels;
+    const cvec w = e.random(true);
+    const Ciphertext ct = e.encryptor.encrypt_symmetric(e.enc.encode(w, e.ctx->scale_at(level), level), e.sk);
+    const Ciphertext out = boot.slot_to_coeff(e.ev, ct);
+    EXPECT_EQ(out.level(), boot.output_level());
+    // fft_special bit-reverses its input first: fft_special(bitrev(w)) is its stages applied to w.
+    cvec want = w;
+    bit_reverse(want);
+    e.enc.fft_special(want);
+    for (auto& x : want) x *= boot.message_ratio() / (2.0 * std::numbers::pi);
+    EXPECT_LT(max_abs_error(e.decrypt(out), want), std::ldexp(1.0, -20) * boot.message_ratio());
+}
+
+TEST(Bootstrap, EndToEndFromLevelZeroAndAbove) {
+    auto& [e, boot] = boot_env();
+    const cvec z = e.random(true);
+    for (int level : {0, 2}) {
+        const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(level), level), e.pk);
+        OpCounts counts;
+        const Ciphertext out = boot.bootstrap(e.ev, ct, {}, &counts);
+        EXPECT_EQ(out.level(), boot.output_level());
+        EXPECT_EQ(out.scale, e.ctx->scale_at(out.level()));
+        const double bits = test::precision_bits(e.decrypt(out), z);
+        EXPECT_GT(bits, 14.0) << "from level " << level;
+        EXPECT_GT(counts.rot, 0u);
+        // The result computes on: a product uses one of the levels it gained.
+        const Ciphertext sq = e.ev.multiply(out, out);
+        cvec want(z.size());
+        for (std::size_t i = 0; i < z.size(); ++i) want[i] = z[i] * z[i];
+        EXPECT_GT(test::precision_bits(e.decrypt(sq), want), 12.0);
+    }
+}
+
+TEST(Bootstrap, Errors) {
+    auto& [e, boot] = boot_env();
+    // Not enough levels: the message names what is needed.
+    try {
+        Parameters p = boot_params();
+        p.levels = 8;
+        Bootstrapper b(Context::create(p, 1));
+        FAIL() << "no error";
+    } catch (const ParameterError& err) {
+        EXPECT_NE(std::string(err.what()).find("needs"), std::string::npos) << err.what();
+    }
+    Parameters dense = boot_params();
+    dense.hamming_weight = 0;
+    EXPECT_THROW(Bootstrapper(Context::create(dense, 1)), ParameterError);
+    EXPECT_THROW(Bootstrapper(e.ctx, {.cts_levels = 0}), ParameterError);
+    EXPECT_THROW(Bootstrapper(e.ctx, {.double_angle = 9}), ParameterError);
+    // A level-0 ciphertext off its canonical scale.
+    Ciphertext odd = e.ev.drop_level(e.encrypt(e.random()), 0);
+    EXPECT_THROW(boot.bootstrap(e.ev, odd), ScaleError);
+    // Missing Galois keys.
+    Evaluator bare(e.ctx, std::make_shared<const EvaluationKeys>(KeyGenerator(e.ctx).evaluation_keys(e.sk, true, {}, false)));
+    const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(e.random(), e.ctx->scale_at(0), 0), e.pk);
+    EXPECT_THROW(boot.bootstrap(bare, ct), MissingKeyError);
+}
