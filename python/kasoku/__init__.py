@@ -21,6 +21,7 @@ from .errors import (  # noqa: F401
     SerializationError,
 )
 from ._kasoku import (  # noqa: F401
+    Bootstrapper,
     Ciphertext,
     Context,
     Decomposition,
@@ -60,7 +61,7 @@ from .bigint import bigmul, bigmul_decimal  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "Ciphertext", "Context", "Decomposition", "DeviceError", "EncryptedMatrix", "Error", "EvaluationKeys", "Evaluator",
+    "Bootstrapper", "Ciphertext", "Context", "Decomposition", "DeviceError", "EncryptedMatrix", "Error", "EvaluationKeys", "Evaluator",
     "InternalError", "KeyPair",
     "LazyCiphertext", "LevelError", "LinearTransform", "MatrixEncoder", "matmul", "matmul_schoolbook",
     "MissingKeyError", "ParameterError", "Parameters", "Plaintext", "Polynomial", "PublicKey", "ScaleError", "SecretKey", "SerializationError",

@@ -24,3 +24,10 @@ def test_logistic_regression_example_runs():
                              capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr
         assert "predictions that differ" in out.stdout and "accuracy: plaintext model" in out.stdout
+
+
+def test_deep_circuit_example_runs():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "deep_circuit.py"), "--steps", "14", "--log-n", "10"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "bootstrap 2:" in out.stdout and "signs right: 100.0 %" in out.stdout

@@ -53,6 +53,9 @@ public:
     // The Galois elements of every rotation and the conjugation it uses (give them to KeyGenerator::evaluation_keys
     // with the relinearisation key).
     std::vector<std::uint64_t> galois_elements() const;
+    // The same for a config, without encoding anything (a client makes the keys before any server plans). Throws
+    // ParameterError for transform levels outside 1..log2(slots).
+    static std::vector<std::uint64_t> galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg);
     int depth() const { return depth_; }                   // levels used, from max_level
     int output_level() const { return ctx_->max_level() - depth_; }
     double k_bound() const { return k_bound_; }
@@ -61,8 +64,8 @@ public:
     const BootstrapConfig& config() const { return cfg_; }
 
     // The message of ct (any level >= 0, size 2; at level 0 its scale must be the canonical one) at output_level()
-    // with that level's canonical scale. Messages should satisfy |m| <= 1 for the stated precision (|m| up to K / 8
-    // still bootstraps, with error growing as |m|^3). Throws ScaleError for a non-canonical scale at level 0,
+    // with that level's canonical scale. Messages with |m| <= 1 keep the measured precision (docs/BOOTSTRAPPING.md); the
+    // sine adds a relative error (2 pi c / K)^2 / 6 for a message coefficient c, so larger ones lose bits. Throws ScaleError for a non-canonical scale at level 0,
     // ParameterError for a size-3 ciphertext or one of another context, MissingKeyError for a missing key.
     ckks::Ciphertext bootstrap(const ckks::Evaluator& ev, const ckks::Ciphertext& ct, Exec exec = {},
                                OpCounts* counts = nullptr) const;

@@ -182,6 +182,19 @@ std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
     return {all.begin(), all.end()};
 }
 
+std::vector<std::uint64_t> Bootstrapper::galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg) {
+    std::set<std::uint64_t> all{ctx.conjugation_element()};
+    for (const auto& [inverse, groups] : {std::pair{true, cfg.cts_levels}, std::pair{false, cfg.stc_levels}})
+        for (const auto& d : dft_factors(ctx, inverse, groups)) {
+            std::vector<std::int64_t> offsets;
+            for (const auto& [r, diag] : d)  // the nonzero diagonals, as LinearTransform keeps them
+                if (std::any_of(diag.begin(), diag.end(), [](const auto& v) { return v != 0.0; })) offsets.push_back(r);
+            for (std::uint64_t g : LinearTransform::galois_elements(ctx, LinearTransform::plan_for(offsets, ctx.slots())))
+                all.insert(g);
+        }
+    return {all.begin(), all.end()};
+}
+
 Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec) const {
     if (ct.size() != 2) throw ParameterError("bootstrap needs a relinearised (size-2) ciphertext; relinearize it first");
     Ciphertext x;

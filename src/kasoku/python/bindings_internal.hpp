@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kasoku/algo/bootstrap.hpp"
 #include "kasoku/algo/matmul.hpp"
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/ckks/serialization.hpp"
@@ -39,10 +40,13 @@ struct Owner {
     // The evaluator of the operators; without evaluation keys the keyless one, or MissingKeyError when the
     // operation needs keys.
     std::shared_ptr<const kasoku::ckks::Evaluator> operators(bool needs_keys) const;
+    // The bootstrapper of the default config, made on first use (Evaluator.bootstrap without one).
+    std::shared_ptr<const kasoku::algo::Bootstrapper> default_bootstrapper() const;
 
 private:
     mutable std::mutex mu_;
     std::shared_ptr<const kasoku::ckks::Evaluator> operators_;  // set by Context.evaluator(...)
+    mutable std::shared_ptr<const kasoku::algo::Bootstrapper> bootstrapper_;
 };
 using OwnerPtr = std::shared_ptr<Owner>;
 
@@ -55,6 +59,7 @@ struct KSwitchKey { OwnerPtr owner; std::shared_ptr<const kasoku::ckks::SwitchKe
 struct KEvaluationKeys { OwnerPtr owner; std::shared_ptr<const kasoku::ckks::EvaluationKeys> keys; };
 struct KPlaintext { OwnerPtr owner; kasoku::ckks::Plaintext pt; };
 struct KLinearTransform { OwnerPtr owner; std::shared_ptr<const kasoku::algo::LinearTransform> lt; };
+struct KBootstrapper { OwnerPtr owner; std::shared_ptr<const kasoku::algo::Bootstrapper> boot; };
 
 // ---- values converted from Python by the casters below (under the GIL); a conversion that fails keeps its message
 // and raises ParameterError when the binding reads the value (with the GIL released).

@@ -1,11 +1,13 @@
 // Polynomials and functions of encrypted values: ks.Polynomial, ks.chebyshev, Evaluator.evaluate_polynomial,
-// evaluate_function, sigmoid, exp, sin, cos, sqrt, inverse, sign, compare, linear_combination.
+// evaluate_function, sigmoid, exp, sin, cos, sqrt, inverse, sign, compare, linear_combination; bootstrapping
+// (ks.Bootstrapper, Evaluator.bootstrap), which stands on the polynomial evaluator.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/complex.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -110,6 +112,36 @@ void bind_functions(nb::module_& m) {
     m.def("chebyshev_nodes", [](Interval iv, std::size_t degree) {
         return algo::chebyshev_nodes(iv.first, iv.second, degree);
     }, "interval"_a, "degree"_a);
+    nb::class_<KBootstrapper>(m, "Bootstrapper",
+        "CKKS bootstrapping, full slots: ModRaise, CoeffToSlot (special FFT stages merged into cts_levels BSGS "
+        "transforms), EvalMod (Chebyshev cosine, double_angle double-angle steps), SlotToCoeff (stc_levels transforms). "
+        "Needs a sparse secret (Parameters.hamming_weight) unless k_bound is given; takes `depth` levels from the top "
+        "and leaves results at `output_level`. Making one encodes its transforms (the memory of bootstrapping besides "
+        "the Galois keys); ctx.keygen(bootstrapping=b) makes its keys.")
+        .def("__init__", [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
+                            int log_message_ratio, double k_bound, std::size_t cos_degree, TArg t) {
+            const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle, log_message_ratio, k_bound, cos_degree};
+            new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(c.owner->ctx, cfg, threads_arg(t))};
+        }, "ctx"_a, "cts_levels"_a = 3, "stc_levels"_a = 3, "double_angle"_a = 3, "log_message_ratio"_a = 8,
+           "k_bound"_a = 0.0, "cos_degree"_a = 0, "threads"_a = nb::none(), ReleaseGil())
+        .def_prop_ro("depth", [](const KBootstrapper& b) { return b.boot->depth(); })
+        .def_prop_ro("output_level", [](const KBootstrapper& b) { return b.boot->output_level(); })
+        .def_prop_ro("k_bound", [](const KBootstrapper& b) { return b.boot->k_bound(); },
+                     "Bound on |I| in ModRaise's q_0 I (6 standard deviations for the secret's Hamming weight by default).")
+        .def_prop_ro("message_ratio", [](const KBootstrapper& b) { return b.boot->message_ratio(); },
+                     "K = q_0 / (message scale at ModRaise).")
+        .def_prop_ro("cos_degree", [](const KBootstrapper& b) { return b.boot->cosine().degree(); })
+        .def("galois_elements", [](const KBootstrapper& b) { return b.boot->galois_elements(); },
+             "The Galois elements of its rotations and conjugation (ctx.keygen(bootstrapping=b) makes them).")
+        .def("__repr__", [](const KBootstrapper& b) {
+            const auto& c = b.boot->config();
+            return "Bootstrapper(depth=" + std::to_string(b.boot->depth()) + ", output_level=" +
+                   std::to_string(b.boot->output_level()) + ", cts_levels=" + std::to_string(c.cts_levels) +
+                   ", stc_levels=" + std::to_string(c.stc_levels) + ", double_angle=" + std::to_string(c.double_angle) +
+                   ", cos_degree=" + std::to_string(b.boot->cosine().degree()) + ", k_bound=" +
+                   std::to_string(static_cast<int>(b.boot->k_bound())) + ")";
+        });
+
     m.def("sign_depth", &algo::sign_depth, "eps"_a = 1.0 / 64, "precision_bits"_a = 16,
           "Levels Evaluator.sign takes for inputs with |x| >= eps to reach 2^-precision_bits (3 per composite step).");
     m.def("inverse_depth", [](Interval iv, std::size_t degree, int iterations) {
@@ -164,6 +196,15 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
         return wrap(e.owner, algo::compare(*e.ev, a.ct, b.ct, eps, bits, threads_arg(t)));
     }, "a"_a, "b"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
          "1 where a > b, 0 where a < b, for a - b in [-1, 1] with |a - b| >= eps (same depth as sign).", ReleaseGil())
+      .def("bootstrap", [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        if (b) same_owner(b->owner, e.owner, "bootstrapper");
+        const auto boot = b ? b->boot : e.owner->default_bootstrapper();
+        return wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t)));
+    }, "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
+         "The message of a (any level; size 2) again at bootstrapper.output_level, on its canonical scale: values with "
+         "|x| <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the keys of "
+         "ctx.keygen(bootstrapping=True)).", ReleaseGil())
       .def("linear_combination", [](const KEvaluator& e, const std::vector<const KCiphertext*>& cts, const Values& coeffs,
                                     std::complex<double> constant, TArg t) {
         std::vector<const Ciphertext*> xs;

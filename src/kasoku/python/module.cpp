@@ -25,6 +25,12 @@ std::shared_ptr<const Evaluator> Owner::operators(bool needs_keys) const {
     return keyless;
 }
 
+std::shared_ptr<const kasoku::algo::Bootstrapper> Owner::default_bootstrapper() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!bootstrapper_) bootstrapper_ = std::make_shared<const kasoku::algo::Bootstrapper>(ctx);
+    return bootstrapper_;
+}
+
 const cvec& Values::get() const {
     if (!error.empty()) throw ParameterError(error);
     return v;

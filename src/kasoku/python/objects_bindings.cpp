@@ -224,9 +224,16 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("conjugation_element", [](const KContext& c) { return c.owner->ctx->conjugation_element(); })
         .def("keygen", [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
                           std::vector<std::uint64_t> galois_elements, bool sum_slots, std::optional<std::vector<std::size_t>> matmul,
-                          TArg t) {
+                          std::variant<bool, const KBootstrapper*> bootstrapping, TArg t) {
             const auto& ctx = c.owner->ctx;
             const int th = threads_arg(t);
+            if (const auto* b = std::get_if<const KBootstrapper*>(&bootstrapping)) {
+                if (!*b) throw ParameterError("bootstrapping: pass True or a Bootstrapper");
+                same_owner((*b)->owner, c.owner, "bootstrapper");
+                for (auto e : (*b)->boot->galois_elements()) galois_elements.push_back(e);
+            } else if (std::get<bool>(bootstrapping)) {
+                for (auto e : algo::Bootstrapper::galois_elements(*ctx, {})) galois_elements.push_back(e);
+            }
             if (matmul) {
                 if (matmul->size() < 1 || matmul->size() > 3)
                     throw ParameterError("matmul=(d, g) or (d, g, rows): the shape of the matrix products to make keys for");
@@ -255,10 +262,11 @@ void bind_objects(nb::module_& m) {
             return kp;
         }, "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
            "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "matmul"_a = nb::none(),
-           "threads"_a = nb::none(),
+           "bootstrapping"_a = false, "threads"_a = nb::none(),
            "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
            "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
-           "default h at the top level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing.",
+           "default h at the top level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
+           "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that one's).",
            ReleaseGil())
         .def("encode", [](const KContext& c, const Values& values, std::optional<int> level, std::optional<double> scale, TArg t) {
             return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, threads_arg(t))};

@@ -119,6 +119,7 @@ TEST(ModRaise, SameResiduesModQ0AndAnIntegerMultipleOfQ0Above) {
     EXPECT_LT(off, 1e-6);
     EXPECT_GE(largest, 1.0);  // q_0 I is there (the secret is not zero)
     EXPECT_LE(largest, boot_env().boot.k_bound());
+    EXPECT_EQ(Bootstrapper::galois_elements(*e.ctx, boot_env().boot.config()), boot_env().boot.galois_elements());
     EXPECT_THROW(e.ev.mod_raise(e.encrypt(z)), LevelError);
     EXPECT_THROW(e.ev.mod_raise(ct, e.ctx->max_level() + 1), LevelError);
 }
