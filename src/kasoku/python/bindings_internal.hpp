@@ -46,6 +46,7 @@ struct Owner {
 private:
     mutable std::mutex mu_;
     std::shared_ptr<const kasoku::ckks::Evaluator> operators_;  // set by Context.evaluator(...)
+    mutable std::mutex boot_mu_;  // apart from mu_: making a bootstrapper takes seconds, operators must not wait
     mutable std::shared_ptr<const kasoku::algo::Bootstrapper> bootstrapper_;
 };
 using OwnerPtr = std::shared_ptr<Owner>;

@@ -26,7 +26,7 @@ std::shared_ptr<const Evaluator> Owner::operators(bool needs_keys) const {
 }
 
 std::shared_ptr<const kasoku::algo::Bootstrapper> Owner::default_bootstrapper() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(boot_mu_);
     if (!bootstrapper_) bootstrapper_ = std::make_shared<const kasoku::algo::Bootstrapper>(ctx);
     return bootstrapper_;
 }
