@@ -1,6 +1,7 @@
 // Context: parameters, the RNS ring, the polynomial backend that computes on it (with its tables: NTT, base
 // conversion) and the encoder's FFT roots. Immutable after construction and shared by every object made from it.
 #pragma once
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,8 @@ public:
     // s_l; products of canonical operands and plaintext products land on s_{l-1} after the rescale, so ciphertexts
     // that reach a level by different paths can be added without adjustment.
     double scale_at(int level) const { return scales_[check_level(level)]; }
+    // Whether `scale` is scale_at(level) (to 1e-9 relative): what polynomial evaluation and bootstrapping require.
+    bool is_canonical(double scale, int level) const { return std::fabs(scale / scale_at(level) - 1.0) <= 1e-9; }
     int threads() const { return threads_; }
     // Resolves a per-call thread count (0 -> the context default). Throws ParameterError for a negative count.
     int threads_or_default(int threads) const;

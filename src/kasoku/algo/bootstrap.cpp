@@ -1,6 +1,7 @@
 #include "kasoku/algo/bootstrap.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numbers>
 #include <set>
@@ -14,12 +15,6 @@ namespace {
 
 using Diagonals = std::map<std::int64_t, cvec>;
 using ckks::Ciphertext;
-
-int log2_exact(std::size_t v) {
-    int k = 0;
-    while ((std::size_t{1} << k) < v) ++k;
-    return k;
-}
 
 // The butterfly stage of block length `len` of the special FFT (inverse: of fft_special_inv) as diagonals.
 //   forward, first half of a block (j < len/2):  out[s] = in[s] + w_j in[s + len/2]
@@ -86,7 +81,7 @@ Ciphertext apply_all(const std::vector<LinearTransform>& transforms, const ckks:
 
 std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups, double factor) {
     const std::size_t n = ctx.slots();
-    const int stages = log2_exact(n);
+    const int stages = std::countr_zero(n);
     if (groups < 1 || groups > stages)
         throw ParameterError("the special FFT of " + std::to_string(n) + " slots has " + std::to_string(stages) +
                              " stages: merge them into 1.." + std::to_string(stages) + " transforms, not " + std::to_string(groups));
@@ -111,7 +106,7 @@ std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, 
 
 Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec) : ctx_(std::move(ctx)), cfg_(cfg) {
     if (!ctx_) throw ParameterError("bootstrapping needs a context");
-    const int stages = log2_exact(ctx_->slots());
+    const int stages = std::countr_zero(ctx_->slots());
     check_range("cts_levels", cfg_.cts_levels, 1, stages);
     check_range("stc_levels", cfg_.stc_levels, 1, stages);
     check_range("double_angle", cfg_.double_angle, 0, 8);
@@ -201,9 +196,8 @@ Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, 
     if (ct.level() > 0) {
         x = ev.linear_combination_at({&ct}, {1.0}, 0.0, 0, 0.0, exec);  // level 0, canonical scale
     } else {
-        const double s0 = ctx_->scale_at(0);
-        if (std::abs(ct.scale / s0 - 1.0) > 1e-9)
-            throw ScaleError("bootstrap needs a ciphertext at level 0 on its canonical scale (" + std::to_string(s0) +
+        if (!ctx_->is_canonical(ct.scale, 0))
+            throw ScaleError("bootstrap needs a ciphertext at level 0 on its canonical scale (" + std::to_string(ctx_->scale_at(0)) +
                              "), this one has " + std::to_string(ct.scale) +
                              "; bootstrap it one level earlier, or rescale products instead of changing scales by hand");
         x = ct;

@@ -402,7 +402,7 @@ Ciphertext evaluate(const ckks::Evaluator& ev, const Ciphertext& x, const Polyno
                          " and the ciphertext is at level " +
                          std::to_string(x.level()) + "; use parameters with more levels (Parameters.for_circuit), a lower "
                          "degree, or bootstrap first");
-    if (std::fabs(x.scale / ctx.scale_at(x.level()) - 1.0) > 1e-9)
+    if (!ctx.is_canonical(x.scale, x.level()))
         throw ScaleError("evaluate_polynomial: the operand's scale is not the canonical scale of its level; rescale it "
                          "first");
     exec = ctx.exec(exec);
