@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""Bootstrapping: time and precision per ring size, one JSON line each.
+"""Bootstrapping: time (total and per stage), precision, key size and peak memory, one JSON line per run.
 
-    .venv/bin/python bench/bootstrap.py --log-n 10 12 14 --threads 1 --reps 3 [--out results.jsonl]
+    .venv/bin/python bench/bootstrap.py --params BOOT15 BOOT16 --threads 1 --reps 3 [--out results.jsonl]
+    .venv/bin/python bench/bootstrap.py --log-n 10 12 14 --threads 1 --reps 3
 
-Research parameters (security=None) of the shape the bootstrapper needs: q_0 60 bits, 17 levels of 50 bits, 3 special
-primes of 60 bits, sparse secret (h = 64); the default Bootstrapper (3 + EvalMod + 3 levels). Inputs: uniform complex
-values in the unit disk, encrypted at level 0. Precision: -log2 of the error per slot, its mean and its worst.
+--params: named sets (docs/PARAMS.md). --log-n: research parameters (security=None) of one prime size: q_0 60 bits,
+17 levels of 50 bits, 3 special primes of 60 bits, sparse secret (h = 64). The default Bootstrapper either way.
+Inputs: uniform complex values in the unit disk, encrypted at level 0. Precision: -log2 of the error per slot, its
+mean and its worst. Peak memory: the process's maximum resident set so far (run one set per process to read it per
+set).
 """
 
 import argparse
 import json
 import platform
+import resource
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -19,14 +24,23 @@ import numpy as np
 import kasoku as ks
 
 
-def run(log_n: int, threads: int, reps: int, log_message_ratio: int) -> dict:
-    params = ks.Parameters(log_n=log_n, first_bits=60, scale_bits=50, levels=17, special_bits=60, special_primes=3,
-                           security=None, hamming_weight=64)
+def research(log_n: int) -> ks.Parameters:
+    return ks.Parameters(log_n=log_n, first_bits=60, scale_bits=50, levels=17, special_bits=60, special_primes=3,
+                         security=None, hamming_weight=64)
+
+
+def progress(msg: str) -> None:
+    print(f"[bootstrap bench] {msg}", file=sys.stderr, flush=True)
+
+
+def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int) -> dict:
     ctx = ks.Context(params, threads=threads)
+    progress(f"{params!r}: planning")
     t = time.perf_counter()
     boot = ks.Bootstrapper(ctx, log_message_ratio=log_message_ratio)
     plan_s = time.perf_counter() - t
     t = time.perf_counter()
+    progress(f"{boot!r}: key generation")
     keys = ctx.keygen(bootstrapping=boot)
     keys_s = time.perf_counter() - t
     ev = ctx.evaluator(keys.evaluation())
@@ -34,31 +48,41 @@ def run(log_n: int, threads: int, reps: int, log_message_ratio: int) -> dict:
     r, phi = np.sqrt(rng.uniform(0, 1, ctx.slots)), rng.uniform(0, 2 * np.pi, ctx.slots)
     z = r * np.exp(1j * phi)
     ct = ctx.encrypt(z, keys.public, level=0)
-    times, bits = [], None
-    for _ in range(reps):
+    times, stages, bits = [], [], None
+    for i in range(reps):
+        progress(f"bootstrap {i + 1}/{reps}")
         t = time.perf_counter()
-        out = ev.bootstrap(ct, boot)
+        out, stage = ev.bootstrap_profile(ct, boot)
         times.append(time.perf_counter() - t)
+        stages.append(stage)
         err = np.abs(ctx.decrypt(out, keys.secret) - z)
         bits = -np.log2(np.maximum(err, 2.0 ** -60))
-    return {"lib": "kasoku", "op": "bootstrap", "log_n": log_n, "slots": ctx.slots, "threads": ctx.threads,
-            "reps": reps, "median_s": statistics.median(times), "min_s": min(times), "plan_s": plan_s, "keygen_s": keys_s,
+    return {"lib": "kasoku", "op": "bootstrap", "params": params.name or "research", "log_n": params.log_n,
+            "slots": ctx.slots, "threads": ctx.threads, "reps": reps, "median_s": statistics.median(times),
+            "min_s": min(times), "stages_s": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
+            "plan_s": plan_s, "keygen_s": keys_s, "eval_key_bytes": keys.evaluation().nbytes,
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "mean_bits": float(np.mean(bits)), "worst_bits": float(np.min(bits)), "depth": boot.depth,
-            "output_level": boot.output_level, "cos_degree": boot.cos_degree, "k_bound": boot.k_bound,
-            "message_ratio": boot.message_ratio, "galois_keys": len(boot.galois_elements()),
+            "output_level": boot.output_level, "user_level": ctx.user_level, "scale_bits": params.scale_bits,
+            "cos_degree": boot.cos_degree, "k_bound": boot.k_bound, "message_ratio": boot.message_ratio,
+            "galois_keys": len(boot.galois_elements()), "log_qp": params.log_qp, "dnum": params.dnum,
             "machine": platform.processor() or platform.machine(), "simd": ks.simd_active()}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log-n", type=int, nargs="+", default=[10, 12, 14])
+    ap.add_argument("--params", nargs="+", default=[], help="named sets, e.g. BOOT15 BOOT16")
+    ap.add_argument("--log-n", type=int, nargs="+", default=[], help="research sets of these ring sizes")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--log-message-ratio", type=int, default=8)
     ap.add_argument("--out", help="append the JSON lines to this file")
     args = ap.parse_args()
-    for log_n in args.log_n:
-        line = json.dumps(run(log_n, args.threads, args.reps, args.log_message_ratio))
+    sets = [ks.Parameters.named(n) for n in args.params] + [research(n) for n in args.log_n]
+    if not sets:
+        ap.error("give --params and/or --log-n")
+    for params in sets:
+        line = json.dumps(run(params, args.threads, args.reps, args.log_message_ratio))
         print(line, flush=True)
         if args.out:
             with open(args.out, "a") as f:

@@ -50,10 +50,47 @@ def test_errors_say_what_to_change(boot):
     with pytest.raises(ks.ParameterError, match="sparse secret"):
         ks.Bootstrapper(ks.Context(boot_params(hamming_weight=0), threads=1))
     with pytest.raises(ks.ParameterError):
-        ks.Bootstrapper(ctx, cts_levels=0)
+        ks.Bootstrapper(ctx, cts_levels=-1)
     bare = ctx.evaluator(ctx.keygen().evaluation())
     with pytest.raises(ks.MissingKeyError):
         bare.bootstrap(ctx.encrypt(np.zeros(4), keys.public, level=0), b)
     other = ks.Context(boot_params(), threads=1)
     with pytest.raises(ks.ParameterError):
         ev.bootstrap(ctx.encrypt(np.zeros(4), keys.public, level=0), ks.Bootstrapper(other))
+
+
+def test_bootstrapping_levels_and_encapsulation(rng):
+    """A dense main secret, user levels of 40 bits under bootstrapping levels of 55 bits: fresh data starts at the
+    user level, bootstrapping returns there on the user's scale, with the encapsulation keys keygen makes."""
+    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=2, special_bits=60, special_primes=3,
+                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    assert (params.boot_levels, params.boot_bits, params.boot_secret_weight) == (15, 55, 32)
+    assert params.log_qp == 60 + 2 * 40 + 15 * 55 + 3 * 60
+    ctx = ks.Context(params, threads=2)
+    assert (ctx.user_level, ctx.max_level) == (2, 17)
+    assert ctx.scale_at(2) == 2.0 ** 40 and ctx.scale_at(17) == 2.0 ** 55
+    plain_keys = ctx.keygen(bootstrapping=False)
+    keys = ctx.keygen(bootstrapping=True)
+    assert keys.evaluation().nbytes > plain_keys.evaluation().nbytes
+    z = rng.uniform(-1, 1, ctx.slots) + 1j * rng.uniform(-1, 1, ctx.slots)
+    fresh = ctx.encrypt(z, keys.public)
+    assert fresh.level == ctx.user_level and fresh.scale == 2.0 ** 40
+    ev = ctx.evaluator(keys.evaluation())
+    out, stages = ev.bootstrap_profile(ctx.encrypt(z, keys.public, level=0))
+    assert set(stages) == {"raise", "coeff_to_slot", "eval_mod", "slot_to_coeff"} and min(stages.values()) > 0
+    assert out.level == ctx.user_level and out.scale == 2.0 ** 40
+    assert np.max(np.abs(ctx.decrypt(out, keys.secret) - z)) < 2.0 ** -20
+    # keys without the encapsulation keys: the error names what to do
+    bare = ctx.evaluator(ctx.keygen(galois_elements=ks.Bootstrapper(ctx).galois_elements()).evaluation())
+    with pytest.raises(ks.MissingKeyError, match="bootstrapping=True"):
+        bare.bootstrap(ctx.encrypt(z, keys.public, level=0))
+
+
+def test_bootstrapping_presets():
+    for name in ("BOOT15", "BOOT16"):
+        p = ks.Parameters.named(name)
+        assert name in ks.Parameters.names()
+        assert p.security == 128 and p.hamming_weight == 0 and p.boot_secret_weight == 32
+        assert p.boot_levels > 0 and p.scale_bits == 40
+    b16 = ks.Parameters.named("BOOT16")
+    assert b16.log_n == 16 and b16.levels >= 9 and b16.log_qp <= 1772

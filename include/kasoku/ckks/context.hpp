@@ -31,11 +31,17 @@ public:
     const rns::KeySwitcher& keyswitcher() const { return keyswitcher_; }
     std::size_t n() const { return ring_->n(); }
     std::size_t slots() const { return ring_->n() / 2; }
-    int max_level() const { return params_.levels; }
+    // The top of the chain (every ciphertext prime): bootstrapping raises to it.
+    int max_level() const { return params_.levels + params_.boot_levels; }
+    // The top level for the user's data: fresh encodings and encryptions by default, bootstrapping's output. Below the
+    // bootstrapping levels (Parameters::boot_levels); max_level() when there are none.
+    int user_level() const { return params_.levels; }
     double default_scale() const { return default_scale_; }
-    // Canonical scale of each level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l. Fresh ciphertexts at level l get
-    // s_l; products of canonical operands and plaintext products land on s_{l-1} after the rescale, so ciphertexts
-    // that reach a level by different paths can be added without adjustment.
+    // Canonical scale of each level: s_L = 2^scale_bits at the user level L, s_{l-1} = s_l^2 / q_l. Fresh ciphertexts
+    // at level l get s_l; products of canonical operands and plaintext products land on s_{l-1} after the rescale, so
+    // ciphertexts that reach a level by different paths can be added without adjustment. The bootstrapping levels
+    // have a chain of their own from s_max = 2^boot_bits down to level L + 1 (a plaintext product, whose scale can be
+    // chosen, crosses to L).
     double scale_at(int level) const { return scales_[check_level(level)]; }
     // Whether `scale` is scale_at(level) (to 1e-9 relative): what polynomial evaluation and bootstrapping require.
     bool is_canonical(double scale, int level) const { return std::fabs(scale / scale_at(level) - 1.0) <= 1e-9; }

@@ -29,6 +29,11 @@ public:
     EvaluationKeys evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
                                    bool conjugation, const std::vector<std::uint64_t>& galois_elements = {},
                                    Exec exec = {}) const;
+    // The encapsulation keys of bootstrapping into ek (Parameters::boot_secret_weight nonzero coefficients in an
+    // ephemeral secret s', drawn here and wiped): to_sparse (s -> s' over q_0 * p_0, the smallest modulus, where a
+    // sparse secret keeps its security) and from_sparse (s' -> s, an ordinary key under s). Throws ParameterError
+    // when the parameters have no boot_secret_weight, or for keys of another secret key.
+    void encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, Exec exec = {}) const;
 
 private:
     // dnum pairs (b_j, a_j) with b_j = -a_j s_to + e_j + P g_j s_from: decrypts under s_to what was under s_from.

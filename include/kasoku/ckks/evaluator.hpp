@@ -114,6 +114,13 @@ public:
     // secret coefficients); EvalMod removes q_0 I. Throws LevelError unless a is at level 0 and `level` in 1..max_level,
     // ParameterError for a size-3 operand.
     Ciphertext mod_raise(const Ciphertext& a, int level = -1, Exec exec = {}) const;
+    // Sparse-secret encapsulation (bootstrapping's; EvaluationKeys::to_sparse, from_sparse). switch_to_sparse: a at
+    // level 0 -> the same phase under the ephemeral sparse secret s' (one digit, p_0 only). switch_from_sparse: a
+    // ciphertext under s' (at any level) -> under the main secret. The result keeps a's key id: a ciphertext under s'
+    // only decrypts after switch_from_sparse. Throw MissingKeyError without the keys, LevelError for
+    // switch_to_sparse above level 0, ParameterError for a size-3 operand.
+    Ciphertext switch_to_sparse(const Ciphertext& a, Exec exec = {}) const;
+    Ciphertext switch_from_sparse(const Ciphertext& a, Exec exec = {}) const;
     // Left rotation: slot i of the result is slot (i + step) mod slots of a. Throws MissingKeyError without the
     // rotation key of that step (the message names the keygen call), ParameterError for a size-3 operand.
     Ciphertext rotate(const Ciphertext& a, std::int64_t step, Exec exec = {}) const;

@@ -60,6 +60,9 @@ struct EvaluationKeys {
     std::shared_ptr<const SwitchKey> relin;                             // s^2 -> s (may be null)
     // Galois element g -> key switching s -> s(X^{g^-1}) (applied before X -> X^g, see KeyGenerator::galois_key)
     std::map<std::uint64_t, std::shared_ptr<const SwitchKey>> galois;
+    // Sparse-secret encapsulation for bootstrapping (Parameters::boot_secret_weight; both null without it): s -> s'
+    // over q_0 * p_0 only (one digit), and s' -> s over Q_L * P, for an ephemeral sparse secret s'.
+    std::shared_ptr<const SwitchKey> to_sparse, from_sparse;
     std::uint64_t context_uid = 0, key_id = 0;
 };
 

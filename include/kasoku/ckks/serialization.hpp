@@ -15,7 +15,7 @@ namespace kasoku::ckks {
 using Bytes = std::vector<std::uint8_t>;
 
 // Version 2: Galois keys switch s -> s(X^{g^-1}) (applied before the automorphism); version 1 keys did s(X^g) -> s.
-inline constexpr std::uint16_t kFormatVersion = 2;
+inline constexpr std::uint16_t kFormatVersion = 3;
 
 Bytes serialize(const Parameters& p);
 Bytes serialize(const Context& ctx, const Ciphertext& ct);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <numbers>
 #include <set>
@@ -104,33 +105,37 @@ std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, 
     return out;
 }
 
-Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec) : ctx_(std::move(ctx)), cfg_(cfg) {
-    if (!ctx_) throw ParameterError("bootstrapping needs a context");
-    const int stages = std::countr_zero(ctx_->slots());
-    check_range("cts_levels", cfg_.cts_levels, 1, stages);
-    check_range("stc_levels", cfg_.stc_levels, 1, stages);
-    check_range("double_angle", cfg_.double_angle, 0, 8);
-    check_range("log_message_ratio", cfg_.log_message_ratio, 4, 30);
-    if (!std::isfinite(cfg_.k_bound) || cfg_.k_bound < 0)
+namespace {
+// The config with its transform levels chosen, the bound on |I| and EvalMod's cosine: everything that decides the
+// levels and the Galois elements, without encoding anything.
+struct Plan {
+    BootstrapConfig cfg;
+    double k_bound = 0;
+    Polynomial cos;
+};
+
+Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
+    const int stages = std::countr_zero(ctx.slots());
+    check_range("double_angle", cfg.double_angle, 0, 8);
+    check_range("log_message_ratio", cfg.log_message_ratio, 4, 30);
+    if (cfg.cts_levels < 0 || cfg.stc_levels < 0)
+        throw ParameterError("bootstrapping: cts_levels and stc_levels must be >= 1 (or 0: chosen from the levels)");
+    if (!std::isfinite(cfg.k_bound) || cfg.k_bound < 0)
         throw ParameterError("bootstrapping: k_bound must be finite and >= 0 (0: from the secret's Hamming weight)");
-    const int h = ctx_->params().hamming_weight;
-    if (cfg_.k_bound > 0) {
-        k_bound_ = cfg_.k_bound;
+    Plan plan;
+    const auto& params = ctx.params();
+    const int h = params.boot_secret_weight > 0 ? params.boot_secret_weight : params.hamming_weight;
+    if (cfg.k_bound > 0) {
+        plan.k_bound = cfg.k_bound;
     } else if (h > 0) {
-        k_bound_ = std::ceil(6.0 * i_sigma(h));
+        plan.k_bound = std::ceil(6.0 * i_sigma(h));
     } else {
         throw ParameterError("bootstrapping with a uniform ternary secret: ModRaise's q_0 I would need a very long sine "
-                             "approximation; use parameters with a sparse secret (hamming_weight, e.g. 64 or 192) or give "
-                             "k_bound");
+                             "approximation; use parameters with boot_secret_weight (sparse-secret encapsulation, e.g. "
+                             "32) or a sparse secret (hamming_weight), or give k_bound");
     }
-    // c = 2^doublings: K = q_0 / (c s_0) the largest power-of-two step at or above 2^log_message_ratio.
-    const double q0 = static_cast<double>(ctx_->rns().prime(0)), s0 = ctx_->scale_at(0);
-    const double want = std::ldexp(1.0, cfg_.log_message_ratio);
-    while (q0 / (std::ldexp(s0, doublings_ + 1)) >= want) ++doublings_;
-    ratio_ = q0 / std::ldexp(s0, doublings_);
-
     // EvalMod: cos(2 pi ((B + 1) y - 1/4) / 2^r) on [-1, 1].
-    const double range = k_bound_ + 1.0, shrink = std::ldexp(1.0, -cfg_.double_angle);
+    const double range = plan.k_bound + 1.0, shrink = std::ldexp(1.0, -cfg.double_angle);
     const auto f = [range, shrink](double y) { return std::cos(2.0 * std::numbers::pi * (range * y - 0.25) * shrink); };
     const auto max_error = [&](const Polynomial& p) {
         double e = 0;
@@ -140,33 +145,68 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec)
         }
         return e;
     };
-    if (cfg_.cos_degree > 0) {
-        cos_ = chebyshev(f, -1.0, 1.0, cfg_.cos_degree);
+    if (cfg.cos_degree > 0) {
+        plan.cos = chebyshev(f, -1.0, 1.0, cfg.cos_degree);
     } else {
         for (std::size_t d = 7;; d = 2 * d + 1) {
-            cos_ = chebyshev(f, -1.0, 1.0, d);
-            if (max_error(cos_) <= std::ldexp(1.0, -42)) break;
+            plan.cos = chebyshev(f, -1.0, 1.0, d);
+            if (max_error(plan.cos) <= std::ldexp(1.0, -42)) break;
             if (d >= 1023)
                 throw ParameterError("bootstrapping: no cosine interpolant of degree <= 1023 reaches 2^-42 for k_bound " +
-                                     std::to_string(k_bound_) + "; raise double_angle");
+                                     std::to_string(plan.k_bound) + "; raise double_angle");
         }
     }
+    // Transform levels left to choose (0): the room the bootstrapping levels leave beside EvalMod (6 without them),
+    // CoeffToSlot taking the larger half (up to 4), SlotToCoeff the rest (up to 3).
+    const int evalmod = static_cast<int>(plan.cos.depth()) + cfg.double_angle;
+    const int room = params.boot_levels > 0 ? params.boot_levels - evalmod : 6;
+    if (cfg.cts_levels == 0) cfg.cts_levels = std::clamp(cfg.stc_levels ? room - cfg.stc_levels : (room + 1) / 2, 1, 4);
+    if (cfg.stc_levels == 0) cfg.stc_levels = std::clamp(room - cfg.cts_levels, 1, 3);
+    check_range("cts_levels", cfg.cts_levels, 1, stages);
+    check_range("stc_levels", cfg.stc_levels, 1, stages);
+    const int depth = cfg.cts_levels + evalmod + cfg.stc_levels;
+    // With bootstrapping levels, the transforms run in them and the last one crosses to the user level.
+    const int have = params.boot_levels > 0 ? params.boot_levels : ctx.max_level();
+    if (depth > have)
+        throw ParameterError("bootstrapping needs " + std::to_string(depth) + " levels (CoeffToSlot " +
+                             std::to_string(cfg.cts_levels) + ", EvalMod " + std::to_string(evalmod) + ", SlotToCoeff " +
+                             std::to_string(cfg.stc_levels) + ") but the parameters have " + std::to_string(have) +
+                             (params.boot_levels > 0 ? " bootstrapping levels" : "") +
+                             "; use more levels or fewer transform levels");
+    plan.cfg = cfg;
+    return plan;
+}
+}  // namespace
 
-    depth_ = cfg_.cts_levels + cos_.depth() + cfg_.double_angle + cfg_.stc_levels;
-    if (depth_ > ctx_->max_level())
-        throw ParameterError("bootstrapping needs " + std::to_string(depth_) + " levels (CoeffToSlot " +
-                             std::to_string(cfg_.cts_levels) + ", EvalMod " + std::to_string(cos_.depth() + cfg_.double_angle) +
-                             ", SlotToCoeff " + std::to_string(cfg_.stc_levels) + ") but the parameters have " +
-                             std::to_string(ctx_->max_level()) + "; use more levels or fewer transform levels");
+Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec) : ctx_(std::move(ctx)) {
+    if (!ctx_) throw ParameterError("bootstrapping needs a context");
+    Plan plan = make_plan(*ctx_, cfg);
+    cfg_ = plan.cfg;
+    k_bound_ = plan.k_bound;
+    cos_ = std::move(plan.cos);
+    const auto& params = ctx_->params();
+    encapsulated_ = params.boot_secret_weight > 0;
+    const double range = k_bound_ + 1.0;
+    depth_ = levels_needed(*ctx_, cfg_);
+    top_ = params.boot_levels > 0 ? ctx_->user_level() + depth_ : ctx_->max_level();
+    // c = 2^doublings: K = q_0 / (c s_0) the largest power-of-two step at or above 2^log_message_ratio.
+    const double q0 = static_cast<double>(ctx_->rns().prime(0)), s0 = ctx_->scale_at(0);
+    const double want = std::ldexp(1.0, cfg_.log_message_ratio);
+    while (q0 / (std::ldexp(s0, doublings_ + 1)) >= want) ++doublings_;
+    ratio_ = q0 / std::ldexp(s0, doublings_);
 
-    // CoeffToSlot: slots decode(t) / s_L -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)).
-    const int top = ctx_->max_level();
-    const auto cts = dft_factors(*ctx_, true, cfg_.cts_levels, ctx_->scale_at(top) / (q0 * 2.0 * range));
-    for (int g = 0; g < cfg_.cts_levels; ++g) cts_.emplace_back(ctx_, cts[static_cast<std::size_t>(g)], top - g, 0, exec);
+    // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)).
+    const auto cts = dft_factors(*ctx_, true, cfg_.cts_levels, ctx_->scale_at(top_) / (q0 * 2.0 * range));
+    for (int g = 0; g < cfg_.cts_levels; ++g) cts_.emplace_back(ctx_, cts[static_cast<std::size_t>(g)], top_ - g, 0, exec);
     // SlotToCoeff: sin(2 pi x) = sin(2 pi m / K) ~ 2 pi m / K -> m.
-    const int stc_top = top - cfg_.cts_levels - cos_.depth() - cfg_.double_angle;
+    const int stc_top = top_ - cfg_.cts_levels - cos_.depth() - cfg_.double_angle;
     const auto stc = dft_factors(*ctx_, false, cfg_.stc_levels, ratio_ / (2.0 * std::numbers::pi));
     for (int g = 0; g < cfg_.stc_levels; ++g) stc_.emplace_back(ctx_, stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
+}
+
+int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) {
+    const Plan p = make_plan(ctx, cfg);
+    return p.cfg.cts_levels + static_cast<int>(p.cos.depth()) + p.cfg.double_angle + p.cfg.stc_levels;
 }
 
 std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
@@ -178,8 +218,9 @@ std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
 }
 
 std::vector<std::uint64_t> Bootstrapper::galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg) {
+    const BootstrapConfig c = make_plan(ctx, cfg).cfg;
     std::set<std::uint64_t> all{ctx.conjugation_element()};
-    for (const auto& [inverse, groups] : {std::pair{true, cfg.cts_levels}, std::pair{false, cfg.stc_levels}})
+    for (const auto& [inverse, groups] : {std::pair{true, c.cts_levels}, std::pair{false, c.stc_levels}})
         for (const auto& d : dft_factors(ctx, inverse, groups)) {
             std::vector<std::int64_t> offsets;
             for (const auto& [r, diag] : d)  // the nonzero diagonals, as LinearTransform keeps them
@@ -203,9 +244,10 @@ Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, 
         x = ct;
     }
     for (int i = 0; i < doublings_; ++i) x = ev.add(x, x, exec);
-    Ciphertext raised = ev.mod_raise(x, ctx_->max_level(), exec);
-    raised.scale = ctx_->scale_at(ctx_->max_level());
-    return raised;
+    if (encapsulated_) x = ev.switch_to_sparse(x, exec);
+    Ciphertext raised = ev.mod_raise(x, top_, exec);
+    raised.scale = ctx_->scale_at(top_);
+    return encapsulated_ ? ev.switch_from_sparse(raised, exec) : raised;
 }
 
 Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Ciphertext& raised, Exec exec, OpCounts* counts) const {
@@ -229,8 +271,19 @@ Ciphertext Bootstrapper::slot_to_coeff(const ckks::Evaluator& ev, const Cipherte
     return apply_all(stc_, ev, w, exec, counts);
 }
 
-Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec, OpCounts* counts) const {
-    const Ciphertext v = coeff_to_slot(ev, raise(ev, ct, exec), exec, counts);
+Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec, OpCounts* counts,
+                                   BootstrapTimes* times) const {
+    using clock = std::chrono::steady_clock;
+    auto t = clock::now();
+    const auto lap = [&](double BootstrapTimes::*stage) {
+        const auto now = clock::now();
+        if (times) times->*stage = std::chrono::duration<double>(now - t).count();
+        t = now;
+    };
+    const Ciphertext raised = raise(ev, ct, exec);
+    lap(&BootstrapTimes::raise);
+    const Ciphertext v = coeff_to_slot(ev, raised, exec, counts);
+    lap(&BootstrapTimes::coeff_to_slot);
     // v = (a + i b) / 2 (both scaled by 1 / (B + 1)): a = v + conj(v), b = i (conj(v) - v).
     const Ciphertext vc = ev.conjugate(v, exec);
     const Ciphertext re = eval_mod(ev, ev.add(v, vc, exec), exec, counts);
@@ -239,7 +292,11 @@ Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& 
         ++counts->rot;
         counts->add += 3;
     }
-    return slot_to_coeff(ev, ev.add(re, ev.multiply_by_i(im, exec), exec), exec, counts);
+    const Ciphertext w = ev.add(re, ev.multiply_by_i(im, exec), exec);
+    lap(&BootstrapTimes::eval_mod);
+    Ciphertext out = slot_to_coeff(ev, w, exec, counts);
+    lap(&BootstrapTimes::slot_to_coeff);
+    return out;
 }
 
 }  // namespace kasoku::algo

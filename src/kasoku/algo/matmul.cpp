@@ -166,7 +166,7 @@ std::vector<std::uint64_t> MatrixEncoder::galois_elements() const { return plan_
 
 LinearTransform MatrixEncoder::transform(const std::string& which, std::size_t k, int level, Exec exec) const {
     const MatmulPlan& p = *plan_;
-    if (level < 0) level = p.ctx->max_level();
+    if (level < 0) level = p.ctx->user_level();
     if (k >= p.block) throw ParameterError("k must be below the block dimension " + std::to_string(p.block));
     if (which == "sigma") return LinearTransform(p.ctx, p.diagonals(p.sigma_src()), level, 0, exec);
     if (which == "tau") return LinearTransform(p.ctx, p.diagonals(p.tau_src()), level, 0, exec);
@@ -222,7 +222,7 @@ std::vector<std::vector<double>> MatrixEncoder::unpack(const std::vector<cvec>& 
 EncryptedMatrix MatrixEncoder::encrypt(const std::vector<std::vector<double>>& mats, std::size_t rows, const ckks::PublicKey& pk,
                                        int level, Exec exec) const {
     const auto& ctx = plan_->ctx;
-    if (level < 0) level = ctx->max_level();
+    if (level < 0) level = ctx->user_level();
     if (level < 3 || level > ctx->max_level())
         throw LevelError("a matrix product needs 3 levels: encrypt at a level in 3.." + std::to_string(ctx->max_level()) +
                          ", got " + std::to_string(level));

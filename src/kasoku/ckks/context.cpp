@@ -24,10 +24,11 @@ std::shared_ptr<const rns::RnsContext> make_ring(const Parameters& params) {
     params.validate();
     const std::uint64_t n = params.n();
     std::vector<std::uint64_t> q = arith::generate_ntt_primes(params.first_bits, 1, n);
-    if (params.levels > 0) {
-        auto s = arith::generate_ntt_primes(params.scale_bits, params.levels, n, q);
-        q.insert(q.end(), s.begin(), s.end());
-    }
+    for (const auto& [bits, count] : {std::pair{params.scale_bits, params.levels}, std::pair{params.boot_bits, params.boot_levels}})
+        if (count > 0) {
+            auto s = arith::generate_ntt_primes(bits, count, n, q);
+            q.insert(q.end(), s.begin(), s.end());
+        }
     auto p = arith::generate_ntt_primes(params.special_bits, params.special_primes, n, q);
     return std::make_shared<const rns::RnsContext>(n, q, p, static_cast<std::size_t>(params.alpha()));
 }
@@ -49,7 +50,10 @@ Context::Context(const Parameters& params, int threads, const rns::BackendFactor
     const std::vector<std::uint64_t>& p = ring_->p_primes();
     default_scale_ = std::ldexp(1.0, params_.scale_bits);
     scales_.assign(q.size(), default_scale_);
-    for (int l = params_.levels; l >= 1; --l) scales_[l - 1] = scales_[l] * scales_[l] / static_cast<double>(q[l]);
+    const int user = params_.levels, top = max_level();
+    if (top > user) scales_[static_cast<std::size_t>(top)] = std::ldexp(1.0, params_.boot_bits);
+    for (int l = top; l >= 1; --l)
+        if (l != user + 1) scales_[l - 1] = scales_[l] * scales_[l] / static_cast<double>(q[l]);
     double acc = 0;
     for (std::uint64_t qi : q) {
         acc += std::log2(static_cast<double>(qi));
@@ -61,6 +65,8 @@ Context::Context(const Parameters& params, int threads, const rns::BackendFactor
     // fingerprint: SHA-256 over the parameter fields and the primes
     std::vector<std::uint64_t> words = {static_cast<std::uint64_t>(params_.log_n), static_cast<std::uint64_t>(params_.scale_bits),
                                         static_cast<std::uint64_t>(params_.alpha()), static_cast<std::uint64_t>(params_.hamming_weight)};
+    if (params_.boot_levels > 0 || params_.boot_secret_weight > 0)  // (sets without them keep their fingerprints)
+        words.insert(words.end(), {static_cast<std::uint64_t>(params_.boot_levels), static_cast<std::uint64_t>(params_.boot_secret_weight)});
     words.insert(words.end(), q.begin(), q.end());
     words.push_back(0);
     words.insert(words.end(), p.begin(), p.end());

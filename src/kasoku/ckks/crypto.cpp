@@ -116,6 +116,61 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin, co
     return ek;
 }
 
+void KeyGenerator::encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, Exec exec) const {
+    detail::check_key(*ctx_, sk.context_uid(), "secret key");
+    detail::check_key(*ctx_, ek.context_uid, "evaluation keys");
+    if (ek.key_id != sk.key_id()) throw ParameterError("encapsulation_keys: the evaluation keys belong to another secret key");
+    const int h = ctx_->params().boot_secret_weight;
+    if (h <= 0)
+        throw ParameterError("encapsulation keys need parameters with boot_secret_weight > 0 (the ephemeral secret's weight)");
+    exec = ctx_->exec(exec);
+    const auto& r = ctx_->rns();
+    const auto& be = ctx_->backend();
+    const std::size_t n = ctx_->n();
+    Prng prng;
+    auto sparse = detail::sample_ternary(n, h, prng);
+    // The main secret's coefficients, read back from its limb mod q_0 (client side).
+    std::vector<std::int64_t> dense(n);
+    {
+        RnsPoly s = sk.poly();
+        s.truncate(1, 0);
+        be.from_ntt(s, exec);
+        const std::uint64_t q0 = r.prime(0);
+        be.download(s, [&](const std::uint64_t* const* limbs) {
+            for (std::size_t i = 0; i < n; ++i)
+                dense[i] = limbs[0][i] > q0 / 2 ? -static_cast<std::int64_t>(q0 - limbs[0][i]) : static_cast<std::int64_t>(limbs[0][i]);
+        }, exec, 1);
+        s.wipe();
+    }
+    // to_sparse over (q_0, p_0): b = -a s' + e + p_0 s (p_0 s is 0 mod p_0).
+    SwitchKey down;
+    down.context_uid = ctx_->uid();
+    down.key_id = sk.key_id();
+    {
+        std::vector<__int128> p0s(n);
+        const auto p0 = static_cast<__int128>(r.p_primes()[0]);
+        for (std::size_t i = 0; i < n; ++i) p0s[i] = p0 * dense[i];
+        RnsPoly a = be.poly(1, 1, true);
+        detail::sample_uniform(be, a, prng);
+        RnsPoly b = small_poly(*ctx_, detail::sample_gaussian(n, prng), 1, 1, exec);
+        RnsPoly s1 = small_poly(*ctx_, sparse, 1, 1, exec), gadget = be.poly(1, 1, true), as;
+        be.from_signed(p0s.data(), gadget, exec);
+        be.mul(a, s1, as, exec);
+        be.sub(b, as, b, exec);
+        be.add(b, gadget, b, exec);
+        secure_wipe(p0s.data(), p0s.size() * sizeof p0s[0]);
+        for (RnsPoly* p : {&s1, &gadget, &as}) p->wipe();
+        down.b.push_back(std::move(b));
+        down.a.push_back(std::move(a));
+    }
+    RnsPoly s_sparse = small_poly(*ctx_, sparse, r.q_count(), r.p_count(), exec);
+    ek.to_sparse = std::make_shared<const SwitchKey>(std::move(down));
+    ek.from_sparse = std::make_shared<const SwitchKey>(switch_key(sk, s_sparse, sk.poly(), exec));
+    s_sparse.wipe();
+    secure_wipe(sparse.data(), sparse.size() * sizeof sparse[0]);
+    secure_wipe(dense.data(), dense.size() * sizeof dense[0]);
+}
+
 Ciphertext Encryptor::encrypt(const Plaintext& pt, const PublicKey& pk, Exec exec) const {
     detail::check_key(*ctx_, pk.context_uid, "public key");
     detail::check_plain(*ctx_, pt);

@@ -167,6 +167,54 @@ Ciphertext Evaluator::mod_raise(const Ciphertext& a, int level, Exec exec) const
     return r;
 }
 
+namespace {
+void check_encapsulation(const EvaluationKeys* keys, const Ciphertext& a, const char* op) {
+    if (a.size() != 2) throw ParameterError(std::string(op) + " needs a relinearised (size-2) ciphertext; relinearize it first");
+    if (!keys || !keys->to_sparse || !keys->from_sparse)
+        throw MissingKeyError(std::string(op) + " needs the encapsulation keys: parameters with boot_secret_weight and "
+                              "ctx.keygen(bootstrapping=True) (KeyGenerator::encapsulation_keys)");
+    if (keys->key_id != a.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operand");
+}
+}  // namespace
+
+Ciphertext Evaluator::switch_to_sparse(const Ciphertext& a, Exec exec) const {
+    check(a, "operand");
+    check_encapsulation(keys_.get(), a, "switch_to_sparse");
+    if (a.level() != 0)
+        throw LevelError("switch_to_sparse works at level 0 (its key lives on q_0 * p_0 only); drop_level the ciphertext first");
+    exec = ctx_->exec(exec);
+    const rns::Backend& be = ctx_->backend();
+    const SwitchKey& key = *keys_->to_sparse;
+    // c1 over (q_0, p_0), exactly (centered), then (c0 + round(c1 b / p_0), round(c1 a / p_0)).
+    const std::uint64_t q0 = ctx_->rns().prime(0);
+    const std::size_t n = ctx_->n();
+    std::vector<__int128> centered(n);
+    RnsPoly c1 = a.polys[1];
+    be.from_ntt(c1, exec);
+    be.download(c1, [&](const std::uint64_t* const* limbs) {
+        for (std::size_t i = 0; i < n; ++i)
+            centered[i] = limbs[0][i] > q0 / 2 ? static_cast<__int128>(limbs[0][i]) - q0 : static_cast<__int128>(limbs[0][i]);
+    }, exec, 1);
+    RnsPoly up = be.poly(1, 1, true);
+    be.from_signed(centered.data(), up, exec);
+    Ciphertext r = a;
+    RnsPoly b, ak;
+    be.mul(up, key.b[0], b, exec);
+    be.mul(up, key.a[0], ak, exec);
+    be.divide_round_by_p0(b, nullptr, exec);
+    be.divide_round_by_p0(ak, nullptr, exec);
+    be.add(r.polys[0], b, r.polys[0], exec);
+    r.polys[1] = std::move(ak);
+    return r;
+}
+
+Ciphertext Evaluator::switch_from_sparse(const Ciphertext& a, Exec exec) const {
+    check(a, "operand");
+    check_encapsulation(keys_.get(), a, "switch_from_sparse");
+    exec = ctx_->exec(exec);
+    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[1], *keys_->from_sparse, exec), &a.polys[0], nullptr, 1, exec);
+}
+
 Ciphertext Evaluator::add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);

@@ -15,9 +15,18 @@ Parameters make(const char* name, int log_n, int first, int scale, int levels, i
     return {.log_n = log_n, .first_bits = first, .scale_bits = scale, .levels = levels, .special_bits = special,
             .special_primes = k, .security = security, .name = name, .rationale = {}};
 }
+// Bootstrapping sets: a dense main secret (the HE Standard bound applies to log2(QP)), user levels of 40 bits under
+// bootstrapping levels of larger primes, sparse-secret encapsulation (weight 32) around ModRaise.
+Parameters make_boot(const char* name, int log_n, int first, int levels, int boot_levels, int boot_bits, int k) {
+    Parameters p = make(name, log_n, first, 40, levels, 60, k, 128);
+    p.boot_levels = boot_levels;
+    p.boot_bits = boot_bits;
+    p.boot_secret_weight = 32;
+    return p;
+}
 }  // namespace
 
-std::vector<std::string> Parameters::names() { return {"T12", "T13", "H15", "H16", "B13", "M14", "SCHED"}; }
+std::vector<std::string> Parameters::names() { return {"T12", "T13", "H15", "H16", "B13", "M14", "SCHED", "BOOT15", "BOOT16"}; }
 
 Parameters Parameters::named(const std::string& name) {
     if (name == "T12") return make("T12", 12, 60, 40, 2, 60, 1, std::nullopt);
@@ -27,19 +36,23 @@ Parameters Parameters::named(const std::string& name) {
     if (name == "B13") return make("B13", 13, 60, 40, 1, 60, 1, 128);
     if (name == "M14") return make("M14", 14, 60, 40, 4, 60, 2, 128);
     if (name == "SCHED") return make("SCHED", 15, 60, 50, 7, 60, 1, 128);
+    if (name == "BOOT15") return make_boot("BOOT15", 15, 55, 2, 12, 50, 2);
+    if (name == "BOOT16") return make_boot("BOOT16", 16, 60, 9, 14, 60, 8);
     std::string all;
     for (auto& n : names()) all += (all.empty() ? "" : ", ") + n;
     throw ParameterError("unknown parameter set '" + name + "'; named sets are: " + all);
 }
 
 int Parameters::alpha() const {
-    if (dnum > 0) return (levels + 1 + dnum - 1) / dnum;
+    if (dnum > 0) return (q_primes() + dnum - 1) / dnum;
     return special_primes;
 }
 
-int Parameters::digits() const { return (levels + 1 + alpha() - 1) / alpha(); }
+int Parameters::digits() const { return (q_primes() + alpha() - 1) / alpha(); }
 
-int Parameters::log_qp_bits() const { return first_bits + levels * scale_bits + special_primes * special_bits; }
+int Parameters::log_qp_bits() const {
+    return first_bits + levels * scale_bits + boot_levels * boot_bits + special_primes * special_bits;
+}
 
 Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t slots, std::optional<int> security, int dnum) {
     if (depth < 0 || depth > 60) throw ParameterError("for_circuit: depth must be in 0..60, got " + std::to_string(depth));
@@ -129,7 +142,15 @@ void Parameters::validate() const {
     if (special_primes < 1) fail("special_primes must be >= 1 (hybrid key switching needs them), got " + std::to_string(special_primes));
     if (special_bits < scale_bits || special_bits > maxb)
         fail("special_bits must be in scale_bits.." + std::to_string(maxb) + ", got " + std::to_string(special_bits));
-    if (dnum < 0 || dnum > levels + 1) fail("dnum must be in 1..levels+1 (or 0 for automatic), got " + std::to_string(dnum));
+    if (boot_levels < 0 || boot_levels > 60) fail("boot_levels must be in 0..60, got " + std::to_string(boot_levels));
+    if (boot_levels > 0 && (boot_bits < scale_bits || boot_bits > maxb))
+        fail("boot_bits must be in scale_bits.." + std::to_string(maxb) + " when boot_levels > 0, got " + std::to_string(boot_bits));
+    if (boot_levels == 0 && boot_bits != 0) fail("boot_bits is set but boot_levels is 0; give both or neither");
+    if (boot_secret_weight < 0 || static_cast<std::uint64_t>(boot_secret_weight) > n())
+        fail("boot_secret_weight must be in 0..n, got " + std::to_string(boot_secret_weight));
+    if (dnum < 0 || dnum > q_primes())
+        fail("dnum must be in 1.." + std::to_string(q_primes()) + " (the ciphertext primes), or 0 for automatic, got " +
+             std::to_string(dnum));
     if (alpha() > special_primes)
         fail("dnum = " + std::to_string(digits()) + " needs alpha = " + std::to_string(alpha()) +
              " primes per digit, but only " + std::to_string(special_primes) +
@@ -153,7 +174,12 @@ void Parameters::validate() const {
 std::string Parameters::describe() const {
     std::ostringstream s;
     s << (name.empty() ? "custom" : name) << ": N=2^" << log_n << ", q: " << first_bits << " + " << levels << " x "
-      << scale_bits << " bits, P: " << special_primes << " x " << special_bits << " bits, dnum=" << digits()
+      << scale_bits;
+    if (boot_levels > 0) s << " + " << boot_levels << " x " << boot_bits << " (bootstrapping)";
+    s << " bits";
+    if (hamming_weight > 0) s << ", secret h=" << hamming_weight;
+    if (boot_secret_weight > 0) s << ", encapsulated h=" << boot_secret_weight;
+    s << ", P: " << special_primes << " x " << special_bits << " bits, dnum=" << digits()
       << ", log2(QP)<=" << log_qp_bits() << ", security=" << (security ? std::to_string(*security) + "-bit" : "none");
     return s.str();
 }

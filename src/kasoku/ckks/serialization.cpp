@@ -128,17 +128,21 @@ public:
         p_ += bytes;
         return p;
     }
-    SwitchKey switch_key(std::uint64_t key_id) {
+    // A key of `digits` pairs over nq q-limbs and np p-limbs (defaults: dnum pairs over Q_L * P; the encapsulation
+    // key to the sparse secret is one pair over q_0 * p_0).
+    SwitchKey switch_key(std::uint64_t key_id, bool small = false) {
+        const auto& r = ctx_->rns();
+        const std::size_t digits = small ? 1 : r.dnum(), nq = small ? 1 : r.q_count(), np = small ? 1 : r.p_count();
         SwitchKey k;
         k.context_uid = ctx_->uid();
         k.key_id = key_id;
         const std::uint32_t count = get<std::uint32_t>();
-        if (count != ctx_->rns().dnum()) fail("key-switching key has the wrong number of digits");
+        if (count != digits) fail("key-switching key has the wrong number of digits");
         for (std::uint32_t j = 0; j < count; ++j) {
             k.b.push_back(poly(true));
             k.a.push_back(poly(true));
-            if (k.b.back().num_q() != ctx_->rns().q_count() || k.b.back().num_p() != ctx_->rns().p_count())
-                fail("key-switching key polynomial has the wrong shape");
+            for (const auto* p : {&k.b.back(), &k.a.back()})
+                if (p->num_q() != nq || p->num_p() != np || !p->ntt_form()) fail("key-switching key polynomial has the wrong shape");
         }
         return k;
     }
@@ -157,7 +161,7 @@ private:
 Bytes serialize(const Parameters& p) {
     Writer w(Kind::parameters, nullptr);
     for (int v : {p.log_n, p.first_bits, p.scale_bits, p.levels, p.special_bits, p.special_primes, p.security ? *p.security : 0,
-                  p.dnum, p.hamming_weight})
+                  p.dnum, p.hamming_weight, p.boot_levels, p.boot_bits, p.boot_secret_weight})
         w.put<std::int32_t>(v);
     w.put<std::uint32_t>(static_cast<std::uint32_t>(p.name.size()));
     for (char c : p.name) w.put<char>(c);
@@ -178,6 +182,9 @@ Parameters deserialize_parameters(const std::uint8_t* data, std::size_t size) {
     else p.security.reset();
     p.dnum = r.get<std::int32_t>();
     p.hamming_weight = r.get<std::int32_t>();
+    p.boot_levels = r.get<std::int32_t>();
+    p.boot_bits = r.get<std::int32_t>();
+    p.boot_secret_weight = r.get<std::int32_t>();
     const std::uint32_t len = r.get<std::uint32_t>();
     if (len > 64) Reader::fail("parameter name too long");
     for (std::uint32_t i = 0; i < len; ++i) p.name.push_back(r.get<char>());
@@ -283,6 +290,11 @@ Bytes serialize(const Context& ctx, const EvaluationKeys& keys) {
         w.put<std::uint64_t>(g);
         w.switch_key(*k);
     }
+    w.put<std::uint8_t>(keys.to_sparse && keys.from_sparse ? 1 : 0);
+    if (keys.to_sparse && keys.from_sparse) {
+        w.switch_key(*keys.to_sparse);
+        w.switch_key(*keys.from_sparse);
+    }
     return w.finish();
 }
 
@@ -299,6 +311,12 @@ EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_
         const std::uint64_t g = r.get<std::uint64_t>();
         if (g % 2 == 0 || g >= 2 * ctx.n()) Reader::fail("invalid Galois element");
         ek.galois[g] = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
+    }
+    const std::uint8_t has_sparse = r.get<std::uint8_t>();
+    if (has_sparse > 1) Reader::fail("bad encapsulation-key flag");
+    if (has_sparse) {
+        ek.to_sparse = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id, true));
+        ek.from_sparse = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
     }
     r.done();
     return ek;

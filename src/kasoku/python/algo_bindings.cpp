@@ -51,7 +51,7 @@ void bind_algo(nb::module_& m) {
             std::map<std::int64_t, cvec> diags;
             for (const auto& [k, v] : diagonals) diags[k] = v.get();
             new (self) KLinearTransform{c.owner, std::make_shared<const algo::LinearTransform>(
-                ctx, diags, level ? *level : ctx->max_level(), baby ? *baby : 0, threads_arg(t))};
+                ctx, diags, level ? *level : ctx->user_level(), baby ? *baby : 0, threads_arg(t))};
         }, "ctx"_a, "matrix_or_diagonals"_a, "level"_a = nb::none(), "baby"_a = nb::none(), "threads"_a = nb::none(),
            "diagonals {r: values}: out[s] = sum_r values_r[s] * in[(s + r) mod slots]. level: the inputs' level (default "
            "top). baby: baby steps per giant step (default: the cheapest split).", ReleaseGil())
@@ -60,7 +60,7 @@ void bind_algo(nb::module_& m) {
             const auto& ctx = c.owner->ctx;
             const cvec& a = matrix.get();
             new (self) KLinearTransform{c.owner, std::make_shared<const algo::LinearTransform>(algo::LinearTransform::from_matrix(
-                ctx, a.data(), matrix.dim, level ? *level : ctx->max_level(), baby ? *baby : 0, threads_arg(t)))};
+                ctx, a.data(), matrix.dim, level ? *level : ctx->user_level(), baby ? *baby : 0, threads_arg(t)))};
         }, "ctx"_a, "matrix_or_diagonals"_a, "level"_a = nb::none(), "baby"_a = nb::none(), "threads"_a = nb::none(),
            "matrix: dim x dim (dim <= slots) acting on slots 0..dim-1 (cyclic over all slots when dim = slots).", ReleaseGil())
         .def_prop_ro("level", [](const KLinearTransform& l) { return l.lt->level(); })

@@ -51,7 +51,7 @@ std::optional<std::vector<KCiphertext>> deliver(const KEvaluator& e, std::vector
 struct KDecomposition { OwnerPtr owner; std::shared_ptr<const Decomposition> d; };
 struct KLazy { OwnerPtr owner; LazyCiphertext x; };
 
-int level_or_top(const KEvaluator& e, std::optional<int> level) { return level ? *level : e.owner->ctx->max_level(); }
+int level_or_top(const KEvaluator& e, std::optional<int> level) { return level ? *level : e.owner->ctx->user_level(); }
 }  // namespace
 
 void bind_evaluator(nb::module_& m) {

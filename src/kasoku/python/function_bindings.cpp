@@ -115,17 +115,21 @@ void bind_functions(nb::module_& m) {
     nb::class_<KBootstrapper>(m, "Bootstrapper",
         "CKKS bootstrapping, full slots: ModRaise, CoeffToSlot (special FFT stages merged into cts_levels BSGS "
         "transforms), EvalMod (Chebyshev cosine, double_angle double-angle steps), SlotToCoeff (stc_levels transforms). "
-        "Needs a sparse secret (Parameters.hamming_weight) unless k_bound is given; takes `depth` levels from the top "
-        "and leaves results at `output_level`. Making one encodes its transforms (the memory of bootstrapping besides "
-        "the Galois keys); ctx.keygen(bootstrapping=b) makes its keys.")
+        "cts_levels/stc_levels 0: chosen from the bootstrapping levels' room. Needs sparse-secret encapsulation "
+        "(Parameters.boot_secret_weight) or a sparse secret (hamming_weight) unless k_bound is given; takes `depth` "
+        "levels (the bootstrapping levels when the parameters have them, else from the top) and leaves results at "
+        "`output_level` (ctx.user_level with bootstrapping levels). Making one encodes its transforms (the memory of "
+        "bootstrapping besides the Galois keys); ctx.keygen(bootstrapping=b) makes its keys.")
         .def("__init__", [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
                             int log_message_ratio, double k_bound, std::size_t cos_degree, TArg t) {
             const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle, log_message_ratio, k_bound, cos_degree};
             new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(c.owner->ctx, cfg, threads_arg(t))};
-        }, "ctx"_a, "cts_levels"_a = 3, "stc_levels"_a = 3, "double_angle"_a = 3, "log_message_ratio"_a = 8,
+        }, "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 8,
            "k_bound"_a = 0.0, "cos_degree"_a = 0, "threads"_a = nb::none(), ReleaseGil())
         .def_prop_ro("depth", [](const KBootstrapper& b) { return b.boot->depth(); })
         .def_prop_ro("output_level", [](const KBootstrapper& b) { return b.boot->output_level(); })
+        .def_prop_ro("raise_level", [](const KBootstrapper& b) { return b.boot->raise_level(); },
+                     "The level ModRaise raises to: user_level + depth with bootstrapping levels, else max_level.")
         .def_prop_ro("k_bound", [](const KBootstrapper& b) { return b.boot->k_bound(); },
                      "Bound on |I| in ModRaise's q_0 I (6 standard deviations for the secret's Hamming weight by default).")
         .def_prop_ro("message_ratio", [](const KBootstrapper& b) { return b.boot->message_ratio(); },
@@ -205,6 +209,18 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
          "The message of a (any level; size 2) again at bootstrapper.output_level, on its canonical scale: values with "
          "|x| <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the keys of "
          "ctx.keygen(bootstrapping=True)).", ReleaseGil())
+      .def("bootstrap_profile", [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        if (b) same_owner(b->owner, e.owner, "bootstrapper");
+        const auto boot = b ? b->boot : e.owner->default_bootstrapper();
+        algo::BootstrapTimes times;
+        KCiphertext out = wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t), nullptr, &times));
+        return std::make_pair(std::move(out), std::map<std::string, double>{
+            {"raise", times.raise}, {"coeff_to_slot", times.coeff_to_slot}, {"eval_mod", times.eval_mod},
+            {"slot_to_coeff", times.slot_to_coeff}});
+    }, "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
+         "bootstrap, and the seconds of each stage: (ciphertext, {raise, coeff_to_slot, eval_mod, slot_to_coeff}).",
+         ReleaseGil())
       .def("linear_combination", [](const KEvaluator& e, const std::vector<const KCiphertext*>& cts, const Values& coeffs,
                                     std::complex<double> constant, TArg t) {
         std::vector<const Ciphertext*> xs;

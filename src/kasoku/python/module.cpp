@@ -59,7 +59,7 @@ std::vector<KCiphertext> wrap_all(const OwnerPtr& o, std::vector<Ciphertext> v) 
 Plaintext encode_values(const ContextPtr& ctx, const Values& values, std::optional<int> level, std::optional<double> scale,
                         int threads) {
     const cvec& v = values.get();
-    const int lvl = level ? *level : ctx->max_level();
+    const int lvl = level ? *level : ctx->user_level();
     if (lvl < 0 || lvl > ctx->max_level())
         throw LevelError("level must be in 0.." + std::to_string(ctx->max_level()) + ", got " + std::to_string(lvl));
     return Encoder(ctx).encode(v, scale ? *scale : ctx->scale_at(lvl), lvl, threads);

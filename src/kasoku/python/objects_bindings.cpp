@@ -58,18 +58,25 @@ void bind_objects(nb::module_& m) {
     nb::class_<Parameters>(m, "Parameters", "Validated CKKS parameters (docs/PARAMS.md lists the named sets).")
         .def("__init__",
              [](Parameters* p, int log_n, int first_bits, int scale_bits, int levels, int special_bits, int special_primes,
-                std::optional<int> security, int dnum, int hamming_weight) {
+                std::optional<int> security, int dnum, int hamming_weight, int boot_levels, int boot_bits,
+                int boot_secret_weight) {
                  Parameters v{.log_n = log_n, .first_bits = first_bits, .scale_bits = scale_bits, .levels = levels,
                               .special_bits = special_bits, .special_primes = special_primes, .security = security,
-                              .dnum = dnum, .hamming_weight = hamming_weight};
+                              .dnum = dnum, .hamming_weight = hamming_weight, .boot_levels = boot_levels,
+                              .boot_bits = boot_bits, .boot_secret_weight = boot_secret_weight};
                  v.validate();
                  new (p) Parameters(v);
              },
              "log_n"_a = 13, "first_bits"_a = 60, "scale_bits"_a = 40, "levels"_a = 2, "special_bits"_a = 60,
-             "special_primes"_a = 1, "security"_a.none() = 128, "dnum"_a = 0, "hamming_weight"_a = 0,
-             "security=None allows parameters outside the 128-bit HE Standard table (research use). Raises ParameterError "
-             "for invalid or insecure parameters, saying what to change.")
-        .def_static("named", &Parameters::named, "name"_a, "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED.")
+             "special_primes"_a = 1, "security"_a.none() = 128, "dnum"_a = 0, "hamming_weight"_a = 0, "boot_levels"_a = 0,
+             "boot_bits"_a = 0, "boot_secret_weight"_a = 0,
+             "security=None allows parameters outside the 128-bit HE Standard table (research use). boot_levels primes of "
+             "boot_bits above the user's `levels` are bootstrapping's (ciphertexts start at user_level = levels); "
+             "boot_secret_weight > 0 makes bootstrapping switch to an ephemeral sparse secret of that weight around "
+             "ModRaise, so the main secret can be dense. Raises ParameterError for invalid or insecure parameters, saying "
+             "what to change.")
+        .def_static("named", &Parameters::named, "name"_a,
+                    "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16 (docs/PARAMS.md).")
         .def_static("names", &Parameters::names)
         .def_static("for_circuit", [](int depth, int precision_bits, std::optional<std::uint64_t> slots,
                                       std::optional<int> security, std::optional<int> dnum) {
@@ -86,6 +93,9 @@ void bind_objects(nb::module_& m) {
         .def_ro("special_primes", &Parameters::special_primes)
         .def_ro("security", &Parameters::security)
         .def_ro("hamming_weight", &Parameters::hamming_weight)
+        .def_ro("boot_levels", &Parameters::boot_levels)
+        .def_ro("boot_bits", &Parameters::boot_bits)
+        .def_ro("boot_secret_weight", &Parameters::boot_secret_weight)
         .def_ro("name", &Parameters::name)
         .def_prop_ro("n", &Parameters::n)
         .def_prop_ro("slots", &Parameters::slots)
@@ -122,6 +132,20 @@ void bind_objects(nb::module_& m) {
 
     nb::class_<KEvaluationKeys>(m, "EvaluationKeys", "Relinearisation and Galois keys: everything an evaluator needs, no secret.")
         .def("to_bytes", [](const KEvaluationKeys& k) { return BytesOut{serialize(*k.owner->ctx, *k.keys)}; }, ReleaseGil())
+        .def_prop_ro("nbytes", [](const KEvaluationKeys& k) {
+            std::size_t words = 0;
+            const auto add = [&](const std::shared_ptr<const SwitchKey>& key) {
+                if (key)
+                    for (const auto* list : {&key->b, &key->a})
+                        for (const auto& p : *list) words += p.words();
+            };
+            add(k.keys->relin);
+            for (const auto& [g, key] : k.keys->galois) add(key);
+            add(k.keys->to_sparse);
+            add(k.keys->from_sparse);
+            return words * sizeof(std::uint64_t);
+        }, "Bytes the keys take in memory (every residue in 8 bytes).")
+        .def_prop_ro("galois_count", [](const KEvaluationKeys& k) { return k.keys->galois.size(); })
         .def_static("from_bytes", [](const KContext& c, BytesIn b) {
             return KEvaluationKeys{c.owner,
                                    std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(*c.owner->ctx, b.data, b.size))};
@@ -205,7 +229,11 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("params", [](const KContext& c) { return c.owner->ctx->params(); })
         .def_prop_ro("n", [](const KContext& c) { return c.owner->ctx->n(); })
         .def_prop_ro("slots", [](const KContext& c) { return c.owner->ctx->slots(); })
-        .def_prop_ro("max_level", [](const KContext& c) { return c.owner->ctx->max_level(); })
+        .def_prop_ro("max_level", [](const KContext& c) { return c.owner->ctx->max_level(); },
+                     "The top of the chain (user and bootstrapping levels).")
+        .def_prop_ro("user_level", [](const KContext& c) { return c.owner->ctx->user_level(); },
+                     "The top level for data: where encode/encrypt put it by default and bootstrapping returns it "
+                     "(max_level without bootstrapping levels).")
         .def_prop_ro("threads", [](const KContext& c) { return c.owner->ctx->threads(); })
         .def_prop_ro("default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); })
         .def_prop_ro("backend", [](const KContext& c) { return std::string(c.owner->ctx->backend().name()); },
@@ -216,7 +244,8 @@ void bind_objects(nb::module_& m) {
         .def("synchronize", [](const KContext& c) { c.owner->ctx->backend().memory()->synchronize(); },
              "Waits for the device's queued work (a no-op on the CPU): time GPU operations up to this call.", ReleaseGil())
         .def("scale_at", [](const KContext& c, int level) { return c.owner->ctx->scale_at(level); }, "level"_a,
-             "Canonical scale of a level: s_L = 2^scale_bits, s_{l-1} = s_l^2 / q_l. LevelError outside 0..max_level.")
+             "Canonical scale of a level: s_L = 2^scale_bits at the user level L, s_{l-1} = s_l^2 / q_l (bootstrapping "
+             "levels: from 2^boot_bits at max_level down to L + 1). LevelError outside 0..max_level.")
         .def_prop_ro("q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); })
         .def_prop_ro("p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); })
         .def("galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); }, "step"_a,
@@ -244,9 +273,9 @@ void bind_objects(nb::module_& m) {
             for (std::uint64_t g : galois_elements)
                 if (g % 2 == 0 || g >= 2 * ctx->n())
                     throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
-            if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the top level
+            if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the user level
                 const std::size_t M = static_cast<std::size_t>(ctx->params().log_n - 1);
-                const std::size_t h = best_trace_h(Evaluator(ctx, nullptr).keyswitch_costs(ctx->max_level(), th), M);
+                const std::size_t h = best_trace_h(Evaluator(ctx, nullptr).keyswitch_costs(ctx->user_level(), th), M);
                 for (std::uint64_t g : trace_galois_elements(ctx->params(), M, h)) galois_elements.push_back(g);
             }
             KeyGenerator kg(ctx);
@@ -254,8 +283,10 @@ void bind_objects(nb::module_& m) {
             KKeyPair kp;
             kp.secret = KSecretKey{c.owner, sk};
             kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
-            auto shared = std::make_shared<const EvaluationKeys>(kg.evaluation_keys(*sk, relin, rotations, conjugation,
-                                                                                    galois_elements, th));
+            EvaluationKeys keys = kg.evaluation_keys(*sk, relin, rotations, conjugation, galois_elements, th);
+            const bool boot = std::holds_alternative<const KBootstrapper*>(bootstrapping) || std::get<bool>(bootstrapping);
+            if (boot && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(*sk, keys, th);
+            auto shared = std::make_shared<const EvaluationKeys>(std::move(keys));
             if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
             for (auto& [g, k] : shared->galois) kp.galois.emplace(g, KSwitchKey{c.owner, k});
             kp.eval = shared;
@@ -265,13 +296,14 @@ void bind_objects(nb::module_& m) {
            "bootstrapping"_a = false, "threads"_a = nb::none(),
            "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
            "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
-           "default h at the top level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
-           "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that one's).",
+           "default h at the user level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
+           "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that "
+           "one's; with boot_secret_weight, the encapsulation keys too).",
            ReleaseGil())
         .def("encode", [](const KContext& c, const Values& values, std::optional<int> level, std::optional<double> scale, TArg t) {
             return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, threads_arg(t))};
         }, "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
-           "Encodes up to ctx.slots values (zero padded); default: top level at its canonical scale.", ReleaseGil())
+           "Encodes up to ctx.slots values (zero padded); default: the user level at its canonical scale.", ReleaseGil())
         .def("encrypt", [](const KContext& c, const KPlaintext& pt, const AnyKey& key, TArg t) {
             same_owner(pt.owner, c.owner, "plaintext");
             return encrypt_with(c, pt.pt, key, threads_arg(t));
@@ -282,7 +314,7 @@ void bind_objects(nb::module_& m) {
             const int th = threads_arg(t);
             return encrypt_with(c, encode_values(c.owner->ctx, values, level, scale, th), key, th);
         }, "values"_a, "key"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
-           "Encrypts up to ctx.slots real or complex values (zero padded), by default at the top level.", ReleaseGil())
+           "Encrypts up to ctx.slots real or complex values (zero padded), by default at the user level.", ReleaseGil())
         .def("decrypt", [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, TArg t) {
             same_owner(ct.owner, c.owner, "ciphertext");
             same_owner(sk.owner, c.owner, "secret key");

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "kasoku/algo/bootstrap.hpp"
+#include "kasoku/ckks/serialization.hpp"
 #include "kasoku/support/error.hpp"
 #include "test_env.hpp"
 
@@ -128,7 +129,7 @@ TEST(Bootstrap, CoeffToSlotIsTheScaledInverseFft) {
     auto& [e, boot] = boot_env();
     const Ciphertext raised = boot.raise(e.ev, e.encryptor.encrypt(e.enc.encode(e.random(true), e.ctx->scale_at(0), 0), e.pk));
     const Ciphertext v = boot.coeff_to_slot(e.ev, raised);
-    EXPECT_EQ(v.level(), e.ctx->max_level() - boot.config().cts_levels);
+    EXPECT_EQ(v.level(), boot.raise_level() - boot.config().cts_levels);
     EXPECT_EQ(v.scale, e.ctx->scale_at(v.level()));
     cvec want = e.decrypt(raised);
     e.enc.fft_special_inv(want);
@@ -146,7 +147,7 @@ TEST(Bootstrap, EvalModIsTheSineOfTheScaledInput) {
     std::uniform_real_distribution<double> m_dist(-1, 1);
     cvec y(e.ctx->slots());
     for (auto& v : y) v = (i_dist(rng) + m_dist(rng) / k) / range;
-    const int level = e.ctx->max_level() - boot.config().cts_levels;
+    const int level = boot.raise_level() - boot.config().cts_levels;
     const Ciphertext ct = e.encryptor.encrypt_symmetric(e.enc.encode(y, e.ctx->scale_at(level), level), e.sk);
     const Ciphertext s = boot.eval_mod(e.ev, ct);
     EXPECT_EQ(s.level(), level - boot.cosine().depth() - boot.config().double_angle);
@@ -204,7 +205,8 @@ TEST(Bootstrap, Errors) {
     Parameters dense = boot_params();
     dense.hamming_weight = 0;
     EXPECT_THROW(Bootstrapper(Context::create(dense, 1)), ParameterError);
-    EXPECT_THROW(Bootstrapper(e.ctx, {.cts_levels = 0}), ParameterError);
+    EXPECT_THROW(Bootstrapper(e.ctx, {.cts_levels = -1}), ParameterError);
+    EXPECT_THROW(Bootstrapper(e.ctx, {.cts_levels = 10}), ParameterError);  // 2^9 slots: 9 stages
     EXPECT_THROW(Bootstrapper(e.ctx, {.double_angle = 9}), ParameterError);
     // A level-0 ciphertext off its canonical scale.
     Ciphertext odd = e.ev.drop_level(e.encrypt(e.random()), 0);
@@ -213,4 +215,142 @@ TEST(Bootstrap, Errors) {
     Evaluator bare(e.ctx, std::make_shared<const EvaluationKeys>(KeyGenerator(e.ctx).evaluation_keys(e.sk, true, {}, false)));
     const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(e.random(), e.ctx->scale_at(0), 0), e.pk);
     EXPECT_THROW(boot.bootstrap(bare, ct), MissingKeyError);
+}
+
+namespace {
+// Two prime sizes and encapsulation: N = 2^10, a dense main secret, 2 user levels of 40 bits under 15 bootstrapping
+// levels of 55 bits, an ephemeral secret of weight 32 around ModRaise.
+Parameters layered_params() {
+    Parameters p = test::research_params(10, 60, 40, 2, 60, 3);
+    p.boot_levels = 15;
+    p.boot_bits = 55;
+    p.boot_secret_weight = 32;
+    return p;
+}
+
+struct LayeredEnv {
+    test::Env env;
+    Bootstrapper boot;
+    std::shared_ptr<const EvaluationKeys> keys;  // env's keys and the encapsulation keys
+    Evaluator ev;
+    static std::shared_ptr<const EvaluationKeys> with_encapsulation(const test::Env& e) {
+        EvaluationKeys k = *e.ek;
+        KeyGenerator(e.ctx).encapsulation_keys(e.sk, k);
+        return std::make_shared<const EvaluationKeys>(std::move(k));
+    }
+    LayeredEnv()
+        : env(layered_params(), {}, Bootstrapper::galois_elements(*Context::create(layered_params(), 1), {})),
+          boot(env.ctx),
+          keys(with_encapsulation(env)),
+          ev(env.ctx, keys) {}
+};
+
+LayeredEnv& layered_env() {
+    static LayeredEnv e;
+    return e;
+}
+}  // namespace
+
+TEST(Parameters, BootstrappingLevelsHaveAScaleChainOfTheirOwn) {
+    auto& e = layered_env().env;
+    const Context& ctx = *e.ctx;
+    EXPECT_EQ(ctx.user_level(), 2);
+    EXPECT_EQ(ctx.max_level(), 17);
+    EXPECT_EQ(ctx.rns().q_count(), 18u);
+    EXPECT_EQ(ctx.scale_at(2), std::ldexp(1.0, 40));
+    EXPECT_EQ(ctx.scale_at(17), std::ldexp(1.0, 55));
+    for (int l = 17; l >= 1; --l) {
+        const double q = static_cast<double>(ctx.rns().prime(static_cast<std::size_t>(l)));
+        EXPECT_NEAR(std::log2(q), l > 2 ? 55.0 : 40.0, 0.5) << l;
+        if (l != 3) EXPECT_DOUBLE_EQ(ctx.scale_at(l - 1), ctx.scale_at(l) * ctx.scale_at(l) / q) << l;
+    }
+    EXPECT_EQ(layered_params().log_qp_bits(), 60 + 2 * 40 + 15 * 55 + 3 * 60);
+    EXPECT_EQ(layered_params().digits(), 6);  // 18 primes, alpha = 3
+    Parameters p = layered_params();
+    p.boot_bits = 30;  // below the user scale
+    EXPECT_THROW(p.validate(), ParameterError);
+    p = layered_params();
+    p.boot_levels = 0;  // bits without levels
+    EXPECT_THROW(p.validate(), ParameterError);
+    p = layered_params();
+    p.boot_secret_weight = -1;
+    EXPECT_THROW(p.validate(), ParameterError);
+    // The parameters (and the context's fingerprint) carry the new fields.
+    const Bytes b = serialize(layered_params());
+    const Parameters back = deserialize_parameters(b.data(), b.size());
+    EXPECT_EQ(back.boot_levels, 15);
+    EXPECT_EQ(back.boot_bits, 55);
+    EXPECT_EQ(back.boot_secret_weight, 32);
+}
+
+TEST(Bootstrap, EncapsulationSwitchesToTheSparseSecretAndBack) {
+    auto& le = layered_env();
+    auto& e = le.env;
+    const cvec z = e.random(true);
+    const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk);
+    const Ciphertext sparse = le.ev.switch_to_sparse(ct);
+    EXPECT_EQ(sparse.level(), 0);
+    EXPECT_LT(test::precision_bits(e.decrypt(sparse), z), 2.0);  // under s', it does not decrypt under s
+    // Back at level 0 (exact: the same phase mod q_0 up to the switching noise).
+    const Ciphertext back = le.ev.switch_from_sparse(sparse);
+    EXPECT_GT(test::precision_bits(e.decrypt(back), z), 15.0);
+    // The keys survive serialization.
+    const Bytes bytes = serialize(*e.ctx, *le.keys);
+    const EvaluationKeys loaded = deserialize_evaluation_keys(*e.ctx, bytes.data(), bytes.size());
+    ASSERT_TRUE(loaded.to_sparse && loaded.from_sparse);
+    Evaluator ev2(e.ctx, std::make_shared<const EvaluationKeys>(loaded));
+    EXPECT_GT(test::precision_bits(e.decrypt(ev2.switch_from_sparse(ev2.switch_to_sparse(ct))), z), 15.0);
+    // Errors: above level 0, and without the keys (the environment's own evaluator has none).
+    EXPECT_THROW(le.ev.switch_to_sparse(e.encrypt(z)), LevelError);
+    EXPECT_THROW(e.ev.switch_to_sparse(ct), MissingKeyError);
+    EXPECT_THROW(le.boot.bootstrap(e.ev, ct), MissingKeyError);
+    Parameters plain = boot_params();
+    auto other = Context::create(plain, 1);
+    EvaluationKeys none;
+    EXPECT_THROW(KeyGenerator(other).encapsulation_keys(KeyGenerator(other).secret_key(), none), ParameterError);
+}
+
+TEST(Bootstrap, LayeredEndToEndLandsOnTheUserLevelAndScale) {
+    auto& le = layered_env();
+    auto& e = le.env;
+    const Bootstrapper& boot = le.boot;
+    EXPECT_EQ(boot.output_level(), 2);
+    EXPECT_EQ(boot.raise_level(), 2 + boot.depth());
+    EXPECT_LE(boot.depth(), 15);
+    const cvec z = e.random(true);
+    for (int level : {0, 2}) {
+        const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(level), level), e.pk);
+        const Ciphertext out = boot.bootstrap(le.ev, ct);
+        EXPECT_EQ(out.level(), 2);
+        EXPECT_EQ(out.scale, std::ldexp(1.0, 40));
+        EXPECT_GT(test::precision_bits(e.decrypt(out), z), 20.0) << "from level " << level;
+        const Ciphertext sq = le.ev.multiply(out, out);
+        cvec want(z.size());
+        for (std::size_t i = 0; i < z.size(); ++i) want[i] = z[i] * z[i];
+        EXPECT_GT(test::precision_bits(e.decrypt(sq), want), 15.0);
+    }
+    // Too few bootstrapping levels: the message says so.
+    Parameters p = layered_params();
+    p.boot_levels = 8;
+    try {
+        Bootstrapper b(Context::create(p, 1));
+        FAIL() << "no error";
+    } catch (const ParameterError& err) {
+        EXPECT_NE(std::string(err.what()).find("bootstrapping levels"), std::string::npos) << err.what();
+    }
+}
+
+TEST(Parameters, BootstrappingPresetsAreSecureAndHoldTheirBootstrap) {
+    for (const char* name : {"BOOT15", "BOOT16"}) {
+        const Parameters p = Parameters::named(name);
+        EXPECT_NO_THROW(p.validate()) << name;
+        EXPECT_EQ(p.hamming_weight, 0) << name;  // dense main secret: the HE Standard bound applies
+        EXPECT_LE(p.log_qp_bits(), Parameters::max_log_qp_128(p.log_n)) << name;
+        auto ctx = Context::create(p, 1);
+        EXPECT_EQ(Bootstrapper::levels_needed(*ctx), p.boot_levels) << name;  // the default config fills them exactly
+    }
+    const Parameters b16 = Parameters::named("BOOT16");
+    EXPECT_EQ(b16.n(), std::uint64_t{1} << 16);
+    EXPECT_GE(b16.levels, 9);
+    EXPECT_EQ(b16.scale_bits, 40);
 }

@@ -69,7 +69,7 @@ struct Env {
         for (auto& x : v) x = {u(rng), complex ? u(rng) : 0.0};
         return v;
     }
-    Ciphertext encrypt(const cvec& v) { return encryptor.encrypt(enc.encode(v, ctx->default_scale(), ctx->max_level()), pk); }
+    Ciphertext encrypt(const cvec& v) { return encryptor.encrypt(enc.encode(v, ctx->default_scale(), ctx->user_level()), pk); }
     cvec decrypt(const Ciphertext& c) { return dec.decrypt(c, sk); }
 };
 

@@ -43,15 +43,22 @@ TEST_P(GpuBackendShapes, CudaGivesTheCpuBits) {
 
 // A whole bootstrap (ModRaise, transforms, polynomials: algo and ckks only) gives the CPU backend's bytes.
 void expect_same_bootstrap(const rns::BackendFactory& factory) {
-    Parameters p = test::research_params(10, 60, 50, 17, 60, 3);
-    p.hamming_weight = 64;
-    test::Env cpu(p, {}, algo::Bootstrapper(Context::create(p, 1)).galois_elements(), 7, 1);
+    // Bootstrapping levels of their own and sparse-secret encapsulation (every bootstrapping operation).
+    Parameters p = test::research_params(10, 60, 40, 2, 60, 3);
+    p.boot_levels = 15;
+    p.boot_bits = 55;
+    p.boot_secret_weight = 32;
+    test::Env cpu(p, {}, algo::Bootstrapper::galois_elements(*Context::create(p, 1), {}), 7, 1);
+    EvaluationKeys keys = *cpu.ek;
+    KeyGenerator(cpu.ctx).encapsulation_keys(cpu.sk, keys);
     auto ctx = Context::create(p, 1, factory);
-    const auto ek = std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, *cpu.ek, deserialize_evaluation_keys));
+    const auto ek = std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, keys, deserialize_evaluation_keys));
     const Ciphertext a = cpu.encryptor.encrypt(cpu.enc.encode(cpu.random(true), cpu.ctx->scale_at(0), 0), cpu.pk);
     const Ciphertext a2 = test::moved(*cpu.ctx, *ctx, a, deserialize_ciphertext);
-    const Ciphertext out = algo::Bootstrapper(cpu.ctx).bootstrap(cpu.ev, a);
+    const Evaluator ev(cpu.ctx, std::make_shared<const EvaluationKeys>(std::move(keys)));
+    const Ciphertext out = algo::Bootstrapper(cpu.ctx).bootstrap(ev, a);
     const Ciphertext out2 = algo::Bootstrapper(ctx).bootstrap(Evaluator(ctx, ek), a2);
+    EXPECT_EQ(out.level(), ctx->user_level());
     EXPECT_EQ(serialize(*cpu.ctx, out), serialize(*ctx, out2)) << "bootstrap on " << ctx->backend().name();
 }
 
