@@ -133,6 +133,25 @@ Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, Exec exec) const {
     return r;
 }
 
+namespace {
+// p's residues mod q_0 (p in NTT form), centered: what ModRaise and the switch to the sparse secret lift exactly.
+std::vector<__int128> centered_q0(const Context& ctx, const RnsPoly& p, Exec exec) {
+    const rns::Backend& be = ctx.backend();
+    const std::uint64_t q0 = ctx.rns().prime(0);
+    const std::size_t n = ctx.n();
+    std::vector<__int128> out(n);
+    RnsPoly c = p;
+    be.from_ntt(c, exec);
+    be.download(c, [&](const std::uint64_t* const* limbs) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint64_t v = limbs[0][i];
+            out[i] = v > q0 / 2 ? static_cast<__int128>(v) - static_cast<__int128>(q0) : static_cast<__int128>(v);
+        }
+    }, exec, 1);
+    return out;
+}
+}  // namespace
+
 Ciphertext Evaluator::mod_raise(const Ciphertext& a, int level, Exec exec) const {
     check(a, "operand");
     if (a.size() != 2) throw ParameterError("mod_raise needs a relinearised (size-2) ciphertext; relinearize it first");
@@ -144,24 +163,13 @@ Ciphertext Evaluator::mod_raise(const Ciphertext& a, int level, Exec exec) const
         throw LevelError("mod_raise to level " + std::to_string(level) + ": levels are 1.." + std::to_string(ctx_->max_level()));
     exec = ctx_->exec(exec);
     const rns::Backend& be = ctx_->backend();
-    const std::uint64_t q0 = ctx_->rns().prime(0);
-    const std::size_t n = ctx_->n();
     Ciphertext r;
     r.scale = a.scale;
     r.context_uid = a.context_uid;
     r.key_id = a.key_id;
-    std::vector<__int128> centered(n);
     for (const RnsPoly& p : a.polys) {
-        RnsPoly c = p;
-        be.from_ntt(c, exec);
-        be.download(c, [&](const std::uint64_t* const* limbs) {
-            for (std::size_t i = 0; i < n; ++i) {
-                const std::uint64_t v = limbs[0][i];
-                centered[i] = v > q0 / 2 ? static_cast<__int128>(v) - static_cast<__int128>(q0) : static_cast<__int128>(v);
-            }
-        }, exec, 1);
         RnsPoly out = be.poly(static_cast<std::size_t>(level) + 1, 0, true);
-        be.from_signed(centered.data(), out, exec);
+        be.from_signed(centered_q0(*ctx_, p, exec).data(), out, exec);
         r.polys.push_back(std::move(out));
     }
     return r;
@@ -186,17 +194,8 @@ Ciphertext Evaluator::switch_to_sparse(const Ciphertext& a, Exec exec) const {
     const rns::Backend& be = ctx_->backend();
     const SwitchKey& key = *keys_->to_sparse;
     // c1 over (q_0, p_0), exactly (centered), then (c0 + round(c1 b / p_0), round(c1 a / p_0)).
-    const std::uint64_t q0 = ctx_->rns().prime(0);
-    const std::size_t n = ctx_->n();
-    std::vector<__int128> centered(n);
-    RnsPoly c1 = a.polys[1];
-    be.from_ntt(c1, exec);
-    be.download(c1, [&](const std::uint64_t* const* limbs) {
-        for (std::size_t i = 0; i < n; ++i)
-            centered[i] = limbs[0][i] > q0 / 2 ? static_cast<__int128>(limbs[0][i]) - q0 : static_cast<__int128>(limbs[0][i]);
-    }, exec, 1);
     RnsPoly up = be.poly(1, 1, true);
-    be.from_signed(centered.data(), up, exec);
+    be.from_signed(centered_q0(*ctx_, a.polys[1], exec).data(), up, exec);
     Ciphertext r = a;
     RnsPoly b, ak;
     be.mul(up, key.b[0], b, exec);

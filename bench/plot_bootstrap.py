@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Stacked bars of one bootstrap's time by stage (kasoku) beside OpenFHE's total, from the JSON lines of
+bench/bootstrap.py and bench/openfhe_bootstrap.py (--out of both into one file).
+
+    .venv/bin/python bench/plot_bootstrap.py docs/data/bootstrap-BOOT16.jsonl docs/bootstrap-BOOT16.png
+"""
+
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+STAGES = ("raise", "coeff_to_slot", "eval_mod", "slot_to_coeff")
+COLORS = ("#999", "#37a", "#c73", "#2a7")
+
+
+def main(src: str, dst: str) -> int:
+    rows = [json.loads(line) for line in open(src) if line.strip()]
+    rows = [r for r in rows if r.get("op") == "bootstrap"]
+    if not rows:
+        raise SystemExit(f"no bootstrap lines in {src}")
+    fig, ax = plt.subplots(figsize=(7.5, 1.3 + 0.55 * len(rows)))
+    labels = []
+    for y, r in enumerate(rows):
+        labels.append(f"{r['lib']} {r['params']}, {r['threads']} thr")
+        if "stages_s" in r:
+            left = 0.0
+            for stage, color in zip(STAGES, COLORS):
+                w = r["stages_s"][stage]
+                ax.barh(y, w, left=left, color=color, label=stage)
+                left += w
+        else:
+            ax.barh(y, r["median_s"], color="#777", hatch="//", label="total (no stages)")
+        ax.text(r["median_s"] * 1.01, y, f"{r['median_s']:.1f} s, {r['mean_bits']:.1f}/{r['worst_bits']:.1f} bits",
+                va="center", fontsize=8)
+    seen = {}  # one legend entry per stage
+    for h, n in zip(*ax.get_legend_handles_labels()):
+        seen.setdefault(n, h)
+    ax.legend(seen.values(), seen.keys(), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=5)
+    ax.set_yticks(range(len(rows)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds per bootstrap (median); text: mean / worst precision")
+    ax.set_xlim(0, max(r["median_s"] for r in rows) * 1.45)
+    fig.tight_layout()
+    fig.savefig(dst, dpi=120)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
