@@ -39,7 +39,7 @@ struct BootstrapConfig {
     int stc_levels = 0;
     int double_angle = 3;        // r, 0..8
     int log_message_ratio = 8;   // log2 K wanted, 4..30 (K lands in [2^this, 2^(this+1)) or below when q_0 is small)
-    double k_bound = 0;          // bound on |I|; 0: 6 standard deviations of I for the secret's Hamming weight
+    double k_bound = 0;          // bound on |I|; 0: 6 standard deviations of I for the weight of the secret ModRaise sees
     std::size_t cos_degree = 0;  // degree of the cosine interpolant; 0: the least 2^d - 1 within 2^-42 on [-1, 1]
 };
 

@@ -19,7 +19,8 @@ std::shared_ptr<const Context> Context::create(const Parameters& params, int thr
 }
 
 namespace {
-// The ring of the parameters: q_0, then L scale primes, then k special primes, all distinct and = 1 mod 2n.
+// The ring of the parameters: q_0, then L scale primes, B bootstrapping primes and k special primes, all distinct and
+// = 1 mod 2n.
 std::shared_ptr<const rns::RnsContext> make_ring(const Parameters& params) {
     params.validate();
     const std::uint64_t n = params.n();
