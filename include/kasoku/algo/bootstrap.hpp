@@ -109,7 +109,6 @@ private:
     double k_bound_ = 0, ratio_ = 0;
     int doublings_ = 0;  // c = 2^doublings
     int depth_ = 0, top_ = 0;
-    bool encapsulated_ = false;  // sparse-secret encapsulation around ModRaise
     Polynomial cos_;
     std::vector<LinearTransform> cts_, stc_;
 };

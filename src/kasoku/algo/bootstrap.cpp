@@ -112,6 +112,7 @@ struct Plan {
     BootstrapConfig cfg;
     double k_bound = 0;
     Polynomial cos;
+    int depth = 0;  // the levels it takes
 };
 
 Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
@@ -164,11 +165,11 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
     if (cfg.stc_levels == 0) cfg.stc_levels = std::clamp(room - cfg.cts_levels, 1, 3);
     check_range("cts_levels", cfg.cts_levels, 1, stages);
     check_range("stc_levels", cfg.stc_levels, 1, stages);
-    const int depth = cfg.cts_levels + evalmod + cfg.stc_levels;
+    plan.depth = cfg.cts_levels + evalmod + cfg.stc_levels;
     // With bootstrapping levels, the transforms run in them and the last one crosses to the user level.
     const int have = params.boot_levels > 0 ? params.boot_levels : ctx.max_level();
-    if (depth > have)
-        throw ParameterError("bootstrapping needs " + std::to_string(depth) + " levels (CoeffToSlot " +
+    if (plan.depth > have)
+        throw ParameterError("bootstrapping needs " + std::to_string(plan.depth) + " levels (CoeffToSlot " +
                              std::to_string(cfg.cts_levels) + ", EvalMod " + std::to_string(evalmod) + ", SlotToCoeff " +
                              std::to_string(cfg.stc_levels) + ") but the parameters have " + std::to_string(have) +
                              (params.boot_levels > 0 ? " bootstrapping levels" : "") +
@@ -184,11 +185,9 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec)
     cfg_ = plan.cfg;
     k_bound_ = plan.k_bound;
     cos_ = std::move(plan.cos);
-    const auto& params = ctx_->params();
-    encapsulated_ = params.boot_secret_weight > 0;
+    depth_ = plan.depth;
     const double range = k_bound_ + 1.0;
-    depth_ = levels_needed(*ctx_, cfg_);
-    top_ = params.boot_levels > 0 ? ctx_->user_level() + depth_ : ctx_->max_level();
+    top_ = ctx_->params().boot_levels > 0 ? ctx_->user_level() + depth_ : ctx_->max_level();
     // c = 2^doublings: K = q_0 / (c s_0) the largest power-of-two step at or above 2^log_message_ratio.
     const double q0 = static_cast<double>(ctx_->rns().prime(0)), s0 = ctx_->scale_at(0);
     const double want = std::ldexp(1.0, cfg_.log_message_ratio);
@@ -204,10 +203,7 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec)
     for (int g = 0; g < cfg_.stc_levels; ++g) stc_.emplace_back(ctx_, stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
 }
 
-int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) {
-    const Plan p = make_plan(ctx, cfg);
-    return p.cfg.cts_levels + static_cast<int>(p.cos.depth()) + p.cfg.double_angle + p.cfg.stc_levels;
-}
+int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) { return make_plan(ctx, cfg).depth; }
 
 std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
     std::set<std::uint64_t> all{ctx_->conjugation_element()};
@@ -244,10 +240,11 @@ Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, 
         x = ct;
     }
     for (int i = 0; i < doublings_; ++i) x = ev.add(x, x, exec);
-    if (encapsulated_) x = ev.switch_to_sparse(x, exec);
+    const bool encapsulated = ctx_->params().boot_secret_weight > 0;
+    if (encapsulated) x = ev.switch_to_sparse(x, exec);
     Ciphertext raised = ev.mod_raise(x, top_, exec);
     raised.scale = ctx_->scale_at(top_);
-    return encapsulated_ ? ev.switch_from_sparse(raised, exec) : raised;
+    return encapsulated ? ev.switch_from_sparse(raised, exec) : raised;
 }
 
 Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Ciphertext& raised, Exec exec, OpCounts* counts) const {

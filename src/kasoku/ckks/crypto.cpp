@@ -129,27 +129,18 @@ void KeyGenerator::encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, E
     const std::size_t n = ctx_->n();
     Prng prng;
     auto sparse = detail::sample_ternary(n, h, prng);
-    // The main secret's coefficients, read back from its limb mod q_0 (client side).
-    std::vector<std::int64_t> dense(n);
-    {
-        RnsPoly s = sk.poly();
-        s.truncate(1, 0);
-        be.from_ntt(s, exec);
-        const std::uint64_t q0 = r.prime(0);
-        be.download(s, [&](const std::uint64_t* const* limbs) {
-            for (std::size_t i = 0; i < n; ++i)
-                dense[i] = limbs[0][i] > q0 / 2 ? -static_cast<std::int64_t>(q0 - limbs[0][i]) : static_cast<std::int64_t>(limbs[0][i]);
-        }, exec, 1);
-        s.wipe();
-    }
-    // to_sparse over (q_0, p_0): b = -a s' + e + p_0 s (p_0 s is 0 mod p_0).
+    // to_sparse over (q_0, p_0): b = -a s' + e + p_0 s (p_0 s is 0 mod p_0), s's coefficients read back from its limb
+    // mod q_0 (client side).
     SwitchKey down;
     down.context_uid = ctx_->uid();
     down.key_id = sk.key_id();
     {
-        std::vector<__int128> p0s(n);
+        RnsPoly s = sk.poly();
+        s.truncate(1, 0);
+        std::vector<__int128> p0s = detail::centered_q0(be, s, exec);
+        s.wipe();
         const auto p0 = static_cast<__int128>(r.p_primes()[0]);
-        for (std::size_t i = 0; i < n; ++i) p0s[i] = p0 * dense[i];
+        for (auto& c : p0s) c *= p0;
         RnsPoly a = be.poly(1, 1, true);
         detail::sample_uniform(be, a, prng);
         RnsPoly b = small_poly(*ctx_, detail::sample_gaussian(n, prng), 1, 1, exec);
@@ -168,7 +159,6 @@ void KeyGenerator::encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, E
     ek.from_sparse = std::make_shared<const SwitchKey>(switch_key(sk, s_sparse, sk.poly(), exec));
     s_sparse.wipe();
     secure_wipe(sparse.data(), sparse.size() * sizeof sparse[0]);
-    secure_wipe(dense.data(), dense.size() * sizeof dense[0]);
 }
 
 Ciphertext Encryptor::encrypt(const Plaintext& pt, const PublicKey& pk, Exec exec) const {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "checks_internal.hpp"
+#include "sampling_internal.hpp"
 #include "kasoku/support/error.hpp"
 
 namespace kasoku::ckks {
@@ -133,25 +134,6 @@ Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, Exec exec) const {
     return r;
 }
 
-namespace {
-// p's residues mod q_0 (p in NTT form), centered: what ModRaise and the switch to the sparse secret lift exactly.
-std::vector<__int128> centered_q0(const Context& ctx, const RnsPoly& p, Exec exec) {
-    const rns::Backend& be = ctx.backend();
-    const std::uint64_t q0 = ctx.rns().prime(0);
-    const std::size_t n = ctx.n();
-    std::vector<__int128> out(n);
-    RnsPoly c = p;
-    be.from_ntt(c, exec);
-    be.download(c, [&](const std::uint64_t* const* limbs) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint64_t v = limbs[0][i];
-            out[i] = v > q0 / 2 ? static_cast<__int128>(v) - static_cast<__int128>(q0) : static_cast<__int128>(v);
-        }
-    }, exec, 1);
-    return out;
-}
-}  // namespace
-
 Ciphertext Evaluator::mod_raise(const Ciphertext& a, int level, Exec exec) const {
     check(a, "operand");
     if (a.size() != 2) throw ParameterError("mod_raise needs a relinearised (size-2) ciphertext; relinearize it first");
@@ -169,7 +151,7 @@ Ciphertext Evaluator::mod_raise(const Ciphertext& a, int level, Exec exec) const
     r.key_id = a.key_id;
     for (const RnsPoly& p : a.polys) {
         RnsPoly out = be.poly(static_cast<std::size_t>(level) + 1, 0, true);
-        be.from_signed(centered_q0(*ctx_, p, exec).data(), out, exec);
+        be.from_signed(detail::centered_q0(be, p, exec).data(), out, exec);
         r.polys.push_back(std::move(out));
     }
     return r;
@@ -195,7 +177,7 @@ Ciphertext Evaluator::switch_to_sparse(const Ciphertext& a, Exec exec) const {
     const SwitchKey& key = *keys_->to_sparse;
     // c1 over (q_0, p_0), exactly (centered), then (c0 + round(c1 b / p_0), round(c1 a / p_0)).
     RnsPoly up = be.poly(1, 1, true);
-    be.from_signed(centered_q0(*ctx_, a.polys[1], exec).data(), up, exec);
+    be.from_signed(detail::centered_q0(be, a.polys[1], exec).data(), up, exec);
     Ciphertext r = a;
     RnsPoly b, ak;
     be.mul(up, key.b[0], b, exec);

@@ -1,4 +1,5 @@
-// Samplers for key generation and encryption (never installed). Randomness: support/random.hpp.
+// Samplers for key generation and encryption, and the exact lift of small residues (never installed). Randomness:
+// support/random.hpp.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -15,5 +16,8 @@ std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng);
 // Uniform residues in every limb of `out` (any form: uniform in NTT form is uniform), drawn on the host and
 // uploaded limb by limb.
 void sample_uniform(const rns::Backend& be, rns::RnsPoly& out, Prng& prng);
+// p's residues mod its first prime q_0 (p in NTT form), centered in (-q_0/2, q_0/2]: what ModRaise, the switch to the
+// sparse secret and the encapsulation keys (the secret's coefficients) lift exactly.
+std::vector<__int128> centered_q0(const rns::Backend& be, const rns::RnsPoly& p, Exec exec);
 
 }  // namespace kasoku::ckks::detail
