@@ -3,10 +3,13 @@
 
     .venv/bin/python bench/bootstrap.py --params BOOT15 BOOT16 --threads 1 --reps 3 [--out results.jsonl]
     .venv/bin/python bench/bootstrap.py --log-n 10 12 14 --threads 1 --reps 3
+    .venv/bin/python bench/bootstrap.py --params BOOT16 --slots 4096 [--arcsine-degree 3]
 
 --params: named sets (docs/PARAMS.md). --log-n: research parameters (security=None) of one prime size: q_0 60 bits,
-17 levels of 50 bits, 3 special primes of 60 bits, sparse secret (h = 64). The default Bootstrapper either way.
-Inputs: uniform complex values in the unit disk, encrypted at level 0. Precision: -log2 of the error per slot, its
+17 levels of 50 bits, 3 special primes of 60 bits, sparse secret (h = 64). The default Bootstrapper either way, or
+with --slots s (sparse packing, s < n/2), --arcsine-degree and --stc-first.
+Inputs: uniform complex values in the unit disk (s of them, repeated, with --slots), encrypted at the lowest level the
+bootstrapper takes (0; SlotToCoeff first: its stc_levels). Precision: -log2 of the error per slot, its
 mean and its worst. Peak memory: the process's maximum resident set so far (run one set per process to read it per
 set).
 """
@@ -33,11 +36,13 @@ def progress(msg: str) -> None:
     print(f"[bootstrap bench] {msg}", file=sys.stderr, flush=True)
 
 
-def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int) -> dict:
+def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, slots: int, arcsine_degree: int,
+        stc_first: bool) -> dict:
     ctx = ks.Context(params, threads=threads)
     progress(f"{params!r}: planning")
     t = time.perf_counter()
-    boot = ks.Bootstrapper(ctx, log_message_ratio=log_message_ratio)
+    boot = ks.Bootstrapper(ctx, log_message_ratio=log_message_ratio, slots=slots, arcsine_degree=arcsine_degree,
+                           slot_to_coeff_first=stc_first)
     plan_s = time.perf_counter() - t
     t = time.perf_counter()
     progress(f"{boot!r}: key generation")
@@ -45,9 +50,9 @@ def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int) 
     keys_s = time.perf_counter() - t
     ev = ctx.evaluator(keys.evaluation())
     rng = np.random.default_rng(1)
-    r, phi = np.sqrt(rng.uniform(0, 1, ctx.slots)), rng.uniform(0, 2 * np.pi, ctx.slots)
+    r, phi = np.sqrt(rng.uniform(0, 1, boot.slots)), rng.uniform(0, 2 * np.pi, boot.slots)
     z = r * np.exp(1j * phi)
-    ct = ctx.encrypt(z, keys.public, level=0)
+    ct = ctx.encrypt(z, keys.public, level=boot.input_level, slots=boot.slots)
     times, stages, bits = [], [], None
     for i in range(reps):
         progress(f"bootstrap {i + 1}/{reps}")
@@ -55,10 +60,11 @@ def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int) 
         out, stage = ev.bootstrap_profile(ct, boot)
         times.append(time.perf_counter() - t)
         stages.append(stage)
-        err = np.abs(ctx.decrypt(out, keys.secret) - z)
+        err = np.abs(ctx.decrypt(out, keys.secret, slots=boot.slots) - z)
         bits = -np.log2(np.maximum(err, 2.0 ** -60))
     return {"lib": "kasoku", "op": "bootstrap", "params": params.name or "research", "log_n": params.log_n,
-            "slots": ctx.slots, "threads": ctx.threads, "reps": reps, "median_s": statistics.median(times),
+            "slots": boot.slots, "arcsine_degree": arcsine_degree, "stc_first": stc_first,
+            "input_level": boot.input_level, "threads": ctx.threads, "reps": reps, "median_s": statistics.median(times),
             "min_s": min(times), "stages_s": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
             "plan_s": plan_s, "keygen_s": keys_s, "eval_key_bytes": keys.evaluation().nbytes,
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -76,13 +82,17 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--log-message-ratio", type=int, default=8)
+    ap.add_argument("--slots", type=int, default=0, help="sparse packing: this many slots (default: all)")
+    ap.add_argument("--arcsine-degree", type=int, default=0, help="arcsine correction (odd degree 3..15; 0: off)")
+    ap.add_argument("--stc-first", action="store_true", help="the order SlotToCoeff, ModRaise, CoeffToSlot, EvalMod")
     ap.add_argument("--out", help="append the JSON lines to this file")
     args = ap.parse_args()
     sets = [ks.Parameters.named(n) for n in args.params] + [research(n) for n in args.log_n]
     if not sets:
         ap.error("give --params and/or --log-n")
     for params in sets:
-        line = json.dumps(run(params, args.threads, args.reps, args.log_message_ratio))
+        line = json.dumps(run(params, args.threads, args.reps, args.log_message_ratio, args.slots, args.arcsine_degree,
+                              args.stc_first))
         print(line, flush=True)
         if args.out:
             with open(args.out, "a") as f:

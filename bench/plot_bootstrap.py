@@ -22,10 +22,17 @@ def main(src: str, dst: str) -> int:
     rows = [r for r in rows if r.get("op") == "bootstrap"]
     if not rows:
         raise SystemExit(f"no bootstrap lines in {src}")
-    fig, ax = plt.subplots(figsize=(7.5, 1.3 + 0.55 * len(rows)))
+    fig, ax = plt.subplots(figsize=(9.5, 1.3 + 0.5 * len(rows)))
     labels = []
     for y, r in enumerate(rows):
-        labels.append(f"{r['lib']} {r['params']}, {r['threads']} thr")
+        label = f"{r['lib']} {r['params']}, {r['threads']} thr"
+        if r.get("log_n") and r.get("slots", 0) < 2 ** (r["log_n"] - 1):
+            label += f", {r['slots']} slots"
+        if r.get("stc_first"):
+            label += ", StC first"
+        if r.get("arcsine_degree"):
+            label += f", arcsin {r['arcsine_degree']}"
+        labels.append(label)
         if "stages_s" in r:
             left = 0.0
             for stage, color in zip(STAGES, COLORS):
@@ -39,7 +46,7 @@ def main(src: str, dst: str) -> int:
     seen = {}  # one legend entry per stage
     for h, n in zip(*ax.get_legend_handles_labels()):
         seen.setdefault(n, h)
-    ax.legend(seen.values(), seen.keys(), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=5)
+    ax.legend(seen.values(), seen.keys(), fontsize=8, loc="lower right")
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("seconds per bootstrap (median); text: mean / worst precision")

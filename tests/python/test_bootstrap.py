@@ -86,6 +86,43 @@ def test_bootstrapping_levels_and_encapsulation(rng):
         bare.bootstrap(ctx.encrypt(z, keys.public, level=0))
 
 
+def test_sparse_slots_and_arcsine(rng):
+    """A sparse-slot bootstrapper on values packed with encode/encrypt(slots=s), with the arcsine correction."""
+    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=2, special_bits=60, special_primes=3,
+                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    ctx = ks.Context(params, threads=2)
+    boot = ks.Bootstrapper(ctx, slots=16, arcsine_degree=3)
+    assert boot.slots == 16 and "slots=16" in repr(boot) and "arcsine_degree=3" in repr(boot)
+    keys = ctx.keygen(bootstrapping=boot)
+    ev = ctx.evaluator(keys.evaluation())
+    z = rng.uniform(-1, 1, 16) + 1j * rng.uniform(-1, 1, 16)
+    ct = ctx.encrypt(z, keys.public, level=0, slots=16)
+    assert np.allclose(ctx.decrypt(ct, keys.secret)[16:32], z, atol=1e-6)  # repeated every 16 slots
+    out = ev.bootstrap(ct, boot)
+    assert out.level == ctx.user_level
+    got = ctx.decrypt(out, keys.secret, slots=16)
+    assert got.shape == (16,) and np.max(np.abs(got - z)) < 2.0 ** -22
+    assert np.max(np.abs(ctx.decrypt(out, keys.secret)[16:] - np.tile(z, 31))) < 2.0 ** -22
+    # SlotToCoeff first: on the input's levels (both user levels here), then back at the user level.
+    first = ks.Bootstrapper(ctx, slots=16, arcsine_degree=3, slot_to_coeff_first=True)
+    assert first.input_level == 2 and "slot_to_coeff_first=True" in repr(first)
+    keys = ctx.keygen(bootstrapping=first)
+    ev = ctx.evaluator(keys.evaluation())
+    out = ev.bootstrap(ctx.encrypt(z, keys.public, slots=16), first)
+    assert out.level == ctx.user_level
+    assert np.max(np.abs(ctx.decrypt(out, keys.secret, slots=16) - z)) < 2.0 ** -22
+    with pytest.raises(ks.LevelError, match="level >= 2"):
+        ev.bootstrap(ctx.encrypt(z, keys.public, level=1, slots=16), first)
+    with pytest.raises(ks.ParameterError, match="power of two"):
+        ks.Bootstrapper(ctx, slots=12)
+    with pytest.raises(ks.ParameterError, match="arcsine_degree"):
+        ks.Bootstrapper(ctx, arcsine_degree=2)
+    with pytest.raises(ks.ParameterError, match="do not fit"):
+        ctx.encode(np.zeros(17), slots=16)
+    with pytest.raises(ks.ParameterError):
+        ctx.decrypt(out, keys.secret, slots=0)
+
+
 def test_bootstrapping_presets():
     for name in ("BOOT15", "BOOT16"):
         p = ks.Parameters.named(name)

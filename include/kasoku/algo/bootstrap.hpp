@@ -1,6 +1,7 @@
 // CKKS bootstrapping (Cheon, Han, Kim, Kim, Song, Eurocrypt 2018; Han and Ki, CT-RSA 2020; Bossuat, Mouchet,
 // Troncoso-Pastoriza, Hubaux, Eurocrypt 2021): a ciphertext that has used its levels comes back at a high level with
-// the same message. Full slots (n/2 complex values), on any backend (only ckks and algo operations are used):
+// the same message. Full slots (n/2 complex values) or sparse ones (BootstrapConfig::slots), on any backend (only ckks
+// and algo operations are used):
 //
 //   1. ModRaise: the ciphertext at level 0, its message first multiplied by a power of two c so that
 //      K = q_0 / (c * scale) is about 2^log_message_ratio, then its coefficients read over all primes: it decrypts to
@@ -8,19 +9,31 @@
 //      With sparse-secret encapsulation (Parameters::boot_secret_weight; Bossuat, Troncoso-Pastoriza, Hubaux, ePrint
 //      2022/024) the main secret may be dense: the ciphertext is switched to an ephemeral sparse secret at level 0,
 //      raised, and switched back, so that I is as small as the sparse secret makes it.
-//   2. CoeffToSlot: the inverse of the encoding's special FFT, its log2(n/2) butterfly stages merged into
-//      cts_levels slot-linear transforms (BSGS, hoisted baby steps; one level each), scaled so that slot j holds
-//      (t_j + i t_{j + n/2}) / (2 q_0 (k_bound + 1)) in bit-reversed order. A conjugation splits real and imaginary
-//      parts: x / (k_bound + 1) with x = (message coefficient) / K + I, real.
+//   2. CoeffToSlot: the inverse of the encoding's special FFT, its log2(slots) butterfly stages merged into
+//      cts_levels slot-linear transforms (BSGS, hoisted baby steps; one level each).
+//      Full slots: slot j holds (t_j + i t_{j + n/2}) / (2 q_0 (k_bound + 1)) in bit-reversed order; a conjugation
+//      then splits real and imaginary parts: x / (k_bound + 1) with x = (message coefficient) / K + I, real.
+//      Sparse slots (s <= n/4, the message in the subring of X^g, g = n / (2 s), i.e. its slots repeat every s): first
+//      the trace to that subring, sum of the rotations by s * 2^i (i < log2(g)), which keeps g times t's coefficients
+//      of X^(g k); the last transform, times 1/2 on slots j < s and -i/2 on s..2s - 1, plus its conjugate, puts the
+//      real parts of u_j = (t_{gj} + i t_{g(j + s)}) / (q_0 (k_bound + 1)) in slots j < s and the imaginary parts in
+//      s..2s - 1 (repeating every 2s): one real vector, so EvalMod runs once instead of twice.
 //   3. EvalMod: sin(2 pi x) = cos(2 pi (x - 1/4)): a Chebyshev interpolant of cos(2 pi ((k_bound + 1) y - 1/4) / 2^r)
 //      on y in [-1, 1], then r double-angle steps cos 2a = 2 cos^2 a - 1. sin(2 pi x) = sin(2 pi coefficient / K),
-//      2 pi coefficient / K to within (2 pi / K)^3 / 6 relative to the message (the price of the sine's curvature).
+//      2 pi coefficient / K to within (2 pi / K)^3 / 6 relative to the message (the price of the sine's curvature);
+//      the optional arcsine correction (arcsine_degree) evaluates arcsin's Taylor polynomial on it, which removes
+//      that error down to the next Taylor term and lets K be smaller.
 //   4. SlotToCoeff: the special FFT's stages (the bit reversal cancels the one CoeffToSlot left) merged into
-//      stc_levels transforms, times K / (2 pi): the message again, on the canonical scale of output_level().
+//      stc_levels transforms, times K / (2 pi): the message again, on the canonical scale of output_level(). Sparse
+//      slots: the first transform also joins the real and imaginary halves back into s complex values.
+//      SlotToCoeff first (BootstrapConfig::slot_to_coeff_first): the special FFT runs on the input's lowest levels
+//      before ModRaise, so that the slots become coefficients; CoeffToSlot then brings them back in order, and one
+//      plaintext product (times K / (2 pi); sparse: joining the halves) ends the bootstrap instead.
 //
-// Levels: cts_levels + ceil(log2(cos_degree + 1)) + double_angle + stc_levels. With bootstrapping levels
-// (Parameters::boot_levels: larger primes above the user's) they are those, and the output is at the user level with
-// the user's scale; without, they are taken from max_level.
+// Levels: cts_levels + ceil(log2(cos_degree + 1)) + double_angle (+ the arcsine's depth) + stc_levels (SlotToCoeff
+// first: + 1 instead, and stc_levels of the input's own). With
+// bootstrapping levels (Parameters::boot_levels: larger primes above the user's) they are those, and the output is at
+// the user level with the user's scale; without, they are taken from max_level.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -41,14 +54,26 @@ struct BootstrapConfig {
     int log_message_ratio = 8;   // log2 K wanted, 4..30 (K lands in [2^this, 2^(this+1)) or below when q_0 is small)
     double k_bound = 0;          // bound on |I|; 0: 6 standard deviations of I for the weight of the secret ModRaise sees
     std::size_t cos_degree = 0;  // degree of the cosine interpolant; 0: the least 2^d - 1 within 2^-42 on [-1, 1]
+    // Complex slots bootstrapped: 0 or n/2 for all; a power of two 2..n/4 for sparse packing, where the input's slots
+    // repeat every `slots` slots (Encoder::replicate) and so does the output's.
+    std::size_t slots = 0;
+    // arcsin's Taylor polynomial after EvalMod: 0 (off) or an odd degree 3..15 (ceil(log2(degree + 1)) more levels).
+    int arcsine_degree = 0;
+    // The order SlotToCoeff, ModRaise, CoeffToSlot, EvalMod: SlotToCoeff runs on the input's levels stc_levels..1
+    // (few primes: cheap; the input must be at level >= stc_levels) and a final scaling (one level) replaces it at
+    // the end; stc_levels 0: up to 3 of the user's levels.
+    bool slot_to_coeff_first = false;
 };
 
-// The butterfly stages of the encoding's special FFT (Encoder::fft_special; inverse: fft_special_inv without its
-// final bit reversal, its 1/slots included) as slot-linear maps, offset (0..slots-1) -> diagonal: out[s] =
-// sum_r diag_r[s] in[(s + r) mod slots] as LinearTransform takes them. The log2(slots) stages are merged, in the order
-// they apply, into `groups` maps (sizes as equal as possible), each multiplied by factor^(1/groups). Throws
-// ParameterError for groups outside 1..log2(slots).
-std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups, double factor = 1.0);
+// The butterfly stages of the encoding's special FFT on `slots` values (0: ctx.slots(); Encoder::fft_special;
+// inverse: fft_special_inv without its final bit reversal, its 1/slots included) as slot-linear maps, offset
+// (0..slots-1) -> diagonal of `slots` values: out[s] = sum_r diag_r[s] in[(s + r) mod slots] as LinearTransform takes
+// them (repeated over all ctx.slots() slots, they act on inputs that repeat every `slots` slots). The log2(slots)
+// stages are merged, in the order they apply, into `groups` maps (sizes as equal as possible), each multiplied by
+// factor^(1/groups). Throws ParameterError for groups outside 1..log2(slots) or slots not a power of two in
+// 2..ctx.slots().
+std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups, double factor = 1.0,
+                                                      std::size_t slots = 0);
 
 // Wall-clock seconds of each stage of one bootstrap (the encapsulation switches count in raise, the conjugation split
 // in eval_mod).
@@ -72,14 +97,19 @@ public:
     static std::vector<std::uint64_t> galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg);
     // The levels a bootstrap with this config takes, without encoding anything. Throws as the constructor.
     static int levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg = {});
-    int depth() const { return depth_; }                   // levels used
+    int depth() const { return depth_; }                   // levels above the output (SlotToCoeff first: without its own)
+    std::size_t slots() const { return slots_; }            // complex slots bootstrapped (ctx.slots() when full)
+    bool sparse() const { return slots_ < ctx_->slots(); }
     // ModRaise's level: user_level() + depth() with bootstrapping levels (Parameters::boot_levels), else max_level().
     int raise_level() const { return top_; }
+    // The lowest level an input may have: 0, or stc_levels with SlotToCoeff first.
+    int input_level() const { return cfg_.slot_to_coeff_first ? cfg_.stc_levels : 0; }
     // user_level() with bootstrapping levels, else max_level() - depth().
     int output_level() const { return top_ - depth_; }
     double k_bound() const { return k_bound_; }
     double message_ratio() const { return ratio_; }         // K
     const Polynomial& cosine() const { return cos_; }      // EvalMod's interpolant (on [-1, 1])
+    const Polynomial& arcsine() const { return asin_; }    // the arcsine correction (no coefficients when off)
     const BootstrapConfig& config() const { return cfg_; }
 
     // The message of ct (any level >= 0, size 2; at level 0 its scale must be the canonical one) at output_level()
@@ -89,17 +119,23 @@ public:
     ckks::Ciphertext bootstrap(const ckks::Evaluator& ev, const ckks::Ciphertext& ct, Exec exec = {},
                                OpCounts* counts = nullptr, BootstrapTimes* times = nullptr) const;
 
-    // The stages, for tests and per-stage timing. raise: ct -> level 0 canonical, times c, (to the sparse secret,)
+    // The stages, for tests and per-stage timing (SlotToCoeff first: slot_to_coeff, raise, coeff_to_slot, eval_mod and
+    // the final scaling). raise: ct -> level 0 canonical, times c, (to the sparse secret,)
     // ModRaise to raise_level() with its canonical scale declared (slots: decode(t) / that scale), (back to the main
     // secret).
     ckks::Ciphertext raise(const ckks::Evaluator& ev, const ckks::Ciphertext& ct, Exec exec = {}) const;
-    // Slots (t_j + i t_{j+n/2}) / (2 q_0 (k_bound + 1)), bit-reversed j, from raise()'s output.
+    // Slots (t_j + i t_{j+n/2}) / (2 q_0 (k_bound + 1)), bit-reversed j, from raise()'s output. Sparse: the trace
+    // first, then the real parts of (t_{gj} + i t_{g(j+s)}) / (q_0 (k_bound + 1)) in slots j < s (bit-reversed j) and
+    // their imaginary parts in s..2s - 1, repeating every 2s.
     ckks::Ciphertext coeff_to_slot(const ckks::Evaluator& ev, const ckks::Ciphertext& raised, Exec exec = {},
                                    OpCounts* counts = nullptr) const;
-    // sin(2 pi (k_bound + 1) y) for real slots y in [-1, 1] at the level coeff_to_slot leaves.
+    // sin(2 pi (k_bound + 1) y) for real slots y in [-1, 1] at the level coeff_to_slot leaves; with the arcsine
+    // correction, arcsin of that (2 pi ((k_bound + 1) y - round((k_bound + 1) y)) when it is small).
     ckks::Ciphertext eval_mod(const ckks::Evaluator& ev, const ckks::Ciphertext& y, Exec exec = {},
                               OpCounts* counts = nullptr) const;
-    // special FFT (without its bit reversal) of the slots, times K / (2 pi), from the level eval_mod leaves.
+    // special FFT (without its bit reversal) of the slots, times K / (2 pi), from the level eval_mod leaves. Sparse:
+    // of w_j + i w_{j+s} (j < s) for slots w that repeat every 2s. SlotToCoeff first: the special FFT alone, from
+    // level stc_levels to 0.
     ckks::Ciphertext slot_to_coeff(const ckks::Evaluator& ev, const ckks::Ciphertext& w, Exec exec = {},
                                    OpCounts* counts = nullptr) const;
 
@@ -109,8 +145,10 @@ private:
     double k_bound_ = 0, ratio_ = 0;
     int doublings_ = 0;  // c = 2^doublings
     int depth_ = 0, top_ = 0;
-    Polynomial cos_;
-    std::vector<LinearTransform> cts_, stc_;
+    std::size_t slots_ = 0;
+    std::vector<std::uint64_t> trace_steps_;  // sparse: Galois elements of the rotations by s * 2^i
+    Polynomial cos_, asin_;
+    std::vector<LinearTransform> cts_, stc_, finish_;  // finish_: SlotToCoeff first's final scaling
 };
 
 }  // namespace kasoku::algo

@@ -20,6 +20,10 @@ public:
     // The same values over Q_level * P (num_p = k): plaintexts that multiply lazy (key-switched, before ModDown)
     // ciphertexts, as in the baby steps of a linear transform. Throws as encode.
     Plaintext encode_extended(const std::vector<std::complex<double>>& values, double scale, int level, Exec exec = {}) const;
+    // Sparse packing (algo::BootstrapConfig::slots): `values` (up to `count`, zero padded to count, a power of two
+    // <= slots()) repeated over all slots, which puts the encoded message in the subring of X^(n / (2 count)). Throws
+    // ParameterError for a count that is not such a power of two or more values than count.
+    std::vector<std::complex<double>> replicate(const std::vector<std::complex<double>>& values, std::size_t count) const;
     // Decodes a coefficient-form polynomial whose first limbs hold m mod q_0..q_{t-1} (|m| < q_0...q_{t-1} / 2).
     // Throws ParameterError for an NTT-form polynomial or one with fewer than `limbs` q-limbs.
     std::vector<std::complex<double>> decode(const rns::RnsPoly& coeff, std::size_t limbs, double scale) const;

@@ -22,9 +22,10 @@ using ckks::Ciphertext;
 //            second half (j = j' + len/2):       out[s] = in[s - len/2] - w_j' in[s]
 //   inverse, first half:                         out[s] = in[s] + in[s + len/2]
 //            second half:                        out[s] = (in[s - len/2] - in[s]) conj(w_j')
-// with w_j = zeta^(5^j mod 4 len) for zeta a primitive 4 len-th root of unity, as the encoder's tables give it.
-Diagonals stage(const ckks::Context& ctx, std::size_t len, bool inverse) {
-    const std::size_t n = ctx.slots(), m = 2 * ctx.n(), lenh = len / 2, lenq = len * 4;
+// with w_j = zeta^(5^j mod 4 len) for zeta a primitive 4 len-th root of unity, as the encoder's tables give it;
+// diagonals of n values (the FFT's size), offsets mod n.
+Diagonals stage(const ckks::Context& ctx, std::size_t len, bool inverse, std::size_t n) {
+    const std::size_t m = 2 * ctx.n(), lenh = len / 2, lenq = len * 4;
     const auto& rot = ctx.rot_group();
     const auto& ksi = ctx.ksi();
     cvec d0(n), up(n), down(n);
@@ -71,6 +72,16 @@ void check_range(const char* what, double v, double lo, double hi) {
                              std::to_string(lo) + ".." + std::to_string(hi));
 }
 
+// d's diagonals (of a period dividing `size`) repeated to `size` values: the same map on inputs of that period.
+Diagonals tiled(Diagonals d, std::size_t size) {
+    for (auto& [r, v] : d) {
+        const std::size_t period = v.size();
+        v.resize(size);
+        for (std::size_t s = period; s < size; ++s) v[s] = v[s - period];
+    }
+    return d;
+}
+
 Ciphertext apply_all(const std::vector<LinearTransform>& transforms, const ckks::Evaluator& ev, const Ciphertext& in,
                      Exec exec, OpCounts* counts) {
     Ciphertext x = in;
@@ -80,8 +91,12 @@ Ciphertext apply_all(const std::vector<LinearTransform>& transforms, const ckks:
 
 }  // namespace
 
-std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups, double factor) {
-    const std::size_t n = ctx.slots();
+std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups, double factor,
+                                                      std::size_t slots) {
+    const std::size_t n = slots ? slots : ctx.slots();
+    if (n < 2 || n > ctx.slots() || !std::has_single_bit(n))
+        throw ParameterError("the special FFT runs on a power of two of slots in 2.." + std::to_string(ctx.slots()) +
+                             ", not " + std::to_string(n));
     const int stages = std::countr_zero(n);
     if (groups < 1 || groups > stages)
         throw ParameterError("the special FFT of " + std::to_string(n) + " slots has " + std::to_string(stages) +
@@ -95,8 +110,8 @@ std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, 
     std::size_t next = 0;
     for (int g = 0; g < groups; ++g) {
         const std::size_t count = (lens.size() - next) / static_cast<std::size_t>(groups - g);
-        Diagonals acc = stage(ctx, lens[next], inverse);
-        for (std::size_t i = 1; i < count; ++i) acc = compose(stage(ctx, lens[next + i], inverse), acc, n);
+        Diagonals acc = stage(ctx, lens[next], inverse, n);
+        for (std::size_t i = 1; i < count; ++i) acc = compose(stage(ctx, lens[next + i], inverse, n), acc, n);
         next += count;
         for (auto& [r, d] : acc)
             for (auto& v : d) v *= per_group;
@@ -111,19 +126,38 @@ namespace {
 struct Plan {
     BootstrapConfig cfg;
     double k_bound = 0;
-    Polynomial cos;
+    Polynomial cos, asin;
+    std::size_t slots = 0;
     int depth = 0;  // the levels it takes
 };
 
+// arcsin(y) = sum_k (2k)! / (4^k (k!)^2 (2k + 1)) y^(2k + 1), to the given odd degree.
+Polynomial arcsine_taylor(int degree) {
+    cvec c(static_cast<std::size_t>(degree) + 1, 0.0);
+    double a = 1.0;  // (2k)! / (4^k (k!)^2)
+    for (int k = 0; 2 * k + 1 <= degree; ++k) {
+        c[static_cast<std::size_t>(2 * k + 1)] = a / (2 * k + 1);
+        a *= (2.0 * k + 1) / (2.0 * k + 2);
+    }
+    return Polynomial(std::move(c));
+}
+
 Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
-    const int stages = std::countr_zero(ctx.slots());
+    Plan plan;
+    plan.slots = cfg.slots ? cfg.slots : ctx.slots();
+    if (plan.slots < 2 || plan.slots > ctx.slots() || !std::has_single_bit(plan.slots))
+        throw ParameterError("bootstrapping: slots must be 0 (all " + std::to_string(ctx.slots()) +
+                             ") or a power of two in 2.." + std::to_string(ctx.slots()) + ", not " + std::to_string(cfg.slots));
+    const int stages = std::countr_zero(plan.slots);
     check_range("double_angle", cfg.double_angle, 0, 8);
+    if (cfg.arcsine_degree != 0 && (cfg.arcsine_degree < 3 || cfg.arcsine_degree > 15 || cfg.arcsine_degree % 2 == 0))
+        throw ParameterError("bootstrapping: arcsine_degree must be 0 (off) or odd in 3..15, not " +
+                             std::to_string(cfg.arcsine_degree));
     check_range("log_message_ratio", cfg.log_message_ratio, 4, 30);
     if (cfg.cts_levels < 0 || cfg.stc_levels < 0)
         throw ParameterError("bootstrapping: cts_levels and stc_levels must be >= 1 (or 0: chosen from the levels)");
     if (!std::isfinite(cfg.k_bound) || cfg.k_bound < 0)
         throw ParameterError("bootstrapping: k_bound must be finite and >= 0 (0: from the secret's Hamming weight)");
-    Plan plan;
     const auto& params = ctx.params();
     const int h = params.boot_secret_weight > 0 ? params.boot_secret_weight : params.hamming_weight;
     if (cfg.k_bound > 0) {
@@ -157,25 +191,84 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
                                      std::to_string(plan.k_bound) + "; raise double_angle");
         }
     }
+    if (cfg.arcsine_degree) plan.asin = arcsine_taylor(cfg.arcsine_degree);
     // Transform levels left to choose (0): the room the bootstrapping levels leave beside EvalMod (6 without them),
-    // CoeffToSlot taking the larger half (up to 4), SlotToCoeff the rest (up to 3).
-    const int evalmod = static_cast<int>(plan.cos.depth()) + cfg.double_angle;
+    // CoeffToSlot taking the larger half (up to 4), SlotToCoeff the rest (up to 3), neither above the FFT's stages.
+    const int evalmod = plan.cos.depth() + cfg.double_angle + (cfg.arcsine_degree ? plan.asin.depth() : 0);
     const int room = params.boot_levels > 0 ? params.boot_levels - evalmod : 6;
-    if (cfg.cts_levels == 0) cfg.cts_levels = std::clamp(cfg.stc_levels ? room - cfg.stc_levels : (room + 1) / 2, 1, 4);
-    if (cfg.stc_levels == 0) cfg.stc_levels = std::clamp(room - cfg.cts_levels, 1, 3);
+    if (cfg.slot_to_coeff_first) {
+        // SlotToCoeff on the input's lowest levels (up to 3 of the user's), then one level for the final scaling.
+        const int user = params.boot_levels > 0 ? ctx.user_level() : ctx.max_level();
+        if (cfg.stc_levels == 0) cfg.stc_levels = std::clamp(user, 1, std::min(3, stages));
+        if (cfg.stc_levels > user)
+            throw ParameterError("bootstrapping SlotToCoeff first takes " + std::to_string(cfg.stc_levels) +
+                                 " levels of the input's, but the parameters have " + std::to_string(user) +
+                                 "; use fewer stc_levels or more levels");
+        if (cfg.cts_levels == 0) cfg.cts_levels = std::clamp(room - 1, 1, std::min(4, stages));
+    } else {
+        if (cfg.cts_levels == 0)
+            cfg.cts_levels = std::clamp(cfg.stc_levels ? room - cfg.stc_levels : (room + 1) / 2, 1, std::min(4, stages));
+        if (cfg.stc_levels == 0) cfg.stc_levels = std::clamp(room - cfg.cts_levels, 1, std::min(3, stages));
+    }
     check_range("cts_levels", cfg.cts_levels, 1, stages);
     check_range("stc_levels", cfg.stc_levels, 1, stages);
-    plan.depth = cfg.cts_levels + evalmod + cfg.stc_levels;
+    plan.depth = cfg.cts_levels + evalmod + (cfg.slot_to_coeff_first ? 1 : cfg.stc_levels);
     // With bootstrapping levels, the transforms run in them and the last one crosses to the user level.
     const int have = params.boot_levels > 0 ? params.boot_levels : ctx.max_level();
     if (plan.depth > have)
         throw ParameterError("bootstrapping needs " + std::to_string(plan.depth) + " levels (CoeffToSlot " +
-                             std::to_string(cfg.cts_levels) + ", EvalMod " + std::to_string(evalmod) + ", SlotToCoeff " +
-                             std::to_string(cfg.stc_levels) + ") but the parameters have " + std::to_string(have) +
+                             std::to_string(cfg.cts_levels) + ", EvalMod " + std::to_string(evalmod) +
+                             (cfg.slot_to_coeff_first ? std::string(", the final scaling 1") : ", SlotToCoeff " + std::to_string(cfg.stc_levels)) +
+                             ") but the parameters have " + std::to_string(have) +
                              (params.boot_levels > 0 ? " bootstrapping levels" : "") +
                              "; use more levels or fewer transform levels");
     plan.cfg = cfg;
     return plan;
+}
+
+// The diagonals of the CoeffToSlot and SlotToCoeff transforms (over all slots), scaled by the factors (SlotToCoeff
+// first: its factor goes to the final scaling instead). Sparse slots (s < ctx.slots()): CoeffToSlot's last map H is
+// followed by D1 = 1/2 on slots j < s, -i/2 on s..2s - 1, so that a + conj(a), a = (D1 H)(y), is Re u | Im u for
+// u = H(y); D3 w + D4 Rot_s(w), D3 = 1 | i, D4 = i | 1 (slots j < s | s..2s - 1), is w_j + i w_{j+s} on every slot
+// for w of period 2s: SlotToCoeff's first map takes it, or (SlotToCoeff first) the final scaling is it.
+struct Maps {
+    std::vector<Diagonals> cts, stc;
+    Diagonals finish;  // SlotToCoeff first: the final scaling (one level, after EvalMod)
+};
+
+Maps transform_maps(const ckks::Context& ctx, const Plan& plan, double cts_factor, double stc_factor) {
+    const std::size_t s = plan.slots, all = ctx.slots();
+    const bool first = plan.cfg.slot_to_coeff_first;
+    Maps m{dft_factors(ctx, true, plan.cfg.cts_levels, cts_factor, s),
+           dft_factors(ctx, false, plan.cfg.stc_levels, first ? 1.0 : stc_factor, s), {}};
+    if (first) m.finish[0] = cvec(all, stc_factor);
+    if (s < all) {
+        const std::complex<double> i(0.0, 1.0);
+        Diagonals& last = m.cts.back();
+        last = tiled(std::move(last), 2 * s);
+        for (auto& [r, v] : last)
+            for (std::size_t j = 0; j < 2 * s; ++j) v[j] *= j < s ? 0.5 : -0.5 * i;
+        cvec d3(2 * s, 1.0), d4(2 * s, i);
+        for (std::size_t j = s; j < 2 * s; ++j) std::swap(d3[j], d4[j]);
+        const Diagonals join{{0, d3}, {static_cast<std::int64_t>(s), d4}};
+        if (first) {
+            m.finish = tiled(join, all);
+            for (auto& [r, v] : m.finish)
+                for (auto& x : v) x *= stc_factor;
+        } else {
+            m.stc.front() = compose(tiled(std::move(m.stc.front()), 2 * s), join, 2 * s);
+        }
+    }
+    for (auto* list : {&m.cts, &m.stc})
+        for (auto& d : *list) d = tiled(std::move(d), all);
+    return m;
+}
+
+// Sparse slots: the rotations by s * 2^i, i < log2(ctx.slots() / s), whose doubling sum is the trace to the subring.
+std::vector<std::uint64_t> trace_steps(const ckks::Context& ctx, std::size_t s) {
+    std::vector<std::uint64_t> steps;
+    for (std::size_t r = s; r < ctx.slots(); r *= 2) steps.push_back(ctx.galois_element(static_cast<std::int64_t>(r)));
+    return steps;
 }
 }  // namespace
 
@@ -185,7 +278,10 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec)
     cfg_ = plan.cfg;
     k_bound_ = plan.k_bound;
     cos_ = std::move(plan.cos);
+    asin_ = std::move(plan.asin);
     depth_ = plan.depth;
+    slots_ = plan.slots;
+    trace_steps_ = trace_steps(*ctx_, slots_);
     const double range = k_bound_ + 1.0;
     top_ = ctx_->params().boot_levels > 0 ? ctx_->user_level() + depth_ : ctx_->max_level();
     // c = 2^doublings: K = q_0 / (c s_0) the largest power-of-two step at or above 2^log_message_ratio.
@@ -194,30 +290,39 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec)
     while (q0 / (std::ldexp(s0, doublings_ + 1)) >= want) ++doublings_;
     ratio_ = q0 / std::ldexp(s0, doublings_);
 
-    // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)).
-    const auto cts = dft_factors(*ctx_, true, cfg_.cts_levels, ctx_->scale_at(top_) / (q0 * 2.0 * range));
-    for (int g = 0; g < cfg_.cts_levels; ++g) cts_.emplace_back(ctx_, cts[static_cast<std::size_t>(g)], top_ - g, 0, exec);
+    // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)); sparse: the trace's sum of g
+    // copies -> (t_{gj} + i t_{g(j+s)}) / (q_0 (B + 1)) before the split (which halves it).
+    const double gap = static_cast<double>(ctx_->slots() / slots_);
+    const double cts_factor = ctx_->scale_at(top_) / (q0 * (sparse() ? gap : 2.0) * range);
     // SlotToCoeff: sin(2 pi x) = sin(2 pi m / K) ~ 2 pi m / K -> m.
-    const int stc_top = top_ - cfg_.cts_levels - cos_.depth() - cfg_.double_angle;
-    const auto stc = dft_factors(*ctx_, false, cfg_.stc_levels, ratio_ / (2.0 * std::numbers::pi));
-    for (int g = 0; g < cfg_.stc_levels; ++g) stc_.emplace_back(ctx_, stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
+    const Maps maps = transform_maps(*ctx_, plan, cts_factor, ratio_ / (2.0 * std::numbers::pi));
+    for (int g = 0; g < cfg_.cts_levels; ++g) cts_.emplace_back(ctx_, maps.cts[static_cast<std::size_t>(g)], top_ - g, 0, exec);
+    // SlotToCoeff first: on the input's levels stc_levels..1 (then the final scaling above the output level); else
+    // the last levels.
+    const int stc_top = cfg_.slot_to_coeff_first ? cfg_.stc_levels : output_level() + cfg_.stc_levels;
+    for (int g = 0; g < cfg_.stc_levels; ++g) stc_.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
+    if (cfg_.slot_to_coeff_first) finish_.emplace_back(ctx_, maps.finish, output_level() + 1, 0, exec);
 }
 
 int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) { return make_plan(ctx, cfg).depth; }
 
 std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
     std::set<std::uint64_t> all{ctx_->conjugation_element()};
-    for (const auto* list : {&cts_, &stc_})
+    all.insert(trace_steps_.begin(), trace_steps_.end());
+    for (const auto* list : {&cts_, &stc_, &finish_})
         for (const auto& t : *list)
             for (std::uint64_t g : t.galois_elements()) all.insert(g);
     return {all.begin(), all.end()};
 }
 
 std::vector<std::uint64_t> Bootstrapper::galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg) {
-    const BootstrapConfig c = make_plan(ctx, cfg).cfg;
+    const Plan plan = make_plan(ctx, cfg);
     std::set<std::uint64_t> all{ctx.conjugation_element()};
-    for (const auto& [inverse, groups] : {std::pair{true, c.cts_levels}, std::pair{false, c.stc_levels}})
-        for (const auto& d : dft_factors(ctx, inverse, groups)) {
+    for (std::uint64_t g : trace_steps(ctx, plan.slots)) all.insert(g);
+    Maps maps = transform_maps(ctx, plan, 1.0, 1.0);
+    if (!maps.finish.empty()) maps.stc.push_back(std::move(maps.finish));
+    for (const auto* list : {&maps.cts, &maps.stc})
+        for (const auto& d : *list) {
             std::vector<std::int64_t> offsets;
             for (const auto& [r, diag] : d)  // the nonzero diagonals, as LinearTransform keeps them
                 if (std::any_of(diag.begin(), diag.end(), [](const auto& v) { return v != 0.0; })) offsets.push_back(r);
@@ -227,18 +332,26 @@ std::vector<std::uint64_t> Bootstrapper::galois_elements(const ckks::Context& ct
     return {all.begin(), all.end()};
 }
 
-Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec) const {
+namespace {
+// ct on `level` with its canonical scale: taken down exactly (one rescale) from above; on that level its scale must
+// be the canonical one already.
+Ciphertext on_level(const ckks::Context& ctx, const ckks::Evaluator& ev, const Ciphertext& ct, int level, Exec exec) {
     if (ct.size() != 2) throw ParameterError("bootstrap needs a relinearised (size-2) ciphertext; relinearize it first");
-    Ciphertext x;
-    if (ct.level() > 0) {
-        x = ev.linear_combination_at({&ct}, {1.0}, 0.0, 0, 0.0, exec);  // level 0, canonical scale
-    } else {
-        if (!ctx_->is_canonical(ct.scale, 0))
-            throw ScaleError("bootstrap needs a ciphertext at level 0 on its canonical scale (" + std::to_string(ctx_->scale_at(0)) +
-                             "), this one has " + std::to_string(ct.scale) +
-                             "; bootstrap it one level earlier, or rescale products instead of changing scales by hand");
-        x = ct;
-    }
+    if (ct.level() > level) return ev.linear_combination_at({&ct}, {1.0}, 0.0, level, 0.0, exec);
+    if (ct.level() < level)
+        throw LevelError("bootstrap with SlotToCoeff first needs the ciphertext at level >= " + std::to_string(level) +
+                         " (the transform runs on its levels " + std::to_string(level) + "..1), this one is at " +
+                         std::to_string(ct.level()) + "; bootstrap it earlier or use fewer stc_levels");
+    if (!ctx.is_canonical(ct.scale, level))
+        throw ScaleError("bootstrap needs a ciphertext at level " + std::to_string(level) + " on its canonical scale (" +
+                         std::to_string(ctx.scale_at(level)) + "), this one has " + std::to_string(ct.scale) +
+                         "; bootstrap it one level earlier, or rescale products instead of changing scales by hand");
+    return ct;
+}
+}  // namespace
+
+Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec) const {
+    Ciphertext x = on_level(*ctx_, ev, ct, 0, exec);
     for (int i = 0; i < doublings_; ++i) x = ev.add(x, x, exec);
     const bool encapsulated = ctx_->params().boot_secret_weight > 0;
     if (encapsulated) x = ev.switch_to_sparse(x, exec);
@@ -248,7 +361,14 @@ Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, 
 }
 
 Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Ciphertext& raised, Exec exec, OpCounts* counts) const {
-    return apply_all(cts_, ev, raised, exec, counts);
+    if (!sparse()) return apply_all(cts_, ev, raised, exec, counts);
+    // The trace to the subring (doubling: one key per step), the transforms, then a + conj(a).
+    const Ciphertext a = apply_all(cts_, ev, ev.trace(raised, trace_steps_, static_cast<int>(trace_steps_.size()), exec), exec, counts);
+    if (counts) {
+        counts->rot += trace_steps_.size() + 1;
+        counts->add += trace_steps_.size() + 1;
+    }
+    return ev.add(a, ev.conjugate(a, exec), exec);
 }
 
 Ciphertext Bootstrapper::eval_mod(const ckks::Evaluator& ev, const Ciphertext& y, Exec exec, OpCounts* counts) const {
@@ -261,7 +381,7 @@ Ciphertext Bootstrapper::eval_mod(const ckks::Evaluator& ev, const Ciphertext& y
             ++counts->add;
         }
     }
-    return c;
+    return asin_.coeffs.empty() ? c : evaluate(ev, c, asin_, exec, counts);
 }
 
 Ciphertext Bootstrapper::slot_to_coeff(const ckks::Evaluator& ev, const Ciphertext& w, Exec exec, OpCounts* counts) const {
@@ -277,20 +397,32 @@ Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& 
         if (times) times->*stage = std::chrono::duration<double>(now - t).count();
         t = now;
     };
-    const Ciphertext raised = raise(ev, ct, exec);
+    Ciphertext in = ct;
+    if (cfg_.slot_to_coeff_first) {
+        in = slot_to_coeff(ev, on_level(*ctx_, ev, ct, cfg_.stc_levels, exec), exec, counts);
+        lap(&BootstrapTimes::slot_to_coeff);
+    }
+    const Ciphertext raised = raise(ev, in, exec);
     lap(&BootstrapTimes::raise);
     const Ciphertext v = coeff_to_slot(ev, raised, exec, counts);
     lap(&BootstrapTimes::coeff_to_slot);
-    // v = (a + i b) / 2 (both scaled by 1 / (B + 1)): a = v + conj(v), b = i (conj(v) - v).
-    const Ciphertext vc = ev.conjugate(v, exec);
-    const Ciphertext re = eval_mod(ev, ev.add(v, vc, exec), exec, counts);
-    const Ciphertext im = eval_mod(ev, ev.multiply_by_i(ev.sub(vc, v, exec), exec), exec, counts);
-    if (counts) {
-        ++counts->rot;
-        counts->add += 3;
+    Ciphertext w;
+    if (sparse()) {  // real already: one EvalMod
+        w = eval_mod(ev, v, exec, counts);
+    } else {
+        // v = (a + i b) / 2 (both scaled by 1 / (B + 1)): a = v + conj(v), b = i (conj(v) - v).
+        const Ciphertext vc = ev.conjugate(v, exec);
+        const Ciphertext re = eval_mod(ev, ev.add(v, vc, exec), exec, counts);
+        const Ciphertext im = eval_mod(ev, ev.multiply_by_i(ev.sub(vc, v, exec), exec), exec, counts);
+        if (counts) {
+            ++counts->rot;
+            counts->add += 3;
+        }
+        w = ev.add(re, ev.multiply_by_i(im, exec), exec);
     }
-    const Ciphertext w = ev.add(re, ev.multiply_by_i(im, exec), exec);
+    if (cfg_.slot_to_coeff_first) w = finish_.front().apply(ev, w, exec, counts);  // the final scaling, timed with EvalMod
     lap(&BootstrapTimes::eval_mod);
+    if (cfg_.slot_to_coeff_first) return w;
     Ciphertext out = slot_to_coeff(ev, w, exec, counts);
     lap(&BootstrapTimes::slot_to_coeff);
     return out;

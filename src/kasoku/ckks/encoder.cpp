@@ -1,6 +1,7 @@
 #include "kasoku/ckks/encoder.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -60,6 +61,20 @@ void Encoder::fft_special_inv(std::vector<std::complex<double>>& v) const {
 
 Plaintext Encoder::encode(const std::vector<std::complex<double>>& values, double scale, int level, Exec exec) const {
     return encode_over(values, scale, level, false, exec);
+}
+
+std::vector<std::complex<double>> Encoder::replicate(const std::vector<std::complex<double>>& values, std::size_t count) const {
+    const std::size_t slots = ctx_->slots();
+    if (count == 0 || count > slots || !std::has_single_bit(count))
+        throw ParameterError("sparse packing repeats a power of two of values up to " + std::to_string(slots) +
+                             " (the slots), not " + std::to_string(count));
+    if (values.size() > count)
+        throw ParameterError(std::to_string(values.size()) + " values do not fit " + std::to_string(count) +
+                             " sparse slots; pack fewer values or more slots");
+    std::vector<std::complex<double>> out(slots);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        for (std::size_t j = i; j < slots; j += count) out[j] = values[i];
+    return out;
 }
 
 Plaintext Encoder::encode_extended(const std::vector<std::complex<double>>& values, double scale, int level,

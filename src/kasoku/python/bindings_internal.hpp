@@ -102,9 +102,10 @@ int threads_arg(TArg t);
 void same_owner(const OwnerPtr& a, const OwnerPtr& ctx_owner, const char* what);
 inline KCiphertext wrap(const OwnerPtr& o, kasoku::ckks::Ciphertext ct) { return KCiphertext{o, std::move(ct)}; }
 std::vector<KCiphertext> wrap_all(const OwnerPtr& o, std::vector<kasoku::ckks::Ciphertext> v);
-// Values (array or scalar) encoded at `level` (default: top) and `scale` (default: the level's canonical scale).
+// Values (array or scalar) encoded at `level` (default: the user level) and `scale` (default: the level's canonical
+// scale); with `slots`, repeated every `slots` slots (Encoder::replicate).
 kasoku::ckks::Plaintext encode_values(const kasoku::ckks::ContextPtr& ctx, const Values& values, std::optional<int> level,
-                                      std::optional<double> scale, int threads);
+                                      std::optional<double> scale, std::optional<std::size_t> slots, int threads);
 // a + sign * b and a * b for a scalar or an array b (encoded at a's level).
 KCiphertext add_values(const kasoku::ckks::Evaluator& ev, const OwnerPtr& o, const kasoku::ckks::Ciphertext& a,
                        const Values& b, double sign, int threads);

@@ -113,20 +113,33 @@ void bind_functions(nb::module_& m) {
         return algo::chebyshev_nodes(iv.first, iv.second, degree);
     }, "interval"_a, "degree"_a);
     nb::class_<KBootstrapper>(m, "Bootstrapper",
-        "CKKS bootstrapping, full slots: ModRaise, CoeffToSlot (special FFT stages merged into cts_levels BSGS "
-        "transforms), EvalMod (Chebyshev cosine, double_angle double-angle steps), SlotToCoeff (stc_levels transforms). "
+        "CKKS bootstrapping: ModRaise, CoeffToSlot (special FFT stages merged into cts_levels BSGS "
+        "transforms), EvalMod (Chebyshev cosine, double_angle double-angle steps, optionally arcsin's Taylor polynomial "
+        "of odd arcsine_degree), SlotToCoeff (stc_levels transforms). slots=0: all ctx.slots complex slots; a power of "
+        "two up to ctx.slots / 2: sparse packing, where the input repeats every `slots` slots (ctx.encode/encrypt with "
+        "slots=) - one EvalMod instead of two. slot_to_coeff_first=True: SlotToCoeff on the input's lowest levels "
+        "(stc_levels of them; the input must be at level >= stc_levels), then ModRaise, CoeffToSlot, EvalMod and one "
+        "scaling level (use arcsine_degree=3 with it: the slots become coefficients as large as the values). "
         "cts_levels/stc_levels 0: chosen from the bootstrapping levels' room. Needs sparse-secret encapsulation "
         "(Parameters.boot_secret_weight) or a sparse secret (hamming_weight) unless k_bound is given; takes `depth` "
         "levels (the bootstrapping levels when the parameters have them, else from the top) and leaves results at "
         "`output_level` (ctx.user_level with bootstrapping levels). Making one encodes its transforms (the memory of "
         "bootstrapping besides the Galois keys); ctx.keygen(bootstrapping=b) makes its keys.")
         .def("__init__", [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
-                            int log_message_ratio, double k_bound, std::size_t cos_degree, TArg t) {
-            const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle, log_message_ratio, k_bound, cos_degree};
+                            int log_message_ratio, double k_bound, std::size_t cos_degree, std::size_t slots,
+                            int arcsine_degree, bool slot_to_coeff_first, TArg t) {
+            const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle,   log_message_ratio,  k_bound,
+                                            cos_degree, slots,      arcsine_degree, slot_to_coeff_first};
             new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(c.owner->ctx, cfg, threads_arg(t))};
         }, "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 8,
-           "k_bound"_a = 0.0, "cos_degree"_a = 0, "threads"_a = nb::none(), ReleaseGil())
+           "k_bound"_a = 0.0, "cos_degree"_a = 0, "slots"_a = 0, "arcsine_degree"_a = 0,
+           "slot_to_coeff_first"_a = false, "threads"_a = nb::none(),
+           ReleaseGil())
         .def_prop_ro("depth", [](const KBootstrapper& b) { return b.boot->depth(); })
+        .def_prop_ro("input_level", [](const KBootstrapper& b) { return b.boot->input_level(); },
+                     "The lowest level an input may have (0; SlotToCoeff first: stc_levels).")
+        .def_prop_ro("slots", [](const KBootstrapper& b) { return b.boot->slots(); },
+                     "Complex slots it bootstraps (ctx.slots when full; fewer: sparse packing).")
         .def_prop_ro("output_level", [](const KBootstrapper& b) { return b.boot->output_level(); })
         .def_prop_ro("raise_level", [](const KBootstrapper& b) { return b.boot->raise_level(); },
                      "The level ModRaise raises to: user_level + depth with bootstrapping levels, else max_level.")
@@ -139,10 +152,13 @@ void bind_functions(nb::module_& m) {
              "The Galois elements of its rotations and conjugation (ctx.keygen(bootstrapping=b) makes them).")
         .def("__repr__", [](const KBootstrapper& b) {
             const auto& c = b.boot->config();
-            return "Bootstrapper(depth=" + std::to_string(b.boot->depth()) + ", output_level=" +
+            return "Bootstrapper(slots=" + std::to_string(b.boot->slots()) + ", depth=" + std::to_string(b.boot->depth()) +
+                   ", output_level=" +
                    std::to_string(b.boot->output_level()) + ", cts_levels=" + std::to_string(c.cts_levels) +
                    ", stc_levels=" + std::to_string(c.stc_levels) + ", double_angle=" + std::to_string(c.double_angle) +
-                   ", cos_degree=" + std::to_string(b.boot->cosine().degree()) + ", k_bound=" +
+                   ", cos_degree=" + std::to_string(b.boot->cosine().degree()) +
+                   ", arcsine_degree=" + std::to_string(c.arcsine_degree) +
+                   (c.slot_to_coeff_first ? ", slot_to_coeff_first=True" : "") + ", k_bound=" +
                    std::to_string(static_cast<int>(b.boot->k_bound())) + ")";
         });
 

@@ -57,12 +57,13 @@ std::vector<KCiphertext> wrap_all(const OwnerPtr& o, std::vector<Ciphertext> v) 
 }
 
 Plaintext encode_values(const ContextPtr& ctx, const Values& values, std::optional<int> level, std::optional<double> scale,
-                        int threads) {
+                        std::optional<std::size_t> slots, int threads) {
     const cvec& v = values.get();
     const int lvl = level ? *level : ctx->user_level();
     if (lvl < 0 || lvl > ctx->max_level())
         throw LevelError("level must be in 0.." + std::to_string(ctx->max_level()) + ", got " + std::to_string(lvl));
-    return Encoder(ctx).encode(v, scale ? *scale : ctx->scale_at(lvl), lvl, threads);
+    const Encoder enc(ctx);
+    return enc.encode(slots ? enc.replicate(v, *slots) : v, scale ? *scale : ctx->scale_at(lvl), lvl, threads);
 }
 
 KCiphertext add_values(const Evaluator& ev, const OwnerPtr& o, const Ciphertext& a, const Values& b, double sign, int threads) {

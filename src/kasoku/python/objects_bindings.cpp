@@ -300,26 +300,37 @@ void bind_objects(nb::module_& m) {
            "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that "
            "one's; with boot_secret_weight, the encapsulation keys too).",
            ReleaseGil())
-        .def("encode", [](const KContext& c, const Values& values, std::optional<int> level, std::optional<double> scale, TArg t) {
-            return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, threads_arg(t))};
-        }, "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
-           "Encodes up to ctx.slots values (zero padded); default: the user level at its canonical scale.", ReleaseGil())
+        .def("encode", [](const KContext& c, const Values& values, std::optional<int> level, std::optional<double> scale,
+                          std::optional<std::size_t> slots, TArg t) {
+            return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, slots, threads_arg(t))};
+        }, "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "slots"_a = nb::none(), "threads"_a = nb::none(),
+           "Encodes up to ctx.slots values (zero padded); default: the user level at its canonical scale. slots=s (a "
+           "power of two): sparse packing, the values (up to s) repeated every s slots, as a sparse-slot "
+           "Bootstrapper(slots=s) expects.", ReleaseGil())
         .def("encrypt", [](const KContext& c, const KPlaintext& pt, const AnyKey& key, TArg t) {
             same_owner(pt.owner, c.owner, "plaintext");
             return encrypt_with(c, pt.pt, key, threads_arg(t));
         }, "values"_a, "key"_a, "threads"_a = nb::none(),
            "Encrypts a Plaintext with keys.public (or keys.secret: secret-key encryption, smaller noise).", ReleaseGil())
         .def("encrypt", [](const KContext& c, const Values& values, const AnyKey& key, std::optional<int> level,
-                           std::optional<double> scale, TArg t) {
+                           std::optional<double> scale, std::optional<std::size_t> slots, TArg t) {
             const int th = threads_arg(t);
-            return encrypt_with(c, encode_values(c.owner->ctx, values, level, scale, th), key, th);
-        }, "values"_a, "key"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "threads"_a = nb::none(),
-           "Encrypts up to ctx.slots real or complex values (zero padded), by default at the user level.", ReleaseGil())
-        .def("decrypt", [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, TArg t) {
+            return encrypt_with(c, encode_values(c.owner->ctx, values, level, scale, slots, th), key, th);
+        }, "values"_a, "key"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "slots"_a = nb::none(),
+           "threads"_a = nb::none(),
+           "Encrypts up to ctx.slots real or complex values (zero padded), by default at the user level; slots=s: "
+           "sparse packing (see encode).", ReleaseGil())
+        .def("decrypt", [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, std::optional<std::size_t> slots,
+                           TArg t) {
             same_owner(ct.owner, c.owner, "ciphertext");
             same_owner(sk.owner, c.owner, "secret key");
-            return ComplexArray{Decryptor(c.owner->ctx).decrypt(ct.ct, *sk.key, threads_arg(t))};
-        }, "ct"_a, "secret_key"_a, "threads"_a = nb::none(), "Decrypts and decodes: complex128 array of length ctx.slots.",
+            if (slots && (*slots == 0 || *slots > c.owner->ctx->slots()))
+                throw ParameterError("slots must be in 1.." + std::to_string(c.owner->ctx->slots()) + ", got " + std::to_string(*slots));
+            cvec v = Decryptor(c.owner->ctx).decrypt(ct.ct, *sk.key, threads_arg(t));
+            if (slots) v.resize(*slots);
+            return ComplexArray{std::move(v)};
+        }, "ct"_a, "secret_key"_a, "slots"_a = nb::none(), "threads"_a = nb::none(),
+           "Decrypts and decodes: complex128 array of length ctx.slots (slots=s: the first s, for sparse packing).",
            ReleaseGil())
         .def("evaluator", [](const KContext& c, std::optional<KEvaluationKeys> keys) {
             std::shared_ptr<const EvaluationKeys> ek;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 #include <random>
+#include <set>
 
 #include "kasoku/algo/bootstrap.hpp"
 #include "kasoku/ckks/serialization.hpp"
@@ -353,4 +354,151 @@ TEST(Parameters, BootstrappingPresetsAreSecureAndHoldTheirBootstrap) {
     EXPECT_EQ(b16.n(), std::uint64_t{1} << 16);
     EXPECT_GE(b16.levels, 9);
     EXPECT_EQ(b16.scale_bits, 40);
+}
+
+namespace {
+// Sparse packing on the layered parameters (dense secret, encapsulation): s = 16 (a trace of 5 steps) and s = 256 =
+// n/4 (one step); keys for both, and for the arcsine test's configs.
+constexpr std::size_t kSparse[] = {16, 256};
+BootstrapConfig arcsine_config(int degree) {
+    return {.cts_levels = 2, .stc_levels = 2, .log_message_ratio = 4, .arcsine_degree = degree};
+}
+
+struct SparseEnv {
+    test::Env env;
+    std::shared_ptr<const EvaluationKeys> keys;
+    Evaluator ev;
+    static std::vector<std::uint64_t> elements() {
+        auto ctx = Context::create(layered_params(), 1);
+        std::set<std::uint64_t> all;
+        for (const BootstrapConfig& cfg : {BootstrapConfig{.slots = kSparse[0]}, BootstrapConfig{.slots = kSparse[1]},
+                                           BootstrapConfig{.slots = kSparse[0], .arcsine_degree = 3}, arcsine_config(0),
+                                           BootstrapConfig{.arcsine_degree = 3, .slot_to_coeff_first = true},
+                                           BootstrapConfig{.slots = kSparse[0], .arcsine_degree = 3, .slot_to_coeff_first = true}})
+            for (std::uint64_t g : Bootstrapper::galois_elements(*ctx, cfg)) all.insert(g);
+        return {all.begin(), all.end()};
+    }
+    SparseEnv() : env(layered_params(), {}, elements()), keys(LayeredEnv::with_encapsulation(env)), ev(env.ctx, keys) {}
+    cvec random_values(std::size_t s) {
+        std::uniform_real_distribution<double> u(-1, 1);
+        cvec v(s);
+        for (auto& x : v) x = {u(env.rng), u(env.rng)};
+        return v;
+    }
+};
+
+SparseEnv& sparse_env() {
+    static SparseEnv e;
+    return e;
+}
+}  // namespace
+
+TEST(Bootstrap, SparseCoeffToSlotPutsTheSubringCoefficientsInRealSlots) {
+    auto& se = sparse_env();
+    auto& e = se.env;
+    const std::size_t half = e.ctx->slots();
+    for (std::size_t s : kSparse) {
+        const Bootstrapper boot(e.ctx, {.slots = s});
+        ASSERT_TRUE(boot.sparse());
+        EXPECT_EQ(Bootstrapper::galois_elements(*e.ctx, boot.config()), boot.galois_elements());
+        const cvec z = e.enc.replicate(se.random_values(s), s);
+        const Ciphertext raised = boot.raise(se.ev, e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk));
+        const Ciphertext w = boot.coeff_to_slot(se.ev, raised);
+        EXPECT_EQ(w.level(), boot.raise_level() - boot.config().cts_levels);
+        // raised's coefficients c_k / scale: Re u_k (k < n/2) and Im u_{k - n/2}; the subring's are t'_j = c_{g j}.
+        cvec u = e.decrypt(raised);
+        e.enc.fft_special_inv(u);
+        const std::size_t g = half / s;
+        const auto coeff = [&](std::size_t k) { return k < half ? u[k].real() : u[k - half].imag(); };
+        const double f = 1.0 / (static_cast<double>(e.ctx->rns().prime(0)) / raised.scale * (boot.k_bound() + 1.0));
+        cvec want(half);
+        for (std::size_t p = 0; p < half; ++p) {
+            const std::size_t q = p % (2 * s);
+            std::size_t r = 0;  // bit reversal of q mod s over log2(s) bits
+            for (std::size_t b = 1; b < s; b <<= 1) r = (r << 1) | ((q % s & b) ? 1 : 0);
+            want[p] = coeff(g * (r + (q < s ? 0 : s))) * f;
+        }
+        EXPECT_LT(max_abs_error(e.decrypt(w), want), std::ldexp(1.0, -25)) << s << " slots";
+    }
+}
+
+TEST(Bootstrap, SparseSlotsEndToEndWithOneEvalMod) {
+    auto& se = sparse_env();
+    auto& e = se.env;
+    for (std::size_t s : kSparse) {
+        const Bootstrapper boot(e.ctx, {.slots = s});
+        const cvec z = e.enc.replicate(se.random_values(s), s);
+        for (int level : {0, 2}) {
+            const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(level), level), e.pk);
+            OpCounts counts;
+            const Ciphertext out = boot.bootstrap(se.ev, ct, {}, &counts);
+            EXPECT_EQ(out.level(), 2);
+            EXPECT_EQ(out.scale, std::ldexp(1.0, 40));
+            const double bits = test::precision_bits(e.decrypt(out), z);  // every slot: the output repeats too
+            // Fewer slots, larger coefficients: with 16 the sine's curvature costs bits (see the arcsine below).
+            EXPECT_GT(bits, s == 16 ? 17.0 : 21.0) << s << " slots from level " << level;
+            // One EvalMod: its products are the only ciphertext products.
+            EXPECT_EQ(counts.mult, plan_polynomial(boot.cosine()).products + static_cast<std::size_t>(boot.config().double_angle));
+        }
+    }
+    // With the arcsine correction the 16 slots keep their bits too.
+    const Bootstrapper corrected(e.ctx, {.slots = kSparse[0], .arcsine_degree = 3});
+    const cvec z = e.enc.replicate(se.random_values(kSparse[0]), kSparse[0]);
+    const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk);
+    EXPECT_GT(test::precision_bits(e.decrypt(corrected.bootstrap(se.ev, ct)), z), 24.0);  // measured 28.5
+    EXPECT_THROW(Bootstrapper(e.ctx, {.slots = 3}), ParameterError);
+    EXPECT_THROW(Bootstrapper(e.ctx, {.slots = 1024}), ParameterError);
+    EXPECT_THROW(e.enc.replicate(cvec(17), 16), ParameterError);
+    EXPECT_THROW(e.enc.replicate(cvec(4), 12), ParameterError);
+    // Full slots with slots = n/2 given explicitly.
+    EXPECT_FALSE(Bootstrapper(e.ctx, {.slots = e.ctx->slots()}).sparse());
+}
+
+TEST(Bootstrap, ArcsineCorrectionRemovesTheSineError) {
+    auto& se = sparse_env();
+    auto& e = se.env;
+    // K in [16, 32): a coefficient c loses about (2 pi c / K)^2 / 6 of itself to the sine's curvature.
+    const Bootstrapper plain(e.ctx, arcsine_config(0)), corrected(e.ctx, arcsine_config(3));
+    EXPECT_EQ(corrected.depth(), plain.depth() + 2);
+    EXPECT_LT(plain.message_ratio(), 32.0);
+    cvec z = e.random(true);
+    for (auto& x : z) x *= 8.0;  // large values: large coefficients
+    const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk);
+    const double before = test::precision_bits(e.decrypt(plain.bootstrap(se.ev, ct)), z);
+    const double after = test::precision_bits(e.decrypt(corrected.bootstrap(se.ev, ct)), z);
+    EXPECT_GT(after, before + 4.0);
+    EXPECT_THROW(Bootstrapper(e.ctx, arcsine_config(4)), ParameterError);
+    EXPECT_THROW(Bootstrapper(e.ctx, arcsine_config(17)), ParameterError);
+}
+
+TEST(Bootstrap, SlotToCoeffFirstRunsOnTheInputsLevels) {
+    auto& se = sparse_env();
+    auto& e = se.env;
+    // The slots become coefficients, as large as the values: the arcsine correction keeps the sine's curvature away.
+    for (std::size_t s : {std::size_t{0}, kSparse[0]}) {
+        const Bootstrapper boot(e.ctx, {.slots = s, .arcsine_degree = 3, .slot_to_coeff_first = true});
+        EXPECT_EQ(boot.config().stc_levels, 2) << s;  // all the user's levels (2), up to 3
+        EXPECT_EQ(boot.input_level(), 2);
+        EXPECT_EQ(boot.output_level(), 2);
+        EXPECT_EQ(boot.raise_level(), 2 + boot.depth());
+        EXPECT_EQ(boot.depth(), boot.config().cts_levels + boot.cosine().depth() + boot.config().double_angle +
+                                    boot.arcsine().depth() + 1);
+        EXPECT_EQ(Bootstrapper::galois_elements(*e.ctx, boot.config()), boot.galois_elements());
+        const cvec z = s ? e.enc.replicate(se.random_values(s), s) : e.random(true);
+        const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(2), 2), e.pk);
+        BootstrapTimes times;
+        const Ciphertext out = boot.bootstrap(se.ev, ct, {}, nullptr, &times);
+        EXPECT_GT(times.slot_to_coeff, 0.0);
+        EXPECT_EQ(out.level(), 2);
+        EXPECT_EQ(out.scale, std::ldexp(1.0, 40));
+        EXPECT_GT(test::precision_bits(e.decrypt(out), z), 24.0) << s << " slots";  // measured 28.5
+        // Below its SlotToCoeff levels: the error says which level is needed.
+        try {
+            boot.bootstrap(se.ev, e.ev.drop_level(ct, 1));
+            FAIL() << "no error";
+        } catch (const LevelError& err) {
+            EXPECT_NE(std::string(err.what()).find("level >= 2"), std::string::npos) << err.what();
+        }
+    }
+    EXPECT_THROW(Bootstrapper(e.ctx, {.stc_levels = 3, .slot_to_coeff_first = true}), ParameterError);
 }

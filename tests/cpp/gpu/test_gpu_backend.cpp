@@ -41,25 +41,35 @@ TEST_P(GpuBackendShapes, CudaGivesTheCpuBits) {
     EXPECT_STREQ(ctx->backend().name(), "cuda");
 }
 
-// A whole bootstrap (ModRaise, transforms, polynomials: algo and ckks only) gives the CPU backend's bytes.
+// A whole bootstrap (ModRaise, transforms, polynomials: algo and ckks only) gives the CPU backend's bytes: full slots,
+// and sparse slots with the arcsine correction and SlotToCoeff first (the trace, the final scaling).
 void expect_same_bootstrap(const rns::BackendFactory& factory) {
     // Bootstrapping levels of their own and sparse-secret encapsulation (every bootstrapping operation).
     Parameters p = test::research_params(10, 60, 40, 2, 60, 3);
     p.boot_levels = 15;
     p.boot_bits = 55;
     p.boot_secret_weight = 32;
-    test::Env cpu(p, {}, algo::Bootstrapper::galois_elements(*Context::create(p, 1), {}), 7, 1);
+    const algo::BootstrapConfig configs[] = {{}, {.slots = 16, .arcsine_degree = 3, .slot_to_coeff_first = true}};
+    std::vector<std::uint64_t> elements;
+    for (const auto& cfg : configs)
+        for (std::uint64_t g : algo::Bootstrapper::galois_elements(*Context::create(p, 1), cfg)) elements.push_back(g);
+    test::Env cpu(p, {}, elements, 7, 1);
     EvaluationKeys keys = *cpu.ek;
     KeyGenerator(cpu.ctx).encapsulation_keys(cpu.sk, keys);
     auto ctx = Context::create(p, 1, factory);
     const auto ek = std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, keys, deserialize_evaluation_keys));
-    const Ciphertext a = cpu.encryptor.encrypt(cpu.enc.encode(cpu.random(true), cpu.ctx->scale_at(0), 0), cpu.pk);
-    const Ciphertext a2 = test::moved(*cpu.ctx, *ctx, a, deserialize_ciphertext);
     const Evaluator ev(cpu.ctx, std::make_shared<const EvaluationKeys>(std::move(keys)));
-    const Ciphertext out = algo::Bootstrapper(cpu.ctx).bootstrap(ev, a);
-    const Ciphertext out2 = algo::Bootstrapper(ctx).bootstrap(Evaluator(ctx, ek), a2);
-    EXPECT_EQ(out.level(), ctx->user_level());
-    EXPECT_EQ(serialize(*cpu.ctx, out), serialize(*ctx, out2)) << "bootstrap on " << ctx->backend().name();
+    for (const auto& cfg : configs) {
+        const algo::Bootstrapper boot(cpu.ctx, cfg), boot2(ctx, cfg);
+        const int level = boot.input_level();
+        const Ciphertext a = cpu.encryptor.encrypt(cpu.enc.encode(cpu.random(true), cpu.ctx->scale_at(level), level), cpu.pk);
+        const Ciphertext a2 = test::moved(*cpu.ctx, *ctx, a, deserialize_ciphertext);
+        const Ciphertext out = boot.bootstrap(ev, a);
+        const Ciphertext out2 = boot2.bootstrap(Evaluator(ctx, ek), a2);
+        EXPECT_EQ(out.level(), ctx->user_level());
+        EXPECT_EQ(serialize(*cpu.ctx, out), serialize(*ctx, out2)) << "bootstrap on " << ctx->backend().name() << ", "
+                                                                    << boot.slots() << " slots";
+    }
 }
 
 TEST(GpuBackend, EmulatedBootstrapGivesTheCpuBits) { expect_same_bootstrap(gpu::make_emulated_gpu_backend); }
