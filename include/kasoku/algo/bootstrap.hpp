@@ -31,9 +31,9 @@
 //      plaintext product (times K / (2 pi); sparse: joining the halves) ends the bootstrap instead.
 //
 // Levels: cts_levels + ceil(log2(cos_degree + 1)) + double_angle (+ the arcsine's depth) + stc_levels (SlotToCoeff
-// first: + 1 instead, and stc_levels of the input's own). With
-// bootstrapping levels (Parameters::boot_levels: larger primes above the user's) they are those, and the output is at
-// the user level with the user's scale; without, they are taken from max_level.
+// first: + 1 instead, and stc_levels of the input's own). With bootstrapping levels (Parameters::boot_levels: larger
+// primes above the user's) they are those, and the output is at the user level with the user's scale; without, they
+// are taken from max_level.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -112,10 +112,12 @@ public:
     const Polynomial& arcsine() const { return asin_; }    // the arcsine correction (no coefficients when off)
     const BootstrapConfig& config() const { return cfg_; }
 
-    // The message of ct (any level >= 0, size 2; at level 0 its scale must be the canonical one) at output_level()
-    // with that level's canonical scale. Messages with |m| <= 1 keep the measured precision (docs/BOOTSTRAPPING.md); the
-    // sine adds a relative error (2 pi c / K)^2 / 6 for a message coefficient c, so larger ones lose bits. Throws ScaleError for a non-canonical scale at level 0,
-    // ParameterError for a size-3 ciphertext or one of another context, MissingKeyError for a missing key.
+    // The message of ct (any level >= input_level(), size 2; at input_level() its scale must be the canonical one) at
+    // output_level() with that level's canonical scale. Messages with |m| <= 1 keep the measured precision
+    // (docs/BOOTSTRAPPING.md); the sine adds a relative error (2 pi c / K)^2 / 6 for a message coefficient c (without
+    // the arcsine correction), so larger ones lose bits. Throws ScaleError for a non-canonical scale at
+    // input_level(), LevelError below it, ParameterError for a size-3 ciphertext or one of another context,
+    // MissingKeyError for a missing key.
     ckks::Ciphertext bootstrap(const ckks::Evaluator& ev, const ckks::Ciphertext& ct, Exec exec = {},
                                OpCounts* counts = nullptr, BootstrapTimes* times = nullptr) const;
 

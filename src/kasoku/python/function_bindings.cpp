@@ -222,7 +222,8 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
         const auto boot = b ? b->boot : e.owner->default_bootstrapper();
         return wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t)));
     }, "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
-         "The message of a (any level; size 2) again at bootstrapper.output_level, on its canonical scale: values with "
+         "The message of a (any level from bootstrapper.input_level, 0 unless SlotToCoeff first; size 2) again at "
+         "bootstrapper.output_level, on its canonical scale: values with "
          "|x| <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the keys of "
          "ctx.keygen(bootstrapping=True)).", ReleaseGil())
       .def("bootstrap_profile", [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t) {
