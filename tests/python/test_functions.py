@@ -134,6 +134,29 @@ def test_linear_combination(deep, rng):
     assert np.max(np.abs(ctx.decrypt(out, keys.secret) - want)) < 2.0**-25
 
 
+def test_linear_combination_at_a_level_and_multiply_add(deep, rng):
+    ctx, keys, ev = deep
+    a, b = rng.uniform(-1, 1, ctx.slots), rng.uniform(-1, 1, ctx.slots)
+    ca, cb = ctx.encrypt(a, keys.public), ctx.encrypt(b, keys.public)
+    level = ca.level - 3
+    out = ev.linear_combination([ca, cb], [0.5, -2j], constant=1.0, level=level)
+    assert out.level == level and out.scale == ctx.scale_at(level)
+    assert np.max(np.abs(ctx.decrypt(out, keys.secret) - (0.5 * a - 2j * b + 1.0))) < 2.0**-25
+    odd = ev.linear_combination([ca], [1.0], level=level, scale=2.0**30)
+    assert odd.scale == 2.0**30 and np.max(np.abs(ctx.decrypt(odd, keys.secret) - a)) < 2.0**-15  # noise at 2^30
+    with pytest.raises(ks.ParameterError, match="level="):
+        ev.linear_combination([ca], [1.0], scale=2.0**30)
+    # k a b + sum + constant, one relinearisation and one rescale
+    fused = ev.multiply_add(ca, cb, k=2, cts=[ca], coeffs=[0.25], constant=-1.0)
+    assert fused.level == ca.level - 1
+    assert np.max(np.abs(ctx.decrypt(fused, keys.secret) - (2 * a * b + 0.25 * a - 1.0))) < 2.0**-25
+    assert np.max(np.abs(ctx.decrypt(ev.multiply_add(ca, cb), keys.secret) - a * b)) < 2.0**-25
+    with pytest.raises(ks.ParameterError):
+        ev.multiply_add(ca, ev.drop_level(cb, cb.level - 1))  # factors at two levels
+    with pytest.raises(ks.ParameterError):
+        ev.multiply_add(ca, cb, k=0)
+
+
 @pytest.mark.parametrize("depth,bits", [(3, 20), (6, 16)])
 def test_for_circuit_runs_its_depth_with_its_precision(depth, bits, rng):
     params = ks.Parameters.for_circuit(depth=depth, precision_bits=bits)

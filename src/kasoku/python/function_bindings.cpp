@@ -72,6 +72,16 @@ KCiphertext eval_poly(const KEvaluator& e, const KCiphertext& a, const algo::Pol
     same_owner(a.owner, e.owner, "ciphertext");
     return wrap(e.owner, algo::evaluate(*e.ev, a.ct, p, threads_arg(t)));
 }
+
+std::vector<const Ciphertext*> unwrap_all(const KEvaluator& e, const std::vector<const KCiphertext*>& cts, const char* what) {
+    std::vector<const Ciphertext*> xs;
+    for (const KCiphertext* c : cts) {
+        if (!c) throw ParameterError(std::string(what) + ": a ciphertext is None");
+        same_owner(c->owner, e.owner, "ciphertext");
+        xs.push_back(&c->ct);
+    }
+    return xs;
+}
 }  // namespace
 
 void bind_functions(nb::module_& m) {
@@ -239,17 +249,28 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
          "bootstrap, and the seconds of each stage: (ciphertext, {raise, coeff_to_slot, eval_mod, slot_to_coeff}).",
          ReleaseGil())
       .def("linear_combination", [](const KEvaluator& e, const std::vector<const KCiphertext*>& cts, const Values& coeffs,
-                                    std::complex<double> constant, TArg t) {
-        std::vector<const Ciphertext*> xs;
-        for (const KCiphertext* c : cts) {
-            if (!c) throw ParameterError("linear_combination: a ciphertext is None");
-            same_owner(c->owner, e.owner, "ciphertext");
-            xs.push_back(&c->ct);
-        }
+                                    std::complex<double> constant, std::optional<int> level, double scale, TArg t) {
+        const auto xs = unwrap_all(e, cts, "linear_combination");
+        if (level) return wrap(e.owner, e.ev->linear_combination_at(xs, coeffs.get(), constant, *level, scale, threads_arg(t)));
+        if (scale != 0.0) throw ParameterError("linear_combination: give level= with scale=");
         return wrap(e.owner, e.ev->linear_combination(xs, coeffs.get(), constant, threads_arg(t)));
-    }, "cts"_a, "coeffs"_a, "constant"_a = 0.0, "threads"_a = nb::none(),
+    }, "cts"_a, "coeffs"_a, "constant"_a = 0.0, "level"_a = nb::none(), "scale"_a = 0.0, "threads"_a = nb::none(),
          "sum_i coeffs[i] * cts[i] + constant with one rescale, landing on the canonical scale of the level below the "
-         "lowest term.", ReleaseGil());
+         "lowest term; level=l (below every term's): on level l instead, with `scale` (0: l's canonical scale).",
+         ReleaseGil())
+      .def("multiply_add", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, std::int64_t k,
+                              const std::vector<const KCiphertext*>& cts, const std::optional<Values>& coeffs,
+                              std::complex<double> constant, TArg t) {
+        same_owner(a.owner, e.owner, "ciphertext");
+        same_owner(b.owner, e.owner, "ciphertext");
+        const auto xs = unwrap_all(e, cts, "multiply_add");
+        const cvec none;
+        return wrap(e.owner, e.ev->multiply_add(a.ct, b.ct, k, xs, coeffs ? coeffs->get() : none, constant, threads_arg(t)));
+    }, "a"_a, "b"_a, "k"_a = 1, "cts"_a = std::vector<const KCiphertext*>{}, "coeffs"_a = nb::none(),
+         "constant"_a = 0.0, "threads"_a = nb::none(),
+         "k * a * b + sum_i coeffs[i] * cts[i] + constant with one relinearisation and one rescale (a and b at one level, "
+         "any scales; the terms at that level or above): the sums of polynomial evaluation without rescales of their "
+         "own. The result is one level down with scale a.scale * b.scale / q.", ReleaseGil());
 }
 
 }  // namespace kasoku_py
