@@ -31,4 +31,9 @@ inline void check_ciphertext(const Context& ctx, const Ciphertext& ct, const cha
         throw ParameterError(std::string(what) + " is empty or malformed");
 }
 
+// Key switching (rotations, ModRaise, the encapsulation switches) takes (c0, c1) only.
+inline void check_relinearised(const Ciphertext& ct, const char* op) {
+    if (ct.size() != 2) throw ParameterError(std::string(op) + " needs a relinearised (size-2) ciphertext; relinearize it first");
+}
+
 }  // namespace kasoku::ckks::detail

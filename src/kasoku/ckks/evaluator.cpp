@@ -136,7 +136,7 @@ Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, Exec exec) const {
 
 Ciphertext Evaluator::mod_raise(const Ciphertext& a, int level, Exec exec) const {
     check(a, "operand");
-    if (a.size() != 2) throw ParameterError("mod_raise needs a relinearised (size-2) ciphertext; relinearize it first");
+    detail::check_relinearised(a, "mod_raise");
     if (level < 0) level = ctx_->max_level();
     if (a.level() != 0)
         throw LevelError("mod_raise needs a ciphertext at level 0 (this one is at level " + std::to_string(a.level()) +
@@ -159,7 +159,7 @@ Ciphertext Evaluator::mod_raise(const Ciphertext& a, int level, Exec exec) const
 
 namespace {
 void check_encapsulation(const EvaluationKeys* keys, const Ciphertext& a, const char* op) {
-    if (a.size() != 2) throw ParameterError(std::string(op) + " needs a relinearised (size-2) ciphertext; relinearize it first");
+    detail::check_relinearised(a, op);
     if (!keys || !keys->to_sparse || !keys->from_sparse)
         throw MissingKeyError(std::string(op) + " needs the encapsulation keys: parameters with boot_secret_weight and "
                               "ctx.keygen(bootstrapping=True) (KeyGenerator::encapsulation_keys)");
@@ -547,7 +547,7 @@ Ciphertext Evaluator::conjugate(const Ciphertext& a, Exec exec) const {
 
 Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec exec) const {
     check(a, "operand");
-    if (a.size() != 2) throw ParameterError("rotation expects a relinearised (size 2) ciphertext; call relinearize first");
+    detail::check_relinearised(a, "rotation");
     const SwitchKey& key = galois_key(g, "this automorphism; generate it with ctx.keygen(galois_elements=[...])");
     if (key.key_id != a.key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
     exec = ctx_->exec(exec);

@@ -104,7 +104,7 @@ std::size_t best_trace_h(const KeySwitchCosts& c, std::size_t M) {
 
 Decomposition Evaluator::decompose(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
-    if (a.size() != 2) throw ParameterError("key switching expects a relinearised (size 2) ciphertext; call relinearize first");
+    detail::check_relinearised(a, "key switching");
     exec = ctx_->exec(exec);
     Decomposition d;
     d.input = a;
