@@ -1,7 +1,7 @@
 # kasoku — two commands:  make demo   (build, install into .venv, run the demo)
 #                         make test   (build, C++ tests with CTest, Python tests with pytest, the C++ tests again under
 #                                      AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
-#                                      ThreadSanitizer)
+#                                      ThreadSanitizer, a short libFuzzer pass over every parser)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -10,17 +10,19 @@ BUILD  := build/cpp
 PREFIX := $(CURDIR)/build/install
 JOBS   ?= $(shell nproc)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEB    := g++ libssl-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev nlohmann-json3-dev verilator
+DEB    := g++ libssl-dev libzstd-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev nlohmann-json3-dev verilator \
+          clang-14 libclang-rt-14-dev
 
-.PHONY: demo test deps venv install cpp-test example py-test sanitize tsan bench bench-bigmul hw peers clean
+.PHONY: demo test deps venv install cpp-test example py-test sanitize tsan fuzz fuzz-ci bench bench-bigmul hw peers clean
 
 demo: install
 	$(PY) -m kasoku demo
 
-test: cpp-test example py-test sanitize tsan
+test: cpp-test example py-test sanitize tsan fuzz-ci
 
-# Debian packages the build needs (OpenSSL, GoogleTest, GMP for big-integer references, Google Benchmark, SIMDe,
-# nlohmann-json for the scheduler's cost-model files, Verilator for the RTL NTT's tests).
+# Debian packages the build needs (OpenSSL, zstd, GoogleTest, GMP for big-integer references, Google Benchmark, SIMDe,
+# nlohmann-json for the scheduler's cost-model files, Verilator for the RTL NTT's tests, clang and libFuzzer for the
+# parsers' fuzz targets).
 deps:
 	@missing=""; for p in $(DEB) $(EXTRA_DEB); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
@@ -71,6 +73,14 @@ tsan: deps venv
 	$(CMAKE) -S . -B build/tsan $(SAN_FLAGS) -DKASOKU_SANITIZE=thread -DKASOKU_OPENMP=OFF
 	$(CMAKE) --build build/tsan -j $(JOBS) --target test_concurrency test_sched
 	$(VENV)/bin/ctest --test-dir build/tsan --output-on-failure -j $(JOBS) -R "Concurrency|SchedRun"
+
+# libFuzzer on every parser (ciphertext, each key kind, parameters) under ASan (leaks included) + UBSan: RUNS inputs
+# each from a seed corpus of valid objects (scripts/fuzz.sh; docs/SERIALIZATION.md has the result of a full run).
+fuzz: deps venv
+	scripts/fuzz.sh $(or $(RUNS),1000000)
+
+fuzz-ci: deps venv
+	scripts/fuzz.sh 20000
 
 bench: install
 	$(PY) -m kasoku bench --params H16 --threads 1 --json bench-H16.jsonl

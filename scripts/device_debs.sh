@@ -6,6 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .devdeps
-pkgs="libgtest-dev libssl-dev libssl3 libgmp-dev libgmp10 libgmpxx4ldbl libsimde-dev nlohmann-json3-dev"
+pkgs="libgtest-dev libssl-dev libssl3 libzstd-dev libzstd1 libgmp-dev libgmp10 libgmpxx4ldbl libsimde-dev nlohmann-json3-dev"
 (cd .devdeps && apt-get download $pkgs)
 ls -la .devdeps

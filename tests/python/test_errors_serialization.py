@@ -153,6 +153,25 @@ def test_serialization_rejects_bad_bytes(env):
         ks.Parameters.from_bytes(b"KSKU")
 
 
+def test_compact_and_compressed_forms(env, rng):
+    ctx, keys, _ = env
+    x = rng.uniform(-1, 1, ctx.slots)
+    sym, pub = ctx.encrypt(x, keys.secret), ctx.encrypt(x, keys.public)
+    # a secret-key ciphertext travels as its first part and the seed of the second
+    assert len(sym.to_bytes()) < 0.51 * len(pub.to_bytes())
+    back = ks.Ciphertext.from_bytes(ctx, sym.to_bytes())
+    assert back.to_bytes() == sym.to_bytes() and bits(ctx.decrypt(back, keys.secret), x) > 21
+    # the secret key as 2 bits per coefficient (plus header and digest)
+    assert len(keys.secret.to_bytes()) == ctx.params.n // 4 + 24 + 9 + 32
+    for obj, cls in [(pub, ks.Ciphertext), (keys.public, ks.PublicKey), (keys.evaluation(), ks.EvaluationKeys)]:
+        z = obj.to_bytes(compression="zstd")
+        assert cls.from_bytes(ctx, z).to_bytes() == obj.to_bytes()
+    z = ctx.params.to_bytes(compression="zstd")
+    assert ks.Parameters.from_bytes(z).levels == ctx.params.levels
+    with pytest.raises(ks.ParameterError, match="compression"):
+        pub.to_bytes(compression="gzip")
+
+
 def test_cli_info_and_bench(tmp_path):
     out = subprocess.run([sys.executable, "-m", "kasoku", "info"], capture_output=True, text=True, check=True).stdout
     assert "SIMD body in use" in out and ks.__version__ in out

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kasoku/rns/backend.hpp"
 #include "kasoku/rns/rns_poly.hpp"
+#include "kasoku/support/random.hpp"
 
 namespace kasoku::ckks {
 
@@ -23,6 +25,9 @@ struct Ciphertext {
     double scale = 1.0;
     std::uint64_t context_uid = 0;
     std::uint64_t key_id = 0;
+    // Secret-key encryption draws polys[1] (uniform) from this seed: serialization then writes the seed instead of the
+    // part (it checks that the part is still the seed's expansion, so a ciphertext changed since keeps its full form).
+    std::optional<Seed> seed;
     int level() const { return polys.empty() ? -1 : static_cast<int>(polys[0].num_q()) - 1; }
     std::size_t size() const { return polys.size(); }
 };
@@ -47,12 +52,14 @@ private:
 struct PublicKey {
     rns::RnsPoly b, a;  // b = -a s + e over Q_L * p_0 (the first special prime), NTT form
     std::uint64_t context_uid = 0, key_id = 0;
+    std::optional<Seed> seed;  // a is this seed's expansion (serialization writes the seed)
 };
 
 // Hybrid key-switching key from s' to s: dnum pairs (b_j, a_j) over Q_L * P, NTT form,
 // b_j = -a_j s + e_j + P [Q/Q_j]([Q/Q_j]^-1 mod Q_j) s' (rns::GadgetKey), and whose key it is.
 struct SwitchKey : rns::GadgetKey {
     std::uint64_t context_uid = 0, key_id = 0;
+    std::optional<Seed> seed;  // a_0, a_1, ... are this seed's expansion, in order (serialization writes the seed)
 };
 
 // Everything an evaluator needs, and nothing secret.

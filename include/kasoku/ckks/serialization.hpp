@@ -1,4 +1,4 @@
-// Versioned binary format: header (magic "KSKU", version, kind, parameter fingerprint, payload length),
+// Versioned binary format: header (magic "KSKU", version, kind, flags, parameter fingerprint, payload length),
 // payload, SHA-256 of header and payload. Loading checks all of it and throws SerializationError for
 // corrupted or truncated bytes, another kind of object, or bytes made with other parameters. serialize throws
 // ParameterError for an object of another context (or a malformed ciphertext).
@@ -14,15 +14,21 @@ namespace kasoku::ckks {
 
 using Bytes = std::vector<std::uint8_t>;
 
-// Version 2: Galois keys switch s -> s(X^{g^-1}) (applied before the automorphism); version 1 keys did s(X^g) -> s.
-inline constexpr std::uint16_t kFormatVersion = 3;
+// Version 4: residues bit-packed to their prime's width, a limb of zeros as one tag byte, uniform parts as the seed
+// they were drawn from (secret-key ciphertexts, public and key-switching keys), ternary secret keys as 2 bits per
+// coefficient, optional zstd. Version 3 wrote 8 bytes per residue; version 2 changed the Galois keys' direction.
+inline constexpr std::uint16_t kFormatVersion = 4;
 
-Bytes serialize(const Parameters& p);
-Bytes serialize(const Context& ctx, const Ciphertext& ct);
-Bytes serialize(const Context& ctx, const PublicKey& pk);
-Bytes serialize(const Context& ctx, const SecretKey& sk);
-Bytes serialize(const Context& ctx, const SwitchKey& key);
-Bytes serialize(const Context& ctx, const EvaluationKeys& keys);
+// zstd compresses the payload (level 3). Packed residues are uniform and do not compress: it pays only for objects
+// with other content (docs/SERIALIZATION.md has the measured sizes).
+enum class Compression : std::uint8_t { none = 0, zstd = 1 };
+
+Bytes serialize(const Parameters& p, Compression compression = Compression::none);
+Bytes serialize(const Context& ctx, const Ciphertext& ct, Compression compression = Compression::none);
+Bytes serialize(const Context& ctx, const PublicKey& pk, Compression compression = Compression::none);
+Bytes serialize(const Context& ctx, const SecretKey& sk, Compression compression = Compression::none);
+Bytes serialize(const Context& ctx, const SwitchKey& key, Compression compression = Compression::none);
+Bytes serialize(const Context& ctx, const EvaluationKeys& keys, Compression compression = Compression::none);
 
 Parameters deserialize_parameters(const std::uint8_t* data, std::size_t size);
 Ciphertext deserialize_ciphertext(const Context& ctx, const std::uint8_t* data, std::size_t size);

@@ -1,5 +1,6 @@
 #include "kasoku/ckks/crypto.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "checks_internal.hpp"
@@ -16,6 +17,52 @@ RnsPoly small_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::
     RnsPoly p = ctx.backend().poly(num_q, num_p, true);
     ctx.backend().from_signed(c.data(), p, exec);
     return p;
+}
+
+// A fresh uniform part `out` drawn from a new seed, which is returned (the part's compact form on the wire).
+Seed sample_seeded(const rns::Backend& be, RnsPoly& out) {
+    const Seed seed = random_seed();
+    Prng prng(seed);
+    detail::sample_uniform(be, out, prng);
+    return seed;
+}
+
+// Whether the key-switching keys' b_j may be rounded to multiples of the last special prime p (so that their limb mod p
+// is zero and is not stored, Power2Round-style): the rounding adds |r_j| < p/2 to each b_j, and the key switch's output
+// gains sum_j d_j r_j / P, below n * dnum * (Q_j / 2) (p / 2) / P for digits |d_j| < Q_j / 2. Allowed when that bound
+// is below 2^-20, far under the key switch's own rounding error (about 1 + ||s||).
+bool rounds_special_limb(const rns::RnsContext& r) {
+    if (r.p_count() < 2) return false;
+    double log_p = 0.0, log_qj = 0.0;
+    for (std::size_t i = 0; i < r.p_count(); ++i) log_p += std::log2(static_cast<double>(r.p_primes()[i]));
+    for (std::size_t j = 0; j < r.dnum(); ++j) {
+        double s = 0.0;
+        for (std::size_t i = 0; i < r.digit_size(j, r.q_count()); ++i)
+            s += std::log2(static_cast<double>(r.q_primes()[r.digit_begin(j) + i]));
+        log_qj = std::max(log_qj, s);
+    }
+    const double bound = std::log2(static_cast<double>(r.n()) * static_cast<double>(r.dnum())) + log_qj +
+                         std::log2(static_cast<double>(r.p_primes().back())) - 2.0 - log_p;
+    return bound < -20.0;
+}
+
+// b -= [b]_p (centered remainder mod the last special prime p): b becomes a multiple of p, its limb there zero.
+void round_to_last_special(const Context& ctx, RnsPoly& b, Exec exec) {
+    const auto& be = ctx.backend();
+    const std::size_t n = ctx.n(), last = b.limbs() - 1;
+    const std::uint64_t p = ctx.rns().p_primes().back();
+    RnsPoly coeffs = b;
+    be.from_ntt(coeffs, exec);
+    std::vector<__int128> r(n);
+    be.download(coeffs, [&](const std::uint64_t* const* limbs) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint64_t v = limbs[last][i];
+            r[i] = v > p / 2 ? static_cast<__int128>(v) - static_cast<__int128>(p) : static_cast<__int128>(v);
+        }
+    });
+    RnsPoly rp = be.poly(b.num_q(), b.num_p(), true);
+    be.from_signed(r.data(), rp, exec);
+    be.sub(b, rp, b, exec);
 }
 }  // namespace
 
@@ -41,7 +88,7 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk, Exec exec) const {
     pk.key_id = sk.key_id();
     // Over Q * p_0: encryption divides its noise by p_0 (see Encryptor::encrypt).
     pk.a = be.poly(r.q_count(), 1, true);
-    detail::sample_uniform(be, pk.a, prng);
+    pk.seed = sample_seeded(be, pk.a);
     pk.b = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), r.q_count(), 1, exec);
     RnsPoly s = sk.poly();
     s.truncate(r.q_count(), 1);
@@ -61,15 +108,19 @@ SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, c
     SwitchKey key;
     key.context_uid = ctx_->uid();
     key.key_id = sk.key_id();
+    key.seed = random_seed();
+    Prng uniform(*key.seed);  // a_0, a_1, ... in order: the seed stands for all of them
+    const bool round = rounds_special_limb(r);
     for (std::size_t j = 0; j < r.dnum(); ++j) {
         RnsPoly a = be.poly(nq, np, true);
-        detail::sample_uniform(be, a, prng);
+        detail::sample_uniform(be, a, uniform);
         RnsPoly b = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, np, exec);
         RnsPoly as;
         be.mul(a, s_to, as, exec);
         be.sub(b, as, b, exec);
         as.wipe();
         ctx_->keyswitcher().add_gadget(s_from, j, b, exec);  // + P * s_from on the primes of digit j
+        if (round) round_to_last_special(*ctx_, b, exec);
         key.b.push_back(std::move(b));
         key.a.push_back(std::move(a));
     }
@@ -142,7 +193,7 @@ void KeyGenerator::encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, E
         const auto p0 = static_cast<__int128>(r.p_primes()[0]);
         for (auto& c : p0s) c *= p0;
         RnsPoly a = be.poly(1, 1, true);
-        detail::sample_uniform(be, a, prng);
+        down.seed = sample_seeded(be, a);
         RnsPoly b = small_poly(*ctx_, detail::sample_gaussian(n, prng), 1, 1, exec);
         RnsPoly s1 = small_poly(*ctx_, sparse, 1, 1, exec), gadget = be.poly(1, 1, true), as;
         be.from_signed(p0s.data(), gadget, exec);
@@ -201,7 +252,7 @@ Ciphertext Encryptor::encrypt_symmetric(const Plaintext& pt, const SecretKey& sk
     ct.context_uid = ctx_->uid();
     ct.key_id = sk.key_id();
     RnsPoly a = be.poly(nq, 0, true);
-    detail::sample_uniform(be, a, prng);
+    ct.seed = sample_seeded(be, a);
     RnsPoly s = sk.poly();
     s.truncate(nq);
     RnsPoly c0 = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, 0, exec);

@@ -46,6 +46,13 @@ KCiphertext encrypt_with(const KContext& c, const Plaintext& pt, const AnyKey& k
     return wrap(c.owner, Encryptor(c.owner->ctx).encrypt_symmetric(pt, *sk.key, threads));
 }
 
+// to_bytes(compression=None | "zstd").
+Compression compression_arg(const std::optional<std::string>& c) {
+    if (!c || *c == "none") return Compression::none;
+    if (*c == "zstd") return Compression::zstd;
+    throw ParameterError("compression must be None or \"zstd\" (got \"" + *c + "\")");
+}
+
 std::string describe_ct(const Ciphertext& ct) {
     return "Ciphertext(level=" + std::to_string(ct.level()) + ", scale=2^" + std::to_string(std::log2(ct.scale)) +
            ", size=" + std::to_string(ct.size()) + ")";
@@ -102,7 +109,8 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("dnum", &Parameters::digits)
         .def_prop_ro("alpha", &Parameters::alpha)
         .def_prop_ro("log_qp", &Parameters::log_qp_bits)
-        .def("to_bytes", [](const Parameters& p) { return BytesOut{serialize(p)}; })
+        .def("to_bytes", [](const Parameters& p, std::optional<std::string> c) { return BytesOut{serialize(p, compression_arg(c))}; },
+             "compression"_a = nb::none())
         .def_static("from_bytes", [](BytesIn b) { return deserialize_parameters(b.data, b.size); }, "data"_a)
         .def("__repr__", [](const Parameters& p) {
             return "Parameters(" + p.describe() + ")" + (p.rationale.empty() ? "" : "\n  " + p.rationale);
@@ -110,7 +118,9 @@ void bind_objects(nb::module_& m) {
 
     // ---------------------------------------------------------------- keys and plaintexts
     nb::class_<KSecretKey>(m, "SecretKey", "The secret key: stays on the client; wiped from memory when released.")
-        .def("to_bytes", [](const KSecretKey& k) { return BytesOut{serialize(*k.owner->ctx, *k.key)}; }, ReleaseGil())
+        .def("to_bytes", [](const KSecretKey& k, std::optional<std::string> c) {
+            return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
+        }, "compression"_a = nb::none(), ReleaseGil())
         .def_static("from_bytes", [](const KContext& c, BytesIn b) {
             return KSecretKey{c.owner, std::make_shared<const SecretKey>(deserialize_secret_key(*c.owner->ctx, b.data, b.size))};
         }, "ctx"_a, "data"_a, ReleaseGil())
@@ -121,17 +131,23 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("scale", [](const KPlaintext& p) { return p.pt.scale; });
 
     nb::class_<KPublicKey>(m, "PublicKey")
-        .def("to_bytes", [](const KPublicKey& k) { return BytesOut{serialize(*k.owner->ctx, *k.key)}; }, ReleaseGil())
+        .def("to_bytes", [](const KPublicKey& k, std::optional<std::string> c) {
+            return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
+        }, "compression"_a = nb::none(), ReleaseGil())
         .def_static("from_bytes", [](const KContext& c, BytesIn b) {
             return KPublicKey{c.owner, std::make_shared<const PublicKey>(deserialize_public_key(*c.owner->ctx, b.data, b.size))};
         }, "ctx"_a, "data"_a, ReleaseGil());
 
     nb::class_<KSwitchKey>(m, "SwitchKey", "A key-switching key (relinearisation or one Galois element).")
-        .def("to_bytes", [](const KSwitchKey& k) { return BytesOut{serialize(*k.owner->ctx, *k.key)}; }, ReleaseGil())
+        .def("to_bytes", [](const KSwitchKey& k, std::optional<std::string> c) {
+            return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
+        }, "compression"_a = nb::none(), ReleaseGil())
         .def_prop_ro("digits", [](const KSwitchKey& k) { return k.key->b.size(); });
 
     nb::class_<KEvaluationKeys>(m, "EvaluationKeys", "Relinearisation and Galois keys: everything an evaluator needs, no secret.")
-        .def("to_bytes", [](const KEvaluationKeys& k) { return BytesOut{serialize(*k.owner->ctx, *k.keys)}; }, ReleaseGil())
+        .def("to_bytes", [](const KEvaluationKeys& k, std::optional<std::string> c) {
+            return BytesOut{serialize(*k.owner->ctx, *k.keys, compression_arg(c))};
+        }, "compression"_a = nb::none(), ReleaseGil())
         .def_prop_ro("nbytes", [](const KEvaluationKeys& k) {
             std::size_t words = 0;
             const auto add = [&](const std::shared_ptr<const SwitchKey>& key) {
@@ -175,7 +191,9 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("level", [](const KCiphertext& c) { return c.ct.level(); })
         .def_prop_ro("scale", [](const KCiphertext& c) { return c.ct.scale; })
         .def_prop_ro("size", [](const KCiphertext& c) { return c.ct.size(); })
-        .def("to_bytes", [](const KCiphertext& c) { return BytesOut{serialize(*c.owner->ctx, c.ct)}; }, ReleaseGil())
+        .def("to_bytes", [](const KCiphertext& c, std::optional<std::string> z) {
+            return BytesOut{serialize(*c.owner->ctx, c.ct, compression_arg(z))};
+        }, "compression"_a = nb::none(), ReleaseGil())
         .def_static("from_bytes", [](const KContext& c, BytesIn b) {
             return wrap(c.owner, deserialize_ciphertext(*c.owner->ctx, b.data, b.size));
         }, "ctx"_a, "data"_a, ReleaseGil())

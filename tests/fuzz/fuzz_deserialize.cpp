@@ -1,0 +1,24 @@
+// One libFuzzer target per parser (KASOKU_FUZZ_KIND: 1 Parameters, 2 Ciphertext, 3 PublicKey, 4 SecretKey,
+// 5 SwitchKey, 6 EvaluationKeys). Input: the header's flags byte, then the payload; sealed, then parsed. A parser may
+// refuse (kasoku::Error); anything else that escapes, a crash, a leak or undefined behaviour is a finding.
+#include "fuzz_common.hpp"
+#include "kasoku/support/error.hpp"
+
+using namespace kasoku;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size < 1) return 0;
+    constexpr int kind = KASOKU_FUZZ_KIND;
+    const ckks::Context& ctx = fuzz::context();
+    const ckks::Bytes b = fuzz::seal(kind, data[0], kind == 1 ? 0 : ctx.fingerprint(), data + 1, size - 1);
+    try {
+        if constexpr (kind == 1) (void)ckks::deserialize_parameters(b.data(), b.size());
+        if constexpr (kind == 2) (void)ckks::deserialize_ciphertext(ctx, b.data(), b.size());
+        if constexpr (kind == 3) (void)ckks::deserialize_public_key(ctx, b.data(), b.size());
+        if constexpr (kind == 4) (void)ckks::deserialize_secret_key(ctx, b.data(), b.size());
+        if constexpr (kind == 5) (void)ckks::deserialize_switch_key(ctx, b.data(), b.size());
+        if constexpr (kind == 6) (void)ckks::deserialize_evaluation_keys(ctx, b.data(), b.size());
+    } catch (const Error&) {
+    }
+    return 0;
+}
