@@ -27,12 +27,11 @@ Seed sample_seeded(const rns::Backend& be, RnsPoly& out) {
     return seed;
 }
 
-// Whether the key-switching keys' b_j may be rounded to multiples of the last special prime p (so that their limb mod p
-// is zero and is not stored, Power2Round-style): the rounding adds |r_j| < p/2 to each b_j, and the key switch's output
-// gains sum_j d_j r_j / P, below n * dnum * (Q_j / 2) (p / 2) / P for digits |d_j| < Q_j / 2. Allowed when that bound
-// is below 2^-20, far under the key switch's own rounding error (about 1 + ||s||).
-bool rounds_special_limb(const rns::RnsContext& r) {
-    if (r.p_count() < 2) return false;
+// Whether the key-switching keys' b_j may be rounded to multiples of the first prime q_0 (so that their limb mod q_0 is
+// zero and is not stored, Power2Round-style): the rounding adds |r_j| <= q_0 / 2 to each b_j, and the key switch's output
+// gains sum_j d_j r_j / P, below n * dnum * (Q_j / 2) (q_0 / 2) / P for digits |d_j| < Q_j / 2. Allowed when that
+// bound is below 2^-20, far under the key switch's own rounding error (about 1 + ||s||).
+bool rounds_first_limb(const rns::RnsContext& r) {
     double log_p = 0.0, log_qj = 0.0;
     for (std::size_t i = 0; i < r.p_count(); ++i) log_p += std::log2(static_cast<double>(r.p_primes()[i]));
     for (std::size_t j = 0; j < r.dnum(); ++j) {
@@ -42,27 +41,22 @@ bool rounds_special_limb(const rns::RnsContext& r) {
         log_qj = std::max(log_qj, s);
     }
     const double bound = std::log2(static_cast<double>(r.n()) * static_cast<double>(r.dnum())) + log_qj +
-                         std::log2(static_cast<double>(r.p_primes().back())) - 2.0 - log_p;
+                         std::log2(static_cast<double>(r.q_primes()[0])) - 2.0 - log_p;
     return bound < -20.0;
 }
 
-// b -= [b]_p (centered remainder mod the last special prime p): b becomes a multiple of p, its limb there zero.
-void round_to_last_special(const Context& ctx, RnsPoly& b, Exec exec) {
-    const auto& be = ctx.backend();
-    const std::size_t n = ctx.n(), last = b.limbs() - 1;
-    const std::uint64_t p = ctx.rns().p_primes().back();
-    RnsPoly coeffs = b;
-    be.from_ntt(coeffs, exec);
-    std::vector<__int128> r(n);
-    be.download(coeffs, [&](const std::uint64_t* const* limbs) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint64_t v = limbs[last][i];
-            r[i] = v > p / 2 ? static_cast<__int128>(v) - static_cast<__int128>(p) : static_cast<__int128>(v);
-        }
-    });
-    RnsPoly rp = be.poly(b.num_q(), b.num_p(), true);
-    be.from_signed(r.data(), rp, exec);
-    be.sub(b, rp, b, exec);
+// The key's error e_j as the residues of e_j - r_j, r_j = [b_j + e_j]_{q_0} centered, for b_j = -a_j s + P g_j s' so far:
+// b_j + e_j - r_j is then a multiple of q_0. Made in the one lift that adds the error (no pass of its own).
+std::vector<__int128> error_rounding_to_q0(const Context& ctx, const RnsPoly& b, const std::vector<std::int64_t>& e, Exec exec) {
+    std::vector<__int128> u = detail::centered_q0(ctx.backend(), b, exec);  // [b]_{q_0}: secret-derived, wiped by the caller
+    const auto q0 = static_cast<__int128>(ctx.rns().q_primes()[0]);
+    for (std::size_t i = 0; i < u.size(); ++i) {
+        __int128 r = u[i] + e[i];  // in (-q_0/2 - 20, q_0/2 + 20): center it again
+        if (r > q0 / 2) r -= q0;
+        else if (r <= -q0 / 2) r += q0;
+        u[i] = e[i] - r;
+    }
+    return u;
 }
 }  // namespace
 
@@ -110,17 +104,24 @@ SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, c
     key.key_id = sk.key_id();
     key.seed = random_seed();
     Prng uniform(*key.seed);  // a_0, a_1, ... in order: the seed stands for all of them
-    const bool round = rounds_special_limb(r);
+    const bool round = rounds_first_limb(r);
     for (std::size_t j = 0; j < r.dnum(); ++j) {
         RnsPoly a = be.poly(nq, np, true);
         detail::sample_uniform(be, a, uniform);
-        RnsPoly b = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, np, exec);
-        RnsPoly as;
-        be.mul(a, s_to, as, exec);
-        be.sub(b, as, b, exec);
-        as.wipe();
-        ctx_->keyswitcher().add_gadget(s_from, j, b, exec);  // + P * s_from on the primes of digit j
-        if (round) round_to_last_special(*ctx_, b, exec);
+        const std::vector<std::int64_t> e = detail::sample_gaussian(ctx_->n(), prng);
+        RnsPoly b, err = be.poly(nq, np, true);
+        be.mul(a, s_to, b, exec);
+        be.negate(b, b, exec);
+        ctx_->keyswitcher().add_gadget(s_from, j, b, exec);  // -a s_to + P * s_from on the primes of digit j
+        if (round) {
+            std::vector<__int128> rounded = error_rounding_to_q0(*ctx_, b, e, exec);
+            be.from_signed(rounded.data(), err, exec);
+            secure_wipe(rounded.data(), rounded.size() * sizeof rounded[0]);
+        } else {
+            be.from_signed(e.data(), err, exec);
+        }
+        be.add(b, err, b, exec);  // + e_j (- r_j)
+        err.wipe();
         key.b.push_back(std::move(b));
         key.a.push_back(std::move(a));
     }

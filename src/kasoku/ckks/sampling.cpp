@@ -92,6 +92,7 @@ std::vector<__int128> centered_q0(const rns::Backend& be, const rns::RnsPoly& p,
     const std::size_t n = p.n();
     std::vector<__int128> out(n);
     rns::RnsPoly c = p;
+    c.truncate(1, 0);  // only q_0's limb is read
     be.from_ntt(c, exec);
     be.download(c, [&](const std::uint64_t* const* limbs) {
         for (std::size_t i = 0; i < n; ++i) {
