@@ -43,19 +43,7 @@ constexpr std::uint8_t kSecretPoly = 0, kSecretTernary = 1;
 
 unsigned bit_width(std::uint64_t q) { return 64u - static_cast<unsigned>(__builtin_clzll(q - 1)); }  // residues < q
 
-// Whether `parts`, in order, are the expansion of `seed` (how they were drawn), so that the seed can stand for them.
-bool expands_to(const rns::Backend& be, const Seed& seed, const std::vector<const rns::RnsPoly*>& parts) {
-    Prng prng(seed);
-    for (const rns::RnsPoly* part : parts) {
-        if (!part->ntt_form()) return false;
-        rns::RnsPoly fresh = be.poly(part->num_q(), part->num_p(), true);
-        detail::sample_uniform(be, fresh, prng);
-        if (!(fresh == *part)) return false;
-    }
-    return true;
-}
-
-// Uniform parts shaped like `like`, in order, from `seed` (what expands_to checks).
+// Uniform parts shaped like `like`, in order, from `seed` (how key generation and encryption drew them).
 std::vector<rns::RnsPoly> expand(const rns::Backend& be, const Seed& seed, const std::vector<const rns::RnsPoly*>& like) {
     Prng prng(seed);
     std::vector<rns::RnsPoly> out;
@@ -64,6 +52,15 @@ std::vector<rns::RnsPoly> expand(const rns::Backend& be, const Seed& seed, const
         detail::sample_uniform(be, out.back(), prng);
     }
     return out;
+}
+
+// Whether `parts`, in order, are the expansion of `seed`, so that the seed can stand for them.
+bool expands_to(const rns::Backend& be, const Seed& seed, const std::vector<const rns::RnsPoly*>& parts) {
+    if (!std::all_of(parts.begin(), parts.end(), [](const rns::RnsPoly* p) { return p->ntt_form(); })) return false;
+    const std::vector<rns::RnsPoly> fresh = expand(be, seed, parts);
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        if (!(fresh[i] == *parts[i])) return false;
+    return true;
 }
 
 // The secret's coefficients when every one is in {-1, 0, 1} and the RNS polynomial is exactly their residues (empty

@@ -42,6 +42,8 @@ Bytes resealed(Bytes b, const std::function<void(Bytes&)>& edit) {
     return b;
 }
 
+bool zero(const std::uint64_t* limb, std::size_t n) { return std::all_of(limb, limb + n, [](std::uint64_t x) { return x == 0; }); }
+
 // Where a packed limb begins: after key id (8), scale (8), count (4), seed flag (1), shape (9) and the limb tags.
 std::size_t first_limb_of_ciphertext(const Ciphertext& ct) { return kHeader + 8 + 8 + 4 + 1 + 9 + ct.polys[0].limbs(); }
 
@@ -166,9 +168,9 @@ TEST(Serialization, KeysDropTheirFirstLimbWhereTheErrorIsNegligible) {
     for (const SwitchKey* k : {&g, rounded.ek->relin.get()})
         for (const auto& b : k->b)
             rounded.ctx->backend().download(b, [&](const std::uint64_t* const* limbs) {
-                EXPECT_TRUE(std::all_of(limbs[0], limbs[0] + r.n(), [](std::uint64_t x) { return x == 0; }));
+                EXPECT_TRUE(zero(limbs[0], r.n()));
                 for (std::size_t l = 1; l < b.limbs(); ++l)
-                    EXPECT_FALSE(std::all_of(limbs[l], limbs[l] + r.n(), [](std::uint64_t x) { return x == 0; })) << l;
+                    EXPECT_FALSE(zero(limbs[l], r.n())) << l;
             });
     const Bytes kb = serialize(*rounded.ctx, g);
     const std::size_t q0_bytes = r.n() * 60 / 8;
@@ -190,7 +192,7 @@ TEST(Serialization, KeysDropTheirFirstLimbWhereTheErrorIsNegligible) {
     for (const auto& other : others) {
         const auto& b = other->ek->galois.begin()->second->b[0];
         other->ctx->backend().download(b, [&](const std::uint64_t* const* limbs) {
-            EXPECT_FALSE(std::all_of(limbs[0], limbs[0] + other->ctx->n(), [](std::uint64_t x) { return x == 0; }));
+            EXPECT_FALSE(zero(limbs[0], other->ctx->n()));
         });
     }
 }
