@@ -29,11 +29,13 @@ deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
 
 # Python tools from PyPI into .venv (CMake, Ninja, nanobind, scikit-build-core, NumPy, pytest, matplotlib, mypy,
-# scikit-learn: the data set of examples/logistic_regression.py).
+# scikit-learn: the data set of examples/logistic_regression.py; FastAPI, uvicorn and httpx: the service and ks.Client;
+# Ray: kasoku.distributed; atheris: the fuzz target of the service's request bodies).
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8" "scikit-learn>=1.3"
+	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8" "scikit-learn>=1.3" \
+	    "fastapi>=0.110" "uvicorn>=0.29" "httpx>=0.27" "ray>=2.9" "atheris>=2.3"
 	touch $@
 
 venv: $(VENV)/.ready
@@ -72,14 +74,15 @@ sanitize: deps venv
 tsan: deps venv
 	$(CMAKE) -S . -B build/tsan $(SAN_FLAGS) -DKASOKU_SANITIZE=thread -DKASOKU_OPENMP=OFF
 	$(CMAKE) --build build/tsan -j $(JOBS) --target test_concurrency test_sched
-	$(VENV)/bin/ctest --test-dir build/tsan --output-on-failure -j $(JOBS) -R "Concurrency|SchedRun"
+	$(VENV)/bin/ctest --test-dir build/tsan --output-on-failure -j $(JOBS) -R "Concurrency|SchedRun|SchedExecutor"
 
-# libFuzzer on every parser (ciphertext, each key kind, parameters) under ASan (leaks included) + UBSan: RUNS inputs
-# each from a seed corpus of valid objects (scripts/fuzz.sh; docs/SERIALIZATION.md has the result of a full run).
-fuzz: deps venv
+# libFuzzer on every parser (ciphertext, each key kind, parameters) under ASan (leaks included) + UBSan, and atheris on
+# the service's request bodies: RUNS inputs each from a seed corpus of valid objects (scripts/fuzz.sh;
+# docs/SERIALIZATION.md has the result of a full run).
+fuzz: install
 	scripts/fuzz.sh $(or $(RUNS),1000000)
 
-fuzz-ci: deps venv
+fuzz-ci: install
 	scripts/fuzz.sh 20000
 
 bench: install

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of every parser (libFuzzer, clang-14, AddressSanitizer with leak checks and
 # UndefinedBehaviorSanitizer): builds build/fuzz, writes a seed corpus of valid objects, then runs each target for
-# RUNS inputs (default 1,000,000; `make fuzz-ci` runs a short pass). Summary lines go to stdout and build/fuzz/fuzz.log.
+# RUNS inputs (default 1,000,000; `make fuzz-ci` runs a short pass); then the service's request bodies with atheris
+# (tests/fuzz/fuzz_service_bodies.py, the installed kasoku). Summary lines go to stdout and build/fuzz/fuzz.log.
 #   scripts/fuzz.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,18 +20,34 @@ bin=build/fuzz/tests/fuzz
 rm -rf build/fuzz/seeds && $bin/fuzz_corpus build/fuzz/seeds
 log=build/fuzz/fuzz.log
 : > $log
-for kind in parameters ciphertext public_key secret_key switch_key evaluation_keys; do
-    corpus=build/fuzz/corpus/$kind
+# run_target NAME SEEDS COMMAND...: COMMAND (a libFuzzer-style fuzzer) for RUNS inputs from its corpus and SEEDS
+run_target() {
+    local kind=$1 seeds=$2
+    shift 2
+    local corpus=build/fuzz/corpus/$kind start
     mkdir -p $corpus
     start=$(date +%s)
     # -rss_limit_mb: a parser that allocates what the input claims would stop here; -timeout: per input
-    if ! $bin/fuzz_$kind -runs="$RUNS" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-            -artifact_prefix=build/fuzz/crash-$kind- $corpus build/fuzz/seeds/$kind > build/fuzz/$kind.log 2>&1; then
+    if ! "$@" -runs="$RUNS" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+            -artifact_prefix=build/fuzz/crash-$kind- $corpus $seeds > build/fuzz/$kind.log 2>&1; then
         tail -40 build/fuzz/$kind.log
         echo "fuzz_$kind: FAILED (input saved as build/fuzz/crash-$kind-*)" | tee -a $log
         exit 1
     fi
+    local execs cov
     execs=$(grep -o "stat::number_of_executed_units: *[0-9]*" build/fuzz/$kind.log | grep -o "[0-9]*$")
     cov=$(grep -o "cov: [0-9]*" build/fuzz/$kind.log | tail -1)
-    echo "fuzz_$kind: $execs inputs, $cov edges, $(( $(date +%s) - start )) s, no crash, leak or sanitizer report" | tee -a $log
+    echo "fuzz_$kind: $execs inputs, $cov edges, $(( $(date +%s) - start )) s, ${REPORT:-no crash, leak or sanitizer report}" | tee -a $log
+}
+for kind in parameters ciphertext public_key secret_key switch_key evaluation_keys; do
+    run_target $kind build/fuzz/seeds/$kind $bin/fuzz_$kind
 done
+# The service's bodies (Python: kasoku.service.wire and the ciphertexts they carry) with atheris, on the installed kasoku.
+PY=${PY:-.venv/bin/python}
+if $PY -c "import atheris, kasoku.service.wire" 2> /dev/null; then
+    $PY tests/fuzz/fuzz_service_bodies.py --seeds build/fuzz/seeds/service_bodies > /dev/null
+    REPORT="no crash (no exception but the parsers' own)" \
+        run_target service_bodies build/fuzz/seeds/service_bodies $PY tests/fuzz/fuzz_service_bodies.py
+else
+    echo "fuzz_service_bodies: skipped (needs atheris and kasoku installed in $PY: make venv install)" | tee -a $log
+fi

@@ -17,8 +17,10 @@ from .errors import (  # noqa: F401
     LevelError,
     MissingKeyError,
     ParameterError,
+    RetryLater,
     ScaleError,
     SerializationError,
+    ServiceError,
 )
 from ._kasoku import (  # noqa: F401
     Bootstrapper,
@@ -57,6 +59,7 @@ from ._kasoku import (  # noqa: F401
 
 from . import sched  # noqa: E402,F401  (ks.sched)
 from .bigint import bigmul, bigmul_decimal  # noqa: E402
+from .client import Client  # noqa: E402  (needs httpx when used: pip install kasoku[serve])
 
 __version__ = "0.1.0"
 
@@ -64,7 +67,7 @@ __all__ = [
     "Bootstrapper", "Ciphertext", "Context", "Decomposition", "DeviceError", "EncryptedMatrix", "Error", "EvaluationKeys", "Evaluator",
     "InternalError", "KeyPair",
     "LazyCiphertext", "LevelError", "LinearTransform", "MatrixEncoder", "matmul", "matmul_schoolbook",
-    "MissingKeyError", "ParameterError", "Parameters", "Plaintext", "Polynomial", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
+    "MissingKeyError", "ParameterError", "Parameters", "RetryLater", "ServiceError", "Client", "Plaintext", "Polynomial", "PublicKey", "ScaleError", "SecretKey", "SerializationError",
     "SwitchKey", "build_info", "chebyshev", "chebyshev_nodes", "cuda_info", "inverse_depth", "sign_depth", "hardware_threads", "simd_active", "simd_available", "simd_cpu_supports",
     "trace_doubling_steps", "trace_galois_elements", "trace_group_sizes", "sched", "bigmul", "bigmul_decimal",
     "__version__",

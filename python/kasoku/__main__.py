@@ -1,4 +1,4 @@
-"""Command line: python -m kasoku {info, demo, bench, schedule}."""
+"""Command line: python -m kasoku {info, demo, bench, schedule, serve}."""
 
 from __future__ import annotations
 
@@ -88,10 +88,33 @@ def main(argv: list[str] | None = None) -> int:
                         "(ratios per seed, means with 95%% bootstrap intervals; an A/A row when the baseline ran twice "
                         "per seed, e.g. --policy fixed-1,kasoku,fixed-1,dynamic); --table and --plot as usual")
     s.add_argument("--baseline", default="fixed-1", help="the policy --compare measures against (default fixed-1)")
+    v = sub.add_parser("serve", help="the encrypted-compute service: an HTTP server (FastAPI + uvicorn) clients reach "
+                                      "with ks.Client (docs/SERVING.md)")
+    v.add_argument("--params", default="SCHED", help="named parameter set the server computes at (default SCHED)")
+    v.add_argument("--params-file", default=None, help="or a Parameters.to_bytes() file (custom parameters)")
+    v.add_argument("--data", default="kasoku-data",
+                   help="directory of the server's state: clients, key sets, accepted jobs, results, admin_token")
+    v.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    v.add_argument("--port", type=int, default=8000)
+    v.add_argument("--executor", default="local", choices=["local", "ray"],
+                   help="local: this machine's cores under the scheduler; ray: a Ray cluster (kasoku.distributed)")
+    v.add_argument("--ray-address", default=None,
+                   help="executor ray: the cluster to join ('auto', host:port); default: start a local one")
+    v.add_argument("--threads", type=int, default=0, help="local executor's threads (0: all cores)")
+    v.add_argument("--policy", default="kasoku", help="scheduling policy (fixed-1, fixed-half, fixed-full, dynamic, kasoku)")
+    v.add_argument("--capacity", type=int, default=64,
+                   help="accepted jobs not yet ended; beyond this the server answers 429 retry later")
+    v.add_argument("--cost", default="measure",
+                   help="cost model: measure (timed once, cached in --data), paper, or a CostModel JSON file")
+    v.add_argument("--max-job-mb", type=int, default=256, help="largest job request body (MiB)")
+    v.add_argument("--log-level", default="warning", help="uvicorn's log level")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "info":
             return info()
+        if args.cmd == "serve":
+            from kasoku.service import app
+            return app.main(args)
         if args.cmd == "demo":
             from kasoku import demo
             return demo.main(args.params)

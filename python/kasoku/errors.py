@@ -35,14 +35,31 @@ class DeviceError(Error):
     """A device (GPU) failure."""
 
 
+class ServiceError(Error):
+    """The service refused a request (ks.Client): `status` is the HTTP status, the message the server's reason."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(f"{message} (HTTP {status})")
+        self.status = status
+
+
+class RetryLater(ServiceError):
+    """The service's queue is full: submit again after `retry_after` seconds (HTTP 429)."""
+
+    def __init__(self, message: str, retry_after: float):
+        super().__init__(429, message)
+        self.retry_after = retry_after
+
+
 class InternalError(RuntimeError):
     """A broken internal invariant: a bug in kasoku (please report it with the message)."""
 
 
 __all__ = ["Error", "ParameterError", "LevelError", "ScaleError", "MissingKeyError", "SerializationError", "DeviceError",
-           "InternalError"]
+           "ServiceError", "RetryLater", "InternalError"]
 
 # Shown (and pickled) as kasoku.X, where users import them from.
-for _cls in (Error, ParameterError, LevelError, ScaleError, MissingKeyError, SerializationError, DeviceError, InternalError):
+for _cls in (Error, ParameterError, LevelError, ScaleError, MissingKeyError, SerializationError, DeviceError, ServiceError,
+             RetryLater, InternalError):
     _cls.__module__ = "kasoku"
 del _cls

@@ -8,7 +8,8 @@
     print(r.makespan_ms, r.p95_ms)
 
 Policies: "fixed-1", "fixed-half", "fixed-full", "dynamic" (the source's) and "kasoku" (ours); see
-docs/SCHEDULING.md. `run` executes the same stream for real on this machine's threads.
+docs/SCHEDULING.md. `run` executes the same stream for real on this machine's threads; `Executor` takes jobs of
+any graph, evaluator and inputs as they come (a server's executor: python -m kasoku serve).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from ._kasoku import sched as _s
 
 Graph = _s.Graph
 CostModel = _s.CostModel
+Executor = _s.Executor
+check_job = _s.check_job
 maclaurin_exp = _s.maclaurin_exp
 bsgs_polynomial = _s.bsgs_polynomial
 matmul_like = _s.matmul_like
@@ -123,6 +126,6 @@ def run(graph: Graph, ctx, ev, inputs: Mapping, threads: int | None = None, poli
     return RunResult(raw, outputs, policy, t)
 
 
-__all__ = ["Graph", "CostModel", "StreamResult", "RunResult", "POLICIES", "maclaurin_exp", "bsgs_polynomial",
+__all__ = ["Graph", "CostModel", "Executor", "check_job", "StreamResult", "RunResult", "POLICIES", "maclaurin_exp", "bsgs_polynomial",
            "matmul_like", "random_dag", "poisson", "simulate",
            "run", "decide_threads", "measured_cost_model"]

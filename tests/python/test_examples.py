@@ -31,3 +31,10 @@ def test_deep_circuit_example_runs():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "bootstrap 2:" in out.stdout and "signs right: 100.0 %" in out.stdout
+
+
+def test_service_example_runs():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "service.py"), "--jobs", "2"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "registered evaluation keys" in out.stdout and "2 jobs in" in out.stdout

@@ -109,6 +109,10 @@ struct RunResult {
     std::vector<std::map<std::string, ckks::Ciphertext>> outputs;
 };
 
+// What run and the online executor check before a job starts: every input of the graph is given (and nothing else) at
+// the graph's level, and the evaluator has the keys the tasks need (ParameterError, LevelError, MissingKeyError).
+void check_job(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs);
+
 // Runs the stream for real on opts.threads threads: a job arrives at its arrival time (ms after the call) with
 // `inputs` (by the graph's input names) and each task calls the evaluator with the thread count the policy gives it.
 // `cost` gives the priorities and the kasoku policy's estimates. Every input level must equal the graph's.

@@ -9,7 +9,10 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <mutex>
+
 #include "bindings_internal.hpp"
+#include "kasoku/sched/executor.hpp"
 #include "kasoku/sched/scheduler.hpp"
 #include "kasoku/support/error.hpp"
 #include "kasoku/support/threads.hpp"
@@ -56,6 +59,27 @@ Node node_from(nb::handle h) {
     if (d.contains("name")) n.name = nb::cast<std::string>(d["name"]);
     return n;
 }
+
+// A job's inputs from the Python side: none is None, all of the evaluator's context.
+std::map<std::string, ckks::Ciphertext> job_inputs(const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs) {
+    std::map<std::string, ckks::Ciphertext> in;
+    for (const auto& [name, ct] : inputs) {
+        if (!ct) throw ParameterError("scheduler: input '" + name + "' is None");
+        if (ct->owner->ctx->uid() != ev.owner->ctx->uid())
+            throw ParameterError("scheduler: input '" + name + "' belongs to another context than the evaluator");
+        in.emplace(name, ct->ct);
+    }
+    return in;
+}
+
+// The online executor and the owners (contexts) of its jobs' evaluators, held until the job is collected.
+struct PyExecutor {
+    PyExecutor(const CostModel& c, int threads, const std::string& policy)
+        : ex(c, policy_from_name(policy), resolve_threads(threads)) {}
+    Executor ex;
+    std::mutex m;
+    std::map<std::uint64_t, OwnerPtr> owners;
+};
 
 }  // namespace
 
@@ -165,13 +189,7 @@ void bind_sched(nb::module_& parent) {
     m.def("run", [](const Graph& g, const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs,
                     const CostModel& c, int threads, const std::string& policy, std::optional<std::vector<double>> arrivals,
                     std::optional<std::pair<int, int>> window, int keep_outputs) {
-        std::map<std::string, ckks::Ciphertext> in;
-        for (const auto& [name, ct] : inputs) {
-            if (!ct) throw ParameterError("scheduler: input '" + name + "' is None");
-            if (ct->owner->ctx->uid() != ev.owner->ctx->uid())
-                throw ParameterError("scheduler: input '" + name + "' belongs to another context than the evaluator");
-            in.emplace(name, ct->ct);
-        }
+        const auto in = job_inputs(ev, inputs);
         RunResult res = run(g, *ev.ev, in, c, options(threads, policy, std::move(arrivals), window), keep_outputs);
         std::vector<std::map<std::string, KCiphertext>> outs;
         for (auto& job : res.outputs) {
@@ -181,6 +199,65 @@ void bind_sched(nb::module_& parent) {
         return std::make_pair(std::move(res.stream), std::move(outs));
     }, "graph"_a, "evaluator"_a, "inputs"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(),
        "window"_a.none() = nb::none(), "keep_outputs"_a = 1, ReleaseGil());
+
+    m.def("check_job", [](const Graph& g, const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs) {
+        const auto in = job_inputs(ev, inputs);
+        check_job(g, *ev.ev, in);
+    }, "graph"_a, "evaluator"_a, "inputs"_a,
+       "Checks a job as run and Executor.submit do before it starts (inputs by name and level, keys): raises "
+       "ParameterError, LevelError or MissingKeyError.", ReleaseGil());
+
+    nb::class_<PyExecutor>(m, "Executor",
+        "The online executor: jobs of any graph, each with its evaluator and inputs, join at any time and run on "
+        "`threads` threads under the policy (the scheduler of seed 001 for a server).")
+        .def(nb::init<const CostModel&, int, const std::string&>(), "cost"_a, "threads"_a = 0, "policy"_a = "kasoku",
+             "threads: 0 = all cores.")
+        .def("submit", [](PyExecutor& self, const Graph& g, const KEvaluator& ev,
+                          const std::map<std::string, const KCiphertext*>& inputs) {
+            const auto in = job_inputs(ev, inputs);
+            std::lock_guard lk(self.m);  // the owner is recorded before the job can be collected
+            const auto id = self.ex.submit(g, ev.ev, in);
+            self.owners.emplace(id, ev.owner);
+            return id;
+        }, "graph"_a, "evaluator"_a, "inputs"_a,
+           "Checks the job (inputs by name and level, keys) and queues it; returns its id. Raises ParameterError, "
+           "LevelError or MissingKeyError for a job that cannot run.", ReleaseGil())
+        .def("collect", [](PyExecutor& self, double timeout_s, std::size_t max) {
+            std::vector<Executor::Finished> done;
+            {
+                nb::gil_scoped_release r;
+                done = self.ex.collect(timeout_s * 1000.0, max);
+            }
+            nb::list out;
+            std::lock_guard lk(self.m);
+            for (auto& f : done) {
+                auto it = self.owners.find(f.id);
+                OwnerPtr owner = it->second;
+                self.owners.erase(it);
+                nb::dict d;
+                d["id"] = f.id;
+                if (f.error.empty()) {
+                    nb::dict o;
+                    for (auto& [name, ct] : f.outputs) o[nb::str(name.c_str())] = nb::cast(KCiphertext{owner, std::move(ct)});
+                    d["outputs"] = o;
+                    d["error"] = nb::none();
+                } else {
+                    d["outputs"] = nb::none();
+                    d["error"] = f.error;
+                }
+                d["queued_ms"] = f.queued_ms;
+                d["run_ms"] = f.run_ms;
+                out.append(d);
+            }
+            return out;
+        }, "timeout_s"_a = 0.0, "max"_a = static_cast<std::size_t>(-1),
+           "The jobs finished since the last call, as dicts: id, outputs (name -> Ciphertext; None on error), error "
+           "(None or the task's message), queued_ms, run_ms. Waits up to timeout_s for the first one.")
+        .def_prop_ro("jobs_in_system", [](const PyExecutor& s) { return s.ex.jobs_in_system(); })
+        .def_prop_ro("busy_threads", [](const PyExecutor& s) { return s.ex.busy_threads(); })
+        .def_prop_ro("threads", [](const PyExecutor& s) { return s.ex.threads(); })
+        .def("close", [](PyExecutor& s) { s.ex.close(); }, "Stops taking jobs, drops the queued ones, waits for the "
+             "running tasks.", ReleaseGil());
 
     m.def("decide_threads", [](const std::string& policy, const CostModel& c, int total_threads, int busy_threads,
                                const std::string& op, int nq, std::vector<std::pair<std::string, int>> others,

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <map>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -17,21 +18,36 @@ struct Placement {
     double start_ms, expected_end_ms;
 };
 
+// What the dispatcher needs of a graph, computed once per graph: successors, each node's priority (the longest path,
+// one thread, unloaded, from its start to the job's end) and the number of tasks.
+struct Plan {
+    Plan(Graph graph, const CostModel& cost);
+    Graph g;
+    std::vector<std::vector<int>> succ;
+    std::vector<double> priority;
+    int tasks = 0;
+};
+
 class Dispatcher {
 public:
+    // A stream of `jobs` jobs of one graph (ids 0..jobs-1, arriving through arrive()); `result` records their times.
     Dispatcher(const Graph& g, const CostModel& cost, Policy policy, int threads, std::size_t jobs);
+    // An open stream: jobs of any graph join through add() (the online executor); `result` stays empty.
+    Dispatcher(const CostModel& cost, Policy policy, int threads);
 
     void arrive(int job, double now);
+    int add(std::shared_ptr<const Plan> plan, double now);  // open streams: the new job's id (0, 1, ...)
     std::vector<Placement> place(double now);
     void finish(const Placement& p, double now);  // p as returned by place()
+    // Drops the job's tasks that have not started (its running ones still report through finish()).
+    void abort(int job);
 
-    bool job_done(int job) const { return remaining_[job] == 0; }
+    bool job_done(int job) const { return !jobs_.count(job); }  // finished, or never arrived
     int busy_threads() const { return busy_; }
     int running_tasks() const { return running_; }
     int jobs_in_flight() const { return in_flight_; }
-    const std::vector<double>& priorities() const { return priority_; }
 
-    StreamResult result;  // arrival/start/finish per job, busy_thread_ms and threads_used as tasks run
+    StreamResult result;  // batch streams: arrival/start/finish per job, busy_thread_ms and threads_used as tasks run
 
 private:
     struct Cmp {
@@ -41,16 +57,23 @@ private:
             return a.node < b.node;
         }
     };
+    struct Job {
+        std::shared_ptr<const Plan> plan;
+        std::vector<int> pending;  // unfinished operands per node
+        int remaining = 0;         // unfinished tasks (aborted jobs: running tasks)
+        int running = 0;           // tasks placed and not finished
+        bool started = false, aborted = false;
+    };
     void make_ready(int job, int node);
-    const Graph& g_;
+    void record(std::vector<double>& v, int job, double t) {
+        if (static_cast<std::size_t>(job) < v.size()) v[job] = t;
+    }
     const CostModel& cost_;
     Policy policy_;
     int threads_;
-    std::vector<std::vector<int>> succ_;
-    std::vector<double> priority_;
-    int tasks_per_job_ = 0;
-    std::vector<std::vector<int>> pending_;  // per job (allocated at arrival): unfinished operands per node
-    std::vector<int> remaining_;              // per job: unfinished tasks
+    std::shared_ptr<const Plan> batch_plan_;  // batch streams: every job's plan
+    int next_job_ = 0;
+    std::map<int, Job> jobs_;                 // arrived and not finished
     std::set<ReadyTask, Cmp> ready_;
     std::multimap<double, int> ends_;  // running tasks: expected end -> threads
     int busy_ = 0, running_ = 0, in_system_ = 0, in_flight_ = 0, others_paper_ = 0;
@@ -61,6 +84,14 @@ private:
 // and CostModel::measure's one mapping from a task kind to the library's operation.
 ckks::Ciphertext execute(const ckks::Evaluator& ev, const Node& n, const ckks::Ciphertext& a, const ckks::Ciphertext& b,
                          int threads);
+
+using CtPtr = std::shared_ptr<const ckks::Ciphertext>;
+// Everything a job needs, checked before it starts: inputs by name and level, and the keys. The inputs by node id
+// (null for the tasks).
+std::vector<CtPtr> check_inputs(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs);
+
+// How many times each node's value is read: by its successors, and once per output naming it (kept to the end).
+std::vector<int> use_counts(const Graph& g, const std::vector<std::vector<int>>& succ);
 
 // Validated arrivals of a stream (one job at 0 when empty); checks the window and the thread count.
 std::vector<double> checked_arrivals(const StreamOptions& o);

@@ -29,12 +29,7 @@ ckks::Ciphertext detail::execute(const ckks::Evaluator& ev, const Node& n, const
     throw ParameterError("scheduler: an input node is not a task");
 }
 
-namespace {
-
-using CtPtr = std::shared_ptr<const ckks::Ciphertext>;
-
-// Everything a stream needs is checked before the first job starts: inputs by name and level, and the keys.
-std::vector<CtPtr> check_inputs(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs) {
+std::vector<detail::CtPtr> detail::check_inputs(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs) {
     std::vector<CtPtr> by_node(g.size());
     std::size_t used = 0;
     for (std::size_t i = 0; i < g.size(); ++i) {
@@ -70,21 +65,27 @@ std::vector<CtPtr> check_inputs(const Graph& g, const ckks::Evaluator& ev, const
     return by_node;
 }
 
-}  // namespace
+std::vector<int> detail::use_counts(const Graph& g, const std::vector<std::vector<int>>& succ) {
+    std::vector<int> uses(g.size(), 0);
+    for (std::size_t i = 0; i < g.size(); ++i) uses[i] = static_cast<int>(succ[i].size());
+    for (const auto& [id, name] : g.outputs()) ++uses[id];
+    return uses;
+}
+
+void check_job(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs) {
+    detail::check_inputs(g, ev, inputs);
+}
 
 RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs,
               const CostModel& cost, const StreamOptions& opts, int keep_outputs) {
     const auto arrivals = detail::checked_arrivals(opts);
-    const auto input_values = check_inputs(g, ev, inputs);
+    const auto input_values = detail::check_inputs(g, ev, inputs);
     const std::size_t jobs = arrivals.size();
     detail::Dispatcher d(g, cost, opts.policy, opts.threads, jobs);
-    const auto succ = g.successors();
-    std::vector<int> uses0(g.size(), 0);
-    for (std::size_t i = 0; i < g.size(); ++i) uses0[i] = static_cast<int>(succ[i].size());
-    for (const auto& [id, name] : g.outputs()) ++uses0[id];
+    const auto uses0 = detail::use_counts(g, g.successors());
 
     struct JobState {
-        std::vector<CtPtr> vals;
+        std::vector<detail::CtPtr> vals;
         std::vector<int> uses;
     };
     std::vector<JobState> state(jobs);
@@ -109,10 +110,10 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
             queue.pop_front();
             const Node& node = g.nodes()[p.node];
             JobState& js = state[p.job];
-            std::vector<CtPtr> in;
+            std::vector<detail::CtPtr> in;
             for (int i : node.inputs) in.push_back(js.vals[i]);
             lk.unlock();
-            CtPtr out;
+            detail::CtPtr out;
             try {
                 out = std::make_shared<const ckks::Ciphertext>(detail::execute(ev, node, *in.front(), *in.back(), p.threads));
             } catch (...) {

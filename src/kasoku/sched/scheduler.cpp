@@ -146,60 +146,77 @@ std::vector<double> poisson_arrivals(double mean_ms, int jobs, std::uint64_t see
 // --- Dispatcher ---
 namespace detail {
 
-Dispatcher::Dispatcher(const Graph& g, const CostModel& cost, Policy policy, int threads, std::size_t jobs)
-    : g_(g), cost_(cost), policy_(policy), threads_(threads), succ_(g.successors()), priority_(g.size(), 0),
-      pending_(jobs), remaining_(jobs, -1) {
-    if (threads < 1) throw ParameterError("scheduler: threads must be >= 1, got " + std::to_string(threads));
+Plan::Plan(Graph graph, const CostModel& cost) : g(std::move(graph)), succ(g.successors()), priority(g.size(), 0) {
     const auto order = g.topological_order();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {  // longest path to the end, one thread, unloaded
         const int v = *it;
         double tail = 0;
-        for (int s : succ_[v]) tail = std::max(tail, priority_[s]);
+        for (int s : succ[v]) tail = std::max(tail, priority[s]);
         const Node& n = g.nodes()[v];
-        priority_[v] = tail + (n.op == OpKind::input ? 0 : cost.task_ms(n.op, g.task_nq(v), g.aligns(v), 1));
-        if (n.op != OpKind::input) ++tasks_per_job_;
+        priority[v] = tail + (n.op == OpKind::input ? 0 : cost.task_ms(n.op, g.task_nq(v), g.aligns(v), 1));
+        if (n.op != OpKind::input) ++tasks;
     }
-    result.arrival_ms.assign(jobs, 0);
-    result.start_ms.assign(jobs, -1);
-    result.finish_ms.assign(jobs, -1);
+}
+
+Dispatcher::Dispatcher(const CostModel& cost, Policy policy, int threads) : cost_(cost), policy_(policy), threads_(threads) {
+    if (threads < 1) throw ParameterError("scheduler: threads must be >= 1, got " + std::to_string(threads));
     result.threads_used.assign(threads + 1, 0);
 }
 
+Dispatcher::Dispatcher(const Graph& g, const CostModel& cost, Policy policy, int threads, std::size_t jobs)
+    : Dispatcher(cost, policy, threads) {
+    batch_plan_ = std::make_shared<const Plan>(g, cost);
+    result.arrival_ms.assign(jobs, 0);
+    result.start_ms.assign(jobs, -1);
+    result.finish_ms.assign(jobs, -1);
+}
+
 void Dispatcher::make_ready(int job, int node) {
-    const Node& n = g_.nodes()[node];
-    ReadyTask t{job, node, n.op, g_.task_nq(node), priority_[node], g_.aligns(node)};
+    const Plan& p = *jobs_.at(job).plan;
+    ReadyTask t{job, node, p.g.nodes()[node].op, p.g.task_nq(node), p.priority[node], p.g.aligns(node)};
     others_paper_ += paper_demand(t);
     ready_.insert(t);
 }
 
-void Dispatcher::arrive(int job, double now) {
-    result.arrival_ms[job] = now;
-    remaining_[job] = tasks_per_job_;
-    ++in_system_;
-    if (tasks_per_job_ == 0) {
-        --in_system_;
-        result.start_ms[job] = result.finish_ms[job] = now;
-        return;
+int Dispatcher::add(std::shared_ptr<const Plan> plan, double now) {
+    const int job = next_job_++;
+    Job& j = jobs_[job];
+    j.plan = std::move(plan);
+    record(result.arrival_ms, job, now);
+    j.remaining = j.plan->tasks;
+    if (j.remaining == 0) {
+        record(result.start_ms, job, now);
+        record(result.finish_ms, job, now);
+        jobs_.erase(job);
+        return job;
     }
-    auto& pend = pending_[job];
-    pend.resize(g_.size());
-    for (std::size_t i = 0; i < g_.size(); ++i) pend[i] = static_cast<int>(g_.nodes()[i].inputs.size());
-    for (std::size_t i = 0; i < g_.size(); ++i)
-        if (g_.nodes()[i].op == OpKind::input)
-            for (int s : succ_[i])
-                if (--pend[s] == 0) make_ready(job, s);
+    ++in_system_;
+    const Graph& g = j.plan->g;
+    j.pending.resize(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) j.pending[i] = static_cast<int>(g.nodes()[i].inputs.size());
+    for (std::size_t i = 0; i < g.size(); ++i)
+        if (g.nodes()[i].op == OpKind::input)
+            for (int s : j.plan->succ[i])
+                if (--j.pending[s] == 0) make_ready(job, s);
+    return job;
+}
+
+void Dispatcher::arrive(int job, double now) {
+    if (job != next_job_) throw InternalError("dispatcher: jobs arrive in order");
+    add(batch_plan_, now);
 }
 
 std::vector<Placement> Dispatcher::place(double now) {
     std::vector<Placement> out;
     while (!ready_.empty()) {
         const ReadyTask head = *ready_.begin();
+        Job& job = jobs_.at(head.job);
         // the other ready tasks from running totals instead of a list
         SchedulerView v = make_view(threads_, busy_, running_, head, {}, cost_);
         v.jobs_in_system = in_system_;
         v.jobs_in_flight = in_flight_;
         v.busy_by_kind = busy_by_kind_;
-        v.head_starts_job = result.start_ms[head.job] < 0;
+        v.head_starts_job = !job.started;
         v.others = static_cast<int>(ready_.size()) - 1;
         v.others_paper_demand = others_paper_ - paper_demand(head);
         if (policy_ == Policy::kasoku)
@@ -212,7 +229,8 @@ std::vector<Placement> Dispatcher::place(double now) {
         busy_ += n;
         busy_by_kind_[static_cast<int>(head.op) - 1] += n;
         ++running_;
-        if (result.start_ms[head.job] < 0) result.start_ms[head.job] = now, ++in_flight_;
+        ++job.running;
+        if (!job.started) job.started = true, ++in_flight_, record(result.start_ms, head.job, now);
         ++result.threads_used[n];
         out.push_back({head.job, head.node, n, now, now + expected});
         ends_.emplace(now + expected, n);
@@ -220,24 +238,42 @@ std::vector<Placement> Dispatcher::place(double now) {
     return out;
 }
 
+void Dispatcher::abort(int job) {
+    auto it = jobs_.find(job);
+    if (it == jobs_.end() || it->second.aborted) return;
+    Job& j = it->second;
+    j.aborted = true;
+    for (auto r = ready_.begin(); r != ready_.end();)
+        if (r->job == job) others_paper_ -= paper_demand(*r), r = ready_.erase(r);
+        else ++r;
+    j.remaining = j.running;  // the tasks running now still report; nothing else of the job starts
+    if (j.remaining == 0) {
+        --in_system_;
+        if (j.started) --in_flight_;
+        jobs_.erase(it);
+    }
+}
+
 void Dispatcher::finish(const Placement& p, double now) {
     busy_ -= p.threads;
-    busy_by_kind_[static_cast<int>(g_.nodes()[p.node].op) - 1] -= p.threads;
+    Job& j = jobs_.at(p.job);
+    busy_by_kind_[static_cast<int>(j.plan->g.nodes()[p.node].op) - 1] -= p.threads;
     --running_;
+    --j.running;
     for (auto it = ends_.find(p.expected_end_ms); it != ends_.end(); ++it)
         if (it->second == p.threads) {
             ends_.erase(it);
             break;
         }
     result.busy_thread_ms += p.threads * (now - p.start_ms);
-    auto& pend = pending_[p.job];
-    for (int s : succ_[p.node])
-        if (--pend[s] == 0) make_ready(p.job, s);
-    if (--remaining_[p.job] == 0) {
+    if (!j.aborted)
+        for (int s : j.plan->succ[p.node])
+            if (--j.pending[s] == 0) make_ready(p.job, s);
+    if (--j.remaining == 0) {
         --in_system_;
         --in_flight_;
-        result.finish_ms[p.job] = now;
-        std::vector<int>().swap(pend);
+        record(result.finish_ms, p.job, now);
+        jobs_.erase(p.job);
     }
 }
 

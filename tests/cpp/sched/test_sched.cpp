@@ -6,6 +6,7 @@
 #include <map>
 
 #include "kasoku/ckks/crypto.hpp"
+#include "kasoku/sched/executor.hpp"
 #include "kasoku/sched/scheduler.hpp"
 #include "kasoku/support/error.hpp"
 #include "sched/dispatcher_internal.hpp"
@@ -175,7 +176,7 @@ TEST(SchedPriorities, LongestPathToTheEnd) {
     g.output(o);
     const CostModel cm = linear_model(10, 1);
     sched::detail::Dispatcher d(g, cm, Policy::fixed_1, 1, 2);
-    const auto& pr = d.priorities();
+    const auto& pr = sched::detail::Plan(g, cm).priority;
     EXPECT_DOUBLE_EQ(pr[o], 1);
     EXPECT_DOUBLE_EQ(pr[b], 11);
     EXPECT_DOUBLE_EQ(pr[a], 21);
@@ -319,8 +320,7 @@ TEST(SchedCostModel, AlignmentIsPricedWhereTheGraphAligns) {
     EXPECT_EQ(back.align_ms(3, 2), cm.align_ms(3, 2));
     EXPECT_EQ(CostModel::from_json(plain.to_json()).align_ms(3, 1), 0.0);
     // Priorities and the simulation include it: on one thread the job is 10 + (10 + 6) + (1 + 6) + 1 + 1 ms.
-    sched::detail::Dispatcher d(g, cm, Policy::fixed_1, 1, 1);
-    EXPECT_DOUBLE_EQ(d.priorities()[y], 10 + 16 + 1);
+    EXPECT_DOUBLE_EQ(sched::detail::Plan(g, cm).priority[y], 10 + 16 + 1);
     StreamOptions o;
     o.threads = 1;
     o.policy = Policy::fixed_1;
@@ -495,4 +495,70 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
     Graph rot;
     rot.output(rot.rotate(rot.input("x", 5), 3));
     EXPECT_THROW(run(rot, ev, {{"x", ct}}, cm, o), MissingKeyError);
+}
+
+// The online executor: jobs of two graphs and two clients' evaluators join while others run; each result is bit for bit
+// the batch executor's, an error in a task ends that job only, and submit checks a job before it joins.
+TEST(SchedExecutor, MixedJobsMatchTheBatchExecutorBitForBit) {
+    const auto params = ckks::test::research_params(11, 60, 40, 5, 60, 1);
+    ckks::test::Env alice(params, {}), bob(params, {}, {}, 7);
+    const auto ca = alice.encrypt(alice.random()), cb = bob.encrypt(bob.random());
+    const Graph e = maclaurin_exp(6, 5), p = bsgs_polynomial(7, 5);
+    const CostModel cm = CostModel::measure(params, 2, 1);
+    StreamOptions o;
+    o.threads = 2;
+    const auto want_e = run(e, alice.ev, {{"x", ca}}, cm, o).outputs.at(0).at("exp");
+    const auto want_p = run(p, bob.ev, {{"x", cb}}, cm, o).outputs.at(0).at("poly");
+    auto ev_a = std::make_shared<const ckks::Evaluator>(alice.ev), ev_b = std::make_shared<const ckks::Evaluator>(bob.ev);
+    Graph bad;  // a constant the evaluator refuses: the task fails, its job ends with the error
+    bad.output(bad.multiply_plain(bad.square(bad.input("x", 5)), std::nan("")), "y");
+    for (Policy pol : {Policy::fixed_1, Policy::kasoku}) {
+        Executor ex(cm, pol, 2);
+        std::map<std::uint64_t, std::string> kind;
+        for (int i = 0; i < 6; ++i) {
+            kind[ex.submit(e, ev_a, {{"x", ca}})] = "exp";
+            kind[ex.submit(p, ev_b, {{"x", cb}})] = "poly";
+            if (i == 2) kind[ex.submit(bad, ev_a, {{"x", ca}})] = "bad";
+        }
+        EXPECT_THROW(ex.submit(e, ev_a, {{"y", ca}}), ParameterError);
+        EXPECT_THROW(ex.submit(maclaurin_exp(6, 4), ev_a, {{"x", ca}}), LevelError);
+        Graph rot;
+        rot.output(rot.rotate(rot.input("x", 5), 3));
+        EXPECT_THROW(ex.submit(rot, ev_a, {{"x", ca}}), MissingKeyError);
+        std::map<std::uint64_t, int> seen;
+        while (seen.size() < kind.size()) {
+            for (auto& f : ex.collect(60000)) {
+                ++seen[f.id];
+                const std::string& k = kind.at(f.id);
+                EXPECT_GE(f.queued_ms, 0);
+                EXPECT_GE(f.run_ms, 0);
+                if (k == "bad") {
+                    EXPECT_NE(f.error.find("NaN"), std::string::npos) << f.error;
+                    EXPECT_TRUE(f.outputs.empty());
+                    continue;
+                }
+                ASSERT_TRUE(f.error.empty()) << f.error;
+                const auto& got = f.outputs.at(k);
+                const auto& want = k == "exp" ? want_e : want_p;
+                EXPECT_EQ(got.level(), want.level());
+                EXPECT_EQ(got.scale, want.scale);
+                ASSERT_EQ(got.size(), want.size());
+                for (std::size_t c = 0; c < got.size(); ++c) EXPECT_TRUE(got.polys[c] == want.polys[c]) << k << " part " << c;
+            }
+        }
+        for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
+        EXPECT_EQ(ex.jobs_in_system(), 0);
+        EXPECT_EQ(ex.busy_threads(), 0);
+        EXPECT_TRUE(ex.collect(0).empty());
+        ex.close();
+        EXPECT_THROW(ex.submit(e, ev_a, {{"x", ca}}), ParameterError);
+    }
+    // close() with jobs queued drops them and returns once the running tasks end
+    Executor ex(cm, Policy::kasoku, 2);
+    for (int i = 0; i < 20; ++i) ex.submit(e, ev_a, {{"x", ca}});
+    ex.close();
+    for (const auto& f : ex.collect(0)) {  // what ended: finished before close, or cut short by it
+        if (!f.error.empty()) EXPECT_EQ(f.error, "the executor closed");
+        else for (int c = 0; c < 2; ++c) EXPECT_TRUE(f.outputs.at("exp").polys[c] == want_e.polys[c]);
+    }
 }

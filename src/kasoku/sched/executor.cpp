@@ -1,0 +1,178 @@
+// The online executor: `threads` runner threads and no scheduler thread of its own. Placing tasks is done under the
+// lock by whoever changes the state (a submission, a finished task), as sched::run's scheduler does at its events;
+// the placed tasks never hold more than `threads` threads, so a runner is always free for a placement.
+#include "kasoku/sched/executor.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "dispatcher_internal.hpp"
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::sched {
+
+struct Executor::State {
+    State(CostModel c, Policy policy, int threads) : cost(std::move(c)), d(cost, policy, threads) {}
+
+    struct Job {
+        std::shared_ptr<const detail::Plan> plan;
+        std::shared_ptr<const ckks::Evaluator> ev;
+        std::vector<detail::CtPtr> vals;  // by node; released when their last user ends
+        std::vector<int> uses;
+        double submit_ms = 0, start_ms = -1;
+        std::string error;
+    };
+
+    const CostModel cost;
+    std::mutex m;
+    std::condition_variable cv_work, cv_done;
+    detail::Dispatcher d;
+    std::map<int, Job> jobs;  // submitted and not finished, by the dispatcher's id
+    std::deque<detail::Placement> queue;
+    std::deque<Finished> done;
+    bool closing = false;
+    std::vector<std::thread> runners;
+    const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+
+    double now() const {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+
+    // Under the lock: starts what the policy lets start.
+    void place(double t) {
+        bool placed = false;
+        for (const auto& p : d.place(t)) {
+            Job& j = jobs.at(p.job);
+            if (j.start_ms < 0) j.start_ms = t;
+            queue.push_back(p);
+            placed = true;
+        }
+        if (placed) cv_work.notify_all();
+    }
+
+    // Under the lock: a job the dispatcher has ended goes to `done`.
+    void retire(int id, double t) {
+        auto it = jobs.find(id);
+        Job& j = it->second;
+        Finished f;
+        f.id = static_cast<std::uint64_t>(id);
+        f.error = std::move(j.error);
+        f.queued_ms = (j.start_ms < 0 ? t : j.start_ms) - j.submit_ms;
+        f.run_ms = j.start_ms < 0 ? 0 : t - j.start_ms;
+        if (f.error.empty())
+            for (const auto& [node, name] : j.plan->g.outputs()) f.outputs.emplace(name, *j.vals[node]);
+        jobs.erase(it);
+        done.push_back(std::move(f));
+        cv_done.notify_all();
+    }
+
+    void runner() {
+        std::unique_lock lk(m);
+        while (true) {
+            cv_work.wait(lk, [&] { return closing || !queue.empty(); });
+            if (queue.empty()) return;  // closing
+            const detail::Placement p = queue.front();
+            queue.pop_front();
+            Job& j = jobs.at(p.job);
+            const Node& node = j.plan->g.nodes()[p.node];
+            std::string error;
+            detail::CtPtr out;
+            if (!j.error.empty()) {  // a task of an ended job (an error, or close()) placed before it ended
+                error = j.error;
+            } else {
+                std::vector<detail::CtPtr> in;
+                for (int i : node.inputs) in.push_back(j.vals[i]);
+                const auto ev = j.ev;
+                lk.unlock();
+                try {
+                    out = std::make_shared<const ckks::Ciphertext>(detail::execute(*ev, node, *in.front(), *in.back(), p.threads));
+                } catch (const std::exception& e) {
+                    error = e.what();
+                } catch (...) {
+                    error = "unknown error";
+                }
+                in.clear();
+                lk.lock();
+            }
+            // `j` stays valid: a job is erased only by retire(), after its last running task (this one) finishes
+            if (!error.empty()) {
+                if (j.error.empty()) j.error = "node " + std::to_string(p.node) + " (" + op_name(node.op) + "): " + error;
+                d.abort(p.job);
+            } else {
+                j.vals[p.node] = std::move(out);
+                for (int i : node.inputs)
+                    if (--j.uses[i] == 0) j.vals[i].reset();
+            }
+            const double t = now();
+            d.finish(p, t);
+            if (d.job_done(p.job)) retire(p.job, t);
+            if (!closing) place(t);
+        }
+    }
+};
+
+Executor::Executor(CostModel cost, Policy policy, int threads) : threads_(threads) {
+    if (threads < 1) throw ParameterError("executor: threads must be >= 1, got " + std::to_string(threads));
+    s_ = std::make_unique<State>(std::move(cost), policy, threads);
+    for (int i = 0; i < threads; ++i) s_->runners.emplace_back([st = s_.get()] { st->runner(); });
+}
+
+Executor::~Executor() { close(); }
+
+std::uint64_t Executor::submit(const Graph& g, std::shared_ptr<const ckks::Evaluator> ev,
+                               const std::map<std::string, ckks::Ciphertext>& inputs) {
+    if (!ev) throw ParameterError("executor: the evaluator is null");
+    auto vals = detail::check_inputs(g, *ev, inputs);
+    auto plan = std::make_shared<const detail::Plan>(g, s_->cost);
+    auto uses = detail::use_counts(g, plan->succ);
+
+    std::unique_lock lk(s_->m);
+    if (s_->closing) throw ParameterError("executor: closed; make a new one to submit jobs");
+    const double t = s_->now();
+    const int jid = s_->d.add(plan, t);
+    s_->jobs.emplace(jid, State::Job{plan, std::move(ev), std::move(vals), std::move(uses), t, -1, {}});
+    if (s_->d.job_done(jid)) s_->retire(jid, t);
+    s_->place(t);
+    return static_cast<std::uint64_t>(jid);
+}
+
+std::vector<Executor::Finished> Executor::collect(double timeout_ms, std::size_t max) {
+    std::unique_lock lk(s_->m);
+    if (s_->done.empty() && timeout_ms > 0)
+        s_->cv_done.wait_for(lk, std::chrono::duration<double, std::milli>(timeout_ms), [&] { return !s_->done.empty(); });
+    std::vector<Finished> out;
+    while (!s_->done.empty() && out.size() < max) {
+        out.push_back(std::move(s_->done.front()));
+        s_->done.pop_front();
+    }
+    return out;
+}
+
+int Executor::jobs_in_system() const {
+    std::lock_guard lk(s_->m);
+    return static_cast<int>(s_->jobs.size());
+}
+
+int Executor::busy_threads() const {
+    std::lock_guard lk(s_->m);
+    return s_->d.busy_threads();
+}
+
+void Executor::close() {
+    {
+        std::lock_guard lk(s_->m);
+        if (s_->closing) return;
+        s_->closing = true;
+        for (auto& [id, job] : s_->jobs) {  // their running tasks still end; the jobs end without outputs
+            if (job.error.empty()) job.error = "the executor closed";
+            s_->d.abort(id);
+        }
+    }
+    s_->cv_work.notify_all();
+    for (auto& t : s_->runners) t.join();
+}
+
+}  // namespace kasoku::sched

@@ -1,0 +1,265 @@
+"""The encrypted-compute service (python -m kasoku serve) started for real on loopback, reached by ks.Client over
+HTTP: results, tokens, bad input, a restart with jobs in flight and overload (docs/SERVING.md)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kasoku as ks
+
+httpx = pytest.importorskip("httpx", reason="the service tests need httpx (make venv installs it)")
+pytest.importorskip("fastapi", reason="the service tests need FastAPI and uvicorn (make venv installs them)")
+
+from kasoku.service import wire  # noqa: E402
+
+# Small parameters (tests only): e^x to order 6 at level 7 in well under a second.
+PARAMS = ks.Parameters(log_n=12, first_bits=60, scale_bits=40, levels=7, security=None)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, data, *args: str):
+        self.data, self.args = data, args
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self) -> "Server":
+        pf = self.data / "params.bin"
+        if not pf.exists():
+            self.data.mkdir(parents=True, exist_ok=True)
+            pf.write_bytes(PARAMS.to_bytes())
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = open(self.data / "server.log", "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "kasoku", "serve", "--params-file", str(pf), "--data",
+                                      str(self.data), "--port", str(port), "--threads", "2", *self.args],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        try:
+            ks.Client.wait_for(self.url, timeout=120)
+        except TimeoutError:
+            raise AssertionError("the server did not come up:\n" + (self.data / "server.log").read_text()) from None
+        return self
+
+    @property
+    def admin(self) -> str:
+        return (self.data / "admin_token").read_text().strip()
+
+    def kill(self, sig=signal.SIGKILL) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=60)
+        self.log.close()
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = Server(tmp_path / "srv", "--cost", "paper").start()
+    yield s
+    s.kill(signal.SIGTERM)
+
+
+@pytest.fixture(scope="module")
+def alice_keys():
+    ctx = ks.Context(PARAMS, threads=2)
+    keys = ctx.keygen(rotations=[1])
+    return ctx, keys
+
+
+def exp_input(ctx, keys, seed=0):
+    x = np.random.default_rng(seed).uniform(-1, 1, 16)
+    return x, ctx.encrypt(x, keys.public)
+
+
+def test_jobs_compute_what_the_client_asked(server, alice_keys):
+    ctx, keys = alice_keys
+    with ks.Client.register(server.url, server.admin) as c:
+        assert c.health()["status"] == "ok"
+        assert c.parameters().to_bytes() == PARAMS.to_bytes()
+        kid = c.register_keys(keys.evaluation())
+        x, ct = exp_input(ctx, keys)
+        job = c.submit({"x": ct}, keys=kid, computation="exp")
+        got = ctx.decrypt(c.result(job, ctx)["exp"], keys.secret)[:16].real
+        assert np.max(np.abs(got - np.exp(x))) < 3e-4  # the order-6 Maclaurin remainder
+        assert c.status(job)["status"] == "done" and c.status(job)["runs"] == 1
+        # a submission repeated with its Idempotency-Key (its answer was lost) is the same job, not a second one
+        body = wire.job_request(kid, {"x": ct.to_bytes()}, computation={"name": "exp"})
+        hdr = {"Authorization": f"Bearer {c.token}", "Idempotency-Key": "once"}
+        first, again = (httpx.post(server.url + "/v1/jobs", content=body, headers=hdr).json()["job"] for _ in range(2))
+        assert first == again != job
+        c.result_bytes(first)
+        # a graph of the client's: rotate, multiply, add a constant; the same as computing it here
+        g = ks.sched.Graph()
+        a = g.input("a", ct.level)
+        g.output(g.add_plain(g.multiply(g.rotate(a, 1), a), 0.5), "y")
+        out = c.run({"a": ct}, kid, ctx, graph=g)["y"]
+        ev = ctx.evaluator(keys.evaluation())
+        want = ks.sched.run(g, ctx, ev, {"a": ct}, threads=1, cost=ks.sched.CostModel.from_paper()).outputs[0]["y"]
+        assert out.to_bytes() == want.to_bytes()
+        m = c.metrics()
+        assert m["completed"] == 3 and m["accepted"] == 3 and m["queue_length"] == 0 and m["latency_ms"]["count"] == 3
+        c.delete(job)
+        with pytest.raises(ks.ServiceError) as e:
+            c.status(job)
+        assert e.value.status == 404
+    spec = httpx.get(server.url + "/openapi.json").json()
+    assert {"/v1/jobs", "/v1/keys", "/v1/jobs/{jid}/result", "/health", "/metrics"} <= set(spec["paths"])
+
+
+def test_tokens_keep_clients_apart(server, alice_keys):
+    ctx, keys = alice_keys
+    alice = ks.Client.register(server.url, server.admin)
+    bob = ks.Client.register(server.url, server.admin)
+    kid = alice.register_keys(keys.evaluation())
+    _, ct = exp_input(ctx, keys)
+    job = alice.submit({"x": ct}, keys=kid, computation="exp")
+    alice.result_bytes(job)
+    for call in (lambda: bob.status(job), lambda: bob.result_bytes(job, timeout=0),
+                 lambda: bob.submit({"x": ct}, keys=kid, computation="exp")):
+        with pytest.raises(ks.ServiceError) as e:  # another client's job and keys are invisible
+            call()
+        assert e.value.status == 404
+    for headers in ({}, {"Authorization": "Bearer not-a-token"}, {"Authorization": f"Bearer {alice.token[:-1]}"},
+                    {"Authorization": alice.token}):
+        r = httpx.get(f"{server.url}/v1/jobs/{job}", headers=headers)
+        assert r.status_code == 401 and "token" in r.json()["detail"]
+    with pytest.raises(ks.ServiceError) as e:
+        ks.Client.register(server.url, alice.token)  # a client's token is not the admin's
+    assert e.value.status == 401
+    alice.close()
+    bob.close()
+
+
+def test_bad_input_gets_a_clear_4xx_and_the_server_goes_on(tmp_path, alice_keys):
+    srv = Server(tmp_path / "srv", "--cost", "paper", "--max-job-mb", "1").start()
+    ctx, keys = alice_keys
+    try:
+        c = ks.Client.register(srv.url, srv.admin)
+        kid = c.register_keys(keys.evaluation())
+        x, ct = exp_input(ctx, keys)
+        good = ct.to_bytes()
+
+        def post(body: bytes):
+            return httpx.post(srv.url + "/v1/jobs", content=body, headers={"Authorization": f"Bearer {c.token}"})
+
+        def expect(status: int, body: bytes, words: str):
+            r = post(body)
+            assert r.status_code == status, r.text
+            assert words in r.json()["detail"], r.json()["detail"]
+
+        corrupt = bytearray(good)
+        corrupt[len(corrupt) // 2] ^= 1
+        expect(400, wire.job_request(kid, {"x": bytes(corrupt)}, computation={"name": "exp"}), "")
+        other = ks.Context(ks.Parameters.named("T12"))
+        okeys = other.keygen()
+        expect(400, wire.job_request(kid, {"x": other.encrypt(x, okeys.public).to_bytes()},
+                                     computation={"name": "exp"}), "")
+        node = {"nodes": [{"op": "input", "name": "x", "level": 7}, {"op": "frobnicate", "inputs": [0]}],
+                "outputs": [[1, "y"]]}
+        expect(400, wire.job_request(kid, {"x": good}, graph=node), "'op' must be one of")
+        dangling = {"nodes": [{"op": "input", "name": "x", "level": 7}, {"op": "square", "inputs": [5]}],
+                    "outputs": [[1, "y"]]}
+        expect(400, wire.job_request(kid, {"x": good}, graph=dangling), "operand")
+        low = {"nodes": [{"op": "input", "name": "x", "level": 3}, {"op": "square", "inputs": [0]}],
+               "outputs": [[1, "y"]]}
+        expect(422, wire.job_request(kid, {"x": good}, graph=low), "level")
+        rot = {"nodes": [{"op": "input", "name": "x", "level": 7}, {"op": "rotate", "inputs": [0], "step": 5}],
+               "outputs": [[1, "y"]]}
+        expect(422, wire.job_request(kid, {"x": good}, graph=rot), "Galois key")
+        expect(404, wire.job_request("k0000", {"x": good}, computation={"name": "exp"}), "unknown key set")
+        expect(400, b"GET / HTTP/1.1", "envelope")
+        expect(400, wire.MAGIC + b"\xff\xff\xff\x00", "header length")
+        r = post(b"\0" * (2 << 20))
+        assert r.status_code == 413 and "limit" in r.json()["detail"]
+        r = httpx.post(srv.url + "/v1/keys", content=b"not keys", headers={"Authorization": f"Bearer {c.token}"})
+        assert r.status_code == 400 and "cannot be read" in r.json()["detail"]
+        # none of that was accepted, and the server still computes
+        got = ctx.decrypt(c.run({"x": ct}, kid, ctx, computation="exp")["exp"], keys.secret)[:16].real
+        assert np.max(np.abs(got - np.exp(x))) < 3e-4
+        assert c.metrics()["accepted"] == 1
+    finally:
+        srv.kill(signal.SIGTERM)
+
+
+def test_restart_with_jobs_in_flight_loses_none_and_runs_each_once(tmp_path, alice_keys):
+    ctx, keys = alice_keys
+    srv = Server(tmp_path / "srv", "--cost", "paper", "--capacity", "100").start()
+    c = ks.Client.register(srv.url, srv.admin)
+    kid = c.register_keys(keys.evaluation())
+    cts = [exp_input(ctx, keys, seed)[1] for seed in range(3)]
+    ev = ctx.evaluator(keys.evaluation())
+    g = ks.sched.bsgs_polynomial(degree=63, level=cts[0].level)  # ~0.1 s a job here: 24 of them outlast submitting
+    want = [ks.sched.run(g, ctx, ev, {"x": ct}, threads=1, cost=ks.sched.CostModel.from_paper()).outputs[0]["poly"]
+            .to_bytes() for ct in cts]
+    bodies = [ct.to_bytes() for ct in cts]
+    jobs = [c.submit({"x": bodies[i % 3]}, keys=kid, computation={"name": "polynomial", "degree": 63})
+            for i in range(24)]
+    srv.kill(signal.SIGKILL)  # jobs queued and running: the process dies without a word
+    srv.start()
+    c2 = ks.Client(srv.url, c.token)
+    try:
+        got = {job: c2.result_bytes(job)["poly"] for job in jobs}
+        assert len(got) == len(set(jobs)) == 24
+        for i, job in enumerate(jobs):
+            assert got[job] == want[i % 3]  # bit for bit what the client would compute, whenever it ran
+        reruns = [j for j in jobs if c2.status(j)["runs"] == 2]
+        m = c2.metrics()
+        assert len(reruns) == m["recovered_after_restart"] >= 1
+        assert m["completed"] == m["recovered_after_restart"] and m["queue_length"] == 0  # each ended once
+    finally:
+        srv.kill(signal.SIGTERM)
+
+
+def test_overload_answers_retry_later_and_loses_nothing(tmp_path, alice_keys):
+    ctx, keys = alice_keys
+    capacity = 4
+    srv = Server(tmp_path / "srv", "--cost", "paper", "--capacity", str(capacity)).start()
+    try:
+        c = ks.Client.register(srv.url, srv.admin)
+        kid = c.register_keys(keys.evaluation())
+        x, ct = exp_input(ctx, keys)
+        body = ct.to_bytes()
+        offered = 2 * capacity
+        accepted, refused, queue = [], 0, []
+        # twice the capacity at once, again and again (until the server has refused some): the queue never holds
+        # more than `capacity`
+        for _ in range(10):
+            if refused and len(queue) >= 3:
+                break
+            with concurrent.futures.ThreadPoolExecutor(offered) as pool:
+                futs = [pool.submit(lambda: ks.Client(srv.url, c.token).submit({"x": body}, keys=kid,
+                                                                                computation="exp", retry_for=0))
+                        for _ in range(offered)]
+                for f in futs:
+                    try:
+                        accepted.append(f.result())
+                    except ks.RetryLater as e:
+                        assert e.retry_after > 0
+                        refused += 1
+            queue.append(c.metrics()["queue_length"])
+        assert refused > 0 and len(accepted) >= capacity
+        assert max(queue) <= capacity
+        # a client that retries as told gets in
+        accepted.append(c.submit({"x": body}, keys=kid, computation="exp", retry_for=120))
+        outs = {j: c.result_bytes(j)["exp"] for j in accepted}
+        assert len(outs) == len(accepted) == len(set(accepted))
+        assert len(set(outs.values())) == 1  # the same job, the same bytes, every time
+        got = ctx.decrypt(ks.Ciphertext.from_bytes(ctx, next(iter(outs.values()))), keys.secret)[:16].real
+        assert np.max(np.abs(got - np.exp(x))) < 3e-4
+        m = c.metrics()
+        assert m["accepted"] == m["completed"] == len(accepted)
+        assert m["rejected_busy"] >= refused  # the last submit's own tries count too
+    finally:
+        srv.kill(signal.SIGTERM)
