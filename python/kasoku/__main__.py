@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="cost model: measure (timed once, cached in --data), paper, or a CostModel JSON file")
     v.add_argument("--max-job-mb", type=int, default=256, help="largest job request body (MiB)")
     v.add_argument("--log-level", default="warning", help="uvicorn's log level")
+    v.add_argument("--write-openapi", default=None, metavar="FILE",
+                   help="write the HTTP API's OpenAPI description to FILE and exit (docs/openapi.json)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "info":

@@ -4,7 +4,6 @@ HTTP: results, tokens, bad input, a restart with jobs in flight and overload (do
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import signal
 import socket
 import subprocess
@@ -118,6 +117,18 @@ def test_jobs_compute_what_the_client_asked(server, alice_keys):
     assert {"/v1/jobs", "/v1/keys", "/v1/jobs/{jid}/result", "/health", "/metrics"} <= set(spec["paths"])
 
 
+def test_the_openapi_file_in_docs_is_the_servers():
+    import json
+    import pathlib
+
+    from kasoku.service import app
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+    committed, current = json.loads(path.read_text()), json.loads(json.dumps(app.openapi()))
+    for part in ("info", "paths"):  # ours; the shared schemas are FastAPI's and follow its version
+        assert committed[part] == current[part], \
+            "docs/openapi.json is stale: python -m kasoku serve --write-openapi docs/openapi.json"
+
+
 def test_tokens_keep_clients_apart(server, alice_keys):
     ctx, keys = alice_keys
     alice = ks.Client.register(server.url, server.admin)
@@ -181,6 +192,9 @@ def test_bad_input_gets_a_clear_4xx_and_the_server_goes_on(tmp_path, alice_keys)
         expect(404, wire.job_request("k0000", {"x": good}, computation={"name": "exp"}), "unknown key set")
         expect(400, b"GET / HTTP/1.1", "envelope")
         expect(400, wire.MAGIC + b"\xff\xff\xff\x00", "header length")
+        for path in ("/v1/jobs/99999999999999999999999", "/v1/jobs/0", "/v1/jobs/1/result?wait=-1"):
+            r = httpx.get(srv.url + path, headers={"Authorization": f"Bearer {c.token}"})
+            assert r.status_code == 422, (path, r.status_code)
         r = post(b"\0" * (2 << 20))
         assert r.status_code == 413 and "limit" in r.json()["detail"]
         r = httpx.post(srv.url + "/v1/keys", content=b"not keys", headers={"Authorization": f"Bearer {c.token}"})

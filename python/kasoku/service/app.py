@@ -28,13 +28,16 @@ from .backends import Ended, Job, LocalBackend
 from .store import Store
 
 try:
-    from fastapi import FastAPI, HTTPException, Request
+    from typing import Annotated
+
+    from fastapi import FastAPI, HTTPException, Path as PathParam, Query, Request
     from fastapi.responses import JSONResponse, Response
 except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError("the kasoku service needs FastAPI and uvicorn: pip install 'kasoku[serve]' "
                       "(make venv installs them)") from e
 
 OCTETS = "application/octet-stream"
+JobId = Annotated[int, PathParam(ge=1, le=2**62, description="the job's id, as POST /v1/jobs answered it")]
 BINARY_BODY = {"requestBody": {"required": True, "content": {OCTETS: {"schema": {"type": "string", "format": "binary"}}}}}
 BINARY_RESULT = {200: {"content": {OCTETS: {"schema": {"type": "string", "format": "binary"}}},
                        "description": "the envelope of the outputs (kasoku.service.wire)"}}
@@ -398,17 +401,17 @@ def create_app(cfg: Config, backend=None) -> FastAPI:
         return rec
 
     @app.get("/v1/jobs/{jid}", summary="A job's status: queued, done or failed")
-    async def status(jid: int, request: Request):
+    async def status(request: Request, jid: JobId):
         return job_of(client_of(request), jid)
 
     @app.get("/v1/jobs/{jid}/result", responses={**BINARY_RESULT, 202: {"description": "not ended yet"},
                                                   422: {"description": "the job failed"}},
              summary="A job's outputs (waits up to `wait` seconds for it to end)")
-    async def result(jid: int, request: Request, wait: float = 0.0):
+    async def result(request: Request, jid: JobId, wait: float = Query(0.0, ge=0, le=300)):
         cid = client_of(request)
         rec = job_of(cid, jid)
         if rec["status"] == "queued" and wait > 0:
-            waiter = asyncio.ensure_future(svc.wait(jid, min(wait, 300.0)))
+            waiter = asyncio.ensure_future(svc.wait(jid, wait))
             await asyncio.sleep(0)  # registered before the status is read again
             rec = job_of(cid, jid)
             if rec["status"] == "queued":
@@ -423,7 +426,7 @@ def create_app(cfg: Config, backend=None) -> FastAPI:
         return JSONResponse(rec, status_code=202)
 
     @app.delete("/v1/jobs/{jid}", summary="Forget an ended job and its result", status_code=204)
-    async def delete(jid: int, request: Request):
+    async def delete(request: Request, jid: JobId):
         cid = client_of(request)
         rec = job_of(cid, jid)
         if rec["status"] == "queued":
@@ -434,8 +437,22 @@ def create_app(cfg: Config, backend=None) -> FastAPI:
     return app
 
 
+def openapi() -> dict:
+    """The HTTP API's OpenAPI description (the same for every configuration)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        app = create_app(Config(data=Path(d), params=ks.Parameters.named("T12"), admin_token="-"))
+        spec = app.openapi()
+        app.state.service.store.close()
+    return spec
+
+
 def main(args) -> int:
     """python -m kasoku serve (arguments in __main__.py)."""
+    if args.write_openapi:
+        import json
+        Path(args.write_openapi).write_text(json.dumps(openapi(), indent=1, sort_keys=True) + "\n")
+        return 0
     import uvicorn
 
     params = (ks.Parameters.from_bytes(Path(args.params_file).read_bytes()) if args.params_file
