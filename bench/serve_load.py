@@ -15,17 +15,15 @@ import concurrent.futures
 import json
 import platform
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
 import kasoku as ks
+from kasoku.service.process import ServerProcess
 
 
 def cpu_name() -> str:
@@ -38,35 +36,12 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, data: Path, args: list[str]):
-        self.data, self.args, self.port = data, args, free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = None
-
-    def start(self) -> "Server":
-        self.log = open(self.data / "server.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "kasoku", "serve", "--data", str(self.data), "--port",
-                                      str(self.port), *self.args], stdout=self.log, stderr=subprocess.STDOUT)
-        ks.Client.wait_for(self.url, timeout=600)
-        return self
-
+class Server(ServerProcess):
     def job_rows(self) -> int:
         """Jobs in the server's store (each accepted job is one row, whatever happened to the process)."""
         import sqlite3
         with sqlite3.connect(self.data / "kasoku.db") as db:
             return db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
-
-    def stop(self, sig=signal.SIGTERM) -> None:
-        self.proc.send_signal(sig)
-        self.proc.wait(timeout=120)
-        self.log.close()
 
 
 def one_level(server: Server, token: str, kid: str, bodies, want, rate: float, jobs: int, seed: int,
@@ -122,10 +97,9 @@ def one_level(server: Server, token: str, kid: str, bodies, want, rate: float, j
 def run_executor(name: str, params: str, loads, jobs: int, capacity: int, restart: bool, out: list, ray_address=None):
     with tempfile.TemporaryDirectory() as d:
         extra = ["--executor", "ray", "--ray-address", ray_address] if name == "ray" else ["--threads", "2"]
-        srv = Server(Path(d), ["--params", params, "--capacity", str(capacity), "--cost", "measure", *extra]).start()
+        srv = Server(d, "--params", params, "--capacity", str(capacity), "--cost", "measure", *extra).start()
         try:
-            admin = (Path(d) / "admin_token").read_text().strip()
-            c = ks.Client.register(srv.url, admin)
+            c = ks.Client.register(srv.url, srv.admin_token)
             ctx = c.context()
             keys = ctx.keygen()
             kid = c.register_keys(keys.evaluation())

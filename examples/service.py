@@ -6,16 +6,13 @@ never holds the secret key.
 """
 
 import argparse
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
 import kasoku as ks
+from kasoku.service.process import ServerProcess
 
 
 def main() -> None:
@@ -23,17 +20,11 @@ def main() -> None:
     ap.add_argument("--params", default="SCHED")
     ap.add_argument("--jobs", type=int, default=4)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as data, socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
+    with tempfile.TemporaryDirectory() as data:
         # --cost paper: the scheduler's priorities from seed 001's tables (measure: time this machine, once)
-        server = subprocess.Popen([sys.executable, "-m", "kasoku", "serve", "--params", args.params, "--port", str(port),
-                                   "--data", data, "--cost", "paper"])
+        server = ServerProcess(data, "--params", args.params, "--cost", "paper").start()
         try:
-            url = f"http://127.0.0.1:{port}"
-            ks.Client.wait_for(url, timeout=120)
-            client = ks.Client.register(url, (Path(data) / "admin_token").read_text().strip())
+            client = ks.Client.register(server.url, server.admin_token)
             ctx = client.context()                       # the server's parameters
             keys = ctx.keygen()                          # secret key: here only
             kid = client.register_keys(keys.evaluation())
@@ -48,8 +39,7 @@ def main() -> None:
             print(f"{args.jobs} jobs in {time.perf_counter() - t:.2f} s; server latency p50 {m['latency_ms']['p50']:.0f} ms, "
                   f"{m['threads']} threads, executor {m['executor']}")
         finally:
-            server.terminate()
-            server.wait()
+            server.stop()
 
 
 if __name__ == "__main__":

@@ -3,8 +3,6 @@ gives the local executor's results bit for bit, and the service runs its jobs th
 
 from __future__ import annotations
 
-import signal
-
 import numpy as np
 import pytest
 
@@ -68,13 +66,13 @@ def test_a_200_job_stream_on_three_nodes_matches_the_local_executor_bit_for_bit(
 
 
 def test_the_service_runs_its_jobs_on_the_ray_cluster(ray_cluster, tmp_path):
-    from test_service import Server
+    from test_service import make_server
 
-    srv = Server(tmp_path / "srv", "--cost", "paper", "--executor", "ray", "--ray-address", ray_cluster.address).start()
+    srv = make_server(tmp_path / "srv", "--cost", "paper", "--executor", "ray", "--ray-address", ray_cluster.address).start()
     try:
         ctx = ks.Context(PARAMS, threads=1)
         keys = ctx.keygen()
-        c = ks.Client.register(srv.url, srv.admin)
+        c = ks.Client.register(srv.url, srv.admin_token)
         kid = c.register_keys(keys.evaluation())
         xs = [np.linspace(-1, 1, 8) * s for s in (0.3, 0.6, 0.9)]
         jobs = [c.submit({"x": ctx.encrypt(x, keys.public)}, keys=kid, computation="exp") for x in xs]
@@ -84,4 +82,4 @@ def test_the_service_runs_its_jobs_on_the_ray_cluster(ray_cluster, tmp_path):
         m = c.metrics()
         assert m["executor"] == "ray" and m["nodes"] == 3 and m["completed"] == 3
     finally:
-        srv.kill(signal.SIGTERM)
+        srv.stop()

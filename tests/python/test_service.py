@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import signal
-import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,56 +15,25 @@ httpx = pytest.importorskip("httpx", reason="the service tests need httpx (make 
 pytest.importorskip("fastapi", reason="the service tests need FastAPI and uvicorn (make venv installs them)")
 
 from kasoku.service import wire  # noqa: E402
+from kasoku.service.process import ServerProcess  # noqa: E402
 
 # Small parameters (tests only): e^x to order 6 at level 7 in well under a second.
 PARAMS = ks.Parameters(log_n=12, first_bits=60, scale_bits=40, levels=7, security=None)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, data, *args: str):
-        self.data, self.args = data, args
-        self.proc: subprocess.Popen | None = None
-        self.url = ""
-
-    def start(self) -> "Server":
-        pf = self.data / "params.bin"
-        if not pf.exists():
-            self.data.mkdir(parents=True, exist_ok=True)
-            pf.write_bytes(PARAMS.to_bytes())
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        self.log = open(self.data / "server.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "kasoku", "serve", "--params-file", str(pf), "--data",
-                                      str(self.data), "--port", str(port), "--threads", "2", *self.args],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        try:
-            ks.Client.wait_for(self.url, timeout=120)
-        except TimeoutError:
-            raise AssertionError("the server did not come up:\n" + (self.data / "server.log").read_text()) from None
-        return self
-
-    @property
-    def admin(self) -> str:
-        return (self.data / "admin_token").read_text().strip()
-
-    def kill(self, sig=signal.SIGKILL) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(timeout=60)
-        self.log.close()
+def make_server(data, *args: str) -> ServerProcess:
+    """A server of PARAMS (a parameters file in its data directory) with 2 threads."""
+    data.mkdir(parents=True, exist_ok=True)
+    pf = data / "params.bin"
+    pf.write_bytes(PARAMS.to_bytes())
+    return ServerProcess(data, "--params-file", str(pf), "--threads", "2", *args)
 
 
 @pytest.fixture
 def server(tmp_path):
-    s = Server(tmp_path / "srv", "--cost", "paper").start()
+    s = make_server(tmp_path / "srv", "--cost", "paper").start()
     yield s
-    s.kill(signal.SIGTERM)
+    s.stop()
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +50,7 @@ def exp_input(ctx, keys, seed=0):
 
 def test_jobs_compute_what_the_client_asked(server, alice_keys):
     ctx, keys = alice_keys
-    with ks.Client.register(server.url, server.admin) as c:
+    with ks.Client.register(server.url, server.admin_token) as c:
         assert c.health()["status"] == "ok"
         assert c.parameters().to_bytes() == PARAMS.to_bytes()
         kid = c.register_keys(keys.evaluation())
@@ -131,8 +97,8 @@ def test_the_openapi_file_in_docs_is_the_servers():
 
 def test_tokens_keep_clients_apart(server, alice_keys):
     ctx, keys = alice_keys
-    alice = ks.Client.register(server.url, server.admin)
-    bob = ks.Client.register(server.url, server.admin)
+    alice = ks.Client.register(server.url, server.admin_token)
+    bob = ks.Client.register(server.url, server.admin_token)
     kid = alice.register_keys(keys.evaluation())
     _, ct = exp_input(ctx, keys)
     job = alice.submit({"x": ct}, keys=kid, computation="exp")
@@ -154,10 +120,10 @@ def test_tokens_keep_clients_apart(server, alice_keys):
 
 
 def test_bad_input_gets_a_clear_4xx_and_the_server_goes_on(tmp_path, alice_keys):
-    srv = Server(tmp_path / "srv", "--cost", "paper", "--max-job-mb", "1").start()
+    srv = make_server(tmp_path / "srv", "--cost", "paper", "--max-job-mb", "1").start()
     ctx, keys = alice_keys
     try:
-        c = ks.Client.register(srv.url, srv.admin)
+        c = ks.Client.register(srv.url, srv.admin_token)
         kid = c.register_keys(keys.evaluation())
         x, ct = exp_input(ctx, keys)
         good = ct.to_bytes()
@@ -204,13 +170,13 @@ def test_bad_input_gets_a_clear_4xx_and_the_server_goes_on(tmp_path, alice_keys)
         assert np.max(np.abs(got - np.exp(x))) < 3e-4
         assert c.metrics()["accepted"] == 1
     finally:
-        srv.kill(signal.SIGTERM)
+        srv.stop()
 
 
 def test_restart_with_jobs_in_flight_loses_none_and_runs_each_once(tmp_path, alice_keys):
     ctx, keys = alice_keys
-    srv = Server(tmp_path / "srv", "--cost", "paper", "--capacity", "100").start()
-    c = ks.Client.register(srv.url, srv.admin)
+    srv = make_server(tmp_path / "srv", "--cost", "paper", "--capacity", "100").start()
+    c = ks.Client.register(srv.url, srv.admin_token)
     kid = c.register_keys(keys.evaluation())
     cts = [exp_input(ctx, keys, seed)[1] for seed in range(3)]
     ev = ctx.evaluator(keys.evaluation())
@@ -220,7 +186,7 @@ def test_restart_with_jobs_in_flight_loses_none_and_runs_each_once(tmp_path, ali
     bodies = [ct.to_bytes() for ct in cts]
     jobs = [c.submit({"x": bodies[i % 3]}, keys=kid, computation={"name": "polynomial", "degree": 63})
             for i in range(24)]
-    srv.kill(signal.SIGKILL)  # jobs queued and running: the process dies without a word
+    srv.stop(signal.SIGKILL)  # jobs queued and running: the process dies without a word
     srv.start()
     c2 = ks.Client(srv.url, c.token)
     try:
@@ -233,15 +199,15 @@ def test_restart_with_jobs_in_flight_loses_none_and_runs_each_once(tmp_path, ali
         assert len(reruns) == m["recovered_after_restart"] >= 1
         assert m["completed"] == m["recovered_after_restart"] and m["queue_length"] == 0  # each ended once
     finally:
-        srv.kill(signal.SIGTERM)
+        srv.stop()
 
 
 def test_overload_answers_retry_later_and_loses_nothing(tmp_path, alice_keys):
     ctx, keys = alice_keys
     capacity = 4
-    srv = Server(tmp_path / "srv", "--cost", "paper", "--capacity", str(capacity)).start()
+    srv = make_server(tmp_path / "srv", "--cost", "paper", "--capacity", str(capacity)).start()
     try:
-        c = ks.Client.register(srv.url, srv.admin)
+        c = ks.Client.register(srv.url, srv.admin_token)
         kid = c.register_keys(keys.evaluation())
         x, ct = exp_input(ctx, keys)
         body = ct.to_bytes()
@@ -276,4 +242,4 @@ def test_overload_answers_retry_later_and_loses_nothing(tmp_path, alice_keys):
         assert m["accepted"] == m["completed"] == len(accepted)
         assert m["rejected_busy"] >= refused  # the last submit's own tries count too
     finally:
-        srv.kill(signal.SIGTERM)
+        srv.stop()
