@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Batches against loops of single operations (seed 002), on the CPU: the same d ciphertexts, one thread and all.
+"""Batches against loops of single operations (seed 002): the same d ciphertexts, on the CPU (one thread and all) or a
+CUDA GPU.
 
     .venv/bin/python bench/batch.py --params T13 --d 16 --reps 5 [--out batch.jsonl]
+    python bench/batch.py --params B13 --device cuda --d 10,100,1000 --reps 5
 
-For each operation (add, multiply with relinearisation and rescale, rotate) and thread count, a loop of d single
-operations (each with all the threads) and one *_many call (the elements spread over the threads) run in turn, reps
-times; medians in ms per batch and their ratio batch/loop. The results are checked equal first.
+For each operation (add, multiply with relinearisation and rescale, rotate), batch size d and thread count, a loop of
+d single operations (each with all the threads) and one *_many call (the elements spread over the threads; on a GPU,
+queued together) run in turn, reps times, each timed up to the end of the device's work; medians in ms per batch, their
+ratio batch/loop and the operations per second of each. The results are checked equal first.
 """
 
 from __future__ import annotations
@@ -21,50 +24,64 @@ import numpy as np
 import kasoku as ks
 
 
-def main() -> int:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--params", default="T13")
-    ap.add_argument("--d", type=int, default=16, help="ciphertexts per batch")
+    ap.add_argument("--d", default="16", help="ciphertexts per batch, comma separated")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--ops", default="Add,MulRelinRescale,Rotate", help="operations, comma separated")
     ap.add_argument("--out", help="append JSON lines here")
-    args = ap.parse_args()
-    ctx = ks.Context(ks.Parameters.named(args.params))
+    args = ap.parse_args(argv)
+    ctx = ks.Context(ks.Parameters.named(args.params), device=args.device)
     keys = ctx.keygen(rotations=[1])
     ev = ctx.evaluator(keys.evaluation())
     rng = np.random.default_rng(5)
-    a = [ctx.encrypt(rng.uniform(-1, 1, ctx.slots), keys.public) for _ in range(args.d)]
-    b = [ctx.encrypt(rng.uniform(-1, 1, ctx.slots), keys.public) for _ in range(args.d)]
-    ops = {
-        "Add": (lambda t: [ev.add(x, y, threads=t) for x, y in zip(a, b)], lambda t: ev.add_many(a, b, threads=t)),
-        "MulRelinRescale": (lambda t: [ev.multiply(x, y, threads=t) for x, y in zip(a, b)],
-                            lambda t: ev.multiply_many(a, b, threads=t)),
-        "Rotate": (lambda t: [ev.rotate(x, 1, threads=t) for x in a], lambda t: ev.rotate_many(a, 1, threads=t)),
-    }
+    sizes = [int(v) for v in args.d.split(",")]
+    base = [ctx.encrypt(rng.uniform(-1, 1, ctx.slots), keys.public) for _ in range(2)]
     rows = []
     out = open(args.out, "a") if args.out else None
-    for op, (loop, batch) in ops.items():
-        assert [c.to_bytes() for c in loop(1)] == [c.to_bytes() for c in batch(ctx.threads)], op
-        for t in sorted({1, ctx.threads}):
-            times: dict[str, list[float]] = {"loop": [], "batch": []}
-            for r in range(args.reps + 1):  # the first round warms up
-                for mode in (("loop", "batch") if r % 2 else ("batch", "loop")):
-                    t0 = time.perf_counter()
-                    (loop if mode == "loop" else batch)(t)
-                    if r:
-                        times[mode].append((time.perf_counter() - t0) * 1e3)
-            rec = {"op": op, "params": args.params, "d": args.d, "threads": t, "simd": ks.simd_active(),
-                   "loop_ms": statistics.median(times["loop"]), "batch_ms": statistics.median(times["batch"]),
-                   "reps": args.reps}
-            rec["batch_over_loop"] = rec["batch_ms"] / rec["loop_ms"]
-            rows.append(rec)
-            print(json.dumps(rec), flush=True)
-            if out:
-                out.write(json.dumps(rec) + "\n")
-            print(f"[batch] {op} threads={t} done", file=sys.stderr, flush=True)
-    print(f"\n{args.params}, d = {args.d}, medians of {args.reps} (ms per batch)\n")
-    print("| op | threads | loop of single ops | *_many | batch / loop |\n| --- | ---: | ---: | ---: | ---: |")
+    for d in sizes:
+        # d distinct ciphertexts per operand (copies of two encryptions: the work does not depend on the values)
+        a = [ev.add_scalar(base[0], 0.001 * i) for i in range(d)]
+        b = [ev.add_scalar(base[1], -0.001 * i) for i in range(d)]
+        ops = {
+            "Add": (lambda t: [ev.add(x, y, threads=t) for x, y in zip(a, b)], lambda t: ev.add_many(a, b, threads=t)),
+            "MulRelinRescale": (lambda t: [ev.multiply(x, y, threads=t) for x, y in zip(a, b)],
+                                lambda t: ev.multiply_many(a, b, threads=t)),
+            "Rotate": (lambda t: [ev.rotate(x, 1, threads=t) for x in a], lambda t: ev.rotate_many(a, 1, threads=t)),
+        }
+        for op in args.ops.split(","):
+            loop, batch = ops[op]
+            assert [c.to_bytes() for c in loop(1)] == [c.to_bytes() for c in batch(ctx.threads)], op
+            for t in sorted({1, ctx.threads}) if args.device == "cpu" else [ctx.threads]:
+                times: dict[str, list[float]] = {"loop": [], "batch": []}
+                for r in range(args.reps + 1):  # the first round warms up
+                    for mode in (("loop", "batch") if r % 2 else ("batch", "loop")):
+                        ctx.synchronize()
+                        t0 = time.perf_counter()
+                        (loop if mode == "loop" else batch)(t)
+                        ctx.synchronize()
+                        if r:
+                            times[mode].append((time.perf_counter() - t0) * 1e3)
+                rec = {"lib": "kasoku", "op": op, "params": args.params, "d": d, "threads": t, "device": ctx.device,
+                       "simd": ks.simd_active(), "loop_ms": statistics.median(times["loop"]),
+                       "batch_ms": statistics.median(times["batch"]), "reps": args.reps}
+                rec["batch_over_loop"] = rec["batch_ms"] / rec["loop_ms"]
+                rec["loop_ops_per_s"] = 1e3 * d / rec["loop_ms"]
+                rec["batch_ops_per_s"] = 1e3 * d / rec["batch_ms"]
+                rows.append(rec)
+                print(json.dumps(rec), flush=True)
+                if out:
+                    out.write(json.dumps(rec) + "\n")
+                    out.flush()
+                print(f"[batch] {op} d={d} threads={t} done", file=sys.stderr, flush=True)
+    print(f"\n{args.params} on {ctx.device}, medians of {args.reps} (ms per batch)\n", file=sys.stderr)
+    print("| op | d | threads | loop of single ops | *_many | batch / loop | batch ops/s |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: |", file=sys.stderr)
     for r in rows:
-        print(f"| {r['op']} | {r['threads']} | {r['loop_ms']:.1f} | {r['batch_ms']:.1f} | {r['batch_over_loop']:.2f} |")
+        print(f"| {r['op']} | {r['d']} | {r['threads']} | {r['loop_ms']:.1f} | {r['batch_ms']:.1f} | "
+              f"{r['batch_over_loop']:.2f} | {r['batch_ops_per_s']:,.0f} |", file=sys.stderr)
     return 0
 
 

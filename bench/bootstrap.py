@@ -4,6 +4,7 @@
     .venv/bin/python bench/bootstrap.py --params BOOT15 BOOT16 --threads 1 --reps 3 [--out results.jsonl]
     .venv/bin/python bench/bootstrap.py --log-n 10 12 14 --threads 1 --reps 3
     .venv/bin/python bench/bootstrap.py --params BOOT16 --slots 4096 [--arcsine-degree 3]
+    .venv/bin/python bench/bootstrap.py --params BOOT16 --device cuda --reps 5
 
 --params: named sets (docs/PARAMS.md). --log-n: research parameters (security=None) of one prime size: q_0 60 bits,
 17 levels of 50 bits, 3 special primes of 60 bits, sparse secret (h = 64). The default Bootstrapper either way, or
@@ -37,8 +38,8 @@ def progress(msg: str) -> None:
 
 
 def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, slots: int, arcsine_degree: int,
-        stc_first: bool) -> dict:
-    ctx = ks.Context(params, threads=threads)
+        stc_first: bool, device: str = "cpu") -> dict:
+    ctx = ks.Context(params, threads=threads, device=device)
     progress(f"{params!r}: planning")
     t = time.perf_counter()
     boot = ks.Bootstrapper(ctx, log_message_ratio=log_message_ratio, slots=slots, arcsine_degree=arcsine_degree,
@@ -58,13 +59,14 @@ def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, 
         progress(f"bootstrap {i + 1}/{reps}")
         t = time.perf_counter()
         out, stage = ev.bootstrap_profile(ct, boot)
+        ctx.synchronize()
         times.append(time.perf_counter() - t)
         stages.append(stage)
         err = np.abs(ctx.decrypt(out, keys.secret, slots=boot.slots) - z)
         bits = -np.log2(np.maximum(err, 2.0 ** -60))
     return {"lib": "kasoku", "op": "bootstrap", "params": params.name or "research", "log_n": params.log_n,
             "slots": boot.slots, "arcsine_degree": arcsine_degree, "stc_first": stc_first,
-            "input_level": boot.input_level, "threads": ctx.threads, "reps": reps, "median_s": statistics.median(times),
+            "input_level": boot.input_level, "threads": ctx.threads, "device": ctx.device, "reps": reps, "median_s": statistics.median(times),
             "min_s": min(times), "stages_s": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
             "plan_s": plan_s, "keygen_s": keys_s, "eval_key_bytes": keys.evaluation().nbytes,
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -85,6 +87,7 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=0, help="sparse packing: this many slots (default: all)")
     ap.add_argument("--arcsine-degree", type=int, default=0, help="arcsine correction (odd degree 3..15; 0: off)")
     ap.add_argument("--stc-first", action="store_true", help="the order SlotToCoeff, ModRaise, CoeffToSlot, EvalMod")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu, or cuda: the first CUDA GPU")
     ap.add_argument("--out", help="append the JSON lines to this file")
     args = ap.parse_args()
     sets = [ks.Parameters.named(n) for n in args.params] + [research(n) for n in args.log_n]
@@ -92,7 +95,7 @@ def main() -> None:
         ap.error("give --params and/or --log-n")
     for params in sets:
         line = json.dumps(run(params, args.threads, args.reps, args.log_message_ratio, args.slots, args.arcsine_degree,
-                              args.stc_first))
+                              args.stc_first, args.device))
         print(line, flush=True)
         if args.out:
             with open(args.out, "a") as f:

@@ -23,7 +23,7 @@ def info() -> int:
     if cuda["available"]:
         print(f"CUDA device: {cuda['name']}, {cuda['memory_bytes'] / 2**30:.1f} GiB, compute capability "
               f"{cuda['compute_capability']} ({cuda['devices']} device(s)); CUDA runtime {_cuda_version(cuda['runtime_version'])}, "
-              f"driver {_cuda_version(cuda['driver_version'])}")
+              f"driver {_cuda_version(cuda['driver_version'])}; kernels for {cuda['architectures']}")
     else:
         print(f"CUDA: {'compiled in' if cuda['compiled'] else 'not compiled in'}; no device: {cuda['reason']}")
     for k, v in sorted(ks.build_info().items()):

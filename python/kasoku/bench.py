@@ -17,8 +17,11 @@ import kasoku as ks
 
 
 def _timeit(fn, reps: int, sync=None):
-    """Wall times in ms of `reps` calls after one warm-up call (each up to sync(): a device's queued work done)."""
+    """Wall times in ms of `reps` calls after one warm-up call (each up to sync(): a device's queued work done; the
+    warm-up's too, before the first timed call starts)."""
     fn()
+    if sync:
+        sync()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()

@@ -219,6 +219,7 @@ def test_cuda_device_or_its_reason():
     params = ks.Parameters.named("T12")
     cuda = ks.cuda_info()
     assert ks.Context(params, threads=1).device == "cpu"
+    assert cuda["compiled"] == bool(cuda["architectures"])  # what the kernels were compiled for, when they were
     with pytest.raises(ks.ParameterError, match="device must be"):
         ks.Context(params, threads=1, device="tpu")
     if not cuda["available"]:

@@ -76,7 +76,7 @@ std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, 
                                                       std::size_t slots = 0);
 
 // Wall-clock seconds of each stage of one bootstrap (the encapsulation switches count in raise, the conjugation split
-// in eval_mod).
+// in eval_mod); on a device, each stage waits for its queued work.
 struct BootstrapTimes {
     double raise = 0, coeff_to_slot = 0, eval_mod = 0, slot_to_coeff = 0;
 };

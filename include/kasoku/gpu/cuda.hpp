@@ -19,10 +19,19 @@ struct CudaInfo {
     std::size_t memory_bytes = 0;
     int compute_major = 0, compute_minor = 0;
     int runtime_version = 0, driver_version = 0;  // CUDA's encoding: 1000 * major + 10 * minor
+    std::string architectures;  // what the kernels were compiled for (CMAKE_CUDA_ARCHITECTURES, comma separated)
 };
 
-// Never throws.
+// Never throws. A device counts as available only when this build's kernels have an image it runs (reason says which
+// architectures were compiled and what to rebuild with otherwise).
 CudaInfo cuda_info();
+
+// Why kernels compiled for `architectures` (CMake's CMAKE_CUDA_ARCHITECTURES entries, comma or semicolon separated:
+// "90" = machine code and PTX for sm_90, "90-real" = machine code only, "90-virtual" = PTX only, "90a" = sm_90a
+// machine code only) would not run on a device of compute capability major.minor, with what to rebuild with; empty
+// when they run (machine code of the same major version and a minor at most the device's, or PTX of a version at most
+// the device's, which the driver compiles) or when the list names no architecture ("native", "all").
+std::string architecture_mismatch(const std::string& architectures, int major, int minor);
 
 // Device memory of `device` from its stream-ordered pool (cudaMallocAsync on one stream; transfers synchronise that
 // stream). Throws DeviceError (with CUDA's message) when this build has no CUDA or there is no such device, and

@@ -393,6 +393,7 @@ Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& 
     using clock = std::chrono::steady_clock;
     auto t = clock::now();
     const auto lap = [&](double BootstrapTimes::*stage) {
+        if (times) ctx_->backend().memory()->synchronize();  // a device's stage ends when its queued work does
         const auto now = clock::now();
         if (times) times->*stage = std::chrono::duration<double>(now - t).count();
         t = now;

@@ -46,7 +46,12 @@ public:
         std::vector<u64> buf(words_, 0);
         if (!v.empty()) std::memcpy(buf.data(), v.data(), v.size() * sizeof(T));
         p_ = mem_->allocate(words_);
-        mem_->from_host(buf.data(), words_, p_);
+        try {
+            mem_->from_host(buf.data(), words_, p_);
+        } catch (...) {
+            mem_->deallocate(p_, words_);
+            throw;
+        }
     }
     // `words` uninitialised words (a buffer a kernel fills).
     Table(std::shared_ptr<const PolyMemory> mem, std::size_t words) : mem_(std::move(mem)), words_(std::max<std::size_t>(1, words)) {

@@ -10,7 +10,7 @@ const char* kWhy = "this kasoku was built without CUDA (configure with -DKASOKU_
 
 CudaInfo cuda_info() {
     CudaInfo info;
-    info.reason = kWhy;
+    info.reason = kWhy;  // architectures stays empty: nothing was compiled for a GPU
     return info;
 }
 

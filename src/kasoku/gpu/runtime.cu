@@ -1,8 +1,11 @@
 // Device discovery and device memory for polynomials (include/kasoku/gpu/cuda.hpp).
 #include <cstdint>
+#include <cstdio>
 #include <limits>
+#include <mutex>
 #include <vector>
 
+#include "gpu/counters.hpp"
 #include "gpu/runtime_internal.hpp"
 #include "kasoku/gpu/cuda.hpp"
 
@@ -11,12 +14,13 @@ namespace kasoku::gpu {
 CudaInfo cuda_info() {
     CudaInfo info;
     info.compiled = true;
+    info.architectures = KASOKU_CUDA_ARCHS;
     cudaRuntimeGetVersion(&info.runtime_version);
     cudaDriverGetVersion(&info.driver_version);
     const cudaError_t e = cudaGetDeviceCount(&info.devices);
     if (e != cudaSuccess) {
         info.devices = 0;
-        info.reason = std::string("CUDA found no usable device: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+        info.reason = "CUDA found no usable device: " + cuda_message(e);
         cudaGetLastError();  // clear the sticky error of the failed query
         return info;
     }
@@ -25,54 +29,91 @@ CudaInfo cuda_info() {
         return info;
     }
     cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-        info.reason = "cudaGetDeviceProperties failed";
+    if (const cudaError_t p = cudaGetDeviceProperties(&prop, 0); p != cudaSuccess) {
+        info.reason = "cudaGetDeviceProperties failed: " + cuda_message(p);
         cudaGetLastError();
         return info;
     }
-    info.available = true;
     info.name = prop.name;
     info.memory_bytes = prop.totalGlobalMem;
     info.compute_major = prop.major;
     info.compute_minor = prop.minor;
+    const std::string mismatch = architecture_mismatch(info.architectures, prop.major, prop.minor);
+    cudaError_t image = cudaSuccess;
+    try {
+        image = probe_kernel_image(0);
+    } catch (const DeviceError& d) {
+        info.reason = d.what();
+        return info;
+    }
+    if (image != cudaSuccess) {
+        cudaGetLastError();
+        info.reason = "this build's kernels do not run on " + info.name + " (" + cuda_message(image) + ")" +
+                      (mismatch.empty() ? std::string() : ": " + mismatch);
+        return info;
+    }
+    info.available = true;
     return info;
 }
 
 namespace {
 
 // Words of one device, allocated from its default memory pool in the order of one stream. The pool keeps freed
-// memory for reuse (release threshold: unlimited), as the CPU's block pool does.
+// memory for reuse (release threshold: unlimited), as the CPU's block pool does. Every CUDA call runs with the
+// memory's device current (DeviceGuard) and is checked; the calls that may not throw (freeing, wiping, the
+// destructor) report a failure on stderr and keep it, and the next call that may throw raises it.
 class CudaMemory final : public rns::PolyMemory {
 public:
     explicit CudaMemory(int device) : device_(device) {
-        check(cudaSetDevice(device), "cudaSetDevice");
-        check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        const DeviceGuard guard(device);
         cudaMemPool_t pool;
         check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
         std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
         check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
+        check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");  // last: nothing to undo
     }
     ~CudaMemory() override {
-        cudaStreamSynchronize(stream_);
-        cudaStreamDestroy(stream_);
+        try {
+            const DeviceGuard guard(device_);
+            report(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (releasing a CUDA memory)");
+            report(cudaStreamDestroy(stream_), "cudaStreamDestroy");
+        } catch (const DeviceError& e) {
+            std::fprintf(stderr, "kasoku: %s\n", e.what());
+        }
     }
-    cudaStream_t stream() const { return stream_; }
+    Placement placement() const { return {stream_, device_}; }
 
     bool host_accessible() const override { return false; }
     std::uint64_t* allocate(std::size_t words) const override {
+        raise_deferred();
+        const DeviceGuard guard(device_);
+        count_allocation(8 * words);
         void* p = nullptr;
         check(cudaMallocAsync(&p, words * sizeof(std::uint64_t), stream_), "cudaMallocAsync (device memory for a polynomial)");
         return static_cast<std::uint64_t*>(p);
     }
-    void deallocate(std::uint64_t* p, std::size_t) const noexcept override { cudaFreeAsync(p, stream_); }
+    void deallocate(std::uint64_t* p, std::size_t) const noexcept override {
+        guarded([&] { report(cudaFreeAsync(p, stream_), "cudaFreeAsync"); });
+    }
     void copy(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override {
+        if (!words) return;
+        raise_deferred();
+        const DeviceGuard guard(device_);
+        count_launch("copy", 16 * words, 0);
         check(cudaMemcpyAsync(dst, src, words * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync");
     }
     void zero(std::uint64_t* p, std::size_t words) const override {
+        if (!words) return;
+        raise_deferred();
+        const DeviceGuard guard(device_);
+        count_launch("fill", 8 * words, 0);
         check(cudaMemsetAsync(p, 0, words * sizeof(std::uint64_t), stream_), "cudaMemsetAsync");
     }
     void wipe(std::uint64_t* p, std::size_t words) const noexcept override {
-        cudaMemsetAsync(p, 0, words * sizeof(std::uint64_t), stream_);  // device memory: no compiler to elide it
+        if (!words) return;
+        count_launch("fill", 8 * words, 0);
+        // Device memory: no compiler to elide it. A failed wipe of secret material is reported and raised next.
+        guarded([&] { report(cudaMemsetAsync(p, 0, words * sizeof(std::uint64_t), stream_), "cudaMemsetAsync (wiping secret material)"); });
     }
     bool equal(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) const override {
         std::vector<std::uint64_t> x(words), y(words);
@@ -81,18 +122,60 @@ public:
         return x == y;
     }
     void to_host(const std::uint64_t* src, std::size_t words, std::uint64_t* host_dst) const override {
+        raise_deferred();
+        const DeviceGuard guard(device_);
+        count_transfer(false, 8 * words);
+        count_sync();
         check(cudaMemcpyAsync(host_dst, src, words * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (to host)");
         check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     }
     void from_host(const std::uint64_t* host_src, std::size_t words, std::uint64_t* dst) const override {
+        raise_deferred();
+        const DeviceGuard guard(device_);
+        count_transfer(true, 8 * words);
+        count_sync();
         check(cudaMemcpyAsync(dst, host_src, words * sizeof(std::uint64_t), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (from host)");
         check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");  // the host buffer may go when this returns
     }
-    void synchronize() const override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+    void synchronize() const override {
+        raise_deferred();
+        const DeviceGuard guard(device_);
+        count_sync();
+        check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    }
 
 private:
+    // Runs f with the device current; a failure to make it current is reported.
+    template <class F>
+    void guarded(F f) const noexcept {
+        try {
+            const DeviceGuard guard(device_);
+            f();
+        } catch (const DeviceError& e) {
+            remember(e.what());
+        }
+    }
+    void report(cudaError_t e, const char* what) const noexcept {
+        if (e != cudaSuccess) remember(std::string(what) + " failed: " + cuda_message(e));
+    }
+    void remember(const std::string& message) const noexcept {
+        std::fprintf(stderr, "kasoku: %s\n", message.c_str());
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (deferred_.empty()) deferred_ = message;
+    }
+    void raise_deferred() const {
+        std::string message;
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            message.swap(deferred_);
+        }
+        if (!message.empty()) throw DeviceError("an earlier CUDA call failed: " + message);
+    }
+
     int device_;
     cudaStream_t stream_ = nullptr;
+    mutable std::mutex mutex_;
+    mutable std::string deferred_;
 };
 
 }  // namespace
@@ -105,13 +188,19 @@ std::shared_ptr<const rns::PolyMemory> cuda_memory(int device) {
     if (device < 0 || device >= info.devices)
         throw DeviceError("CUDA device " + std::to_string(device) + " does not exist (this machine has " +
                           std::to_string(info.devices) + ")");
+    if (device != 0)  // cuda_info() checked device 0's
+        if (const cudaError_t e = probe_kernel_image(device); e != cudaSuccess) {
+            cudaGetLastError();
+            throw DeviceError("this build's kernels do not run on CUDA device " + std::to_string(device) + " (" +
+                              cuda_message(e) + "); this build has kernels for " + KASOKU_CUDA_ARCHS);
+        }
     return std::make_shared<const CudaMemory>(device);
 }
 
-cudaStream_t stream_of(const rns::PolyMemory& memory) {
+Placement placement_of(const rns::PolyMemory& memory) {
     const auto* m = dynamic_cast<const CudaMemory*>(&memory);
     if (!m) throw InternalError("a CUDA kernel was given polynomials that are not in CUDA memory");
-    return m->stream();
+    return m->placement();
 }
 
 }  // namespace kasoku::gpu

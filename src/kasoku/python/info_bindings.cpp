@@ -64,10 +64,11 @@ void bind_info(nb::module_& m) {
         d["compute_capability"] = std::to_string(c.compute_major) + "." + std::to_string(c.compute_minor);
         d["runtime_version"] = c.runtime_version;
         d["driver_version"] = c.driver_version;
+        d["architectures"] = c.architectures;
         return d;
     }, "What this build and machine have of CUDA: compiled, available (a device can be used now), reason (why not), "
        "devices, name, memory_bytes and compute_capability of device 0, runtime_version and driver_version (CUDA's "
-       "1000 * major + 10 * minor). Never raises.");
+       "1000 * major + 10 * minor), architectures (what the kernels were compiled for). Never raises.");
     m.def("build_info", [] {
         std::map<std::string, std::string> info;
         info["compiler"] = __VERSION__;

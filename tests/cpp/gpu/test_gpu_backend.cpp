@@ -89,3 +89,54 @@ TEST(GpuBackend, CudaFactoryWithoutADeviceIsADeviceError) {
 }
 
 }  // namespace
+
+namespace {
+
+// Host memory whose transfers to the device fail from the `fail_at`-th on (as a device that runs out or goes away),
+// counting the words allocated and not yet released.
+class FailingMemory final : public rns::PolyMemory {
+public:
+    explicit FailingMemory(int fail_at) : fail_at_(fail_at) {}
+    bool host_accessible() const override { return true; }
+    std::uint64_t* allocate(std::size_t words) const override {
+        live_ += static_cast<long>(words);
+        return new std::uint64_t[words];
+    }
+    void deallocate(std::uint64_t* p, std::size_t words) const noexcept override {
+        live_ -= static_cast<long>(words);
+        delete[] p;
+    }
+    void copy(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override { std::copy_n(src, words, dst); }
+    void zero(std::uint64_t* p, std::size_t words) const override { std::fill_n(p, words, 0); }
+    void wipe(std::uint64_t* p, std::size_t words) const noexcept override { std::fill_n(p, words, 0); }
+    bool equal(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) const override { return std::equal(a, a + words, b); }
+    void to_host(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override { copy(src, words, dst); }
+    void from_host(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override {
+        if (++transfers_ >= fail_at_) throw DeviceError("out of device memory (a test's failing memory)");
+        copy(src, words, dst);
+    }
+    long live() const { return live_; }
+
+private:
+    int fail_at_;
+    mutable int transfers_ = 0;
+    mutable long live_ = 0;
+};
+
+// A device failure while the backend uploads its tables raises DeviceError and leaks no device memory.
+TEST(GpuBackend, ADeviceFailureWhileUploadingTheTablesLeaksNothing) {
+    const auto ctx = Context::create(test::research_params(8, 50, 32, 3, 50, 2), 1);
+    for (int fail_at : {1, 2, 7, 30}) {
+        const auto mem = std::make_shared<FailingMemory>(fail_at);
+        EXPECT_THROW(gpu::make_emulated_gpu_backend_over(ctx->backend().ring_ptr(), mem), DeviceError) << "failing at transfer " << fail_at;
+        EXPECT_EQ(mem->live(), 0) << "words left allocated after a failure at transfer " << fail_at;
+    }
+    const auto mem = std::make_shared<FailingMemory>(1 << 30);
+    {
+        const auto backend = gpu::make_emulated_gpu_backend_over(ctx->backend().ring_ptr(), mem);
+        EXPECT_GT(mem->live(), 0);
+    }
+    EXPECT_EQ(mem->live(), 0);
+}
+
+}  // namespace

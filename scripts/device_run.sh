@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# On the GPU machine (the device tool), from the project root: unpack the carried Debian packages (.devdeps/) beside the
+# system and DESILO's wheel (.whl/), both fetched here by scripts/device_fetch.sh, then run scripts/device_run.py: build,
+# then every measuring step in order, results in $OUT (docs/GPU.md "Running on the GPU machine").
+#   device run: scripts/device_run.sh --steps build,gpu-tests,...     carry: [".devdeps", ".whl"]
+# Here, without a GPU: scripts/device_run.sh --dry-run (CUDA steps skipped, the rest at small sizes; a test runs it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+args=("$@")
+dry=0
+for a in "$@"; do [ "$a" = --dry-run ] && dry=1; done
+if [ $dry = 0 ]; then
+    root=/tmp/kasoku-devroot
+    mkdir -p $root
+    for f in .devdeps/*.deb; do [ -e "$f" ] && dpkg -x "$f" $root; done
+    export LD_LIBRARY_PATH=$root/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+    # Debian keeps gmp.h and openssl/opensslconf.h under the multiarch include folder: both folders are needed.
+    export KASOKU_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$root/usr -DOPENSSL_ROOT_DIR=$root/usr \
+'-DCMAKE_CXX_FLAGS=-isystem $root/usr/include -isystem $root/usr/include/x86_64-linux-gnu' ${KASOKU_CMAKE_ARGS:-}"
+    if ls .whl/desilofhe*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --target /tmp/kasoku-dsite .whl/desilofhe*.whl &&
+            export PYTHONPATH=/tmp/kasoku-dsite:${PYTHONPATH:-}
+    fi
+fi
+exec python3 scripts/device_run.py "${args[@]}"

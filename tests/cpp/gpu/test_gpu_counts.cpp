@@ -1,0 +1,223 @@
+// The GPU backend's launch budget, read without a GPU (docs/GPU.md "Launch budget"): the emulated backend runs the
+// CUDA backend's logic and counts what it asks of the device (src/kasoku/gpu/counters.hpp). At H16 and B13, each
+// operation's launches, host synchronisations, allocations and bytes moved (after one warm-up call) must stay at or
+// below the figures committed in launch_budget.txt; the table printed beside them gives the bandwidth model's H100
+// time and the bytes against the least the operation must move (its operands, keys and result once).
+// KASOKU_WRITE_BUDGET=<file> writes the counts of this build as a new budget.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu/backends.hpp"
+#include "gpu/counters.hpp"
+#include "kasoku/ckks/crypto.hpp"
+#include "kasoku/ckks/encoder.hpp"
+#include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/gpu/cuda.hpp"
+#include "seam_check.hpp"
+
+using namespace kasoku;
+using namespace kasoku::ckks;
+
+namespace {
+
+struct Measured {
+    std::string set, op;
+    gpu::Counts counts;
+    std::uint64_t min_bytes;  // operands, keys and result, each read or written once
+};
+
+gpu::Counts count(const std::function<void()>& f) {
+    f();  // warm-up: tables made on first use (automorphism permutations)
+    gpu::CountScope scope;
+    f();
+    return scope.counts();
+}
+
+// The operations of the budget at one parameter set, on the emulated backend with its kernels skipped (the counts do
+// not depend on the data: CountsDoNotDependOnTheData).
+std::vector<Measured> measure(const std::string& set, bool hoisting, const std::vector<int>& batches) {
+    const Parameters params = Parameters::named(set);
+    const gpu::KernelsSkipped skip;
+    auto ctx = Context::create(params, 1, gpu::make_emulated_gpu_backend);
+    KeyGenerator kg(ctx);
+    const SecretKey sk = kg.secret_key();
+    const PublicKey pk = kg.public_key(sk);
+    const std::vector<std::int64_t> steps = hoisting ? std::vector<std::int64_t>{1, 2, 3, 4} : std::vector<std::int64_t>{1};
+    const auto ek = std::make_shared<const EvaluationKeys>(kg.evaluation_keys(sk, true, steps, false, {}));
+    const Evaluator ev(ctx, ek);
+    const Encoder enc(ctx);
+    const Encryptor encryptor(ctx);
+    const test::cvec x(ctx->slots(), 0.5);
+    const int top = ctx->max_level();
+    auto fresh = [&] { return encryptor.encrypt(enc.encode(x, ctx->default_scale(), top), pk); };
+    const Ciphertext a = fresh(), b = fresh();
+    const Plaintext pt = enc.encode(x, ctx->default_scale(), top);
+
+    const rns::RnsContext& r = ctx->rns();
+    const std::uint64_t limb = 8 * r.n(), q = top + 1, k = r.p_count(), key = 2 * r.digits_at(q) * (q + k) * limb;
+    const std::uint64_t ct = 2 * q * limb;
+    std::vector<Measured> out;
+    auto add = [&](const std::string& op, std::uint64_t min_bytes, const std::function<void()>& f) {
+        out.push_back({set, op, count(f), min_bytes});
+    };
+    add("Add", 3 * ct, [&] { ev.add(a, b); });
+    Ciphertext acc = ev.multiply_scalar(a, 0.0, false);
+    add("MultiplyPlainAccumulate", 3 * ct + ct / 2, [&] { ev.multiply_plain_accumulate(a, pt, acc); });
+    add("MulRelinRescale", 2 * ct + key + 2 * (q - 1) * limb, [&] { ev.multiply(a, b); });
+    add("Rotate", 2 * ct + key, [&] { ev.rotate(a, 1); });
+    if (hoisting) add("RotateHoisted4", 5 * ct + 4 * key, [&] { ev.rotate_hoisted(a, {1, 2, 3, 4}); });
+    for (int d : batches) {
+        std::vector<Ciphertext> xs;
+        for (int i = 0; i < d; ++i) xs.push_back(fresh());
+        Evaluator::Batch pa, pb;
+        for (int i = 0; i < d; ++i) {
+            pa.push_back(&xs[i]);
+            pb.push_back(&xs[(i + 1) % d]);
+        }
+        add("MulRelinRescale_x" + std::to_string(d), d * (2 * ct + 2 * (q - 1) * limb) + key,
+            [&] { ev.multiply_many(pa, pb); });
+        add("Rotate_x" + std::to_string(d), d * 2 * ct + key, [&] { ev.rotate_many(pa, 1); });
+    }
+    return out;
+}
+
+struct Budget {
+    std::uint64_t launches, syncs, allocations, bytes;
+};
+
+std::string budget_path() { return std::string(KASOKU_TEST_SOURCE_DIR) + "/gpu/launch_budget.txt"; }
+
+// "set op launches syncs allocations bytes" per line ('#': a comment; Op_xN: a batch of N).
+std::map<std::string, Budget> read_budget() {
+    std::map<std::string, Budget> b;
+    std::ifstream in(budget_path());
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream s(line);
+        std::string set, op;
+        Budget x{};
+        s >> set >> op >> x.launches >> x.syncs >> x.allocations >> x.bytes;
+        b[set + " " + op] = x;
+    }
+    return b;
+}
+
+void print_table(const std::vector<Measured>& ms) {
+    std::cout << "\n| set | operation | launches | host syncs | allocations | MB moved | x least | model H100 (us) |\n"
+              << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const Measured& m : ms)
+        std::cout << "| " << m.set << " | " << m.op << " | " << m.counts.launches << " | " << m.counts.syncs << " | "
+                  << m.counts.allocations << " | " << std::fixed << std::setprecision(1) << m.counts.bytes / 1e6 << " | "
+                  << std::setprecision(2) << static_cast<double>(m.counts.bytes) / static_cast<double>(m.min_bytes) << " | "
+                  << std::setprecision(0) << gpu::model_us(m.counts, gpu::kH100) << " |\n";
+    for (const Measured& m : ms) {
+        if (m.set != "H16" || (m.op != "MulRelinRescale" && m.op != "Rotate")) continue;
+        std::cout << "\n" << m.set << " " << m.op << " by kernel\n\n| kernel | launches | MB | 64-bit mults (M) | model H100 (us) |\n"
+                  << "| --- | ---: | ---: | ---: | ---: |\n";
+        for (const auto& [name, k] : m.counts.kernels)
+            std::cout << "| " << name << " | " << k.launches << " | " << std::setprecision(1) << k.bytes / 1e6 << " | "
+                      << k.mults / 1e6 << " | " << gpu::model_us(k, gpu::kH100) << " |\n";
+    }
+    std::cout << std::defaultfloat << std::endl;
+}
+
+TEST(GpuCounts, H16AndB13WithinTheCommittedBudget) {
+    std::vector<Measured> ms = measure("H16", true, {});
+    for (Measured& m : measure("B13", false, {10, 100})) ms.push_back(std::move(m));
+    print_table(ms);
+    if (const char* path = std::getenv("KASOKU_WRITE_BUDGET")) {
+        std::ofstream out(path);
+        out << "# The GPU backend's launch budget (tests/cpp/gpu/test_gpu_counts.cpp): per operation after a warm-up,\n"
+               "# set op launches host_syncs allocations bytes. Counts may fall; a rise fails the test.\n";
+        for (const Measured& m : ms)
+            out << m.set << " " << m.op << " " << m.counts.launches << " " << m.counts.syncs << " " << m.counts.allocations
+                << " " << m.counts.bytes << "\n";
+        std::cout << "wrote the budget to " << path << "\n";
+    }
+    const auto budget = read_budget();
+    for (const Measured& m : ms) {
+        const auto it = budget.find(m.set + " " + m.op);
+        ASSERT_NE(it, budget.end()) << m.set << " " << m.op << " has no budget in " << budget_path();
+        const Budget& b = it->second;
+        EXPECT_LE(m.counts.launches, b.launches) << m.set << " " << m.op << ": more launches than budgeted";
+        EXPECT_LE(m.counts.syncs, b.syncs) << m.set << " " << m.op << ": more host synchronisations than budgeted";
+        EXPECT_LE(m.counts.allocations, b.allocations) << m.set << " " << m.op << ": more allocations than budgeted";
+        EXPECT_LE(m.counts.bytes, b.bytes) << m.set << " " << m.op << ": more bytes moved than budgeted";
+    }
+}
+
+// Skipping the kernels changes no count: the budget measured with KernelsSkipped is the backend's.
+TEST(GpuCounts, CountsDoNotDependOnTheData) {
+    const Parameters p = test::with_dnum(test::research_params(8, 50, 32, 3, 50, 2), 2);
+    auto counts = [&](bool skip) {
+        std::optional<gpu::KernelsSkipped> s;
+        if (skip) s.emplace();
+        test::Env env(p, {1}, {}, 3, 1);
+        auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
+        const auto ek = std::make_shared<const EvaluationKeys>(
+            test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
+        const Ciphertext a = test::moved(*env.ctx, *ctx, env.encrypt(env.random()), deserialize_ciphertext);
+        const Evaluator ev(ctx, ek);
+        return count([&] { ev.rotate(ev.multiply(a, a), 1); });
+    };
+    const gpu::Counts run = counts(false), skipped = counts(true);
+    EXPECT_GT(run.launches, 0u);
+    EXPECT_EQ(run.launches, skipped.launches);
+    EXPECT_EQ(run.syncs, skipped.syncs);
+    EXPECT_EQ(run.allocations, skipped.allocations);
+    EXPECT_EQ(run.bytes, skipped.bytes);
+    EXPECT_EQ(run.mults, skipped.mults);
+}
+
+// The debug switch waits after every launch (KASOKU_CUDA_SYNC=1): one host synchronisation per kernel.
+TEST(GpuCounts, DebugSwitchWaitsForEveryLaunch) {
+    const Parameters p = test::research_params(8, 50, 32, 2, 50, 1);
+    test::Env env(p, {1}, {}, 3, 1);
+    auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
+    const auto ek = std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
+    const Ciphertext a = test::moved(*env.ctx, *ctx, env.encrypt(env.random()), deserialize_ciphertext);
+    const Evaluator ev(ctx, ek);
+    const gpu::Counts off = count([&] { ev.rotate(a, 1); });
+    gpu::set_sync_each_launch(true);
+    const gpu::Counts on = count([&] { ev.rotate(a, 1); });
+    gpu::set_sync_each_launch(false);
+    std::uint64_t kernel_launches = 0;
+    for (const auto& [name, k] : on.kernels)
+        if (name != "copy" && name != "fill") kernel_launches += k.launches;
+    EXPECT_EQ(on.launches, off.launches);
+    EXPECT_EQ(on.syncs, off.syncs + kernel_launches);
+}
+
+// On a device: the CUDA backend asks the device for exactly what the emulated one counts.
+TEST(GpuCounts, CudaCountsAreTheEmulatedOnes) {
+    const gpu::CudaInfo info = gpu::cuda_info();
+    if (!info.available) GTEST_SKIP() << "no CUDA device: " << info.reason;
+    const Parameters p = test::with_dnum(test::research_params(10, 50, 32, 3, 50, 2), 2);
+    test::Env env(p, {1}, {}, 3, 1);
+    auto counts = [&](const rns::BackendFactory& f) {
+        auto ctx = Context::create(p, 1, f);
+        const auto ek = std::make_shared<const EvaluationKeys>(
+            test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
+        const Ciphertext a = test::moved(*env.ctx, *ctx, env.encrypt(env.random()), deserialize_ciphertext);
+        const Evaluator ev(ctx, ek);
+        return count([&] { ev.rotate(ev.multiply(a, a), 1); });
+    };
+    const gpu::Counts cuda = counts(gpu::make_cuda_backend), emulated = counts(gpu::make_emulated_gpu_backend);
+    EXPECT_EQ(cuda.launches, emulated.launches);
+    EXPECT_EQ(cuda.syncs, emulated.syncs);
+    EXPECT_EQ(cuda.allocations, emulated.allocations);
+    EXPECT_EQ(cuda.bytes, emulated.bytes);
+}
+
+}  // namespace

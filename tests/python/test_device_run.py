@@ -1,0 +1,42 @@
+"""The GPU machine's run (scripts/device_run.py), dry here: the CUDA steps say skipped, the rest run at small sizes, and
+every JSON line names the GPU and the host. Also the benchmark's timing waits for the device after its warm-up."""
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from kasoku.bench import _timeit
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "cpp"
+
+
+def test_dry_run_skips_cuda_steps_and_runs_the_rest(tmp_path):
+    if not (BUILD / "tests" / "cpp" / "test_gpu_counts").exists():
+        pytest.skip("needs the C++ build of make cpp-test (build/cpp)")
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "device_run.py"), "--dry-run", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    steps = {s["step"]: s for s in map(json.loads, (tmp_path / "steps.jsonl").read_text().splitlines())}
+    listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "device_run.py"), "--list"], capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert set(steps) <= set(listed) and len(steps) == 16
+    for name in ("sanitizers", "h16-gpu", "b13-batches", "boot16-gpu", "m14-gpu"):
+        assert steps[name]["status"] == "skipped" and "CUDA" in steps[name]["why"], steps[name]
+    for name in ("gpu-tests", "cpu-threads", "boot16-threads", "sched-cost", "sched-real", "sched-sim"):
+        assert steps[name]["status"] == "ok", steps[name]
+        assert steps[name]["json_lines"] > 0, steps[name]
+    lines = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
+    assert lines and all(x["gpu"] == "none" and x["host"] and x["commit"] for x in lines)
+    tests = {x["test_program"]: x for x in lines if x["step"] == "gpu-tests"}
+    assert tests["test_gpu_counts"]["passed"] >= 3 and not any(t["failed"] for t in tests.values())
+    assert any(x.get("op") == "MulRelinRescale" and x.get("threads") == 2 for x in lines)
+    assert (tmp_path / "machine.txt").read_text().count("lscpu") == 1
+
+
+def test_timing_waits_for_the_device_after_the_warm_up():
+    events = []
+    times = _timeit(lambda: events.append("call"), 2, lambda: events.append("sync"))
+    assert events == ["call", "sync", "call", "sync", "call", "sync"] and len(times) == 2
