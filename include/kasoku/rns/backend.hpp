@@ -84,6 +84,10 @@ public:
     void mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;  // NTT form
     // out = a * b + c (NTT form), one reduction (seed 000 Alg. 4.1.1).
     void fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const;
+    // The tensor product of two size-2 ciphertexts (NTT form, one shape): d0 = a0 b0, d1 = a0 b1 + a1 b0, d2 = a1 b1, in
+    // one pass over the operands (the outputs take a0's shape and must not be operands).
+    void tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
+                RnsPoly& d2, Exec exec) const;
     // out = a * c limb-wise, c given by its residues per prime (indexed like the prime list [q..., p...]).
     void mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const;
     // out = a + c limb-wise (a constant polynomial when a is in NTT form).
@@ -115,11 +119,15 @@ public:
     // a over Q_l * p_0 (num_p = 1) -> round((a + addend) / p_0) over Q_l; addend: n small signed coefficients
     // (|e| < every prime) or null. Encryption ends with it, so that fresh noise is divided by p_0.
     void divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const;
-    // ModDown: out = psi_g(round(a / P) + addend) over Q_l, for a over Q_l * P (all k special primes); addend over Q_l
-    // or null, g = 1: no automorphism. An exact, centered conversion; out may be a.
-    void mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const;
-    // ModDown and rescale in one base conversion: a over Q_l * P (l >= 1) -> round(a / (P q_l)) over Q_{l-1}.
-    void mod_down_rescale(RnsPoly& a, Exec exec) const;
+    // ModDown of a key-switched pair: out_b = psi_g(round(b / P) + add_b), out_a = psi_g(round(a / P) + add_a) over Q_l,
+    // for b and a over Q_l * P (all k special primes); the addends over Q_l or null, g = 1: no automorphism. An exact,
+    // centered conversion; the outputs may be the inputs. Both polynomials in one call, so that a device runs the pair
+    // in one sequence of launches.
+    void mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
+                  RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
+    // ModDown, the additions and a rescale in one base conversion per polynomial, for the pair: b = round((b + P add_b) /
+    // (P q_l)), a likewise, over Q_{l-1}, for b and a over Q_l * P (l >= 1), the addends over Q_l or null.
+    void mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const;
     // x_i += d_i * P mod q_i on the q-limbs i in [first, first + count) (count = npos: to the last one); d and x
     // have the same number of q-limbs and form. Lifts d into the Q_l * P basis as d * P.
     void add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t first = 0, std::size_t count = npos) const;
@@ -149,6 +157,8 @@ protected:
     virtual void do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const = 0;
     virtual void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const = 0;
     virtual void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
+                           RnsPoly& d2, Exec exec) const = 0;
     virtual void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const = 0;
     virtual void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const = 0;
     virtual void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
@@ -161,8 +171,9 @@ protected:
     virtual void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const = 0;
     virtual void do_rescale(RnsPoly& a, Exec exec) const = 0;
     virtual void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const = 0;
-    virtual void do_mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const = 0;
-    virtual void do_mod_down_rescale(RnsPoly& a, Exec exec) const = 0;
+    virtual void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
+                             RnsPoly& out_b, RnsPoly& out_a, Exec exec) const = 0;
+    virtual void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const = 0;
     virtual void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const = 0;
     virtual std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const = 0;
     virtual void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const = 0;

@@ -303,10 +303,7 @@ Ciphertext Evaluator::tensor_product(const Ciphertext& a0, const Ciphertext& b0,
     const auto& be = ctx_->backend();
     Ciphertext out;
     out.polys.resize(3);
-    be.mul(a.polys[0], b.polys[0], out.polys[0], exec);
-    be.mul(a.polys[0], b.polys[1], out.polys[1], exec);
-    be.fma(a.polys[1], b.polys[0], out.polys[1], out.polys[1], exec);
-    be.mul(a.polys[1], b.polys[1], out.polys[2], exec);
+    be.tensor(a.polys[0], a.polys[1], b.polys[0], b.polys[1], out.polys[0], out.polys[1], out.polys[2], exec);
     out.scale = scale;
     out.context_uid = a.context_uid;
     out.key_id = a.key_id;

@@ -1,9 +1,11 @@
-// The GPU backend: rns::Backend over the kernels of launch.hpp, with the context's tables uploaded once into the
-// backend's memory. Every operation is a short sequence of launches over whole polynomials (all limbs of a segment
-// at once), composed exactly as the CPU backend composes its kernels, so that the results are the same bits.
-// The same source builds the CUDA backend (kasoku_gpu: CUDA memory, CUDA launches) and the emulated one
-// (kasoku_gpu_emulated: host memory, the launches as CPU loops), which tests this file's logic on machines without a
-// GPU (tests/cpp/gpu/test_gpu_emulated.cpp).
+// The GPU backend: rns::Backend over the kernels of kernels.hpp, with the ring's tables uploaded once into the
+// backend's memory. Every operation is a short sequence of launches over whole polynomials, or over both polynomials of
+// a pair (key switching's (b, a)), with the surrounding steps' constants folded into the NTT passes (n^-1 times the
+// conversion's factor, the exact division and the automorphism after the last forward pass); per-call constants and
+// pointers travel as kernel arguments, so an operation in steady state neither allocates (the memory's arena) nor
+// waits for the device. Computed as the CPU backend computes, so that the results are the same bits.
+// The same source builds the CUDA backend (kasoku_gpu: CUDA memory and launches) and the emulated one
+// (kasoku_gpu_emulated: host memory, the kernels as CPU loops), which tests this file's logic on machines without a GPU.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -26,6 +28,7 @@ namespace {
 
 using arith::Modulus;
 using arith::u64;
+using kern::u32;
 using rns::GadgetKey;
 using rns::KeyTerm;
 using rns::PolyAccess;
@@ -35,8 +38,8 @@ using rns::RnsPoly;
 u64* words(RnsPoly& p) { return PolyAccess::data(p); }
 const u64* words(const RnsPoly& p) { return PolyAccess::data(p); }
 
-// Words in the backend's memory holding a host array of trivially copyable values; freed with the object (in stream
-// order on a device, so a per-call table may go out of scope right after the launches that read it).
+// Words in the backend's memory holding a host array of trivially copyable values (the ring's tables), freed with
+// the object.
 class Table {
 public:
     Table() = default;
@@ -53,10 +56,6 @@ public:
             throw;
         }
     }
-    // `words` uninitialised words (a buffer a kernel fills).
-    Table(std::shared_ptr<const PolyMemory> mem, std::size_t words) : mem_(std::move(mem)), words_(std::max<std::size_t>(1, words)) {
-        p_ = mem_->allocate(words_);
-    }
     Table(Table&& o) noexcept : mem_(std::move(o.mem_)), p_(o.p_), words_(o.words_) { o.p_ = nullptr; }
     Table& operator=(Table&& o) noexcept {
         std::swap(mem_, o.mem_);
@@ -68,7 +67,7 @@ public:
         if (p_) mem_->deallocate(p_, words_);
     }
     template <class T>
-    T* as() const { return reinterpret_cast<T*>(p_); }
+    const T* as() const { return reinterpret_cast<const T*>(p_); }
 
 private:
     std::shared_ptr<const PolyMemory> mem_;
@@ -76,32 +75,100 @@ private:
     std::size_t words_ = 0;
 };
 
-// A base converter's tables in the backend's memory.
-struct ConverterTables {
-    Table inv, inv_shoup, factors, multiples, inv_q;
-    ConverterTables() = default;
-    ConverterTables(const std::shared_ptr<const PolyMemory>& mem, const rns::BaseConverter& c)
-        : inv(mem, c.source_inverses()), inv_shoup(mem, c.source_inverses_shoup()), factors(mem, c.factors()),
-          multiples(mem, c.q_multiples()), inv_q(mem, c.inverse_primes()) {}
+// Per-limb constants with their Shoup constants.
+struct Consts {
+    Table v, p;
+    Consts() = default;
+    Consts(const std::shared_ptr<const PolyMemory>& mem, const std::vector<u64>& values, const std::vector<u64>& primes)
+        : v(mem, values), p(mem, shoups(values, primes)) {}
+    static std::vector<u64> shoups(const std::vector<u64>& values, const std::vector<u64>& primes) {
+        std::vector<u64> s(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) s[i] = arith::shoup(values[i], primes[i]);
+        return s;
+    }
+};
+
+// A base converter's tables in the backend's memory, and the factors that scale its sources after their inverse NTT
+// (the converter's source inverses times n^-1: one Shoup product where the CPU backend has two).
+struct Converter {
+    Table factors, multiples, inv_q;
+    Consts scale;
+    Converter() = default;
+    Converter(const std::shared_ptr<const PolyMemory>& mem, const rns::BaseConverter& c, const std::vector<u64>& source_primes,
+              std::size_t n)
+        : factors(mem, c.factors()), multiples(mem, c.q_multiples()), inv_q(mem, c.inverse_primes()) {
+        std::vector<u64> s(source_primes.size());
+        for (std::size_t i = 0; i < s.size(); ++i) {
+            const Modulus m(source_primes[i]);
+            s[i] = arith::mul_mod(c.source_inverses()[i], arith::inv_mod(n % m.value, m), m);
+        }
+        scale = Consts(mem, s, source_primes);
+    }
+};
+
+// A run of `limbs` limbs of a polynomial from limb `limb`, over the primes from `prime`.
+struct Run {
+    std::size_t limb, prime, limbs;
+};
+
+// One transform of the NTT helper: src -> dst (in place when equal); `mid` holds the words between passes (dst by
+// default); with the epilogues of kern::NtItem on the last pass.
+struct Transform {
+    const u64* src;
+    u64* mid;
+    u64* dst;
+    std::size_t prime, limbs;
+    const u64* a = nullptr;
+    const u64* add = nullptr;
+    const Consts* inv = nullptr;  // the exact division's per-limb constants (from limb 0)
+    const u32* perm_inv = nullptr;
+    const Consts* scale = nullptr;  // the inverse transform's per-limb factors (from its first limb), else n^-1
+    std::size_t scale_offset = 0;
 };
 
 class GpuBackend final : public rns::Backend {
 public:
     GpuBackend(std::shared_ptr<const rns::RnsContext> ring, std::shared_ptr<const PolyMemory> memory, const char* name);
     const char* name() const override { return name_; }
+    // The operations of a batch are recorded and issued as one launch sequence (launch.hpp), in chunks that bound the
+    // memory their temporaries hold at once.
+    void for_each(std::size_t count, Exec exec, const std::function<void(std::size_t, Exec)>& fn) const override {
+        constexpr std::size_t kChunk = 128;
+        for (std::size_t first = 0; first < count; first += kChunk) {
+            const std::size_t last = std::min(count, first + kChunk);
+            if (last - first == 1) {
+                fn(first, exec);
+                continue;
+            }
+            launch::Recorder batch;
+            for (std::size_t i = first; i < last; ++i) {
+                batch.next_operation();
+                fn(i, exec);
+            }
+            batch.issue();
+        }
+    }
 
 protected:
     void do_upload(RnsPoly& out, const rns::LimbWriter& fill, Exec) const override;
     void do_download(const RnsPoly& a, const rns::LimbReader& read, std::size_t limbs, Exec) const override;
     void do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec) const override { from_signed_any(coeffs, out); }
     void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec) const override { from_signed_any(coeffs, out); }
-    void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override;
-    void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override;
-    void do_negate(const RnsPoly& a, RnsPoly& out, Exec) const override;
-    void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override;
-    void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec) const override;
-    void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec) const override;
-    void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec) const override;
+    void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override { ewise<kern::Op::add>(out, &a, &b); }
+    void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override { ewise<kern::Op::sub>(out, &a, &b); }
+    void do_negate(const RnsPoly& a, RnsPoly& out, Exec) const override { ewise<kern::Op::neg>(out, &a); }
+    void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override { ewise<kern::Op::mul>(out, &a, &b); }
+    void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec) const override {
+        ewise<kern::Op::fma>(out, &a, &b, &c);
+    }
+    void do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
+                   RnsPoly& d2, Exec) const override;
+    void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec) const override {
+        with_constants<kern::Op::mul_const>(a, residues, out);
+    }
+    void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec) const override {
+        with_constants<kern::Op::add_const>(a, residues, out);
+    }
     void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c, RnsPoly& out,
                                Exec) const override;
     void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
@@ -112,8 +179,9 @@ protected:
     void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec) const override;
     void do_rescale(RnsPoly& a, Exec) const override;
     void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec) const override;
-    void do_mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec) const override;
-    void do_mod_down_rescale(RnsPoly& a, Exec) const override;
+    void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
+                     RnsPoly& out_b, RnsPoly& out_a, Exec) const override;
+    void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec) const override;
     void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec) const override;
     std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec) const override;
     void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec) const override;
@@ -124,48 +192,48 @@ private:
     const PolyMemory& mem() const { return *memory(); }
     template <class T>
     Table table(const std::vector<T>& v) const { return Table(memory(), v); }
-    // f(first limb, first prime index, limbs) for the q-limbs, then the special limbs, of a polynomial's shape.
-    template <class F>
-    void segments(std::size_t num_q, std::size_t num_p, F f) const {
-        if (num_q) f(std::size_t{0}, std::size_t{0}, num_q);
-        if (num_p) f(num_q, L1_, num_p);
+    // The runs of a polynomial's shape: its q-limbs, then its special limbs.
+    std::vector<Run> runs(std::size_t num_q, std::size_t num_p) const {
+        std::vector<Run> r;
+        if (num_q) r.push_back({0, 0, num_q});
+        if (num_p) r.push_back({num_q, L1_, num_p});
+        return r;
     }
-    // Transforms of `limbs` limbs at `a` over the primes from index idx on.
-    void ntt(u64* a, std::size_t idx, std::size_t limbs) const {
-        launch::ntt_forward(mem(), a, fw_.as<u64>() + idx * n_, fwp_.as<u64>() + idx * n_, q_.as<u64>() + idx, n_, limbs);
-    }
-    void intt(u64* a, std::size_t idx, std::size_t limbs) const {
-        launch::ntt_inverse(mem(), a, iw_.as<u64>() + idx * n_, iwp_.as<u64>() + idx * n_, ninv_.as<u64>() + idx,
-                            ninvp_.as<u64>() + idx, q_.as<u64>() + idx, n_, limbs);
-    }
+    template <kern::Op op>
+    void ewise(RnsPoly& out, const RnsPoly* a, const RnsPoly* b = nullptr, const RnsPoly* c = nullptr) const;
+    template <kern::Op op>
+    void with_constants(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out) const;
+    void ntt(bool forward, const std::vector<Transform>& ts) const;
     template <class Int>
     void from_signed_any(const Int* coeffs, RnsPoly& out) const;
-    const Table& permutation(u64 galois_elt) const;
-    // round(a / R) on the first `keep` q-limbs (+ addend over Q, then permuted by perm), R the product of the primes
-    // of the source limbs, given as (first limb of a, first prime index, count) runs: the CPU's divide_exact.
-    struct Run {
-        std::size_t limb, idx, count;
+    struct Perm {
+        Table perm, inverse;
     };
-    void divide_exact(const RnsPoly& a, const std::vector<Run>& src, const ConverterTables& conv, const Table& inv,
-                      const Table& inv_shoup, std::size_t keep, RnsPoly& out, const RnsPoly* addend, const Table* perm) const;
-    void divide_round_by_last(RnsPoly& a, std::size_t keep, const Table& inv, const Table& inv_shoup, const Table& half_mod,
+    const Perm& permutation(u64 galois_elt) const;
+    // round((polys + addends) / r) on their first `keep` q-limbs, r the prime of their last limb (rescale, encryption).
+    void divide_round_by_last(const std::vector<RnsPoly*>& polys, std::size_t keep, const Consts& inv, const Table& half,
                               const std::int64_t* addend) const;
-    // dst (+)= src permuted (perm may be null) over `limbs` limbs of the primes from the segments of (num_q, num_p).
-    void add_permuted(RnsPoly& dst, const u64* src, const Table* perm, bool first, std::size_t num_q, std::size_t num_p) const;
+    // The exact division of ModDown: outs[k] = psi(round(xs[k] / R) + adds[k]) on their first `keep` q-limbs, R the
+    // product of the primes of the source runs (the same for every x).
+    void divide_exact(const std::vector<const RnsPoly*>& xs, const std::vector<Run>& src, const Converter& conv,
+                      const Consts& inv, std::size_t keep, const std::vector<const RnsPoly*>& adds, const Perm* perm,
+                      const std::vector<RnsPoly*>& outs) const;
 
     const char* name_;
     std::size_t n_, L1_;  // L1_: the number of q-primes (the index of the first special prime)
     Table q_, mods_, fw_, fwp_, iw_, iwp_, ninv_, ninvp_;
-    std::vector<Table> rescale_inv_, rescale_inv_shoup_, rescale_half_;  // per level l (index l)
-    std::vector<ConverterTables> digit_conv_;  // [digit * alpha + (m - 1)]: first m primes of the digit -> every prime
-    ConverterTables p_to_q_;
-    Table p_inv_, p_inv_shoup_, p_mod_q_, p_mod_q_shoup_, p0_inv_, p0_inv_shoup_, p0_half_;
-    std::vector<ConverterTables> pq_to_q_;  // per level l: (P, q_l) -> q_0..q_{l-1}
-    std::vector<Table> pq_inv_, pq_inv_shoup_;
-    // per q-limb count nq: the prime index of each limb of Q_l * P (also the key's limb, keys spanning Q_L * P)
-    std::vector<Table> limb_primes_;
+    kern::Ring ring_{};
+    std::vector<Consts> rescale_inv_;  // per level l (index l)
+    std::vector<Table> rescale_half_;
+    std::vector<Table> digit_factors_;  // [digit * alpha + (m - 1)]: first m primes of the digit -> every prime
+    std::vector<Consts> modup_scale_;   // per q-limb count: (Q_j / q_i)^-1 n^-1 of each limb i (its digit j)
+    Converter p_to_q_;
+    Consts p_inv_, p_mod_q_, p0_inv_;
+    Table p0_half_;
+    std::vector<Converter> pq_to_q_;  // per level l: (P, q_l) -> q_0..q_{l-1}
+    std::vector<Consts> pq_inv_;
     mutable std::mutex perm_mutex_;
-    mutable std::map<u64, Table> perms_;
+    mutable std::map<u64, Perm> perms_;
 };
 
 GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr<const PolyMemory> memory_in, const char* name)
@@ -173,7 +241,7 @@ GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr
     const rns::RnsContext& R = ring();
     const std::vector<u64>& q = R.q_primes();
     const std::vector<u64>& p = R.p_primes();
-    const std::size_t all = q.size() + p.size(), L = q.size() - 1;
+    const std::size_t all = q.size() + p.size(), L = q.size() - 1, alpha = R.alpha();
     std::vector<Modulus> mods;
     std::vector<u64> primes, fw, fwp, iw, iwp, ninv, ninvp;
     for (std::size_t i = 0; i < all; ++i) {
@@ -195,59 +263,83 @@ GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr
     iwp_ = table(iwp);
     ninv_ = table(ninv);
     ninvp_ = table(ninvp);
-    limb_primes_.resize(q.size() + 1);
-    for (std::size_t nq = 1; nq <= q.size(); ++nq) {
-        std::vector<std::uint32_t> idx;
-        for (std::size_t t = 0; t < nq + p.size(); ++t) idx.push_back(static_cast<std::uint32_t>(R.prime_index(t, nq)));
-        limb_primes_[nq] = table(idx);
-    }
+    ring_.q = q_.as<u64>();
+    ring_.m = mods_.as<Modulus>();
+    ring_.fw = fw_.as<u64>();
+    ring_.fwp = fwp_.as<u64>();
+    ring_.iw = iw_.as<u64>();
+    ring_.iwp = iwp_.as<u64>();
+    ring_.ninv = ninv_.as<u64>();
+    ring_.ninvp = ninvp_.as<u64>();
+    ring_.n = static_cast<u32>(n_);
+    ring_.log_n = static_cast<u32>(std::countr_zero(n_));
+    ring_.first_special = static_cast<u32>(L1_);
+
     const rns::ScalingTables t(R);  // the CPU backend's constants, uploaded
     for (std::size_t l = 0; l <= L; ++l) {
-        rescale_inv_.push_back(table(t.rescale_inv[l]));
-        rescale_inv_shoup_.push_back(table(t.rescale_inv_shoup[l]));
+        const std::vector<u64> below(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(t.rescale_inv[l].size()));
+        rescale_inv_.emplace_back(memory(), t.rescale_inv[l], below);
         rescale_half_.push_back(table(t.rescale_half[l]));
     }
-    for (const rns::BaseConverter& c : t.digit_conv) digit_conv_.emplace_back(memory(), c);
+    for (const rns::BaseConverter& c : t.digit_conv) digit_factors_.push_back(table(c.factors()));
+    modup_scale_.resize(q.size() + 1);
+    for (std::size_t nq = 1; nq <= q.size(); ++nq) {
+        std::vector<u64> s(nq);
+        for (std::size_t i = 0; i < nq; ++i) {
+            const std::size_t j = i / alpha;
+            const rns::BaseConverter& c = t.digit_converter(R, j, nq);
+            s[i] = arith::mul_mod(c.source_inverses()[i - R.digit_begin(j)], ninv[i], mods[i]);
+        }
+        modup_scale_[nq] = Consts(memory(), s, std::vector<u64>(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(nq)));
+    }
     if (p.empty()) return;
-    p_to_q_ = ConverterTables(memory(), t.p_to_q);
-    p_inv_ = table(t.p_inv);
-    p_inv_shoup_ = table(t.p_inv_shoup);
-    p_mod_q_ = table(t.p_mod_q);
-    p_mod_q_shoup_ = table(t.p_mod_q_shoup);
-    p0_inv_ = table(t.p0_inv);
-    p0_inv_shoup_ = table(t.p0_inv_shoup);
+    p_to_q_ = Converter(memory(), t.p_to_q, p, n_);
+    p_inv_ = Consts(memory(), t.p_inv, q);
+    p_mod_q_ = Consts(memory(), t.p_mod_q, q);
+    p0_inv_ = Consts(memory(), t.p0_inv, q);
     p0_half_ = table(t.p0_half);
-    for (std::size_t l = 0; l <= L; ++l) {
-        pq_to_q_.emplace_back(l >= 1 ? ConverterTables(memory(), t.pq_to_q[l]) : ConverterTables());
-        pq_inv_.push_back(table(t.pq_inv[l]));
-        pq_inv_shoup_.push_back(table(t.pq_inv_shoup[l]));
+    pq_to_q_.resize(L + 1);
+    pq_inv_.resize(L + 1);
+    for (std::size_t l = 1; l <= L; ++l) {
+        std::vector<u64> src = p;
+        src.push_back(q[l]);
+        pq_to_q_[l] = Converter(memory(), t.pq_to_q[l], src, n_);
+        pq_inv_[l] = Consts(memory(), t.pq_inv[l], std::vector<u64>(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(l)));
     }
 }
 
 // ---------------------------------------------------------------- transfers
 
 void GpuBackend::do_upload(RnsPoly& out, const rns::LimbWriter& fill, Exec) const {
-    AlignedWords host(n_);
-    for (std::size_t i = 0; i < out.limbs(); ++i) {
-        fill(i, host.data());
-        mem().from_host(host.data(), n_, words(out) + i * n_);
-    }
-    secure_wipe(host.data(), n_ * sizeof(u64));  // a secret key comes this way
+    AlignedWords host(out.words());
+    struct Wipe {  // a secret key comes this way
+        AlignedWords& h;
+        ~Wipe() { secure_wipe(h.data(), h.size() * sizeof(u64)); }
+    } wipe{host};
+    for (std::size_t i = 0; i < out.limbs(); ++i) fill(i, host.data() + i * n_);
+    mem().from_host(host.data(), out.words(), words(out));  // one copy
 }
 
 void GpuBackend::do_download(const RnsPoly& a, const rns::LimbReader& read, std::size_t limbs, Exec) const {
     AlignedWords host(limbs * n_);
+    struct Wipe {
+        AlignedWords& h;
+        ~Wipe() { secure_wipe(h.data(), h.size() * sizeof(u64)); }
+    } wipe{host};
     mem().to_host(words(a), limbs * n_, host.data());
     std::vector<const u64*> ptrs(limbs);
     for (std::size_t i = 0; i < limbs; ++i) ptrs[i] = host.data() + i * n_;
     read(ptrs.data());
-    secure_wipe(host.data(), limbs * n_ * sizeof(u64));
 }
 
 // Residues on the host (the randomness of encryption and key generation stays there), then one upload and the NTT.
 template <class Int>
 void GpuBackend::from_signed_any(const Int* coeffs, RnsPoly& out) const {
     AlignedWords host(out.words());
+    struct Wipe {
+        AlignedWords& h;
+        ~Wipe() { secure_wipe(h.data(), h.size() * sizeof(u64)); }
+    } wipe{host};
     for (std::size_t i = 0; i < out.limbs(); ++i) {
         const Modulus& m = ring().modulus(ring().prime_index(i, out.num_q()));
         u64* d = host.data() + i * n_;
@@ -257,234 +349,378 @@ void GpuBackend::from_signed_any(const Int* coeffs, RnsPoly& out) const {
         }
     }
     mem().from_host(host.data(), out.words(), words(out));
-    secure_wipe(host.data(), out.words() * sizeof(u64));
-    if (out.ntt_form()) segments(out.num_q(), out.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) { ntt(words(out) + l0 * n_, idx, k); });
+    if (out.ntt_form()) do_to_ntt(out, {});
 }
 
 // ---------------------------------------------------------------- element-wise
 
-void GpuBackend::do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const {
-    segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) {
-        launch::add(mem(), words(a) + l0 * n_, words(b) + l0 * n_, words(out) + l0 * n_, q_.as<u64>() + idx, n_, k * n_);
-    });
-}
-
-void GpuBackend::do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const {
-    segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) {
-        launch::sub(mem(), words(a) + l0 * n_, words(b) + l0 * n_, words(out) + l0 * n_, q_.as<u64>() + idx, n_, k * n_);
-    });
-}
-
-void GpuBackend::do_negate(const RnsPoly& a, RnsPoly& out, Exec) const {
-    segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) {
-        launch::negate(mem(), words(a) + l0 * n_, words(out) + l0 * n_, q_.as<u64>() + idx, n_, k * n_);
-    });
-}
-
-void GpuBackend::do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const {
-    segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) {
-        launch::mul(mem(), words(a) + l0 * n_, words(b) + l0 * n_, words(out) + l0 * n_, mods_.as<Modulus>() + idx, n_, k * n_);
-    });
-}
-
-void GpuBackend::do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec) const {
-    segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) {
-        launch::fma(mem(), words(a) + l0 * n_, words(b) + l0 * n_, words(c) + l0 * n_, words(out) + l0 * n_,
-                    mods_.as<Modulus>() + idx, n_, k * n_);
-    });
-}
-
-void GpuBackend::do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec) const {
-    std::vector<u64> w(a.limbs()), wp(a.limbs());  // in limb order
-    for (std::size_t i = 0; i < a.limbs(); ++i) {
-        const std::size_t idx = ring().prime_index(i, a.num_q());
-        const u64 q = ring().prime(idx);
-        w[i] = residues[idx] % q;
-        wp[i] = arith::shoup(w[i], q);
+template <kern::Op op>
+void GpuBackend::ewise(RnsPoly& out, const RnsPoly* a, const RnsPoly* b, const RnsPoly* c) const {
+    kern::EwShared s{};
+    s.r = ring_;
+    std::vector<kern::EwItem> items;
+    for (const Run& r : runs(out.num_q(), out.num_p())) {
+        kern::EwItem it{};
+        const std::size_t off = r.limb * n_;
+        it.out = words(out) + off;
+        it.a = words(*a) + off;
+        if (b) it.b = words(*b) + off;
+        if (c) it.c = words(*c) + off;
+        it.prime = static_cast<u32>(r.prime);
+        it.limbs = static_cast<u32>(r.limbs);
+        items.push_back(it);
     }
-    const Table tw = table(w), twp = table(wp);
-    segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) {
-        launch::mul_constant(mem(), words(a) + l0 * n_, tw.as<u64>() + l0, twp.as<u64>() + l0, words(out) + l0 * n_,
-                             q_.as<u64>() + idx, n_, k * n_);
-    });
+    launch::run<kern::Ewise<op>>(mem(), s, items);
 }
 
-void GpuBackend::do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec) const {
-    std::vector<u64> c(a.limbs());
-    for (std::size_t i = 0; i < a.limbs(); ++i) {
-        const std::size_t idx = ring().prime_index(i, a.num_q());
-        c[i] = residues[idx] % ring().prime(idx);
+void GpuBackend::do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0,
+                           RnsPoly& d1, RnsPoly& d2, Exec) const {
+    kern::TnShared s{};
+    s.r = ring_;
+    std::vector<kern::TnItem> items;
+    for (const Run& r : runs(a0.num_q(), a0.num_p())) {
+        const std::size_t off = r.limb * n_;
+        items.push_back({words(d0) + off, words(d1) + off, words(d2) + off, words(a0) + off, words(a1) + off, words(b0) + off,
+                         words(b1) + off, static_cast<u32>(r.prime), static_cast<u32>(r.limbs)});
     }
-    const Table tc = table(c);
-    segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) {
-        launch::add_constant(mem(), words(a) + l0 * n_, tc.as<u64>() + l0, words(out) + l0 * n_, q_.as<u64>() + idx, n_, k * n_);
-    });
+    launch::run<kern::Tensor>(mem(), s, items);
+}
+
+// Per-limb constants of a call (residues per prime) in the launch's pool, 64 limbs per launch.
+template <kern::Op op>
+void GpuBackend::with_constants(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out) const {
+    constexpr std::size_t kPerLaunch = sizeof(kern::EwShared::pool) / sizeof(u64) / 2;
+    for (std::size_t first = 0; first < a.limbs(); first += kPerLaunch) {
+        const std::size_t count = std::min(kPerLaunch, a.limbs() - first);
+        kern::EwShared s{};
+        s.r = ring_;
+        std::vector<kern::EwItem> items;
+        for (std::size_t i = first; i < first + count; ++i) {
+            const std::size_t idx = ring().prime_index(i, a.num_q());
+            const u64 q = ring().prime(idx), c = residues[idx] % q;
+            s.pool[2 * (i - first)] = c;
+            s.pool[2 * (i - first) + 1] = arith::shoup(c, q);
+            if (items.empty() || items.back().prime + items.back().limbs != idx) {  // a new run of consecutive primes
+                kern::EwItem it{};
+                it.out = words(out) + i * n_;
+                it.a = words(a) + i * n_;
+                it.prime = static_cast<u32>(idx);
+                it.pool = static_cast<u32>(2 * (i - first));
+                items.push_back(it);
+            }
+            ++items.back().limbs;
+        }
+        launch::run<kern::Ewise<op>>(mem(), s, items);
+    }
 }
 
 void GpuBackend::do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
                                        RnsPoly& out, Exec) const {
     const std::size_t limbs = out.num_q();
-    std::vector<const u64*> ptr(x.size());
-    std::vector<u64> f(x.size() * limbs);  // term-major, then limb (= q-prime index)
-    for (std::size_t t = 0; t < x.size(); ++t) {
-        ptr[t] = words(*x[t]);
-        for (std::size_t l = 0; l < limbs; ++l) f[t * limbs + l] = c[t][l] % ring().prime(l);
+    constexpr std::size_t kPool = sizeof(kern::LcShared::f) / sizeof(u64);
+    const std::size_t per = std::max<std::size_t>(1, std::min<std::size_t>(kern::kLcTerms, kPool / limbs));
+    for (std::size_t first = 0; first < x.size(); first += per) {
+        const std::size_t terms = std::min(per, x.size() - first);
+        if (limbs > kPool) throw InternalError("linear_combination: more limbs than a launch's constants");
+        kern::LcShared s{};
+        s.r = ring_;
+        s.terms = static_cast<u32>(terms);
+        s.accumulate = first > 0;
+        for (std::size_t t = 0; t < terms; ++t) {
+            s.x[t] = words(*x[first + t]);  // the leading limbs of each term
+            for (std::size_t l = 0; l < limbs; ++l) s.f[t * limbs + l] = c[first + t][l] % ring().prime(l);
+        }
+        kern::LcItem it{};
+        it.out = words(out);
+        it.limbs = static_cast<u32>(limbs);
+        launch::run<kern::LinearCombination>(mem(), s, {it});
     }
-    const Table tp = table(ptr), tf = table(f);
-    launch::linear_combination(mem(), tp.as<const u64*>(), tf.as<u64>(), x.size(), mods_.as<Modulus>(), n_, limbs, words(out));
 }
 
 void GpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
-                                    const std::vector<RnsPoly*>& out, bool accumulate, Exec e) const {
-    for (std::size_t k = 0; k < out.size(); ++k) {
-        RnsPoly& o = *out[k];
-        // limb t of a term is limb t of its plaintext (the same q-limbs, then the special ones)
-        segments(o.num_q(), o.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t cnt) {
-            const Modulus* m = mods_.as<Modulus>() + idx;
-            u64* dst = words(o) + l0 * n_;
-            for (std::size_t i = 0; i < x.size(); ++i) {
-                const u64* xi = words(*x[i][k]) + l0 * n_;
-                const u64* yi = words(*y[i]) + l0 * n_;
-                if (i == 0 && !accumulate) launch::mul(mem(), xi, yi, dst, m, n_, cnt * n_);
-                else launch::fma(mem(), xi, yi, dst, dst, m, n_, cnt * n_);
+                                    const std::vector<RnsPoly*>& out, bool accumulate, Exec) const {
+    for (std::size_t first = 0; first < x.size(); first += kern::kSumTerms) {
+        const std::size_t terms = std::min<std::size_t>(kern::kSumTerms, x.size() - first);
+        kern::SpShared s{};
+        s.r = ring_;
+        s.terms = static_cast<u32>(terms);
+        s.accumulate = accumulate || first > 0;
+        std::vector<kern::SpItem> items;
+        for (std::size_t k = 0; k < out.size(); ++k) {
+            RnsPoly& o = *out[k];
+            for (const Run& r : runs(o.num_q(), o.num_p())) {
+                kern::SpItem it{};
+                it.out = words(o) + r.limb * n_;
+                for (std::size_t t = 0; t < terms; ++t) {
+                    const RnsPoly& yt = *y[first + t];
+                    // limb t of a term is limb t of its plaintext: the same q-limbs, then the special ones
+                    const std::size_t ylimb = r.prime < L1_ ? r.limb : yt.num_q() + (r.limb - o.num_q());
+                    it.x[t] = words(*x[first + t][k]) + r.limb * n_;
+                    it.y[t] = words(yt) + ylimb * n_;
+                }
+                it.prime = static_cast<u32>(r.prime);
+                it.limbs = static_cast<u32>(r.limbs);
+                items.push_back(it);
             }
-        });
+        }
+        launch::run<kern::SumProducts>(mem(), s, items);
     }
 }
 
 void GpuBackend::do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec) const {
-    const std::size_t w = out.num_q() * n_;
-    mem().copy(words(*c.back()), w, words(out));
-    for (std::size_t k = c.size() - 1; k-- > 0;)
-        launch::fma(mem(), words(out), words(x), words(*c[k]), words(out), mods_.as<Modulus>(), n_, w);
+    mem().copy(words(*c.back()), out.num_q() * n_, words(out));
+    for (std::size_t k = c.size() - 1; k-- > 0;) ewise<kern::Op::fma>(out, &out, &x, c[k]);
 }
 
 // ---------------------------------------------------------------- transforms
 
+void GpuBackend::ntt(bool forward, const std::vector<Transform>& ts) const {
+    const int passes = kern::ntt_passes(ring_.log_n);
+    for (int pass = 0; pass < passes; ++pass) {
+        kern::NtShared s{};
+        s.r = ring_;
+        s.pass = static_cast<u32>(pass);
+        s.passes = static_cast<u32>(passes);
+        const bool last = pass + 1 == passes;
+        std::vector<kern::NtItem> items;
+        for (const Transform& t : ts) {
+            kern::NtItem it{};
+            it.src = pass == 0 ? t.src : t.mid;
+            it.dst = last ? t.dst : t.mid;
+            it.prime = static_cast<u32>(t.prime);
+            it.limbs = static_cast<u32>(t.limbs);
+            it.a = t.a;
+            it.add = t.add;
+            if (t.inv) {
+                it.inv = t.inv->v.as<u64>();
+                it.invp = t.inv->p.as<u64>();
+            }
+            it.perm_inv = t.perm_inv;
+            if (t.scale) {
+                it.sc = t.scale->v.as<u64>() + t.scale_offset;
+                it.scp = t.scale->p.as<u64>() + t.scale_offset;
+            }
+            items.push_back(it);
+        }
+        if (forward) launch::run<kern::Ntt<true>>(mem(), s, items);
+        else launch::run<kern::Ntt<false>>(mem(), s, items);
+    }
+}
+
 void GpuBackend::do_to_ntt(RnsPoly& a, Exec) const {
-    segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) { ntt(words(a) + l0 * n_, idx, k); });
+    std::vector<Transform> ts;
+    for (const Run& r : runs(a.num_q(), a.num_p())) {
+        u64* p = words(a) + r.limb * n_;
+        ts.push_back({p, p, p, r.prime, r.limbs});
+    }
+    ntt(true, ts);
     a.set_ntt_form(true);
 }
 
 void GpuBackend::do_from_ntt(RnsPoly& a, Exec) const {
-    segments(a.num_q(), a.num_p(), [&](std::size_t l0, std::size_t idx, std::size_t k) { intt(words(a) + l0 * n_, idx, k); });
+    std::vector<Transform> ts;
+    for (const Run& r : runs(a.num_q(), a.num_p())) {
+        u64* p = words(a) + r.limb * n_;
+        ts.push_back({p, p, p, r.prime, r.limbs});
+    }
+    ntt(false, ts);
     a.set_ntt_form(false);
 }
 
-const Table& GpuBackend::permutation(u64 galois_elt) const {
+const GpuBackend::Perm& GpuBackend::permutation(u64 galois_elt) const {
     std::lock_guard<std::mutex> lock(perm_mutex_);
     auto it = perms_.find(galois_elt);
-    if (it == perms_.end()) it = perms_.emplace(galois_elt, table(*ring().automorphism_permutation(galois_elt))).first;
+    if (it == perms_.end()) {
+        const auto perm = ring().automorphism_permutation(galois_elt);
+        std::vector<u32> inverse(perm->size());
+        for (std::size_t k = 0; k < perm->size(); ++k) inverse[(*perm)[k]] = static_cast<u32>(k);
+        it = perms_.emplace(galois_elt, Perm{table(*perm), table(inverse)}).first;
+    }
     return it->second;
 }
 
 void GpuBackend::do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec) const {
-    launch::permute(mem(), words(a), permutation(galois_elt).as<std::uint32_t>(), words(out), n_, a.limbs());
+    kern::EwShared s{};
+    s.r = ring_;
+    kern::EwItem it{};
+    it.out = words(out);
+    it.a = words(a);
+    it.perm = permutation(galois_elt).perm.as<u32>();
+    it.limbs = static_cast<u32>(a.limbs());
+    launch::run<kern::Ewise<kern::Op::permute>>(mem(), s, {it});
 }
 
 // ---------------------------------------------------------------- scaling
 
-void GpuBackend::divide_round_by_last(RnsPoly& a, std::size_t keep, const Table& inv, const Table& inv_shoup,
-                                      const Table& half_mod, const std::int64_t* addend) const {
-    const std::size_t last_limb = a.limbs() - 1, idx = ring().prime_index(last_limb, a.num_q());
-    RnsPoly last = poly(0, 1, false);
-    mem().copy(words(a) + last_limb * n_, n_, words(last));
-    intt(words(last), idx, 1);
-    Table dev_addend;
-    if (addend) dev_addend = table(std::vector<std::int64_t>(addend, addend + n_));
-    const std::int64_t* add = addend ? dev_addend.as<std::int64_t>() : nullptr;
-    launch::round_prepare(mem(), words(last), add, ring().prime(idx), n_);
-    RnsPoly t = poly(keep, 0, true), out = poly(keep, 0, true);
-    launch::round_correction(mem(), words(last), half_mod.as<u64>(), add, mods_.as<Modulus>(), n_, keep * n_, words(t));
-    ntt(words(t), 0, keep);
-    launch::divide_exact(mem(), words(a), words(t), inv.as<u64>(), inv_shoup.as<u64>(), q_.as<u64>(), nullptr, n_, keep * n_,
-                         words(out));
-    a = std::move(out);
+void GpuBackend::divide_round_by_last(const std::vector<RnsPoly*>& polys, std::size_t keep, const Consts& inv,
+                                      const Table& half, const std::int64_t* addend) const {
+    RnsPoly dev_addend;
+    if (addend) {  // n small signed coefficients, uploaded as words
+        dev_addend = poly(1, 0, false);
+        mem().from_host(reinterpret_cast<const u64*>(addend), n_, words(dev_addend));
+    }
+    const std::size_t K = polys.size();
+    RnsPoly last = poly(K, 0, false), t = poly(K * keep, 0, false);  // scratch: K last limbs, K corrections
+    std::vector<Transform> inverse, forward;
+    std::vector<kern::RlItem> corrections;
+    std::vector<RnsPoly> outs;
+    for (std::size_t k = 0; k < K; ++k) {
+        RnsPoly& a = *polys[k];
+        const std::size_t last_limb = a.limbs() - 1, idx = ring().prime_index(last_limb, a.num_q());
+        u64* lk = words(last) + k * n_;
+        inverse.push_back({words(a) + last_limb * n_, lk, lk, idx, 1});
+        kern::RlItem rl{};
+        rl.last = lk;
+        rl.addend = addend ? reinterpret_cast<const std::int64_t*>(words(dev_addend)) : nullptr;
+        rl.t = words(t) + k * keep * n_;
+        rl.half = half.as<u64>();
+        rl.r = ring().prime(idx);
+        rl.keep = static_cast<u32>(keep);
+        corrections.push_back(rl);
+        outs.push_back(poly(keep, 0, true));
+        Transform f{rl.t, rl.t, words(outs.back()), 0, keep};
+        f.a = words(a);
+        f.inv = &inv;
+        forward.push_back(f);
+    }
+    ntt(false, inverse);
+    kern::RlShared s{};
+    s.r = ring_;
+    launch::run<kern::RoundLast>(mem(), s, corrections);
+    ntt(true, forward);
+    for (std::size_t k = 0; k < K; ++k) *polys[k] = std::move(outs[k]);
 }
 
 void GpuBackend::do_rescale(RnsPoly& a, Exec) const {
     const std::size_t l = a.num_q() - 1;
-    divide_round_by_last(a, l, rescale_inv_[l], rescale_inv_shoup_[l], rescale_half_[l], nullptr);
+    divide_round_by_last({&a}, l, rescale_inv_[l], rescale_half_[l], nullptr);
 }
 
 void GpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec) const {
-    divide_round_by_last(a, a.num_q(), p0_inv_, p0_inv_shoup_, p0_half_, addend);
+    divide_round_by_last({&a}, a.num_q(), p0_inv_, p0_half_, addend);
 }
 
-void GpuBackend::divide_exact(const RnsPoly& a, const std::vector<Run>& src, const ConverterTables& conv, const Table& inv,
-                              const Table& inv_shoup, std::size_t keep, RnsPoly& out, const RnsPoly* addend,
-                              const Table* perm) const {
-    // round(a / R): a - [a]_R (the exact, centered conversion of the source limbs) is divisible by R.
+void GpuBackend::divide_exact(const std::vector<const RnsPoly*>& xs, const std::vector<Run>& src, const Converter& conv,
+                              const Consts& inv, std::size_t keep, const std::vector<const RnsPoly*>& adds, const Perm* perm,
+                              const std::vector<RnsPoly*>& outs) const {
+    // round(x / R): x - [x]_R (the exact, centered conversion of the source limbs) is divisible by R.
     std::size_t s = 0;
-    for (const Run& r : src) s += r.count;
-    RnsPoly y = poly(0, s, false);
-    std::size_t j = 0;
-    for (const Run& r : src) {  // the source limbs to coefficient form, scaled by (R / r_j)^-1
-        u64* yj = words(y) + j * n_;
-        mem().copy(words(a) + r.limb * n_, r.count * n_, yj);
-        intt(yj, r.idx, r.count);
-        launch::mul_constant(mem(), yj, conv.inv.as<u64>() + j, conv.inv_shoup.as<u64>() + j, yj, q_.as<u64>() + r.idx, n_,
-                             r.count * n_);
-        j += r.count;
+    for (const Run& r : src) s += r.limbs;
+    const std::size_t K = xs.size();
+    RnsPoly y = poly(0, K * s, false), t = poly(K * keep, 0, false);  // scratch: the scaled sources, the conversions
+    std::vector<Transform> inverse, forward;
+    std::vector<kern::CdItem> converts;
+    std::vector<RnsPoly> results;
+    for (std::size_t k = 0; k < K; ++k) {
+        const RnsPoly& x = *xs[k];
+        u64* yk = words(y) + k * s * n_;
+        std::size_t j = 0;
+        for (const Run& r : src) {  // to coefficient form, times (R / r_j)^-1 n^-1
+            Transform f{words(x) + r.limb * n_, yk + j * n_, yk + j * n_, r.prime, r.limbs};
+            f.scale = &conv.scale;
+            f.scale_offset = j;
+            inverse.push_back(f);
+            j += r.limbs;
+        }
+        kern::CdItem c{};
+        c.y = yk;
+        c.dst = words(t) + k * keep * n_;
+        c.f = conv.factors.as<u64>();
+        c.qv = conv.multiples.as<u64>();
+        c.inv_q = conv.inv_q.as<double>();
+        c.s = static_cast<u32>(s);
+        c.keep = static_cast<u32>(keep);
+        converts.push_back(c);
+        results.push_back(poly(keep, 0, true));
+        Transform f{c.dst, c.dst, words(results.back()), 0, keep};
+        f.a = words(x);
+        f.add = adds[k] ? words(*adds[k]) : nullptr;
+        f.inv = &inv;
+        f.perm_inv = perm ? perm->inverse.as<u32>() : nullptr;
+        forward.push_back(f);
     }
-    const Table v(memory(), (n_ + 7) / 8);  // the overflow counts, one byte per coefficient
-    std::uint8_t* vp = v.as<std::uint8_t>();
-    launch::overflow_count(mem(), words(y), s, n_, conv.inv_q.as<double>(), vp);
-    RnsPoly t = poly(keep, 0, true), result = poly(keep, 0, true);
-    launch::convert(mem(), words(y), s, n_, conv.factors.as<u64>(), mods_.as<Modulus>(), keep, vp, conv.multiples.as<u64>(),
-                    words(t));
-    ntt(words(t), 0, keep);
-    RnsPoly* dst = perm ? &t : &result;  // with a permutation: combined in place, then permuted into the result
-    launch::divide_exact(mem(), words(a), words(t), inv.as<u64>(), inv_shoup.as<u64>(), q_.as<u64>(),
-                         addend ? words(*addend) : nullptr, n_, keep * n_, words(*dst));
-    if (perm) launch::permute(mem(), words(t), perm->as<std::uint32_t>(), words(result), n_, keep);
-    out = std::move(result);
+    ntt(false, inverse);
+    kern::CdShared cs{};
+    cs.r = ring_;
+    launch::run<kern::ConvertDown>(mem(), cs, converts);
+    ntt(true, forward);
+    for (std::size_t k = 0; k < K; ++k) *outs[k] = std::move(results[k]);
 }
 
-void GpuBackend::do_mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec) const {
-    const Table* perm = galois_elt == 1 ? nullptr : &permutation(galois_elt);
-    divide_exact(a, {{a.num_q(), L1_, a.num_p()}}, p_to_q_, p_inv_, p_inv_shoup_, a.num_q(), out, addend, perm);
+void GpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
+                             RnsPoly& out_b, RnsPoly& out_a, Exec) const {
+    const Perm* perm = galois_elt == 1 ? nullptr : &permutation(galois_elt);
+    divide_exact({&b, &a}, {{b.num_q(), L1_, b.num_p()}}, p_to_q_, p_inv_, b.num_q(), {add_b, add_a}, perm, {&out_b, &out_a});
 }
 
-void GpuBackend::do_mod_down_rescale(RnsPoly& a, Exec) const {
-    const std::size_t l = a.num_q() - 1;
-    RnsPoly out;
-    divide_exact(a, {{l + 1, L1_, a.num_p()}, {l, l, 1}}, pq_to_q_[l], pq_inv_[l], pq_inv_shoup_[l], l, out, nullptr, nullptr);
-    a = std::move(out);
+void GpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec) const {
+    const std::size_t l = b.num_q() - 1;
+    // x + P add on every q-limb (q_l's is a source of the conversion), both polynomials in one launch
+    kern::EwShared s{};
+    s.r = ring_;
+    std::vector<kern::EwItem> items;
+    for (auto [x, add] : {std::pair{&b, add_b}, std::pair{&a, add_a}}) {
+        if (!add) continue;
+        kern::EwItem it{};
+        it.out = words(*x);
+        it.a = words(*x);
+        it.b = words(*add);
+        it.k = p_mod_q_.v.as<u64>();
+        it.kp = p_mod_q_.p.as<u64>();
+        it.limbs = static_cast<u32>(l + 1);
+        items.push_back(it);
+    }
+    launch::run<kern::Ewise<kern::Op::add_mul_const>>(mem(), s, items);
+    divide_exact({&b, &a}, {{l + 1, L1_, b.num_p()}, {l, l, 1}}, pq_to_q_[l], pq_inv_[l], l, {nullptr, nullptr}, nullptr,
+                 {&b, &a});
 }
 
 void GpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec) const {
-    RnsPoly t = poly(count, 0, d.ntt_form());
-    launch::mul_constant(mem(), words(d) + first * n_, p_mod_q_.as<u64>() + first, p_mod_q_shoup_.as<u64>() + first, words(t),
-                         q_.as<u64>() + first, n_, count * n_);
-    launch::add(mem(), words(x) + first * n_, words(t), words(x) + first * n_, q_.as<u64>() + first, n_, count * n_);
-    mem().wipe(words(t), t.words());  // d may be a secret key (key generation)
+    kern::EwShared s{};
+    s.r = ring_;
+    kern::EwItem it{};
+    it.out = words(x) + first * n_;
+    it.a = it.out;
+    it.b = words(d) + first * n_;
+    it.k = p_mod_q_.v.as<u64>() + first;
+    it.kp = p_mod_q_.p.as<u64>() + first;
+    it.prime = static_cast<u32>(first);
+    it.limbs = static_cast<u32>(count);
+    launch::run<kern::Ewise<kern::Op::add_mul_const>>(mem(), s, {it});
 }
 
 // ---------------------------------------------------------------- key switching
 
 std::vector<RnsPoly> GpuBackend::do_mod_up(const RnsPoly& d, Exec) const {
     const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq), alpha = ring().alpha();
-    RnsPoly scaled = d;  // coefficient form, each digit's limbs times (Q_j / q_i)^-1
-    intt(words(scaled), 0, nq);
+    RnsPoly y = poly(nq, 0, false);  // scratch: coefficient form, each digit's limbs times (Q_j / q_i)^-1
+    Transform inv{words(d), words(y), words(y), 0, nq};
+    inv.scale = &modup_scale_[nq];
+    ntt(false, {inv});
     std::vector<RnsPoly> out;
+    std::vector<kern::CuItem> converts;
+    std::vector<Transform> forward;
     for (std::size_t j = 0; j < digits; ++j) {
         const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, nq);
-        const ConverterTables& conv = digit_conv_[j * alpha + (m - 1)];
-        u64* y = words(scaled) + begin * n_;
-        launch::mul_constant(mem(), y, conv.inv.as<u64>(), conv.inv_shoup.as<u64>(), y, q_.as<u64>() + begin, n_, m * n_);
-        RnsPoly o = poly(nq, np, true);
-        mem().copy(words(d) + begin * n_, m * n_, words(o) + begin * n_);  // the digit's own limbs
-        const Run targets[] = {{0, 0, begin}, {begin + m, begin + m, nq - begin - m}, {nq, L1_, np}};
-        for (const Run& r : targets) {
-            if (r.count == 0) continue;
-            u64* dst = words(o) + r.limb * n_;
-            launch::convert(mem(), y, m, n_, conv.factors.as<u64>() + r.idx * m, mods_.as<Modulus>() + r.idx, r.count, nullptr,
-                            nullptr, dst);
-            ntt(dst, r.idx, r.count);
-        }
-        out.push_back(std::move(o));
+        out.push_back(poly(nq, np, true));
+        u64* o = words(out.back());
+        kern::CuItem c{};
+        c.y = words(y) + begin * n_;
+        c.own = words(d) + begin * n_;
+        c.dst = o;
+        c.f = digit_factors_[j * alpha + (m - 1)].as<u64>();
+        c.s = static_cast<u32>(m);
+        c.begin = static_cast<u32>(begin);
+        converts.push_back(c);
+        for (const Run& r : {Run{0, 0, begin}, Run{begin + m, begin + m, nq - begin - m}, Run{nq, L1_, np}})
+            if (r.limbs) forward.push_back({o + r.limb * n_, o + r.limb * n_, o + r.limb * n_, r.prime, r.limbs});
     }
+    kern::CuShared s{};
+    s.r = ring_;
+    s.nq = static_cast<u32>(nq);
+    s.np = static_cast<u32>(np);
+    launch::run<kern::ConvertUp>(mem(), s, converts);
+    ntt(true, forward);
     return out;
 }
 
@@ -492,51 +728,42 @@ void GpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& 
     do_inner_product(do_mod_up(d, e), {KeyTerm{&key, 1}}, b, a, nullptr, nullptr, e);
 }
 
-void GpuBackend::add_permuted(RnsPoly& dst, const u64* src, const Table* perm, bool first, std::size_t num_q,
-                              std::size_t num_p) const {
-    const std::size_t limbs = num_q + num_p;
-    if (first) {
-        if (perm) launch::permute(mem(), src, perm->as<std::uint32_t>(), words(dst), n_, limbs);
-        else mem().copy(src, limbs * n_, words(dst));
-        return;
-    }
-    RnsPoly tmp;
-    if (perm) {
-        tmp = poly(num_q, num_p, true);
-        launch::permute(mem(), src, perm->as<std::uint32_t>(), words(tmp), n_, limbs);
-        src = words(tmp);
-    }
-    segments(num_q, num_p, [&](std::size_t l0, std::size_t idx, std::size_t k) {
-        launch::add(mem(), words(dst) + l0 * n_, src + l0 * n_, words(dst) + l0 * n_, q_.as<u64>() + idx, n_, k * n_);
-    });
-}
-
 void GpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec) const {
-    const std::size_t nq = digits[0].num_q(), np = ring().p_count(), limbs = nq + np, D = digits.size();
-    const auto* primes = limb_primes_[nq].as<std::uint32_t>();
-    std::vector<const u64*> dptr(D);
-    for (std::size_t j = 0; j < D; ++j) dptr[j] = words(digits[j]);
-    const Table td = table(dptr);
-    RnsPoly tmp;
-    for (std::size_t e = 0; e < terms.size(); ++e) {
-        const GadgetKey& key = *terms[e].key;
-        const Table* perm = terms[e].galois_elt == 1 ? nullptr : &permutation(terms[e].galois_elt);
-        for (auto [half, acc] : {std::pair{&key.b, &b}, std::pair{&key.a, &a}}) {
-            std::vector<const u64*> kptr(D);
-            for (std::size_t j = 0; j < D; ++j) kptr[j] = words((*half)[j]);
-            const Table tkp = table(kptr);
-            const auto* dp = td.as<const u64*>();
-            const auto* kp = tkp.as<const u64*>();
-            if (!perm) {  // the product is the result: accumulate it in place
-                launch::dot(mem(), dp, kp, primes, D, mods_.as<Modulus>(), n_, limbs, e > 0, words(*acc));
-            } else {
-                if (tmp.empty()) tmp = poly(nq, np, true);
-                launch::dot(mem(), dp, kp, primes, D, mods_.as<Modulus>(), n_, limbs, false, words(tmp));
-                add_permuted(*acc, words(tmp), perm, e == 0, nq, np);
+    const std::size_t nq = digits[0].num_q(), np = ring().p_count(), D = digits.size();
+    const bool with_c0 = c0 && c0_out;
+    bool first = true;
+    for (std::size_t e0 = 0; e0 < terms.size(); e0 += kern::kDotTerms) {
+        const std::size_t E = std::min<std::size_t>(kern::kDotTerms, terms.size() - e0);
+        for (std::size_t j0 = 0; j0 < D; j0 += kern::kDotDigits) {
+            const std::size_t J = std::min<std::size_t>(kern::kDotDigits, D - j0);
+            kern::DtShared s{};
+            s.r = ring_;
+            s.nq = static_cast<u32>(nq);
+            s.np = static_cast<u32>(np);
+            s.digits = static_cast<u32>(J);
+            s.terms = static_cast<u32>(E);
+            s.accumulate = !first;
+            s.with_c0 = with_c0 && j0 == 0;
+            for (std::size_t e = 0; e < E; ++e) {
+                const KeyTerm& term = terms[e0 + e];
+                s.perm[e] = term.galois_elt == 1 ? nullptr : permutation(term.galois_elt).perm.as<u32>();
+                for (std::size_t j = 0; j < J; ++j) {
+                    s.kb[e][j] = words(term.key->b[j0 + j]);
+                    s.ka[e][j] = words(term.key->a[j0 + j]);
+                }
             }
+            kern::DtItem it{};
+            for (std::size_t j = 0; j < J; ++j) it.d[j] = words(digits[j0 + j]);
+            it.b = words(b);
+            it.a = words(a);
+            if (with_c0) {
+                it.c0 = words(*c0);
+                it.c0_out = words(*c0_out);
+            }
+            launch::run<kern::Dot>(mem(), s, {it});
+            first = false;
         }
-        if (c0 && c0_out) add_permuted(*c0_out, words(*c0), perm, e == 0, nq, 0);
     }
 }
 

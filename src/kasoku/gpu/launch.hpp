@@ -1,13 +1,24 @@
-// Launchers of the kernels: each runs one body of bodies.hpp over its grid. Two implementations of the same
-// definitions (launchers.inl): kernels.cu launches CUDA kernels on the stream of the CUDA memory `mem` that holds the
-// operands and checks each launch (DeviceError with CUDA's message); launch_host.cpp runs the grid as a CPU loop, for
-// the emulated GPU backend that tests the backend's logic on machines without a GPU. Every pointer is in `mem`
-// (device pointers for CUDA), per-limb tables included. Host code includes this header without CUDA's.
+// Launching the kernels of kernels.hpp, and batches as one launch sequence (seed 002's "one kernel launch for many
+// ciphertexts"). Host code includes this header without CUDA's.
+//
+// issue<K>(mem, shared, items, count) runs kernel K over the items on the device that holds `mem` (kernels.cu: one
+// checked, counted CUDA launch per chunk of items that fits the kernel arguments) or as CPU loops (launch_host.cpp, the
+// emulated backend). run<K> is what the backend calls: it issues, unless the calling thread is recording a batch.
+//
+// A batch (Backend::for_each of the GPU backend) records its operations one after the other: every launch of
+// operation i is kept, with its kernel, shared arguments and items, and memory that operation i frees is not reused
+// until the batch is issued. Then the k-th launches of all operations go as one launch where they are the same kernel
+// with the same shared arguments (their items concatenated), else one after the other; operations whose launch
+// sequences differ in length are issued one after the other. Memory written from the host during recording (uploads of
+// fresh polynomials) is written at once; reading device memory back while recording is a bug (InternalError).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
 
-#include "kasoku/arith/modarith.hpp"
+#include "gpu/kernels.hpp"
 #include "kasoku/rns/rns_poly.hpp"
 
 // The GPU backend's code is built twice (CMakeLists.txt): for CUDA and emulated on the host. Its symbols live in an
@@ -20,51 +31,90 @@ namespace kasoku::gpu {
 inline namespace KASOKU_GPU_VARIANT {
 namespace launch {
 
-using arith::Modulus;
-using arith::u64;
 using rns::PolyMemory;
 
-// Element-wise over `words` words (limbs x n); q / m: the limbs' primes.
-void add(const PolyMemory& mem, const u64* a, const u64* b, u64* out, const u64* q, std::size_t n, std::size_t words);
-void sub(const PolyMemory& mem, const u64* a, const u64* b, u64* out, const u64* q, std::size_t n, std::size_t words);
-void negate(const PolyMemory& mem, const u64* a, u64* out, const u64* q, std::size_t n, std::size_t words);
-void mul(const PolyMemory& mem, const u64* a, const u64* b, u64* out, const Modulus* m, std::size_t n, std::size_t words);
-void fma(const PolyMemory& mem, const u64* a, const u64* b, const u64* c, u64* out, const Modulus* m, std::size_t n,
-         std::size_t words);
-void mul_constant(const PolyMemory& mem, const u64* a, const u64* r, const u64* rp, u64* out, const u64* q, std::size_t n,
-                  std::size_t words);
-void add_constant(const PolyMemory& mem, const u64* a, const u64* r, u64* out, const u64* q, std::size_t n, std::size_t words);
-// out (limbs x n) = sum_t x[t] * f[t limbs + l] on limb l: x a device array of `terms` device pointers (the first
-// `limbs` limbs of each are read), f (terms x limbs, each below its limb's prime), m the limbs' moduli.
-void linear_combination(const PolyMemory& mem, const u64* const* x, const u64* f, std::size_t terms, const Modulus* m,
-                        std::size_t n, std::size_t limbs, u64* out);
-// NTT / INTT of `limbs` limbs in place, all limbs in each launch (one per stage). w, wp: the limbs' root tables
-// (limbs x n, forward or inverse); ninv, ninvp: n^-1 per limb.
-void ntt_forward(const PolyMemory& mem, u64* a, const u64* w, const u64* wp, const u64* q, std::size_t n, std::size_t limbs);
-void ntt_inverse(const PolyMemory& mem, u64* a, const u64* w, const u64* wp, const u64* ninv, const u64* ninvp, const u64* q,
-                 std::size_t n, std::size_t limbs);
-// out[l][k] = a[l][perm[k]] for `limbs` limbs.
-void permute(const PolyMemory& mem, const u64* a, const std::uint32_t* perm, u64* out, std::size_t n, std::size_t limbs);
-// Base conversion of the s scaled source limbs y (s x n): overflow counts v (n), then `targets` limbs of out, target t
-// with factors f + t s, modulus m[t] and multiples qv + t (s + 1) (v may be null: approximate conversion).
-void overflow_count(const PolyMemory& mem, const u64* y, std::size_t s, std::size_t n, const double* inv_q, std::uint8_t* v);
-void convert(const PolyMemory& mem, const u64* y, std::size_t s, std::size_t n, const u64* f, const Modulus* m,
-             std::size_t targets, const std::uint8_t* v, const u64* qv, u64* out);
-// out[t][c] = sum_j d[j][t n + c] * k[j][key_limb[t] n + c] (+ out[t][c] when accumulate) mod m[key_limb[t]], for
-// `limbs` limbs: d and k are device arrays of `digits` device pointers; key_limb[t] is limb t's prime index (a key
-// spans every prime), m the moduli of every prime.
-void dot(const PolyMemory& mem, const u64* const* d, const u64* const* k, const std::uint32_t* key_limb, std::size_t digits,
-         const Modulus* m, std::size_t n, std::size_t limbs, bool accumulate, u64* out);
+template <class K>
+void issue(const PolyMemory& mem, const typename K::Shared& s, const typename K::Item* items, std::size_t count);
 
-// Rounding division by the last limb's prime r (bodies.hpp): last (n words, coefficient form) prepared in place, then
-// t = the correction for `words` words of q-limbs (half_mod, m per limb), addend (n signed words) may be null.
-void round_prepare(const PolyMemory& mem, u64* last, const std::int64_t* addend, u64 r, std::size_t n);
-void round_correction(const PolyMemory& mem, const u64* last, const u64* half_mod, const std::int64_t* addend, const Modulus* m,
-                      std::size_t n, std::size_t words, u64* t);
-// out = (a - t) * inv mod q (+ addend) over `words` words (inv, invp, q per limb; addend may be null).
-void divide_exact(const PolyMemory& mem, const u64* a, const u64* t, const u64* inv, const u64* invp, const u64* q,
-                  const u64* addend, std::size_t n, std::size_t words, u64* out);
+// The launches of a batch being recorded on this thread.
+class Recorder {
+public:
+    using IssueFn = void (*)(const PolyMemory&, const void* shared, const void* items, std::size_t count);
+    struct Launch {
+        IssueFn fn;  // also the kernel's identity
+        const PolyMemory* mem;
+        std::vector<char> shared, items;
+        std::size_t item_size;
+    };
+    Recorder();
+    ~Recorder();  // issues what is left (and releases the deferred memory)
+    Recorder(const Recorder&) = delete;
+    Recorder& operator=(const Recorder&) = delete;
+
+    static Recorder* active();
+    void next_operation() { ops_.emplace_back(); }
+    void record(Launch l) { ops_.back().push_back(std::move(l)); }
+    // Memory freed while recording: freed after the batch is issued.
+    void defer(const PolyMemory* mem, std::uint64_t* p, std::size_t words) { deferred_.push_back({mem, p, words}); }
+    // Issues every recorded launch (merged where it can) and releases the deferred memory; recording stops.
+    void issue();
+
+private:
+    struct Deferred {
+        const PolyMemory* mem;
+        std::uint64_t* p;
+        std::size_t words;
+    };
+    std::vector<std::vector<Launch>> ops_;
+    std::vector<Deferred> deferred_;
+    Recorder* outer_;
+};
+
+// The bytes and multiplications of one launch (counters.hpp): its items', plus the tables read once per prime.
+template <class K>
+void launch_cost(const typename K::Shared& s, const typename K::Item* items, std::size_t count, std::size_t& bytes,
+                 std::size_t& mults) {
+    for (std::size_t i = 0; i < count; ++i) K::cost(s, items[i], bytes, mults);
+    if constexpr (requires { K::table_bytes(s); }) {
+        std::vector<bool> seen;
+        std::size_t primes = 0;
+        for (std::size_t i = 0; i < count; ++i)
+            for (std::size_t p = items[i].prime; p < items[i].prime + items[i].limbs; ++p) {
+                if (p >= seen.size()) seen.resize(p + 1);
+                if (!seen[p]) ++primes;
+                seen[p] = true;
+            }
+        bytes += primes * K::table_bytes(s);
+    }
+}
+
+template <class K>
+void issue_erased(const PolyMemory& mem, const void* shared, const void* items, std::size_t count) {
+    issue<K>(mem, *static_cast<const typename K::Shared*>(shared), static_cast<const typename K::Item*>(items), count);
+}
+
+template <class K>
+void run(const PolyMemory& mem, const typename K::Shared& s, const std::vector<typename K::Item>& items) {
+    if (items.empty()) return;
+    if (Recorder* r = Recorder::active()) {
+        Recorder::Launch l{&issue_erased<K>, &mem, std::vector<char>(sizeof(s)),
+                           std::vector<char>(items.size() * sizeof(typename K::Item)), sizeof(typename K::Item)};
+        std::memcpy(l.shared.data(), &s, sizeof(s));
+        std::memcpy(l.items.data(), items.data(), l.items.size());
+        r->record(std::move(l));
+        return;
+    }
+    issue<K>(mem, s, items.data(), items.size());
+}
 
 }  // namespace launch
 }  // namespace KASOKU_GPU_VARIANT
 }  // namespace kasoku::gpu
+
+// Every kernel, for the explicit instantiations of issue<K> in kernels.cu and launch_host.cpp.
+#define KASOKU_GPU_KERNELS(X)                                                                                              \
+    X(kern::Ewise<kern::Op::add>) X(kern::Ewise<kern::Op::sub>) X(kern::Ewise<kern::Op::neg>) X(kern::Ewise<kern::Op::mul>) \
+    X(kern::Ewise<kern::Op::fma>) X(kern::Ewise<kern::Op::mul_const>) X(kern::Ewise<kern::Op::add_const>)                \
+    X(kern::Ewise<kern::Op::add_mul_const>) X(kern::Ewise<kern::Op::copy>) X(kern::Ewise<kern::Op::fill>)               \
+    X(kern::Ewise<kern::Op::permute>) X(kern::Ntt<true>) X(kern::Ntt<false>) X(kern::ConvertUp) X(kern::ConvertDown)     \
+    X(kern::Dot) X(kern::RoundLast) X(kern::SumProducts) X(kern::LinearCombination) X(kern::Tensor)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/counters.hpp"
+#include "gpu/device_memory.hpp"
 #include "gpu/runtime_internal.hpp"
 #include "kasoku/gpu/cuda.hpp"
 
@@ -58,11 +59,11 @@ CudaInfo cuda_info() {
 
 namespace {
 
-// Words of one device, allocated from its default memory pool in the order of one stream. The pool keeps freed
-// memory for reuse (release threshold: unlimited), as the CPU's block pool does. Every CUDA call runs with the
-// memory's device current (DeviceGuard) and is checked; the calls that may not throw (freeing, wiping, the
-// destructor) report a failure on stderr and keep it, and the next call that may throw raises it.
-class CudaMemory final : public rns::PolyMemory {
+// Words of one device from its default memory pool in the order of one stream, behind the workspace arena of
+// device_memory.hpp (so an operation in steady state allocates nothing). Every CUDA call runs with the memory's
+// device current (DeviceGuard) and is checked; the calls that may not throw (freeing, wiping, the destructor) report
+// a failure on stderr and keep it, and the next call that may throw raises it.
+class CudaMemory final : public DeviceMemory {
 public:
     explicit CudaMemory(int device) : device_(device) {
         const DeviceGuard guard(device);
@@ -73,6 +74,7 @@ public:
         check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");  // last: nothing to undo
     }
     ~CudaMemory() override {
+        release_kept();
         try {
             const DeviceGuard guard(device_);
             report(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (releasing a CUDA memory)");
@@ -81,40 +83,12 @@ public:
             std::fprintf(stderr, "kasoku: %s\n", e.what());
         }
     }
-    Placement placement() const { return {stream_, device_}; }
+    Placement placement() const {
+        raise_deferred();
+        return {stream_, device_};
+    }
 
     bool host_accessible() const override { return false; }
-    std::uint64_t* allocate(std::size_t words) const override {
-        raise_deferred();
-        const DeviceGuard guard(device_);
-        count_allocation(8 * words);
-        void* p = nullptr;
-        check(cudaMallocAsync(&p, words * sizeof(std::uint64_t), stream_), "cudaMallocAsync (device memory for a polynomial)");
-        return static_cast<std::uint64_t*>(p);
-    }
-    void deallocate(std::uint64_t* p, std::size_t) const noexcept override {
-        guarded([&] { report(cudaFreeAsync(p, stream_), "cudaFreeAsync"); });
-    }
-    void copy(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override {
-        if (!words) return;
-        raise_deferred();
-        const DeviceGuard guard(device_);
-        count_launch("copy", 16 * words, 0);
-        check(cudaMemcpyAsync(dst, src, words * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync");
-    }
-    void zero(std::uint64_t* p, std::size_t words) const override {
-        if (!words) return;
-        raise_deferred();
-        const DeviceGuard guard(device_);
-        count_launch("fill", 8 * words, 0);
-        check(cudaMemsetAsync(p, 0, words * sizeof(std::uint64_t), stream_), "cudaMemsetAsync");
-    }
-    void wipe(std::uint64_t* p, std::size_t words) const noexcept override {
-        if (!words) return;
-        count_launch("fill", 8 * words, 0);
-        // Device memory: no compiler to elide it. A failed wipe of secret material is reported and raised next.
-        guarded([&] { report(cudaMemsetAsync(p, 0, words * sizeof(std::uint64_t), stream_), "cudaMemsetAsync (wiping secret material)"); });
-    }
     bool equal(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) const override {
         std::vector<std::uint64_t> x(words), y(words);
         to_host(a, words, x.data());
@@ -122,6 +96,7 @@ public:
         return x == y;
     }
     void to_host(const std::uint64_t* src, std::size_t words, std::uint64_t* host_dst) const override {
+        not_recording("a transfer to the host");
         raise_deferred();
         const DeviceGuard guard(device_);
         count_transfer(false, 8 * words);
@@ -138,30 +113,41 @@ public:
         check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");  // the host buffer may go when this returns
     }
     void synchronize() const override {
+        not_recording("synchronize");
         raise_deferred();
         const DeviceGuard guard(device_);
         count_sync();
         check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     }
 
-private:
-    // Runs f with the device current; a failure to make it current is reported.
-    template <class F>
-    void guarded(F f) const noexcept {
+protected:
+    std::uint64_t* device_allocate(std::size_t words) const override {
+        raise_deferred();
+        const DeviceGuard guard(device_);
+        void* p = nullptr;
+        check(cudaMallocAsync(&p, words * sizeof(std::uint64_t), stream_), "cudaMallocAsync (device memory for a polynomial)");
+        return static_cast<std::uint64_t*>(p);
+    }
+    void device_free(std::uint64_t* p, std::size_t) const noexcept override {
         try {
             const DeviceGuard guard(device_);
-            f();
+            report(cudaFreeAsync(p, stream_), "cudaFreeAsync");
         } catch (const DeviceError& e) {
-            remember(e.what());
+            failed(e.what());
         }
     }
-    void report(cudaError_t e, const char* what) const noexcept {
-        if (e != cudaSuccess) remember(std::string(what) + " failed: " + cuda_message(e));
-    }
-    void remember(const std::string& message) const noexcept {
+    void failed(const std::string& message) const noexcept override {
         std::fprintf(stderr, "kasoku: %s\n", message.c_str());
-        const std::lock_guard<std::mutex> lock(mutex_);
-        if (deferred_.empty()) deferred_ = message;
+        try {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            if (deferred_.empty()) deferred_ = message;
+        } catch (...) {
+        }
+    }
+
+private:
+    void report(cudaError_t e, const char* what) const noexcept {
+        if (e != cudaSuccess) failed(std::string(what) + " failed: " + cuda_message(e));
     }
     void raise_deferred() const {
         std::string message;

@@ -99,6 +99,20 @@ void Backend::fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly&
     do_fma(a, b, c, out, exec);
 }
 
+void Backend::tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
+                     RnsPoly& d2, Exec exec) const {
+    check_mine(a0, "tensor");
+    for (const RnsPoly* x : {&a1, &b0, &b1}) same_shape(a0, *x, "tensor");
+    require(a0.ntt_form(), "tensor", "operands must be in NTT form");
+    for (const RnsPoly* out : {&d0, &d1, &d2})
+        require(out != &a0 && out != &a1 && out != &b0 && out != &b1, "tensor", "an output is an operand");
+    require(&d0 != &d1 && &d1 != &d2 && &d0 != &d2, "tensor", "the outputs must be three polynomials");
+    shape(a0, d0);
+    shape(a0, d1);
+    shape(a0, d2);
+    do_tensor(a0, a1, b0, b1, d0, d1, d2, exec);
+}
+
 void Backend::mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const {
     check_mine(a, "mul_constant");
     require(residues.size() >= ring_->q_count() + ring_->p_count(), "mul_constant", "one residue per prime needed");
@@ -196,23 +210,38 @@ void Backend::divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec ex
     do_divide_round_by_p0(a, addend, exec);
 }
 
-void Backend::mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const {
-    check_mine(a, "mod_down");
-    require(a.ntt_form() && a.num_p() == ring_->p_count() && a.num_p() > 0, "mod_down",
-            "needs an NTT-form polynomial over Q_l * P");
-    if (addend) {
-        check_mine(*addend, "mod_down");
-        require(addend->num_q() == a.num_q() && addend->num_p() == 0 && addend->ntt_form(), "mod_down",
-                "the addend must be an NTT-form polynomial over Q_l");
+void Backend::mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
+                       RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+    for (const RnsPoly* x : {&b, &a}) {
+        check_mine(*x, "mod_down");
+        require(x->ntt_form() && x->num_p() == ring_->p_count() && x->num_p() > 0 && x->num_q() == b.num_q(), "mod_down",
+                "needs two NTT-form polynomials over Q_l * P");
     }
-    do_mod_down(a, addend, galois_elt, out, exec);
+    for (const RnsPoly* add : {add_b, add_a}) {
+        if (!add) continue;
+        check_mine(*add, "mod_down");
+        require(add->num_q() == b.num_q() && add->num_p() == 0 && add->ntt_form(), "mod_down",
+                "an addend must be an NTT-form polynomial over Q_l");
+    }
+    require(&out_b != &out_a, "mod_down", "the two outputs must be two polynomials");
+    do_mod_down(b, a, add_b, add_a, galois_elt, out_b, out_a, exec);
 }
 
-void Backend::mod_down_rescale(RnsPoly& a, Exec exec) const {
-    check_mine(a, "mod_down_rescale");
-    require(a.ntt_form() && a.num_p() == ring_->p_count() && a.num_p() > 0 && a.num_q() >= 2, "mod_down_rescale",
-            "needs an NTT-form polynomial over Q_l * P, l >= 1");
-    do_mod_down_rescale(a, exec);
+void Backend::mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const {
+    for (const RnsPoly* x : {&b, &a}) {
+        check_mine(*x, "mod_down_rescale");
+        require(x->ntt_form() && x->num_p() == ring_->p_count() && x->num_p() > 0 && x->num_q() >= 2 &&
+                    x->num_q() == b.num_q(),
+                "mod_down_rescale", "needs two NTT-form polynomials over Q_l * P, l >= 1");
+    }
+    for (const RnsPoly* add : {add_b, add_a}) {
+        if (!add) continue;
+        check_mine(*add, "mod_down_rescale");
+        require(add->num_q() == b.num_q() && add->num_p() == 0 && add->ntt_form(), "mod_down_rescale",
+                "an addend must be an NTT-form polynomial over Q_l");
+    }
+    require(&b != &a, "mod_down_rescale", "b and a must be two polynomials");
+    do_mod_down_rescale(b, a, add_b, add_a, exec);
 }
 
 void Backend::add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t first, std::size_t count) const {

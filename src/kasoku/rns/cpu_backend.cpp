@@ -50,6 +50,8 @@ protected:
     void do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const override;
     void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const override;
     void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const override;
+    void do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
+                   RnsPoly& d2, Exec exec) const override;
     void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const override;
     void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const override;
     void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c, RnsPoly& out,
@@ -62,8 +64,11 @@ protected:
     void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const override;
     void do_rescale(RnsPoly& a, Exec exec) const override;
     void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const override;
-    void do_mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const override;
-    void do_mod_down_rescale(RnsPoly& a, Exec exec) const override;
+    void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
+                     RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
+    void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const override;
+    void mod_down_one(const RnsPoly& a, const RnsPoly* addend, const std::uint32_t* perm, RnsPoly& out, int threads) const;
+    void mod_down_rescale_one(RnsPoly& a, int threads) const;
     void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const override;
     std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const override;
     void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const override;
@@ -156,6 +161,18 @@ void CpuBackend::do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec e
 void CpuBackend::do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const {
     parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
         arith::fma_mod(limb(a, i), limb(b, i), limb(c, i), n_, ring().modulus(pidx(i, a.num_q())), limb(out, i));
+    });
+}
+
+// Limb by limb: the four operand limbs stay in cache for the three products.
+void CpuBackend::do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0,
+                           RnsPoly& d1, RnsPoly& d2, Exec exec) const {
+    parallel_for(exec.threads, a0.limbs(), [&](std::size_t i) {
+        const Modulus& m = ring().modulus(pidx(i, a0.num_q()));
+        arith::mul_mod(limb(a0, i), limb(b0, i), n_, m, limb(d0, i));
+        arith::mul_mod(limb(a0, i), limb(b1, i), n_, m, limb(d1, i));
+        arith::fma_mod(limb(a1, i), limb(b0, i), limb(d1, i), n_, m, limb(d1, i));
+        arith::mul_mod(limb(a1, i), limb(b1, i), n_, m, limb(d2, i));
     });
 }
 
@@ -302,21 +319,43 @@ void CpuBackend::divide_exact(const RnsPoly& a, const std::vector<std::size_t>& 
     out = std::move(result);
 }
 
-void CpuBackend::do_mod_down(const RnsPoly& a, const RnsPoly* addend, u64 galois_elt, RnsPoly& out, Exec exec) const {
+void CpuBackend::mod_down_one(const RnsPoly& a, const RnsPoly* addend, const std::uint32_t* perm, RnsPoly& out,
+                              int threads) const {
     const std::size_t nq = a.num_q(), np = a.num_p();
-    const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
     std::vector<std::size_t> src(np);
     for (std::size_t j = 0; j < np; ++j) src[j] = nq + j;  // the P limbs
-    divide_exact(a, src, t_.p_to_q, t_.p_inv.data(), t_.p_inv_shoup.data(), nq, out, exec.threads, addend,
-                 perm ? perm->data() : nullptr);
+    divide_exact(a, src, t_.p_to_q, t_.p_inv.data(), t_.p_inv_shoup.data(), nq, out, threads, addend, perm);
 }
 
-void CpuBackend::do_mod_down_rescale(RnsPoly& a, Exec exec) const {
+// The pair one polynomial after the other, each limb by limb on the whole team.
+void CpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
+                             u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+    const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
+    const std::uint32_t* p = perm ? perm->data() : nullptr;
+    if (&out_b == &a) {  // b's result would overwrite a before it is read
+        RnsPoly tmp;
+        mod_down_one(b, add_b, p, tmp, exec.threads);
+        mod_down_one(a, add_a, p, out_a, exec.threads);
+        out_b = std::move(tmp);
+        return;
+    }
+    mod_down_one(b, add_b, p, out_b, exec.threads);
+    mod_down_one(a, add_a, p, out_a, exec.threads);
+}
+
+void CpuBackend::mod_down_rescale_one(RnsPoly& a, int threads) const {
     const std::size_t l = a.num_q() - 1, np = a.num_p();
     std::vector<std::size_t> src(np + 1);
     for (std::size_t j = 0; j < np; ++j) src[j] = l + 1 + j;  // the P limbs, then q_l
     src.back() = l;
-    divide_exact(a, src, t_.pq_to_q[l], t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(), l, a, exec.threads);
+    divide_exact(a, src, t_.pq_to_q[l], t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(), l, a, threads);
+}
+
+void CpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const {
+    if (add_b) do_add_times_p(*add_b, b, 0, b.num_q(), exec);
+    if (add_a) do_add_times_p(*add_a, a, 0, a.num_q(), exec);
+    mod_down_rescale_one(b, exec.threads);
+    mod_down_rescale_one(a, exec.threads);
 }
 
 void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const {

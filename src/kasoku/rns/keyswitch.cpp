@@ -54,18 +54,18 @@ void KeySwitcher::mod_down(const LazyPolys& x, const RnsPoly* add0, const RnsPol
         be_.add(x.c0, *add0, both, exec);
         c0 = &both;
     }
-    be_.mod_down(x.b, c0, galois_elt, out0, exec);
-    be_.mod_down(x.a, add1, galois_elt, out1, exec);
+    be_.mod_down(x.b, x.a, c0, add1, galois_elt, out0, out1, exec);
 }
 
 void KeySwitcher::mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const RnsPoly* add1, RnsPoly& out0, RnsPoly& out1,
                                    Exec exec) const {
-    RnsPoly b = std::move(x.b), a = std::move(x.a);
-    if (!x.c0.empty()) be_.add_times_p(x.c0, b, exec);
-    if (add0) be_.add_times_p(*add0, b, exec);
-    if (add1) be_.add_times_p(*add1, a, exec);
-    be_.mod_down_rescale(b, exec);
-    be_.mod_down_rescale(a, exec);
+    RnsPoly b = std::move(x.b), a = std::move(x.a), both;  // x.c0 + add0 when there are two addends
+    const RnsPoly* c0 = x.c0.empty() ? add0 : &x.c0;
+    if (add0 && !x.c0.empty()) {
+        be_.add(x.c0, *add0, both, exec);
+        c0 = &both;
+    }
+    be_.mod_down_rescale(b, a, c0, add1, exec);
     out0 = std::move(b);
     out1 = std::move(a);
 }

@@ -42,6 +42,11 @@ protected:
     void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec e) const override { tick("sub"); cpu_->sub(a, b, out, e); }
     void do_negate(const RnsPoly& a, RnsPoly& out, Exec e) const override { tick("negate"); cpu_->negate(a, out, e); }
     void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec e) const override { tick("mul"); cpu_->mul(a, b, out, e); }
+    void do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
+                   RnsPoly& d2, Exec e) const override {
+        tick("tensor");
+        cpu_->tensor(a0, a1, b0, b1, d0, d1, d2, e);
+    }
     void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec e) const override {
         tick("fma");
         cpu_->fma(a, b, c, out, e);
@@ -79,11 +84,15 @@ protected:
         tick("divide_round_by_p0");
         cpu_->divide_round_by_p0(a, addend, e);
     }
-    void do_mod_down(const RnsPoly& a, const RnsPoly* addend, rns::u64 g, RnsPoly& out, Exec e) const override {
+    void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, rns::u64 g, RnsPoly& out_b,
+                     RnsPoly& out_a, Exec e) const override {
         tick("mod_down");
-        cpu_->mod_down(a, addend, g, out, e);
+        cpu_->mod_down(b, a, add_b, add_a, g, out_b, out_a, e);
     }
-    void do_mod_down_rescale(RnsPoly& a, Exec e) const override { tick("mod_down_rescale"); cpu_->mod_down_rescale(a, e); }
+    void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec e) const override {
+        tick("mod_down_rescale");
+        cpu_->mod_down_rescale(b, a, add_b, add_a, e);
+    }
     void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec e) const override {
         tick("add_times_p");
         cpu_->add_times_p(d, x, e, first, count);
@@ -124,7 +133,7 @@ TEST(BackendSeam, EveryOperationRunsOnTheContextsBackendWithTheCpuBits) {
     ASSERT_NE(made, nullptr);
     EXPECT_STREQ(ctx->backend().name(), "counting");
     // The key-switching steps went through the backend (and nothing bypassed it: there is no other way to the words).
-    for (const char* op : {"key_switch", "mod_up", "inner_product", "mod_down", "mod_down_rescale", "add_times_p",
+    for (const char* op : {"key_switch", "mod_up", "inner_product", "mod_down", "mod_down_rescale", "tensor",
                            "sum_of_products", "linear_combination", "horner", "from_signed", "upload", "download", "rescale", "divide_round_by_p0"})
         EXPECT_GT(made->calls(op), 0) << op;
 }

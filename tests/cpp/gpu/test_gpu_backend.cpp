@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu/backends.hpp"
+#include "gpu/counters.hpp"
 #include "kasoku/algo/bootstrap.hpp"
 #include "kasoku/gpu/cuda.hpp"
 #include "kasoku/support/error.hpp"
@@ -14,7 +15,8 @@ using namespace kasoku::ckks;
 
 namespace {
 
-// dnum = number of digits: one prime per digit (4), several (2 digits of 2), alpha 2 below 3 special primes (dnum 2).
+// dnum = number of digits: one prime per digit (4), several (2 digits of 2), alpha 2 below 3 special primes (dnum 2);
+// N = 2^8, and 2^13 where the NTT takes two passes over shared memory.
 struct Shape {
     const char* name;
     Parameters params;
@@ -23,6 +25,7 @@ const Shape kShapes[] = {
     {"dnum4_k1", test::with_dnum(test::research_params(8, 50, 32, 3, 50, 1), 4)},
     {"dnum2_k2", test::with_dnum(test::research_params(8, 50, 32, 3, 50, 2), 2)},
     {"dnum2_k3", test::with_dnum(test::research_params(8, 50, 32, 3, 50, 3), 2)},
+    {"n8192_dnum2_k2", test::with_dnum(test::research_params(13, 60, 40, 3, 60, 2), 2)},  // the NTT in two passes
 };
 
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
@@ -91,6 +94,69 @@ TEST(GpuBackend, CudaFactoryWithoutADeviceIsADeviceError) {
 }  // namespace
 
 namespace {
+
+// Batches (the *_many operations) are recorded and issued as one launch sequence: each element equals the CPU's single
+// operation bit for bit, a batch of five takes the launches of one operation, elements at different levels (launch
+// sequences that differ) still give their bits, and reading device memory back inside a batch is refused.
+TEST(GpuBackend, EmulatedBatchesAreOneLaunchSequenceWithTheCpuBits) {
+    const Parameters p = test::with_dnum(test::research_params(8, 50, 32, 3, 50, 2), 2);
+    test::Env cpu(p, {3}, {}, 11, 1);
+    auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
+    const auto ek = std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, *cpu.ek, deserialize_evaluation_keys));
+    const Evaluator ev(ctx, ek);
+    const std::size_t count = 5;
+    std::vector<Ciphertext> a, b, a2, b2;
+    std::vector<test::cvec> values;
+    for (std::size_t i = 0; i < count; ++i) {
+        a.push_back(cpu.encrypt(cpu.random(true)));
+        b.push_back(cpu.encrypt(cpu.random(true)));
+        values.push_back(cpu.random());
+        a2.push_back(test::moved(*cpu.ctx, *ctx, a.back(), deserialize_ciphertext));
+        b2.push_back(test::moved(*cpu.ctx, *ctx, b.back(), deserialize_ciphertext));
+    }
+    const auto A = Evaluator::batch(a2), B = Evaluator::batch(b2);
+    auto same = [&](const std::vector<Ciphertext>& got, auto single, const char* what) {
+        ASSERT_EQ(got.size(), count) << what;
+        for (std::size_t i = 0; i < count; ++i)
+            EXPECT_EQ(serialize(*ctx, got[i]), serialize(*cpu.ctx, single(i))) << what << " element " << i;
+    };
+    same(ev.add_many(A, B), [&](std::size_t i) { return cpu.ev.add(a[i], b[i]); }, "add_many");
+    same(ev.multiply_many(A, B), [&](std::size_t i) { return cpu.ev.multiply(a[i], b[i]); }, "multiply_many");
+    const auto tensors = ev.tensor_many(A, B);
+    same(ev.relinearize_many(Evaluator::batch(tensors)),
+         [&](std::size_t i) { return cpu.ev.relinearize(cpu.ev.tensor(a[i], b[i])); }, "tensor_many, relinearize_many");
+    same(ev.rescale_many(A), [&](std::size_t i) { return cpu.ev.rescale(a[i]); }, "rescale_many");
+    same(ev.rotate_many(A, 3), [&](std::size_t i) { return cpu.ev.rotate(a[i], 3); }, "rotate_many");
+    same(ev.multiply_plain_many(A, values), [&](std::size_t i) { return cpu.ev.multiply_plain(a[i], values[i]); },
+         "multiply_plain_many");
+
+    auto launches = [](const std::function<void()>& f) {
+        f();
+        gpu::CountScope scope;
+        f();
+        return scope.counts().launches;
+    };
+    EXPECT_EQ(launches([&] { ev.multiply_many(A, B); }), launches([&] { ev.multiply(a2[0], b2[0]); }));
+    EXPECT_EQ(launches([&] { ev.rotate_many(A, 3); }), launches([&] { ev.rotate(a2[0], 3); }));
+
+    // one element a level lower: its launches differ from the others', and every element keeps its bits
+    std::vector<Ciphertext> mixed = a2;
+    mixed[2] = ev.drop_level(a2[2], 1);
+    const Ciphertext low = cpu.ev.drop_level(a[2], 1);
+    same(ev.multiply_many(Evaluator::batch(mixed), B),
+         [&](std::size_t i) { return i == 2 ? cpu.ev.multiply(low, b[i]) : cpu.ev.multiply(a[i], b[i]); },
+         "multiply_many at two levels");
+
+    int refused = 0;
+    ctx->backend().for_each(2, 1, [&](std::size_t i, Exec) {
+        try {
+            ctx->backend().download(a2[i].polys[0], [](const rns::u64* const*) {});
+        } catch (const InternalError&) {
+            ++refused;
+        }
+    });
+    EXPECT_EQ(refused, 2) << "a batch read device memory back";
+}
 
 // Host memory whose transfers to the device fail from the `fail_at`-th on (as a device that runs out or goes away),
 // counting the words allocated and not yet released.

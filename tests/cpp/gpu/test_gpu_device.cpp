@@ -1,18 +1,16 @@
 // The CUDA runtime and kernels. Without CUDA or without a device, the API must say so (typed error, reason); on a
-// device, every kernel launch must give the bits of its body run by a CPU loop (which test_gpu_bodies compares with
-// the CPU backend). The device tests skip with the reason where there is no GPU.
+// device, every kernel must give the CPU's bits (kernel_cases.hpp, the cases test_gpu_bodies runs on the host). The
+// device tests skip with the reason where there is no GPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
-#include "gpu/bodies.hpp"
 #include "gpu/launch.hpp"
-#include "kasoku/arith/ntt.hpp"
-#include "kasoku/arith/primes.hpp"
 #include "kasoku/gpu/cuda.hpp"
 #include "kasoku/support/error.hpp"
+#include "kernel_cases.hpp"
 
 using namespace kasoku;
 using arith::Modulus;
@@ -46,148 +44,56 @@ TEST(GpuRuntime, InfoAndMemorySaySoWithoutADevice) {
 
 #ifdef KASOKU_HAVE_CUDA
 
-// Device copies of host vectors, freed with the memory.
-struct Device {
-    std::shared_ptr<const rns::PolyMemory> mem;
-    std::vector<std::pair<u64*, std::size_t>> owned;
-    ~Device() {
-        for (auto& [p, w] : owned) mem->deallocate(p, w);
+// The kernels on the device: buffers in CUDA memory, each kernel issued as the CUDA backend issues it.
+class DeviceSpace {
+public:
+    explicit DeviceSpace(std::shared_ptr<const rns::PolyMemory> mem) : mem_(std::move(mem)) {}
+    ~DeviceSpace() {
+        for (auto& [p, w] : owned_) mem_->deallocate(p, w);
     }
     template <class T>
     T* put(const std::vector<T>& v) {
-        const std::size_t words = (v.size() * sizeof(T) + 7) / 8;
+        const std::size_t words = (v.size() * sizeof(T) + 7) / 8 + 1;
         std::vector<u64> buf(words, 0);
         std::memcpy(buf.data(), v.data(), v.size() * sizeof(T));
-        u64* p = mem->allocate(words);
-        mem->from_host(buf.data(), words, p);
-        owned.emplace_back(p, words);
+        u64* p = mem_->allocate(words);
+        owned_.emplace_back(p, words);
+        mem_->from_host(buf.data(), words, p);
         return reinterpret_cast<T*>(p);
     }
     std::vector<u64> get(const u64* p, std::size_t words) {
         std::vector<u64> v(words);
-        mem->to_host(p, words, v.data());
+        mem_->to_host(p, words, v.data());
         return v;
     }
+    template <class K>
+    void run(const typename K::Shared& s, const std::vector<typename K::Item>& items) {
+        gpu::launch::issue<K>(*mem_, s, items.data(), items.size());
+    }
+
+private:
+    std::shared_ptr<const rns::PolyMemory> mem_;
+    std::vector<std::pair<u64*, std::size_t>> owned_;
 };
 
-class GpuKernels : public ::testing::Test {
+class GpuKernels : public ::testing::TestWithParam<std::size_t> {
 protected:
     void SetUp() override {
         const gpu::CudaInfo info = gpu::cuda_info();
         if (!info.available) GTEST_SKIP() << "no CUDA device: " << info.reason;
-        dev.mem = gpu::cuda_memory();
+        sp = std::make_unique<DeviceSpace>(gpu::cuda_memory());
     }
-    Device dev;
+    std::unique_ptr<DeviceSpace> sp;
 };
 
-TEST_F(GpuKernels, EveryKernelGivesItsBodysBits) {
-    std::mt19937_64 rng(7);
-    const std::size_t n = 4096;
-    std::vector<u64> q;
-    for (int b : {60, 40, 40, 50, 61}) q.push_back(arith::generate_ntt_primes(b, 1, n, q)[0]);
-    const std::size_t limbs = q.size(), words = limbs * n;
-    std::vector<Modulus> m(q.begin(), q.end());
-    std::vector<u64> a(words), b(words), c(words), r(limbs), rp(limbs);
-    for (std::size_t w = 0; w < words; ++w) {
-        a[w] = w % 9 == 0 ? q[w / n] - 1 : rng() % q[w / n];
-        b[w] = rng() % q[w / n];
-        c[w] = rng() % q[w / n];
-    }
-    for (std::size_t l = 0; l < limbs; ++l) rp[l] = arith::shoup(r[l] = rng() % q[l], q[l]);
-    u64 *da = dev.put(a), *db = dev.put(b), *dc = dev.put(c), *dq = dev.put(q), *dr = dev.put(r), *drp = dev.put(rp);
-    Modulus* dm = dev.put(m);
-    u64* dout = dev.put(std::vector<u64>(words));
-    std::vector<u64> want(words);
-    auto expect = [&](const char* what) { ASSERT_EQ(dev.get(dout, words), want) << what; };
+// Every kernel on the device against the CPU's arithmetic (the cases test_gpu_bodies runs on the host).
+TEST_P(GpuKernels, ElementwiseAndTensor) { gpu::test::check_elementwise(*sp, GetParam()); }
+TEST_P(GpuKernels, NttPassesAndTheirEpilogues) { gpu::test::check_ntt(*sp, GetParam()); }
+TEST_P(GpuKernels, Conversions) { gpu::test::check_conversions(*sp, GetParam()); }
+TEST_P(GpuKernels, InnerProductsRoundingAndSums) { gpu::test::check_products(*sp, GetParam()); }
 
-    gpu::launch::add(*dev.mem, da, db, dout, dq, n, words);
-    for (std::size_t w = 0; w < words; ++w) gpu::body::add(a.data(), b.data(), want.data(), q.data(), n, w);
-    expect("add");
-    gpu::launch::sub(*dev.mem, da, db, dout, dq, n, words);
-    for (std::size_t w = 0; w < words; ++w) gpu::body::sub(a.data(), b.data(), want.data(), q.data(), n, w);
-    expect("sub");
-    gpu::launch::negate(*dev.mem, da, dout, dq, n, words);
-    for (std::size_t w = 0; w < words; ++w) gpu::body::negate(a.data(), want.data(), q.data(), n, w);
-    expect("negate");
-    gpu::launch::mul(*dev.mem, da, db, dout, dm, n, words);
-    for (std::size_t w = 0; w < words; ++w) gpu::body::mul(a.data(), b.data(), want.data(), m.data(), n, w);
-    expect("mul");
-    gpu::launch::fma(*dev.mem, da, db, dc, dout, dm, n, words);
-    for (std::size_t w = 0; w < words; ++w) gpu::body::fma(a.data(), b.data(), c.data(), want.data(), m.data(), n, w);
-    expect("fma");
-    gpu::launch::mul_constant(*dev.mem, da, dr, drp, dout, dq, n, words);
-    for (std::size_t w = 0; w < words; ++w) gpu::body::mul_constant(a.data(), r.data(), rp.data(), want.data(), q.data(), n, w);
-    expect("mul_constant");
-    // three terms (a, b, c) with constants per term and limb (term-major), below each limb's prime
-    std::vector<u64> lc(3 * limbs);
-    for (std::size_t t = 0; t < lc.size(); ++t) lc[t] = t == 0 ? q[0] - 1 : rng() % q[t % limbs];
-    const u64* host_terms[] = {a.data(), b.data(), c.data()};
-    const std::vector<const u64*> dev_terms = {da, db, dc};
-    gpu::launch::linear_combination(*dev.mem, dev.put(dev_terms), dev.put(lc), 3, dm, n, limbs, dout);
-    for (std::size_t w = 0; w < words; ++w)
-        want[w] = gpu::body::linear_combination(host_terms, lc.data(), 3, limbs, m.data(), n, w);
-    expect("linear_combination");
-
-    // NTT and INTT of all limbs against arith's transform
-    std::vector<u64> w(words), wp(words), iw(words), iwp(words), ninv(limbs), ninvp(limbs);
-    for (std::size_t l = 0; l < limbs; ++l) {
-        const arith::NttTables t(q[l], n);
-        std::copy(t.root_powers(), t.root_powers() + n, w.begin() + l * n);
-        std::copy(t.root_shoup(), t.root_shoup() + n, wp.begin() + l * n);
-        std::copy(t.inv_root_powers(), t.inv_root_powers() + n, iw.begin() + l * n);
-        std::copy(t.inv_root_shoup(), t.inv_root_shoup() + n, iwp.begin() + l * n);
-        ninv[l] = t.n_inv();
-        ninvp[l] = t.n_inv_shoup();
-    }
-    want = a;
-    for (std::size_t l = 0; l < limbs; ++l) arith::ntt_forward(want.data() + l * n, arith::NttTables(q[l], n));
-    dev.mem->copy(da, words, dout);
-    gpu::launch::ntt_forward(*dev.mem, dout, dev.put(w), dev.put(wp), dq, n, limbs);
-    expect("NTT");
-    for (std::size_t l = 0; l < limbs; ++l) arith::ntt_inverse(want.data() + l * n, arith::NttTables(q[l], n));
-    gpu::launch::ntt_inverse(*dev.mem, dout, dev.put(iw), dev.put(iwp), dev.put(ninv), dev.put(ninvp), dq, n, limbs);
-    expect("INTT");
-    ASSERT_EQ(want, a);
-
-    // automorphism (any permutation), base conversion from the first two limbs, inner product over three digits
-    std::vector<std::uint32_t> perm(n);
-    for (std::size_t k = 0; k < n; ++k) perm[k] = static_cast<std::uint32_t>((k * 5 + 3) % n);
-    gpu::launch::permute(*dev.mem, da, dev.put(perm), dout, n, limbs);
-    for (std::size_t x = 0; x < words; ++x) gpu::body::permute(a.data(), perm.data(), want.data(), n, x);
-    expect("automorphism");
-
-    const std::size_t s = 2, targets = limbs - s;
-    std::vector<u64> f(targets * s), qv(targets * (s + 1));
-    for (auto& x : f) x = rng() % q.back();
-    for (auto& x : qv) x = rng() % q.back();
-    std::vector<double> inv_q = {1.0 / static_cast<double>(q[0]), 1.0 / static_cast<double>(q[1])};
-    std::vector<std::uint8_t> v(n), vw(n);
-    std::uint8_t* dv = dev.put(v);
-    gpu::launch::overflow_count(*dev.mem, da, s, n, dev.put(inv_q), dv);
-    for (std::size_t x = 0; x < n; ++x) vw[x] = gpu::body::overflow_count(a.data(), s, n, inv_q.data(), x);
-    std::vector<u64> vbuf((n + 7) / 8);
-    dev.mem->to_host(reinterpret_cast<const u64*>(dv), vbuf.size(), vbuf.data());
-    ASSERT_EQ(0, std::memcmp(vbuf.data(), vw.data(), n)) << "overflow count";
-    std::vector<Modulus> mt(m.begin() + s, m.end());
-    gpu::launch::convert(*dev.mem, da, s, n, dev.put(f), dev.put(mt), targets, dv, dev.put(qv), dout);
-    for (std::size_t x = 0; x < targets * n; ++x) {
-        const std::size_t t = x / n;
-        want[x] = gpu::body::convert(a.data(), s, n, f.data() + t * s, mt[t], x % n, vw.data(), qv.data() + t * (s + 1));
-    }
-    ASSERT_EQ(dev.get(dout, targets * n), std::vector<u64>(want.begin(), want.begin() + targets * n)) << "base conversion";
-
-    const std::vector<const u64*> digits = {da, db, dc}, keys = {dc, da, db};
-    const std::vector<const u64*> hd = {a.data(), b.data(), c.data()}, hk = {c.data(), a.data(), b.data()};
-    std::vector<std::uint32_t> key_limb(limbs);
-    for (std::size_t l = 0; l < limbs; ++l) key_limb[l] = static_cast<std::uint32_t>(l);
-    for (bool accumulate : {false, true}) {
-        const std::vector<u64> before = dev.get(dout, words);
-        gpu::launch::dot(*dev.mem, dev.put(digits), dev.put(keys), dev.put(key_limb), 3, dm, n, limbs, accumulate, dout);
-        for (std::size_t x = 0; x < words; ++x)
-            want[x] = gpu::body::dot(hd.data(), x, hk.data(), x, 3, m[x / n], accumulate ? before[x] : 0);
-        expect(accumulate ? "inner product, accumulated" : "inner product");
-    }
-}
+INSTANTIATE_TEST_SUITE_P(N, GpuKernels, ::testing::Values(256, 4096, 8192, 65536),
+                         [](const auto& info) { return "n" + std::to_string(info.param); });
 
 #endif  // KASOKU_HAVE_CUDA
 

@@ -163,7 +163,8 @@ TEST(Backend, ShapeMismatchesAreInternalErrors) {
     EXPECT_THROW(f.be->add(a, b, out, 1), InternalError);
     EXPECT_THROW(f.be->mul(a, f.random(3, 0, rng, false), out, 1), InternalError);
     EXPECT_THROW(f.be->rescale(b = f.random(1, 0, rng, true), 1), InternalError);
-    EXPECT_THROW(f.be->mod_down(a, nullptr, 1, out, 1), InternalError);  // no special limbs
+    RnsPoly out2;
+    EXPECT_THROW(f.be->mod_down(a, a, nullptr, nullptr, 1, out, out2, 1), InternalError);  // no special limbs
     EXPECT_THROW(f.be->add(RnsPoly(), a, out, 1), InternalError);
     // an empty or foreign output is reshaped, not an error
     f.be->add(a, a, out, 1);
@@ -280,8 +281,9 @@ TEST(Rns, ModDownDividesByP) {
     for (bool fused : {false, true}) {
         RnsPoly a = f.random(nq, np, rng), orig = a;
         f.be->to_ntt(a, 2);
-        if (fused) f.be->mod_down_rescale(a, 2);
-        else f.be->mod_down(a, nullptr, 1, a, 2);
+        RnsPoly other = a;  // the pair's second polynomial
+        if (fused) f.be->mod_down_rescale(a, other, nullptr, nullptr, 2);
+        else f.be->mod_down(a, other, nullptr, nullptr, 1, a, other, 2);
         const std::size_t out_q = fused ? nq - 1 : nq;
         ASSERT_EQ(a.num_q(), out_q);
         ASSERT_EQ(a.num_p(), 0u);
@@ -369,14 +371,15 @@ TEST(Rns, ModDownGaloisEqualsModDownAddAutomorphism) {
             f.be->to_ntt(a, 1);
             f.be->to_ntt(c0, 1);
             RnsPoly expect, got;
-            f.be->mod_down(a, nullptr, 1, expect, 1);
+            RnsPoly unused;
+            f.be->mod_down(a, a, nullptr, nullptr, 1, expect, unused, 1);
             if (with_addend) f.be->add(expect, c0, expect, 1);
             if (g != 1) {
                 RnsPoly permuted;
                 f.be->automorphism(expect, g, permuted, 1);
                 expect = permuted;
             }
-            f.be->mod_down(a, with_addend ? &c0 : nullptr, g, got, 2);
+            f.be->mod_down(a, a, with_addend ? &c0 : nullptr, nullptr, g, got, unused, 2);
             ASSERT_EQ(got, expect) << "g=" << g << " addend=" << with_addend;
         }
     }
@@ -551,8 +554,9 @@ TEST(KeySwitch, ModDownVariantsEqualTheirSteps) {
     const RnsPoly c0 = f.random(nq, 0, rng, true), c1 = f.random(nq, 0, rng, true);
     RnsPoly o0, o1, e0, e1;
     ks.mod_down(x, &c0, &c1, 5, o0, o1, 2);
-    f.be->mod_down(x.b, &c0, 5, e0, 1);
-    f.be->mod_down(x.a, &c1, 5, e1, 1);
+    RnsPoly unused;
+    f.be->mod_down(x.b, x.b, &c0, nullptr, 5, e0, unused, 1);  // each polynomial on its own
+    f.be->mod_down(x.a, x.a, &c1, nullptr, 5, e1, unused, 1);
     EXPECT_EQ(o0, e0);
     EXPECT_EQ(o1, e1);
     // x.c0 and add0 together are added first
@@ -561,15 +565,16 @@ TEST(KeySwitch, ModDownVariantsEqualTheirSteps) {
     ks.mod_down(y, &c0, nullptr, 1, o0, o1, 2);
     RnsPoly both;
     f.be->add(c1, c0, both, 1);
-    f.be->mod_down(x.b, &both, 1, e0, 1);
+    f.be->mod_down(x.b, x.b, &both, nullptr, 1, e0, unused, 1);
     EXPECT_EQ(o0, e0);
     // with rescale: round((b + P (c0 + add0)) / (P q_l))
     RnsPoly b2 = x.b, a2 = x.a;
     f.be->add_times_p(c1, b2, 1);
     f.be->add_times_p(c0, b2, 1);
     f.be->add_times_p(c1, a2, 1);
-    f.be->mod_down_rescale(b2, 1);
-    f.be->mod_down_rescale(a2, 1);
+    RnsPoly b3 = b2, a3 = a2;
+    f.be->mod_down_rescale(b2, b3, nullptr, nullptr, 1);  // each polynomial on its own
+    f.be->mod_down_rescale(a2, a3, nullptr, nullptr, 1);
     ks.mod_down_rescale(std::move(y), &c0, &c1, o0, o1, 2);
     EXPECT_EQ(o0, b2);
     EXPECT_EQ(o1, a2);

@@ -1,0 +1,559 @@
+// The GPU backend's kernels (seed 002, issue "GPU kernels shaped for an H100"), each a struct K of:
+//   K::Shared  what every item of a launch shares (the ring's tables, per-call constants);
+//   K::Item    one unit of work (a run of limbs of one polynomial, one digit, one inner product ...);
+//   K::word(s, item, w)  for word w < K::words(s, item) of an item (item kernels), or
+//   K::phase(s, item, block, thread, p, smem) for the blocks and phases of a block kernel (the NTT), whose phases are
+//   separated by a barrier and share `smem` (K::kSmemWords words);
+//   K::cost(s, item)     the bytes it reads and writes and its 64-bit multiplications (counters.hpp).
+// A launch runs one kernel over a list of items, so that the limbs of several polynomials, or the same step of every
+// operation of a batch, go in one launch. kernels.cu runs them on a CUDA device (items on the grid's y axis, words or
+// blocks on x, the Params as a __grid_constant__ argument); launch_host.cpp runs the very same functions as CPU loops,
+// block by block, phase by phase, thread by thread, with the same shared-memory layout (the emulated backend, the
+// tests). Everything is computed with arith's modular arithmetic in the CPU backend's order, so the results are the
+// CPU backend's bits (tests/cpp/gpu). Nothing here allocates, checks or throws.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "gpu/bodies.hpp"
+#include "kasoku/arith/modarith.hpp"
+
+namespace kasoku::gpu::kern {
+
+using arith::Modulus;
+using arith::u128;
+using arith::u64;
+using u32 = std::uint32_t;
+
+// A launch's arguments: what its items share, and its items (at most Cap), passed by value. Three sizes, so that a
+// single operation's launch carries a few hundred bytes and a batch's up to kParamBytes (CUDA's kernel argument space
+// is 32,764 bytes on sm_70 and later since CUDA 12.1).
+inline constexpr std::size_t kParamBytes = 30 * 1024;
+template <class K, int Cap>
+struct Params {
+    typename K::Shared s;
+    u32 count;
+    typename K::Item items[Cap];
+};
+template <class K>
+inline constexpr int kLargeCap = static_cast<int>((kParamBytes - sizeof(typename K::Shared) - 8) / sizeof(typename K::Item));
+inline constexpr int kSmallCap = 4, kMediumCap = 24;
+
+// The ring's tables in device memory (gpu_backend.cpp uploads them once), by prime index: q_0.., then p_0...
+struct Ring {
+    const u64* q;
+    const Modulus* m;
+    const u64* fw;  // forward roots and their Shoup constants, n per prime (arith's bit-reversed order)
+    const u64* fwp;
+    const u64* iw;  // inverse roots
+    const u64* iwp;
+    const u64* ninv;  // n^-1 and its Shoup constant per prime
+    const u64* ninvp;
+    u32 n, log_n;
+    u32 first_special;  // prime index of p_0 (the number of q-primes)
+};
+
+// ---------------------------------------------------------------- element-wise over runs of limbs
+
+enum class Op : u32 {
+    add,            // a + b
+    sub,            // a - b
+    neg,            // -a
+    mul,            // a * b
+    fma,            // a * b + c (one reduction)
+    mul_const,      // a * k_l (Shoup)
+    add_const,      // a + k_l
+    add_mul_const,  // a + b * k_l (Shoup): x + P d of key switching
+    copy,           // a
+    fill,           // 0
+    permute,        // a[l][perm[k]] (an automorphism in NTT form)
+};
+
+// `limbs` limbs of n words at out (a, b, c alike), over the primes from `prime` on. Constants per limb: from the
+// device tables k, kp (offset to the item's first limb) or, when k is null, from the launch's pool at `pool`.
+struct EwItem {
+    u64* out;
+    const u64* a;
+    const u64* b;
+    const u64* c;
+    const u64* k;
+    const u64* kp;
+    const u32* perm;
+    u32 prime, limbs, pool, pad;
+};
+struct EwShared {
+    Ring r;
+    u64 pool[128];  // per-call constants: (value, Shoup) pairs
+};
+
+template <Op op>
+struct Ewise {
+    using Shared = EwShared;
+    using Item = EwItem;
+    static constexpr const char* kName = op == Op::add ? "add" : op == Op::sub ? "sub" : op == Op::neg ? "negate"
+                                         : op == Op::mul ? "mul" : op == Op::fma ? "fma" : op == Op::mul_const ? "mul_const"
+                                         : op == Op::add_const ? "add_const" : op == Op::add_mul_const ? "add_mul_const"
+                                         : op == Op::copy ? "copy" : op == Op::fill ? "fill" : "permute";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
+        const std::size_t l = w / s.r.n;
+        if constexpr (op == Op::copy) {
+            it.out[w] = it.a[w];
+            return;
+        } else if constexpr (op == Op::fill) {
+            it.out[w] = 0;
+            return;
+        } else if constexpr (op == Op::permute) {
+            it.out[w] = it.a[l * s.r.n + it.perm[w % s.r.n]];
+            return;
+        }
+        const u32 p = it.prime + static_cast<u32>(l);
+        const u64 q = s.r.q[p];
+        if constexpr (op == Op::add) it.out[w] = arith::add_mod(it.a[w], it.b[w], q);
+        else if constexpr (op == Op::sub) it.out[w] = arith::sub_mod(it.a[w], it.b[w], q);
+        else if constexpr (op == Op::neg) it.out[w] = arith::neg_mod(it.a[w], q);
+        else if constexpr (op == Op::mul) it.out[w] = arith::mul_mod(it.a[w], it.b[w], s.r.m[p]);
+        else if constexpr (op == Op::fma) it.out[w] = arith::reduce_128(static_cast<u128>(it.a[w]) * it.b[w] + it.c[w], s.r.m[p]);
+        else {
+            const u64 k = it.k ? it.k[l] : s.pool[it.pool + 2 * l], kp = it.k ? it.kp[l] : s.pool[it.pool + 2 * l + 1];
+            if constexpr (op == Op::mul_const) it.out[w] = arith::mul_shoup(it.a[w], k, kp, q);
+            else if constexpr (op == Op::add_const) it.out[w] = arith::add_mod(it.a[w], k, q);
+            else it.out[w] = arith::add_mod(it.a[w], arith::mul_shoup(it.b[w], k, kp, q), q);
+        }
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        const std::size_t w = words(s, it);
+        constexpr std::size_t operands = op == Op::fill ? 0 : op == Op::fma ? 3
+                                       : (op == Op::add || op == Op::sub || op == Op::mul || op == Op::add_mul_const) ? 2 : 1;
+        bytes += 8 * w * (operands + 1) + (op == Op::permute ? 4 * s.r.n : 0);
+        mults += op == Op::mul ? 3 * w : op == Op::fma ? 4 * w : (op == Op::mul_const || op == Op::add_mul_const) ? 2 * w : 0;
+    }
+};
+
+// The tensor product of two ciphertexts, a run of limbs of each part: d0 = a0 b0, d1 = a0 b1 + a1 b0 (one reduction
+// of a1 b0 + [a0 b1], as the CPU backend's fma), d2 = a1 b1, each operand word read once.
+struct TnItem {
+    u64* d0;
+    u64* d1;
+    u64* d2;
+    const u64* a0;
+    const u64* a1;
+    const u64* b0;
+    const u64* b1;
+    u32 prime, limbs;
+};
+struct TnShared {
+    Ring r;
+};
+struct Tensor {
+    using Shared = TnShared;
+    using Item = TnItem;
+    static constexpr const char* kName = "tensor";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
+        const Modulus& m = s.r.m[it.prime + w / s.r.n];
+        const u64 a0 = it.a0[w], a1 = it.a1[w], b0 = it.b0[w], b1 = it.b1[w];
+        it.d0[w] = arith::mul_mod(a0, b0, m);
+        it.d1[w] = arith::reduce_128(static_cast<u128>(a1) * b0 + arith::mul_mod(a0, b1, m), m);
+        it.d2[w] = arith::mul_mod(a1, b1, m);
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        bytes += 56 * words(s, it);
+        mults += 10 * words(s, it);
+    }
+};
+
+// ---------------------------------------------------------------- the NTT in passes over shared memory
+
+// The negacyclic NTT of arith (radix 2, roots in bit-reversed order, the scalar body's lazy ranges) of each limb in
+// one (n <= 4096) or two passes: stages [0, split) and [split, log n) in forward numbering (stage s has 2^s butterfly
+// blocks of gap n / 2^(s+1)). The stages of a pass touch the words whose indices differ in the bits [log n - s1,
+// log n - s0) only: "groups" of 2^(s1 - s0) words, columns of stride n / 2^s1 in the first pass, contiguous chunks in
+// the second. A block loads G groups into shared memory (one tile, coalesced: consecutive columns, or consecutive
+// chunks), runs its stages there with a barrier between stages, and stores the tile. Inverse transforms run the
+// stages in the opposite order (the chunk pass first). Between passes the words keep the lazy ranges of the stage-by-
+// stage transform, so every butterfly sees the inputs it sees there: the same bits.
+inline constexpr u32 kNttThreads = 256;
+inline constexpr u32 kNttTile = 4096;  // words of shared memory per block (32 KB)
+
+struct NttPass {
+    u32 s0, s1;  // stages [s0, s1)
+    u32 groups;  // per block (G)
+};
+KASOKU_HD inline NttPass ntt_pass(u32 log_n, bool forward, int pass, int passes) {
+    if (passes == 1) return {0, log_n, 1};
+    const u32 split = log_n / 2;
+    const bool columns = (pass == 0) == forward;  // forward: columns first; inverse: chunks first
+    return columns ? NttPass{0, split, kNttTile >> split} : NttPass{split, log_n, kNttTile >> (log_n - split)};
+}
+KASOKU_HD inline int ntt_passes(u32 log_n) { return log_n <= 12 ? 1 : 2; }
+
+// One limb run: src -> dst (the same words for an in-place transform; each pass reads its input and writes its
+// output). On the last pass of a forward transform, with a != null: the exact-division epilogue of ModDown and
+// rescaling, dst[l][perm_inv ? perm_inv[x] : x] = (a[l][x] - t) * inv[l] (+ add[l][x]) for the transformed t (the CPU
+// backend's divide_exact). On the last pass of an inverse transform: times sc[l] (Shoup scp[l]) instead of n^-1 when
+// sc is given (n^-1 times the next step's constant, folded).
+struct NtItem {
+    const u64* src;
+    u64* dst;
+    const u64* a;
+    const u64* add;
+    const u64* inv;
+    const u64* invp;
+    const u32* perm_inv;
+    const u64* sc;
+    const u64* scp;
+    u32 prime, limbs;
+};
+struct NtShared {
+    Ring r;
+    u32 pass, passes;
+};
+
+template <bool Forward>
+struct Ntt {
+    using Shared = NtShared;
+    using Item = NtItem;
+    static constexpr const char* kName = Forward ? "ntt_forward" : "ntt_inverse";
+    static constexpr u32 kThreads = kNttThreads;
+    static constexpr u32 kSmemWords = kNttTile;
+
+    static KASOKU_HD NttPass pass_of(const Shared& s) {
+        return ntt_pass(s.r.log_n, Forward, static_cast<int>(s.pass), static_cast<int>(s.passes));
+    }
+    // Blocks of an item: limbs x (groups per limb / groups per block).
+    static KASOKU_HD std::size_t blocks(const Shared& s, const Item& it) {
+        const NttPass p = pass_of(s);
+        return static_cast<std::size_t>(it.limbs) * ((s.r.n >> (p.s1 - p.s0)) / p.groups);
+    }
+    static KASOKU_HD u32 phases(const Shared& s) {
+        const NttPass p = pass_of(s);
+        return p.s1 - p.s0 + 2;  // load, the stages, store
+    }
+    // The limb index of tile word w of block b (the tile is the identity of the global order within a block).
+    static KASOKU_HD std::size_t index(const Shared& s, const NttPass& p, std::size_t b, u32 w) {
+        const u32 k = p.s1 - p.s0;
+        if (p.s1 < s.r.log_n)  // columns: tile word w = t G + g holds x = t n/2^s1 + (b G + g)
+            return (static_cast<std::size_t>(w / p.groups) << (s.r.log_n - p.s1)) + b * p.groups + w % p.groups;
+        return (b * p.groups << k) + w;  // chunks: contiguous
+    }
+    static KASOKU_HD void phase(const Shared& s, const Item& it, std::size_t block, u32 thread, u32 ph, u64* tile) {
+        const NttPass p = pass_of(s);
+        const u32 k = p.s1 - p.s0, W = p.groups << k;
+        const std::size_t per_limb = (s.r.n >> k) / p.groups, l = block / per_limb, b = block % per_limb;
+        const u32 prime = it.prime + static_cast<u32>(l);
+        const u64 q = s.r.q[prime];
+        const std::size_t base = l * s.r.n;
+        const bool last = s.pass + 1 == s.passes;
+        if (ph == 0) {  // load
+            for (u32 w = thread; w < W; w += kThreads) tile[w] = it.src[base + index(s, p, b, w)];
+            return;
+        }
+        if (ph == k + 1) {  // store
+            for (u32 w = thread; w < W; w += kThreads) {
+                const std::size_t x = index(s, p, b, w);
+                u64 v = tile[w];
+                if (!last) {
+                    it.dst[base + x] = v;
+                } else if (Forward) {
+                    if (v >= 2 * q) v -= 2 * q;  // [0, 4q) -> [0, q)
+                    if (v >= q) v -= q;
+                    if (!it.a) {
+                        it.dst[base + x] = v;
+                    } else {
+                        u64 r = arith::mul_shoup(arith::sub_mod(it.a[base + x], v, q), it.inv[l], it.invp[l], q);
+                        if (it.add) r = arith::add_mod(r, it.add[base + x], q);
+                        it.dst[base + (it.perm_inv ? it.perm_inv[x] : x)] = r;
+                    }
+                } else {
+                    it.dst[base + x] = it.sc ? arith::mul_shoup(v, it.sc[l], it.scp[l], q)
+                                             : arith::mul_shoup(v, s.r.ninv[prime], s.r.ninvp[prime], q);
+                }
+            }
+            return;
+        }
+        // stage ph - 1 of the pass, in the transform's order
+        const u32 s_idx = Forward ? p.s0 + ph - 1 : p.s1 - ph;
+        const u32 h = 1u << (p.s1 - s_idx - 1);  // butterfly gap in group units
+        const u64* w_tab = (Forward ? s.r.fw : s.r.iw) + static_cast<std::size_t>(prime) * s.r.n;
+        const u64* wp_tab = (Forward ? s.r.fwp : s.r.iwp) + static_cast<std::size_t>(prime) * s.r.n;
+        const bool columns = p.s1 < s.r.log_n;
+        for (u32 u = thread; u < W / 2; u += kThreads) {
+            const u32 g = columns ? u % p.groups : u / (1u << (k - 1));
+            const u32 tb = columns ? u / p.groups : u % (1u << (k - 1));
+            const u32 t = (tb / h) * 2 * h + tb % h;
+            const u32 i0 = columns ? t * p.groups + g : (g << k) + t, i1 = columns ? i0 + h * p.groups : i0 + h;
+            const std::size_t x = index(s, p, b, i0);
+            const std::size_t tw = (std::size_t{1} << s_idx) + (x >> (s.r.log_n - s_idx));
+            if (Forward) body::ntt_forward_pair(tile[i0], tile[i1], w_tab[tw], wp_tab[tw], q);
+            else body::ntt_inverse_pair(tile[i0], tile[i1], w_tab[tw], wp_tab[tw], q);
+        }
+    }
+    // The roots (and Shoup constants) of this pass's stages, read once per prime of a launch (limbs of one prime share
+    // them through the cache).
+    static KASOKU_HD std::size_t table_bytes(const Shared& s) {
+        const NttPass p = pass_of(s);
+        return 16 * ((std::size_t{1} << p.s1) - (std::size_t{1} << p.s0));
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        const NttPass p = pass_of(s);
+        const std::size_t w = static_cast<std::size_t>(it.limbs) * s.r.n, k = p.s1 - p.s0;
+        const bool last = s.pass + 1 == s.passes;
+        bytes += 16 * w;  // each word in and out (the roots: table_bytes)
+        if (last && Forward && it.a) bytes += 8 * w * (it.add ? 2 : 1) + (it.perm_inv ? 4 * s.r.n : 0);
+        mults += w / 2 * k * 2 + (last && (!Forward || it.a) ? 2 * w : 0);
+    }
+};
+
+// ---------------------------------------------------------------- base conversions
+
+// ModUp of one digit (approximate conversion, rns::BaseConverter): y holds its s scaled source limbs in coefficient
+// form; for coefficient c, each thread reads the s source words once and writes every target limb of the digit's
+// extension over Q_l * P (dst: nq + np limbs; the digit's own limbs [begin, begin + s) are copied from `own`, d in NTT
+// form). f: the digit converter's factors, f[prime * s + i] for the target of prime index `prime`.
+struct CuItem {
+    const u64* y;
+    const u64* own;
+    u64* dst;
+    const u64* f;
+    u32 s, begin;
+};
+struct CuShared {
+    Ring r;
+    u32 nq, np;
+};
+inline constexpr u32 kMaxCached = 16;  // source words kept in registers (more: read again per target)
+
+// sum_i y_i f[i] mod m over s source words of coefficient c (the first `cached` in registers), reduced every 32
+// products as rns::BaseConverter's scalar body.
+KASOKU_HD inline u64 convert_sum(const u64* cache, u32 cached, const u64* y, std::size_t n, std::size_t c, u32 s, const u64* f,
+                                 const Modulus& m) {
+    u64 r = 0;
+    for (u32 i0 = 0; i0 < s; i0 += 32) {
+        u128 acc = 0;
+        for (u32 i = i0; i < s && i < i0 + 32; ++i) acc += static_cast<u128>(i < cached ? cache[i] : y[i * n + c]) * f[i];
+        r = arith::add_mod(r, arith::reduce_128(acc, m), m.value);
+    }
+    return r;
+}
+
+struct ConvertUp {
+    using Shared = CuShared;
+    using Item = CuItem;
+    static constexpr const char* kName = "convert_up";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item&) { return s.r.n; }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t c) {
+        const std::size_t n = s.r.n;
+        u64 y[kMaxCached];
+        const u32 cached = it.s < kMaxCached ? it.s : kMaxCached;
+        for (u32 i = 0; i < cached; ++i) y[i] = it.y[i * n + c];
+        for (u32 i = 0; i < it.s; ++i) it.dst[(it.begin + i) * n + c] = it.own[i * n + c];
+        for (u32 t = 0; t < s.nq + s.np; ++t) {
+            if (t >= it.begin && t < it.begin + it.s) continue;
+            const u32 prime = t < s.nq ? t : s.r.first_special + (t - s.nq);
+            it.dst[t * n + c] = convert_sum(y, cached, it.y, n, c, it.s, it.f + static_cast<std::size_t>(prime) * it.s, s.r.m[prime]);
+        }
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        const std::size_t n = s.r.n, targets = s.nq + s.np - it.s;
+        bytes += 8 * n * (it.s + it.s + targets + it.s);  // sources, own limbs in and out, targets
+        mults += n * targets * (it.s + 3 * ((it.s + 31) / 32));
+    }
+};
+
+// The exact conversion of ModDown and rescaling (rns::BaseConverter with its overflow correction): for coefficient c,
+// the s scaled source words are read once, their overflow count v computed in double precision in the CPU's order
+// (kernels.cu is compiled without FMA contraction), and each of the `keep` target q-limbs written (coefficient form):
+// sum_i y_i f[t s + i] - v Q mod q_t (qv[t (s + 1) + v]).
+struct CdItem {
+    const u64* y;
+    u64* dst;
+    const u64* f;
+    const u64* qv;
+    const double* inv_q;
+    u32 s, keep;
+};
+struct CdShared {
+    Ring r;
+};
+struct ConvertDown {
+    using Shared = CdShared;
+    using Item = CdItem;
+    static constexpr const char* kName = "convert_down";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item&) { return s.r.n; }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t c) {
+        const std::size_t n = s.r.n;
+        const std::uint8_t v = body::overflow_count(it.y, it.s, n, it.inv_q, c);
+        u64 y[kMaxCached];
+        const u32 cached = it.s < kMaxCached ? it.s : kMaxCached;
+        for (u32 i = 0; i < cached; ++i) y[i] = it.y[i * n + c];
+        for (u32 t = 0; t < it.keep; ++t) {
+            const Modulus& m = s.r.m[t];
+            const u64 r = convert_sum(y, cached, it.y, n, c, it.s, it.f + static_cast<std::size_t>(t) * it.s, m);
+            it.dst[t * n + c] = arith::sub_mod(r, it.qv[static_cast<std::size_t>(t) * (it.s + 1) + v], m.value);
+        }
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        bytes += 8 * s.r.n * (it.s + it.keep);
+        mults += s.r.n * it.keep * (it.s + 3 * ((it.s + 31) / 32));
+    }
+};
+
+// ---------------------------------------------------------------- key-switching inner products
+
+// For every word (t, k) of Q_l * P, both halves at once: b = sum_e sum_j d_j[t][k_e] kb_ej[t'][k_e], a likewise, with
+// k_e = perm_e[k] (the automorphism of term e; identity when null) and t' = the key's limb of the same prime (keys
+// span Q_L * P); on the q-limbs also c0_out = sum_e c0[t][k_e]. Digits and terms beyond one launch's share are
+// accumulated by further launches (accumulate: add to the outputs).
+inline constexpr u32 kDotDigits = 8, kDotTerms = 8;
+struct DtItem {
+    const u64* d[kDotDigits];
+    u64* b;
+    u64* a;
+    const u64* c0;
+    u64* c0_out;
+};
+struct DtShared {
+    Ring r;
+    u32 nq, np, digits, terms, accumulate, with_c0;
+    const u64* kb[kDotTerms][kDotDigits];
+    const u64* ka[kDotTerms][kDotDigits];
+    const u32* perm[kDotTerms];
+};
+struct Dot {
+    using Shared = DtShared;
+    using Item = DtItem;
+    static constexpr const char* kName = "dot";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item&) { return static_cast<std::size_t>(s.nq + s.np) * s.r.n; }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
+        const std::size_t n = s.r.n, t = w / n, k = w % n;
+        const std::size_t kt = t < s.nq ? t : s.r.first_special + (t - s.nq);
+        const Modulus& m = s.r.m[kt];
+        u64 rb = s.accumulate ? it.b[w] : 0, ra = s.accumulate ? it.a[w] : 0;
+        u64 rc = 0;
+        for (u32 e = 0; e < s.terms; ++e) {
+            const std::size_t ke = s.perm[e] ? s.perm[e][k] : k, dw = t * n + ke, kw = kt * n + ke;
+            u128 sb = 0, sa = 0;
+            for (u32 j = 0; j < s.digits; ++j) {  // at most 8 products below 2^122 each: no overflow
+                const u64 dj = it.d[j][dw];
+                sb += static_cast<u128>(dj) * s.kb[e][j][kw];
+                sa += static_cast<u128>(dj) * s.ka[e][j][kw];
+            }
+            rb = arith::add_mod(rb, arith::reduce_128(sb, m), m.value);
+            ra = arith::add_mod(ra, arith::reduce_128(sa, m), m.value);
+            if (s.with_c0 && t < s.nq) rc = arith::add_mod(rc, it.c0[dw], m.value);
+        }
+        it.b[w] = rb;
+        it.a[w] = ra;
+        if (s.with_c0 && t < s.nq) it.c0_out[w] = s.accumulate ? arith::add_mod(it.c0_out[w], rc, m.value) : rc;
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        const std::size_t w = words(s, it);
+        bytes += 8 * w * (s.terms * s.digits * 3 + 2 * (s.accumulate ? 2 : 1)) + (s.with_c0 ? 16 * s.nq * s.r.n * s.terms : 0);
+        mults += w * s.terms * 2 * (s.digits + 3);
+        (void)it;
+    }
+};
+
+// ---------------------------------------------------------------- rounding division by the last limb's prime
+
+// Rescaling and the division by p_0 of encryption: `last` is that limb in coefficient form; for coefficient c the
+// rounded value x = last[c] (+ addend[c]) + r/2 mod r is formed once and each of the `keep` correction limbs written
+// (coefficient form): t_l = (x mod q_l) - (r/2 mod q_l) (- addend[c] mod q_l) (the CPU backend's divide_round_by_last).
+struct RlItem {
+    const u64* last;
+    const std::int64_t* addend;
+    u64* t;
+    const u64* half;  // (r >> 1) mod q_l per kept limb
+    u64 r;
+    u32 keep, pad;
+};
+struct RlShared {
+    Ring r;
+};
+struct RoundLast {
+    using Shared = RlShared;
+    using Item = RlItem;
+    static constexpr const char* kName = "round_last";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item&) { return s.r.n; }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t c) {
+        u64 x = it.last[c];
+        if (it.addend) x = arith::add_mod(x, arith::signed_residue(it.addend[c], it.r), it.r);
+        x = arith::add_mod(x, it.r >> 1, it.r);
+        for (u32 l = 0; l < it.keep; ++l) {
+            const Modulus& m = s.r.m[l];
+            u64 t = arith::sub_mod(arith::reduce_64(x, m), it.half[l], m.value);
+            if (it.addend) t = arith::sub_mod(t, arith::signed_residue(it.addend[c], m.value), m.value);
+            it.t[l * s.r.n + c] = t;
+        }
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        bytes += 8 * s.r.n * (1 + it.keep + (it.addend ? 1 : 0));
+        mults += 3 * s.r.n * it.keep;
+    }
+};
+
+// ---------------------------------------------------------------- sums of products
+
+// out (limbs x n, primes from `prime`) = sum_i x_i * y_i (+ out when accumulating), terms beyond one launch's share
+// accumulated by further launches. (Plaintext sums of key switching and linear transforms.)
+inline constexpr u32 kSumTerms = 16;
+struct SpItem {
+    u64* out;
+    const u64* x[kSumTerms];
+    const u64* y[kSumTerms];
+    u32 prime, limbs;
+};
+struct SpShared {
+    Ring r;
+    u32 terms, accumulate;
+};
+struct SumProducts {
+    using Shared = SpShared;
+    using Item = SpItem;
+    static constexpr const char* kName = "sum_of_products";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
+        const Modulus& m = s.r.m[it.prime + w / s.r.n];
+        u128 acc = s.accumulate ? it.out[w] : 0;
+        for (u32 i = 0; i < s.terms; ++i) acc += static_cast<u128>(it.x[i][w]) * it.y[i][w];  // 16 products + 2^64: fits
+        it.out[w] = arith::reduce_128(acc, m);
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        const std::size_t w = words(s, it);
+        bytes += 8 * w * (2 * s.terms + (s.accumulate ? 2 : 1));
+        mults += w * (s.terms + 3);
+    }
+};
+
+// out (q-limbs from 0) = sum_t x_t * f[t limbs + l] (+ out when accumulating): constants per term and limb in the pool
+// (base conversion's dot product; linear_combination of the seam).
+inline constexpr u32 kLcTerms = 32;
+struct LcItem {
+    u64* out;
+    u32 limbs, pad;
+};
+struct LcShared {
+    Ring r;
+    u32 terms, accumulate;
+    const u64* x[kLcTerms];
+    u64 f[512];
+};
+struct LinearCombination {
+    using Shared = LcShared;
+    using Item = LcItem;
+    static constexpr const char* kName = "linear_combination";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
+        const std::size_t l = w / s.r.n;
+        const u64 v = body::linear_combination(s.x, s.f, s.terms, it.limbs, s.r.m, s.r.n, w);
+        it.out[w] = s.accumulate ? arith::add_mod(it.out[w], v, s.r.m[l].value) : v;
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        const std::size_t w = words(s, it);
+        bytes += 8 * w * (s.terms + (s.accumulate ? 2 : 1));
+        mults += w * (s.terms + 3 * ((s.terms + 31) / 32));
+    }
+};
+
+}  // namespace kasoku::gpu::kern
