@@ -222,14 +222,31 @@ def test_cuda_device_or_its_reason():
     assert cuda["compiled"] == bool(cuda["architectures"])  # what the kernels were compiled for, when they were
     with pytest.raises(ks.ParameterError, match="device must be"):
         ks.Context(params, threads=1, device="tpu")
+    cpu = ks.Context(params, threads=1)
+    keys = cpu.keygen(rotations=[1])
+    x = np.linspace(-1, 1, cpu.slots)
+    ct = cpu.encrypt(x, keys.public)
+    assert ct.device == "cpu" and ct.to("cpu").to_bytes() == ct.to_bytes()
+    with pytest.raises(ks.ParameterError, match="device must be"):
+        ct.to("tpu")
     if not cuda["available"]:
         with pytest.raises(ks.DeviceError, match="CUDA"):
             ks.Context(params, threads=1, device="cuda")
+        with pytest.raises(ks.DeviceError, match="CUDA"):
+            ct.to("cuda")
         return
     ctx = ks.Context(params, threads=1, device="cuda")
     assert ctx.device == "cuda" and ctx.backend == "cuda"
-    keys = ctx.keygen(rotations=[1])
-    ev = ctx.evaluator(keys.evaluation())
-    x = np.linspace(-1, 1, ctx.slots)
-    ct = ev.rotate(ev.multiply(ctx.encrypt(x, keys.public), ctx.encrypt(x, keys.public)), 1)
-    assert np.max(np.abs(ctx.decrypt(ct, keys.secret).real - np.roll(x * x, -1))) < 1e-4
+    gkeys = ctx.keygen(rotations=[1])
+    ev = ctx.evaluator(gkeys.evaluation())
+    g = ev.rotate(ev.multiply(ctx.encrypt(x, gkeys.public), ctx.encrypt(x, gkeys.public)), 1)
+    assert np.max(np.abs(ctx.decrypt(g, gkeys.secret).real - np.roll(x * x, -1))) < 1e-4
+    # a CPU context's ciphertext and keys to the GPU and back: the same bits, computed there, decrypted here
+    gpu = cpu.on("cuda")
+    assert gpu.device == "cuda" and cpu.on("cuda").on("cpu").device == "cpu"
+    on_gpu = ct.to("cuda")
+    assert on_gpu.device == "cuda" and on_gpu.to("cpu").to_bytes() == ct.to_bytes()
+    gev = gpu.evaluator(keys.evaluation().to("cuda"))
+    cev = cpu.evaluator(keys.evaluation())
+    assert gev.multiply(on_gpu, on_gpu).to("cpu").to_bytes() == cev.multiply(ct, ct).to_bytes()
+    assert np.max(np.abs(cpu.decrypt(gev.rotate(on_gpu, 1).to("cpu"), keys.secret).real - np.roll(x, -1))) < 1e-4

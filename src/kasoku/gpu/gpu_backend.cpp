@@ -204,6 +204,15 @@ private:
     template <kern::Op op>
     void with_constants(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out) const;
     void ntt(bool forward, const std::vector<Transform>& ts) const;
+    // The shape of every division of the backend: the divisor's limbs to coefficient form, a per-coefficient kernel K
+    // (ring tables only) that writes the corrections, and their forward transform ending in the exact division.
+    template <class K>
+    void divide(const std::vector<Transform>& inverse, const std::vector<typename K::Item>& step,
+                const std::vector<Transform>& forward) const {
+        ntt(false, inverse);
+        launch::run<K>(mem(), kern::RingOnly{ring_}, step);
+        ntt(true, forward);
+    }
     template <class Int>
     void from_signed_any(const Int* coeffs, RnsPoly& out) const;
     struct Perm {
@@ -375,7 +384,7 @@ void GpuBackend::ewise(RnsPoly& out, const RnsPoly* a, const RnsPoly* b, const R
 
 void GpuBackend::do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0,
                            RnsPoly& d1, RnsPoly& d2, Exec) const {
-    kern::TnShared s{};
+    kern::RingOnly s{};
     s.r = ring_;
     std::vector<kern::TnItem> items;
     for (const Run& r : runs(a0.num_q(), a0.num_p())) {
@@ -583,11 +592,7 @@ void GpuBackend::divide_round_by_last(const std::vector<RnsPoly*>& polys, std::s
         f.inv = &inv;
         forward.push_back(f);
     }
-    ntt(false, inverse);
-    kern::RlShared s{};
-    s.r = ring_;
-    launch::run<kern::RoundLast>(mem(), s, corrections);
-    ntt(true, forward);
+    divide<kern::RoundLast>(inverse, corrections, forward);
     for (std::size_t k = 0; k < K; ++k) *polys[k] = std::move(outs[k]);
 }
 
@@ -639,11 +644,7 @@ void GpuBackend::divide_exact(const std::vector<const RnsPoly*>& xs, const std::
         f.perm_inv = perm ? perm->inverse.as<u32>() : nullptr;
         forward.push_back(f);
     }
-    ntt(false, inverse);
-    kern::CdShared cs{};
-    cs.r = ring_;
-    launch::run<kern::ConvertDown>(mem(), cs, converts);
-    ntt(true, forward);
+    divide<kern::ConvertDown>(inverse, converts, forward);
     for (std::size_t k = 0; k < K; ++k) *outs[k] = std::move(results[k]);
 }
 

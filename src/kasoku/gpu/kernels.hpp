@@ -53,6 +53,11 @@ struct Ring {
     u32 first_special;  // prime index of p_0 (the number of q-primes)
 };
 
+// What the items of a kernel share when it is the ring's tables alone.
+struct RingOnly {
+    Ring r;
+};
+
 // ---------------------------------------------------------------- element-wise over runs of limbs
 
 enum class Op : u32 {
@@ -142,11 +147,8 @@ struct TnItem {
     const u64* b1;
     u32 prime, limbs;
 };
-struct TnShared {
-    Ring r;
-};
 struct Tensor {
-    using Shared = TnShared;
+    using Shared = RingOnly;
     using Item = TnItem;
     static constexpr const char* kName = "tensor";
     static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
@@ -373,11 +375,8 @@ struct CdItem {
     const double* inv_q;
     u32 s, keep;
 };
-struct CdShared {
-    Ring r;
-};
 struct ConvertDown {
-    using Shared = CdShared;
+    using Shared = RingOnly;
     using Item = CdItem;
     static constexpr const char* kName = "convert_down";
     static KASOKU_HD std::size_t words(const Shared& s, const Item&) { return s.r.n; }
@@ -468,11 +467,8 @@ struct RlItem {
     u64 r;
     u32 keep, pad;
 };
-struct RlShared {
-    Ring r;
-};
 struct RoundLast {
-    using Shared = RlShared;
+    using Shared = RingOnly;
     using Item = RlItem;
     static constexpr const char* kName = "round_last";
     static KASOKU_HD std::size_t words(const Shared& s, const Item&) { return s.r.n; }

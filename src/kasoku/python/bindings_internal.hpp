@@ -6,6 +6,7 @@
 #include <nanobind/ndarray.h>
 
 #include <complex>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -29,9 +30,19 @@ using ReleaseGil = nb::call_guard<nb::gil_scoped_release>;
 // State shared by a Python Context and every object it makes: the C++ context and the evaluator that the ciphertext
 // operators (+, -, *) use. ctx.evaluator(...) may replace that evaluator while another thread runs an operator, so
 // it is read and written under a lock and the operator keeps its own reference for the whole operation.
+struct Owner;
+using OwnerPtr = std::shared_ptr<Owner>;
+
 struct Owner {
     kasoku::ckks::ContextPtr ctx;
     std::shared_ptr<const kasoku::ckks::Evaluator> keyless;  // add/sub/negate without keys (set once)
+    std::string device;                                       // "cpu" or "cuda"
+
+    // A context of these parameters on `device` (the C++ backend: "cpu" or "cuda"), threads as this one's.
+    static OwnerPtr make(const kasoku::ckks::Parameters& params, int threads, const std::string& device);
+    // The same parameters on another device: one context per context and device while any of its objects lives, so
+    // that objects moved there and back meet their own context again (Ciphertext.to, Context.on).
+    static OwnerPtr on(const OwnerPtr& self, const std::string& device);
 
     void set_operators(std::shared_ptr<const kasoku::ckks::Evaluator> ev) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -48,8 +59,9 @@ private:
     std::shared_ptr<const kasoku::ckks::Evaluator> operators_;  // set by Context.evaluator(...)
     mutable std::mutex boot_mu_;  // apart from mu_: making a bootstrapper takes seconds, operators must not wait
     mutable std::shared_ptr<const kasoku::algo::Bootstrapper> bootstrapper_;
+    std::mutex twins_mu_;
+    std::map<std::string, std::weak_ptr<Owner>> twins_;
 };
-using OwnerPtr = std::shared_ptr<Owner>;
 
 struct KContext { OwnerPtr owner; };
 struct KCiphertext { OwnerPtr owner; kasoku::ckks::Ciphertext ct; };

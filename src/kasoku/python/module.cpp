@@ -5,6 +5,7 @@
 #include <nanobind/stl/complex.h>
 
 #include "bindings_internal.hpp"
+#include "kasoku/gpu/cuda.hpp"
 #include "kasoku/support/threads.hpp"
 
 namespace nb = nanobind;
@@ -23,6 +24,28 @@ std::shared_ptr<const Evaluator> Owner::operators(bool needs_keys) const {
         throw MissingKeyError("this operator needs evaluation keys: call ctx.evaluator(keys.evaluation()) once, "
                               "then ciphertexts of that context support * and rotations");
     return keyless;
+}
+
+OwnerPtr Owner::make(const Parameters& params, int threads, const std::string& device) {
+    rns::BackendFactory factory;
+    if (device == "cpu") factory = rns::make_cpu_backend;
+    else if (device == "cuda") factory = gpu::make_cuda_backend;
+    else throw ParameterError("device must be \"cpu\" or \"cuda\" (got \"" + device + "\")");
+    auto o = std::make_shared<Owner>();
+    o->ctx = Context::create(params, threads, factory);
+    o->keyless = std::make_shared<const Evaluator>(o->ctx, nullptr);
+    o->device = device;
+    return o;
+}
+
+OwnerPtr Owner::on(const OwnerPtr& self, const std::string& device) {
+    if (device == self->device) return self;
+    std::lock_guard<std::mutex> lock(self->twins_mu_);
+    if (OwnerPtr twin = self->twins_[device].lock()) return twin;
+    OwnerPtr twin = make(self->ctx->params(), self->ctx->threads(), device);
+    twin->twins_[self->device] = self;  // the way back (twin's mutex: nobody else knows it yet)
+    self->twins_[device] = twin;
+    return twin;
 }
 
 std::shared_ptr<const kasoku::algo::Bootstrapper> Owner::default_bootstrapper() const {

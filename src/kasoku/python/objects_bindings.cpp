@@ -15,6 +15,7 @@
 #include "kasoku/algo/matmul.hpp"
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/gpu/cuda.hpp"
+#include "kasoku/support/random.hpp"
 #include "kasoku/support/threads.hpp"
 
 namespace nb = nanobind;
@@ -44,6 +45,16 @@ KCiphertext encrypt_with(const KContext& c, const Plaintext& pt, const AnyKey& k
     const auto& sk = std::get<KSecretKey>(key);
     same_owner(sk.owner, c.owner, "secret key");
     return wrap(c.owner, Encryptor(c.owner->ctx).encrypt_symmetric(pt, *sk.key, threads));
+}
+
+// A key of one context in ctx.on(device), through its bytes (the same bits; a secret key's bytes are wiped after).
+template <class K, class Value, class Load>
+K moved(const OwnerPtr& from, const std::string& device, const Value& v, Load load) {
+    const OwnerPtr to = Owner::on(from, device);
+    Bytes b = serialize(*from->ctx, v);
+    K out{to, load(*to->ctx, b)};
+    secure_wipe(b.data(), b.size());
+    return out;
 }
 
 // to_bytes(compression=None | "zstd").
@@ -124,6 +135,11 @@ void bind_objects(nb::module_& m) {
         .def_static("from_bytes", [](const KContext& c, BytesIn b) {
             return KSecretKey{c.owner, std::make_shared<const SecretKey>(deserialize_secret_key(*c.owner->ctx, b.data, b.size))};
         }, "ctx"_a, "data"_a, ReleaseGil())
+        .def("to", [](const KSecretKey& k, const std::string& device) {
+            return moved<KSecretKey>(k.owner, device, *k.key, [](const Context& c, const Bytes& b) {
+                return std::make_shared<const SecretKey>(deserialize_secret_key(c, b.data(), b.size()));
+            });
+        }, "device"_a, "The key in ctx.on(device) (it stays on this machine: a GPU of the client's).", ReleaseGil())
         .def("__repr__", [](const KSecretKey&) { return std::string("SecretKey(<hidden>)"); });
 
     nb::class_<KPlaintext>(m, "Plaintext", "Encoded values (NTT form) at a level and scale; made by Context.encode.")
@@ -136,7 +152,12 @@ void bind_objects(nb::module_& m) {
         }, "compression"_a = nb::none(), ReleaseGil())
         .def_static("from_bytes", [](const KContext& c, BytesIn b) {
             return KPublicKey{c.owner, std::make_shared<const PublicKey>(deserialize_public_key(*c.owner->ctx, b.data, b.size))};
-        }, "ctx"_a, "data"_a, ReleaseGil());
+        }, "ctx"_a, "data"_a, ReleaseGil())
+        .def("to", [](const KPublicKey& k, const std::string& device) {
+            return moved<KPublicKey>(k.owner, device, *k.key, [](const Context& c, const Bytes& b) {
+                return std::make_shared<const PublicKey>(deserialize_public_key(c, b.data(), b.size()));
+            });
+        }, "device"_a, "The key in ctx.on(device).", ReleaseGil());
 
     nb::class_<KSwitchKey>(m, "SwitchKey", "A key-switching key (relinearisation or one Galois element).")
         .def("to_bytes", [](const KSwitchKey& k, std::optional<std::string> c) {
@@ -171,7 +192,13 @@ void bind_objects(nb::module_& m) {
             for (auto& [e, _] : k.keys->galois) g.push_back(e);
             return g;
         })
-        .def_prop_ro("has_relin", [](const KEvaluationKeys& k) { return static_cast<bool>(k.keys->relin); });
+        .def_prop_ro("has_relin", [](const KEvaluationKeys& k) { return static_cast<bool>(k.keys->relin); })
+        .def("to", [](const KEvaluationKeys& k, const std::string& device) {
+            return moved<KEvaluationKeys>(k.owner, device, *k.keys, [](const Context& c, const Bytes& b) {
+                return std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(c, b.data(), b.size()));
+            });
+        }, "device"_a, "The keys in ctx.on(device): ctx.on(\"cuda\").evaluator(keys.evaluation().to(\"cuda\")).",
+           ReleaseGil());
 
     nb::class_<KKeyPair>(m, "KeyPair", "Keys made by Context.keygen: secret, public, relin, galois.")
         .def_ro("secret", &KKeyPair::secret)
@@ -198,6 +225,15 @@ void bind_objects(nb::module_& m) {
             return wrap(c.owner, deserialize_ciphertext(*c.owner->ctx, b.data, b.size));
         }, "ctx"_a, "data"_a, ReleaseGil())
         .def("copy", [](const KCiphertext& c) { return c; }, ReleaseGil())
+        .def("to", [](const KCiphertext& c, const std::string& device) {
+            const OwnerPtr to = Owner::on(c.owner, device);
+            if (to == c.owner) return c;
+            const Bytes b = serialize(*c.owner->ctx, c.ct);
+            return wrap(to, deserialize_ciphertext(*to->ctx, b.data(), b.size()));
+        }, "device"_a,
+           "The ciphertext in ctx.on(device) (\"cpu\" or \"cuda\"), the same bits: ct.to(\"cuda\") computes on the "
+           "GPU with ctx.on(\"cuda\")'s evaluator, .to(\"cpu\") brings it back to ctx.", ReleaseGil())
+        .def_prop_ro("device", [](const KCiphertext& c) { return c.owner->device; })
         .def("__repr__", [](const KCiphertext& c) { return describe_ct(c.ct); })
         .def("__neg__", [](const KCiphertext& a) { return wrap(a.owner, a.owner->operators(false)->negate(a.ct)); }, ReleaseGil())
         .def("__add__", [](const KCiphertext& a, const KCiphertext& b) {
@@ -232,14 +268,7 @@ void bind_objects(nb::module_& m) {
     // ---------------------------------------------------------------- Context
     nb::class_<KContext>(m, "Context", "Parameters plus every precomputed table; makes keys, ciphertexts and evaluators.")
         .def("__init__", [](KContext* self, const Parameters& p, TArg threads, const std::string& device) {
-            rns::BackendFactory factory;
-            if (device == "cpu") factory = rns::make_cpu_backend;
-            else if (device == "cuda") factory = gpu::make_cuda_backend;
-            else throw ParameterError("device must be \"cpu\" or \"cuda\" (got \"" + device + "\")");
-            auto o = std::make_shared<Owner>();
-            o->ctx = Context::create(p, threads ? resolve_threads(*threads) : 0, factory);
-            o->keyless = std::make_shared<const Evaluator>(o->ctx, nullptr);
-            new (self) KContext{o};
+            new (self) KContext{Owner::make(p, threads ? resolve_threads(*threads) : 0, device)};
         }, "params"_a, "threads"_a = nb::none(), "device"_a = "cpu",
            "threads=None uses all cores. device=\"cuda\" computes on the first CUDA GPU (keys, ciphertexts and plaintexts "
            "live there; key generation and encryption randomness stay on the host); DeviceError when there is none "
@@ -256,9 +285,13 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); })
         .def_prop_ro("backend", [](const KContext& c) { return std::string(c.owner->ctx->backend().name()); },
                      "The polynomial backend the context computes on (\"cpu\" or \"cuda\").")
-        .def_prop_ro("device", [](const KContext& c) {
-            return std::string(c.owner->ctx->backend().memory()->host_accessible() ? "cpu" : "cuda");
-        }, "Where the context's polynomials live: \"cpu\" or \"cuda\".")
+        .def_prop_ro("device", [](const KContext& c) { return c.owner->device; },
+                     "Where the context's polynomials live: \"cpu\" or \"cuda\".")
+        .def("on", [](const KContext& c, const std::string& device) { return KContext{Owner::on(c.owner, device)}; },
+             "device"_a,
+             "This context's parameters on `device` (\"cpu\" or \"cuda\"): the same context for the same device while any "
+             "of its objects lives, so that ciphertexts and keys moved there with .to(device) and back meet their own "
+             "context again. DeviceError without that device.", ReleaseGil())
         .def("synchronize", [](const KContext& c) { c.owner->ctx->backend().memory()->synchronize(); },
              "Waits for the device's queued work (a no-op on the CPU): time GPU operations up to this call.", ReleaseGil())
         .def("scale_at", [](const KContext& c, int level) { return c.owner->ctx->scale_at(level); }, "level"_a,

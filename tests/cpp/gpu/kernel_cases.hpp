@@ -184,7 +184,7 @@ void check_elementwise(Space& sp, std::size_t n) {
 
     // the tensor product: d0 = a b, d1 = a c + b b, d2 = b c (a0 = a, a1 = b, b0 = b, b1 = c)
     u64 *d0 = sp.put(std::vector<u64>(W)), *d1 = sp.put(std::vector<u64>(W)), *d2 = sp.put(std::vector<u64>(W));
-    kern::TnShared ts{};
+    kern::RingOnly ts{};
     ts.r = ring;
     sp.template run<kern::Tensor>(ts, {{d0, d1, d2, da, db, db, dc, 0, static_cast<u32>(L)}});
     std::vector<u64> w0(W), w1(W), w2(W);
@@ -212,7 +212,8 @@ void check_ntt(Space& sp, std::size_t n) {
     for (std::size_t l = 0; l < L; ++l) arith::ntt_forward(fwd.data() + l * n, *P.ntt[l]);
     u64* src = sp.put(x);
     u64* dst = sp.put(std::vector<u64>(W));
-    auto transform = [&](bool forward, const kern::NtItem& it) {
+    // it.src -> it.dst in one or two passes; between them the words live at `mid` (it.dst unless given)
+    auto transform = [&](bool forward, const kern::NtItem& it, u64* mid = nullptr) {
         const int passes = kern::ntt_passes(ring.log_n);
         for (int p = 0; p < passes; ++p) {
             kern::NtShared s{};
@@ -220,7 +221,8 @@ void check_ntt(Space& sp, std::size_t n) {
             s.pass = static_cast<u32>(p);
             s.passes = static_cast<u32>(passes);
             kern::NtItem i = it;
-            if (p > 0) i.src = i.dst;
+            if (p > 0) i.src = mid ? mid : it.dst;
+            if (p + 1 < passes) i.dst = mid ? mid : it.dst;
             if (forward) sp.template run<kern::Ntt<true>>(s, {i});
             else sp.template run<kern::Ntt<false>>(s, {i});
         }
@@ -285,18 +287,7 @@ void check_ntt(Space& sp, std::size_t n) {
     it.invp = sp.put(invp);
     it.perm_inv = sp.put(perm_inv);
     it.limbs = static_cast<u32>(K);
-    // the last pass writes the result elsewhere: the passes before it work in place on t
-    const int passes = kern::ntt_passes(ring.log_n);
-    for (int p = 0; p < passes; ++p) {
-        kern::NtShared s{};
-        s.r = ring;
-        s.pass = static_cast<u32>(p);
-        s.passes = static_cast<u32>(passes);
-        kern::NtItem i = it;
-        i.src = mid;
-        if (p + 1 < passes) i.dst = mid;
-        sp.template run<kern::Ntt<true>>(s, {i});
-    }
+    transform(true, it, mid);  // the passes before the last work in place on t, the last writes the result
     ASSERT_EQ(sp.get(it.dst, K * n), want) << "NTT with the exact division and a permutation, n=" << n;
 }
 
@@ -335,7 +326,7 @@ void check_conversions(Space& sp, std::size_t n) {
     want.assign(nq * n, 0);
     for (std::size_t t = 0; t < nq; ++t) down.convert_to(t, zp.data(), n, want.data() + t * n, v.data());
     u64* out = sp.put(std::vector<u64>(nq * n));
-    kern::CdShared ds{};
+    kern::RingOnly ds{};
     ds.r = ring;
     sp.template run<kern::ConvertDown>(ds, {{sp.put(z), out, sp.put(down.factors()), sp.put(down.q_multiples()),
                                              sp.put(down.inverse_primes()), static_cast<u32>(np), static_cast<u32>(nq)}});
@@ -424,7 +415,7 @@ void check_products(Space& sp, std::size_t n) {
             }
         }
         u64* out = sp.put(std::vector<u64>(nq * n));
-        kern::RlShared rs{};
+        kern::RingOnly rs{};
         rs.r = ring;
         sp.template run<kern::RoundLast>(rs, {{sp.put(last), with_addend ? sp.put(e) : nullptr, out, sp.put(half), r,
                                                 static_cast<u32>(nq), 0}});
