@@ -76,6 +76,11 @@ def test_bootstrapping_levels_and_encapsulation(rng):
     fresh = ctx.encrypt(z, keys.public)
     assert fresh.level == ctx.user_level and fresh.scale == 2.0 ** 40
     ev = ctx.evaluator(keys.evaluation())
+    # what a new user writes: encrypt, drop to level 0, bootstrap (drop_level keeps the canonical scale)
+    low = ev.drop_level(fresh, 0)
+    assert low.level == 0 and low.scale == ctx.scale_at(0) and ev.drop_limbs(fresh, 0).scale == fresh.scale
+    back = ev.bootstrap(low)
+    assert back.level == ctx.user_level and np.max(np.abs(ctx.decrypt(back, keys.secret) - z)) < 2.0 ** -20
     out, stages = ev.bootstrap_profile(ctx.encrypt(z, keys.public, level=0))
     assert set(stages) == {"raise", "coeff_to_slot", "eval_mod", "slot_to_coeff"} and min(stages.values()) > 0
     assert out.level == ctx.user_level and out.scale == 2.0 ** 40

@@ -112,12 +112,12 @@ public:
     const Polynomial& arcsine() const { return asin_; }    // the arcsine correction (no coefficients when off)
     const BootstrapConfig& config() const { return cfg_; }
 
-    // The message of ct (any level >= input_level(), size 2; at input_level() its scale must be the canonical one) at
-    // output_level() with that level's canonical scale. Messages with |m| <= 1 keep the measured precision
+    // The message of ct (any level >= input_level() and any scale above it, size 2 or 3; at input_level() its scale must
+    // be the canonical one, which drop_level keeps) at output_level() with that level's canonical scale. Messages with |m| <= 1 keep the measured precision
     // (docs/BOOTSTRAPPING.md); the sine adds a relative error (2 pi c / K)^2 / 6 for a message coefficient c (without
     // the arcsine correction), so larger ones lose bits. Throws ScaleError for a non-canonical scale at
-    // input_level(), LevelError below it, ParameterError for a size-3 ciphertext or one of another context,
-    // MissingKeyError for a missing key.
+    // input_level(), LevelError below it, ParameterError for a ciphertext of another context, MissingKeyError for a
+    // missing key.
     ckks::Ciphertext bootstrap(const ckks::Evaluator& ev, const ckks::Ciphertext& ct, Exec exec = {},
                                OpCounts* counts = nullptr, BootstrapTimes* times = nullptr) const;
 

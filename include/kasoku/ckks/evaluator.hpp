@@ -104,8 +104,16 @@ public:
     Ciphertext relinearize(const Ciphertext& a, Exec exec = {}) const;
     // Divides by q_level with rounding: one level down. Throws LevelError at level 0.
     Ciphertext rescale(const Ciphertext& a, Exec exec = {}) const;
-    // Drops limbs down to `level` (no scaling). Throws LevelError for a level above a's or below 0.
+    // a at `level` (at or below a's). A ciphertext on the canonical scale of its level (fresh, rescaled products,
+    // bootstrapping's output) lands on the canonical scale of `level` (the limbs above level + 1 are dropped and one
+    // integer constant and rescale by q_(level+1) adjust the scale, to a relative 2^-40), so it combines
+    // with the ciphertexts there without adjustment, and polynomial evaluation and bootstrapping take it. Any other
+    // ciphertext (a hand-chosen scale, size 3) keeps its scale: drop_limbs. Throws LevelError for a level above a's or
+    // below 0.
     Ciphertext drop_level(const Ciphertext& a, int level, Exec exec = {}) const;
+    // Drops limbs down to `level`, nothing else: the scale stays a's (off the canonical scale of `level` when a was on
+    // its own level's). Throws as drop_level.
+    Ciphertext drop_limbs(const Ciphertext& a, int level) const;
     // Every slot times i, exactly and without a level: the product by the monomial X^(n/2).
     Ciphertext multiply_by_i(const Ciphertext& a, Exec exec = {}) const;
     // ModRaise, bootstrapping's first step: a at level 0 -> the same coefficients, centered mod q_0, over the primes of

@@ -335,8 +335,9 @@ std::vector<std::uint64_t> Bootstrapper::galois_elements(const ckks::Context& ct
 namespace {
 // ct on `level` with its canonical scale: taken down exactly (one rescale) from above; on that level its scale must
 // be the canonical one already.
-Ciphertext on_level(const ckks::Context& ctx, const ckks::Evaluator& ev, const Ciphertext& ct, int level, Exec exec) {
-    if (ct.size() != 2) throw ParameterError("bootstrap needs a relinearised (size-2) ciphertext; relinearize it first");
+Ciphertext on_level(const ckks::Context& ctx, const ckks::Evaluator& ev, const Ciphertext& in, int level, Exec exec) {
+    if (in.size() > 3) throw ParameterError("bootstrap takes ciphertexts of size 2 or 3, not " + std::to_string(in.size()));
+    const Ciphertext ct = in.size() == 3 ? ev.relinearize(in, exec) : in;
     if (ct.level() > level) return ev.linear_combination_at({&ct}, {1.0}, 0.0, level, 0.0, exec);
     if (ct.level() < level)
         throw LevelError("bootstrap with SlotToCoeff first needs the ciphertext at level >= " + std::to_string(level) +
@@ -345,7 +346,9 @@ Ciphertext on_level(const ckks::Context& ctx, const ckks::Evaluator& ev, const C
     if (!ctx.is_canonical(ct.scale, level))
         throw ScaleError("bootstrap needs a ciphertext at level " + std::to_string(level) + " on its canonical scale (" +
                          std::to_string(ctx.scale_at(level)) + "), this one has " + std::to_string(ct.scale) +
-                         "; bootstrap it one level earlier, or rescale products instead of changing scales by hand");
+                         " and no level left to adjust it: bootstrap it one level earlier (any scale is taken above "
+                         "level " + std::to_string(level) + "), or bring it down with drop_level, which keeps the canonical "
+                         "scale, instead of drop_limbs or a hand-chosen scale");
     return ct;
 }
 }  // namespace

@@ -271,7 +271,7 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
     const MatmulPlan::Level& lv = p.at(level, exec);
     OpCounts c;
     const std::size_t G = p.grid, K = a.rows < p.block ? a.rows : p.block;
-    auto at_level = [&](const Ciphertext& x) { return x.level() == level ? x : ev.drop_level(x, level, exec); };
+    auto at_level = [&](const Ciphertext& x) { return x.level() == level ? x : ev.drop_limbs(x, level); };
     auto scalar_one = [&](const Ciphertext& x) {  // one level down at the canonical scale, like a masked rotation
         ++c.cmult;
         ++c.rescale;

@@ -57,10 +57,10 @@ Evaluator::Aligned Evaluator::align(const Ciphertext& a, const Ciphertext& b, bo
     const Ciphertext& lo = a_high ? b : a;
     Ciphertext adjusted;
     if (same_scale(hi.scale, lo.scale)) {
-        adjusted = drop_level(hi, lo.level(), exec);
+        adjusted = drop_limbs(hi, lo.level());
     } else {
         // Exact scale adjustment: drop to lo.level + 1, multiply by round(s_lo q / s_hi), rescale by q.
-        Ciphertext t = drop_level(hi, lo.level() + 1, exec);
+        Ciphertext t = drop_limbs(hi, lo.level() + 1);
         const double q = static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(lo.level()) + 1));
         const double c = std::nearbyint(lo.scale * q / hi.scale);
         if (c < 1.0)
@@ -506,7 +506,7 @@ Ciphertext Evaluator::rescale(const Ciphertext& a, Exec exec) const {
     return r;
 }
 
-Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, Exec) const {
+Ciphertext Evaluator::drop_limbs(const Ciphertext& a, int level) const {
     check(a, "operand");
     if (level < 0 || level > a.level())
         throw LevelError("drop_level to " + std::to_string(level) + ": the ciphertext is at level " + std::to_string(a.level()) +
@@ -514,6 +514,12 @@ Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, Exec) const {
     Ciphertext r = a;
     for (auto& p : r.polys) p.truncate(static_cast<std::size_t>(level) + 1);
     return r;
+}
+
+Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, Exec exec) const {
+    Ciphertext r = drop_limbs(a, level);  // checks
+    if (level == a.level() || a.size() != 2 || !ctx_->is_canonical(a.scale, a.level())) return r;
+    return linear_combination_at({&a}, {1.0}, 0.0, level, 0.0, exec);
 }
 
 const SwitchKey& Evaluator::galois_key(std::uint64_t g, const char* what) const {

@@ -91,9 +91,15 @@ void bind_evaluator(nb::module_& m) {
         .def("rescale", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
             return wrap(e.owner, e.ev->rescale(a.ct, threads_arg(t)));
         }, "a"_a, "threads"_a = nb::none(), ReleaseGil())
-        .def("drop_level", [](const KEvaluator& e, const KCiphertext& a, int level) {
-            return wrap(e.owner, e.ev->drop_level(a.ct, level));
-        }, "a"_a, "level"_a, ReleaseGil())
+        .def("drop_level", [](const KEvaluator& e, const KCiphertext& a, int level, TArg t) {
+            return wrap(e.owner, e.ev->drop_level(a.ct, level, threads_arg(t)));
+        }, "a"_a, "level"_a, "threads"_a = nb::none(),
+           "a at `level`: on the canonical scale of that level when a is on its own level's (fresh, products, "
+           "bootstrapping's output; to a relative 2^-40), so it combines, evaluates polynomials and bootstraps there; other "
+           "scales are kept (drop_limbs).", ReleaseGil())
+        .def("drop_limbs", [](const KEvaluator& e, const KCiphertext& a, int level) {
+            return wrap(e.owner, e.ev->drop_limbs(a.ct, level));
+        }, "a"_a, "level"_a, "Drops limbs down to `level`, nothing else: the scale stays a's.", ReleaseGil())
         .def("rotate", [](const KEvaluator& e, const KCiphertext& a, std::int64_t step, TArg t) {
             return wrap(e.owner, e.ev->rotate(a.ct, step, threads_arg(t)));
         }, "a"_a, "step"_a, "threads"_a = nb::none(), "Left rotation: slot i of the result is slot i+step of a.", ReleaseGil())

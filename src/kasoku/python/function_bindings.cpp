@@ -232,7 +232,8 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
         const auto boot = b ? b->boot : e.owner->default_bootstrapper();
         return wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t)));
     }, "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
-         "The message of a (any level from bootstrapper.input_level, 0 unless SlotToCoeff first; size 2) again at "
+         "The message of a (any level from bootstrapper.input_level, 0 unless SlotToCoeff first; any scale above it, the "
+         "canonical one at it, which drop_level keeps; size 2 or 3) again at "
          "bootstrapper.output_level, on its canonical scale: values with "
          "|x| <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the keys of "
          "ctx.keygen(bootstrapping=True)).", ReleaseGil())

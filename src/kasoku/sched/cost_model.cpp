@@ -318,7 +318,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     std::array<Table, kTaskKinds> ops;
     for (auto& t : ops) t.nq_min = 2;
     for (int nq = 2; nq <= top + 1; ++nq) {
-        const auto ct = ev.drop_level(ct_top, nq - 1);
+        const auto ct = ev.drop_limbs(ct_top, nq - 1);
         for (int k = 0; k < kTaskKinds; ++k) {
             std::vector<double> row;
             for (int t = 1; t <= max_threads; ++t) row.push_back(std::max(time_op(kind_at(k), ct, t, reps), 1e-6));
