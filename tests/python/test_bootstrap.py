@@ -136,3 +136,14 @@ def test_bootstrapping_presets():
         assert p.boot_levels > 0 and p.scale_bits == 40
     b16 = ks.Parameters.named("BOOT16")
     assert b16.log_n == 16 and b16.levels >= 9 and b16.log_qp <= 1772
+
+
+def test_long_calls_show_progress_on_request(capfd):
+    """keygen and a bootstrapper's plan say how far they are on stderr (progress=True; None: on a terminal)."""
+    ctx = ks.Context(boot_params(), threads=1)
+    ctx.keygen(rotations=[1, 2], progress=True)
+    ks.Bootstrapper(ctx, progress=True)
+    err = capfd.readouterr().err
+    assert "kasoku: key generation, keys 3/3" in err and "kasoku: bootstrapping plan, transforms 6/6" in err
+    ctx.keygen(rotations=[1], progress=False)
+    assert capfd.readouterr().err == ""

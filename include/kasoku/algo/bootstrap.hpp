@@ -37,6 +37,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "kasoku/algo/linear_transform.hpp"
@@ -84,10 +85,12 @@ struct BootstrapTimes {
 class Bootstrapper {
 public:
     // Plans the levels and encodes the transforms (over Q_l * P at their levels: the memory of the bootstrapping
-    // "keys" besides the Galois keys). Throws ParameterError for a config outside its ranges, a context with neither
+    // "keys" besides the Galois keys). The encoded transforms are shared by every bootstrapper of the same context and
+    // config while one of them lives: a second one is made without encoding anything (shares_transforms_with). Throws ParameterError for a config outside its ranges, a context with neither
     // encapsulation (boot_secret_weight) nor a sparse secret (hamming_weight) unless k_bound is given, or one with
     // too few levels (the message says how many are needed).
-    Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg = {}, Exec exec = {});
+    // progress, when given, is called after each transform encoded with (transforms done, transforms in all).
+    Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg = {}, Exec exec = {}, const Progress& progress = {});
 
     // The Galois elements of every rotation and the conjugation it uses (give them to KeyGenerator::evaluation_keys
     // with the relinearisation key; with boot_secret_weight, KeyGenerator::encapsulation_keys too).
@@ -111,6 +114,9 @@ public:
     const Polynomial& cosine() const { return cos_; }      // EvalMod's interpolant (on [-1, 1])
     const Polynomial& arcsine() const { return asin_; }    // the arcsine correction (no coefficients when off)
     const BootstrapConfig& config() const { return cfg_; }
+    // Whether two bootstrappers use the same encoded transforms (the same context and config, one made while the
+    // other lived).
+    bool shares_transforms_with(const Bootstrapper& o) const { return transforms_ == o.transforms_; }
 
     // The message of ct (any level >= input_level() and any scale above it, size 2 or 3; at input_level() its scale must
     // be the canonical one, which drop_level keeps) at output_level() with that level's canonical scale. Messages with |m| <= 1 keep the measured precision
@@ -150,7 +156,11 @@ private:
     std::size_t slots_ = 0;
     std::vector<std::uint64_t> trace_steps_;  // sparse: Galois elements of the rotations by s * 2^i
     Polynomial cos_, asin_;
-    std::vector<LinearTransform> cts_, stc_, finish_;  // finish_: SlotToCoeff first's final scaling
+    struct Transforms {
+        std::vector<LinearTransform> cts, stc, finish;  // finish: SlotToCoeff first's final scaling
+    };
+    // Shared by every bootstrapper of the same context and config while one of them lives (transforms.cpp's cache).
+    std::shared_ptr<const Transforms> transforms_;
 };
 
 }  // namespace kasoku::algo

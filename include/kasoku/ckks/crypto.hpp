@@ -26,9 +26,10 @@ public:
     SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec = {}) const;
     // Relinearisation key plus Galois keys for the given rotation steps, conjugation and Galois elements
     // (e.g. trace_galois_elements(...)). Throws as galois_key.
+    // progress, when given, is called after each key with (keys made, keys to make).
     EvaluationKeys evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
                                    bool conjugation, const std::vector<std::uint64_t>& galois_elements = {},
-                                   Exec exec = {}) const;
+                                   Exec exec = {}, const Progress& progress = {}) const;
     // The encapsulation keys of bootstrapping into ek (Parameters::boot_secret_weight nonzero coefficients in an
     // ephemeral secret s', drawn here and wiped): to_sparse (s -> s' over q_0 * p_0, the smallest modulus, where a
     // sparse secret keeps its security) and from_sparse (s' -> s, an ordinary key under s). Throws ParameterError

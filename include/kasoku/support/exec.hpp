@@ -1,7 +1,13 @@
 // The execution handle that every heavy operation takes (docs/ARCHITECTURE.md): how wide it runs.
 #pragma once
+#include <cstddef>
+#include <functional>
 
 namespace kasoku {
+
+// Called by long operations (key generation, a bootstrapper's plan) after each step with (steps done, steps in all),
+// on the calling thread; an exception it throws ends the operation.
+using Progress = std::function<void(std::size_t done, std::size_t total)>;
 
 // The CPU backend runs an operation on a team of `threads` OpenMP threads. A device backend orders all the work of a
 // context on one stream of its device (concurrent operations from several host threads are queued there in the

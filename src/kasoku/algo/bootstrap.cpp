@@ -4,6 +4,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <numbers>
 #include <set>
 #include <string>
@@ -272,7 +273,7 @@ std::vector<std::uint64_t> trace_steps(const ckks::Context& ctx, std::size_t s) 
 }
 }  // namespace
 
-Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec) : ctx_(std::move(ctx)) {
+Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec, const Progress& progress) : ctx_(std::move(ctx)) {
     if (!ctx_) throw ParameterError("bootstrapping needs a context");
     Plan plan = make_plan(*ctx_, cfg);
     cfg_ = plan.cfg;
@@ -290,18 +291,47 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec)
     while (q0 / (std::ldexp(s0, doublings_ + 1)) >= want) ++doublings_;
     ratio_ = q0 / std::ldexp(s0, doublings_);
 
+    // The encoded transforms: from the cache when a bootstrapper of this context and config lives, else encoded now.
+    // The key is the context and everything the planned config fixes (its transform levels chosen).
+    static std::mutex cache_mutex;
+    static std::map<std::vector<double>, std::weak_ptr<const Transforms>> cache;
+    const std::vector<double> key = {static_cast<double>(ctx_->uid()), static_cast<double>(cfg_.cts_levels),
+                                     static_cast<double>(cfg_.stc_levels), static_cast<double>(cfg_.double_angle),
+                                     static_cast<double>(cfg_.log_message_ratio), k_bound_, static_cast<double>(cos_.coeffs.size()),
+                                     static_cast<double>(slots_), static_cast<double>(cfg_.arcsine_degree),
+                                     cfg_.slot_to_coeff_first ? 1.0 : 0.0};
+    std::lock_guard<std::mutex> lock(cache_mutex);  // a second bootstrapper of the config waits for the first's encoding
+    if ((transforms_ = cache[key].lock())) return;
     // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)); sparse: the trace's sum of g
     // copies -> (t_{gj} + i t_{g(j+s)}) / (q_0 (B + 1)) before the split (which halves it).
     const double gap = static_cast<double>(ctx_->slots() / slots_);
     const double cts_factor = ctx_->scale_at(top_) / (q0 * (sparse() ? gap : 2.0) * range);
     // SlotToCoeff: sin(2 pi x) = sin(2 pi m / K) ~ 2 pi m / K -> m.
     const Maps maps = transform_maps(*ctx_, plan, cts_factor, ratio_ / (2.0 * std::numbers::pi));
-    for (int g = 0; g < cfg_.cts_levels; ++g) cts_.emplace_back(ctx_, maps.cts[static_cast<std::size_t>(g)], top_ - g, 0, exec);
+    auto t = std::make_shared<Transforms>();
+    const std::size_t total = static_cast<std::size_t>(cfg_.cts_levels + cfg_.stc_levels + (cfg_.slot_to_coeff_first ? 1 : 0));
+    std::size_t done = 0;
+    const auto encoded = [&] {
+        if (progress) progress(++done, total);
+    };
+    for (int g = 0; g < cfg_.cts_levels; ++g) {
+        t->cts.emplace_back(ctx_, maps.cts[static_cast<std::size_t>(g)], top_ - g, 0, exec);
+        encoded();
+    }
     // SlotToCoeff first: on the input's levels stc_levels..1 (then the final scaling above the output level); else
     // the last levels.
     const int stc_top = cfg_.slot_to_coeff_first ? cfg_.stc_levels : output_level() + cfg_.stc_levels;
-    for (int g = 0; g < cfg_.stc_levels; ++g) stc_.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
-    if (cfg_.slot_to_coeff_first) finish_.emplace_back(ctx_, maps.finish, output_level() + 1, 0, exec);
+    for (int g = 0; g < cfg_.stc_levels; ++g) {
+        t->stc.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
+        encoded();
+    }
+    if (cfg_.slot_to_coeff_first) {
+        t->finish.emplace_back(ctx_, maps.finish, output_level() + 1, 0, exec);
+        encoded();
+    }
+    for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
+    cache[key] = t;
+    transforms_ = std::move(t);
 }
 
 int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) { return make_plan(ctx, cfg).depth; }
@@ -309,7 +339,7 @@ int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig&
 std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
     std::set<std::uint64_t> all{ctx_->conjugation_element()};
     all.insert(trace_steps_.begin(), trace_steps_.end());
-    for (const auto* list : {&cts_, &stc_, &finish_})
+    for (const auto* list : {&transforms_->cts, &transforms_->stc, &transforms_->finish})
         for (const auto& t : *list)
             for (std::uint64_t g : t.galois_elements()) all.insert(g);
     return {all.begin(), all.end()};
@@ -364,9 +394,10 @@ Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, 
 }
 
 Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Ciphertext& raised, Exec exec, OpCounts* counts) const {
-    if (!sparse()) return apply_all(cts_, ev, raised, exec, counts);
+    if (!sparse()) return apply_all(transforms_->cts, ev, raised, exec, counts);
     // The trace to the subring (doubling: one key per step), the transforms, then a + conj(a).
-    const Ciphertext a = apply_all(cts_, ev, ev.trace(raised, trace_steps_, static_cast<int>(trace_steps_.size()), exec), exec, counts);
+    const Ciphertext a = apply_all(transforms_->cts, ev, ev.trace(raised, trace_steps_, static_cast<int>(trace_steps_.size()), exec),
+                                   exec, counts);
     if (counts) {
         counts->rot += trace_steps_.size() + 1;
         counts->add += trace_steps_.size() + 1;
@@ -388,7 +419,7 @@ Ciphertext Bootstrapper::eval_mod(const ckks::Evaluator& ev, const Ciphertext& y
 }
 
 Ciphertext Bootstrapper::slot_to_coeff(const ckks::Evaluator& ev, const Ciphertext& w, Exec exec, OpCounts* counts) const {
-    return apply_all(stc_, ev, w, exec, counts);
+    return apply_all(transforms_->stc, ev, w, exec, counts);
 }
 
 Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec, OpCounts* counts,
@@ -424,7 +455,7 @@ Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& 
         }
         w = ev.add(re, ev.multiply_by_i(im, exec), exec);
     }
-    if (cfg_.slot_to_coeff_first) w = finish_.front().apply(ev, w, exec, counts);  // the final scaling, timed with EvalMod
+    if (cfg_.slot_to_coeff_first) w = transforms_->finish.front().apply(ev, w, exec, counts);  // the final scaling, timed with EvalMod
     lap(&BootstrapTimes::eval_mod);
     if (cfg_.slot_to_coeff_first) return w;
     Ciphertext out = slot_to_coeff(ev, w, exec, counts);

@@ -1,5 +1,6 @@
 #include "kasoku/ckks/crypto.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -154,17 +155,27 @@ SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt
 
 EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
                                              bool conjugation, const std::vector<std::uint64_t>& galois_elements,
-                                             Exec exec) const {
+                                             Exec exec, const Progress& progress) const {
     EvaluationKeys ek;
     ek.context_uid = ctx_->uid();
     ek.key_id = sk.key_id();
-    if (relin) ek.relin = std::make_shared<const SwitchKey>(relin_key(sk, exec));
     std::vector<std::uint64_t> elts;
     for (std::int64_t step : rotations) elts.push_back(ctx_->galois_element(step));
     if (conjugation) elts.push_back(ctx_->conjugation_element());
     elts.insert(elts.end(), galois_elements.begin(), galois_elements.end());
-    for (std::uint64_t g : elts)
-        if (g != 1 && !ek.galois.count(g)) ek.galois[g] = std::make_shared<const SwitchKey>(galois_key(sk, g, exec));
+    std::sort(elts.begin(), elts.end());
+    elts.erase(std::unique(elts.begin(), elts.end()), elts.end());
+    elts.erase(std::remove(elts.begin(), elts.end(), std::uint64_t{1}), elts.end());
+    const std::size_t total = elts.size() + (relin ? 1 : 0);
+    std::size_t done = 0;
+    if (relin) {
+        ek.relin = std::make_shared<const SwitchKey>(relin_key(sk, exec));
+        if (progress) progress(++done, total);
+    }
+    for (std::uint64_t g : elts) {
+        ek.galois[g] = std::make_shared<const SwitchKey>(galois_key(sk, g, exec));
+        if (progress) progress(++done, total);
+    }
     return ek;
 }
 

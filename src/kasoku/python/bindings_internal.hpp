@@ -63,6 +63,10 @@ private:
     std::map<std::string, std::weak_ptr<Owner>> twins_;
 };
 
+// A progress callback for a long call (key generation, a bootstrapper's plan) that writes "kasoku: <what> k/N" on
+// stderr, or none: on = true always, false never, None (nullopt) when stderr is a terminal. No GIL needed.
+kasoku::Progress stderr_progress(std::optional<bool> on, const std::string& what);
+
 struct KContext { OwnerPtr owner; };
 struct KCiphertext { OwnerPtr owner; kasoku::ckks::Ciphertext ct; };
 struct KEvaluator { OwnerPtr owner; std::shared_ptr<const kasoku::ckks::Evaluator> ev; };

@@ -134,16 +134,20 @@ void bind_functions(nb::module_& m) {
         "(Parameters.boot_secret_weight) or a sparse secret (hamming_weight) unless k_bound is given; takes `depth` "
         "levels (the bootstrapping levels when the parameters have them, else from the top) and leaves results at "
         "`output_level` (ctx.user_level with bootstrapping levels). Making one encodes its transforms (the memory of "
-        "bootstrapping besides the Galois keys); ctx.keygen(bootstrapping=b) makes its keys.")
+        "bootstrapping besides the Galois keys; a second one of the same context and config shares them, made at once); "
+        "ctx.keygen(bootstrapping=b) makes its keys. progress: a line per transform encoded on stderr (None: when "
+        "stderr is a terminal).")
         .def("__init__", [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
                             int log_message_ratio, double k_bound, std::size_t cos_degree, std::size_t slots,
-                            int arcsine_degree, bool slot_to_coeff_first, TArg t) {
+                            int arcsine_degree, bool slot_to_coeff_first, TArg t, std::optional<bool> progress) {
             const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle,   log_message_ratio,  k_bound,
                                             cos_degree, slots,      arcsine_degree, slot_to_coeff_first};
-            new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(c.owner->ctx, cfg, threads_arg(t))};
+            new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(
+                                                  c.owner->ctx, cfg, threads_arg(t),
+                                                  stderr_progress(progress, "bootstrapping plan, transforms"))};
         }, "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 8,
            "k_bound"_a = 0.0, "cos_degree"_a = 0, "slots"_a = 0, "arcsine_degree"_a = 0,
-           "slot_to_coeff_first"_a = false, "threads"_a = nb::none(),
+           "slot_to_coeff_first"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(),
            ReleaseGil())
         .def_prop_ro("depth", [](const KBootstrapper& b) { return b.boot->depth(); })
         .def_prop_ro("input_level", [](const KBootstrapper& b) { return b.boot->input_level(); },

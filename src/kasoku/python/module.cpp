@@ -5,6 +5,11 @@
 #include <nanobind/stl/complex.h>
 
 #include "bindings_internal.hpp"
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
 #include "kasoku/gpu/cuda.hpp"
 #include "kasoku/support/threads.hpp"
 
@@ -50,8 +55,24 @@ OwnerPtr Owner::on(const OwnerPtr& self, const std::string& device) {
 
 std::shared_ptr<const kasoku::algo::Bootstrapper> Owner::default_bootstrapper() const {
     std::lock_guard<std::mutex> lock(boot_mu_);
-    if (!bootstrapper_) bootstrapper_ = std::make_shared<const kasoku::algo::Bootstrapper>(ctx);
+    if (!bootstrapper_)
+        bootstrapper_ = std::make_shared<const kasoku::algo::Bootstrapper>(
+            ctx, kasoku::algo::BootstrapConfig{}, kasoku::Exec{}, stderr_progress(std::nullopt, "bootstrapping plan, transforms"));
     return bootstrapper_;
+}
+
+kasoku::Progress stderr_progress(std::optional<bool> on, const std::string& what) {
+    if (on ? !*on : !isatty(STDERR_FILENO)) return {};
+    const bool tty = isatty(STDERR_FILENO), automatic = !on;
+    const auto start = std::chrono::steady_clock::now();
+    return [what, tty, automatic, start, shown = false](std::size_t done, std::size_t total) mutable {
+        // automatic: only calls that last (a line after the first second, then every step)
+        if (automatic && !shown && std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) return;
+        shown = true;
+        std::fprintf(stderr, "%skasoku: %s %zu/%zu%s", tty ? "\r" : "", what.c_str(), done, total,
+                     done == total || !tty ? "\n" : "");
+        std::fflush(stderr);
+    };
 }
 
 const cvec& Values::get() const {

@@ -383,6 +383,28 @@ TEST(Bootstrap, EveryInputAUserCanHoldBootstraps) {
     EXPECT_EQ(ev.drop_limbs(fresh, 0).scale, fresh.scale);
 }
 
+// A second bootstrapper of one context and config shares the first's encoded transforms (made without encoding), and
+// a plan encoded afresh once both are gone gives the same bits.
+TEST(Bootstrap, TransformsAreSharedAndAFreshPlanGivesTheSameBits) {
+    auto& le = layered_env();
+    auto& e = le.env;
+    const Bootstrapper second(e.ctx);
+    EXPECT_TRUE(second.shares_transforms_with(le.boot));
+    EXPECT_FALSE(Bootstrapper(e.ctx, {.slots = 16}).shares_transforms_with(le.boot));
+    const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(e.random(true), e.ctx->scale_at(0), 0), e.pk);
+    auto other = Context::create(layered_params(), 1);  // the same parameters in a context whose plans nobody shares
+    const Bytes kb = serialize(*e.ctx, *le.keys), cb = serialize(*e.ctx, ct);
+    const auto keys = std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(*other, kb.data(), kb.size()));
+    const Ciphertext ct2 = deserialize_ciphertext(*other, cb.data(), cb.size());
+    Bytes fresh;
+    {
+        const Bootstrapper b(other);
+        EXPECT_FALSE(b.shares_transforms_with(le.boot));
+        fresh = serialize(*other, b.bootstrap(Evaluator(other, keys), ct2));
+    }
+    EXPECT_EQ(serialize(*e.ctx, second.bootstrap(le.ev, ct)), fresh);
+}
+
 TEST(Parameters, BootstrappingPresetsAreSecureAndHoldTheirBootstrap) {
     for (const char* name : {"BOOT15", "BOOT16"}) {
         const Parameters p = Parameters::named(name);
