@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--log-n", type=int, nargs="+", default=[], help="research sets of these ring sizes")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--log-message-ratio", type=int, default=8)
+    ap.add_argument("--log-message-ratio", type=int, default=0, help="log2 K (0: the bootstrapper's choice)")
     ap.add_argument("--slots", type=int, default=0, help="sparse packing: this many slots (default: all)")
     ap.add_argument("--arcsine-degree", type=int, default=0, help="arcsine correction (odd degree 3..15; 0: off)")
     ap.add_argument("--stc-first", action="store_true", help="the order SlotToCoeff, ModRaise, CoeffToSlot, EvalMod")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Stacked bars of one bootstrap's time by stage (kasoku) beside OpenFHE's total, from the JSON lines of
-bench/bootstrap.py and bench/openfhe_bootstrap.py (--out of both into one file).
+"""Stacked bars of one bootstrap's time by stage (kasoku) beside the peers' totals, from the JSON lines of
+bench/bootstrap.py, bench/openfhe_bootstrap.py and DESILO's (op "bootstrap", median_s) in one file.
 
     .venv/bin/python bench/plot_bootstrap.py docs/data/bootstrap-BOOT16.jsonl docs/bootstrap-BOOT16.png
 """
@@ -41,16 +41,17 @@ def main(src: str, dst: str) -> int:
                 left += w
         else:
             ax.barh(y, r["median_s"], color="#777", hatch="//", label="total (no stages)")
-        ax.text(r["median_s"] * 1.01, y, f"{r['median_s']:.1f} s, {r['mean_bits']:.1f}/{r['worst_bits']:.1f} bits",
+        left_text = f", {r['levels_left']} levels left" if "levels_left" in r else ""
+        ax.text(r["median_s"] * 1.01, y, f"{r['median_s']:.1f} s, {r['mean_bits']:.1f}/{r['worst_bits']:.1f} bits{left_text}",
                 va="center", fontsize=8)
     seen = {}  # one legend entry per stage
     for h, n in zip(*ax.get_legend_handles_labels()):
         seen.setdefault(n, h)
-    ax.legend(seen.values(), seen.keys(), fontsize=8, loc="lower right")
+    ax.legend(seen.values(), seen.keys(), fontsize=8, loc="upper right")
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("seconds per bootstrap (median); text: mean / worst precision")
-    ax.set_xlim(0, max(r["median_s"] for r in rows) * 1.45)
+    ax.set_xlim(0, max(r["median_s"] for r in rows) * 1.6)
     fig.tight_layout()
     fig.savefig(dst, dpi=120)
     return 0

@@ -129,13 +129,15 @@ def test_sparse_slots_and_arcsine(rng):
 
 
 def test_bootstrapping_presets():
-    for name in ("BOOT15", "BOOT16"):
+    for name in ("BOOT15", "BOOT16", "BOOT16L"):
         p = ks.Parameters.named(name)
         assert name in ks.Parameters.names()
         assert p.security == 128 and p.hamming_weight == 0 and p.boot_secret_weight == 32
         assert p.boot_levels > 0 and p.scale_bits == 40
     b16 = ks.Parameters.named("BOOT16")
     assert b16.log_n == 16 and b16.levels >= 9 and b16.log_qp <= 1772
+    deep = ks.Parameters.named("BOOT16L")
+    assert deep.log_n == 16 and deep.levels >= 14 and deep.log_qp <= 1772
 
 
 def test_long_calls_show_progress_on_request(capfd):

@@ -19,10 +19,15 @@ using arith::u64;
 
 using arith::signed_residue;  // v mod q for a small signed v (|v| < q)
 
+// The most primes of a key-switching digit and the most special primes: a digit's source limbs and a conversion's
+// overflow counts are read into fixed arrays (ModUp, the exact conversions of ModDown).
+inline constexpr std::size_t kMaxDigitPrimes = 64;
+
 class RnsContext {
 public:
     // alpha: primes per key-switching digit (dnum = ceil(|q| / alpha)). Throws ParameterError for no q-prime,
-    // alpha = 0, fewer special primes than alpha (when there are any) or repeated primes.
+    // alpha = 0, fewer special primes than alpha (when there are any), alpha or the special primes above
+    // kMaxDigitPrimes, or repeated primes.
     RnsContext(std::size_t n, std::vector<u64> q, std::vector<u64> p, std::size_t alpha);
 
     std::size_t n() const { return n_; }

@@ -154,6 +154,13 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
     if (cfg.arcsine_degree != 0 && (cfg.arcsine_degree < 3 || cfg.arcsine_degree > 15 || cfg.arcsine_degree % 2 == 0))
         throw ParameterError("bootstrapping: arcsine_degree must be 0 (off) or odd in 3..15, not " +
                              std::to_string(cfg.arcsine_degree));
+    if (cfg.log_message_ratio == 0) {
+        const auto& p = ctx.params();
+        cfg.log_message_ratio =
+            p.boot_levels > 0
+                ? std::clamp(static_cast<int>(std::lround(4 + 0.4 * (p.boot_bits - 55) + 0.75 * (16 - p.log_n))), 4, 30)
+                : 8;
+    }
     check_range("log_message_ratio", cfg.log_message_ratio, 4, 30);
     if (cfg.cts_levels < 0 || cfg.stc_levels < 0)
         throw ParameterError("bootstrapping: cts_levels and stc_levels must be >= 1 (or 0: chosen from the levels)");

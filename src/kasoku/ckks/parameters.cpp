@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "kasoku/arith/modarith.hpp"
+#include "kasoku/rns/rns_context.hpp"
 #include "kasoku/support/error.hpp"
 
 namespace kasoku::ckks {
@@ -26,7 +27,9 @@ Parameters make_boot(const char* name, int log_n, int first, int levels, int boo
 }
 }  // namespace
 
-std::vector<std::string> Parameters::names() { return {"T12", "T13", "H15", "H16", "B13", "M14", "SCHED", "BOOT15", "BOOT16"}; }
+std::vector<std::string> Parameters::names() {
+    return {"T12", "T13", "H15", "H16", "B13", "M14", "SCHED", "BOOT15", "BOOT16", "BOOT16L"};
+}
 
 Parameters Parameters::named(const std::string& name) {
     if (name == "T12") return make("T12", 12, 60, 40, 2, 60, 1, std::nullopt);
@@ -38,6 +41,8 @@ Parameters Parameters::named(const std::string& name) {
     if (name == "SCHED") return make("SCHED", 15, 60, 50, 7, 60, 1, 128);
     if (name == "BOOT15") return make_boot("BOOT15", 15, 55, 2, 12, 50, 2);
     if (name == "BOOT16") return make_boot("BOOT16", 16, 60, 9, 14, 60, 8);
+    // 14 user levels: 55-bit bootstrapping primes and 6 special primes (5 key-switching digits) fit 128-bit
+    if (name == "BOOT16L") return make_boot("BOOT16L", 16, 60, 14, 14, 55, 6);
     std::string all;
     for (auto& n : names()) all += (all.empty() ? "" : ", ") + n;
     throw ParameterError("unknown parameter set '" + name + "'; named sets are: " + all);
@@ -140,6 +145,8 @@ void Parameters::validate() const {
              ") so that decrypted values at level 0 have room for their integer part");
     if (levels < 0 || levels > 60) fail("levels must be in 0..60, got " + std::to_string(levels));
     if (special_primes < 1) fail("special_primes must be >= 1 (hybrid key switching needs them), got " + std::to_string(special_primes));
+    if (special_primes > static_cast<int>(rns::kMaxDigitPrimes))
+        fail("special_primes must be at most " + std::to_string(rns::kMaxDigitPrimes) + ", got " + std::to_string(special_primes));
     if (special_bits < scale_bits || special_bits > maxb)
         fail("special_bits must be in scale_bits.." + std::to_string(maxb) + ", got " + std::to_string(special_bits));
     if (boot_levels < 0 || boot_levels > 60) fail("boot_levels must be in 0..60, got " + std::to_string(boot_levels));

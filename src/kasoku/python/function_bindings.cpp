@@ -145,7 +145,7 @@ void bind_functions(nb::module_& m) {
             new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(
                                                   c.owner->ctx, cfg, threads_arg(t),
                                                   stderr_progress(progress, "bootstrapping plan, transforms"))};
-        }, "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 8,
+        }, "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 0,
            "k_bound"_a = 0.0, "cos_degree"_a = 0, "slots"_a = 0, "arcsine_degree"_a = 0,
            "slot_to_coeff_first"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(),
            ReleaseGil())

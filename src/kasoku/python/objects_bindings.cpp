@@ -94,7 +94,7 @@ void bind_objects(nb::module_& m) {
              "ModRaise, so the main secret can be dense. Raises ParameterError for invalid or insecure parameters, saying "
              "what to change.")
         .def_static("named", &Parameters::named, "name"_a,
-                    "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16 (docs/PARAMS.md).")
+                    "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16, BOOT16L (docs/PARAMS.md).")
         .def_static("names", &Parameters::names)
         .def_static("for_circuit", [](int depth, int precision_bits, std::optional<std::uint64_t> slots,
                                       std::optional<int> security, std::optional<int> dnum) {

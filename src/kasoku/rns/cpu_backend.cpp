@@ -396,7 +396,7 @@ CpuBackend::Decomposed CpuBackend::decompose(const RnsPoly& d, int threads) cons
 const u64* CpuBackend::mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t t, u64* out) const {
     const std::size_t begin = ring().digit_begin(digit), m = ring().digit_size(digit, dec.num_q);
     if (t >= begin && t < begin + m) return limb(*dec.ntt, t);  // a limb of the digit itself
-    const u64* y[64];
+    const u64* y[kMaxDigitPrimes];  // m <= alpha <= kMaxDigitPrimes (RnsContext)
     for (std::size_t i = 0; i < m; ++i) y[i] = limb(dec.scaled, begin + i);
     const std::size_t idx = pidx(t, dec.num_q);
     digit_converter(digit, dec.num_q).convert_to(idx, y, n_, out);

@@ -11,6 +11,10 @@ RnsContext::RnsContext(std::size_t n, std::vector<u64> q, std::vector<u64> p, st
     : n_(n), q_(std::move(q)), p_(std::move(p)), alpha_(alpha) {
     if (q_.empty()) throw ParameterError("an RNS context needs at least one ciphertext prime");
     if (alpha_ == 0) throw ParameterError("alpha (primes per key-switching digit) must be >= 1");
+    if (alpha_ > kMaxDigitPrimes || p_.size() > kMaxDigitPrimes)
+        throw ParameterError("at most " + std::to_string(kMaxDigitPrimes) + " primes per key-switching digit and " +
+                             std::to_string(kMaxDigitPrimes) + " special primes, got " + std::to_string(alpha_) + " and " +
+                             std::to_string(p_.size()) + "; use more digits (dnum) and fewer special primes");
     if (!p_.empty() && alpha_ > p_.size())
         throw ParameterError("hybrid key switching needs at least alpha = " + std::to_string(alpha_) +
                              " special primes, got " + std::to_string(p_.size()));

@@ -406,7 +406,7 @@ TEST(Bootstrap, TransformsAreSharedAndAFreshPlanGivesTheSameBits) {
 }
 
 TEST(Parameters, BootstrappingPresetsAreSecureAndHoldTheirBootstrap) {
-    for (const char* name : {"BOOT15", "BOOT16"}) {
+    for (const char* name : {"BOOT15", "BOOT16", "BOOT16L"}) {
         const Parameters p = Parameters::named(name);
         EXPECT_NO_THROW(p.validate()) << name;
         EXPECT_EQ(p.hamming_weight, 0) << name;  // dense main secret: the HE Standard bound applies
@@ -418,6 +418,10 @@ TEST(Parameters, BootstrappingPresetsAreSecureAndHoldTheirBootstrap) {
     EXPECT_EQ(b16.n(), std::uint64_t{1} << 16);
     EXPECT_GE(b16.levels, 9);
     EXPECT_EQ(b16.scale_bits, 40);
+    const Parameters deep = Parameters::named("BOOT16L");  // 14 levels of 40 bits left after each bootstrap
+    EXPECT_EQ(deep.n(), std::uint64_t{1} << 16);
+    EXPECT_GE(deep.levels, 14);
+    EXPECT_EQ(deep.scale_bits, 40);
 }
 
 namespace {

@@ -196,6 +196,18 @@ TEST_P(CkksShapes, SerializationRoundTripsAndRejections) {
 }
 
 // for_circuit: every set it picks holds the depth, the slots and the 128-bit bound; it refuses only what N = 2^16 cannot hold.
+// Bounds the code relies on are parameter errors, not crashes: a key-switching digit's primes (ModUp's fixed array)
+// and the special primes (the overflow counts of exact conversions).
+TEST(Parameters, DigitAndSpecialPrimeBoundsAreErrors) {
+    Parameters p = test::research_params(10, 60, 30, 50, 60, 65);  // 65 special primes
+    EXPECT_THROW(p.validate(), ParameterError);
+    EXPECT_THROW(Context::create(p, 1), ParameterError);
+    p.special_primes = 64;
+    p.dnum = 1;  // alpha = 51 primes in one digit, within the bound
+    EXPECT_NO_THROW(p.validate());
+    EXPECT_THROW(rns::RnsContext(1024, {(1ull << 40) + 1}, {}, rns::kMaxDigitPrimes + 1), ParameterError);
+}
+
 TEST(ParametersForCircuit, SecureSmallestAndAsAsked) {
     for (int depth : {0, 1, 2, 5, 8, 12, 20, 25, 30})
         for (int bits : {8, 12, 20, 28})
