@@ -157,7 +157,7 @@ def test_linear_combination_at_a_level_and_multiply_add(deep, rng):
         ev.multiply_add(ca, cb, k=0)
 
 
-@pytest.mark.parametrize("depth,bits", [(3, 20), (6, 16)])
+@pytest.mark.parametrize("depth,bits", [(3, 20), (6, 16), (12, 8)])
 def test_for_circuit_runs_its_depth_with_its_precision(depth, bits, rng):
     params = ks.Parameters.for_circuit(depth=depth, precision_bits=bits)
     assert params.security == 128 and params.levels == depth

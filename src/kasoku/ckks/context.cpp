@@ -55,6 +55,20 @@ Context::Context(const Parameters& params, int threads, const rns::BackendFactor
     if (top > user) scales_[static_cast<std::size_t>(top)] = std::ldexp(1.0, params_.boot_bits);
     for (int l = top; l >= 1; --l)
         if (l != user + 1) scales_[l - 1] = scales_[l] * scales_[l] / static_cast<double>(q[l]);
+    // scale(l - 1) = scale(l)^2 / q_l: a prime e_l bits below 2^scale_bits lifts every level below it by e_l, doubled
+    // at each further level. With many small primes (28-bit ones at N = 2^14 sit up to 2^-6 bits low) that doubles into
+    // tens of bits, and plaintexts stop fitting their levels. Where the user levels would drift more than a bit, their
+    // top scale starts at 2^(scale_bits - sum_j e_(user+1-j) 2^-j) instead: then every user level stays within the
+    // primes' own distance below 2^scale_bits.
+    double drift = 0;
+    for (int l = 0; l <= user; ++l) drift = std::max(drift, std::fabs(std::log2(scales_[l]) - params_.scale_bits));
+    if (drift > 1.0) {
+        double delta = 0;
+        for (int j = 1; j <= user; ++j)
+            delta -= (params_.scale_bits - std::log2(static_cast<double>(q[user + 1 - j]))) * std::ldexp(1.0, -j);
+        default_scale_ = scales_[user] = std::exp2(params_.scale_bits + delta);
+        for (int l = user; l >= 1; --l) scales_[l - 1] = scales_[l] * scales_[l] / static_cast<double>(q[l]);
+    }
     double acc = 0;
     for (std::uint64_t qi : q) {
         acc += std::log2(static_cast<double>(qi));

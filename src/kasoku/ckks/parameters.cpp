@@ -59,13 +59,16 @@ int Parameters::log_qp_bits() const {
     return first_bits + levels * scale_bits + boot_levels * boot_bits + special_primes * special_bits;
 }
 
-Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t slots, std::optional<int> security, int dnum) {
+Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t slots, std::optional<int> security, int dnum,
+                                   int integer_bits) {
     if (depth < 0 || depth > 60) throw ParameterError("for_circuit: depth must be in 0..60, got " + std::to_string(depth));
     if (precision_bits < 8 || precision_bits > 40)
         throw ParameterError("for_circuit: precision_bits must be in 8..40, got " + std::to_string(precision_bits));
     if (slots > (std::uint64_t{1} << 16))
         throw ParameterError("for_circuit: at most 2^16 slots (N = 2^17), got " + std::to_string(slots));
     if (security && *security != 128) throw ParameterError("for_circuit: security must be 128 or None");
+    if (integer_bits < 1 || integer_bits > 30)
+        throw ParameterError("for_circuit: integer_bits must be in 1..30, got " + std::to_string(integer_bits));
     if (dnum < 0 || dnum > depth + 1)
         throw ParameterError("for_circuit: dnum must be in 1..depth+1 (or 0/None: chosen), got " + std::to_string(dnum));
     const int kSpecial = 60, kMaxScale = 55;
@@ -78,34 +81,39 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
         const int noise = (log_n + 1) / 2 + 9 + static_cast<int>(std::ceil(std::log2(depth + 1.0)));
         const int scale = std::max(20, precision_bits + noise);
         if (scale > kMaxScale) continue;
-        const int first = std::min(60, scale + 20);
+        const int first = std::min(60, scale + integer_bits);
         const int lo = dnum > 0 ? dnum : std::min(3, depth + 1);
         const int hi = dnum > 0 ? dnum : depth + 1;
-        for (int d = lo; d <= hi; ++d) {
-            const int alpha = (depth + 1 + d - 1) / d;
-            Parameters p{.log_n = log_n, .first_bits = first, .scale_bits = scale, .levels = depth,
-                         .special_bits = kSpecial, .special_primes = alpha, .security = security, .dnum = d,
-                         .hamming_weight = 0, .name = {}, .rationale = {}};
-            const int bound = security ? max_log_qp_128(log_n) : 1 << 30;
-            if (log_n == 16 && (best_qp == 0 || p.log_qp_bits() < best_qp)) {
-                best_qp = p.log_qp_bits();
-                best_scale = scale;
+        const int bound = security ? max_log_qp_128(log_n) : 1 << 30;
+        // For each dnum (fewest digits first: faster), 60-bit special primes, else ones of q_0's size: P stays above
+        // every digit's modulus (a digit's alpha primes are at most q_0's size each), so key switching adds less noise
+        // than a rescaling, and the smaller P can let a smaller ring hold the circuit.
+        for (int d = lo; d <= hi; ++d)
+            for (const int special : {kSpecial, first}) {
+                const int alpha = (depth + 1 + d - 1) / d;
+                Parameters p{.log_n = log_n, .first_bits = first, .scale_bits = scale, .levels = depth,
+                             .special_bits = special, .special_primes = alpha, .security = security, .dnum = d,
+                             .hamming_weight = 0, .name = {}, .rationale = {}};
+                if (log_n == 16 && (best_qp == 0 || p.log_qp_bits() < best_qp)) {
+                    best_qp = p.log_qp_bits();
+                    best_scale = scale;
+                }
+                if (p.log_qp_bits() > bound) continue;
+                std::ostringstream r;
+                r << "N = 2^" << log_n << ": the smallest ring whose "
+                  << (security ? "128-bit HE Standard bound (" + std::to_string(bound) + " bits)" : std::string("size"))
+                  << " holds log2(QP) = " << p.log_qp_bits() << " bits"
+                  << (slots ? " and " + std::to_string(slots) + " slots" : std::string()) << "; scale 2^" << scale << ": "
+                  << precision_bits << " bits of precision + " << noise << " bits of noise (one product at this N, and the "
+                  << "sum over " << depth << " levels); q_0 = " << first << " bits: the scale + " << (first - scale)
+                  << " bits for the integer part of results; " << depth << " primes of " << scale << " bits: one per "
+                  << "rescaling; dnum = " << d << " digits of " << alpha << " primes, so " << alpha << " special primes of "
+                  << special << " bits (hybrid key switching: fewer digits are faster but need more special primes"
+                  << (special < kSpecial ? "; q_0's size, not 60 bits, to fit this ring" : "") << ").";
+                p.rationale = r.str();
+                p.validate();
+                return p;
             }
-            if (p.log_qp_bits() > bound) continue;
-            std::ostringstream r;
-            r << "N = 2^" << log_n << ": the smallest ring whose "
-              << (security ? "128-bit HE Standard bound (" + std::to_string(bound) + " bits)" : std::string("size"))
-              << " holds log2(QP) = " << p.log_qp_bits() << " bits"
-              << (slots ? " and " + std::to_string(slots) + " slots" : std::string()) << "; scale 2^" << scale << ": "
-              << precision_bits << " bits of precision + " << noise << " bits of noise (one product at this N, and the "
-              << "sum over " << depth << " levels); q_0 = " << first << " bits: the scale + " << (first - scale)
-              << " bits for the integer part of results; " << depth << " primes of " << scale << " bits: one per "
-              << "rescaling; dnum = " << d << " digits of " << alpha << " primes, so " << alpha << " special primes of "
-              << kSpecial << " bits (hybrid key switching: fewer digits are faster but need more special primes).";
-            p.rationale = r.str();
-            p.validate();
-            return p;
-        }
     }
     std::ostringstream m;
     m << "for_circuit: depth " << depth << " with " << precision_bits << " bits of precision";

@@ -97,11 +97,14 @@ void bind_objects(nb::module_& m) {
                     "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16, BOOT16L (docs/PARAMS.md).")
         .def_static("names", &Parameters::names)
         .def_static("for_circuit", [](int depth, int precision_bits, std::optional<std::uint64_t> slots,
-                                      std::optional<int> security, std::optional<int> dnum) {
-            return Parameters::for_circuit(depth, precision_bits, slots.value_or(0), security, dnum.value_or(0));
+                                      std::optional<int> security, std::optional<int> dnum, int integer_bits) {
+            return Parameters::for_circuit(depth, precision_bits, slots.value_or(0), security, dnum.value_or(0),
+                                           integer_bits);
         }, "depth"_a, "precision_bits"_a = 20, "slots"_a = nb::none(), "security"_a.none() = 128, "dnum"_a = nb::none(),
+           "integer_bits"_a = 20,
            "The smallest secure set for a circuit of `depth` rescalings with about `precision_bits` bits of precision "
-           "and at least `slots` slots; repr() says what each choice is for. ParameterError says what cannot be had.")
+           "and at least `slots` slots, whose results stay below 2^integer_bits in magnitude; repr() says what each "
+           "choice is for. ParameterError says what cannot be had.")
         .def_ro("rationale", &Parameters::rationale)
         .def_ro("log_n", &Parameters::log_n)
         .def_ro("first_bits", &Parameters::first_bits)

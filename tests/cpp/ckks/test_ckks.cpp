@@ -238,4 +238,26 @@ TEST(ParametersForCircuit, SecureSmallestAndAsAsked) {
     EXPECT_THROW(Parameters::for_circuit(4, 50), ParameterError);
     EXPECT_THROW(Parameters::for_circuit(4, 20, std::uint64_t{1} << 17), ParameterError);
     EXPECT_EQ(Parameters::for_circuit(4, 20, 5000).slots(), std::uint64_t{8192});
+    // results known to stay small (integer_bits) need a smaller q_0; special primes of q_0's size let N = 2^13 hold
+    // five 27-bit levels (60-bit ones would not)
+    const Parameters small = Parameters::for_circuit(5, 8, 2048, 128, 0, 8);
+    EXPECT_EQ(small.log_n, 13);
+    EXPECT_EQ(small.first_bits, small.scale_bits + 8);
+    EXPECT_EQ(small.special_bits, small.first_bits);
+    EXPECT_LE(small.log_qp_bits(), Parameters::max_log_qp_128(13));
+    EXPECT_EQ(Parameters::for_circuit(5, 8, 2048).first_bits, Parameters::for_circuit(5, 8, 2048).scale_bits + 20);
+    EXPECT_THROW(Parameters::for_circuit(5, 8, 0, 128, 0, 0), ParameterError);
+}
+
+// The canonical scales follow scale(l - 1) = scale(l)^2 / q_l. Twelve 28-bit primes at N = 2^14 sit up to 2^-6 bits
+// below 2^28: from 2^28 at the top the doubling drifts level 0 tens of bits up; the context starts the chain just
+// below 2^28 instead, and every level stays within a bit of it.
+TEST(Parameters, DeepChainsOfSmallPrimesKeepTheirScales) {
+    const Parameters p = Parameters::for_circuit(12, 8, 0, 128, 0, 5);
+    ASSERT_EQ(p.levels, 12);
+    ASSERT_LE(p.scale_bits, 30);
+    auto ctx = Context::create(p, 1);
+    for (int l = 0; l <= ctx->user_level(); ++l)
+        EXPECT_NEAR(std::log2(ctx->scale_at(l)), p.scale_bits, 1.0) << "level " << l;
+    EXPECT_EQ(ctx->default_scale(), ctx->scale_at(ctx->user_level()));
 }

@@ -1,0 +1,206 @@
+"""kasoku.nn: PyTorch models compiled for encrypted inference, every layer kind against PyTorch in the clear."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import kasoku as ks
+import kasoku.nn as ksnn
+
+
+def _bn(c: int, dims: int = 2) -> nn.Module:
+    """A BatchNorm in eval mode with statistics and affine parameters away from the identity."""
+    bn = nn.BatchNorm2d(c) if dims == 2 else nn.BatchNorm1d(c)
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.2, 0.2)
+    return bn.eval()
+
+
+def _layers():
+    torch.manual_seed(1)
+    return {
+        # name: (model, input shape, asserted max error)
+        "linear": (nn.Sequential(nn.Flatten(), nn.Linear(36, 12)), (1, 6, 6), 2e-3),
+        "conv_stride_padding": (nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1)), (2, 8, 8), 2e-3),
+        "conv_groups": (nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, groups=2)), (4, 6, 6), 2e-3),
+        "conv1d": (nn.Sequential(nn.Conv1d(2, 3, 3, padding=1)), (2, 16), 2e-3),
+        "avgpool": (nn.Sequential(nn.AvgPool2d(2)), (2, 8, 8), 2e-3),
+        "adaptive_avgpool": (nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten()), (3, 6, 6), 2e-3),
+        "batchnorm": (nn.Sequential(nn.Conv2d(1, 2, 3), _bn(2), nn.Flatten(), nn.Linear(32, 4), _bn(4, 1)),
+                      (1, 6, 6), 2e-3),
+        "square": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Square()), (1, 4, 4), 2e-3),
+        "polynomial": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Polynomial([0.1, 0.5, 0.25, -0.05])),
+                       (1, 4, 4), 2e-3),
+        "silu": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.SiLU()), (1, 4, 4), 1e-2),
+        "gelu": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.GELU()), (1, 4, 4), 1e-2),
+        "sigmoid": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.Sigmoid()), (1, 4, 4), 1e-2),
+        "tanh": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.Tanh()), (1, 4, 4), 1e-2),
+    }
+
+
+@pytest.mark.parametrize("name", list(_layers()))
+def test_every_layer_kind_matches_pytorch(name):
+    model, shape, tol = _layers()[name]
+    model.eval()
+    torch.manual_seed(2)
+    calibration = torch.randn(64, *shape)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
+    plan.keygen()
+    for x in calibration[:2]:
+        want = model(x[None]).detach().numpy().reshape(-1)
+        # the plan's own arithmetic (folding, packing, the activations' polynomials), then encrypted
+        assert np.max(np.abs(plan.forward_clear(x) - want)) < (1e-5 if tol < 1e-2 else 2e-3)
+        got = plan.decrypt(plan.run(plan.encrypt(x)))
+        assert got.shape == want.shape
+        assert np.max(np.abs(got - want)) < tol, name
+
+
+class EveryLayer(nn.Module):
+    """Every layer kind kasoku.nn compiles, in one chain."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(2, 4, 3, stride=1, padding=1)
+        self.bn1 = _bn(4)
+        self.act1 = nn.SiLU()
+        self.pool = nn.AvgPool2d(2)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1, groups=2)
+        self.fc1 = nn.Linear(64, 16)
+        self.act3 = ksnn.Polynomial([0.0, 1.0, 0.1])
+        self.fc2 = nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = self.pool(self.act1(self.bn1(self.conv1(x))))
+        x = self.conv2(x)
+        x = x * x
+        x = torch.flatten(x, 1)
+        return self.fc2(self.act3(self.fc1(x)))
+
+
+def test_a_model_of_every_layer_kind_runs_end_to_end_on_its_levels():
+    torch.manual_seed(3)
+    model = EveryLayer().eval()
+    calibration = torch.randn(64, 2, 8, 8)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
+    kinds = [type(s).__name__ + ("" if isinstance(s, ksnn.Affine) else ":" + s.kind) for s in plan.steps]
+    assert kinds == ["Affine", "Activation:chebyshev", "Affine", "Activation:square", "Affine", "Activation:power",
+                     "Affine"]
+    # BatchNorm folded into conv1, the pool and conv2 into one transform: one level each; x^2 one level
+    assert plan.depth == sum(s.depth for s in plan.steps) == 4 + 1 + plan.steps[1].poly.depth + plan.steps[5].poly.depth
+    assert plan.ctx.user_level >= plan.depth
+    level = plan.ctx.user_level
+    for s in plan.steps:
+        assert s.level == level
+        level -= s.depth
+    text = repr(plan)
+    assert "no bootstrap" in text and "Galois keys" in text and "conv1" in text and "Chebyshev" in text
+    plan.keygen()
+    x = calibration[5]
+    out = plan.run(plan.encrypt(x))
+    assert out.level == plan.ctx.user_level - plan.depth
+    want = model(x[None]).detach().numpy().reshape(-1)
+    assert np.max(np.abs(plan.decrypt(out) - want)) < 1e-2
+
+
+def test_the_server_runs_on_evaluation_keys_alone():
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), ksnn.Square(), nn.Linear(4, 3)).eval()
+    calibration = torch.randn(16, 1, 4, 4)
+    client = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
+    keys = client.keygen()
+    server = ksnn.compile(model, calibration[:1], calibration=calibration, params=client.params, threads=2)
+    with pytest.raises(ks.MissingKeyError, match="evaluation keys"):
+        server.run(client.encrypt(calibration[0]))
+    with pytest.raises(ks.MissingKeyError, match="keygen"):
+        server.encrypt(calibration[0])
+    # the server's context is its own: ciphertexts and keys travel as bytes, as through the service
+    server.use(ks.EvaluationKeys.from_bytes(server.ctx, keys.evaluation().to_bytes()))
+    ct = client.encrypt(calibration[0])
+    out = server.run(ks.Ciphertext.from_bytes(server.ctx, ct.to_bytes()))
+    got = client.decrypt(ks.Ciphertext.from_bytes(client.ctx, out.to_bytes()))
+    want = model(calibration[:1]).detach().numpy().reshape(-1)
+    assert np.max(np.abs(got - want)) < 2e-3
+
+
+def test_digits_mlp_takes_the_clear_decisions():
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = torch.tensor(d.images / 16.0, dtype=torch.float32)[:, None]
+    y = torch.tensor(d.target)
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), _bn(32, 1), ksnn.Square(), nn.Linear(32, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(60):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x[:1000]), y[:1000]).backward()
+        opt.step()
+    model.eval()
+    plan = ksnn.compile(model, x[:1], calibration=x[:256], threads=2)
+    plan.keygen()
+    for i in range(1000, 1008):
+        want = model(x[i:i + 1]).detach().numpy().reshape(-1)
+        got = plan.decrypt(plan.run(plan.encrypt(x[i])))
+        assert np.max(np.abs(got - want)) < 1e-2
+        assert got.argmax() == want.argmax()
+
+
+def test_a_convolution_is_packed_by_its_layout():
+    """A strided 2x2 convolution over 5 channels (LoLA's) reads one pattern per channel: about 4 diagonals per channel,
+    not one per output slot as a dense matrix would."""
+    torch.manual_seed(6)
+    model = nn.Sequential(nn.Conv2d(1, 5, 2, stride=2), ksnn.Square(), nn.Flatten(), nn.Linear(980, 4)).eval()
+    calibration = torch.randn(4, 1, 28, 28)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
+    conv = plan.steps[0]
+    assert conv.mode == "layout" and len(conv.diags) <= 20
+    plan.keygen()
+    want = model(calibration[:1]).detach().numpy().reshape(-1)
+    assert np.max(np.abs(plan.decrypt(plan.run(plan.encrypt(calibration[0]))) - want)) < 2e-3
+
+
+def test_bad_models_are_refused_naming_the_layer():
+    x = torch.randn(1, 1, 4, 4)
+    relu = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), nn.ReLU())
+    with pytest.raises(ks.ParameterError, match=r"layer 2 \(ReLU\): .*x\^2"):
+        ksnn.compile(relu, x)
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+
+        def forward(self, x):
+            x = torch.flatten(x, 1)
+            return x + self.fc(x) * self.fc(x)
+
+    with pytest.raises(ks.ParameterError, match="layer .*(branches|residual)"):
+        ksnn.compile(Residual(), x)
+
+    deep = nn.Sequential(nn.Flatten(), *[ksnn.Square() for _ in range(70)])
+    with pytest.raises(ks.ParameterError, match=r"layer \d+ \(Square\) is past the .*bootstrap"):
+        ksnn.compile(deep, torch.rand(1, 1, 4, 4))
+    with pytest.raises(ks.ParameterError, match=r"layer 4 \(Square\): .*2\^\d+.*scale"):
+        ksnn.compile(deep, 4 + torch.rand(1, 1, 4, 4))  # x^16 of 4..5: above 2^32
+
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), ksnn.Square(), nn.Linear(4, 4), ksnn.Square())
+    with pytest.raises(ks.ParameterError, match=r"layer 2 \(Square\) is past the last of the parameters' 1 levels"):
+        ksnn.compile(model, x, params=ks.Parameters.for_circuit(1, slots=16))
+
+
+def test_an_input_outside_the_fitted_range_is_refused_before_encryption():
+    torch.manual_seed(7)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), nn.Tanh()).eval()
+    calibration = torch.randn(64, 1, 4, 4)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
+    plan.keygen()
+    plan.encrypt(calibration[3])
+    with pytest.raises(ks.ParameterError, match=r"layer 2 \(Tanh\): .*outside the interval.*calibration"):
+        plan.encrypt(100 * calibration[3])
+    with pytest.raises(ks.ParameterError, match="compiled for 16"):
+        plan.encrypt(torch.randn(2, 1, 4, 4))
