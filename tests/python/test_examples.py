@@ -38,3 +38,10 @@ def test_service_example_runs():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "registered evaluation keys" in out.stdout and "2 jobs in" in out.stdout
+
+
+def test_nn_example_runs():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "nn" / "digits.py"), "LoLA", "2"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "2/2 decisions as in the clear" in out.stdout and "layout packing" in out.stdout

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Encrypted inference beside Orion, from the JSON lines of bench/nn_peers.py: per network, the median inference time
+(log scale) and the max logit error of each library, one panel per thread count.
+
+    .venv/bin/python bench/plot_nn.py docs/data/nn-zen4.jsonl docs/nn-zen4.png
+"""
+
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLORS = {"kasoku": "#2a7", "orion": "#c73"}
+
+
+def main(src: str, dst: str) -> int:
+    rows = [json.loads(line) for line in open(src) if line.strip()]
+    rows = [r for r in rows if "inference_s" in r]
+    if not rows:
+        raise SystemExit(f"no inference lines in {src}")
+    threads = sorted({r["threads"] for r in rows})
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    libs = list(dict.fromkeys(r["lib"] for r in rows))
+    fig, axes = plt.subplots(1, len(threads), figsize=(5.2 * len(threads), 3.6), squeeze=False)
+    width = 0.8 / len(libs)
+    for ax, t in zip(axes[0], threads):
+        for k, lib in enumerate(libs):
+            for m, model in enumerate(models):
+                r = next((r for r in rows if r["threads"] == t and r["lib"] == lib and r["model"] == model), None)
+                if r is None:
+                    continue
+                x = m + (k - (len(libs) - 1) / 2) * width
+                ax.bar(x, r["inference_s"], width, color=COLORS.get(lib, "#777"), label=lib if m == 0 else None)
+                ax.text(x, r["inference_s"] * 1.08, f"{r['inference_s']:.2g} s\nerr {r['logit_max_err']:.0e}",
+                        ha="center", va="bottom", fontsize=7)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(models)), models)
+        ax.set_ylim(top=max(r["inference_s"] for r in rows) * 6)
+        ax.set_ylabel("seconds per inference (median)")
+        ax.set_title(f"{rows[0]['cpu']}, {t} thread{'s' if t > 1 else ''}", fontsize=9)
+        ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(dst, dpi=120)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    sys.exit(main(sys.argv[1], sys.argv[2]))
