@@ -8,10 +8,10 @@
     out = plan.run(ct)                                                     # server: evaluation keys only
     logits = plan.decrypt(out)                                             # client
 
-The model is traced with torch.fx. Runs of affine layers (Linear, Conv1d/2d with any stride, padding and groups,
-BatchNorm in eval mode, AvgPool, AdaptiveAvgPool, Flatten, reshapes, constant scalings and shifts) become one matrix
-each, found by probing the run with unit vectors in float64, so BatchNorm folds into its neighbours for free; each
-costs one level. Activations: x^2 (and x * x, x ** 2) exactly, one level; SiLU, GELU, sigmoid, tanh, softplus and any
+The model is traced with torch.fx. The affine parts of its graph (Linear, Conv1d/2d with any stride, padding and
+groups, BatchNorm in eval mode, AvgPool, AdaptiveAvgPool, Flatten, reshapes, constant scalings and shifts, residual
+additions, concatenations) become one map each of the activations they read, found by probing with unit vectors in
+float64, so BatchNorm folds into its neighbours for free; each costs one level. Activations: x^2 (and x * x, x ** 2) exactly, one level; SiLU, GELU, sigmoid, tanh, softplus and any
 `kasoku.nn.Polynomial` by Chebyshev interpolation on the range the calibration data shows them (with a margin).
 PyTorch is needed to compile (pip install 'kasoku[nn]'); a compiled plan runs without it.
 """
@@ -70,43 +70,58 @@ except ImportError:  # pragma: no cover
 
 @dataclass
 class Affine:
-    """y = W x + b on the flattened activations. The input arrives in slots: index i at slot layout_in[i] of a vector of
-    period p_in (the other slots hold anything: W reads them with zero weights). Two packings, the cheaper chosen:
+    """y = sum_k W_k x_k + b on flattened tensors (a run of affine layers; several inputs where branches join: a
+    residual addition, a concatenation). Input k arrives in slots: its index i at slot layouts_in[k][i] of a vector of
+    period p_in (the largest input period; the others divide it); other slots hold anything, read with zero weights.
+    The first input (the one with the most weights) chooses the output's slots, the cheaper of two packings:
       "hybrid": y[o] at slot o, period p_out = the power of two above d_out; the rows repeat every p_out slots and the
         p_out diagonals of the (p_out x p_in) matrix each read a different column block, then a rotate-and-sum over the
         p_in / p_out blocks adds them up (Juvekar et al., GAZELLE);
       "layout": y[o] at a slot chosen so that outputs that read the same pattern of inputs (a convolution's channel,
         all its positions) share their diagonals: out slot = the first input slot it reads + one shift per pattern,
         so a k x k convolution costs about k^2 x (output channels) diagonals instead of the period. The next layer
-        reads the outputs where they are (the activations work slot-wise), and decryption reads the logits there."""
+        reads the outputs where they are (the activations work slot-wise), and decryption reads the logits there.
+    The other inputs are read onto those slots (their diagonals put each row in the first block, which the
+    rotate-and-sum spreads)."""
 
     name: str
-    W: np.ndarray
+    inputs: list[int]  # value ids
+    output: int
+    Ws: list[np.ndarray]
     b: np.ndarray
-    layout_in: np.ndarray
+    layouts_in: list[np.ndarray]
     p_in: int
     layout_out: np.ndarray = None
     p_out: int = 0
     mode: str = "hybrid"
-    diags: dict = None  # offset -> values over one period (max(p_in, p_out))
+    diags: list[dict] = None  # per input: offset -> values over one period
     sums: list[int] = field(default_factory=list)  # rotations of the rotate-and-sum (hybrid, shrinking)
     level: int = 0
-    lt: object = None  # ks.LinearTransform
+    lts: list = None  # ks.LinearTransform per input
     bias: np.ndarray | None = None  # b at its slots, tiled to the slots
 
     @property
     def depth(self) -> int:
         return 1
 
-    def describe(self) -> str:
-        lt = self.lt
-        steps = f", {len(lt.baby_steps)} baby + {len(lt.giant_steps)} giant rotations" if lt is not None else ""
-        sums = f" + {len(self.sums)} rotate-and-sum" if self.sums else ""
-        return (f"affine {self.W.shape[1]} -> {self.W.shape[0]} ({self.name}): {self.mode} packing, period {self.p_in} -> "
-                f"{self.p_out}, {len(self.diags)} diagonals{steps}{sums}, level {self.level} -> {self.level - 1}")
+    @property
+    def d_in(self) -> int:
+        return sum(W.shape[1] for W in self.Ws)
 
-    def forward(self, x: np.ndarray) -> np.ndarray:
-        return self.W @ x + self.b
+    def describe(self) -> str:
+        rot = ""
+        if self.lts is not None:
+            baby = sum(len(lt.baby_steps) for lt in self.lts)
+            giant = sum(len(lt.giant_steps) for lt in self.lts)
+            rot = f", {baby} baby + {giant} giant rotations"
+        sums = f" + {len(self.sums)} rotate-and-sum" if self.sums else ""
+        ins = f"{len(self.Ws)} inputs, " if len(self.Ws) > 1 else ""
+        return (f"affine {self.d_in} -> {self.Ws[0].shape[0]} ({self.name}): {ins}{self.mode} packing, period "
+                f"{self.p_in} -> {self.p_out}, {sum(len(d) for d in self.diags)} diagonals{rot}{sums}, level "
+                f"{self.level} -> {self.level - 1}")
+
+    def forward(self, xs: list[np.ndarray]) -> np.ndarray:
+        return sum(W @ x for W, x in zip(self.Ws, xs)) + self.b
 
 
 def _hybrid(W: np.ndarray, layout_in: np.ndarray, p_in: int):
@@ -194,14 +209,32 @@ def _layout(W: np.ndarray, layout_in: np.ndarray, p_in: int, limit: int, zero: n
 
 
 def _pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
-    """Chooses the packing with fewer rotations (about 2 sqrt(diagonals) for the BSGS, plus the rotate-and-sum)."""
-    out, p_out, diags, sums = _hybrid(step.W, step.layout_in, step.p_in)
+    """Chooses the first input's packing with fewer rotations (about 2 sqrt(diagonals) for the BSGS, plus the
+    rotate-and-sum), then reads the other inputs onto its output slots."""
+    W, lay_in = step.Ws[0], step.layouts_in[0]
+    out, p_out, diags, sums = _hybrid(W, lay_in, step.p_in)
     best = (2 * math.sqrt(len(diags)) + len(sums), len(diags))
-    step.layout_out, step.p_out, step.diags, step.sums, step.mode = out, p_out, diags, sums, "hybrid"
-    lay = _layout(step.W, step.layout_in, step.p_in, slots, zero)
+    step.layout_out, step.p_out, first, step.sums, step.mode = out, p_out, diags, sums, "hybrid"
+    lay = _layout(W, lay_in, step.p_in, slots, zero)
     if lay is not None and (2 * math.sqrt(len(lay[2])), len(lay[2])) < best:
-        step.layout_out, step.p_out, step.diags = lay
+        step.layout_out, step.p_out, first = lay
         step.sums, step.mode = [], "layout"
+    length = max(step.p_out, step.p_in)  # the period of the transforms' results (before the rotate-and-sum)
+    step.diags = [first] + [_onto(Wk, lk, step.p_in, step.layout_out, length)
+                            for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])]
+
+
+def _onto(W: np.ndarray, layout_in: np.ndarray, p_in: int, out_slot: np.ndarray, length: int) -> dict:
+    """The diagonals that put W x (x at layout_in, period p_in) at the given output slots of a vector of `length`."""
+    rows, cols = np.nonzero(W)
+    offsets = (layout_in[cols] - out_slot[rows]) % p_in
+    diags: dict[int, np.ndarray] = {}
+    for r in np.unique(offsets):
+        pick = offsets == r
+        d = np.zeros(length)
+        np.add.at(d, out_slot[rows[pick]], W[rows[pick], cols[pick]])
+        diags[int(r)] = d
+    return diags
 
 
 @dataclass
@@ -215,6 +248,12 @@ class Activation:
     degree: int = 2
     poly: object = None  # ks.Polynomial
     level: int = 0
+    input: int = 0  # value ids
+    output: int = 0
+
+    @property
+    def inputs(self) -> list[int]:
+        return [self.input]
 
     @property
     def depth(self) -> int:
@@ -281,14 +320,20 @@ def _classify(torch, node, modules):
                   F.gelu: "gelu", F.softplus: "softplus"}
         if f in smooth:
             return ("smooth", smooth[f])
-        if f in (operator.add, torch.add) and len(args) == 2:
-            return ("unsupported", "additions of two layers' outputs (residual connections) are not supported yet")
+        if f in (operator.add, operator.sub, torch.add, torch.sub) and len(args) == 2:
+            return "affine"  # a residual connection: affine in both operands
+        if f in (torch.cat, torch.concat):
+            return "affine"
+        if f in (operator.mul, torch.mul) and len(args) == 2:
+            return ("unsupported", "products of two different tensors are not supported (only x * x)")
         if f in (torch.relu, F.relu, F.max_pool2d, F.max_pool1d):
             return ("unsupported", f"{getattr(f, '__name__', f)} needs a sign approximation, which kasoku.nn does not "
                                    "build yet: use x^2, SiLU, GELU, sigmoid or tanh, and average pooling")
         return ("unsupported", f"function {getattr(f, '__name__', f)} is not supported")
     if node.op == "call_method":
         if node.target in ("view", "reshape", "flatten", "contiguous", "squeeze", "unsqueeze"):
+            return "affine"
+        if node.target in ("add", "sub") and len(args) <= 2:
             return "affine"
         if node.target == "square" or (node.target == "pow" and len(node.args) == 2 and node.args[1] == 2):
             return "square"
@@ -322,10 +367,10 @@ def _tensor_inputs(node) -> list:
     return [a for a in node.all_input_nodes if a.op != "get_attr"]
 
 
-def _run_nodes(torch, gm, nodes, start, x):
-    """Runs a chain of graph nodes on x (the value of `start`), returning the last one's value."""
+def _run_nodes(torch, gm, nodes, env: dict) -> dict:
+    """Runs graph nodes in order on the values of env (node -> tensor) and returns env with theirs added."""
     modules = dict(gm.named_modules())
-    env = {start: x}
+    env = dict(env)
 
     def value(n):
         if n.op == "get_attr":
@@ -344,7 +389,7 @@ def _run_nodes(torch, gm, nodes, start, x):
             env[node] = node.target(*args, **kwargs)
         else:
             env[node] = getattr(args[0], node.target)(*args[1:], **kwargs)
-    return env[nodes[-1]]
+    return env
 
 
 def _input_layout(shape) -> np.ndarray:
@@ -383,8 +428,9 @@ def _degree_for(fn, interval, max_depth: int, tol: float) -> object:
 class CompiledModel:
     """A model compiled for encrypted inference: its steps, parameters, context, transforms and keys (see compile)."""
 
-    def __init__(self, steps, in_shape, in_layout, out_dim, out_layout, params, ctx, compile_s):
-        self.steps = steps
+    def __init__(self, steps, output, in_shape, in_layout, out_dim, out_layout, params, ctx, compile_s):
+        self.steps = steps  # in an order where every value is made before it is read; value 0 is the input
+        self.output = output  # the value id of the logits
         self.in_shape = tuple(in_shape)
         self.in_dim = int(np.prod(in_shape))
         self.in_layout = np.asarray(in_layout)  # the slot of each input value
@@ -398,7 +444,7 @@ class CompiledModel:
 
     @property
     def depth(self) -> int:
-        return sum(s.depth for s in self.steps)
+        return _depth(self.steps)
 
     @property
     def p_in(self) -> int:
@@ -408,12 +454,14 @@ class CompiledModel:
         g = set()
         for s in self.steps:
             if isinstance(s, Affine):
-                g.update(s.lt.galois_elements())
+                for lt in s.lts:
+                    g.update(lt.galois_elements())
                 g.update(self.ctx.galois_element(k) for k in s.sums)
         return sorted(g)
 
     def __repr__(self) -> str:
-        rot = sum(len(s.lt.baby_steps) + len(s.lt.giant_steps) + len(s.sums) for s in self.steps if isinstance(s, Affine))
+        rot = sum(len(lt.baby_steps) + len(lt.giant_steps) for s in self.steps if isinstance(s, Affine) for lt in s.lts)
+        rot += sum(len(s.sums) for s in self.steps if isinstance(s, Affine))
         lines = [f"CompiledModel({self.in_shape} -> {self.out_dim}; {self.params!r})",
                  f"  depth {self.depth} of {self.ctx.user_level} levels, no bootstrap; {rot} rotations per inference, "
                  f"{len(self.galois_elements())} Galois keys; compiled in {self.compile_s:.1f} s"]
@@ -448,16 +496,21 @@ class CompiledModel:
     def check(self, x) -> None:
         """Raises ks.ParameterError, naming the layer, when x drives an approximated activation outside its fitted
         interval (the client holds x in the clear; this is the plan's arithmetic without the encryption)."""
-        v = self.pack(x)[: self.p_in][self.in_layout]
+        self._clear(self.pack(x)[: self.p_in][self.in_layout], check=True)
+
+    def _clear(self, x: np.ndarray, check: bool) -> np.ndarray:
+        vals = {0: x}
         for s in self.steps:
-            if isinstance(s, Activation) and s.kind == "chebyshev":
-                lo, hi = s.interval
+            if check and isinstance(s, Activation) and s.kind == "chebyshev":
+                v, (lo, hi) = vals[s.input], s.interval
                 if v.min() < lo or v.max() > hi:
                     raise ks.ParameterError(
                         f"layer {s.name}: this input gives it values in [{v.min():.4g}, {v.max():.4g}], outside the "
                         f"interval [{lo:.4g}, {hi:.4g}] fitted on the calibration data, where its polynomial is "
                         "garbage: compile with calibration data that covers such inputs (or a larger margin)")
-            v = s.forward(v)
+            ins = [vals[i] for i in s.inputs]
+            vals[s.output] = s.forward(ins) if isinstance(s, Affine) else s.forward(ins[0])
+        return vals[self.output]
 
     def decrypt(self, ct, key=None) -> np.ndarray:
         key = key if key is not None else self._keys("decrypt").secret
@@ -478,35 +531,63 @@ class CompiledModel:
         if self.evaluator is None:
             raise ks.MissingKeyError("run needs the evaluation keys: plan.keygen() (client) or plan.use(keys) (server)")
         ev = self.evaluator
-        for s in self.steps:
+        last = {}  # value -> the last step that reads it (then it is dropped)
+        for k, s in enumerate(self.steps):
+            for i in s.inputs:
+                last[i] = k
+        vals = {0: ct}
+        for k, s in enumerate(self.steps):
+            ins = [vals[i] for i in s.inputs]
             if isinstance(s, Affine):
-                ct = ev.apply(s.lt, ct, threads=threads)
-                for k in s.sums:
-                    ct = ev.add(ct, ev.rotate(ct, k, threads=threads))
+                ins = [c if c.level == s.level else ev.drop_level(c, s.level) for c in ins]
+                out = None
+                for lt, c in zip(s.lts, ins):
+                    y = ev.apply(lt, c, threads=threads)
+                    out = y if out is None else ev.add(out, y)
+                for r in s.sums:
+                    out = ev.add(out, ev.rotate(out, r, threads=threads))
                 if s.bias is not None:
-                    ct = ev.add_plain(ct, s.bias)
+                    out = ev.add_plain(out, s.bias)
             elif s.kind == "square":
-                ct = ev.square(ct, threads=threads)
+                out = ev.square(ins[0], threads=threads)
             else:
-                ct = ev.evaluate_polynomial(ct, s.poly, threads=threads)
-        return ct
+                out = ev.evaluate_polynomial(ins[0], s.poly, threads=threads)
+            vals[s.output] = out
+            for i in s.inputs:
+                if last[i] == k and i != self.output:
+                    del vals[i]
+        return vals[self.output]
 
     def forward_clear(self, x) -> np.ndarray:
         """The plan in plain arithmetic (the affine maps and the polynomials it evaluates): what run() computes
         without the encryption's noise."""
         v = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
-        for s in self.steps:
-            v = s.forward(v)
-        return v
+        return self._clear(v, check=False)
+
+
+def _levels(steps, top: int) -> tuple[dict, list[int]]:
+    """With the input at level `top`: the level of every value, and each step's (the lowest of its inputs': the
+    others are dropped to it)."""
+    level, at = {0: top}, []
+    for st in steps:
+        at.append(min(level[i] for i in st.inputs))
+        level[st.output] = at[-1] - st.depth
+    return level, at
+
+
+def _depth(steps) -> int:
+    """The levels the plan takes: its longest path."""
+    return -min(_levels(steps, 0)[0].values())
 
 
 def _first_past(steps, levels: int) -> str:
     """The name of the first step that needs a level beyond `levels`."""
-    used = 0
+    level = {0: levels}
     for st in steps:
-        used += st.depth
-        if used > levels:
+        out = min(level[i] for i in st.inputs) - st.depth
+        if out < 0:
             return st.name
+        level[st.output] = out
     return steps[-1].name
 
 
@@ -564,74 +645,80 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
     if len(placeholders) != 1:
         raise ks.ParameterError(f"kasoku.nn compiles models of one input, this one has {len(placeholders)}")
     nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    prev = placeholders[0]
-    for n in nodes:  # a chain: every layer reads the layer before it
-        if _tensor_inputs(n) != [prev]:
-            raise ks.ParameterError(f"layer {_name(n, modules)}: kasoku.nn compiles chains of layers (each on the one before); "
-                                    "branches and residual connections are not supported yet")
-        prev = n
-    # runs of affine nodes become one group each; every activation is a group of its own
-    groups: list[tuple[object, list]] = []
+    outputs = [n for n in gm.graph.nodes if n.op == "output"][0].all_input_nodes
+    if len(outputs) != 1 or outputs[0].op == "placeholder":
+        raise ks.ParameterError("kasoku.nn compiles models with one output tensor computed from the input")
+    kinds = {}
     for n in nodes:
-        kind = _classify(torch, n, modules)
-        if isinstance(kind, tuple) and kind[0] == "unsupported":
-            raise ks.ParameterError(f"layer {_name(n, modules)}: {kind[1]}")
-        if kind == "affine" and groups and groups[-1][0] == "affine":
-            groups[-1][1].append(n)
-        else:
-            groups.append((kind, [n]))
+        kinds[n] = _classify(torch, n, modules)
+        if isinstance(kinds[n], tuple) and kinds[n][0] == "unsupported":
+            raise ks.ParameterError(f"layer {_name(n, modules)}: {kinds[n][1]}")
+        if kinds[n] != "affine" and len(_tensor_inputs(n)) != 1:
+            raise ks.ParameterError(f"layer {_name(n, modules)}: an activation reads one tensor")
+    # The values the plan holds as ciphertexts: the input, every activation's output, and the tensors activations and
+    # the output read (affine ones: each is computed from the activations before it in one transform, so that every
+    # run of affine layers, branches and joins included, costs one level).
+    acts = [n for n in nodes if kinds[n] != "affine"]
+    held = [placeholders[0]] + acts
+    held += [m for m in [_tensor_inputs(a)[0] for a in acts] + outputs if m not in held]
+    held = [n for n in gm.graph.nodes if n in held]  # in graph order: every value after the ones it reads
+    vid = {n: i for i, n in enumerate(held)}
     cal = torch.as_tensor(calibration, dtype=torch.float64) if calibration is not None else x0[None]
     cal = cal.reshape(-1, *in_shape)
-    steps: list = []
-    x_value, cal_value, start = x0[None], cal, placeholders[0]
-    peak = float(cal.abs().max())  # the largest value the calibration shows anywhere: q_0 holds it
-    dim = int(np.prod(in_shape))
-    in_layout = _input_layout(in_shape)
-    layout, period = in_layout, _pow2(dim)  # where each value of the current activations sits
-    zero = np.ones(period, dtype=bool)  # the slots known to hold 0
-    zero[layout] = False
     with torch.no_grad():
-        for kind, group in groups:
-            if kind == "affine":  # y = W x + b, found by probing the run with 0 and the unit vectors
-                shape = tuple(x_value.shape[1:])
-                probes = torch.cat([torch.zeros(1, dim, dtype=torch.float64), torch.eye(dim, dtype=torch.float64)])
-                out = _run_nodes(torch, gm, group, start, probes.reshape(dim + 1, *shape)).reshape(dim + 1, -1)
-                b = out[0].numpy().copy()
-                W = (out[1:] - out[0]).T.numpy().copy()
-                step = Affine(", ".join(_name(n, modules) for n in group), W, b, layout, period)
-                _pack_affine(step, 2 * max(period, _pow2(W.shape[0])), zero)
-                steps.append(step)
-                dim, layout, period = W.shape[0], step.layout_out, step.p_out
-                zero = np.ones(period, dtype=bool)  # the transform writes only its outputs' slots
-                zero[layout] = False
+        ex = _run_nodes(torch, gm, nodes, {placeholders[0]: x0[None]})
+        calv = _run_nodes(torch, gm, nodes, {placeholders[0]: cal})
+    for n in nodes:  # the largest value the calibration shows anywhere: q_0 holds it
+        peak = float(calv[n].abs().max())
+        if not peak < 2.0**30:
+            raise ks.ParameterError(
+                f"layer {_name(n, modules)}: the calibration data drives its outputs to {peak:.3g} (2^"
+                f"{math.log2(peak) if math.isfinite(peak) else math.inf:.0f}), beyond the 2^30 CKKS holds above its "
+                "scale: scale the inputs or the weights down (values near 1 keep every level's precision)")
+    peak = max(float(t.abs().max()) for t in calv.values())
+    # where each held value sits: index i at slot layout[i] of a vector of `period`; zero: slots known to hold 0
+    in_layout = _input_layout(in_shape)
+    dim0 = int(np.prod(in_shape))
+    where = {0: (in_layout, _pow2(dim0), ~np.isin(np.arange(_pow2(dim0)), in_layout))}
+    steps: list = []
+    with torch.no_grad():
+        for n in held[1:]:
+            if kinds[n] == "affine":
+                region, ins = _region(n, held, kinds)
+                step = _probe(torch, gm, region, ins, ex, ", ".join(_name(m, modules) for m in region))
+                step.inputs, step.output = [vid[m] for m in ins], vid[n]
+                step.layouts_in = [where[i][0] for i in step.inputs]
+                step.p_in = max(where[i][1] for i in step.inputs)
+                main = where[step.inputs[0]]
+                zero = np.tile(main[2], step.p_in // main[1])
+                _pack_affine(step, 2 * max(step.p_in, _pow2(step.Ws[0].shape[0])), zero)
+                z = np.ones(step.p_out, dtype=bool)  # the transform writes only its outputs' slots
+                z[step.layout_out] = False
+                where[vid[n]] = (step.layout_out, step.p_out, z)
             else:
-                n = group[0]
+                src = _tensor_inputs(n)[0]
+                kind, name = kinds[n], _name(n, modules)
+                lay, per, z = where[vid[src]]
                 if kind == "square":
-                    steps.append(Activation(_name(n, modules), "square"))
+                    step = Activation(name, "square")
                 elif kind[0] == "power":
-                    steps.append(Activation(_name(n, modules), "power", poly=ks.Polynomial(kind[1]), degree=len(kind[1]) - 1))
-                    if kind[1][0] != 0:
-                        zero[:] = False
+                    step = Activation(name, "power", poly=ks.Polynomial(kind[1]), degree=len(kind[1]) - 1)
+                    z = z if kind[1][0] == 0 else np.zeros_like(z)
                 else:  # Chebyshev on the calibration's range, widened
-                    lo, hi = float(cal_value.min()), float(cal_value.max())
+                    lo, hi = float(calv[src].min()), float(calv[src].max())
                     pad = margin * max(hi - lo, 1e-6)
                     interval = (lo - pad, hi + pad)
-                    fn = _SMOOTH[kind[1]]
-                    poly = _degree_for(fn, interval, max_activation_depth, activation_error)
-                    steps.append(Activation(_name(n, modules), "chebyshev", fn=fn, interval=interval, poly=poly, degree=poly.degree))
-                    zero[:] = False  # f(0) != 0 in the slots between the values
-            x_value = _run_nodes(torch, gm, group, start, x_value)
-            cal_value = _run_nodes(torch, gm, group, start, cal_value)
-            peak = max(peak, float(cal_value.abs().max()))
-            if not peak < 2.0**30:
-                raise ks.ParameterError(
-                    f"layer {_name(group[-1], modules)}: the calibration data drives its outputs to {peak:.3g} (2^"
-                    f"{math.log2(peak) if math.isfinite(peak) else math.inf:.0f}), beyond the 2^30 CKKS holds above its "
-                    "scale: scale the inputs or the weights down (values near 1 keep every level's precision)")
-            start = group[-1]
-        out_dim = int(np.prod(x_value.shape[1:]))
-    depth = sum(s.depth for s in steps)
-    slots = max([_pow2(int(np.prod(in_shape)))] + [max(s.p_in, s.p_out) for s in steps if isinstance(s, Affine)])
+                    poly = _degree_for(_SMOOTH[kind[1]], interval, max_activation_depth, activation_error)
+                    step = Activation(name, "chebyshev", fn=_SMOOTH[kind[1]], interval=interval, poly=poly,
+                                      degree=poly.degree)
+                    z = np.zeros_like(z)  # f(0) != 0 in the slots between the values
+                step.input, step.output = vid[src], vid[n]
+                where[vid[n]] = (lay, per, z)
+            steps.append(step)
+    out_id = vid[outputs[0]]
+    out_dim = int(np.prod(ex[outputs[0]].shape[1:]))
+    depth = _depth(steps)
+    slots = max([_pow2(dim0)] + [max(s.p_in, s.p_out) for s in steps if isinstance(s, Affine)])
     if params is None or params == "auto":
         integer_bits = min(30, max(1, math.ceil(math.log2(2 * (1 + margin) * peak + 1e-300)) + 1))
         params = _choose_params(steps, depth, slots, precision_bits, integer_bits)
@@ -643,15 +730,51 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
     if ctx.slots < slots:
         raise ks.ParameterError(f"the model packs vectors of {slots} values, the parameters have {ctx.slots} slots: "
                                 "pass parameters with a larger ring, or params=None")
-    level = ctx.user_level
-    for s in steps:
+    for s, level in zip(steps, _levels(steps, ctx.user_level)[1]):
         s.level = level
         if isinstance(s, Affine):
-            s.lt = ks.LinearTransform(ctx, {r: np.tile(d, ctx.slots // d.size) for r, d in s.diags.items()}, level=level,
-                                      threads=threads)
+            s.lts = [ks.LinearTransform(ctx, {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()},
+                                        level=level, threads=threads) for diags in s.diags]
             if np.any(s.b):
                 bias = np.zeros(s.p_out)
                 bias[s.layout_out] = s.b
                 s.bias = np.tile(bias, ctx.slots // s.p_out)
-        level -= s.depth
-    return CompiledModel(steps, in_shape, in_layout, out_dim, layout, params, ctx, time.perf_counter() - t0)
+    return CompiledModel(steps, out_id, in_shape, in_layout, out_dim, where[out_id][0], params, ctx,
+                         time.perf_counter() - t0)
+
+
+def _region(node, held, kinds):
+    """The affine nodes that compute `node` from held values (in graph order) and the held non-affine values they
+    read (the placeholder, activations)."""
+    region, ins, todo, seen = [], [], [node], set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n is not node and (n.op == "placeholder" or kinds.get(n) != "affine"):
+            ins.append(n)
+            continue
+        region.append(n)
+        todo.extend(_tensor_inputs(n))
+    order = {n: i for i, n in enumerate(node.graph.nodes)}
+    return sorted(region, key=order.get), sorted(ins, key=order.get)
+
+
+def _probe(torch, gm, region, ins, ex, name) -> Affine:
+    """y = sum_k W_k x_k + b of an affine region, found by running it on 0 and on each input's unit vectors in
+    float64 (the first input: the one with the most weights)."""
+    shapes = [tuple(ex[m].shape[1:]) for m in ins]
+    dims = [int(np.prod(sh)) for sh in shapes]
+    zeros = {m: torch.zeros(1, *sh, dtype=torch.float64) for m, sh in zip(ins, shapes)}
+    b = _run_nodes(torch, gm, region, zeros)[region[-1]].reshape(-1).numpy().copy()
+    Ws = []
+    for m, sh, d in zip(ins, shapes, dims):
+        env = {k: torch.zeros(d, *s2, dtype=torch.float64) for k, s2 in zip(ins, shapes)}
+        env[m] = torch.eye(d, dtype=torch.float64).reshape(d, *sh)
+        out = _run_nodes(torch, gm, region, env)[region[-1]].reshape(d, -1).numpy()
+        Ws.append((out - b).T.copy())
+    order = sorted(range(len(ins)), key=lambda k: -np.count_nonzero(Ws[k]))
+    step = Affine(name, [], 0, [Ws[k] for k in order], b, [], 0)
+    ins[:] = [ins[k] for k in order]
+    return step
