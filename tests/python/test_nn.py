@@ -225,14 +225,43 @@ def test_bad_models_are_refused_naming_the_layer():
         ksnn.compile(Product(), x)
 
     deep = nn.Sequential(nn.Flatten(), *[ksnn.Square() for _ in range(70)])
-    with pytest.raises(ks.ParameterError, match=r"layer \d+ \(Square\) is past the .*bootstrap"):
-        ksnn.compile(deep, torch.rand(1, 1, 4, 4))
+    with pytest.raises(ks.ParameterError, match=r"layer \d+ \(Square\) is past the .*bootstrap=False"):
+        ksnn.compile(deep, torch.rand(1, 1, 4, 4), bootstrap=False)
     with pytest.raises(ks.ParameterError, match=r"layer 4 \(Square\): .*2\^\d+.*scale"):
         ksnn.compile(deep, 4 + torch.rand(1, 1, 4, 4))  # x^16 of 4..5: above 2^32
 
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), ksnn.Square(), nn.Linear(4, 4), ksnn.Square())
     with pytest.raises(ks.ParameterError, match=r"layer 2 \(Square\) is past the last of the parameters' 1 levels"):
         ksnn.compile(model, x, params=ks.Parameters.for_circuit(1, slots=16))
+
+
+def test_bootstraps_are_placed_where_the_levels_run_out():
+    """Layers of 8 or more levels on parameters with four user levels between bootstraps (research parameters at N = 2^10,
+    no security claim: fast): a bootstrap before each layer that would fall below level 0, the values in [-1, 1]."""
+    torch.manual_seed(9)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Square(), nn.Linear(8, 8), nn.SiLU(), nn.Linear(8, 8),
+                          ksnn.Square(), nn.Linear(8, 4)).eval()
+    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=4, special_bits=60, special_primes=3,
+                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    calibration = torch.randn(64, 1, 4, 4)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2)
+    kinds = [type(s).__name__ for s in plan.steps]
+    silu = next(s for s in plan.steps if isinstance(s, ksnn.Activation) and s.kind == "chebyshev")
+    assert silu.depth <= 4
+    # linear, x^2, linear: level 4 -> 1; SiLU needs its depth: a bootstrap first; ... every step at or above level 0
+    assert plan.bootstraps == kinds.count("Bootstrap") >= 2 and kinds[0] == "Affine"
+    level = plan.ctx.user_level
+    for s in plan.steps:
+        level = plan.ctx.user_level if isinstance(s, ksnn.Bootstrap) else s.level - s.depth
+        assert level >= 0
+    assert "bootstraps" in repr(plan)
+    with pytest.raises(ks.ParameterError, match=r"layer 4 \(SiLU\) is past the last .*bootstrap=False"):
+        ksnn.compile(model, calibration[:1], calibration=calibration, params=params, bootstrap=False)
+    plan.keygen()
+    for x in calibration[:2]:
+        want = model(x[None]).detach().numpy().reshape(-1)
+        got = plan.decrypt(plan.run(plan.encrypt(x)))
+        assert np.max(np.abs(got - want)) < 1e-2
 
 
 def test_an_input_outside_the_fitted_range_is_refused_before_encryption():

@@ -1,19 +1,20 @@
 """kasoku.nn: encrypted inference of PyTorch models (docs/NN.md).
 
-    import kasoku as ks
-    plan = ks.nn.compile(model, example_input, calibration=train_batch)   # traces, packs, chooses parameters
-    print(plan)                                                            # layers, levels, rotations, keys
-    keys = plan.keygen()                                                   # client: secret, public, evaluation keys
-    ct = plan.encrypt(x)                                                   # client: one sample, shaped like example_input
-    out = plan.run(ct)                                                     # server: evaluation keys only
-    logits = plan.decrypt(out)                                             # client
+    import kasoku.nn as ksnn
+    plan = ksnn.compile(model, example_input, calibration=train_batch)  # traces, packs, chooses parameters
+    print(plan)                                                           # layers, levels, rotations, keys
+    keys = plan.keygen()                                                  # client: secret, public, evaluation keys
+    ct = plan.encrypt(x)                                                  # client: one sample like example_input
+    out = plan.run(ct)                                                    # server: evaluation keys only
+    logits = plan.decrypt(out)                                            # client
 
 The model is traced with torch.fx. The affine parts of its graph (Linear, Conv1d/2d with any stride, padding and
 groups, BatchNorm in eval mode, AvgPool, AdaptiveAvgPool, Flatten, reshapes, constant scalings and shifts, residual
 additions, concatenations) become one map each of the activations they read, found by probing with unit vectors in
-float64, so BatchNorm folds into its neighbours for free; each costs one level. Activations: x^2 (and x * x, x ** 2) exactly, one level; SiLU, GELU, sigmoid, tanh, softplus and any
-`kasoku.nn.Polynomial` by Chebyshev interpolation on the range the calibration data shows them (with a margin).
-PyTorch is needed to compile (pip install 'kasoku[nn]'); a compiled plan runs without it.
+float64, so BatchNorm folds into its neighbours for free; each costs one level. Activations: x^2 (and x * x, x ** 2)
+exactly, one level; kasoku.nn.Polynomial as written; SiLU, GELU, sigmoid, tanh and softplus by Chebyshev
+interpolation on the range the calibration data shows them (with a margin). Bootstraps are placed where the levels
+run out. PyTorch is needed to compile (pip install 'kasoku[nn]').
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import math
 import operator
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -91,13 +93,13 @@ class Affine:
     b: np.ndarray
     layouts_in: list[np.ndarray]
     p_in: int
-    layout_out: np.ndarray = None
+    layout_out: Any = None  # np.ndarray once packed
     p_out: int = 0
     mode: str = "hybrid"
-    diags: list[dict] = None  # per input: offset -> values over one period
+    diags: Any = None  # per input: offset -> values over one period
     sums: list[int] = field(default_factory=list)  # rotations of the rotate-and-sum (hybrid, shrinking)
     level: int = 0
-    lts: list = None  # ks.LinearTransform per input
+    lts: Any = None  # ks.LinearTransform per input
     bias: np.ndarray | None = None  # b at its slots, tiled to the slots
 
     @property
@@ -243,13 +245,15 @@ class Activation:
 
     name: str
     kind: str  # "square" or "chebyshev" (or "power": a user polynomial)
-    fn: object = None  # numpy function (chebyshev)
+    fn: Any = None  # numpy function (chebyshev)
     interval: tuple[float, float] = (-1.0, 1.0)
     degree: int = 2
-    poly: object = None  # ks.Polynomial
+    poly: Any = None  # ks.Polynomial
     level: int = 0
     input: int = 0  # value ids
     output: int = 0
+    s_in: float = 1.0  # the input's unit: the interval in the model's units is interval * s_in
+    coeffs: Any = None  # a user polynomial's, in the model's units
 
     @property
     def inputs(self) -> list[int]:
@@ -265,13 +269,43 @@ class Activation:
         elif self.kind == "power":
             what = f"polynomial of degree {self.poly.degree}"
         else:
-            what = f"Chebyshev degree {self.poly.degree} on [{self.interval[0]:.3g}, {self.interval[1]:.3g}]"
+            lo, hi = self.interval[0] * self.s_in, self.interval[1] * self.s_in
+            what = f"Chebyshev degree {self.poly.degree} on [{lo:.3g}, {hi:.3g}]"
         return f"{self.name}: {what}, level {self.level} -> {self.level - self.depth}"
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         if self.kind == "square":
             return x * x
         return np.real(np.asarray(self.poly(x.astype(complex))))
+
+
+@dataclass
+class Bootstrap:
+    """A held value refreshed to the top user level (placed where the next step would need more levels than it has)."""
+
+    name: str
+    input: int
+    level: int = 0
+    depth = 0
+
+    @property
+    def inputs(self) -> list[int]:
+        return [self.input]
+
+    @property
+    def output(self) -> int:
+        return self.input
+
+    def describe(self) -> str:
+        return f"{self.name}: level {self.level} -> the top"
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return x
+
+
+def _unit(peak: float) -> float:
+    """The power of two at or above a value's peak: the plan holds every value divided by it, in [-1, 1]."""
+    return 2.0 ** math.ceil(math.log2(peak)) if peak > 0 else 1.0
 
 
 # ---------------------------------------------------------------- tracing
@@ -285,7 +319,7 @@ _SMOOTH = {"silu": lambda x: x / (1.0 + np.exp(-x)),
 
 
 def _classify(torch, node, modules):
-    """'affine', 'square', ('smooth', name), ('power', coeffs), or ('unsupported', why) for a node of the traced graph."""
+    """'affine', 'square', ('smooth', name), ('power', coeffs) or ('unsupported', why) for a node of the graph."""
     nn, F = torch.nn, torch.nn.functional
     args = [a for a in node.args if isinstance(a, torch.fx.Node)]
     if node.op == "call_module":
@@ -303,8 +337,9 @@ def _classify(torch, node, modules):
             if isinstance(m, t):
                 return ("smooth", name)
         if isinstance(m, (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.MaxPool1d, nn.MaxPool2d)):
-            return ("unsupported", f"{type(m).__name__} needs a sign approximation, which kasoku.nn does not build yet: "
-                                   "use x^2 (kasoku.nn.Square), SiLU, GELU, sigmoid or tanh, and AvgPool for max-pooling")
+            return ("unsupported", f"{type(m).__name__} needs a sign approximation, which kasoku.nn does not build "
+                                   "yet: use x^2 (kasoku.nn.Square), SiLU, GELU, sigmoid or tanh, and AvgPool for "
+                                   "max-pooling")
         return ("unsupported", f"layer type {type(m).__name__} is not supported")
     if node.op == "call_function":
         f = node.target
@@ -313,8 +348,8 @@ def _classify(torch, node, modules):
         if f in (torch.square,) or (f in (operator.pow, torch.pow) and len(node.args) == 2 and node.args[1] == 2):
             return "square"
         if f in (torch.flatten, torch.reshape, F.avg_pool1d, F.avg_pool2d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d,
-                 operator.neg) or (f in (operator.mul, operator.truediv, operator.add, operator.sub, torch.mul, torch.add)
-                                   and len(args) == 1):
+                 operator.neg) or (f in (operator.mul, operator.truediv, operator.add, operator.sub, torch.mul,
+                                         torch.add) and len(args) == 1):
             return "affine"
         smooth = {F.silu: "silu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh",
                   F.gelu: "gelu", F.softplus: "softplus"}
@@ -411,7 +446,7 @@ def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def _degree_for(fn, interval, max_depth: int, tol: float) -> object:
+def _degree_for(fn, interval, max_depth: int, tol: float) -> Any:
     """The least 2^d - 1 degree whose Chebyshev interpolant is within tol on the interval (at most 2^max_depth - 1)."""
     a, b = interval
     xs = np.linspace(a, b, 2001)
@@ -428,23 +463,32 @@ def _degree_for(fn, interval, max_depth: int, tol: float) -> object:
 class CompiledModel:
     """A model compiled for encrypted inference: its steps, parameters, context, transforms and keys (see compile)."""
 
-    def __init__(self, steps, output, in_shape, in_layout, out_dim, out_layout, params, ctx, compile_s):
+    def __init__(self, steps, output, in_shape, in_layout, in_unit, out_dim, out_layout, out_unit, params, ctx,
+                 bootstrapper, compile_s):
         self.steps = steps  # in an order where every value is made before it is read; value 0 is the input
         self.output = output  # the value id of the logits
         self.in_shape = tuple(in_shape)
         self.in_dim = int(np.prod(in_shape))
         self.in_layout = np.asarray(in_layout)  # the slot of each input value
+        self.in_unit = in_unit  # the input is encrypted divided by it (a power of two: every held value is in [-1, 1])
         self.out_dim = out_dim
         self.out_layout = np.asarray(out_layout)  # the slot of each output value
+        self.out_unit = out_unit  # decryption multiplies by it
         self.params = params
         self.ctx = ctx
+        self.bootstrapper = bootstrapper  # a ks.Bootstrapper when the plan bootstraps
         self.compile_s = compile_s
         self.keys = None
         self.evaluator = None
 
     @property
     def depth(self) -> int:
-        return _depth(self.steps)
+        """The levels the plan takes (between bootstraps, where it has them)."""
+        return self.ctx.user_level - min(_levels(self.steps, self.ctx.user_level)[0].values())
+
+    @property
+    def bootstraps(self) -> int:
+        return sum(isinstance(s, Bootstrap) for s in self.steps)
 
     @property
     def p_in(self) -> int:
@@ -457,13 +501,17 @@ class CompiledModel:
                 for lt in s.lts:
                     g.update(lt.galois_elements())
                 g.update(self.ctx.galois_element(k) for k in s.sums)
+        if self.bootstrapper is not None:
+            g.update(self.bootstrapper.galois_elements())
         return sorted(g)
 
     def __repr__(self) -> str:
         rot = sum(len(lt.baby_steps) + len(lt.giant_steps) for s in self.steps if isinstance(s, Affine) for lt in s.lts)
         rot += sum(len(s.sums) for s in self.steps if isinstance(s, Affine))
         lines = [f"CompiledModel({self.in_shape} -> {self.out_dim}; {self.params!r})",
-                 f"  depth {self.depth} of {self.ctx.user_level} levels, no bootstrap; {rot} rotations per inference, "
+                 f"  depth {self.depth} of {self.ctx.user_level} levels, "
+                 f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}; {rot} rotations per "
+                 f"inference, "
                  f"{len(self.galois_elements())} Galois keys; compiled in {self.compile_s:.1f} s"]
         lines += ["  " + s.describe() for s in self.steps]
         return "\n".join(lines)
@@ -471,7 +519,8 @@ class CompiledModel:
     # -- client side
     def keygen(self, progress=None):
         """Secret, public, relinearisation and exactly the Galois keys the plan needs (kept by the plan too)."""
-        self.keys = self.ctx.keygen(galois_elements=self.galois_elements(), progress=progress)
+        self.keys = self.ctx.keygen(galois_elements=self.galois_elements(), bootstrapping=self.bootstrapper or False,
+                                    progress=progress)
         self.evaluator = self.ctx.evaluator(self.keys.evaluation())
         return self.keys
 
@@ -482,7 +531,7 @@ class CompiledModel:
             raise ks.ParameterError(f"the input has {v.size} values; the model was compiled for {self.in_dim} "
                                     f"(shape {self.in_shape}): encrypt one sample at a time")
         out = np.zeros(self.p_in)
-        out[self.in_layout] = v
+        out[self.in_layout] = v / self.in_unit
         return np.tile(out, self.ctx.slots // self.p_in)
 
     def encrypt(self, x, key=None, check: bool = True):
@@ -504,17 +553,19 @@ class CompiledModel:
             if check and isinstance(s, Activation) and s.kind == "chebyshev":
                 v, (lo, hi) = vals[s.input], s.interval
                 if v.min() < lo or v.max() > hi:
+                    u = s.s_in
                     raise ks.ParameterError(
-                        f"layer {s.name}: this input gives it values in [{v.min():.4g}, {v.max():.4g}], outside the "
-                        f"interval [{lo:.4g}, {hi:.4g}] fitted on the calibration data, where its polynomial is "
-                        "garbage: compile with calibration data that covers such inputs (or a larger margin)")
+                        f"layer {s.name}: this input gives it values in [{u * v.min():.4g}, {u * v.max():.4g}], "
+                        f"outside the interval [{u * lo:.4g}, {u * hi:.4g}] fitted on the calibration data, where "
+                        "its polynomial is garbage: compile with calibration data that covers such inputs (or a "
+                        "larger margin)")
             ins = [vals[i] for i in s.inputs]
             vals[s.output] = s.forward(ins) if isinstance(s, Affine) else s.forward(ins[0])
         return vals[self.output]
 
     def decrypt(self, ct, key=None) -> np.ndarray:
         key = key if key is not None else self._keys("decrypt").secret
-        return np.real(self.ctx.decrypt(ct, key))[self.out_layout]
+        return np.real(self.ctx.decrypt(ct, key))[self.out_layout] * self.out_unit
 
     def _keys(self, what):
         if self.keys is None:
@@ -548,6 +599,8 @@ class CompiledModel:
                     out = ev.add(out, ev.rotate(out, r, threads=threads))
                 if s.bias is not None:
                     out = ev.add_plain(out, s.bias)
+            elif isinstance(s, Bootstrap):
+                out = ev.bootstrap(ins[0], self.bootstrapper, threads=threads)
             elif s.kind == "square":
                 out = ev.square(ins[0], threads=threads)
             else:
@@ -562,7 +615,7 @@ class CompiledModel:
         """The plan in plain arithmetic (the affine maps and the polynomials it evaluates): what run() computes
         without the encryption's noise."""
         v = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
-        return self._clear(v, check=False)
+        return self._clear(v / self.in_unit, check=False) * self.out_unit
 
 
 def _levels(steps, top: int) -> tuple[dict, list[int]]:
@@ -571,13 +624,75 @@ def _levels(steps, top: int) -> tuple[dict, list[int]]:
     level, at = {0: top}, []
     for st in steps:
         at.append(min(level[i] for i in st.inputs))
-        level[st.output] = at[-1] - st.depth
+        level[st.output] = top if isinstance(st, Bootstrap) else at[-1] - st.depth
     return level, at
 
 
 def _depth(steps) -> int:
     """The levels the plan takes: its longest path."""
     return -min(_levels(steps, 0)[0].values())
+
+
+def _place_bootstraps(steps, top: int) -> list:
+    """The steps with a bootstrap of each value a step reads at the last moment: where the step needs more levels
+    than the value has left (the fewest bootstraps on a chain; a refreshed value serves every later reader)."""
+    level, out = {0: top}, []
+    for st in steps:
+        if st.depth > top:
+            raise ks.ParameterError(f"layer {st.name} takes {st.depth} levels, more than the {top} a bootstrap gives "
+                                    "back: use parameters with more user levels, or a lower-degree activation")
+        for i in st.inputs:
+            if level[i] < st.depth:
+                out.append(Bootstrap(f"bootstrap before {st.name}", i))
+                level[i] = top
+        level[st.output] = min(level[i] for i in st.inputs) - st.depth
+        out.append(st)
+    return out
+
+
+def _units(steps, peaks: dict) -> dict:
+    """Each held value's unit: the plan holds it divided by that power of two. A value that is bootstrapped must be
+    within [-1, 1] (bootstrapping's sine is precise only there), so its unit is the power of two at or above its peak
+    (with the margin), set by the step that makes it (weights, bias and polynomials divided by it, the readers'
+    multiplied) or, for x^2, by its input's unit (squared); every other value keeps 1, its full precision."""
+    made = {s.output: s for s in steps if not isinstance(s, Bootstrap)}
+    units = dict.fromkeys(peaks, 1.0)
+
+    def need(v, at_least):  # v must be held divided by at least `at_least` (a power of two)
+        if units[v] >= at_least:
+            return
+        step = made.get(v)
+        if isinstance(step, Activation) and step.kind == "square":
+            need(step.input, 2.0 ** math.ceil(math.log2(at_least) / 2))
+            units[v] = units[step.input] ** 2
+        else:
+            units[v] = at_least
+
+    for s in steps:
+        if isinstance(s, Bootstrap):
+            need(s.input, _unit(peaks[s.input]))
+    for s in steps:  # x^2 of a value whose unit rose after its square was seen
+        if isinstance(s, Activation) and s.kind == "square":
+            units[s.output] = max(units[s.output], units[s.input] ** 2)
+    for s in steps:  # scale what each step computes to its output's unit, from its inputs'
+        if isinstance(s, Affine):
+            out = units[s.output]
+            for k, i in enumerate(s.inputs):
+                f = units[i] / out
+                if f != 1.0:
+                    s.Ws[k] = s.Ws[k] * f
+                    s.diags[k] = {r: d * f for r, d in s.diags[k].items()}
+            s.b = s.b / out
+        elif isinstance(s, Activation) and s.kind != "square" and (units[s.input], units[s.output]) != (1.0, 1.0):
+            s.s_in, out = units[s.input], units[s.output]
+            if s.kind == "power":
+                s.poly = ks.Polynomial([c * s.s_in**i / out for i, c in enumerate(s.coeffs)])
+            else:  # the same degree on the scaled interval: the same depth
+                f, si = s.fn, s.s_in
+                s.interval = (s.interval[0] / si, s.interval[1] / si)
+                s.fn = lambda u, f=f, si=si, out=out: f(si * u) / out
+                s.poly = ks.chebyshev(lambda v, g=s.fn: g(np.real(np.asarray(v))), s.interval, s.degree)
+    return units
 
 
 def _first_past(steps, levels: int) -> str:
@@ -591,20 +706,31 @@ def _first_past(steps, levels: int) -> str:
     return steps[-1].name
 
 
-def _choose_params(steps, depth: int, slots: int, precision_bits, integer_bits: int):
-    """Parameters.for_circuit for the plan. precision_bits None: the most precision (up to 20 bits) the smallest ring
-    that holds the plan at 8 bits gives with the same number of primes (so at the same speed)."""
+def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: bool, integer_bits: int):
+    """Parameters.for_circuit for the plan (q_0 integer_bits above the scale: the largest value with the margin, and
+    at least 8, the room a product at level 1 needs before its rescale). precision_bits None: the most precision (up
+    to 20 bits) that the smallest ring holding the plan at 8 bits gives with the same number of primes (so at the same
+    speed). A plan no 128-bit ring holds: the bootstrapping preset (BOOT16, 9 levels between bootstraps, or BOOT16L,
+    14) that needs fewer bootstraps, when bootstrap is on."""
     def fit(bits):
         return ks.Parameters.for_circuit(depth, bits, slots=slots, integer_bits=integer_bits)
 
     try:
         params = fit(precision_bits or 8)
     except ks.ParameterError as e:
+        if bootstrap:
+            presets = [ks.Parameters.named(n) for n in ("BOOT16", "BOOT16L")]
+            usable = [p for p in presets if max(st.depth for st in steps) <= p.levels and p.slots >= slots]
+            if usable:
+                return min(usable, key=lambda p: sum(isinstance(st, Bootstrap)
+                                                     for st in _place_bootstraps(steps, p.levels)))
         most = next((d for d in range(depth - 1, -1, -1) if _fits(d, precision_bits or 8, slots, integer_bits)), -1)
         raise ks.ParameterError(
             f"layer {_first_past(steps, most)} is past the {most} levels a 128-bit ring holds at {precision_bits or 8} "
-            f"bits (the model needs {depth} levels and {slots} slots; {e}): kasoku.nn does not place bootstraps yet, so "
-            "use fewer or lower-degree activations (x^2 is one level), or fewer precision_bits") from e
+            f"bits (the model needs {depth} levels and {slots} slots; {e}) and "
+            + ("bootstrap=False" if not bootstrap else "no bootstrapping preset holds its widest step")
+            + ": use fewer or lower-degree activations (x^2 is one level), fewer precision_bits, or bootstrap=True"
+        ) from e
     if precision_bits is None:
         size = (params.log_n, params.levels + 1 + params.special_primes)
         for bits in range(20, 8, -1):
@@ -626,12 +752,15 @@ def _fits(depth: int, bits: int, slots: int, integer_bits: int) -> bool:
 
 
 def compile(model, example_input, calibration=None, params=None, precision_bits: int | None = None, device: str = "cpu",
-            threads=None, margin: float = 0.25, activation_error: float = 1e-3, max_activation_depth: int = 6):
+            threads=None, margin: float = 0.25, activation_error: float = 1e-3, max_activation_depth: int = 6,
+            bootstrap: bool = True):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
     dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals (default:
     the example input), widened by `margin` on each side. params: a ks.Parameters, or None for the smallest 128-bit
-    set with the plan's depth and slots at `precision_bits` (Parameters.for_circuit). Raises ks.ParameterError naming
-    the layer for what it cannot compile, and when the depth does not fit (bootstrapping is not planned yet)."""
+    set with the plan's depth and slots at `precision_bits` (Parameters.for_circuit; precision_bits None: the most the
+    smallest ring gives), or a bootstrapping preset when none holds the depth. bootstrap: place bootstraps where the
+    levels run out (parameters that can bootstrap), or refuse such a model. Raises ks.ParameterError naming the layer
+    for what it cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()
     model = copy.deepcopy(model).eval().double()
@@ -675,14 +804,15 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
                 f"layer {_name(n, modules)}: the calibration data drives its outputs to {peak:.3g} (2^"
                 f"{math.log2(peak) if math.isfinite(peak) else math.inf:.0f}), beyond the 2^30 CKKS holds above its "
                 "scale: scale the inputs or the weights down (values near 1 keep every level's precision)")
-    peak = max(float(t.abs().max()) for t in calv.values())
-    # where each held value sits: index i at slot layout[i] of a vector of `period`; zero: slots known to hold 0
     in_layout = _input_layout(in_shape)
     dim0 = int(np.prod(in_shape))
+    peaks = {vid[m]: float(calv[m].abs().max()) * (1 + margin) for m in held}  # with the margin
+    # where each held value sits: index i at slot layout[i] of a vector of `period`; zero: slots known to hold 0
     where = {0: (in_layout, _pow2(dim0), ~np.isin(np.arange(_pow2(dim0)), in_layout))}
     steps: list = []
     with torch.no_grad():
         for n in held[1:]:
+            step: Affine | Activation
             if kinds[n] == "affine":
                 region, ins = _region(n, held, kinds)
                 step = _probe(torch, gm, region, ins, ex, ", ".join(_name(m, modules) for m in region))
@@ -702,15 +832,16 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
                 if kind == "square":
                     step = Activation(name, "square")
                 elif kind[0] == "power":
-                    step = Activation(name, "power", poly=ks.Polynomial(kind[1]), degree=len(kind[1]) - 1)
+                    step = Activation(name, "power", poly=ks.Polynomial(kind[1]), degree=len(kind[1]) - 1,
+                                      coeffs=list(kind[1]))
                     z = z if kind[1][0] == 0 else np.zeros_like(z)
                 else:  # Chebyshev on the calibration's range, widened
                     lo, hi = float(calv[src].min()), float(calv[src].max())
                     pad = margin * max(hi - lo, 1e-6)
                     interval = (lo - pad, hi + pad)
-                    poly = _degree_for(_SMOOTH[kind[1]], interval, max_activation_depth, activation_error)
-                    step = Activation(name, "chebyshev", fn=_SMOOTH[kind[1]], interval=interval, poly=poly,
-                                      degree=poly.degree)
+                    fn = _SMOOTH[kind[1]]
+                    poly = _degree_for(fn, interval, max_activation_depth, activation_error)
+                    step = Activation(name, "chebyshev", fn=fn, interval=interval, poly=poly, degree=poly.degree)
                     z = np.zeros_like(z)  # f(0) != 0 in the slots between the values
                 step.input, step.output = vid[src], vid[n]
                 where[vid[n]] = (lay, per, z)
@@ -720,13 +851,23 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
     depth = _depth(steps)
     slots = max([_pow2(dim0)] + [max(s.p_in, s.p_out) for s in steps if isinstance(s, Affine)])
     if params is None or params == "auto":
-        integer_bits = min(30, max(1, math.ceil(math.log2(2 * (1 + margin) * peak + 1e-300)) + 1))
-        params = _choose_params(steps, depth, slots, precision_bits, integer_bits)
+        integer_bits = min(30, max(8, math.ceil(math.log2(2 * max(peaks.values()) + 1e-300)) + 1))
+        params = _choose_params(steps, depth, slots, precision_bits, bootstrap, integer_bits)
     ctx = ks.Context(params, threads=threads, device=device)
+    bootstrapper = None
     if ctx.user_level < depth:
-        raise ks.ParameterError(f"layer {_first_past(steps, ctx.user_level)} is past the last of the parameters' "
-                                f"{ctx.user_level} levels (the model needs {depth}): pass parameters with more levels, or "
-                                "params=None to have them chosen")
+        p = ctx.params
+        if not bootstrap or not (p.boot_levels > 0 or p.hamming_weight > 0 or p.boot_secret_weight > 0):
+            why = ("bootstrap=False" if not bootstrap else "the parameters cannot bootstrap (no sparse secret, no "
+                   "bootstrapping levels)")
+            raise ks.ParameterError(f"layer {_first_past(steps, ctx.user_level)} is past the last of the parameters' "
+                                    f"{ctx.user_level} levels (the model needs {depth}) and {why}: pass parameters "
+                                    "with more levels or bootstrapping (e.g. BOOT16), or params=None to have them "
+                                    "chosen")
+        steps = _place_bootstraps(steps, ctx.user_level)
+        held_periods = [where[s.input][1] for s in steps if isinstance(s, Bootstrap)]
+        bootstrapper = ks.Bootstrapper(ctx, slots=min(ctx.slots, max(held_periods)), threads=threads)
+    units = _units(steps, peaks)
     if ctx.slots < slots:
         raise ks.ParameterError(f"the model packs vectors of {slots} values, the parameters have {ctx.slots} slots: "
                                 "pass parameters with a larger ring, or params=None")
@@ -739,8 +880,8 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
                 bias = np.zeros(s.p_out)
                 bias[s.layout_out] = s.b
                 s.bias = np.tile(bias, ctx.slots // s.p_out)
-    return CompiledModel(steps, out_id, in_shape, in_layout, out_dim, where[out_id][0], params, ctx,
-                         time.perf_counter() - t0)
+    return CompiledModel(steps, out_id, in_shape, in_layout, units[0], out_dim, where[out_id][0], units[out_id], params,
+                         ctx, bootstrapper, time.perf_counter() - t0)
 
 
 def _region(node, held, kinds):
