@@ -208,9 +208,9 @@ def test_a_convolution_is_packed_by_its_layout():
 
 def test_bad_models_are_refused_naming_the_layer():
     x = torch.randn(1, 1, 4, 4)
-    relu = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), nn.ReLU())
-    with pytest.raises(ks.ParameterError, match=r"layer 2 \(ReLU\): .*x\^2"):
-        ksnn.compile(relu, x)
+    maxpool = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.MaxPool2d(2))
+    with pytest.raises(ks.ParameterError, match=r"layer 1 \(MaxPool2d\): .*AvgPool"):
+        ksnn.compile(maxpool, x)
 
     class Product(nn.Module):
         def __init__(self):
@@ -236,8 +236,9 @@ def test_bad_models_are_refused_naming_the_layer():
 
 
 def test_bootstraps_are_placed_where_the_levels_run_out():
-    """Layers of 8 or more levels on parameters with four user levels between bootstraps (research parameters at N = 2^10,
-    no security claim: fast): a bootstrap before each layer that would fall below level 0, the values in [-1, 1]."""
+    """Layers of 8 or more levels on parameters with four user levels between bootstraps (research parameters at
+    N = 2^10, no security claim: fast): a bootstrap before each layer that would fall below level 0, the bootstrapped
+    values held in [-1, 1]."""
     torch.manual_seed(9)
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Square(), nn.Linear(8, 8), nn.SiLU(), nn.Linear(8, 8),
                           ksnn.Square(), nn.Linear(8, 4)).eval()
@@ -262,6 +263,28 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
         want = model(x[None]).detach().numpy().reshape(-1)
         got = plan.decrypt(plan.run(plan.encrypt(x)))
         assert np.max(np.abs(got - want)) < 1e-2
+
+
+def test_relu_by_sign_steps_with_bootstraps_between_them():
+    """ReLU is u (1 + sign u) / 2 on its input held in [-1, 1], the sign f_3 composed (5 steps of 3 levels for
+    eps 1/16): on four levels between bootstraps, a bootstrap before each step but the first; the encrypted result is
+    the plan's arithmetic, within relu_eps times the input's unit of the exact ReLU."""
+    torch.manual_seed(10)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
+    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=4, special_bits=60, special_primes=3,
+                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    calibration = torch.randn(64, 1, 4, 4)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2, relu_eps=1 / 16)
+    signs = [s for s in plan.steps if isinstance(s, ksnn.Activation) and s.kind == "sign"]
+    assert len(signs) == ks.sign_depth(1 / 16, 10) // 3 == 5
+    assert plan.bootstraps == 5 and "u (1 + sign u)" in repr(plan)
+    plan.keygen()
+    for x in calibration[:2]:
+        want = model(x[None]).detach().numpy().reshape(-1)
+        clear = plan.forward_clear(x)
+        got = plan.decrypt(plan.run(plan.encrypt(x)))
+        assert np.max(np.abs(got - clear)) < 1e-5
+        assert np.max(np.abs(got - want)) < 0.05
 
 
 def test_an_input_outside_the_fitted_range_is_refused_before_encryption():

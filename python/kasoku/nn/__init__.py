@@ -13,8 +13,8 @@ groups, BatchNorm in eval mode, AvgPool, AdaptiveAvgPool, Flatten, reshapes, con
 additions, concatenations) become one map each of the activations they read, found by probing with unit vectors in
 float64, so BatchNorm folds into its neighbours for free; each costs one level. Activations: x^2 (and x * x, x ** 2)
 exactly, one level; kasoku.nn.Polynomial as written; SiLU, GELU, sigmoid, tanh and softplus by Chebyshev
-interpolation on the range the calibration data shows them (with a margin). Bootstraps are placed where the levels
-run out. PyTorch is needed to compile (pip install 'kasoku[nn]').
+interpolation on the range the calibration data shows them (with a margin); ReLU by composed sign polynomials.
+Bootstraps are placed where the levels run out. PyTorch is needed to compile (pip install 'kasoku[nn]').
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ class Activation:
     """A slot-wise polynomial: x^2 exactly, or the Chebyshev interpolant of a function on an interval."""
 
     name: str
-    kind: str  # "square" or "chebyshev" (or "power": a user polynomial)
+    kind: str  # "square", "chebyshev", "power" (a user polynomial) or "sign" (f_3 on a held value, no units)
     fn: Any = None  # numpy function (chebyshev)
     interval: tuple[float, float] = (-1.0, 1.0)
     degree: int = 2
@@ -268,6 +268,8 @@ class Activation:
             what = "x^2"
         elif self.kind == "power":
             what = f"polynomial of degree {self.poly.degree}"
+        elif self.kind == "sign":
+            what = "f_3 (a sign step)"
         else:
             lo, hi = self.interval[0] * self.s_in, self.interval[1] * self.s_in
             what = f"Chebyshev degree {self.poly.degree} on [{lo:.3g}, {hi:.3g}]"
@@ -303,6 +305,28 @@ class Bootstrap:
         return x
 
 
+# Cheon, Kim and Kim's f_3 (ks.Evaluator.sign composes it): on [-1, 1] each application pushes |x| >= eps toward 1.
+_F3 = [0.0, 35 / 16, 0.0, -35 / 16, 0.0, 21 / 16, 0.0, -5 / 16]
+
+
+@dataclass
+class ReluJoin:
+    """The end of a ReLU: u + u s for u the input (held divided by its unit, in [-1, 1]) and s its sign (f_3
+    composed): 2 relu(u) where |u| >= eps, held with half the input's unit. One level (a product)."""
+
+    name: str
+    inputs: list[int]  # [u, s]
+    output: int
+    level: int = 0
+    depth = 1
+
+    def describe(self) -> str:
+        return f"{self.name}: u (1 + sign u), level {self.level} -> {self.level - 1}"
+
+    def forward(self, xs: list[np.ndarray]) -> np.ndarray:
+        return xs[0] + xs[0] * xs[1]
+
+
 def _unit(peak: float) -> float:
     """The power of two at or above a value's peak: the plan holds every value divided by it, in [-1, 1]."""
     return 2.0 ** math.ceil(math.log2(peak)) if peak > 0 else 1.0
@@ -336,10 +360,11 @@ def _classify(torch, node, modules):
         for t, name in smooth.items():
             if isinstance(m, t):
                 return ("smooth", name)
-        if isinstance(m, (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.MaxPool1d, nn.MaxPool2d)):
-            return ("unsupported", f"{type(m).__name__} needs a sign approximation, which kasoku.nn does not build "
-                                   "yet: use x^2 (kasoku.nn.Square), SiLU, GELU, sigmoid or tanh, and AvgPool for "
-                                   "max-pooling")
+        if type(m) is nn.ReLU:
+            return ("relu",)
+        if isinstance(m, (nn.ReLU6, nn.LeakyReLU, nn.MaxPool1d, nn.MaxPool2d)):
+            return ("unsupported", f"{type(m).__name__} is not built yet: use AvgPool for max-pooling, and ReLU, x^2 "
+                                   "(kasoku.nn.Square), SiLU, GELU, sigmoid or tanh")
         return ("unsupported", f"layer type {type(m).__name__} is not supported")
     if node.op == "call_function":
         f = node.target
@@ -361,9 +386,10 @@ def _classify(torch, node, modules):
             return "affine"
         if f in (operator.mul, torch.mul) and len(args) == 2:
             return ("unsupported", "products of two different tensors are not supported (only x * x)")
-        if f in (torch.relu, F.relu, F.max_pool2d, F.max_pool1d):
-            return ("unsupported", f"{getattr(f, '__name__', f)} needs a sign approximation, which kasoku.nn does not "
-                                   "build yet: use x^2, SiLU, GELU, sigmoid or tanh, and average pooling")
+        if f in (torch.relu, F.relu):
+            return ("relu",)
+        if f in (F.max_pool2d, F.max_pool1d):
+            return ("unsupported", f"{getattr(f, '__name__', f)} is not built yet: use average pooling")
         return ("unsupported", f"function {getattr(f, '__name__', f)} is not supported")
     if node.op == "call_method":
         if node.target in ("view", "reshape", "flatten", "contiguous", "squeeze", "unsqueeze"):
@@ -374,6 +400,8 @@ def _classify(torch, node, modules):
             return "square"
         if node.target in ("sigmoid", "tanh"):
             return ("smooth", node.target)
+        if node.target == "relu":
+            return ("relu",)
         return ("unsupported", f"method .{node.target}() is not supported")
     return ("unsupported", f"graph node {node.op} {node.target}")
 
@@ -560,7 +588,7 @@ class CompiledModel:
                         "its polynomial is garbage: compile with calibration data that covers such inputs (or a "
                         "larger margin)")
             ins = [vals[i] for i in s.inputs]
-            vals[s.output] = s.forward(ins) if isinstance(s, Affine) else s.forward(ins[0])
+            vals[s.output] = s.forward(ins) if isinstance(s, (Affine, ReluJoin)) else s.forward(ins[0])
         return vals[self.output]
 
     def decrypt(self, ct, key=None) -> np.ndarray:
@@ -601,6 +629,9 @@ class CompiledModel:
                     out = ev.add_plain(out, s.bias)
             elif isinstance(s, Bootstrap):
                 out = ev.bootstrap(ins[0], self.bootstrapper, threads=threads)
+            elif isinstance(s, ReluJoin):
+                prod = ev.multiply(ins[0], ins[1], threads=threads)
+                out = ev.add(ev.drop_level(ins[0], prod.level), prod)
             elif s.kind == "square":
                 out = ev.square(ins[0], threads=threads)
             else:
@@ -664,16 +695,23 @@ def _units(steps, peaks: dict) -> dict:
         step = made.get(v)
         if isinstance(step, Activation) and step.kind == "square":
             need(step.input, 2.0 ** math.ceil(math.log2(at_least) / 2))
-            units[v] = units[step.input] ** 2
+        elif isinstance(step, ReluJoin):
+            need(step.inputs[0], 2 * at_least)
+        elif isinstance(step, Activation) and step.kind == "sign":
+            raise ks.ParameterError(f"{step.name}: a sign step's output cannot be scaled")  # |f_3| <= 1: never asked
         else:
             units[v] = at_least
 
     for s in steps:
         if isinstance(s, Bootstrap):
             need(s.input, _unit(peaks[s.input]))
-    for s in steps:  # x^2 of a value whose unit rose after its square was seen
+        elif isinstance(s, ReluJoin):  # the sign reads the ReLU's input in [-1, 1]
+            need(s.inputs[0], _unit(peaks[s.inputs[0]]))
+    for s in steps:  # the units the steps fix: x^2 squares its input's, a ReLU halves it, a sign step is 1
         if isinstance(s, Activation) and s.kind == "square":
-            units[s.output] = max(units[s.output], units[s.input] ** 2)
+            units[s.output] = units[s.input] ** 2
+        elif isinstance(s, ReluJoin):
+            units[s.output] = units[s.inputs[0]] / 2
     for s in steps:  # scale what each step computes to its output's unit, from its inputs'
         if isinstance(s, Affine):
             out = units[s.output]
@@ -683,7 +721,8 @@ def _units(steps, peaks: dict) -> dict:
                     s.Ws[k] = s.Ws[k] * f
                     s.diags[k] = {r: d * f for r, d in s.diags[k].items()}
             s.b = s.b / out
-        elif isinstance(s, Activation) and s.kind != "square" and (units[s.input], units[s.output]) != (1.0, 1.0):
+        elif (isinstance(s, Activation) and s.kind not in ("square", "sign")
+              and (units[s.input], units[s.output]) != (1.0, 1.0)):
             s.s_in, out = units[s.input], units[s.output]
             if s.kind == "power":
                 s.poly = ks.Polynomial([c * s.s_in**i / out for i, c in enumerate(s.coeffs)])
@@ -753,13 +792,16 @@ def _fits(depth: int, bits: int, slots: int, integer_bits: int) -> bool:
 
 def compile(model, example_input, calibration=None, params=None, precision_bits: int | None = None, device: str = "cpu",
             threads=None, margin: float = 0.25, activation_error: float = 1e-3, max_activation_depth: int = 6,
-            bootstrap: bool = True):
+            bootstrap: bool = True, relu_eps: float = 1 / 64, relu_bits: int = 10):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
     dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals (default:
     the example input), widened by `margin` on each side. params: a ks.Parameters, or None for the smallest 128-bit
     set with the plan's depth and slots at `precision_bits` (Parameters.for_circuit; precision_bits None: the most the
     smallest ring gives), or a bootstrapping preset when none holds the depth. bootstrap: place bootstraps where the
-    levels run out (parameters that can bootstrap), or refuse such a model. Raises ks.ParameterError naming the layer
+    levels run out (parameters that can bootstrap), or refuse such a model. relu_eps, relu_bits: ReLU is
+    u (1 + sign u) / 2 on its input divided by its unit (the power of two above its peak, with the margin), the sign
+    f_3 composed until |u| >= relu_eps reaches 2^-relu_bits (ks.sign_depth levels): within relu_eps times the unit
+    below relu_eps, within 2^-relu_bits times |x| above it. Raises ks.ParameterError naming the layer
     for what it cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()
@@ -829,6 +871,19 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
                 src = _tensor_inputs(n)[0]
                 kind, name = kinds[n], _name(n, modules)
                 lay, per, z = where[vid[src]]
+                if kind[0] == "relu":  # u (1 + f_3^k(u)): k sign steps, then the join
+                    prev = vid[src]
+                    k = ks.sign_depth(relu_eps, relu_bits) // 3
+                    for i in range(k):
+                        sid = len(peaks)
+                        peaks[sid] = 1.0
+                        steps.append(Activation(f"{name} sign step {i + 1}/{k}", "sign", poly=ks.Polynomial(_F3),
+                                                degree=7, input=prev, output=sid))
+                        where[sid] = (lay, per, z)  # f_3(0) = 0
+                        prev = sid
+                    steps.append(ReluJoin(name, [vid[src], prev], vid[n]))
+                    where[vid[n]] = (lay, per, z)
+                    continue
                 if kind == "square":
                     step = Activation(name, "square")
                 elif kind[0] == "power":
