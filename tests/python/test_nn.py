@@ -59,6 +59,14 @@ def test_every_layer_kind_matches_pytorch(name):
         assert np.max(np.abs(got - want)) < tol, name
 
 
+def _runs_on_its_levels(plan, model, x, tol=1e-2):
+    """The encrypted plan on x ends on its last level and within tol of the model."""
+    out = plan.run(plan.encrypt(x))
+    assert out.level == plan.ctx.user_level - plan.depth
+    want = model(x[None]).detach().numpy().reshape(-1)
+    assert np.max(np.abs(plan.decrypt(out) - want)) < tol
+
+
 class EveryLayer(nn.Module):
     """Every layer kind kasoku.nn compiles, in one chain."""
 
@@ -99,11 +107,7 @@ def test_a_model_of_every_layer_kind_runs_end_to_end_on_its_levels():
     text = repr(plan)
     assert "no bootstrap" in text and "Galois keys" in text and "conv1" in text and "Chebyshev" in text
     plan.keygen()
-    x = calibration[5]
-    out = plan.run(plan.encrypt(x))
-    assert out.level == plan.ctx.user_level - plan.depth
-    want = model(x[None]).detach().numpy().reshape(-1)
-    assert np.max(np.abs(plan.decrypt(out) - want)) < 1e-2
+    _runs_on_its_levels(plan, model, calibration[5])
 
 
 class ResidualConv(nn.Module):
@@ -141,11 +145,7 @@ def test_residual_additions_and_concatenations_join_branches_in_one_transform():
         want = model(x[None]).detach().numpy().reshape(-1)
         assert np.max(np.abs(plan.forward_clear(x) - want)) < 2e-3
     plan.keygen()
-    x = calibration[2]
-    out = plan.run(plan.encrypt(x))
-    assert out.level == plan.ctx.user_level - plan.depth
-    want = model(x[None]).detach().numpy().reshape(-1)
-    assert np.max(np.abs(plan.decrypt(out) - want)) < 1e-2
+    _runs_on_its_levels(plan, model, calibration[2])
 
 
 def test_the_server_runs_on_evaluation_keys_alone():
