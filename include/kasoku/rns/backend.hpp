@@ -185,6 +185,9 @@ private:
     void shape(std::size_t num_q, std::size_t num_p, bool ntt_form, RnsPoly& out) const;
     void shape(const RnsPoly& like, RnsPoly& out) const;
     void check_mine(const RnsPoly& a, const char* op) const;
+    // ModDown's operands: b and a over Q_l * P (at least min_q q-limbs) and addends over Q_l, all NTT form.
+    void check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
+                                 std::size_t min_q, const char* op, const char* pair_message) const;
 
     std::shared_ptr<const RnsContext> ring_;
     std::shared_ptr<const PolyMemory> memory_;

@@ -210,36 +210,32 @@ void Backend::divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec ex
     do_divide_round_by_p0(a, addend, exec);
 }
 
-void Backend::mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
-                       RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+void Backend::check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
+                                      std::size_t min_q, const char* op, const char* pair_message) const {
     for (const RnsPoly* x : {&b, &a}) {
-        check_mine(*x, "mod_down");
-        require(x->ntt_form() && x->num_p() == ring_->p_count() && x->num_p() > 0 && x->num_q() == b.num_q(), "mod_down",
-                "needs two NTT-form polynomials over Q_l * P");
+        check_mine(*x, op);
+        require(x->ntt_form() && x->num_p() == ring_->p_count() && x->num_p() > 0 && x->num_q() >= min_q &&
+                    x->num_q() == b.num_q(),
+                op, pair_message);
     }
     for (const RnsPoly* add : {add_b, add_a}) {
         if (!add) continue;
-        check_mine(*add, "mod_down");
-        require(add->num_q() == b.num_q() && add->num_p() == 0 && add->ntt_form(), "mod_down",
+        check_mine(*add, op);
+        require(add->num_q() == b.num_q() && add->num_p() == 0 && add->ntt_form(), op,
                 "an addend must be an NTT-form polynomial over Q_l");
     }
+}
+
+void Backend::mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
+                       RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+    check_mod_down_operands(b, a, add_b, add_a, 0, "mod_down", "needs two NTT-form polynomials over Q_l * P");
     require(&out_b != &out_a, "mod_down", "the two outputs must be two polynomials");
     do_mod_down(b, a, add_b, add_a, galois_elt, out_b, out_a, exec);
 }
 
 void Backend::mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const {
-    for (const RnsPoly* x : {&b, &a}) {
-        check_mine(*x, "mod_down_rescale");
-        require(x->ntt_form() && x->num_p() == ring_->p_count() && x->num_p() > 0 && x->num_q() >= 2 &&
-                    x->num_q() == b.num_q(),
-                "mod_down_rescale", "needs two NTT-form polynomials over Q_l * P, l >= 1");
-    }
-    for (const RnsPoly* add : {add_b, add_a}) {
-        if (!add) continue;
-        check_mine(*add, "mod_down_rescale");
-        require(add->num_q() == b.num_q() && add->num_p() == 0 && add->ntt_form(), "mod_down_rescale",
-                "an addend must be an NTT-form polynomial over Q_l");
-    }
+    check_mod_down_operands(b, a, add_b, add_a, 2, "mod_down_rescale",
+                            "needs two NTT-form polynomials over Q_l * P, l >= 1");
     require(&b != &a, "mod_down_rescale", "b and a must be two polynomials");
     do_mod_down_rescale(b, a, add_b, add_a, exec);
 }
