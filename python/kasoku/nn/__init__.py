@@ -736,13 +736,8 @@ def _units(steps, peaks: dict) -> dict:
 
 def _first_past(steps, levels: int) -> str:
     """The name of the first step that needs a level beyond `levels`."""
-    level = {0: levels}
-    for st in steps:
-        out = min(level[i] for i in st.inputs) - st.depth
-        if out < 0:
-            return st.name
-        level[st.output] = out
-    return steps[-1].name
+    at = _levels(steps, levels)[1]
+    return next((st.name for st, level in zip(steps, at) if level < st.depth), steps[-1].name)
 
 
 def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: bool, integer_bits: int):
@@ -751,11 +746,14 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
     to 20 bits) that the smallest ring holding the plan at 8 bits gives with the same number of primes (so at the same
     speed). A plan no 128-bit ring holds: the bootstrapping preset (BOOT16, 9 levels between bootstraps, or BOOT16L,
     14) that needs fewer bootstraps, when bootstrap is on."""
-    def fit(bits):
-        return ks.Parameters.for_circuit(depth, bits, slots=slots, integer_bits=integer_bits)
+    def fit(bits, d=depth):  # None where no 128-bit ring holds it
+        try:
+            return ks.Parameters.for_circuit(d, bits, slots=slots, integer_bits=integer_bits)
+        except ks.ParameterError:
+            return None
 
     try:
-        params = fit(precision_bits or 8)
+        params = ks.Parameters.for_circuit(depth, precision_bits or 8, slots=slots, integer_bits=integer_bits)
     except ks.ParameterError as e:
         if bootstrap:
             presets = [ks.Parameters.named(n) for n in ("BOOT16", "BOOT16L")]
@@ -763,7 +761,7 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
             if usable:
                 return min(usable, key=lambda p: sum(isinstance(st, Bootstrap)
                                                      for st in _place_bootstraps(steps, p.levels)))
-        most = next((d for d in range(depth - 1, -1, -1) if _fits(d, precision_bits or 8, slots, integer_bits)), -1)
+        most = next((d for d in range(depth - 1, -1, -1) if fit(precision_bits or 8, d)), -1)
         raise ks.ParameterError(
             f"layer {_first_past(steps, most)} is past the {most} levels a 128-bit ring holds at {precision_bits or 8} "
             f"bits (the model needs {depth} levels and {slots} slots; {e}) and "
@@ -773,21 +771,10 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
     if precision_bits is None:
         size = (params.log_n, params.levels + 1 + params.special_primes)
         for bits in range(20, 8, -1):
-            try:
-                p = fit(bits)
-            except ks.ParameterError:
-                continue
-            if (p.log_n, p.levels + 1 + p.special_primes) == size:
+            p = fit(bits)
+            if p is not None and (p.log_n, p.levels + 1 + p.special_primes) == size:
                 return p
     return params
-
-
-def _fits(depth: int, bits: int, slots: int, integer_bits: int) -> bool:
-    try:
-        ks.Parameters.for_circuit(depth, bits, slots=slots, integer_bits=integer_bits)
-        return True
-    except ks.ParameterError:
-        return False
 
 
 def compile(model, example_input, calibration=None, params=None, precision_bits: int | None = None, device: str = "cpu",
@@ -839,8 +826,9 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
     with torch.no_grad():
         ex = _run_nodes(torch, gm, nodes, {placeholders[0]: x0[None]})
         calv = _run_nodes(torch, gm, nodes, {placeholders[0]: cal})
+    absmax = {n: float(t.abs().max()) for n, t in calv.items()}
     for n in nodes:  # the largest value the calibration shows anywhere: q_0 holds it
-        peak = float(calv[n].abs().max())
+        peak = absmax[n]
         if not peak < 2.0**30:
             raise ks.ParameterError(
                 f"layer {_name(n, modules)}: the calibration data drives its outputs to {peak:.3g} (2^"
@@ -848,7 +836,7 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
                 "scale: scale the inputs or the weights down (values near 1 keep every level's precision)")
     in_layout = _input_layout(in_shape)
     dim0 = int(np.prod(in_shape))
-    peaks = {vid[m]: float(calv[m].abs().max()) * (1 + margin) for m in held}  # with the margin
+    peaks = {vid[m]: absmax[m] * (1 + margin) for m in held}  # with the margin
     # where each held value sits: index i at slot layout[i] of a vector of `period`; zero: slots known to hold 0
     where = {0: (in_layout, _pow2(dim0), ~np.isin(np.arange(_pow2(dim0)), in_layout))}
     steps: list = []
@@ -909,6 +897,9 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
         integer_bits = min(30, max(8, math.ceil(math.log2(2 * max(peaks.values()) + 1e-300)) + 1))
         params = _choose_params(steps, depth, slots, precision_bits, bootstrap, integer_bits)
     ctx = ks.Context(params, threads=threads, device=device)
+    if ctx.slots < slots:
+        raise ks.ParameterError(f"the model packs vectors of {slots} values, the parameters have {ctx.slots} slots: "
+                                "pass parameters with a larger ring, or params=None")
     bootstrapper = None
     if ctx.user_level < depth:
         p = ctx.params
@@ -923,9 +914,6 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
         held_periods = [where[s.input][1] for s in steps if isinstance(s, Bootstrap)]
         bootstrapper = ks.Bootstrapper(ctx, slots=min(ctx.slots, max(held_periods)), threads=threads)
     units = _units(steps, peaks)
-    if ctx.slots < slots:
-        raise ks.ParameterError(f"the model packs vectors of {slots} values, the parameters have {ctx.slots} slots: "
-                                "pass parameters with a larger ring, or params=None")
     for s, level in zip(steps, _levels(steps, ctx.user_level)[1]):
         s.level = level
         if isinstance(s, Affine):
