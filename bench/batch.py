@@ -42,9 +42,9 @@ def main(argv=None) -> int:
     rows = []
     out = open(args.out, "a") if args.out else None
     for d in sizes:
-        # d distinct ciphertexts per operand (copies of two encryptions: the work does not depend on the values)
-        a = [ev.add_scalar(base[0], 0.001 * i) for i in range(d)]
-        b = [ev.add_scalar(base[1], -0.001 * i) for i in range(d)]
+        # d distinct ciphertexts per operand (sums of two encryptions: the work does not depend on the values)
+        a = [ev.add(base[i % 2], base[(i // 2) % 2]) for i in range(d)]
+        b = [ev.add(base[(i + 1) % 2], base[(i // 3) % 2]) for i in range(d)]
         ops = {
             "Add": (lambda t: [ev.add(x, y, threads=t) for x, y in zip(a, b)], lambda t: ev.add_many(a, b, threads=t)),
             "MulRelinRescale": (lambda t: [ev.multiply(x, y, threads=t) for x, y in zip(a, b)],
