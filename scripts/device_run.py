@@ -292,7 +292,7 @@ def main(argv=None) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     build = (ROOT / (args.build_dir or ("build/cpp" if args.dry_run else "build/device"))).resolve()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_WAIT_POLICY="PASSIVE")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", OMP_WAIT_POLICY="PASSIVE")
     if not args.dry_run:
         env["PYTHONPATH"] = f"{build / 'pkg'}:{env.get('PYTHONPATH', '')}"
     r = Run(out=out, build=build, dry=args.dry_run, python=sys.executable, env=env)
