@@ -92,7 +92,7 @@ inline u64 pow_mod(u64 base, u64 exp, const Modulus& m) {
 inline u64 inv_mod(u64 a, const Modulus& m) { return pow_mod(a, m.value - 2, m); }
 
 // Signed integer (|x| < 2^127) reduced mod q.
-inline u64 reduce_signed(__int128 x, const Modulus& m) {
+KASOKU_HD inline u64 reduce_signed(__int128 x, const Modulus& m) {
     if (x >= 0) return reduce_128(static_cast<u128>(x), m);
     u64 r = reduce_128(static_cast<u128>(-x), m);
     return r == 0 ? 0 : m.value - r;

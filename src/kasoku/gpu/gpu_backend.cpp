@@ -341,25 +341,25 @@ void GpuBackend::do_download(const RnsPoly& a, const rns::LimbReader& read, std:
     read(ptrs.data());
 }
 
-// Residues on the host (the randomness of encryption and key generation stays there), then one upload and the NTT.
+// The n signed coefficients (sampled on the host, or a limb brought down to q_0) go up once, as words (64-bit, or 128-bit
+// low/high pairs); every limb is reduced on the device (kern::FromSigned), then the NTT.
 template <class Int>
 void GpuBackend::from_signed_any(const Int* coeffs, RnsPoly& out) const {
-    AlignedWords host(out.words());
-    struct Wipe {
-        AlignedWords& h;
-        ~Wipe() { secure_wipe(h.data(), h.size() * sizeof(u64)); }
-    } wipe{host};
-    for (std::size_t i = 0; i < out.limbs(); ++i) {
-        const Modulus& m = ring().modulus(ring().prime_index(i, out.num_q()));
-        u64* d = host.data() + i * n_;
-        for (std::size_t c = 0; c < n_; ++c) {
-            if constexpr (sizeof(Int) == 8) d[c] = arith::signed_residue(coeffs[c], m.value);
-            else d[c] = arith::reduce_signed(coeffs[c], m);
-        }
-    }
-    mem().from_host(host.data(), out.words(), words(out));
+    constexpr std::size_t per = sizeof(Int) / 8;
+    RnsPoly up = poly(per, 0, false);
+    mem().from_host(reinterpret_cast<const u64*>(coeffs), per * n_, words(up));
+    kern::FsShared s{};
+    s.r = ring_;
+    s.coeffs = words(up);
+    s.wide = per == 2;
+    std::vector<kern::FsItem> items;
+    for (const Run& r : runs(out.num_q(), out.num_p())) items.push_back({words(out) + r.limb * n_, static_cast<u32>(r.prime),
+                                                                          static_cast<u32>(r.limbs)});
+    launch::run<kern::FromSigned>(mem(), s, items);
+    up.wipe();  // a secret key comes this way (a fill queued after the reduction)
     if (out.ntt_form()) do_to_ntt(out, {});
 }
+
 
 // ---------------------------------------------------------------- element-wise
 

@@ -165,6 +165,42 @@ struct Tensor {
     }
 };
 
+// ---------------------------------------------------------------- signed integer coefficients
+
+// The residues of n signed coefficients (64-bit words, or 128-bit as (low, high) word pairs when `wide`) in a run of
+// limbs: out[l][c] = coeffs[c] mod q_(prime + l), coefficient form (the CPU backend's from_signed: ModRaise,
+// encapsulation, encryption). The coefficients are uploaded once and read by every limb.
+struct FsItem {
+    u64* out;
+    u32 prime, limbs;
+};
+struct FsShared {
+    Ring r;
+    const u64* coeffs;
+    u32 wide, pad;
+};
+struct FromSigned {
+    using Shared = FsShared;
+    using Item = FsItem;
+    static constexpr const char* kName = "from_signed";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
+        const std::size_t c = w % s.r.n;
+        const Modulus& m = s.r.m[it.prime + w / s.r.n];
+        if (s.wide) {
+            const auto v = static_cast<__int128>((static_cast<u128>(s.coeffs[2 * c + 1]) << 64) | s.coeffs[2 * c]);
+            it.out[w] = arith::reduce_signed(v, m);
+        } else {
+            it.out[w] = arith::signed_residue(static_cast<std::int64_t>(s.coeffs[c]), m.value);
+        }
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
+        const std::size_t w = words(s, it);
+        bytes += 8 * w + 8 * s.r.n * (s.wide ? 2 : 1);  // the coefficients once (the cache serves the other limbs)
+        mults += s.wide ? 4 * w : 0;
+    }
+};
+
 // ---------------------------------------------------------------- the NTT in passes over shared memory
 
 // The negacyclic NTT of arith (radix 2, roots in bit-reversed order, the scalar body's lazy ranges) of each limb in

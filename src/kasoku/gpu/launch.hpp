@@ -117,4 +117,5 @@ void run(const PolyMemory& mem, const typename K::Shared& s, const std::vector<t
     X(kern::Ewise<kern::Op::fma>) X(kern::Ewise<kern::Op::mul_const>) X(kern::Ewise<kern::Op::add_const>)                \
     X(kern::Ewise<kern::Op::add_mul_const>) X(kern::Ewise<kern::Op::copy>) X(kern::Ewise<kern::Op::fill>)               \
     X(kern::Ewise<kern::Op::permute>) X(kern::Ntt<true>) X(kern::Ntt<false>) X(kern::ConvertUp) X(kern::ConvertDown)     \
-    X(kern::Dot) X(kern::RoundLast) X(kern::SumProducts) X(kern::LinearCombination) X(kern::Tensor)
+    X(kern::Dot) X(kern::RoundLast) X(kern::SumProducts) X(kern::LinearCombination) X(kern::Tensor)                   \
+    X(kern::FromSigned)

@@ -197,6 +197,31 @@ void check_elementwise(Space& sp, std::size_t n) {
     ASSERT_EQ(sp.get(d0, W), w0) << "tensor d0";
     ASSERT_EQ(sp.get(d1, W), w1) << "tensor d1";
     ASSERT_EQ(sp.get(d2, W), w2) << "tensor d2";
+
+    // signed coefficients into two runs of limbs: 64-bit (|c| below the smallest prime) and 128-bit (up to 2^126)
+    std::vector<std::int64_t> c64(n);
+    std::vector<u64> c128(2 * n);
+    for (std::size_t x = 0; x < n; ++x) {
+        c64[x] = static_cast<std::int64_t>(rng() % (P.q[0] - 1)) - static_cast<std::int64_t>(P.q[0] / 2);
+        __int128 v = static_cast<__int128>((static_cast<arith::u128>(rng() >> 2) << 64) | rng());
+        if (x % 3 == 0) v = -v;
+        if (x == 1) v = static_cast<__int128>(c64[0]);
+        c128[2 * x] = static_cast<u64>(v);
+        c128[2 * x + 1] = static_cast<u64>(static_cast<arith::u128>(v) >> 64);
+    }
+    for (bool wide : {false, true}) {
+        kern::FsShared fs{};
+        fs.r = ring;
+        fs.coeffs = wide ? sp.put(c128) : reinterpret_cast<const u64*>(sp.put(c64));
+        fs.wide = wide;
+        sp.template run<kern::FromSigned>(fs, {{out, 0, 3}, {out + 3 * n, 3, 2}});
+        expect(wide ? "from_signed 128" : "from_signed 64", [&](std::size_t l, u64* o) {
+            for (std::size_t x = 0; x < n; ++x) {
+                const auto v = static_cast<__int128>((static_cast<arith::u128>(c128[2 * x + 1]) << 64) | c128[2 * x]);
+                o[x] = wide ? arith::reduce_signed(v, P.m[l]) : arith::signed_residue(c64[x], P.q[l]);
+            }
+        });
+    }
 }
 
 // The NTT in one or two passes (n <= 4096, or larger), out of place and in place, against arith's transform; the
