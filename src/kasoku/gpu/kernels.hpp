@@ -214,15 +214,21 @@ struct FromSigned {
 inline constexpr u32 kNttThreads = 256;
 inline constexpr u32 kNttTile = 4096;  // words of shared memory per block (32 KB)
 
+inline constexpr u32 kLogNttTile = 12;
+static_assert(kNttTile == 1u << kLogNttTile);
+// Every count of a pass is a power of two: the kernel indexes with shifts and masks (a division by a value known only
+// at run time is a loop of tens of instructions on the device; the NTT is bound by its instructions).
 struct NttPass {
-    u32 s0, s1;  // stages [s0, s1)
-    u32 groups;  // per block (G)
+    u32 s0, s1;          // stages [s0, s1)
+    u32 groups;          // per block (G)
+    u32 log_groups;
 };
 KASOKU_HD inline NttPass ntt_pass(u32 log_n, bool forward, int pass, int passes) {
-    if (passes == 1) return {0, log_n, 1};
+    if (passes == 1) return {0, log_n, 1, 0};
     const u32 split = log_n / 2;
     const bool columns = (pass == 0) == forward;  // forward: columns first; inverse: chunks first
-    return columns ? NttPass{0, split, kNttTile >> split} : NttPass{split, log_n, kNttTile >> (log_n - split)};
+    return columns ? NttPass{0, split, kNttTile >> split, kLogNttTile - split}
+                   : NttPass{split, log_n, kNttTile >> (log_n - split), kLogNttTile - (log_n - split)};
 }
 KASOKU_HD inline int ntt_passes(u32 log_n) { return log_n <= 12 ? 1 : 2; }
 
@@ -272,13 +278,15 @@ struct Ntt {
     static KASOKU_HD std::size_t index(const Shared& s, const NttPass& p, std::size_t b, u32 w) {
         const u32 k = p.s1 - p.s0;
         if (p.s1 < s.r.log_n)  // columns: tile word w = t G + g holds x = t n/2^s1 + (b G + g)
-            return (static_cast<std::size_t>(w / p.groups) << (s.r.log_n - p.s1)) + b * p.groups + w % p.groups;
-        return (b * p.groups << k) + w;  // chunks: contiguous
+            return (static_cast<std::size_t>(w >> p.log_groups) << (s.r.log_n - p.s1)) + (b << p.log_groups) +
+                   (w & (p.groups - 1));
+        return (b << (p.log_groups + k)) + w;  // chunks: contiguous
     }
     static KASOKU_HD void phase(const Shared& s, const Item& it, std::size_t block, u32 thread, u32 ph, u64* tile) {
         const NttPass p = pass_of(s);
         const u32 k = p.s1 - p.s0, W = p.groups << k;
-        const std::size_t per_limb = (s.r.n >> k) / p.groups, l = block / per_limb, b = block % per_limb;
+        const u32 log_per_limb = s.r.log_n - k - p.log_groups;  // blocks per limb: n / 2^k / G
+        const std::size_t l = block >> log_per_limb, b = block & ((std::size_t{1} << log_per_limb) - 1);
         const u32 prime = it.prime + static_cast<u32>(l);
         const u64 q = s.r.q[prime];
         const std::size_t base = l * s.r.n;
@@ -312,15 +320,15 @@ struct Ntt {
         }
         // stage ph - 1 of the pass, in the transform's order
         const u32 s_idx = Forward ? p.s0 + ph - 1 : p.s1 - ph;
-        const u32 h = 1u << (p.s1 - s_idx - 1);  // butterfly gap in group units
+        const u32 log_h = p.s1 - s_idx - 1, h = 1u << log_h;  // butterfly gap in group units
         const u64* w_tab = (Forward ? s.r.fw : s.r.iw) + static_cast<std::size_t>(prime) * s.r.n;
         const u64* wp_tab = (Forward ? s.r.fwp : s.r.iwp) + static_cast<std::size_t>(prime) * s.r.n;
         const bool columns = p.s1 < s.r.log_n;
         for (u32 u = thread; u < W / 2; u += kThreads) {
-            const u32 g = columns ? u % p.groups : u / (1u << (k - 1));
-            const u32 tb = columns ? u / p.groups : u % (1u << (k - 1));
-            const u32 t = (tb / h) * 2 * h + tb % h;
-            const u32 i0 = columns ? t * p.groups + g : (g << k) + t, i1 = columns ? i0 + h * p.groups : i0 + h;
+            const u32 g = columns ? u & (p.groups - 1) : u >> (k - 1);
+            const u32 tb = columns ? u >> p.log_groups : u & ((1u << (k - 1)) - 1);
+            const u32 t = ((tb >> log_h) << (log_h + 1)) + (tb & (h - 1));
+            const u32 i0 = columns ? (t << p.log_groups) + g : (g << k) + t, i1 = columns ? i0 + (h << p.log_groups) : i0 + h;
             const std::size_t x = index(s, p, b, i0);
             const std::size_t tw = (std::size_t{1} << s_idx) + (x >> (s.r.log_n - s_idx));
             if (Forward) body::ntt_forward_pair(tile[i0], tile[i1], w_tab[tw], wp_tab[tw], q);
