@@ -22,10 +22,10 @@ def test_dry_run_skips_cuda_steps_and_runs_the_rest(tmp_path):
     steps = {s["step"]: s for s in map(json.loads, (tmp_path / "steps.jsonl").read_text().splitlines())}
     listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "device_run.py"), "--list"], capture_output=True,
                             text=True, check=True).stdout.split()
-    assert set(steps) <= set(listed) and len(steps) == 16
-    for name in ("sanitizers", "h16-gpu", "b13-batches", "boot16-gpu", "m14-gpu"):
+    assert set(steps) <= set(listed) and len(steps) == 17
+    for name in ("sanitizers", "h16-gpu", "boot16-gpu", "ncu", "m14-gpu"):
         assert steps[name]["status"] == "skipped" and "CUDA" in steps[name]["why"], steps[name]
-    for name in ("gpu-tests", "cpu-threads", "boot16-threads", "sched-cost", "sched-real", "sched-sim"):
+    for name in ("gpu-tests", "b13-batches", "cpu-threads", "boot16-threads", "sched-cost", "sched-real", "sched-sim"):
         assert steps[name]["status"] == "ok", steps[name]
         assert steps[name]["json_lines"] > 0, steps[name]
     lines = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
