@@ -109,7 +109,7 @@ def test_parameter_validation():
     with pytest.raises(ks.ParameterError, match="unknown parameter set"):
         ks.Parameters.named("X99")
     h16 = ks.Parameters.named("H16")
-    assert (h16.log_n, h16.levels, h16.special_primes, h16.dnum, h16.log_qp) == (16, 20, 7, 3, 1280)
+    assert (h16.log_n, h16.levels, h16.special_primes, h16.special_bits, h16.dnum, h16.log_qp) == (16, 20, 7, 50, 3, 1210)
     assert ks.Parameters.from_bytes(h16.to_bytes()).levels == 20
     with pytest.raises(ks.ParameterError):
         ks.Context(ks.Parameters.named("T13"), threads=-1)
