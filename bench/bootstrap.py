@@ -88,9 +88,18 @@ def main() -> None:
     ap.add_argument("--arcsine-degree", type=int, default=0, help="arcsine correction (odd degree 3..15; 0: off)")
     ap.add_argument("--stc-first", action="store_true", help="the order SlotToCoeff, ModRaise, CoeffToSlot, EvalMod")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu, or cuda: the first CUDA GPU")
+    ap.add_argument("--special", metavar="BITSxCOUNT",
+                    help="the named sets with these special primes instead (e.g. 50x10; their digits kept)")
     ap.add_argument("--out", help="append the JSON lines to this file")
     args = ap.parse_args()
     sets = [ks.Parameters.named(n) for n in args.params] + [research(n) for n in args.log_n]
+    if args.special:
+        bits, count = map(int, args.special.lower().split("x"))
+        sets = [ks.Parameters(log_n=p.log_n, first_bits=p.first_bits, scale_bits=p.scale_bits, levels=p.levels,
+                              special_bits=bits, special_primes=count, security=p.security, dnum=p.dnum,
+                              hamming_weight=p.hamming_weight, boot_levels=p.boot_levels, boot_bits=p.boot_bits,
+                              boot_secret_weight=p.boot_secret_weight)
+                for p in sets]
     if not sets:
         ap.error("give --params and/or --log-n")
     for params in sets:
