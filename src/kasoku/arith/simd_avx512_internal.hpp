@@ -108,6 +108,7 @@ inline __m512i mul_hi(__m512i a, __m512i b) {
 
 // Shoup: w * x mod q in [0, 2q) for a constant w with wp = floor(w 2^64 / q), any x < 2^64.
 struct ShoupDq {
+    static constexpr bool kFusedStages = false;  // its products bound the NTT: radix 4 measured 3 % slower (Zen 4)
     __m512i q;
     explicit ShoupDq(u64 qv) : q(set1(qv)) {}
     static __m512i prep(__m512i wp) { return wp; }
@@ -168,6 +169,7 @@ inline __m512i mask52() { return set1((1ULL << 52) - 1); }
 // Shoup with 52-bit constants: wp52 = floor(w 2^52 / q) = wp >> 12 (for x < 2^52):
 // w x - floor(x wp52 / 2^52) q lies in [0, 2q), so it is exact modulo 2^52.
 struct ShoupIfma {
+    static constexpr bool kFusedStages = true;  // radix 4: 5-10 % faster NTT of 2^16 points (Zen 4)
     __m512i neg_q;  // 2^52 - q: adding lo52(h * neg_q) subtracts h q modulo 2^52
     explicit ShoupIfma(u64 qv) : neg_q(set1((1ULL << 52) - qv)) {}
     static __m512i prep(__m512i wp) { return _mm512_srli_epi64(wp, 12); }
@@ -294,6 +296,53 @@ inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, con
     }
 }
 
+// Two consecutive wide stages in one pass over memory (radix 4): the forward stages (m, gap) and (2m, gap / 2), or the
+// inverse stages (m, gap) and (m / 2, 2 gap), each quadruple of words loaded once, the butterflies those of the two
+// radix-2 stages on the same words in the same order (the same results), with half the loads and stores.
+template <class Shoup>
+inline void wide_stage_pair_forward(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh,
+                                    __m512i v2q) {
+    const std::size_t h = gap / 2;  // gap >= 16
+    for (std::size_t i = 0; i < m; ++i) {
+        const __m512i w1 = set1(w[m + i]), wp1 = Shoup::prep(set1(wp[m + i]));
+        const __m512i w2 = set1(w[2 * m + 2 * i]), wp2 = Shoup::prep(set1(wp[2 * m + 2 * i]));
+        const __m512i w3 = set1(w[2 * m + 2 * i + 1]), wp3 = Shoup::prep(set1(wp[2 * m + 2 * i + 1]));
+        u64* p = a + 2 * i * gap;
+        for (std::size_t j = 0; j < h; j += 8) {
+            __m512i x0 = load(p + j), x1 = load(p + h + j), x2 = load(p + gap + j), x3 = load(p + gap + h + j);
+            ct_butterfly(sh, x0, x2, w1, wp1, v2q);
+            ct_butterfly(sh, x1, x3, w1, wp1, v2q);
+            ct_butterfly(sh, x0, x1, w2, wp2, v2q);
+            ct_butterfly(sh, x2, x3, w3, wp3, v2q);
+            store(p + j, x0);
+            store(p + h + j, x1);
+            store(p + gap + j, x2);
+            store(p + gap + h + j, x3);
+        }
+    }
+}
+template <class Shoup>
+inline void wide_stage_pair_inverse(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh,
+                                    __m512i v2q) {
+    for (std::size_t k = 0; k < m / 2; ++k) {  // m >= 2
+        const __m512i w1 = set1(w[m + 2 * k]), wp1 = Shoup::prep(set1(wp[m + 2 * k]));
+        const __m512i w2 = set1(w[m + 2 * k + 1]), wp2 = Shoup::prep(set1(wp[m + 2 * k + 1]));
+        const __m512i w3 = set1(w[m / 2 + k]), wp3 = Shoup::prep(set1(wp[m / 2 + k]));
+        u64* p = a + 4 * k * gap;
+        for (std::size_t j = 0; j < gap; j += 8) {
+            __m512i x0 = load(p + j), x1 = load(p + gap + j), x2 = load(p + 2 * gap + j), x3 = load(p + 3 * gap + j);
+            gs_butterfly(sh, x0, x1, w1, wp1, v2q);
+            gs_butterfly(sh, x2, x3, w2, wp2, v2q);
+            gs_butterfly(sh, x0, x2, w3, wp3, v2q);
+            gs_butterfly(sh, x1, x3, w3, wp3, v2q);
+            store(p + j, x0);
+            store(p + gap + j, x1);
+            store(p + 2 * gap + j, x2);
+            store(p + 3 * gap + j, x3);
+        }
+    }
+}
+
 template <class Shoup>
 void ntt_forward_body(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
@@ -301,8 +350,10 @@ void ntt_forward_body(u64* a, const NttTables& t) {
     const u64* wp = t.root_shoup();
     const Shoup sh(t.q());
     const __m512i vq = set1(t.q()), v2q = set1(2 * t.q());
-    std::size_t m = 1;
-    for (std::size_t gap = n >> 1; gap >= 8; m <<= 1, gap >>= 1) wide_stage<Shoup, true>(a, m, gap, w, wp, sh, v2q);
+    std::size_t m = 1, gap = n >> 1;
+    if constexpr (Shoup::kFusedStages)
+        for (; gap >= 16; m <<= 2, gap >>= 2) wide_stage_pair_forward(a, m, gap, w, wp, sh, v2q);
+    for (; gap >= 8; m <<= 1, gap >>= 1) wide_stage<Shoup, true>(a, m, gap, w, wp, sh, v2q);
     small_stage<Shoup, 4, true>(a, m, w, wp, sh, vq, v2q);
     small_stage<Shoup, 2, true>(a, 2 * m, w, wp, sh, vq, v2q);
     small_stage<Shoup, 1, true, true>(a, 4 * m, w, wp, sh, vq, v2q);
@@ -321,7 +372,10 @@ void ntt_inverse_body(u64* a, const NttTables& t) {
     small_stage<Shoup, 2, false>(a, m >> 1, w, wp, sh, vq, v2q);
     small_stage<Shoup, 4, false>(a, m >> 2, w, wp, sh, vq, v2q);
     m >>= 3;
-    for (std::size_t gap = 8; m >= 1; m >>= 1, gap <<= 1) wide_stage<Shoup, false>(a, m, gap, w, wp, sh, v2q);
+    std::size_t gap = 8;
+    if constexpr (Shoup::kFusedStages)
+        for (; m >= 2; m >>= 2, gap <<= 2) wide_stage_pair_inverse(a, m, gap, w, wp, sh, v2q);
+    for (; m >= 1; m >>= 1, gap <<= 1) wide_stage<Shoup, false>(a, m, gap, w, wp, sh, v2q);
 }
 
 }  // namespace
