@@ -116,7 +116,7 @@ def sched_study(r: Run, d_values: str, seeds: int, jobs: int, window: str, threa
     return [r.kasoku("schedule", "--executor", "real", "--threads", str(threads), "--cost", cost, "--D", d_values,
                      "--jobs", str(jobs), "--window", window, "--seeds", str(seeds),
                      "--policy", "dynamic,kasoku,dynamic,fixed-1,fixed-half,fixed-full",
-                     "--json", str(r.out / "sched-real.jsonl"))]
+                     "--json", str(r.out / "sched-real.jsonl"), "--trace", str(r.out / "sched-real-trace.jsonl"))]
 
 
 STEPS = [
@@ -170,15 +170,22 @@ STEPS = [
     Step("sched-real", 570, "seed 001: the e^x stream on 16 real threads, every policy, dynamic twice (A/A)",
          lambda r: sched_study(r, "60,80,120", 1, 300, "51,250", 16, str(r.out / "sched-cost.json")),
          dry=lambda r: sched_study(r, "60", 1, 4, "1,4", 2, str(r.out / "sched-cost.json"))),
-    Step("sched-sim", 240, "seed 001: the simulator with the measured cost model, same streams, and the comparisons",
+    Step("sched-sim", 240, "seed 001: the simulator with the measured cost model, same streams, the comparisons and the "
+                           "trace report (measured against expected per task kind, first divergence per stream)",
          lambda r: [r.kasoku("schedule", "--executor", "sim", "--threads", "16", "--cost", str(r.out / "sched-cost.json"),
-                             "--D", "60,80,120", "--jobs", "300", "--window", "51,250", "--seeds", "5", "--policy", "all"),
+                             "--D", "60,80,120", "--jobs", "300", "--window", "51,250", "--seeds", "5", "--policy", "all",
+                             "--trace", str(r.out / "sched-sim-trace.jsonl")),
                     r.kasoku("schedule", "--compare", str(r.out / "sched-real.jsonl"), "--baseline", "dynamic",
-                             "--table", str(r.out / "sched-compare.md"))],
+                             "--table", str(r.out / "sched-compare.md")),
+                    r.kasoku("schedule", "--trace-report", str(r.out / "sched-real-trace.jsonl"),
+                             str(r.out / "sched-sim-trace.jsonl"))],
          dry=lambda r: [r.kasoku("schedule", "--executor", "sim", "--threads", "2", "--cost", str(r.out / "sched-cost.json"),
-                                 "--D", "60", "--jobs", "4", "--window", "1,4", "--policy", "all"),
+                                 "--D", "60", "--jobs", "4", "--window", "1,4", "--policy", "all",
+                                 "--trace", str(r.out / "sched-sim-trace.jsonl")),
                         r.kasoku("schedule", "--compare", str(r.out / "sched-real.jsonl"), "--baseline", "dynamic",
-                                 "--table", str(r.out / "sched-compare.md"))]),
+                                 "--table", str(r.out / "sched-compare.md")),
+                        r.kasoku("schedule", "--trace-report", str(r.out / "sched-real-trace.jsonl"),
+                                 str(r.out / "sched-sim-trace.jsonl"))]),
     Step("ctest", 420, "every other C++ test",
          lambda r: [["cmake", "--build", str(r.build)], ["ctest", "--test-dir", str(r.build), "-j", str(os.cpu_count() or 1),
                                                           "--output-on-failure"]]),

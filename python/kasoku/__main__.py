@@ -88,6 +88,12 @@ def main(argv: list[str] | None = None) -> int:
                         "(ratios per seed, means with 95%% bootstrap intervals; an A/A row when the baseline ran twice "
                         "per seed, e.g. --policy fixed-1,kasoku,fixed-1,dynamic); --table and --plot as usual")
     s.add_argument("--baseline", default="fixed-1", help="the policy --compare measures against (default fixed-1)")
+    s.add_argument("--trace", default=None, metavar="JSONL",
+                   help="append every run's tasks (ready, start, end, threads, expected ms) to this file, one line per run")
+    s.add_argument("--trace-report", nargs="+", default=None, metavar="JSONL",
+                   help="run nothing: report where a traced run's time went (measured against expected per task kind "
+                        "and thread count, waits); with a second trace of the same streams (e.g. --executor sim), the "
+                        "first task whose start differs, per stream")
     v = sub.add_parser("serve", help="the encrypted-compute service: an HTTP server (FastAPI + uvicorn) clients reach "
                                       "with ks.Client (docs/SERVING.md)")
     v.add_argument("--params", default="SCHED", help="named parameter set the server computes at (default SCHED)")
@@ -125,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
             if args.compare:
                 print(schedule_cli.compare(args.compare, args.baseline, args.table, args.plot))
                 return 0
+            if args.trace_report:
+                if len(args.trace_report) > 2:
+                    print("error: --trace-report takes one trace, or a real and a simulated one", file=sys.stderr)
+                    return 2
+                print(schedule_cli.trace_report(*args.trace_report), end="")
+                return 0
             pols = list(ks.sched.POLICIES) if args.policy == "all" else args.policy.split(",")
             unknown = [p for p in pols if p not in ks.sched.POLICIES]
             if unknown:
@@ -140,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             schedule_cli.run(pols, [float(v) for v in args.D.split(",")], args.jobs, w, threads, args.executor,
                              args.cost or ("paper" if args.executor == "sim" else "measure"), args.params, args.seeds,
                              args.graph.split(","), args.json, args.table, args.plot, args.save_cost, reps=args.reps,
-                             job_slowdown=args.job_slowdown, first_seed=args.first_seed)
+                             job_slowdown=args.job_slowdown, first_seed=args.first_seed, trace_path=args.trace)
             return 0
         if args.cmd == "bench":
             if args.suite == "matmul":

@@ -52,6 +52,9 @@ class StreamResult:
         self.busy_thread_ms = raw.busy_thread_ms
         self.span_ms = raw.span_ms
         self.threads_used = list(raw.threads_used)
+        # every task in start order: job, node, op, nq, threads, ready/start/end ms and the dispatcher's expected ms
+        self.tasks = [(t.job, t.node, t.op, t.nq, t.threads, t.ready_ms, t.start_ms, t.end_ms, t.expected_ms)
+                      for t in raw.tasks]
 
     @property
     def mean_busy_threads(self) -> float:

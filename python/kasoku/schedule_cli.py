@@ -95,7 +95,7 @@ def _real_setup(params):
 def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int], threads: int, executor: str,
         cost: str, params_name: str, seeds: int, graphs: list[str], json_path: str | None, table_path: str | None,
         plot_path: str | None, save_cost: str | None, reps: int = 3, job_slowdown: float | None = None,
-        first_seed: int = 1) -> list[dict]:
+        first_seed: int = 1, trace_path: str | None = None) -> list[dict]:
     params = ks.Parameters.named(params_name)
     built = {spec: make_graph(spec, 7 if cost == "paper" else params.levels) for spec in graphs}
     cm = _cost_model(cost, params, threads, save_cost, reps)
@@ -104,6 +104,7 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
     real = _real_setup(params) if executor == "real" else None
     rows, curves = [], {}
     out = open(json_path, "a") if json_path else None
+    trace = open(trace_path, "a") if trace_path else None
     total, done = len(graphs) * len(ds) * len(policies) * seeds, 0
     for spec, g in built.items():
         for d in ds:
@@ -140,11 +141,17 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
                     if out:
                         out.write(line + "\n")
                         out.flush()
+                    if trace:
+                        trace.write(json.dumps({"graph": spec, "D_ms": d, "seed": seed, "policy": pol,
+                                                "executor": r.executor, "threads": threads, "cost_model": cm.name,
+                                                "columns": list(TRACE_COLUMNS), "tasks": r.tasks}) + "\n")
+                        trace.flush()
                     done += 1
                     print(f"[{done}/{total}] {spec} D={d:g} seed={seed} {pol}: makespan {r.makespan_ms / 1000:.1f} s, "
                           f"p95 {r.p95_ms:.0f} ms ({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
-    if out:
-        out.close()
+    for f in (out, trace):
+        if f:
+            f.close()
     unique = list(dict.fromkeys(policies))  # a policy listed twice (an A/A pass) is one row
     if table_path:
         with open(table_path, "w") as f:
@@ -344,3 +351,67 @@ def compare(json_path: str, baseline: str, table_path: str | None, plot_path: st
     if plot_path:
         paired_plot(rows, plot_path, baseline)
     return text
+
+
+# ---------------------------------------------------------------- traces: where real time goes that the model misses
+
+TRACE_COLUMNS = ("job", "node", "op", "nq", "threads", "ready_ms", "start_ms", "end_ms", "expected_ms")
+
+
+def _read_traces(path: str) -> list[dict]:
+    try:
+        with open(path) as f:
+            runs = [json.loads(line) for line in f if line.strip()]
+    except (OSError, json.JSONDecodeError) as e:
+        raise ks.ParameterError(f"cannot read the traces from {path}: {e}") from e
+    for i, r in enumerate(runs, 1):
+        if not {"graph", "D_ms", "seed", "policy", "tasks"} <= r.keys():
+            raise ks.ParameterError(f"{path}, line {i}: not a trace of `schedule --trace`")
+    return runs
+
+
+def trace_report(real_path: str, sim_path: str | None = None, slack_ms: float = 1.0) -> str:
+    """Where a traced stream's time went (`schedule --trace`): per task kind and thread count, the measured duration
+    against the dispatcher's expected one (the cost model under the load it saw) and the wait from ready to start;
+    with a second trace of the same streams (the simulator's, same D, seed and policy), the first task whose start
+    differs by more than `slack_ms` plus 10 % of its expected time, per stream."""
+    real = _read_traces(real_path)
+    lines = [f"# Trace report: {real_path}" + (f" against {sim_path}" if sim_path else ""), "",
+             "| op | threads | tasks | measured ms (mean) | expected ms (mean) | measured / expected | wait ms (mean, p95) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    groups: dict = {}
+    for r in real:
+        for t in r["tasks"]:
+            job, node, op, nq, th, ready, start, end, exp = t
+            g = groups.setdefault((op, th), [[], [], []])
+            g[0].append(end - start)
+            g[1].append(exp)
+            g[2].append(start - ready)
+    for (op, th), (dur, exp, wait) in sorted(groups.items()):
+        lines.append(f"| {op} | {th} | {len(dur)} | {np.mean(dur):.2f} | {np.mean(exp):.2f} | "
+                     f"{np.mean(dur) / max(np.mean(exp), 1e-9):.2f} | {np.mean(wait):.2f}, {np.percentile(wait, 95):.2f} |")
+    if sim_path:
+        sims = {(s["graph"], s["D_ms"], s["seed"], s["policy"]): s for s in _read_traces(sim_path)}
+        lines += ["", "| stream (graph, D, seed, policy) | first divergence (real start order) | real start | simulated start |",
+                  "| --- | --- | ---: | ---: |"]
+        seen = set()
+        for r in real:
+            key = (r["graph"], r["D_ms"], r["seed"], r["policy"])
+            if key in seen or key not in sims:
+                continue
+            seen.add(key)
+            sim = {(t[0], t[1]): t for t in sims[key]["tasks"]}
+            first = None
+            for t in r["tasks"]:
+                s = sim.get((t[0], t[1]))
+                if s is None or abs(t[6] - s[6]) > slack_ms + 0.1 * t[8]:
+                    first = (t, s)
+                    break
+            if first is None:
+                lines.append(f"| {', '.join(map(str, key))} | none (every start within the slack) | | |")
+            else:
+                t, s = first
+                lines.append(f"| {', '.join(map(str, key))} | job {t[0]} node {t[1]} ({t[2]}, {t[4]} threads) | "
+                             f"{t[6]:.1f} | {'-' if s is None else f'{s[6]:.1f}'} |")
+    return "\n".join(lines) + "\n"
+

@@ -234,3 +234,34 @@ def test_cli_compare_pairs_runs_of_one_stream(tmp_path, capsys):
     path.write_text('{"D_ms": 60, "policy": "fixed-1"}\n')
     assert main(["schedule", "--compare", str(path)]) == 2
     assert "line 1: not a run of `schedule`" in capsys.readouterr().err
+
+
+def test_cli_trace_and_its_report(tmp_path, capsys):
+    """--trace writes every task of every run; --trace-report sets measured against expected times per task kind, and
+    of two traces of the same streams names the first task whose start differs."""
+    from kasoku.__main__ import main
+
+    trace, shifted = tmp_path / "trace.jsonl", tmp_path / "shifted.jsonl"
+    assert main(["schedule", "--D", "70", "--jobs", "40", "--window", "11,30", "--policy", "dynamic,kasoku",
+                 "--trace", str(trace)]) == 0
+    capsys.readouterr()
+    runs = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [r["policy"] for r in runs] == ["dynamic", "kasoku"]
+    g = ks.sched.maclaurin_exp(6, 7)
+    per_job = sum(n["op"] != "input" for n in g.nodes)
+    for r in runs:
+        assert r["columns"][:3] == ["job", "node", "op"] and len(r["tasks"]) == 40 * per_job
+        starts = [t[6] for t in r["tasks"]]
+        assert starts == sorted(starts) and all(t[5] <= t[6] <= t[7] for t in r["tasks"])
+    # the same simulated streams agree with themselves; a copy with one task started late diverges there
+    runs[0]["tasks"][5][6] += 50.0
+    shifted.write_text("\n".join(json.dumps(r) for r in runs) + "\n")
+    assert main(["schedule", "--trace-report", str(shifted), str(trace)]) == 0
+    report = capsys.readouterr().out
+    assert "| multiply | 1 |" in report or "| square | 1 |" in report
+    job, node = runs[0]["tasks"][5][:2]
+    assert f"| exp, 70.0, 1, dynamic | job {job} node {node} " in report
+    assert "| exp, 70.0, 1, kasoku | none" in report
+    (tmp_path / "bad.jsonl").write_text('{"x": 1}\n')
+    assert main(["schedule", "--trace-report", str(tmp_path / "bad.jsonl")]) != 0
+    assert "not a trace of `schedule --trace`" in capsys.readouterr().err

@@ -34,6 +34,7 @@ struct ReadyTask {
     int nq = 1;
     double priority = 0;  // longest path (ms, one thread, unloaded) from its start to the job's end
     bool align = false;   // its operands are at different levels (Graph::aligns)
+    double ready_ms = 0;  // when its last operand was ready
 };
 
 // What a policy sees when it places the head of the ready list.
@@ -88,6 +89,16 @@ struct StreamOptions {
     std::pair<int, int> window{0, 0};  // measured jobs, 1-based inclusive (the source: 301..1900); {0, 0}: all
 };
 
+// One task of a stream, as it ran: when its operands were ready, when it started and ended (ms from the stream's
+// start), on how many threads, and the time the dispatcher expected for it there (the cost model's, under the load it
+// saw). The simulator's and the real executor's records of one stream line up task by task.
+struct TaskRecord {
+    int job = 0, node = 0;
+    OpKind op = OpKind::add;
+    int nq = 1, threads = 1;
+    double ready_ms = 0, start_ms = 0, end_ms = -1, expected_ms = 0;
+};
+
 struct StreamResult {
     std::vector<double> arrival_ms, start_ms, finish_ms;  // every job: arrival, first task start, last task end
     int window_first = 1, window_last = 0;                // 1-based inclusive
@@ -97,6 +108,7 @@ struct StreamResult {
     double busy_thread_ms = 0;   // sum over tasks of threads * duration
     double span_ms = 0;          // first arrival to last finish, all jobs
     std::vector<int> threads_used;  // histogram: tasks run with 1, 2, ... threads (index 0 unused)
+    std::vector<TaskRecord> tasks;  // every task, in start order (the trace of the stream)
     std::vector<double> latencies_ms() const;  // measured jobs, in job order
 };
 

@@ -164,6 +164,19 @@ void bind_sched(nb::module_& parent) {
         return v;
     });
 
+    nb::class_<TaskRecord>(m, "TaskRecord", "One task of a stream as it ran (ms from the stream's start): when its "
+                                            "operands were ready, its start and end, its threads and the dispatcher's "
+                                            "expected duration for it there.")
+        .def_ro("job", &TaskRecord::job)
+        .def_ro("node", &TaskRecord::node)
+        .def_prop_ro("op", [](const TaskRecord& t) { return std::string(op_name(t.op)); })
+        .def_ro("nq", &TaskRecord::nq)
+        .def_ro("threads", &TaskRecord::threads)
+        .def_ro("ready_ms", &TaskRecord::ready_ms)
+        .def_ro("start_ms", &TaskRecord::start_ms)
+        .def_ro("end_ms", &TaskRecord::end_ms)
+        .def_ro("expected_ms", &TaskRecord::expected_ms);
+
     nb::class_<StreamResult>(m, "StreamResult")
         .def_ro("arrival_ms", &StreamResult::arrival_ms)
         .def_ro("start_ms", &StreamResult::start_ms)
@@ -178,6 +191,7 @@ void bind_sched(nb::module_& parent) {
         .def_ro("busy_thread_ms", &StreamResult::busy_thread_ms)
         .def_ro("span_ms", &StreamResult::span_ms)
         .def_ro("threads_used", &StreamResult::threads_used)
+        .def_ro("tasks", &StreamResult::tasks, "every task, in start order (the stream's trace)")
         .def("latencies_ms", &StreamResult::latencies_ms);
 
     m.def("simulate", [](const Graph& g, const CostModel& c, int threads, const std::string& policy,

@@ -16,6 +16,7 @@ namespace kasoku::sched::detail {
 struct Placement {
     int job, node, threads;
     double start_ms, expected_end_ms;
+    std::size_t record = 0;  // batch streams: its entry in result.tasks
 };
 
 // What the dispatcher needs of a graph, computed once per graph: successors, each node's priority (the longest path,
@@ -47,7 +48,8 @@ public:
     int running_tasks() const { return running_; }
     int jobs_in_flight() const { return in_flight_; }
 
-    StreamResult result;  // batch streams: arrival/start/finish per job, busy_thread_ms and threads_used as tasks run
+    StreamResult result;  // batch streams: arrival/start/finish per job, every task (tasks), busy_thread_ms and
+                          // threads_used as tasks run
 
 private:
     struct Cmp {
@@ -64,7 +66,7 @@ private:
         int running = 0;           // tasks placed and not finished
         bool started = false, aborted = false;
     };
-    void make_ready(int job, int node);
+    void make_ready(int job, int node, double now);
     void record(std::vector<double>& v, int job, double t) {
         if (static_cast<std::size_t>(job) < v.size()) v[job] = t;
     }

@@ -171,9 +171,9 @@ Dispatcher::Dispatcher(const Graph& g, const CostModel& cost, Policy policy, int
     result.finish_ms.assign(jobs, -1);
 }
 
-void Dispatcher::make_ready(int job, int node) {
+void Dispatcher::make_ready(int job, int node, double now) {
     const Plan& p = *jobs_.at(job).plan;
-    ReadyTask t{job, node, p.g.nodes()[node].op, p.g.task_nq(node), p.priority[node], p.g.aligns(node)};
+    ReadyTask t{job, node, p.g.nodes()[node].op, p.g.task_nq(node), p.priority[node], p.g.aligns(node), now};
     others_paper_ += paper_demand(t);
     ready_.insert(t);
 }
@@ -197,7 +197,7 @@ int Dispatcher::add(std::shared_ptr<const Plan> plan, double now) {
     for (std::size_t i = 0; i < g.size(); ++i)
         if (g.nodes()[i].op == OpKind::input)
             for (int s : j.plan->succ[i])
-                if (--j.pending[s] == 0) make_ready(job, s);
+                if (--j.pending[s] == 0) make_ready(job, s, now);
     return job;
 }
 
@@ -232,7 +232,12 @@ std::vector<Placement> Dispatcher::place(double now) {
         ++job.running;
         if (!job.started) job.started = true, ++in_flight_, record(result.start_ms, head.job, now);
         ++result.threads_used[n];
-        out.push_back({head.job, head.node, n, now, now + expected});
+        std::size_t record = 0;
+        if (batch_plan_) {  // batch streams keep the trace (an open stream's would grow without end)
+            record = result.tasks.size();
+            result.tasks.push_back({head.job, head.node, head.op, head.nq, n, head.ready_ms, now, -1, expected});
+        }
+        out.push_back({head.job, head.node, n, now, now + expected, record});
         ends_.emplace(now + expected, n);
     }
     return out;
@@ -266,9 +271,10 @@ void Dispatcher::finish(const Placement& p, double now) {
             break;
         }
     result.busy_thread_ms += p.threads * (now - p.start_ms);
+    if (batch_plan_ && p.record < result.tasks.size()) result.tasks[p.record].end_ms = now;
     if (!j.aborted)
         for (int s : j.plan->succ[p.node])
-            if (--j.pending[s] == 0) make_ready(p.job, s);
+            if (--j.pending[s] == 0) make_ready(p.job, s, now);
     if (--j.remaining == 0) {
         --in_system_;
         --in_flight_;

@@ -382,6 +382,19 @@ TEST(SchedSimulate, LoadSlowsConcurrentTasksAndStreamsAreMeasured) {
     EXPECT_NEAR(r.finish_ms[3], 210, 1e-9);
     EXPECT_EQ(r.latencies_ms(), (std::vector<double>{20, 10}));
     EXPECT_NEAR(r.makespan_ms, 110, 1e-9);  // from job 2's arrival (0) to job 3's finish
+    // The trace: each job's square, ready at its arrival, started then, ended with the job, 10 ms expected alone
+    ASSERT_EQ(r.tasks.size(), 4u);
+    for (int j = 0; j < 4; ++j) {
+        const TaskRecord& t = r.tasks[j];
+        EXPECT_EQ(t.job, j);
+        EXPECT_EQ(t.op, OpKind::square);
+        EXPECT_EQ(t.threads, 1);
+        EXPECT_NEAR(t.ready_ms, o.arrivals_ms[j], 1e-9);
+        EXPECT_NEAR(t.start_ms, o.arrivals_ms[j], 1e-9);
+        EXPECT_NEAR(t.end_ms, r.finish_ms[j], 1e-9);
+    }
+    EXPECT_NEAR(r.tasks[0].expected_ms, 10, 1e-9);  // placed on an idle machine
+    EXPECT_NEAR(r.tasks[1].expected_ms, 20, 1e-9);  // placed beside the first: load factor 2
     EXPECT_NEAR(r.p50_ms, 15, 1e-9);
     // A slowdown of 0.25 per job in flight: the first two jobs run together at 2 * 1.5 = 3 times the unloaded time.
     const auto crowded = simulate(g, cm.with_job_slowdown(0.25), o);
@@ -484,6 +497,21 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
             EXPECT_LT(err, 3e-4) << policy_name(p);  // the Maclaurin remainder: 2.3e-4 at x = 1, less inside
         }
         for (int j = 0; j < 6; ++j) EXPECT_GE(r.stream.finish_ms[j], r.stream.arrival_ms[j]);
+        // The trace of a real run: every task of every job once, ready <= start <= end, in start order, and each
+        // job's last task ending when the job finished.
+        std::size_t tasks = 0;
+        for (const Node& n : g.nodes()) tasks += n.op != OpKind::input;
+        ASSERT_EQ(r.stream.tasks.size(), 6 * tasks);
+        std::vector<double> last_end(6, 0);
+        for (std::size_t i = 0; i < r.stream.tasks.size(); ++i) {
+            const TaskRecord& t = r.stream.tasks[i];
+            EXPECT_LE(t.ready_ms, t.start_ms);
+            EXPECT_LE(t.start_ms, t.end_ms);
+            EXPECT_GT(t.expected_ms, 0);
+            if (i) EXPECT_LE(r.stream.tasks[i - 1].start_ms, t.start_ms);
+            last_end[t.job] = std::max(last_end[t.job], t.end_ms);
+        }
+        for (int j = 0; j < 6; ++j) EXPECT_DOUBLE_EQ(last_end[j], r.stream.finish_ms[j]) << policy_name(p);
     }
     // Checked before anything runs: a level that differs from the graph's, a missing input, a missing key.
     StreamOptions o;
