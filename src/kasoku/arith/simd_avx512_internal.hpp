@@ -299,6 +299,13 @@ inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, con
 // Two consecutive wide stages in one pass over memory (radix 4): the forward stages (m, gap) and (2m, gap / 2), or the
 // inverse stages (m, gap) and (m / 2, 2 gap), each quadruple of words loaded once, the butterflies those of the two
 // radix-2 stages on the same words in the same order (the same results), with half the loads and stores.
+// The four vectors at p, p + s, p + 2s, p + 3s (a radix-4 quadruple of a pair of wide stages).
+inline void load4(const u64* p, std::size_t s, __m512i* x) {
+    for (int k = 0; k < 4; ++k) x[k] = load(p + k * s);
+}
+inline void store4(u64* p, std::size_t s, const __m512i* x) {
+    for (int k = 0; k < 4; ++k) store(p + k * s, x[k]);
+}
 template <class Shoup>
 inline void wide_stage_pair_forward(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh,
                                     __m512i v2q) {
@@ -309,15 +316,13 @@ inline void wide_stage_pair_forward(u64* a, std::size_t m, std::size_t gap, cons
         const __m512i w3 = set1(w[2 * m + 2 * i + 1]), wp3 = Shoup::prep(set1(wp[2 * m + 2 * i + 1]));
         u64* p = a + 2 * i * gap;
         for (std::size_t j = 0; j < h; j += 8) {
-            __m512i x0 = load(p + j), x1 = load(p + h + j), x2 = load(p + gap + j), x3 = load(p + gap + h + j);
-            ct_butterfly(sh, x0, x2, w1, wp1, v2q);
-            ct_butterfly(sh, x1, x3, w1, wp1, v2q);
-            ct_butterfly(sh, x0, x1, w2, wp2, v2q);
-            ct_butterfly(sh, x2, x3, w3, wp3, v2q);
-            store(p + j, x0);
-            store(p + h + j, x1);
-            store(p + gap + j, x2);
-            store(p + gap + h + j, x3);
+            __m512i x[4];
+            load4(p + j, h, x);
+            ct_butterfly(sh, x[0], x[2], w1, wp1, v2q);
+            ct_butterfly(sh, x[1], x[3], w1, wp1, v2q);
+            ct_butterfly(sh, x[0], x[1], w2, wp2, v2q);
+            ct_butterfly(sh, x[2], x[3], w3, wp3, v2q);
+            store4(p + j, h, x);
         }
     }
 }
@@ -330,15 +335,13 @@ inline void wide_stage_pair_inverse(u64* a, std::size_t m, std::size_t gap, cons
         const __m512i w3 = set1(w[m / 2 + k]), wp3 = Shoup::prep(set1(wp[m / 2 + k]));
         u64* p = a + 4 * k * gap;
         for (std::size_t j = 0; j < gap; j += 8) {
-            __m512i x0 = load(p + j), x1 = load(p + gap + j), x2 = load(p + 2 * gap + j), x3 = load(p + 3 * gap + j);
-            gs_butterfly(sh, x0, x1, w1, wp1, v2q);
-            gs_butterfly(sh, x2, x3, w2, wp2, v2q);
-            gs_butterfly(sh, x0, x2, w3, wp3, v2q);
-            gs_butterfly(sh, x1, x3, w3, wp3, v2q);
-            store(p + j, x0);
-            store(p + gap + j, x1);
-            store(p + 2 * gap + j, x2);
-            store(p + 3 * gap + j, x3);
+            __m512i x[4];
+            load4(p + j, gap, x);
+            gs_butterfly(sh, x[0], x[1], w1, wp1, v2q);
+            gs_butterfly(sh, x[2], x[3], w2, wp2, v2q);
+            gs_butterfly(sh, x[0], x[2], w3, wp3, v2q);
+            gs_butterfly(sh, x[1], x[3], w3, wp3, v2q);
+            store4(p + j, gap, x);
         }
     }
 }
