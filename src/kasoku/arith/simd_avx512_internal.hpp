@@ -299,49 +299,39 @@ inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, con
 // Two consecutive wide stages in one pass over memory (radix 4): the forward stages (m, gap) and (2m, gap / 2), or the
 // inverse stages (m, gap) and (m / 2, 2 gap), each quadruple of words loaded once, the butterflies those of the two
 // radix-2 stages on the same words in the same order (the same results), with half the loads and stores.
-// The four vectors at p, p + s, p + 2s, p + 3s (a radix-4 quadruple of a pair of wide stages).
 inline void load4(const u64* p, std::size_t s, __m512i* x) {
     for (int k = 0; k < 4; ++k) x[k] = load(p + k * s);
 }
 inline void store4(u64* p, std::size_t s, const __m512i* x) {
     for (int k = 0; k < 4; ++k) store(p + k * s, x[k]);
 }
-template <class Shoup>
-inline void wide_stage_pair_forward(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh,
-                                    __m512i v2q) {
-    const std::size_t h = gap / 2;  // gap >= 16
-    for (std::size_t i = 0; i < m; ++i) {
-        const __m512i w1 = set1(w[m + i]), wp1 = Shoup::prep(set1(wp[m + i]));
-        const __m512i w2 = set1(w[2 * m + 2 * i]), wp2 = Shoup::prep(set1(wp[2 * m + 2 * i]));
-        const __m512i w3 = set1(w[2 * m + 2 * i + 1]), wp3 = Shoup::prep(set1(wp[2 * m + 2 * i + 1]));
-        u64* p = a + 2 * i * gap;
-        for (std::size_t j = 0; j < h; j += 8) {
+template <class Shoup, bool Forward>
+inline void wide_stage_pair(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh,
+                            __m512i v2q) {
+    // Forward: block i of stage (m, gap) and blocks 2i, 2i + 1 of (2m, gap / 2), quadruples of stride gap / 2 (>= 8).
+    // Inverse: blocks 2k, 2k + 1 of stage (m, gap) and block k of (m / 2, 2 gap), quadruples of stride gap (m >= 2).
+    const std::size_t blocks = Forward ? m : m / 2, stride = Forward ? gap / 2 : gap;
+    for (std::size_t i = 0; i < blocks; ++i) {
+        const std::size_t first = Forward ? m + i : m / 2 + i, second = Forward ? 2 * m + 2 * i : m + 2 * i;
+        const __m512i w0 = set1(w[first]), wp0 = Shoup::prep(set1(wp[first]));
+        const __m512i w1 = set1(w[second]), wp1 = Shoup::prep(set1(wp[second]));
+        const __m512i w2 = set1(w[second + 1]), wp2 = Shoup::prep(set1(wp[second + 1]));
+        u64* p = a + 4 * i * stride;
+        for (std::size_t j = 0; j < stride; j += 8) {
             __m512i x[4];
-            load4(p + j, h, x);
-            ct_butterfly(sh, x[0], x[2], w1, wp1, v2q);
-            ct_butterfly(sh, x[1], x[3], w1, wp1, v2q);
-            ct_butterfly(sh, x[0], x[1], w2, wp2, v2q);
-            ct_butterfly(sh, x[2], x[3], w3, wp3, v2q);
-            store4(p + j, h, x);
-        }
-    }
-}
-template <class Shoup>
-inline void wide_stage_pair_inverse(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh,
-                                    __m512i v2q) {
-    for (std::size_t k = 0; k < m / 2; ++k) {  // m >= 2
-        const __m512i w1 = set1(w[m + 2 * k]), wp1 = Shoup::prep(set1(wp[m + 2 * k]));
-        const __m512i w2 = set1(w[m + 2 * k + 1]), wp2 = Shoup::prep(set1(wp[m + 2 * k + 1]));
-        const __m512i w3 = set1(w[m / 2 + k]), wp3 = Shoup::prep(set1(wp[m / 2 + k]));
-        u64* p = a + 4 * k * gap;
-        for (std::size_t j = 0; j < gap; j += 8) {
-            __m512i x[4];
-            load4(p + j, gap, x);
-            gs_butterfly(sh, x[0], x[1], w1, wp1, v2q);
-            gs_butterfly(sh, x[2], x[3], w2, wp2, v2q);
-            gs_butterfly(sh, x[0], x[2], w3, wp3, v2q);
-            gs_butterfly(sh, x[1], x[3], w3, wp3, v2q);
-            store4(p + j, gap, x);
+            load4(p + j, stride, x);
+            if constexpr (Forward) {
+                ct_butterfly(sh, x[0], x[2], w0, wp0, v2q);
+                ct_butterfly(sh, x[1], x[3], w0, wp0, v2q);
+                ct_butterfly(sh, x[0], x[1], w1, wp1, v2q);
+                ct_butterfly(sh, x[2], x[3], w2, wp2, v2q);
+            } else {
+                gs_butterfly(sh, x[0], x[1], w1, wp1, v2q);
+                gs_butterfly(sh, x[2], x[3], w2, wp2, v2q);
+                gs_butterfly(sh, x[0], x[2], w0, wp0, v2q);
+                gs_butterfly(sh, x[1], x[3], w0, wp0, v2q);
+            }
+            store4(p + j, stride, x);
         }
     }
 }
@@ -355,7 +345,7 @@ void ntt_forward_body(u64* a, const NttTables& t) {
     const __m512i vq = set1(t.q()), v2q = set1(2 * t.q());
     std::size_t m = 1, gap = n >> 1;
     if constexpr (Shoup::kFusedStages)
-        for (; gap >= 16; m <<= 2, gap >>= 2) wide_stage_pair_forward(a, m, gap, w, wp, sh, v2q);
+        for (; gap >= 16; m <<= 2, gap >>= 2) wide_stage_pair<Shoup, true>(a, m, gap, w, wp, sh, v2q);
     for (; gap >= 8; m <<= 1, gap >>= 1) wide_stage<Shoup, true>(a, m, gap, w, wp, sh, v2q);
     small_stage<Shoup, 4, true>(a, m, w, wp, sh, vq, v2q);
     small_stage<Shoup, 2, true>(a, 2 * m, w, wp, sh, vq, v2q);
@@ -377,7 +367,7 @@ void ntt_inverse_body(u64* a, const NttTables& t) {
     m >>= 3;
     std::size_t gap = 8;
     if constexpr (Shoup::kFusedStages)
-        for (; m >= 2; m >>= 2, gap <<= 2) wide_stage_pair_inverse(a, m, gap, w, wp, sh, v2q);
+        for (; m >= 2; m >>= 2, gap <<= 2) wide_stage_pair<Shoup, false>(a, m, gap, w, wp, sh, v2q);
     for (; m >= 1; m >>= 1, gap <<= 1) wide_stage<Shoup, false>(a, m, gap, w, wp, sh, v2q);
 }
 

@@ -360,7 +360,6 @@ void GpuBackend::from_signed_any(const Int* coeffs, RnsPoly& out) const {
     if (out.ntt_form()) do_to_ntt(out, {});
 }
 
-
 // ---------------------------------------------------------------- element-wise
 
 template <kern::Op op>

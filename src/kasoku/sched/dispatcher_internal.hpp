@@ -16,7 +16,7 @@ namespace kasoku::sched::detail {
 struct Placement {
     int job, node, threads;
     double start_ms, expected_end_ms;
-    std::size_t record = 0;  // batch streams: its entry in result.tasks
+    std::size_t trace_entry = 0;  // batch streams: its entry in result.tasks
 };
 
 // What the dispatcher needs of a graph, computed once per graph: successors, each node's priority (the longest path,

@@ -232,12 +232,12 @@ std::vector<Placement> Dispatcher::place(double now) {
         ++job.running;
         if (!job.started) job.started = true, ++in_flight_, record(result.start_ms, head.job, now);
         ++result.threads_used[n];
-        std::size_t record = 0;
+        std::size_t entry = 0;
         if (batch_plan_) {  // batch streams keep the trace (an open stream's would grow without end)
-            record = result.tasks.size();
+            entry = result.tasks.size();
             result.tasks.push_back({head.job, head.node, head.op, head.nq, n, head.ready_ms, now, -1, expected});
         }
-        out.push_back({head.job, head.node, n, now, now + expected, record});
+        out.push_back({head.job, head.node, n, now, now + expected, entry});
         ends_.emplace(now + expected, n);
     }
     return out;
@@ -271,7 +271,7 @@ void Dispatcher::finish(const Placement& p, double now) {
             break;
         }
     result.busy_thread_ms += p.threads * (now - p.start_ms);
-    if (batch_plan_ && p.record < result.tasks.size()) result.tasks[p.record].end_ms = now;
+    if (batch_plan_ && p.trace_entry < result.tasks.size()) result.tasks[p.trace_entry].end_ms = now;
     if (!j.aborted)
         for (int s : j.plan->succ[p.node])
             if (--j.pending[s] == 0) make_ready(p.job, s, now);
