@@ -4,10 +4,15 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "kasoku/ckks/parameters.hpp"
+#include "kasoku/ckks/trace.hpp"
 #include "kasoku/rns/backend.hpp"
 #include "kasoku/rns/keyswitch.hpp"
 #include "kasoku/rns/rns_context.hpp"
@@ -69,9 +74,16 @@ public:
     const std::vector<std::uint64_t>& rot_group() const { return rot_group_; }
     const std::vector<std::complex<double>>& ksi() const { return ksi_; }
 
+    // The key-switching costs Evaluator::keyswitch_costs measured for (level, threads), kept with the context (they
+    // describe its parameters on this machine) and released with it. Thread-safe.
+    std::optional<KeySwitchCosts> tuned_costs(int level, int threads) const;
+    void keep_tuned_costs(const KeySwitchCosts& c) const;
+
     Context(const Parameters& params, int threads, const rns::BackendFactory& backend);
 
 private:
+    mutable std::mutex tuning_mu_;
+    mutable std::map<std::pair<int, int>, KeySwitchCosts> tuning_;
     Parameters params_;
     std::shared_ptr<const rns::RnsContext> ring_;
     std::unique_ptr<const rns::Backend> backend_;

@@ -123,6 +123,18 @@ std::uint64_t Context::galois_element(std::int64_t step) const {
     return g;
 }
 
+std::optional<KeySwitchCosts> Context::tuned_costs(int level, int threads) const {
+    const std::lock_guard<std::mutex> lock(tuning_mu_);
+    const auto it = tuning_.find({level, threads});
+    if (it == tuning_.end()) return std::nullopt;
+    return it->second;
+}
+
+void Context::keep_tuned_costs(const KeySwitchCosts& c) const {
+    const std::lock_guard<std::mutex> lock(tuning_mu_);
+    tuning_.emplace(std::make_pair(c.level, c.threads), c);
+}
+
 std::uint64_t galois_inverse(std::uint64_t g, std::uint64_t two_n) {
     if (g % 2 == 0 || g >= two_n) throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
     // g^(n - 1) = g^-1, since g^n = 1 for every unit mod 2n (n a power of two)

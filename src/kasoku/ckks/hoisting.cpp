@@ -352,14 +352,7 @@ Ciphertext Evaluator::sum_slots(const Ciphertext& a, std::size_t count, int h, E
 KeySwitchCosts Evaluator::keyswitch_costs(int level, Exec exec) const {
     if (level < 0 || level > ctx_->max_level()) throw LevelError("keyswitch_costs: no level " + std::to_string(level));
     exec = ctx_->exec(exec);
-    static std::mutex mu;
-    static std::map<std::tuple<std::uint64_t, int, int>, KeySwitchCosts> cache;
-    const auto id = std::make_tuple(ctx_->uid(), level, exec.threads);
-    {
-        std::lock_guard<std::mutex> lock(mu);
-        auto it = cache.find(id);
-        if (it != cache.end()) return it->second;
-    }
+    if (const auto kept = ctx_->tuned_costs(level, exec.threads)) return *kept;
     // Time the real code paths on random data of the right shapes (a random "key" costs what a real one does).
     const auto& r = ctx_->rns();
     const auto& be = ctx_->backend();
@@ -410,8 +403,7 @@ KeySwitchCosts Evaluator::keyswitch_costs(int level, Exec exec) const {
     c.inner_product_ms = best_ip;
     c.mod_down_ms = best_md;
     c.add_ms = best_add;
-    std::lock_guard<std::mutex> lock(mu);
-    cache.emplace(id, c);
+    ctx_->keep_tuned_costs(c);
     return c;
 }
 

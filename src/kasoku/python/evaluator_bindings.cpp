@@ -188,7 +188,8 @@ void bind_evaluator(nb::module_& m) {
                 {"level", c.level}, {"threads", c.threads}, {"decompose_ms", c.decompose_ms},
                 {"inner_product_ms", c.inner_product_ms}, {"mod_down_ms", c.mod_down_ms}, {"add_ms", c.add_ms}};
         }, "level"_a = nb::none(), "threads"_a = nb::none(),
-           "Measured ms of the key-switching steps at a level (the cost model behind h=None), cached per process.", ReleaseGil())
+           "Measured ms of the key-switching steps at a level (the cost model behind h=None), measured once per context, "
+           "level and thread count and kept with the context.", ReleaseGil())
         .def("decompose", [](const KEvaluator& e, const KCiphertext& a, TArg t) {
             return KDecomposition{e.owner, std::make_shared<const Decomposition>(e.ev->decompose(a.ct, threads_arg(t)))};
         }, "a"_a, "threads"_a = nb::none(), "Key-switching step 1: digit split and ModUp of a (hoistable).", ReleaseGil())

@@ -207,4 +207,13 @@ TEST_P(Hoisting, CostModelIsMeasured) {
     // inner product costs more than about (decompose + mod_down) / 20; either way best_trace_h is the argmin
     const std::size_t best = best_trace_h(c, kM);
     for (std::size_t h = 1; h <= kM; ++h) EXPECT_LE(trace_cost(c, kM, best), trace_cost(c, kM, h));
+    // measured once per context: kept with it, the same for another evaluator of the context, and not shared with
+    // another context of the same parameters (no process-wide state)
+    const Evaluator keyless(e.ctx, nullptr);
+    const KeySwitchCosts again = keyless.keyswitch_costs(e.ctx->max_level(), 1);
+    EXPECT_EQ(again.decompose_ms, c.decompose_ms);
+    EXPECT_EQ(again.mod_down_ms, c.mod_down_ms);
+    ASSERT_TRUE(e.ctx->tuned_costs(e.ctx->max_level(), 1).has_value());
+    const auto other = Context::create(e.ctx->params(), 1);
+    EXPECT_FALSE(other->tuned_costs(e.ctx->max_level(), 1).has_value());
 }
