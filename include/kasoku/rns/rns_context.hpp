@@ -71,6 +71,15 @@ private:
     std::vector<std::uint32_t> exp_, pos_;
     mutable std::mutex perm_mutex_;
     mutable std::unordered_map<u64, std::shared_ptr<const std::vector<std::uint32_t>>> perm_cache_;
+    // compose_centered's CRT constants for t limbs, made on first use (decryption at a level reuses them)
+    struct CrtTable {
+        std::vector<u64> Q, half;            // q_0 ... q_{t-1} and floor(Q / 2), t + 1 words each
+        std::vector<std::vector<u64>> qhat;  // Q / q_i
+        std::vector<u64> qhat_inv, qhat_inv_shoup;
+    };
+    std::shared_ptr<const CrtTable> crt_table(std::size_t t) const;
+    mutable std::mutex crt_mutex_;
+    mutable std::unordered_map<std::size_t, std::shared_ptr<const CrtTable>> crt_cache_;
 };
 
 }  // namespace kasoku::rns

@@ -51,15 +51,19 @@ std::vector<u64> RnsContext::signed_residues(__int128 v) const {
     return res;
 }
 
-void RnsContext::compose_centered(const u64* const* limbs, std::size_t t, double* out) const {
-    if (t == 0 || t > q_.size()) throw InternalError("compose_centered: between 1 and L + 1 limbs");
-    const std::size_t n = n_;
-    // into W-word integers, centered, then to double
+std::shared_ptr<const RnsContext::CrtTable> RnsContext::crt_table(std::size_t t) const {
+    std::lock_guard<std::mutex> lock(crt_mutex_);
+    auto it = crt_cache_.find(t);
+    if (it != crt_cache_.end()) return it->second;
+    // Q = q_0 ... q_{t-1} and Q / q_i as W-word integers, half = floor(Q / 2), and (Q / q_i)^-1 mod q_i
     const std::size_t W = t + 1;
-    std::vector<u64> Q(W, 0), half(W, 0);
-    std::vector<std::vector<u64>> qhat(t, std::vector<u64>(W, 0));
-    std::vector<u64> qhat_inv(t), qhat_inv_shoup(t);
-    auto mul_small = [&](std::vector<u64>& x, u64 f) {
+    auto c = std::make_shared<CrtTable>();
+    c->Q.assign(W, 0);
+    c->half.assign(W, 0);
+    c->qhat.assign(t, std::vector<u64>(W, 0));
+    c->qhat_inv.resize(t);
+    c->qhat_inv_shoup.resize(t);
+    auto mul_small = [](std::vector<u64>& x, u64 f) {
         arith::u128 carry = 0;
         for (auto& w : x) {
             arith::u128 p = static_cast<arith::u128>(w) * f + carry;
@@ -67,20 +71,35 @@ void RnsContext::compose_centered(const u64* const* limbs, std::size_t t, double
             carry = p >> 64;
         }
     };
-    Q[0] = 1;
-    for (std::size_t i = 0; i < t; ++i) mul_small(Q, prime(i));
+    c->Q[0] = 1;
+    for (std::size_t i = 0; i < t; ++i) mul_small(c->Q, prime(i));
     for (std::size_t i = 0; i < t; ++i) {
-        qhat[i][0] = 1;
+        c->qhat[i][0] = 1;
         u64 rem = 1;
         for (std::size_t j = 0; j < t; ++j)
             if (j != i) {
-                mul_small(qhat[i], prime(j));
+                mul_small(c->qhat[i], prime(j));
                 rem = arith::mul_mod(rem, prime(j) % prime(i), modulus(i));
             }
-        qhat_inv[i] = arith::inv_mod(rem, modulus(i));
-        qhat_inv_shoup[i] = arith::shoup(qhat_inv[i], prime(i));
+        c->qhat_inv[i] = arith::inv_mod(rem, modulus(i));
+        c->qhat_inv_shoup[i] = arith::shoup(c->qhat_inv[i], prime(i));
     }
-    for (std::size_t k = 0; k < W; ++k) half[k] = (Q[k] >> 1) | (k + 1 < W ? Q[k + 1] << 63 : 0);
+    for (std::size_t k = 0; k < W; ++k) c->half[k] = (c->Q[k] >> 1) | (k + 1 < W ? c->Q[k + 1] << 63 : 0);
+    crt_cache_.emplace(t, c);
+    return c;
+}
+
+void RnsContext::compose_centered(const u64* const* limbs, std::size_t t, double* out) const {
+    if (t == 0 || t > q_.size()) throw InternalError("compose_centered: between 1 and L + 1 limbs");
+    const std::size_t n = n_;
+    // into W-word integers, centered, then to double, with the CRT constants of t limbs (computed once)
+    const std::size_t W = t + 1;
+    const std::shared_ptr<const CrtTable> crt = crt_table(t);
+    const std::vector<u64>& Q = crt->Q;
+    const std::vector<u64>& half = crt->half;
+    const std::vector<u64>& qhat_inv = crt->qhat_inv;
+    const std::vector<u64>& qhat_inv_shoup = crt->qhat_inv_shoup;
+    const std::vector<std::vector<u64>>& qhat = crt->qhat;
     auto geq = [W](const u64* a, const u64* b) {
         for (std::size_t k = W; k-- > 0;)
             if (a[k] != b[k]) return a[k] > b[k];
