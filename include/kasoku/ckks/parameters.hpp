@@ -35,8 +35,9 @@ struct Parameters {
     // The smallest set (least N, then the fewest key-switching digits from 3 up) that runs a circuit of `depth`
     // rescalings and leaves about `precision_bits` of precision (scale = precision + noise of one product at that N +
     // log2(depth + 1) for the noise that adds up along the circuit; q_0 `integer_bits` above the scale for the integer
-    // part of results; 60-bit special primes, or q_0's size where that lets a smaller ring hold it; alpha = k), with log2(QP) within the 128-bit HE Standard bound (security = 128) or no
-    // bound (nullopt), and at least `slots` slots (0: any). dnum > 0 fixes the digits. `rationale` explains the
+    // part of results; alpha = k special primes of 50 bits where they exceed every digit's modulus, else 60-bit ones,
+    // else q_0's size where that lets a smaller ring hold it), with log2(QP) within the 128-bit HE Standard bound
+    // (security = 128) or no bound (nullopt), and at least `slots` slots (0: any). dnum > 0 fixes the digits. `rationale` explains the
     // choices. Throws ParameterError with what cannot be had and what to change (e.g. a depth that no secure N holds
     // needs bootstrapping), for depth outside 0..60, precision_bits outside 8..40 or slots above 2^16.
     static Parameters for_circuit(int depth, int precision_bits = 20, std::uint64_t slots = 0,

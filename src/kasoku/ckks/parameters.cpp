@@ -92,9 +92,9 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
         // a key switch 19 % faster at H16 on Zen 4), else of 60 bits, else of q_0's size: P stays above every digit's
         // modulus, so key switching adds less noise than a rescaling, and the smaller P can let a smaller ring hold
         // the circuit.
-        for (int d = lo; d <= hi; ++d)
+        for (int d = lo; d <= hi; ++d) {
+            const int alpha = (depth + 1 + d - 1) / d;
             for (const int special : {kIfmaSpecial, kSpecial, first}) {
-                const int alpha = (depth + 1 + d - 1) / d;
                 if (special == kIfmaSpecial && kIfmaSpecial * alpha < first + (alpha - 1) * scale) continue;
                 Parameters p{.log_n = log_n, .first_bits = first, .scale_bits = scale, .levels = depth,
                              .special_bits = special, .special_primes = alpha, .security = security, .dnum = d,
@@ -121,6 +121,7 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
                 p.validate();
                 return p;
             }
+        }
     }
     std::ostringstream m;
     m << "for_circuit: depth " << depth << " with " << precision_bits << " bits of precision";
