@@ -45,6 +45,7 @@ def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, 
     boot = ks.Bootstrapper(ctx, log_message_ratio=log_message_ratio, slots=slots, arcsine_degree=arcsine_degree,
                            slot_to_coeff_first=stc_first)
     plan_s = time.perf_counter() - t
+    plan_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the process's peak so far: context and plan
     t = time.perf_counter()
     progress(f"{boot!r}: key generation")
     keys = ctx.keygen(bootstrapping=boot)
@@ -68,7 +69,8 @@ def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, 
             "slots": boot.slots, "arcsine_degree": arcsine_degree, "stc_first": stc_first,
             "input_level": boot.input_level, "threads": ctx.threads, "device": ctx.device, "reps": reps, "median_s": statistics.median(times),
             "min_s": min(times), "stages_s": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
-            "plan_s": plan_s, "keygen_s": keys_s, "eval_key_bytes": keys.evaluation().nbytes,
+            "plan_s": plan_s, "plan_bytes": getattr(boot, "plan_nbytes", None), "plan_peak_rss_bytes": plan_rss,
+            "keygen_s": keys_s, "eval_key_bytes": keys.evaluation().nbytes,
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "mean_bits": float(np.mean(bits)), "worst_bits": float(np.min(bits)), "depth": boot.depth,
             "output_level": boot.output_level, "user_level": ctx.user_level, "scale_bits": params.scale_bits,

@@ -121,6 +121,8 @@ public:
     // Whether two bootstrappers use the same encoded transforms (the same context and config, one made while the
     // other lived).
     bool shares_transforms_with(const Bootstrapper& o) const { return transforms_ == o.transforms_; }
+    // Memory of the encoded transforms (shared by the bootstrappers of one context and config).
+    std::size_t plan_nbytes() const;
 
     // The message of ct (any level >= input_level() and any scale above it, size 2 or 3; at input_level() its scale must
     // be the canonical one, which drop_level keeps) at output_level() with that level's canonical scale. Messages with |m| <= 1 keep the measured precision

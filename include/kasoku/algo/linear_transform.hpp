@@ -69,6 +69,8 @@ public:
     static std::vector<std::uint64_t> galois_elements(const ckks::Context& ctx, const BsgsPlan& plan);
     int level() const { return level_; }
     std::size_t diagonal_count() const { return count_; }
+    // Memory of the encoded diagonals (periodic ones in their subring: rns::Backend::to_subring).
+    std::size_t nbytes() const { return bytes_; }
     const BsgsPlan& plan() const { return plan_; }
 
     // The transform of a (at level()), rescaled once: level - 1.
@@ -85,11 +87,11 @@ private:
 
     struct Term {
         std::size_t baby;
-        ckks::Plaintext pt;  // Rot_{-giant}(diag), over Q_level * P
+        ckks::Plaintext pt;  // Rot_{-giant}(diag), over Q_level * P (in its subring when periodic)
     };
     ckks::ContextPtr ctx_;
     int level_ = 0;
-    std::size_t count_ = 0;
+    std::size_t count_ = 0, bytes_ = 0;
     BsgsPlan plan_;
     std::vector<std::vector<Term>> terms_;  // per giant step
 };

@@ -41,5 +41,9 @@ private:
 // In-place transforms with the active SIMD body (see simd.hpp); no checks (a's residues < q, n words).
 void ntt_forward(u64* a, const NttTables& t);
 void ntt_inverse(u64* a, const NttTables& t);
+// The forward transform of size m (a power of two <= t.n()) with the root t.psi()^(n/m), whose table is the first m
+// entries of t's (bit reversal of k < m over log n bits is its reversal over log m bits times n/m): the NTT words of
+// a(X^(n/m)) are these m words, each repeated n/m times. Scalar radix 2 (small m: subring polynomials); no checks.
+void ntt_forward_prefix(u64* a, std::size_t m, const NttTables& t);
 
 }  // namespace kasoku::arith

@@ -100,12 +100,25 @@ public:
                             RnsPoly& out, Exec exec) const;
     // Plaintext sums: out[k] = sum_i x[i][k] * y[i] (accumulate: out[k] += ...) for every component k (NTT form).
     // Each y[i] has the q-limbs of every x[i][k] and at least its special limbs; out[k] takes x[0][k]'s shape.
-    // Limb by limb, so that each limb of out[k] stays in cache while the terms are summed.
+    // Limb by limb, so that each limb of out[k] stays in cache while the terms are summed. A y[i] may be a subring
+    // polynomial (to_subring): fewer words per limb, each standing for a block of equal words.
     void sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                          const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const;
     // out = c[0] + x (c[1] + x (c[2] + ...)) on the limbs of out (NTT form; its num_q, set by the caller, at most every
     // operand's, num_p = 0): the phase c0 + c1 s + c2 s^2 of decryption, on the limbs that decoding needs.
     void horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const;
+
+    // A polynomial of the subring Z[X^f] (f = n / n_sub, a power of two) kept in n_sub words per limb: a (NTT form)
+    // must be m(X^f) for some m, whose NTT words then repeat in blocks of f (bit-reversed order: word w evaluates at
+    // psi^(2 rev(w) + 1), and (psi^f)^(2 rev(w) + 1) depends on w / f only); out gets a's limbs with word j of each
+    // limb = word j f of a's, and serves as a plaintext of sum_of_products. A message whose slots repeat with period
+    // n_sub / 2 encodes into this subring (the sparse packing of bootstrapping, and the diagonals of its transforms):
+    // it then takes n_sub / n of the memory. n_sub must be a power of two in 1..n.
+    void to_subring(const RnsPoly& a, std::size_t n_sub, RnsPoly& out, Exec exec) const;
+    // The subring polynomial (out: n_sub = out.n() words per limb, NTT form, shape set by the caller) of the signed
+    // coefficients coeffs[0..n_sub) placed at X^(j n / n_sub) (|c| < 2^127): to_subring(from_signed(...)) without a
+    // transform of n points (a periodic message's encoding).
+    void from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const;
 
     // ---- transforms (in place; no-ops when already in the asked form)
     void to_ntt(RnsPoly& a, Exec exec) const;
@@ -166,6 +179,9 @@ protected:
     virtual void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                                     const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const = 0;
     virtual void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const = 0;
+    virtual void do_to_subring(const RnsPoly& a, RnsPoly& out, Exec exec) const = 0;
+    // Default: the coefficients spread over n, from_signed, to_subring.
+    virtual void do_from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const;
     virtual void do_to_ntt(RnsPoly& a, Exec exec) const = 0;
     virtual void do_from_ntt(RnsPoly& a, Exec exec) const = 0;
     virtual void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const = 0;
@@ -185,6 +201,7 @@ private:
     void shape(std::size_t num_q, std::size_t num_p, bool ntt_form, RnsPoly& out) const;
     void shape(const RnsPoly& like, RnsPoly& out) const;
     void check_mine(const RnsPoly& a, const char* op) const;
+    void check_plaintext(const RnsPoly& a, const char* op) const;
     // ModDown's operands: b and a over Q_l * P (at least min_q q-limbs) and addends over Q_l, all NTT form.
     void check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                                  std::size_t min_q, const char* op, const char* pair_message) const;

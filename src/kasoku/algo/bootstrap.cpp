@@ -343,6 +343,13 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
 
 int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) { return make_plan(ctx, cfg).depth; }
 
+std::size_t Bootstrapper::plan_nbytes() const {
+    std::size_t bytes = 0;
+    for (const auto* list : {&transforms_->cts, &transforms_->stc, &transforms_->finish})
+        for (const LinearTransform& t : *list) bytes += t.nbytes();
+    return bytes;
+}
+
 std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
     std::set<std::uint64_t> all{ctx_->conjugation_element()};
     all.insert(trace_steps_.begin(), trace_steps_.end());

@@ -138,6 +138,7 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
     const double q = static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(level)));
     const double scale = ctx_->scale_at(level - 1) * q / ctx_->scale_at(level);
     ckks::Encoder enc(ctx_);
+    exec = ctx_->exec(exec);
     terms_.resize(plan_.giants.size());
     std::size_t k = 0;
     for (const auto& [r, v] : diags) {
@@ -146,7 +147,10 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
         cvec rotated(slots);  // Rot_{-giant}(diag)[s] = diag[(s - giant) mod slots]
         for (std::size_t s = 0; s < slots; ++s)
             rotated[s] = v[static_cast<std::size_t>(floor_mod(static_cast<std::int64_t>(s) - giant, static_cast<std::int64_t>(slots)))];
-        terms_[gi].push_back(Term{bi, enc.encode_extended(rotated, scale, level, exec)});
+        // A diagonal of period p < slots (most of bootstrapping's FFT factors) is kept in 2p words per limb.
+        ckks::Plaintext pt = enc.encode_compact(rotated, scale, level, true, exec);
+        bytes_ += pt.poly.words() * sizeof(std::uint64_t);
+        terms_[gi].push_back(Term{bi, std::move(pt)});
     }
 }
 

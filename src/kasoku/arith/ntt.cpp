@@ -44,4 +44,19 @@ NttTables::NttTables(u64 q, std::size_t n) : n_(n), mod_(q) {
 void ntt_forward(u64* a, const NttTables& t) { active_kernels().ntt_forward(a, t); }
 void ntt_inverse(u64* a, const NttTables& t) { active_kernels().ntt_inverse(a, t); }
 
+void ntt_forward_prefix(u64* a, std::size_t m, const NttTables& t) {
+    const u64 q = t.q();
+    const u64* w = t.root_powers();
+    const u64* wp = t.root_shoup();
+    for (std::size_t blocks = 1, gap = m / 2; blocks < m; blocks *= 2, gap /= 2)
+        for (std::size_t b = 0; b < blocks; ++b) {
+            u64* x = a + 2 * b * gap;
+            for (std::size_t j = 0; j < gap; ++j) {
+                const u64 u = x[j], v = mul_shoup(x[j + gap], w[blocks + b], wp[blocks + b], q);
+                x[j] = add_mod(u, v, q);
+                x[j + gap] = sub_mod(u, v, q);
+            }
+        }
+}
+
 }  // namespace kasoku::arith

@@ -82,8 +82,13 @@ Plaintext Encoder::encode_extended(const std::vector<std::complex<double>>& valu
     return encode_over(values, scale, level, true, exec);
 }
 
+Plaintext Encoder::encode_compact(const std::vector<std::complex<double>>& values, double scale, int level, bool extended,
+                                  Exec exec) const {
+    return encode_over(values, scale, level, extended, exec, true);
+}
+
 Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, double scale, int level, bool special,
-                               Exec exec) const {
+                               Exec exec, bool compact) const {
     const std::size_t slots = ctx_->slots(), n = ctx_->n();
     exec = ctx_->exec(exec);
     if (values.size() > slots)
@@ -95,18 +100,23 @@ Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, 
     for (std::size_t i = 0; i < values.size(); ++i)
         if (!std::isfinite(values[i].real()) || !std::isfinite(values[i].imag()))
             throw ParameterError("value " + std::to_string(i) + " is NaN or infinite; only finite values can be encoded");
-    std::vector<std::complex<double>> v(slots, {0.0, 0.0});
-    std::copy(values.begin(), values.end(), v.begin());
+    // Values of period p are m(X^stride), stride = n / 2p, with m from the special FFT of p points: coefficients
+    // stride i = round(scale Re v[i]), stride (i + p) = round(scale Im v[i]), the others 0 (p = n/2: every one).
+    // Compact: the 2p coefficients alone, into a subring plaintext (rns::Backend::from_signed_subring).
+    const std::size_t p = period(values);
+    compact = compact && p < slots;
+    const std::size_t stride = compact ? 1 : n / (2 * p);
+    std::vector<std::complex<double>> v(p, {0.0, 0.0});
+    std::copy_n(values.begin(), std::min(p, values.size()), v.begin());
     fft_special_inv(v);
-    // coefficients m[i] = round(scale Re v[i]), m[i + n/2] = round(scale Im v[i])
     const double bound = std::exp2(std::min(ctx_->log_modulus(level) - 1.0, 126.0));
-    std::vector<__int128> coeff(n);
+    std::vector<__int128> coeff(compact ? 2 * p : n, 0);
     double max_abs = 0;
-    for (std::size_t i = 0; i < slots; ++i) {
+    for (std::size_t i = 0; i < p; ++i) {
         double re = std::nearbyint(v[i].real() * scale), im = std::nearbyint(v[i].imag() * scale);
         max_abs = std::max({max_abs, std::fabs(re), std::fabs(im)});
-        coeff[i] = static_cast<__int128>(re);
-        coeff[i + slots] = static_cast<__int128>(im);
+        coeff[stride * i] = static_cast<__int128>(re);
+        coeff[stride * (i + p)] = static_cast<__int128>(im);
     }
     if (!(max_abs < bound))
         throw ScaleError("encoded values do not fit the modulus: max |coefficient| = 2^" + std::to_string(std::log2(max_abs)) +
@@ -116,9 +126,27 @@ Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, 
     pt.scale = scale;
     pt.context_uid = ctx_->uid();
     const std::size_t nq = static_cast<std::size_t>(level) + 1;
-    pt.poly = ctx_->backend().poly(nq, special ? ctx_->rns().p_count() : 0, true);
-    ctx_->backend().from_signed(coeff.data(), pt.poly, exec);
+    const std::size_t np = special ? ctx_->rns().p_count() : 0;
+    if (compact) {
+        pt.poly = rns::RnsPoly(ctx_->backend().memory(), 2 * p, nq, np, true);
+        ctx_->backend().from_signed_subring(coeff.data(), pt.poly, exec);
+    } else {
+        pt.poly = ctx_->backend().poly(nq, np, true);
+        ctx_->backend().from_signed(coeff.data(), pt.poly, exec);
+    }
     return pt;
+}
+
+std::size_t Encoder::period(const std::vector<std::complex<double>>& values) const {
+    const std::size_t slots = ctx_->slots();
+    const auto at = [&](std::size_t s) { return s < values.size() ? values[s] : std::complex<double>(0.0); };
+    std::size_t p = slots;
+    for (; p > 1; p /= 2) {  // period p: halve it while the two halves of [0, p) agree
+        bool same = true;
+        for (std::size_t s = 0; s < p / 2 && same; ++s) same = at(s) == at(s + p / 2);
+        if (!same) break;
+    }
+    return p;
 }
 
 std::size_t Encoder::limbs_for_scale(double scale, int level) const {

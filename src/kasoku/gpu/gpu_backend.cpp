@@ -7,6 +7,7 @@
 // The same source builds the CUDA backend (kasoku_gpu: CUDA memory and launches) and the emulated one
 // (kasoku_gpu_emulated: host memory, the kernels as CPU loops), which tests this file's logic on machines without a GPU.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -174,6 +175,7 @@ protected:
     void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                             const std::vector<RnsPoly*>& out, bool accumulate, Exec) const override;
     void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec) const override;
+    void do_to_subring(const RnsPoly& a, RnsPoly& out, Exec) const override;
     void do_to_ntt(RnsPoly& a, Exec) const override;
     void do_from_ntt(RnsPoly& a, Exec) const override;
     void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec) const override;
@@ -453,6 +455,7 @@ void GpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*
         s.r = ring_;
         s.terms = static_cast<u32>(terms);
         s.accumulate = accumulate || first > 0;
+        for (std::size_t t = 0; t < terms; ++t) s.yshift[t] = static_cast<u32>(std::countr_zero(n_ / y[first + t]->n()));
         std::vector<kern::SpItem> items;
         for (std::size_t k = 0; k < out.size(); ++k) {
             RnsPoly& o = *out[k];
@@ -461,10 +464,11 @@ void GpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*
                 it.out = words(o) + r.limb * n_;
                 for (std::size_t t = 0; t < terms; ++t) {
                     const RnsPoly& yt = *y[first + t];
-                    // limb t of a term is limb t of its plaintext: the same q-limbs, then the special ones
+                    // limb t of a term is limb t of its plaintext: the same q-limbs, then the special ones (a subring
+                    // plaintext's limbs are yt.n() words)
                     const std::size_t ylimb = r.prime < L1_ ? r.limb : yt.num_q() + (r.limb - o.num_q());
                     it.x[t] = words(*x[first + t][k]) + r.limb * n_;
-                    it.y[t] = words(yt) + ylimb * n_;
+                    it.y[t] = words(yt) + ylimb * yt.n();
                 }
                 it.prime = static_cast<u32>(r.prime);
                 it.limbs = static_cast<u32>(r.limbs);
@@ -473,6 +477,13 @@ void GpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*
         }
         launch::run<kern::SumProducts>(mem(), s, items);
     }
+}
+
+void GpuBackend::do_to_subring(const RnsPoly& a, RnsPoly& out, Exec) const {
+    kern::SubShared s{};
+    s.r = ring_;
+    s.shift = static_cast<u32>(std::countr_zero(n_ / out.n()));
+    launch::run<kern::Subring>(mem(), s, {kern::SubItem{words(out), words(a), static_cast<u32>(out.limbs()), 0}});
 }
 
 void GpuBackend::do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec) const {

@@ -201,6 +201,29 @@ struct FromSigned {
     }
 };
 
+// ---------------------------------------------------------------- subring polynomials
+
+// Every 2^shift-th word of a run of limbs (Backend::to_subring): out[w] = a[w << shift] over limbs * (n >> shift) words.
+struct SubItem {
+    u64* out;
+    const u64* a;
+    u32 limbs, pad;
+};
+struct SubShared {
+    Ring r;
+    u32 shift, pad;
+};
+struct Subring {
+    using Shared = SubShared;
+    using Item = SubItem;
+    static constexpr const char* kName = "to_subring";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) {
+        return static_cast<std::size_t>(it.limbs) * (s.r.n >> s.shift);
+    }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) { it.out[w] = it.a[w << s.shift]; }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t&) { bytes += 16 * words(s, it); }
+};
+
 // ---------------------------------------------------------------- the NTT in passes over shared memory
 
 // The negacyclic NTT of arith (radix 2, roots in bit-reversed order, the scalar body's lazy ranges) of each limb in
@@ -547,6 +570,7 @@ struct SpItem {
 struct SpShared {
     Ring r;
     u32 terms, accumulate;
+    u32 yshift[kSumTerms];  // log2 of the blocks of a subring plaintext (0: n words per limb)
 };
 struct SumProducts {
     using Shared = SpShared;
@@ -556,12 +580,14 @@ struct SumProducts {
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
         const Modulus& m = s.r.m[it.prime + w / s.r.n];
         u128 acc = s.accumulate ? it.out[w] : 0;
-        for (u32 i = 0; i < s.terms; ++i) acc += static_cast<u128>(it.x[i][w]) * it.y[i][w];  // 16 products + 2^64: fits
+        for (u32 i = 0; i < s.terms; ++i)  // 16 products + 2^64: fits
+            acc += static_cast<u128>(it.x[i][w]) * it.y[i][w >> s.yshift[i]];
         it.out[w] = arith::reduce_128(acc, m);
     }
     static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
         const std::size_t w = words(s, it);
-        bytes += 8 * w * (2 * s.terms + (s.accumulate ? 2 : 1));
+        bytes += 8 * w * (s.terms + (s.accumulate ? 2 : 1));
+        for (u32 i = 0; i < s.terms; ++i) bytes += 8 * (w >> s.yshift[i]);
         mults += w * (s.terms + 3);
     }
 };

@@ -118,4 +118,4 @@ void run(const PolyMemory& mem, const typename K::Shared& s, const std::vector<t
     X(kern::Ewise<kern::Op::add_mul_const>) X(kern::Ewise<kern::Op::copy>) X(kern::Ewise<kern::Op::fill>)               \
     X(kern::Ewise<kern::Op::permute>) X(kern::Ntt<true>) X(kern::Ntt<false>) X(kern::ConvertUp) X(kern::ConvertDown)     \
     X(kern::Dot) X(kern::RoundLast) X(kern::SumProducts) X(kern::LinearCombination) X(kern::Tensor)                   \
-    X(kern::FromSigned)
+    X(kern::FromSigned) X(kern::Subring)

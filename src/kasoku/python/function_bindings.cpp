@@ -162,6 +162,9 @@ void bind_functions(nb::module_& m) {
         .def_prop_ro("message_ratio", [](const KBootstrapper& b) { return b.boot->message_ratio(); },
                      "K = q_0 / (message scale at ModRaise).")
         .def_prop_ro("cos_degree", [](const KBootstrapper& b) { return b.boot->cosine().degree(); })
+        .def_prop_ro("plan_nbytes", [](const KBootstrapper& b) { return b.boot->plan_nbytes(); },
+                     "Memory of the encoded transforms (periodic diagonals in their subring; shared by the "
+                     "bootstrappers of one context and config).")
         .def("galois_elements", [](const KBootstrapper& b) { return b.boot->galois_elements(); },
              "The Galois elements of its rotations and conjugation (ctx.keygen(bootstrapping=b) makes them).")
         .def("__repr__", [](const KBootstrapper& b) {

@@ -26,6 +26,13 @@ void Backend::check_mine(const RnsPoly& a, const char* op) const {
     require(a.memory() == memory_, op, "polynomial of another backend's memory");
 }
 
+// A plaintext of sum_of_products: this backend's, of n words per limb or a subring's fewer (a power of two).
+void Backend::check_plaintext(const RnsPoly& a, const char* op) const {
+    require(!a.empty() && a.n() >= 1 && a.n() <= ring_->n() && (a.n() & (a.n() - 1)) == 0, op,
+            "empty plaintext or one of another ring degree");
+    require(a.memory() == memory_, op, "polynomial of another backend's memory");
+}
+
 void Backend::shape(std::size_t num_q, std::size_t num_p, bool ntt_form, RnsPoly& out) const {
     if (out.empty() || out.memory() != memory_ || out.num_q() != num_q || out.num_p() != num_p)
         out = RnsPoly(memory_, ring_->n(), num_q, num_p, ntt_form);
@@ -147,7 +154,7 @@ void Backend::sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x,
     require(!x.empty() && x.size() == y.size() && !out.empty(), op, "one plaintext per term, at least one term");
     for (std::size_t i = 0; i < x.size(); ++i) {
         require(x[i].size() == out.size(), op, "every term needs one polynomial per output");
-        check_mine(*y[i], op);
+        check_plaintext(*y[i], op);
         for (std::size_t k = 0; k < out.size(); ++k) {
             const RnsPoly& xk = *x[i][k];
             check_mine(xk, op);
@@ -165,6 +172,34 @@ void Backend::sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x,
         }
     }
     do_sum_of_products(x, y, out, accumulate, exec);
+}
+
+void Backend::to_subring(const RnsPoly& a, std::size_t n_sub, RnsPoly& out, Exec exec) const {
+    const char* op = "to_subring";
+    check_mine(a, op);
+    require(a.ntt_form() && n_sub >= 1 && n_sub <= a.n() && (n_sub & (n_sub - 1)) == 0, op,
+            "an NTT-form polynomial and a power of two of words per limb up to n");
+    require(&a != &out, op, "the output must not be the input");
+    if (out.empty() || out.memory() != memory_ || out.n() != n_sub || out.num_q() != a.num_q() || out.num_p() != a.num_p())
+        out = RnsPoly(memory_, n_sub, a.num_q(), a.num_p(), true);
+    out.set_ntt_form(true);
+    do_to_subring(a, out, exec);
+}
+
+void Backend::from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const {
+    const char* op = "from_signed_subring";
+    require(!out.empty() && out.memory() == memory_ && out.ntt_form() && out.n() <= ring_->n() &&
+                (out.n() & (out.n() - 1)) == 0, op, "an NTT-form output of a power of two of words per limb up to n");
+    do_from_signed_subring(coeffs, out, exec);
+}
+
+void Backend::do_from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const {
+    const std::size_t n = ring_->n(), stride = n / out.n();
+    std::vector<__int128> spread(n, 0);
+    for (std::size_t j = 0; j < out.n(); ++j) spread[j * stride] = coeffs[j];
+    RnsPoly full = poly(out.num_q(), out.num_p(), true);
+    do_from_signed(spread.data(), full, exec);
+    do_to_subring(full, out, exec);
 }
 
 void Backend::horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const {

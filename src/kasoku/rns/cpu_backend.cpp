@@ -3,6 +3,7 @@
 // while it is in cache, and the limbs are spread over the team.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <memory>
 #include <string>
 
@@ -59,6 +60,8 @@ protected:
     void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                             const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const override;
     void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const override;
+    void do_to_subring(const RnsPoly& a, RnsPoly& out, Exec exec) const override;
+    void do_from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const override;
     void do_to_ntt(RnsPoly& a, Exec exec) const override;
     void do_from_ntt(RnsPoly& a, Exec exec) const override;
     void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const override;
@@ -124,13 +127,39 @@ void CpuBackend::do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec e
 }
 
 void CpuBackend::do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const {
+    // Magnitudes and signs once, then per limb a reduction without branches on the sign (random signs would
+    // mispredict), of one word when every magnitude fits one (encoded messages at scales below 2^64).
+    std::vector<u64> lo(n_), hi(n_), neg(n_);
+    u64 any_hi = 0;
+    for (std::size_t c = 0; c < n_; ++c) {
+        const bool minus = coeffs[c] < 0;
+        const auto mag = static_cast<arith::u128>(minus ? -coeffs[c] : coeffs[c]);
+        lo[c] = static_cast<u64>(mag);
+        hi[c] = static_cast<u64>(mag >> 64);
+        neg[c] = minus ? ~u64{0} : 0;
+        any_hi |= hi[c];
+    }
     const bool ntt = out.ntt_form();
     parallel_for(exec.threads, out.limbs(), [&](std::size_t i) {
         const std::size_t idx = pidx(i, out.num_q());
         const Modulus& m = ring().modulus(idx);
         u64* d = limb(out, i);
-        for (std::size_t c = 0; c < n_; ++c) d[c] = arith::reduce_signed(coeffs[c], m);
+        for (std::size_t c = 0; c < n_; ++c) {
+            const u64 r = any_hi ? arith::reduce_128((static_cast<arith::u128>(hi[c]) << 64) | lo[c], m) : arith::reduce_64(lo[c], m);
+            const u64 minus = r == 0 ? 0 : m.value - r;
+            d[c] = r ^ ((r ^ minus) & neg[c]);
+        }
         if (ntt) arith::ntt_forward(d, *ntt_[idx]);
+    });
+}
+
+void CpuBackend::do_from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const {
+    parallel_for(exec.threads, out.limbs(), [&](std::size_t i) {
+        const std::size_t idx = pidx(i, out.num_q());
+        const Modulus& m = ring().modulus(idx);
+        u64* d = limb(out, i);
+        for (std::size_t c = 0; c < out.n(); ++c) d[c] = arith::reduce_signed(coeffs[c], m);
+        arith::ntt_forward_prefix(d, out.n(), *ntt_[idx]);
     });
 }
 
@@ -217,10 +246,36 @@ void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*
         const std::size_t t = job - first[k];
         const Modulus& m = ring().modulus(pidx(t, out[k]->num_q()));
         u64* dst = limb(*out[k], t);
-        // limb t of a term is limb t of its plaintext: both have the same q-limbs, then the special ones
-        if (accumulate) arith::fma_mod(limb(*x[0][k], t), limb(*y[0], t), dst, n_, m, dst);
-        else arith::mul_mod(limb(*x[0][k], t), limb(*y[0], t), n_, m, dst);
-        for (std::size_t i = 1; i < x.size(); ++i) arith::fma_mod(limb(*x[i][k], t), limb(*y[i], t), dst, n_, m, dst);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            // limb t of a term is limb t of its plaintext: both have the same q-limbs, then the special ones
+            const u64* xt = limb(*x[i][k], t);
+            const u64* yt = limb(*y[i], t);
+            const bool add = accumulate || i > 0;
+            if (y[i]->n() == n_) {
+                if (add) arith::fma_mod(xt, yt, dst, n_, m, dst);
+                else arith::mul_mod(xt, yt, n_, m, dst);
+                continue;
+            }
+            // A subring plaintext: its words repeated in blocks of f, a chunk at a time in a buffer that stays in L1.
+            constexpr std::size_t kChunk = 2048;
+            alignas(64) u64 buf[kChunk];
+            const int shift = std::countr_zero(n_ / y[i]->n());
+            for (std::size_t c = 0; c < n_; c += kChunk) {
+                const std::size_t len = std::min(kChunk, n_ - c);
+                for (std::size_t w = 0; w < len; ++w) buf[w] = yt[(c + w) >> shift];
+                if (add) arith::fma_mod(xt + c, buf, dst + c, len, m, dst + c);
+                else arith::mul_mod(xt + c, buf, len, m, dst + c);
+            }
+        }
+    });
+}
+
+void CpuBackend::do_to_subring(const RnsPoly& a, RnsPoly& out, Exec exec) const {
+    const std::size_t f = n_ / out.n();
+    parallel_for(exec.threads, out.limbs(), [&](std::size_t i) {
+        const u64* src = limb(a, i);
+        u64* dst = limb(out, i);
+        for (std::size_t j = 0; j < out.n(); ++j) dst[j] = src[j * f];
     });
 }
 

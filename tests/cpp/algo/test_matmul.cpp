@@ -141,6 +141,31 @@ TEST(LinearTransform, DenseMatrixAndDiagonalsMatchReference) {
     }
 }
 
+// Diagonals that repeat every p slots are kept in their subring (2p words per limb) and give the same map.
+TEST(LinearTransform, PeriodicDiagonalsAreKeptInTheirSubring) {
+    auto& e = *shared().env;
+    const std::size_t slots = e.ctx->slots(), n = e.ctx->n();
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::map<std::int64_t, cvec> diags;
+    for (auto [r, period] : {std::pair<std::int64_t, std::size_t>{0, 4}, {3, 2}, {-7, 1}, {5, slots}}) {
+        cvec base(period);
+        for (auto& x : base) x = {u(e.rng), u(e.rng)};
+        auto& d = diags[r];
+        for (std::size_t s = 0; s < slots; ++s) d.push_back(base[s % period]);
+    }
+    const int level = e.ctx->max_level();
+    const auto elts = LinearTransform(e.ctx, diags, level).galois_elements();
+    test::Env env2(small_params(), {}, elts, 7);
+    const LinearTransform lt(env2.ctx, diags, level);
+    const std::size_t limbs = static_cast<std::size_t>(level) + 1 + env2.ctx->rns().p_count();
+    EXPECT_EQ(lt.nbytes(), limbs * (8 + 4 + 2 + n) * sizeof(std::uint64_t));
+    const cvec x = env2.random();
+    cvec want(slots, 0.0);
+    for (const auto& [r, d] : diags)
+        for (std::size_t s = 0; s < slots; ++s) want[s] += d[s] * x[(s + slots + static_cast<std::size_t>(r + static_cast<std::int64_t>(slots))) % slots];
+    EXPECT_GT(test::precision_bits(env2.decrypt(lt.apply(env2.ev, env2.encrypt(x))), want), 25);
+}
+
 TEST(LinearTransform, Errors) {
     auto& e = *shared().env;
     std::map<std::int64_t, cvec> diags{{3, cvec(4, 1.0)}};

@@ -64,6 +64,45 @@ TEST_P(CkksShapes, EncoderRoundTrip) {
     EXPECT_GT(precision_bits(back, v), 30);
 }
 
+// Values of period p encode into the subring of X^(n / 2p) (zero coefficients elsewhere, NTT words constant on blocks
+// of n / 2p), decode to themselves, and a product with the plaintext kept in its subring is the full one's.
+TEST_P(CkksShapes, PeriodicValuesEncodeIntoTheirSubring) {
+    Env& e = env();
+    const std::size_t slots = e.ctx->slots(), n = e.ctx->n();
+    const auto v = e.random(true);
+    for (std::size_t p : {std::size_t{1}, std::size_t{2}, std::size_t{8}, slots / 2, slots}) {
+        cvec periodic(slots);
+        for (std::size_t s = 0; s < slots; ++s) periodic[s] = v[s % p];
+        EXPECT_EQ(e.enc.period(periodic), p);
+        const auto pt = e.enc.encode_extended(periodic, e.ctx->default_scale(), 2);
+        rns::RnsPoly coeff = pt.poly;
+        e.ctx->backend().from_ntt(coeff, 1);
+        EXPECT_GT(precision_bits(e.enc.decode(coeff, 3, pt.scale), periodic), 30) << "period " << p;
+        const std::size_t block = n / (2 * p);
+        e.ctx->backend().download(pt.poly, [&](const std::uint64_t* const* limbs) {
+            for (std::size_t i = 0; i < pt.poly.limbs(); ++i)
+                for (std::size_t w = 0; w < n; ++w) ASSERT_EQ(limbs[i][w], limbs[i][w - w % block]) << "period " << p;
+        });
+        e.ctx->backend().download(coeff, [&](const std::uint64_t* const* limbs) {
+            for (std::size_t c = 0; c < n; ++c)
+                if (c % block) ASSERT_EQ(limbs[0][c], 0u) << "period " << p << " coefficient " << c;
+        });
+        Plaintext sub = pt;
+        e.ctx->backend().to_subring(pt.poly, 2 * p, sub.poly, 1);
+        const Plaintext compact = e.enc.encode_compact(periodic, e.ctx->default_scale(), 2, true);
+        EXPECT_EQ(compact.poly, p < slots ? sub.poly : pt.poly) << "period " << p;
+        EXPECT_EQ(compact.scale, pt.scale);
+        const Ciphertext ct = e.ev.drop_level(e.encrypt(v), 2);
+        Ciphertext want, got;
+        e.ev.multiply_plain_accumulate(ct, e.enc.encode(periodic, e.ctx->default_scale(), 2), want);
+        e.ev.multiply_plain_accumulate(ct, sub, got);
+        EXPECT_EQ(got.polys, want.polys) << "period " << p;
+    }
+    // zero padding counts: 3 values in a ring of more slots have the full period
+    EXPECT_EQ(e.enc.period(cvec{1.0, 2.0, 3.0}), slots);
+    EXPECT_EQ(e.enc.period(cvec{}), 1u);
+}
+
 TEST_P(CkksShapes, EncryptDecrypt) {
     Env& e = env();
     auto v = e.random(true);

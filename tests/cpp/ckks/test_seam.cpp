@@ -73,6 +73,10 @@ protected:
         tick("horner");
         cpu_->horner(c, x, out, e);
     }
+    void do_to_subring(const RnsPoly& a, RnsPoly& out, Exec e) const override {
+        tick("to_subring");
+        cpu_->to_subring(a, out.n(), out, e);
+    }
     void do_to_ntt(RnsPoly& a, Exec e) const override { tick("to_ntt"); cpu_->to_ntt(a, e); }
     void do_from_ntt(RnsPoly& a, Exec e) const override { tick("from_ntt"); cpu_->from_ntt(a, e); }
     void do_automorphism(const RnsPoly& a, rns::u64 g, RnsPoly& out, Exec e) const override {

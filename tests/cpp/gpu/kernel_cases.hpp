@@ -447,23 +447,36 @@ void check_products(Space& sp, std::size_t n) {
         ASSERT_EQ(sp.get(out, nq * n), want) << "rounding correction, addend=" << with_addend;
     }
 
-    // sums of products over 3 terms (accumulating) and a linear combination of 3 terms, on the q-limbs
+    // sums of products over 3 terms (accumulating; the last plaintext a subring one of n / 8 words per limb, its
+    // words repeated in blocks of 8: to_subring's output) and a linear combination of 3 terms, on the q-limbs
     const std::size_t T = 3, QW = nq * n;
     std::vector<std::vector<u64>> xs, ys;
     for (std::size_t i = 0; i < T; ++i) {
         xs.push_back(P.random(rng, 0, nq));
         ys.push_back(P.random(rng, 0, nq));
     }
+    for (std::size_t w = 0; w < QW; ++w) ys[T - 1][w] = ys[T - 1][w & ~std::size_t{7}];
+    u64* sub = sp.put(std::vector<u64>(QW / 8));
+    kern::SubShared subs{};
+    subs.r = ring;
+    subs.shift = 3;
+    sp.template run<kern::Subring>(subs, {{sub, sp.put(ys[T - 1]), static_cast<u32>(nq), 0}});
+    {
+        std::vector<u64> want(QW / 8);
+        for (std::size_t w = 0; w < QW / 8; ++w) want[w] = ys[T - 1][8 * w];
+        ASSERT_EQ(sp.get(sub, QW / 8), want) << "to_subring";
+    }
     const auto acc = P.random(rng, 0, nq);
     kern::SpShared ss{};
     ss.r = ring;
     ss.terms = static_cast<u32>(T);
     ss.accumulate = 1;
+    ss.yshift[T - 1] = 3;
     kern::SpItem si{};
     si.out = sp.put(acc);
     for (std::size_t i = 0; i < T; ++i) {
         si.x[i] = sp.put(xs[i]);
-        si.y[i] = sp.put(ys[i]);
+        si.y[i] = i == T - 1 ? sub : sp.put(ys[i]);
     }
     si.limbs = static_cast<u32>(nq);
     sp.template run<kern::SumProducts>(ss, {si});

@@ -429,6 +429,50 @@ TEST(Rns, AddTimesPOnALimbRange) {
     }
 }
 
+// A polynomial of the subring Z[X^f] has NTT words that repeat in blocks of f; to_subring keeps one word per block,
+// and a plaintext sum reads it as the whole polynomial.
+TEST(Backend, SubringPolynomialsAreKeptInOneWordPerBlock) {
+    Fixture f;
+    std::mt19937_64 rng(16);
+    const std::size_t nq = 3, np = 2, fold = 4, n_sub = f.n / fold;
+    std::vector<std::int64_t> coeff(f.n, 0);
+    for (std::size_t c = 0; c < f.n; c += fold) coeff[c] = static_cast<std::int64_t>(rng() % 2001) - 1000;
+    RnsPoly full = f.be->poly(nq, np, true);
+    f.be->from_signed(coeff.data(), full, 1);
+    const Limbs h = f.host(full);
+    for (std::size_t i = 0; i < nq + np; ++i)
+        for (std::size_t w = 0; w < f.n; ++w) ASSERT_EQ(h[i][w], h[i][w - w % fold]) << "limb " << i << " word " << w;
+    RnsPoly sub;
+    f.be->to_subring(full, n_sub, sub, 1);
+    EXPECT_EQ(sub.n(), n_sub);
+    EXPECT_EQ(sub.num_q(), nq);
+    EXPECT_EQ(sub.num_p(), np);
+    EXPECT_TRUE(sub.ntt_form());
+    // the same words from the n_sub coefficients alone (a transform of n_sub points), in 128-bit form
+    std::vector<__int128> wide(n_sub);
+    for (std::size_t j = 0; j < n_sub; ++j) wide[j] = coeff[j * fold];
+    for (int threads : {1, 2}) {
+        RnsPoly direct(f.be->memory(), n_sub, nq, np, true);
+        f.be->from_signed_subring(wide.data(), direct, threads);
+        EXPECT_EQ(direct, sub);
+    }
+    // as the plaintext of a sum, alone and beside a full one, accumulating or not, on 1 and 2 threads
+    RnsPoly x0 = f.random(nq, np, rng, true), x1 = f.random(nq, np, rng, true), y1 = f.random(nq, np, rng, true);
+    for (int threads : {1, 2})
+        for (bool acc : {false, true}) {
+            RnsPoly want = x1, got = x1;
+            f.be->sum_of_products({{&x0}, {&x1}}, {&full, &y1}, {&want}, acc, threads);
+            f.be->sum_of_products({{&x0}, {&x1}}, {&sub, &y1}, {&got}, acc, threads);
+            EXPECT_EQ(f.host(got), f.host(want)) << "accumulate " << acc;
+        }
+    // sizes that are not powers of two, coefficient form, the input as output
+    RnsPoly bad;
+    EXPECT_THROW(f.be->to_subring(full, 3 * n_sub / 4, bad, 1), InternalError);
+    EXPECT_THROW(f.be->to_subring(full, 2 * f.n, bad, 1), InternalError);
+    EXPECT_THROW(f.be->to_subring(f.random(nq, np, rng, false), n_sub, bad, 1), InternalError);
+    EXPECT_THROW(f.be->to_subring(full, n_sub, full, 1), InternalError);
+}
+
 // Plaintext sums and the decryption phase against per-coefficient references.
 TEST(Backend, SumOfProductsAndHornerMatchReferences) {
     Fixture f;
