@@ -1,3 +1,5 @@
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -18,6 +20,10 @@ constexpr std::size_t kPooledMin = 64 * 1024;           // smaller blocks are no
 // 0.45 GB with 1 GiB: the kernel's page clearing was 10-15 % of its time on the development machine)
 constexpr std::size_t kPoolMaxBytes = 1024ull << 20;
 constexpr std::size_t kPoolMaxBlocks = 256;
+// Blocks of at least this size start on a 2 MiB boundary and ask for transparent huge pages (Linux's "madvise"
+// mode): one page fault per 2 MiB instead of 512. On the development VM the faults, not the clearing, made most of a
+// BOOT16 key generation's time (11.5 s of system time in 20 s for the plan and the keys), and the TLB covers a limb.
+constexpr std::size_t kHugePage = 2u << 20;
 
 // Set when this thread's pool is destroyed: objects released after it (static ones, at exit) free directly.
 thread_local bool pool_dead = false;
@@ -51,8 +57,12 @@ void* pool_allocate(std::size_t bytes) {
             }
         }
     }
-    void* p = std::aligned_alloc(kAlign, bytes);
+    const bool huge = bytes >= kHugePage;
+    void* p = std::aligned_alloc(huge ? kHugePage : kAlign, bytes);
     if (!p) throw std::bad_alloc();
+#if defined(MADV_HUGEPAGE)
+    if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it fails and nothing changes
+#endif
     return p;
 }
 
