@@ -4,6 +4,7 @@
     .venv/bin/python bench/bootstrap.py --params BOOT15 BOOT16 --threads 1 --reps 3 [--out results.jsonl]
     .venv/bin/python bench/bootstrap.py --log-n 10 12 14 --threads 1 --reps 3
     .venv/bin/python bench/bootstrap.py --params BOOT16 --slots 4096 [--arcsine-degree 3]
+    .venv/bin/python bench/bootstrap.py --params BOOT16 --compact-keys
     .venv/bin/python bench/bootstrap.py --params BOOT16 --device cuda --reps 5
 
 --params: named sets (docs/PARAMS.md). --log-n: research parameters (security=None) of one prime size: q_0 60 bits,
@@ -38,7 +39,7 @@ def progress(msg: str) -> None:
 
 
 def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, slots: int, arcsine_degree: int,
-        stc_first: bool, device: str = "cpu") -> dict:
+        stc_first: bool, device: str = "cpu", compact_keys: bool = False) -> dict:
     ctx = ks.Context(params, threads=threads, device=device)
     progress(f"{params!r}: planning")
     t = time.perf_counter()
@@ -48,7 +49,7 @@ def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, 
     plan_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the process's peak so far: context and plan
     t = time.perf_counter()
     progress(f"{boot!r}: key generation")
-    keys = ctx.keygen(bootstrapping=boot)
+    keys = ctx.keygen(bootstrapping=boot, compact_keys=compact_keys)
     keys_s = time.perf_counter() - t
     ev = ctx.evaluator(keys.evaluation())
     rng = np.random.default_rng(1)
@@ -66,7 +67,7 @@ def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, 
         err = np.abs(ctx.decrypt(out, keys.secret, slots=boot.slots) - z)
         bits = -np.log2(np.maximum(err, 2.0 ** -60))
     return {"lib": "kasoku", "op": "bootstrap", "params": params.name or "research", "log_n": params.log_n,
-            "slots": boot.slots, "arcsine_degree": arcsine_degree, "stc_first": stc_first,
+            "slots": boot.slots, "arcsine_degree": arcsine_degree, "stc_first": stc_first, "compact_keys": compact_keys,
             "input_level": boot.input_level, "threads": ctx.threads, "device": ctx.device, "reps": reps, "median_s": statistics.median(times),
             "min_s": min(times), "stages_s": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
             "plan_s": plan_s, "plan_bytes": getattr(boot, "plan_nbytes", None), "plan_peak_rss_bytes": plan_rss,
@@ -92,6 +93,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu, or cuda: the first CUDA GPU")
     ap.add_argument("--special", metavar="BITSxCOUNT",
                     help="the named sets with these special primes instead (e.g. 50x10; their digits kept)")
+    ap.add_argument("--compact-keys", action="store_true",
+                    help="keys that expand half their polynomials from a seed at each use (half the memory)")
     ap.add_argument("--out", help="append the JSON lines to this file")
     args = ap.parse_args()
     sets = [ks.Parameters.named(n) for n in args.params] + [research(n) for n in args.log_n]
@@ -106,7 +109,7 @@ def main() -> None:
         ap.error("give --params and/or --log-n")
     for params in sets:
         line = json.dumps(run(params, args.threads, args.reps, args.log_message_ratio, args.slots, args.arcsine_degree,
-                              args.stc_first, args.device))
+                              args.stc_first, args.device, args.compact_keys))
         print(line, flush=True)
         if args.out:
             with open(args.out, "a") as f:

@@ -26,10 +26,12 @@ public:
     SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec = {}) const;
     // Relinearisation key plus Galois keys for the given rotation steps, conjugation and Galois elements
     // (e.g. trace_galois_elements(...)). Throws as galois_key.
-    // progress, when given, is called after each key with (keys made, keys to make).
+    // progress, when given, is called after each key with (keys made, keys to make). compact: each key keeps its
+    // b-parts and the seed of its a-parts only (half the memory), and the evaluator expands the a-parts at each use
+    // (a ChaCha20 stream of the key's size: slower key switches, measured in docs/BOOTSTRAPPING.md).
     EvaluationKeys evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
                                    bool conjugation, const std::vector<std::uint64_t>& galois_elements = {},
-                                   Exec exec = {}, const Progress& progress = {}) const;
+                                   Exec exec = {}, const Progress& progress = {}, bool compact = false) const;
     // The encapsulation keys of bootstrapping into ek (Parameters::boot_secret_weight nonzero coefficients in an
     // ephemeral secret s', drawn here and wiped): to_sparse (s -> s' over q_0 * p_0, the smallest modulus, where a
     // sparse secret keeps its security) and from_sparse (s' -> s, an ordinary key under s). Throws ParameterError

@@ -243,7 +243,10 @@ private:
                  rns::RnsPoly* out, Exec exec) const;
     // tensor() with `op` naming the caller in its errors; exec already resolved.
     Ciphertext tensor_product(const Ciphertext& a, const Ciphertext& b, const char* op, Exec exec) const;
-    const SwitchKey& galois_key(std::uint64_t galois_elt, const char* what) const;
+    // The Galois key of galois_elt for an operand under key_id (MissingKeyError naming `what`, ParameterError for another
+    // secret key's), and the relinearisation key, as the backend reads them (a compact key's a-parts expanded).
+    std::shared_ptr<const rns::GadgetKey> galois_key(std::uint64_t galois_elt, std::uint64_t key_id, const char* what) const;
+    std::shared_ptr<const rns::GadgetKey> relin_key() const;
     // psi_g(x.c0 + ModDown(x.b) + add0), psi_g(ModDown(x.a) + add1) with a's metadata.
     Ciphertext finish(const Ciphertext& like, const rns::LazyPolys& x, const rns::RnsPoly* add0, const rns::RnsPoly* add1,
                       std::uint64_t g, Exec exec) const;

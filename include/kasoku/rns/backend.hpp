@@ -30,6 +30,10 @@ namespace kasoku::rns {
 // b_j + a_j s = e_j + P [Q/Q_j]([Q/Q_j]^-1 mod Q_j) s': it turns what decrypts under s' into what decrypts under s.
 struct GadgetKey {
     std::vector<RnsPoly> b, a;
+    // Set when the b-parts are another key's (a compact key whose a-parts were expanded from their seed for one use:
+    // ckks::detail::usable_key); backends read b_parts().
+    const std::vector<RnsPoly>* b_of = nullptr;
+    const std::vector<RnsPoly>& b_parts() const { return b_of ? *b_of : b; }
 };
 
 // One inner product of a hoisted key switch: the key, and the automorphism X -> X^g applied to its product (1: none).

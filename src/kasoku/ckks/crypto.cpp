@@ -155,7 +155,7 @@ SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt
 
 EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
                                              bool conjugation, const std::vector<std::uint64_t>& galois_elements,
-                                             Exec exec, const Progress& progress) const {
+                                             Exec exec, const Progress& progress, bool compact) const {
     EvaluationKeys ek;
     ek.context_uid = ctx_->uid();
     ek.key_id = sk.key_id();
@@ -168,16 +168,36 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin, co
     elts.erase(std::remove(elts.begin(), elts.end(), std::uint64_t{1}), elts.end());
     const std::size_t total = elts.size() + (relin ? 1 : 0);
     std::size_t done = 0;
-    if (relin) {
-        ek.relin = std::make_shared<const SwitchKey>(relin_key(sk, exec));
+    const auto keep = [&](SwitchKey k) {
+        if (compact) k.a.clear();  // expanded from k.seed at each use (detail::usable_key)
         if (progress) progress(++done, total);
-    }
-    for (std::uint64_t g : elts) {
-        ek.galois[g] = std::make_shared<const SwitchKey>(galois_key(sk, g, exec));
-        if (progress) progress(++done, total);
-    }
+        return std::make_shared<const SwitchKey>(std::move(k));
+    };
+    if (relin) ek.relin = keep(relin_key(sk, exec));
+    for (std::uint64_t g : elts) ek.galois[g] = keep(galois_key(sk, g, exec));
     return ek;
 }
+
+namespace detail {
+std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key) {
+    if (!key->a.empty()) return key;
+    if (!key->seed) throw InternalError("a key without its a-parts and without their seed");
+    struct Expanded : rns::GadgetKey {
+        std::shared_ptr<const SwitchKey> owner;  // whose b-parts these are
+    };
+    auto x = std::make_shared<Expanded>();
+    const auto& r = ctx.rns();
+    Prng uniform(*key->seed);  // a_0, a_1, ... in the order switch_key drew them
+    for (std::size_t j = 0; j < key->b.size(); ++j) {
+        RnsPoly a = ctx.backend().poly(r.q_count(), r.p_count(), true);
+        sample_uniform(ctx.backend(), a, uniform);
+        x->a.push_back(std::move(a));
+    }
+    x->b_of = &key->b;
+    x->owner = std::move(key);
+    return x;
+}
+}  // namespace detail
 
 void KeyGenerator::encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, Exec exec) const {
     detail::check_key(*ctx_, sk.context_uid(), "secret key");

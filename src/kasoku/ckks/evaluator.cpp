@@ -272,7 +272,7 @@ Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool 
     Ciphertext d = tensor_product(a0, b0, "multiply", exec);
     if (keys_->key_id != d.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operands");
     const auto& ks = ctx_->keyswitcher();
-    rns::LazyPolys lazy = ks.switch_lazy(d.polys[2], *keys_->relin, exec);
+    rns::LazyPolys lazy = ks.switch_lazy(d.polys[2], *relin_key(), exec);
     Ciphertext out;
     out.context_uid = d.context_uid;
     out.key_id = d.key_id;
@@ -480,7 +480,7 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
     out.context_uid = d.context_uid;
     out.key_id = d.key_id;
     out.polys.resize(2);
-    ks.mod_down_rescale(ks.switch_lazy(d.polys[2], *keys_->relin, exec), &sum[0], &sum[1], out.polys[0], out.polys[1], exec);
+    ks.mod_down_rescale(ks.switch_lazy(d.polys[2], *relin_key(), exec), &sum[0], &sum[1], out.polys[0], out.polys[1], exec);
     out.scale = d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())));
     return out;
 }
@@ -492,7 +492,7 @@ Ciphertext Evaluator::relinearize(const Ciphertext& a, Exec exec) const {
     if (keys_->key_id != a.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operand");
     exec = ctx_->exec(exec);
     // c0 + ModDown(ks0), c1 + ModDown(ks1)
-    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[2], *keys_->relin, exec), &a.polys[0], &a.polys[1], 1, exec);
+    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[2], *relin_key(), exec), &a.polys[0], &a.polys[1], 1, exec);
 }
 
 Ciphertext Evaluator::rescale(const Ciphertext& a, Exec exec) const {
@@ -522,13 +522,15 @@ Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, Exec exec) cons
     return linear_combination_at({&a}, {1.0}, 0.0, level, 0.0, exec);
 }
 
-const SwitchKey& Evaluator::galois_key(std::uint64_t g, const char* what) const {
-    if (keys_) {
-        auto it = keys_->galois.find(g);
-        if (it != keys_->galois.end()) return *it->second;
-    }
-    throw MissingKeyError(std::string("no Galois key for ") + what + " (Galois element " + std::to_string(g) + ")");
+std::shared_ptr<const rns::GadgetKey> Evaluator::galois_key(std::uint64_t g, std::uint64_t key_id, const char* what) const {
+    const auto it = keys_ ? keys_->galois.find(g) : decltype(keys_->galois.end()){};
+    if (!keys_ || it == keys_->galois.end())
+        throw MissingKeyError(std::string("no Galois key for ") + what + " (Galois element " + std::to_string(g) + ")");
+    if (it->second->key_id != key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
+    return detail::usable_key(*ctx_, it->second);
 }
+
+std::shared_ptr<const rns::GadgetKey> Evaluator::relin_key() const { return detail::usable_key(*ctx_, keys_->relin); }
 
 Ciphertext Evaluator::rotate(const Ciphertext& a, std::int64_t step, Exec exec) const {
     check(a, "operand");
@@ -551,11 +553,10 @@ Ciphertext Evaluator::conjugate(const Ciphertext& a, Exec exec) const {
 Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec exec) const {
     check(a, "operand");
     detail::check_relinearised(a, "rotation");
-    const SwitchKey& key = galois_key(g, "this automorphism; generate it with ctx.keygen(galois_elements=[...])");
-    if (key.key_id != a.key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
+    const auto key = galois_key(g, a.key_id, "this automorphism; generate it with ctx.keygen(galois_elements=[...])");
     exec = ctx_->exec(exec);
     // The key switches s -> s(X^{g^-1}); the automorphism comes last (see hoisting.cpp), on two polynomials over Q_l.
-    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[1], key, exec), &a.polys[0], nullptr, g, exec);
+    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[1], *key, exec), &a.polys[0], nullptr, g, exec);
 }
 
 Ciphertext Evaluator::finish(const Ciphertext& like, const rns::LazyPolys& x, const RnsPoly* add0, const RnsPoly* add1,

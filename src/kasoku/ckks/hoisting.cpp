@@ -17,6 +17,7 @@
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/support/error.hpp"
 #include "kasoku/support/random.hpp"
+#include "sampling_internal.hpp"
 
 namespace kasoku::ckks {
 
@@ -132,10 +133,9 @@ LazyCiphertext lazy_of(const Decomposition& d, rns::LazyPolys&& x) {
 
 LazyCiphertext Evaluator::inner_product_lazy(const Decomposition& d, u64 g, Exec exec) const {
     check_decomposition(*ctx_, d);
-    const SwitchKey& key = galois_key(g, "this automorphism; generate it with ctx.keygen(galois_elements=[...])");
-    if (key.key_id != d.input.key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
+    const auto key = galois_key(g, d.input.key_id, "this automorphism; generate it with ctx.keygen(galois_elements=[...])");
     exec = ctx_->exec(exec);
-    return lazy_of(d, ctx_->keyswitcher().inner_product_sum(d.digits, {{&key, g}}, d.input.polys[0], exec));
+    return lazy_of(d, ctx_->keyswitcher().inner_product_sum(d.digits, {{key.get(), g}}, d.input.polys[0], exec));
 }
 
 void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, Exec exec) const {
@@ -211,17 +211,19 @@ Ciphertext Evaluator::mod_down(LazyCiphertext&& x, Exec exec) const { return mod
 // ---------------------------------------------------------------- hoisted rotations
 
 namespace {
-std::vector<const SwitchKey*> keys_for(const Evaluator& ev, const std::vector<u64>& elts, std::uint64_t key_id) {
-    std::vector<const SwitchKey*> keys;
+// The Galois keys of elts, all checked before any is expanded (expand = false: only checked).
+std::vector<std::shared_ptr<const rns::GadgetKey>> keys_for(const Evaluator& ev, const std::vector<u64>& elts,
+                                                            std::uint64_t key_id, bool expand = true) {
     const EvaluationKeys* ek = ev.keys();
     for (u64 g : elts) {
         if (!ek || !ek->galois.count(g))
             throw MissingKeyError("no Galois key for element " + std::to_string(g) +
                                   "; generate it with ctx.keygen(galois_elements=[" + std::to_string(g) + ", ...])");
-        const SwitchKey* key = ek->galois.at(g).get();
-        if (key->key_id != key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
-        keys.push_back(key);
+        if (ek->galois.at(g)->key_id != key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
     }
+    std::vector<std::shared_ptr<const rns::GadgetKey>> keys;
+    if (expand)
+        for (u64 g : elts) keys.push_back(detail::usable_key(ev.context(), ek->galois.at(g)));
     return keys;
 }
 }  // namespace
@@ -234,19 +236,19 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
     std::vector<u64> switched;
     for (u64 g : elts)
         if (g != 1) switched.push_back(g);
-    const auto keys = keys_for(*this, switched, a.key_id);  // all keys checked before any work
+    keys_for(*this, switched, a.key_id, false);  // all keys checked before any work, each expanded at its use
     if (switched.empty()) return std::vector<Ciphertext>(elts.size(), a);
     const Decomposition d = decompose(a, exec);
     const auto& ks = ctx_->keyswitcher();
     std::vector<Ciphertext> out;
-    std::size_t next = 0;
     for (u64 g : elts) {
         if (g == 1) {
             out.push_back(a);
             continue;
         }
         // As in apply_galois: inner products, ModDown, then the automorphism on the two polynomials over Q_l.
-        out.push_back(finish(a, ks.inner_product(d.digits, *keys[next++], exec), &a.polys[0], nullptr, g, exec));
+        const auto key = detail::usable_key(*ctx_, keys_->galois.at(g));
+        out.push_back(finish(a, ks.inner_product(d.digits, *key, exec), &a.polys[0], nullptr, g, exec));
     }
     return out;
 }
@@ -269,7 +271,7 @@ Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::v
     const auto keys = keys_for(*this, elts, a.key_id);
     const Decomposition d = decompose(a, exec);
     std::vector<rns::KeyTerm> terms;
-    for (std::size_t e = 0; e < elts.size(); ++e) terms.push_back({keys[e], elts[e]});
+    for (std::size_t e = 0; e < elts.size(); ++e) terms.push_back({keys[e].get(), elts[e]});
     return finish(a, ctx_->keyswitcher().inner_product_sum(d.digits, terms, d.input.polys[0], exec), nullptr, nullptr, 1, exec);
 }
 
@@ -327,7 +329,7 @@ Ciphertext Evaluator::trace(const Ciphertext& a, const std::vector<u64>& automor
         }
     }
     const auto groups = trace_group_elements(automorphisms, static_cast<std::size_t>(h), 2 * ctx_->n());
-    for (auto& g : groups) keys_for(*this, g, a.key_id);  // every key present before any work
+    for (auto& g : groups) keys_for(*this, g, a.key_id, false);  // every key present before any work
     Ciphertext c = a;
     for (auto& g : groups) {
         Ciphertext s = apply_galois_sum_hoisted(c, g, exec);

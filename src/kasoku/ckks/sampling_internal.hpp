@@ -1,9 +1,13 @@
-// Samplers for key generation and encryption, and the exact lift of small residues (never installed). Randomness:
+// Samplers for key generation and encryption, the exact lift of small residues and the expansion of compact keys
+// (never installed). Randomness:
 // support/random.hpp.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "kasoku/ckks/context.hpp"
+#include "kasoku/ckks/objects.hpp"
 #include "kasoku/rns/backend.hpp"
 #include "kasoku/support/random.hpp"
 
@@ -19,5 +23,8 @@ void sample_uniform(const rns::Backend& be, rns::RnsPoly& out, Prng& prng);
 // p's residues mod its first prime q_0 (p in NTT form), centered in (-q_0/2, q_0/2]: what ModRaise, the switch to the
 // sparse secret and the encapsulation keys (the secret's coefficients) lift exactly.
 std::vector<__int128> centered_q0(const rns::Backend& be, const rns::RnsPoly& p, Exec exec);
+// The key as the backend reads it: the key itself, or for a compact key (a-parts dropped: evaluation_keys(...,
+// compact)) its a-parts expanded from its seed beside its own b-parts, for one use (crypto.cpp).
+std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key);
 
 }  // namespace kasoku::ckks::detail

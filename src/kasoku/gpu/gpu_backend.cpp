@@ -760,7 +760,7 @@ void GpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
                 const KeyTerm& term = terms[e0 + e];
                 s.perm[e] = term.galois_elt == 1 ? nullptr : permutation(term.galois_elt).perm.as<u32>();
                 for (std::size_t j = 0; j < J; ++j) {
-                    s.kb[e][j] = words(term.key->b[j0 + j]);
+                    s.kb[e][j] = words(term.key->b_parts()[j0 + j]);
                     s.ka[e][j] = words(term.key->a[j0 + j]);
                 }
             }

@@ -307,7 +307,8 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("conjugation_element", [](const KContext& c) { return c.owner->ctx->conjugation_element(); })
         .def("keygen", [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
                           std::vector<std::uint64_t> galois_elements, bool sum_slots, std::optional<std::vector<std::size_t>> matmul,
-                          std::variant<bool, const KBootstrapper*> bootstrapping, TArg t, std::optional<bool> progress) {
+                          std::variant<bool, const KBootstrapper*> bootstrapping, TArg t, std::optional<bool> progress,
+                          bool compact_keys) {
             const auto& ctx = c.owner->ctx;
             const int th = threads_arg(t);
             if (const auto* b = std::get_if<const KBootstrapper*>(&bootstrapping)) {
@@ -338,7 +339,7 @@ void bind_objects(nb::module_& m) {
             kp.secret = KSecretKey{c.owner, sk};
             kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
             EvaluationKeys keys = kg.evaluation_keys(*sk, relin, rotations, conjugation, galois_elements, th,
-                                                     stderr_progress(progress, "key generation, keys"));
+                                                     stderr_progress(progress, "key generation, keys"), compact_keys);
             const bool boot = std::holds_alternative<const KBootstrapper*>(bootstrapping) || std::get<bool>(bootstrapping);
             if (boot && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(*sk, keys, th);
             auto shared = std::make_shared<const EvaluationKeys>(std::move(keys));
@@ -348,13 +349,15 @@ void bind_objects(nb::module_& m) {
             return kp;
         }, "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
            "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "matmul"_a = nb::none(),
-           "bootstrapping"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(),
+           "bootstrapping"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(), "compact_keys"_a = false,
            "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
            "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
            "default h at the user level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
            "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that "
            "one's; with boot_secret_weight, the encapsulation keys too). progress: a line per key made on stderr (None: "
-           "when stderr is a terminal).",
+           "when stderr is a terminal). compact_keys=True: the relinearisation and Galois keys keep half their "
+           "polynomials and expand the other half from a seed at each use (half the memory, slower key switches; "
+           "docs/BOOTSTRAPPING.md).",
            ReleaseGil())
         .def("encode", [](const KContext& c, const Values& values, std::optional<int> level, std::optional<double> scale,
                           std::optional<std::size_t> slots, TArg t) {

@@ -286,9 +286,10 @@ void Backend::add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t f
 
 namespace {
 void check_key(const RnsContext& r, const GadgetKey& key, const char* op) {
-    require(key.b.size() == r.dnum() && key.a.size() == r.dnum(), op, "the key has another number of digits than dnum");
+    const std::vector<RnsPoly>& b = key.b_parts();
+    require(b.size() == r.dnum() && key.a.size() == r.dnum(), op, "the key has another number of digits than dnum");
     for (std::size_t j = 0; j < r.dnum(); ++j)
-        require(key.b[j].num_q() == r.q_count() && key.b[j].num_p() == r.p_count() && key.b[j].ntt_form() &&
+        require(b[j].num_q() == r.q_count() && b[j].num_p() == r.p_count() && b[j].ntt_form() &&
                     key.a[j].num_q() == r.q_count() && key.a[j].num_p() == r.p_count() && key.a[j].ntt_form(),
                 op, "key digits must be NTT-form polynomials over Q_L * P");
 }

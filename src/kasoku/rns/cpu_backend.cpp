@@ -501,7 +501,7 @@ void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& 
         std::vector<const u64*> dt(digits);
         for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
         const std::size_t kl = pidx(t, nq);  // limb of the key (over Q_L * P): the prime's index
-        dot_digits<2>(dt, {&key.b, &key.a}, kl, {limb(b, t), limb(a, t)}, false, n_, ring().modulus(kl));
+        dot_digits<2>(dt, {&key.b_parts(), &key.a}, kl, {limb(b, t), limb(a, t)}, false, n_, ring().modulus(kl));
     });
 }
 
@@ -540,11 +540,11 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
             const GadgetKey& key = *terms[e].key;
             const std::uint32_t* p = perms[e] ? perms[e]->data() : nullptr;
             if (!p) {  // the product is the result: accumulate it in place
-                dot_digits<1>(dt, {&key.b}, kl, {limb(b, t)}, e > 0, n_, m);
+                dot_digits<1>(dt, {&key.b_parts()}, kl, {limb(b, t)}, e > 0, n_, m);
                 dot_digits<1>(dt, {&key.a}, kl, {limb(a, t)}, e > 0, n_, m);
             } else {
                 if (tmp.empty()) tmp.resize(n_);
-                dot_digits<1>(dt, {&key.b}, kl, {tmp.data()}, false, n_, m);
+                dot_digits<1>(dt, {&key.b_parts()}, kl, {tmp.data()}, false, n_, m);
                 permute_into(limb(b, t), tmp.data(), p, e == 0);
                 dot_digits<1>(dt, {&key.a}, kl, {tmp.data()}, false, n_, m);
                 permute_into(limb(a, t), tmp.data(), p, e == 0);

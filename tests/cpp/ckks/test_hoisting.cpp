@@ -10,6 +10,7 @@
 
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/ckks/serialization.hpp"
 #include "kasoku/support/error.hpp"
 #include "test_env.hpp"
 
@@ -140,6 +141,50 @@ TEST_P(Hoisting, SumFormAndSplitStepsEqualSumOfRotations) {
     // at a lower level too
     const auto low = e.ev.drop_level(c, 1);
     EXPECT_GT(precision_bits(e.decrypt(e.ev.apply_galois_sum_hoisted(low, elts)), want), 18);
+}
+
+// Compact keys (a-parts expanded from their seeds at each use) give the full keys' bits in every key-switching path,
+// in half the memory, and serialize to the same bytes.
+TEST_P(Hoisting, CompactKeysGiveTheFullKeysBits) {
+    Env& e = env();
+    auto compact = std::make_shared<EvaluationKeys>(*e.ek);
+    std::size_t full_words = 0, compact_words = 0;
+    const auto drop_a = [&](std::shared_ptr<const SwitchKey>& k) {
+        for (const auto& p : k->a) full_words += p.words();
+        for (const auto& p : k->b) full_words += p.words(), compact_words += p.words();
+        auto c = std::make_shared<SwitchKey>(*k);
+        c->a.clear();
+        k = c;
+    };
+    drop_a(compact->relin);
+    for (auto& [g, k] : compact->galois) drop_a(k);
+    EXPECT_EQ(2 * compact_words, full_words);
+    const Evaluator ev(e.ctx, compact);
+    const auto c = e.encrypt(e.random(true));
+    const std::vector<std::int64_t> steps = {1, -2, 5};
+    std::vector<std::uint64_t> elts;
+    for (auto s : steps) elts.push_back(e.ctx->galois_element(s));
+    EXPECT_EQ(ev.multiply(c, c).polys, e.ev.multiply(c, c).polys);
+    EXPECT_EQ(ev.rotate(c, 5).polys, e.ev.rotate(c, 5).polys);
+    EXPECT_EQ(ev.conjugate(c).polys, e.ev.conjugate(c).polys);
+    const auto h1 = ev.rotate_hoisted(c, steps, true), h2 = e.ev.rotate_hoisted(c, steps, true);
+    for (std::size_t i = 0; i < h1.size(); ++i) EXPECT_EQ(h1[i].polys, h2[i].polys) << i;
+    EXPECT_EQ(ev.apply_galois_sum_hoisted(c, elts).polys, e.ev.apply_galois_sum_hoisted(c, elts).polys);
+    EXPECT_EQ(ev.mod_down(ev.inner_product_lazy(ev.decompose(c), elts[0])).polys,
+              e.ev.mod_down(e.ev.inner_product_lazy(e.ev.decompose(c), elts[0])).polys);
+    EXPECT_EQ(ev.sum_slots(c, 0, 2).polys, e.ev.sum_slots(c, 0, 2).polys);
+    EXPECT_EQ(serialize(*e.ctx, *compact), serialize(*e.ctx, *e.ek));
+    // made compact by the key generator: seeds kept, a-parts dropped, and they work
+    const auto made = std::make_shared<const EvaluationKeys>(
+        KeyGenerator(e.ctx).evaluation_keys(e.sk, true, {1}, false, {}, {}, {}, /*compact=*/true));
+    ASSERT_TRUE(made->relin && made->relin->a.empty() && made->relin->seed);
+    const Evaluator ev2(e.ctx, made);
+    const auto v = e.random(true);
+    const auto c2 = e.encrypt(v);
+    EXPECT_GT(precision_bits(e.decrypt(ev2.rotate(c2, 1)), rotated(v, 1)), 20);
+    cvec sq(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) sq[i] = v[i] * v[i];
+    EXPECT_GT(precision_bits(e.decrypt(ev2.multiply(c2, c2)), sq), 15);
 }
 
 TEST_P(Hoisting, SumSlotsEveryH) {
