@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Stacked bars of one bootstrap's time by stage (kasoku) beside the peers' totals, from the JSON lines of
-bench/bootstrap.py, bench/openfhe_bootstrap.py and DESILO's (op "bootstrap", median_s) in one file.
+bench/bootstrap.py, bench/openfhe_bootstrap.py and bench/desilo_ops.py (its "Bootstrap" line) in one file.
 
     .venv/bin/python bench/plot_bootstrap.py docs/data/bootstrap-BOOT16.jsonl docs/bootstrap-BOOT16.png
 """
@@ -18,8 +18,16 @@ COLORS = ("#999", "#37a", "#c73", "#2a7")
 
 
 def main(src: str, dst: str) -> int:
-    rows = [json.loads(line) for line in open(src) if line.strip()]
-    rows = [r for r in rows if r.get("op") == "bootstrap"]
+    rows = []
+    for line in open(src):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("lib") == "desilo" and r.get("op") == "Bootstrap":  # bench/desilo_ops.py's own line
+            r = dict(r, op="bootstrap", median_s=r["median_ms"] / 1000, params=r.get("version", "desilo"),
+                     threads=r.get("threads", 1))
+        if r.get("op") == "bootstrap":
+            rows.append(r)
     if not rows:
         raise SystemExit(f"no bootstrap lines in {src}")
     fig, ax = plt.subplots(figsize=(9.5, 1.3 + 0.5 * len(rows)))

@@ -35,6 +35,19 @@ def test_bootstrap_restores_levels_and_message(boot, rng):
         assert np.max(np.abs(ctx.decrypt(sq, keys.secret) - z * z)) < 2.0 ** -15
 
 
+def test_compact_keys_half_the_memory_same_bootstrap(boot, rng):
+    ctx, b, keys, ev = boot
+    compact = ctx.keygen(bootstrapping=b, compact_keys=True)
+    full, small = keys.evaluation().nbytes, compact.evaluation().nbytes
+    assert small < 0.55 * full
+    z = rng.uniform(-1, 1, ctx.slots)
+    out = ctx.evaluator(compact.evaluation()).bootstrap(ctx.encrypt(z, compact.public, level=0), b)
+    assert np.max(np.abs(ctx.decrypt(out, compact.secret).real - z)) < 2.0 ** -17
+    # the plan: the transforms' diagonals, most of them periodic and kept in their subring
+    slots_words = (b.raise_level + 1 + 3) * ctx.n * 8
+    assert 0 < b.plan_nbytes < 20 * slots_words
+
+
 def test_keys_for_the_default_config_and_the_default_bootstrapper(boot, rng):
     ctx, b, keys, ev = boot
     assert sorted(ctx.keygen(bootstrapping=True).galois.keys()) == sorted(b.galois_elements())

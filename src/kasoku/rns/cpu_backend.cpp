@@ -3,7 +3,6 @@
 // while it is in cache, and the limbs are spread over the team.
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <memory>
 #include <string>
 
@@ -259,10 +258,14 @@ void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*
             // A subring plaintext: its words repeated in blocks of f, a chunk at a time in a buffer that stays in L1.
             constexpr std::size_t kChunk = 2048;
             alignas(64) u64 buf[kChunk];
-            const int shift = std::countr_zero(n_ / y[i]->n());
+            const std::size_t f = n_ / y[i]->n();
             for (std::size_t c = 0; c < n_; c += kChunk) {
                 const std::size_t len = std::min(kChunk, n_ - c);
-                for (std::size_t w = 0; w < len; ++w) buf[w] = yt[(c + w) >> shift];
+                if (f >= len) {
+                    std::fill_n(buf, len, yt[c / f]);
+                } else {
+                    for (std::size_t j = 0; j < len / f; ++j) std::fill_n(buf + j * f, f, yt[c / f + j]);
+                }
                 if (add) arith::fma_mod(xt + c, buf, dst + c, len, m, dst + c);
                 else arith::mul_mod(xt + c, buf, len, m, dst + c);
             }
