@@ -522,12 +522,8 @@ Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, Exec exec) cons
     return linear_combination_at({&a}, {1.0}, 0.0, level, 0.0, exec);
 }
 
-std::shared_ptr<const rns::GadgetKey> Evaluator::galois_key(std::uint64_t g, std::uint64_t key_id, const char* what) const {
-    const auto it = keys_ ? keys_->galois.find(g) : decltype(keys_->galois.end()){};
-    if (!keys_ || it == keys_->galois.end())
-        throw MissingKeyError(std::string("no Galois key for ") + what + " (Galois element " + std::to_string(g) + ")");
-    if (it->second->key_id != key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
-    return detail::usable_key(*ctx_, it->second);
+std::shared_ptr<const rns::GadgetKey> Evaluator::galois_key(std::uint64_t g, std::uint64_t key_id) const {
+    return detail::galois_keys(*this, {g}, key_id, true).front();
 }
 
 std::shared_ptr<const rns::GadgetKey> Evaluator::relin_key() const { return detail::usable_key(*ctx_, keys_->relin); }
@@ -553,7 +549,7 @@ Ciphertext Evaluator::conjugate(const Ciphertext& a, Exec exec) const {
 Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec exec) const {
     check(a, "operand");
     detail::check_relinearised(a, "rotation");
-    const auto key = galois_key(g, a.key_id, "this automorphism; generate it with ctx.keygen(galois_elements=[...])");
+    const auto key = galois_key(g, a.key_id);
     exec = ctx_->exec(exec);
     // The key switches s -> s(X^{g^-1}); the automorphism comes last (see hoisting.cpp), on two polynomials over Q_l.
     return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[1], *key, exec), &a.polys[0], nullptr, g, exec);

@@ -11,6 +11,10 @@
 #include "kasoku/rns/backend.hpp"
 #include "kasoku/support/random.hpp"
 
+namespace kasoku::ckks {
+class Evaluator;
+}
+
 namespace kasoku::ckks::detail {
 
 // Uniform ternary {-1, 0, 1}^n, or exactly `hamming_weight` nonzero (+-1) coefficients when > 0.
@@ -26,5 +30,9 @@ std::vector<__int128> centered_q0(const rns::Backend& be, const rns::RnsPoly& p,
 // The key as the backend reads it: the key itself, or for a compact key (a-parts dropped: evaluation_keys(...,
 // compact)) its a-parts expanded from its seed beside its own b-parts, for one use (crypto.cpp).
 std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key);
+// The Galois keys of elts for an operand under key_id, every one checked (MissingKeyError naming the element,
+// ParameterError for another secret key's) before any is expanded; expand = false: checked only (hoisting.cpp).
+std::vector<std::shared_ptr<const rns::GadgetKey>> galois_keys(const Evaluator& ev, const std::vector<std::uint64_t>& elts,
+                                                               std::uint64_t key_id, bool expand);
 
 }  // namespace kasoku::ckks::detail
