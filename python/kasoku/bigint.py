@@ -7,8 +7,10 @@
 
 from __future__ import annotations
 
-from ._kasoku import _bigmul_bytes, bigmul_decimal
+from ._kasoku import _BigMultiplier, bigmul_decimal
 from .errors import ParameterError
+
+_MULTIPLIER = _BigMultiplier()  # the tables of the last few sizes, reused by the next products
 
 
 def bigmul(a: int, b: int, threads: int | None = None) -> int:
@@ -21,7 +23,7 @@ def bigmul(a: int, b: int, threads: int | None = None) -> int:
         raise ParameterError(f"bigmul: threads must be >= 1, got {t}")
     negative = (a < 0) != (b < 0)
     a, b = abs(a), abs(b)
-    raw = _bigmul_bytes(a.to_bytes((a.bit_length() + 7) // 8, "little"),
+    raw = _MULTIPLIER.bytes(a.to_bytes((a.bit_length() + 7) // 8, "little"),
                         b.to_bytes((b.bit_length() + 7) // 8, "little"), t)
     p = int.from_bytes(raw, "little")
     return -p if negative else p

@@ -9,6 +9,7 @@
 // Errors: ParameterError for a digit above 9, an operand too long for its scheme, or threads < 1.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,27 @@ std::vector<std::uint8_t> multiply_decimal(const std::vector<std::uint8_t>& a, c
 std::string multiply_decimal(const std::string& a, const std::string& b);
 inline constexpr std::size_t kMaxDecimalDigits = std::size_t(1) << 15;
 
-// Little-endian base-2^32 limbs -> their product's limbs, without leading zero limbs (zero: empty).
+// Little-endian base-2^32 limbs -> their product's limbs, without leading zero limbs (zero: empty). Builds the NTT
+// tables of its size on each call; a Multiplier keeps them for the next product.
 std::vector<std::uint32_t> multiply(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b,
                                     int threads = 1);
 inline constexpr std::size_t kMaxLimbs = std::size_t(1) << 26;
+
+// multiply() with the tables of the transform sizes it used last kept (at most kKeptSizes of them, the least recently
+// used dropped first: 64 bytes per point each), for repeated products; safe to share between threads.
+class Multiplier {
+public:
+    Multiplier();
+    ~Multiplier();
+    Multiplier(const Multiplier&) = delete;
+    Multiplier& operator=(const Multiplier&) = delete;
+    std::vector<std::uint32_t> multiply(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b,
+                                        int threads = 1) const;
+    static constexpr std::size_t kKeptSizes = 4;
+
+private:
+    struct Plans;
+    std::unique_ptr<Plans> plans_;
+};
 
 }  // namespace kasoku::hls

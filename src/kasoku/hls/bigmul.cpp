@@ -1,7 +1,6 @@
 #include "kasoku/hls/bigmul.hpp"
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -76,22 +75,14 @@ namespace {
 
 using arith::u64;
 
-// Two 60-bit primes = 1 mod 2L and their tables, made once per L.
+// Two 60-bit primes = 1 mod 2L and their tables.
 struct Plan {
     std::unique_ptr<arith::NttTables> t[2];
-};
-const Plan& plan(std::size_t L) {
-    static std::mutex mu;
-    static std::map<std::size_t, std::unique_ptr<Plan>> plans;
-    std::lock_guard<std::mutex> lock(mu);
-    auto& p = plans[L];
-    if (!p) {
-        p = std::make_unique<Plan>();
+    explicit Plan(std::size_t L) {
         const auto q = arith::generate_ntt_primes(60, 2, L);
-        for (int i = 0; i < 2; ++i) p->t[i] = std::make_unique<arith::NttTables>(q[i], L);
+        for (int i = 0; i < 2; ++i) t[i] = std::make_unique<arith::NttTables>(q[i], L);
     }
-    return *p;
-}
+};
 
 // a * b mod q as a negacyclic product of length L (= the plain product: a and b are zero-padded).
 void product_mod(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b, const arith::NttTables& t,
@@ -111,8 +102,34 @@ void product_mod(const std::vector<std::uint32_t>& a, const std::vector<std::uin
 
 }  // namespace
 
-std::vector<std::uint32_t> multiply(const std::vector<std::uint32_t>& a0, const std::vector<std::uint32_t>& b0,
-                                    int threads) {
+struct Multiplier::Plans {
+    std::mutex mu;
+    std::vector<std::pair<std::size_t, std::shared_ptr<const Plan>>> kept;  // most recently used last
+    std::shared_ptr<const Plan> get(std::size_t L) {
+        std::lock_guard<std::mutex> lock(mu);
+        for (std::size_t i = 0; i < kept.size(); ++i)
+            if (kept[i].first == L) {
+                auto p = kept[i].second;
+                kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(i));
+                kept.emplace_back(L, p);
+                return p;
+            }
+        auto p = std::make_shared<const Plan>(L);  // under the lock: threads asking for one size make it once
+        if (kept.size() == kKeptSizes) kept.erase(kept.begin());
+        kept.emplace_back(L, p);
+        return p;
+    }
+};
+
+Multiplier::Multiplier() : plans_(std::make_unique<Plans>()) {}
+Multiplier::~Multiplier() = default;
+
+std::vector<std::uint32_t> multiply(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b, int threads) {
+    return Multiplier().multiply(a, b, threads);
+}
+
+std::vector<std::uint32_t> Multiplier::multiply(const std::vector<std::uint32_t>& a0, const std::vector<std::uint32_t>& b0,
+                                                int threads) const {
     if (threads < 1) throw ParameterError("multiply: threads must be >= 1, got " + std::to_string(threads));
     auto trim = [](std::vector<std::uint32_t> v) {
         while (!v.empty() && v.back() == 0) v.pop_back();
@@ -138,7 +155,8 @@ std::vector<std::uint32_t> multiply(const std::vector<std::uint32_t>& a0, const 
     }
     std::size_t L = 2;
     while (L < out.size()) L <<= 1;
-    const Plan& p = plan(L);
+    const std::shared_ptr<const Plan> plan = plans_->get(L);
+    const Plan& p = *plan;
     AlignedWords c[2];
     if (threads >= 2 && L >= (std::size_t(1) << 14)) {  // one prime per thread, where that outweighs starting one
         std::thread second([&] { product_mod(a, b, *p.t[1], c[1]); });

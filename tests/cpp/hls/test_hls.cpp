@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "kasoku/arith/ntt.hpp"
 #include "kasoku/arith/primes.hpp"
@@ -190,4 +191,27 @@ TEST(HlsBigmul, WideBaseEqualsGmp) {
     EXPECT_TRUE(multiply({}, {1, 2}).empty());
     EXPECT_TRUE(multiply({0, 0}, {1}).empty());
     EXPECT_THROW(multiply({1}, {1}, 0), ParameterError);
+}
+
+// A Multiplier that keeps its tables gives multiply()'s products, over more sizes than it keeps and from two threads
+// at once.
+TEST(HlsBigmul, MultiplierKeepsTablesAndTheProducts) {
+    std::mt19937_64 rng(6);
+    const Multiplier mult;
+    std::vector<std::pair<std::vector<std::uint32_t>, std::vector<std::uint32_t>>> cases;
+    for (std::size_t n : {60, 130, 300, 700, 1500, 3000, 130}) {  // 7 transform sizes, one repeated, > kKeptSizes
+        std::vector<std::uint32_t> a(n), b(n + 5);
+        for (auto& v : a) v = static_cast<std::uint32_t>(rng());
+        for (auto& v : b) v = static_cast<std::uint32_t>(rng());
+        cases.emplace_back(std::move(a), std::move(b));
+    }
+    std::vector<std::vector<std::uint32_t>> want;
+    for (const auto& [a, b] : cases) want.push_back(multiply(a, b));
+    auto check = [&] {
+        for (int round = 0; round < 2; ++round)
+            for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(mult.multiply(cases[i].first, cases[i].second), want[i]) << i;
+    };
+    std::thread other(check);
+    check();
+    other.join();
 }
