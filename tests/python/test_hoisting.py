@@ -39,6 +39,8 @@ def test_sum_form_and_split_steps(small, rng):
     want = np.roll(x, -1) + np.roll(x, 2) + np.roll(x, -5) + x  # + conj(x) = x for real x
     got = ctx.decrypt(ev.rotate_sum_hoisted(ct, [1, -2, 5], conjugate=True), keys.secret)
     assert bits(got, want) > 18
+    elts = [ctx.galois_element(k) for k in (1, -2, 5)] + [ctx.conjugation_element]
+    assert ev.apply_galois_sum_hoisted(ct, elts).to_bytes() == ev.rotate_sum_hoisted(ct, [1, -2, 5], conjugate=True).to_bytes()
     d = ev.decompose(ct)
     lazy = ev.inner_product_lazy(d, ctx.galois_element(1)) + ev.inner_product_lazy(d, ctx.galois_element(-2))
     assert bits(ctx.decrypt(ev.mod_down(lazy), keys.secret), np.roll(x, -1) + np.roll(x, 2)) > 18

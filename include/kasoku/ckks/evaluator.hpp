@@ -199,6 +199,10 @@ public:
     // ParameterError for no element or g = 1, MissingKeyError when a key is missing.
     Ciphertext apply_galois_sum_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
                                         Exec exec = {}) const;
+    // The sum of the rotations by `steps`, psi_g(a) for `galois_elts` and the conjugate when `conjugate` (the same sum
+    // form; Python's ev.rotate_sum_hoisted). Throws as apply_galois_sum_hoisted.
+    Ciphertext rotate_sum_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps,
+                                  std::vector<std::uint64_t> galois_elts = {}, bool conjugate = false, Exec exec = {}) const;
     // Trace-type function over the doubling steps kappa_0..kappa_{M-1}: sum over all subsets S of
     // psi_{prod S}(a). h = M is repeated doubling (a <- a + psi_kappa_i(a), one key switch per step); h < M
     // unrolls it (seed 000 Alg. 3.2.2) into h hoisted sums over groups of steps. h = 0: the cheapest h whose

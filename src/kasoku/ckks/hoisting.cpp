@@ -178,6 +178,13 @@ std::vector<Ciphertext> Evaluator::rotate_hoisted(const Ciphertext& a, const std
     return apply_galois_hoisted(a, elts, exec);
 }
 
+Ciphertext Evaluator::rotate_sum_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps,
+                                         std::vector<u64> galois_elts, bool conjugate, Exec exec) const {
+    for (std::int64_t s : steps) galois_elts.push_back(ctx_->galois_element(s));
+    if (conjugate) galois_elts.push_back(ctx_->conjugation_element());
+    return apply_galois_sum_hoisted(a, galois_elts, exec);
+}
+
 Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::vector<u64>& elts, Exec exec) const {
     check(a, "operand");
     if (elts.empty()) throw ParameterError("apply_galois_sum_hoisted needs at least one automorphism");

@@ -148,12 +148,14 @@ void bind_evaluator(nb::module_& m) {
             return wrap_all(e.owner, e.ev->apply_galois_hoisted(a.ct, elts, threads_arg(t)));
         }, "a"_a, "galois_elements"_a, "threads"_a = nb::none(), "psi_g(a) for each Galois element g, sharing one ModUp.",
            ReleaseGil())
-        .def("rotate_sum_hoisted", [](const KEvaluator& e, const KCiphertext& a, const std::vector<std::int64_t>& steps,
-                                      std::vector<std::uint64_t> elts, bool conjugate, TArg t) {
-            const Context& ctx = *e.owner->ctx;
-            for (std::int64_t s : steps) elts.push_back(ctx.galois_element(s));
-            if (conjugate) elts.push_back(ctx.conjugation_element());
+        .def("apply_galois_sum_hoisted", [](const KEvaluator& e, const KCiphertext& a, const std::vector<std::uint64_t>& elts,
+                                            TArg t) {
             return wrap(e.owner, e.ev->apply_galois_sum_hoisted(a.ct, elts, threads_arg(t)));
+        }, "a"_a, "galois_elements"_a, "threads"_a = nb::none(),
+           "sum_g psi_g(a): one ModUp, the sum taken before ModDown, one ModDown.", ReleaseGil())
+        .def("rotate_sum_hoisted", [](const KEvaluator& e, const KCiphertext& a, const std::vector<std::int64_t>& steps,
+                                      const std::vector<std::uint64_t>& elts, bool conjugate, TArg t) {
+            return wrap(e.owner, e.ev->rotate_sum_hoisted(a.ct, steps, elts, conjugate, threads_arg(t)));
         }, "a"_a, "steps"_a = std::vector<std::int64_t>{}, "galois_elements"_a = std::vector<std::uint64_t>{},
            "conjugate"_a = false, "threads"_a = nb::none(),
            "Sum of the rotations of a by `steps` (and of psi_g(a) for `galois_elements`, and its conjugate if conjugate=True): "

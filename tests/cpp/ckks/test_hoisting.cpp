@@ -131,6 +131,7 @@ TEST_P(Hoisting, SumFormAndSplitStepsEqualSumOfRotations) {
     auto cv = conj(v);
     for (std::size_t i = 0; i < v.size(); ++i) want[i] += cv[i];
     EXPECT_GT(precision_bits(e.decrypt(e.ev.apply_galois_sum_hoisted(c, elts)), want), 18);
+    EXPECT_EQ(e.ev.rotate_sum_hoisted(c, steps, {}, true).polys, e.ev.apply_galois_sum_hoisted(c, elts).polys);
 
     // decompose -> inner_product_lazy -> add_lazy_inplace -> mod_down: the same sum by hand
     const Decomposition d = e.ev.decompose(c);
