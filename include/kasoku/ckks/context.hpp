@@ -69,6 +69,9 @@ public:
     // Galois elements: rotation by `step` slots to the left, and conjugation.
     std::uint64_t galois_element(std::int64_t step) const;
     std::uint64_t conjugation_element() const { return 2 * n() - 1; }
+    // ParameterError (naming op) unless g is a Galois element of this ring: odd and below 2n, and not 1 where the
+    // operation needs a key switch for it. The one check of every operation that takes Galois elements.
+    void check_galois_element(std::uint64_t g, const char* op, bool identity_allowed = true) const;
 
     // Encoder tables (HEAAN-style special FFT): rot_group_[j] = 5^j mod 2n, ksi_[k] = exp(2 pi i k / 2n).
     const std::vector<std::uint64_t>& rot_group() const { return rot_group_; }

@@ -135,6 +135,12 @@ void Context::keep_tuned_costs(const KeySwitchCosts& c) const {
     tuning_.emplace(std::make_pair(c.level, c.threads), c);
 }
 
+void Context::check_galois_element(std::uint64_t g, const char* op, bool identity_allowed) const {
+    if (g % 2 == 0 || g >= 2 * n() || (!identity_allowed && g == 1))
+        throw ParameterError(std::string(op) + ": Galois element " + std::to_string(g) + " must be odd" +
+                             (identity_allowed ? "" : ", not 1,") + " and below 2n = " + std::to_string(2 * n()));
+}
+
 std::uint64_t galois_inverse(std::uint64_t g, std::uint64_t two_n) {
     if (g % 2 == 0 || g >= two_n) throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
     // g^(n - 1) = g^-1, since g^n = 1 for every unit mod 2n (n a power of two)

@@ -142,8 +142,7 @@ SwitchKey KeyGenerator::relin_key(const SecretKey& sk, Exec exec) const {
 SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec) const {
     detail::check_key(*ctx_, sk.context_uid(), "secret key");
     exec = ctx_->exec(exec);
-    if (galois_elt % 2 == 0 || galois_elt >= 2 * ctx_->n())
-        throw ParameterError("Galois element " + std::to_string(galois_elt) + " must be odd and below 2n");
+    ctx_->check_galois_element(galois_elt, "galois_key");
     // Switches from s to s(X^{g^-1}): the evaluator applies X -> X^g after the inner product (seed 000 Alg. 3.2.1),
     // which turns it into the key switch from s(X^g) to s that the automorphism needs.
     RnsPoly s_inv;

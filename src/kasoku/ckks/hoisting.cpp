@@ -148,8 +148,7 @@ std::vector<std::shared_ptr<const rns::GadgetKey>> detail::galois_keys(const Eva
 std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, const std::vector<u64>& elts, Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);
-    for (u64 g : elts)
-        if (g % 2 == 0 || g >= 2 * ctx_->n()) throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
+    for (u64 g : elts) ctx_->check_galois_element(g, "apply_galois_hoisted");
     std::vector<u64> switched;
     for (u64 g : elts)
         if (g != 1) switched.push_back(g);
@@ -188,9 +187,7 @@ Ciphertext Evaluator::rotate_sum_hoisted(const Ciphertext& a, const std::vector<
 Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::vector<u64>& elts, Exec exec) const {
     check(a, "operand");
     if (elts.empty()) throw ParameterError("apply_galois_sum_hoisted needs at least one automorphism");
-    for (u64 g : elts)
-        if (g % 2 == 0 || g >= 2 * ctx_->n() || g == 1)
-            throw ParameterError("Galois element " + std::to_string(g) + " must be odd, not 1 and below 2n");
+    for (u64 g : elts) ctx_->check_galois_element(g, "apply_galois_sum_hoisted", false);
     exec = ctx_->exec(exec);
     const auto keys = detail::galois_keys(*this, elts, a.key_id, true);
     const Decomposition d = decompose(a, exec);

@@ -128,9 +128,7 @@ Ciphertext Evaluator::trace(const Ciphertext& a, const std::vector<u64>& automor
     check(a, "operand");
     const std::size_t M = automorphisms.size();
     if (M == 0) return a;
-    for (u64 g : automorphisms)
-        if (g % 2 == 0 || g >= 2 * ctx_->n() || g == 1)
-            throw ParameterError("trace: Galois element " + std::to_string(g) + " must be odd, not 1 and below 2n");
+    for (u64 g : automorphisms) ctx_->check_galois_element(g, "trace", false);
     exec = ctx_->exec(exec);
     if (h < 0 || h > static_cast<int>(M))
         throw ParameterError("trace: h must be between 1 and M = " + std::to_string(M) + " (or 0 to choose), got " + std::to_string(h));

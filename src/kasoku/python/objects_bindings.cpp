@@ -325,9 +325,7 @@ void bind_objects(nb::module_& m) {
                                   rows = matmul->size() > 2 ? (*matmul)[2] : 0;
                 for (auto e : algo::MatrixEncoder(ctx, d, g, rows).galois_elements()) galois_elements.push_back(e);
             }
-            for (std::uint64_t g : galois_elements)
-                if (g % 2 == 0 || g >= 2 * ctx->n())
-                    throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
+            for (std::uint64_t g : galois_elements) ctx->check_galois_element(g, "keygen");
             if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the user level
                 const std::size_t M = static_cast<std::size_t>(ctx->params().log_n - 1);
                 const std::size_t h = best_trace_h(Evaluator(ctx, nullptr).keyswitch_costs(ctx->user_level(), th), M);

@@ -241,6 +241,23 @@ TEST_P(Hoisting, MissingKeyNamesTheElement) {
     EXPECT_THROW(ev.rotate_hoisted(c, {4}), MissingKeyError);
     EXPECT_THROW(ev.sum_slots(c, 6), ParameterError);  // not a power of two
     EXPECT_THROW(ev.trace(c, {e.ctx->galois_element(1)}, 2), ParameterError);  // h > M
+    // One check of Galois elements for every operation, naming the operation: even, 2n or more, 1 where a key switch
+    // is needed.
+    const std::uint64_t two_n = 2 * e.ctx->n();
+    auto names = [](const auto& call, const char* op) {
+        try {
+            call();
+            ADD_FAILURE() << "expected ParameterError from " << op;
+        } catch (const ParameterError& err) {
+            EXPECT_NE(std::string(err.what()).find(op), std::string::npos) << err.what();
+            EXPECT_NE(std::string(err.what()).find("must be odd"), std::string::npos) << err.what();
+        }
+    };
+    names([&] { ev.apply_galois_hoisted(c, {4}); }, "apply_galois_hoisted");
+    names([&] { ev.apply_galois_sum_hoisted(c, {1}); }, "apply_galois_sum_hoisted");
+    names([&] { ev.trace(c, {two_n + 1}, 1); }, "trace");
+    names([&] { KeyGenerator(e.ctx).galois_key(e.sk, two_n); }, "galois_key");
+    EXPECT_EQ(ev.apply_galois_hoisted(c, {1})[0].polys, c.polys);  // the identity is allowed where nothing is switched
 }
 
 TEST_P(Hoisting, CostModelIsMeasured) {
