@@ -58,10 +58,12 @@ void* pool_allocate(std::size_t bytes) {
         }
     }
     const bool huge = bytes >= kHugePage;
-    void* p = std::aligned_alloc(huge ? kHugePage : kAlign, bytes);
+    // aligned_alloc wants a multiple of the alignment; the tail past `bytes` is never touched (no memory behind it).
+    const std::size_t span = huge ? (bytes + kHugePage - 1) / kHugePage * kHugePage : bytes;
+    void* p = std::aligned_alloc(huge ? kHugePage : kAlign, span);
     if (!p) throw std::bad_alloc();
 #if defined(MADV_HUGEPAGE)
-    if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it fails and nothing changes
+    if (huge) madvise(p, span, MADV_HUGEPAGE);  // advice only: without THP it fails and nothing changes
 #endif
     return p;
 }
