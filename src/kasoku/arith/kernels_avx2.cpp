@@ -399,7 +399,19 @@ void ntt_inverse_avx2(u64* a, const NttTables& t) {
 
 }  // namespace
 
-const KernelTable kAvx2Kernels = {SimdLevel::avx2, "avx2",  add_avx2,        sub_avx2,         negate_avx2,
-                                  mul_avx2,        mul_scalar_avx2, fma_avx2, dot_const_avx2, dot_avx2, ntt_forward_avx2, ntt_inverse_avx2};
+const KernelTable kAvx2Kernels = {
+    .level = SimdLevel::avx2,
+    .name = "avx2",
+    .add = add_avx2,
+    .sub = sub_avx2,
+    .negate = negate_avx2,
+    .mul = mul_avx2,
+    .mul_scalar = mul_scalar_avx2,
+    .fma = fma_avx2,
+    .dot_const = dot_const_avx2,
+    .dot = dot_avx2,
+    .ntt_forward = ntt_forward_avx2,
+    .ntt_inverse = ntt_inverse_avx2,
+};
 
 }  // namespace kasoku::arith::detail

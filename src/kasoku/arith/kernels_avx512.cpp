@@ -150,8 +150,19 @@ void ntt_inverse_avx512(u64* a, const NttTables& t) {
 
 }  // namespace
 
-const KernelTable kAvx512Kernels = {SimdLevel::avx512, KASOKU_ISA_LABEL("avx512"), add_avx512, sub_avx512,
-                                    negate_avx512,     mul_avx512,  mul_scalar_avx512,  fma_avx512, dot_const_avx512,
-                                    dot_avx512,        ntt_forward_avx512, ntt_inverse_avx512};
+const KernelTable kAvx512Kernels = {
+    .level = SimdLevel::avx512,
+    .name = KASOKU_ISA_LABEL("avx512"),
+    .add = add_avx512,
+    .sub = sub_avx512,
+    .negate = negate_avx512,
+    .mul = mul_avx512,
+    .mul_scalar = mul_scalar_avx512,
+    .fma = fma_avx512,
+    .dot_const = dot_const_avx512,
+    .dot = dot_avx512,
+    .ntt_forward = ntt_forward_avx512,
+    .ntt_inverse = ntt_inverse_avx512,
+};
 
 }  // namespace kasoku::arith::detail::KASOKU_ISA_NS

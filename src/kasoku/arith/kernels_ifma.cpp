@@ -114,8 +114,19 @@ void dot_ifma(const u64* const* a, const u64* const* b, std::size_t k, std::size
 
 }  // namespace
 
-const KernelTable kIfmaKernels = {SimdLevel::ifma, KASOKU_ISA_LABEL("ifma"), add_ifma,       sub_ifma,
-                                  negate_ifma,     mul_ifma,               mul_scalar_ifma, fma_ifma, dot_const_ifma,
-                                  dot_ifma,        ntt_forward_ifma, ntt_inverse_ifma};
+const KernelTable kIfmaKernels = {
+    .level = SimdLevel::ifma,
+    .name = KASOKU_ISA_LABEL("ifma"),
+    .add = add_ifma,
+    .sub = sub_ifma,
+    .negate = negate_ifma,
+    .mul = mul_ifma,
+    .mul_scalar = mul_scalar_ifma,
+    .fma = fma_ifma,
+    .dot_const = dot_const_ifma,
+    .dot = dot_ifma,
+    .ntt_forward = ntt_forward_ifma,
+    .ntt_inverse = ntt_inverse_ifma,
+};
 
 }  // namespace kasoku::arith::detail::KASOKU_ISA_NS

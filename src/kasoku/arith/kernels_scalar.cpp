@@ -160,8 +160,19 @@ void ntt_inverse_scalar(u64* a, const NttTables& t) {
     for (std::size_t j = 0; j < n; ++j) a[j] = mul_shoup(a[j], ni, nip, q);
 }
 
-const KernelTable kScalarKernels = {SimdLevel::scalar, "scalar",  add_scalar,         sub_scalar,
-                                    negate_scalar,     mul_scalar_body, mul_by_scalar, fma_scalar, dot_const_scalar,
-                                    dot_scalar,        ntt_forward_scalar, ntt_inverse_scalar};
+const KernelTable kScalarKernels = {
+    .level = SimdLevel::scalar,
+    .name = "scalar",
+    .add = add_scalar,
+    .sub = sub_scalar,
+    .negate = negate_scalar,
+    .mul = mul_scalar_body,
+    .mul_scalar = mul_by_scalar,
+    .fma = fma_scalar,
+    .dot_const = dot_const_scalar,
+    .dot = dot_scalar,
+    .ntt_forward = ntt_forward_scalar,
+    .ntt_inverse = ntt_inverse_scalar,
+};
 
 }  // namespace kasoku::arith::detail
