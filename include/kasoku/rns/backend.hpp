@@ -201,10 +201,11 @@ protected:
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const = 0;
 
 private:
-    // out gets this shape (reallocated only when it has another one).
-    void shape(std::size_t num_q, std::size_t num_p, bool ntt_form, RnsPoly& out) const;
+    // out gets this shape (reallocated only when it has another one); n: words per limb (0: the ring's).
+    void shape(std::size_t num_q, std::size_t num_p, bool ntt_form, RnsPoly& out, std::size_t n = 0) const;
     void shape(const RnsPoly& like, RnsPoly& out) const;
     void check_mine(const RnsPoly& a, const char* op) const;
+    bool subring_size(std::size_t n_sub) const;
     void check_plaintext(const RnsPoly& a, const char* op) const;
     // ModDown's operands: b and a over Q_l * P (at least min_q q-limbs) and addends over Q_l, all NTT form.
     void check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,

@@ -92,8 +92,6 @@ std::size_t best_trace_h(const KeySwitchCosts& c, std::size_t M) {
     return best;
 }
 
-// ---------------------------------------------------------------- split key switching
-
 // ---------------------------------------------------------------- trace-type functions
 
 namespace {

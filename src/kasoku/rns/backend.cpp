@@ -26,16 +26,19 @@ void Backend::check_mine(const RnsPoly& a, const char* op) const {
     require(a.memory() == memory_, op, "polynomial of another backend's memory");
 }
 
-// A plaintext of sum_of_products: this backend's, of n words per limb or a subring's fewer (a power of two).
+// Words per limb of a subring polynomial of this ring: a power of two up to n.
+bool Backend::subring_size(std::size_t n_sub) const { return n_sub >= 1 && n_sub <= ring_->n() && (n_sub & (n_sub - 1)) == 0; }
+
+// A plaintext of sum_of_products: this backend's, of n words per limb or a subring's fewer.
 void Backend::check_plaintext(const RnsPoly& a, const char* op) const {
-    require(!a.empty() && a.n() >= 1 && a.n() <= ring_->n() && (a.n() & (a.n() - 1)) == 0, op,
-            "empty plaintext or one of another ring degree");
+    require(!a.empty() && subring_size(a.n()), op, "empty plaintext or one of another ring degree");
     require(a.memory() == memory_, op, "polynomial of another backend's memory");
 }
 
-void Backend::shape(std::size_t num_q, std::size_t num_p, bool ntt_form, RnsPoly& out) const {
-    if (out.empty() || out.memory() != memory_ || out.num_q() != num_q || out.num_p() != num_p)
-        out = RnsPoly(memory_, ring_->n(), num_q, num_p, ntt_form);
+void Backend::shape(std::size_t num_q, std::size_t num_p, bool ntt_form, RnsPoly& out, std::size_t n) const {
+    if (n == 0) n = ring_->n();
+    if (out.empty() || out.memory() != memory_ || out.n() != n || out.num_q() != num_q || out.num_p() != num_p)
+        out = RnsPoly(memory_, n, num_q, num_p, ntt_form);
     out.set_ntt_form(ntt_form);
 }
 
@@ -177,19 +180,16 @@ void Backend::sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x,
 void Backend::to_subring(const RnsPoly& a, std::size_t n_sub, RnsPoly& out, Exec exec) const {
     const char* op = "to_subring";
     check_mine(a, op);
-    require(a.ntt_form() && n_sub >= 1 && n_sub <= a.n() && (n_sub & (n_sub - 1)) == 0, op,
-            "an NTT-form polynomial and a power of two of words per limb up to n");
+    require(a.ntt_form() && subring_size(n_sub), op, "an NTT-form polynomial and a power of two of words per limb up to n");
     require(&a != &out, op, "the output must not be the input");
-    if (out.empty() || out.memory() != memory_ || out.n() != n_sub || out.num_q() != a.num_q() || out.num_p() != a.num_p())
-        out = RnsPoly(memory_, n_sub, a.num_q(), a.num_p(), true);
-    out.set_ntt_form(true);
+    shape(a.num_q(), a.num_p(), true, out, n_sub);
     do_to_subring(a, out, exec);
 }
 
 void Backend::from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const {
     const char* op = "from_signed_subring";
-    require(!out.empty() && out.memory() == memory_ && out.ntt_form() && out.n() <= ring_->n() &&
-                (out.n() & (out.n() - 1)) == 0, op, "an NTT-form output of a power of two of words per limb up to n");
+    require(!out.empty() && out.memory() == memory_ && out.ntt_form() && subring_size(out.n()), op,
+            "an NTT-form output of a power of two of words per limb up to n");
     do_from_signed_subring(coeffs, out, exec);
 }
 

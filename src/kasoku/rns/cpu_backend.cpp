@@ -260,12 +260,8 @@ void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*
             alignas(64) u64 buf[kChunk];
             const std::size_t f = n_ / y[i]->n();
             for (std::size_t c = 0; c < n_; c += kChunk) {
-                const std::size_t len = std::min(kChunk, n_ - c);
-                if (f >= len) {
-                    std::fill_n(buf, len, yt[c / f]);
-                } else {
-                    for (std::size_t j = 0; j < len / f; ++j) std::fill_n(buf + j * f, f, yt[c / f + j]);
-                }
+                const std::size_t len = std::min(kChunk, n_ - c), block = std::min(f, len);
+                for (std::size_t j = 0; j < len; j += block) std::fill_n(buf + j, block, yt[(c + j) / f]);
                 if (add) arith::fma_mod(xt + c, buf, dst + c, len, m, dst + c);
                 else arith::mul_mod(xt + c, buf, len, m, dst + c);
             }
