@@ -80,6 +80,22 @@ struct BootstrapConfig {
 std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups, double factor = 1.0,
                                                       std::size_t slots = 0);
 
+// ModRaise, bootstrapping's first step: a (size 2) at level 0 -> the same coefficients, centered mod q_0, over the primes
+// of `level` (-1: max_level), same scale. It decrypts to the phase of a plus q_0 I, for an integer polynomial I whose
+// coefficients are small when the secret is sparse (about sqrt((h + 1) / 12) standard deviations for h nonzero secret
+// coefficients); EvalMod removes q_0 I. Throws LevelError unless a is at level 0 and `level` in 1..max_level,
+// ParameterError for a size-3 operand or one of another context.
+ckks::Ciphertext mod_raise(const ckks::Evaluator& ev, const ckks::Ciphertext& a, int level = -1, Exec exec = {});
+
+// Sparse-secret encapsulation around ModRaise (Parameters::boot_secret_weight; the keys: EvaluationKeys::to_sparse and
+// from_sparse, made by KeyGenerator::encapsulation_keys). switch_to_sparse: a at level 0 -> the same phase under the
+// ephemeral sparse secret s' (a key over q_0 * p_0 only, the modulus where s' keeps its security). switch_from_sparse:
+// a ciphertext under s' (at any level) -> under the main secret. Both are Evaluator::key_switch; the result keeps a's key
+// id (a ciphertext under s' only decrypts after switch_from_sparse). Throw MissingKeyError without the keys, LevelError
+// for switch_to_sparse above level 0, ParameterError for a size-3 operand.
+ckks::Ciphertext switch_to_sparse(const ckks::Evaluator& ev, const ckks::Ciphertext& a, Exec exec = {});
+ckks::Ciphertext switch_from_sparse(const ckks::Evaluator& ev, const ckks::Ciphertext& a, Exec exec = {});
+
 // Wall-clock seconds of each stage of one bootstrap (the encapsulation switches count in raise, the conjugation split
 // in eval_mod); on a device, each stage waits for its queued work.
 struct BootstrapTimes {

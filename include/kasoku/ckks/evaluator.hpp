@@ -116,19 +116,12 @@ public:
     Ciphertext drop_limbs(const Ciphertext& a, int level) const;
     // Every slot times i, exactly and without a level: the product by the monomial X^(n/2).
     Ciphertext multiply_by_i(const Ciphertext& a, Exec exec = {}) const;
-    // ModRaise, bootstrapping's first step: a at level 0 -> the same coefficients, centered mod q_0, over the primes of
-    // `level` (-1: max_level), same scale. It decrypts to the phase of a plus q_0 I, for an integer polynomial I whose
-    // coefficients are small when the secret is sparse (about sqrt((h + 1) / 12) standard deviations for h nonzero
-    // secret coefficients); EvalMod removes q_0 I. Throws LevelError unless a is at level 0 and `level` in 1..max_level,
-    // ParameterError for a size-3 operand.
-    Ciphertext mod_raise(const Ciphertext& a, int level = -1, Exec exec = {}) const;
-    // Sparse-secret encapsulation (bootstrapping's; EvaluationKeys::to_sparse, from_sparse). switch_to_sparse: a at
-    // level 0 -> the same phase under the ephemeral sparse secret s' (one digit, p_0 only). switch_from_sparse: a
-    // ciphertext under s' (at any level) -> under the main secret. The result keeps a's key id: a ciphertext under s'
-    // only decrypts after switch_from_sparse. Throw MissingKeyError without the keys, LevelError for
-    // switch_to_sparse above level 0, ParameterError for a size-3 operand.
-    Ciphertext switch_to_sparse(const Ciphertext& a, Exec exec = {}) const;
-    Ciphertext switch_from_sparse(const Ciphertext& a, Exec exec = {}) const;
+    // The phase of a (size 2) under the key's target secret: an ordinary key switch with any key of this context and
+    // secret key (bootstrapping switches so to and from its sparse secret: EvaluationKeys::to_sparse, from_sparse,
+    // algo/bootstrap.hpp). The result keeps a's scale, level and key id (the id names the key set, not the secret it
+    // now decrypts under). Throws ParameterError for a size-3 operand or a key of another context or secret key,
+    // LevelError above the levels the key serves (a key over fewer primes: drop_level the ciphertext first).
+    Ciphertext key_switch(const Ciphertext& a, const SwitchKey& key, Exec exec = {}) const;
     // Left rotation: slot i of the result is slot (i + step) mod slots of a. Throws MissingKeyError without the
     // rotation key of that step (the message names the keygen call), ParameterError for a size-3 operand.
     Ciphertext rotate(const Ciphertext& a, std::int64_t step, Exec exec = {}) const;

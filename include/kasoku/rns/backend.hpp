@@ -28,12 +28,17 @@ namespace kasoku::rns {
 
 // A key-switching key (hybrid key switching, Han-Ki): dnum pairs (b_j, a_j) over Q_L * P in NTT form with
 // b_j + a_j s = e_j + P [Q/Q_j]([Q/Q_j]^-1 mod Q_j) s': it turns what decrypts under s' into what decrypts under s.
+// A key may also be over Q_m * P_k (m < L, the first k special primes), with the digits of Q_m: it serves levels up to
+// m (Backend::key_switch).
 struct GadgetKey {
     std::vector<RnsPoly> b, a;
     // Set when the b-parts are another key's (a compact key whose a-parts were expanded from their seed for one use:
     // ckks::detail::usable_key); backends read b_parts().
     const std::vector<RnsPoly>* b_of = nullptr;
     const std::vector<RnsPoly>& b_parts() const { return b_of ? *b_of : b; }
+    // The key's limb of the prime of limb t of an operand over Q_l * P (l + 1 = nq): keys over Q_m * P_k hold their
+    // special limbs after their own m + 1 q-limbs.
+    std::size_t limb_of(std::size_t t, std::size_t nq) const { return t < nq ? t : a.front().num_q() + (t - nq); }
 };
 
 // One inner product of a hoisted key switch: the key, and the automorphism X -> X^g applied to its product (1: none).
@@ -137,7 +142,8 @@ public:
     // (|e| < every prime) or null. Encryption ends with it, so that fresh noise is divided by p_0.
     void divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const;
     // ModDown of a key-switched pair: out_b = psi_g(round(b / P) + add_b), out_a = psi_g(round(a / P) + add_a) over Q_l,
-    // for b and a over Q_l * P (all k special primes); the addends over Q_l or null, g = 1: no automorphism. An exact,
+    // for b and a over Q_l * P (all special primes, or the first k of them: P is then their product, as after a
+    // key_switch with a key over such a prefix); the addends over Q_l or null, g = 1: no automorphism. An exact,
     // centered conversion; the outputs may be the inputs. Both polynomials in one call, so that a device runs the pair
     // in one sequence of launches.
     void mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
@@ -152,9 +158,12 @@ public:
     // ---- key-switching primitives (composed by KeySwitcher; seed 000 Alg. 2.4.1-2.4.4 and 3.2.1)
     // ModUp of every digit of d (NTT form over Q_l, num_p = 0): digit j extended to Q_l * P, NTT form.
     std::vector<RnsPoly> mod_up(const RnsPoly& d, Exec exec) const;
-    // (b, a) = <ModUp(d), key> over Q_l * P: ModUp and the inner product fused limb by limb (one key switch).
+    // (b, a) = <ModUp(d), key> over Q_l * P: ModUp and the inner product fused limb by limb (one key switch). The key
+    // may be over Q_m * P_k, m >= l, P_k the first k special primes (a key made for low levels, and with a smaller
+    // modulus where security asks for one: bootstrapping's switch to a sparse secret, over q_0 * p_0); b and a are
+    // then over Q_l * P_k.
     void key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const;
-    // b = sum_e psi_{g_e}(<digits, key_e.b>), a likewise, over Q_l * P; with c0 (over Q_l) also
+    // b = sum_e psi_{g_e}(<digits, key_e.b>), a likewise, over Q_l * P (keys over Q_m * P, m >= l); with c0 (over Q_l) also
     // c0_out = sum_e psi_{g_e}(c0). Each product limb is permuted and accumulated while it is in cache.
     void inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
                        const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const;
@@ -207,13 +216,18 @@ private:
     void check_mine(const RnsPoly& a, const char* op) const;
     bool subring_size(std::size_t n_sub) const;
     void check_plaintext(const RnsPoly& a, const char* op) const;
-    // ModDown's operands: b and a over Q_l * P (at least min_q q-limbs) and addends over Q_l, all NTT form.
+    // ModDown's operands: b and a over Q_l * P (at least min_q q-limbs; p_prefix: or over Q_l * P_k, the first k
+    // special primes) and addends over Q_l, all NTT form.
     void check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
-                                 std::size_t min_q, const char* op, const char* pair_message) const;
+                                 std::size_t min_q, bool p_prefix, const char* op, const char* pair_message) const;
 
     std::shared_ptr<const RnsContext> ring_;
     std::shared_ptr<const PolyMemory> memory_;
 };
+
+// p's residues mod its first prime q_0 (p in NTT form), centered in (-q_0/2, q_0/2], on the host: what ModRaise lifts
+// exactly (bootstrapping), and how a secret's coefficients are read back.
+std::vector<__int128> centered_q0(const Backend& be, const RnsPoly& p, Exec exec);
 
 // Makes the backend of a context from its ring (Context::create takes one; docs/ARCHITECTURE.md "Adding a backend").
 using BackendFactory = std::function<std::unique_ptr<const Backend>(std::shared_ptr<const RnsContext>)>;

@@ -59,7 +59,8 @@ public:
                           Exec exec) const;
 
     // ---- key generation
-    // b += P s on the q-limbs of digit j: the gadget term of key digit j (s over Q_L * P, NTT form; secret).
+    // b += P s on the q-limbs of digit j: the gadget term of key digit j (s and b over Q_m * P_k, NTT form, P the product
+    // of b's special primes: all of them, or a prefix; s is secret).
     void add_gadget(const RnsPoly& s, std::size_t digit, RnsPoly& b, Exec exec) const;
 
 private:

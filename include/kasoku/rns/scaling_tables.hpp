@@ -17,10 +17,13 @@ struct ScalingTables {
     std::vector<std::vector<u64>> rescale_inv, rescale_inv_shoup, rescale_half;
     // ModUp: the converter from the first m primes of digit j to every prime, at [j * alpha + (m - 1)]
     std::vector<BaseConverter> digit_conv;
-    // ModDown (with special primes): P -> every q; per q_i: P^-1, P, p_0^-1 (each with its Shoup constant),
-    // (p_0 >> 1) mod q_i
-    BaseConverter p_to_q;
-    std::vector<u64> p_inv, p_inv_shoup, p_mod_q, p_mod_q_shoup, p0_inv, p0_inv_shoup, p0_half;
+    // ModDown (with special primes), at [k] for the first k special primes P_k (k = 1..p_count; [p_count]: all of P,
+    // [0] empty): P_k -> every q, and P_k^-1 mod q_i with its Shoup constant. Keys over a prefix P_k serve key switches
+    // whose noise budget is small (bootstrapping's encapsulation key, over q_0 * p_0).
+    std::vector<BaseConverter> p_to_q;
+    std::vector<std::vector<u64>> p_inv, p_inv_shoup;
+    // per q_i: P with its Shoup constant, (p_0 >> 1) mod q_i
+    std::vector<u64> p_mod_q, p_mod_q_shoup, p0_half;
     // ModDown fused with the rescale at level l (1..L): (P, q_l) -> q_0..q_{l-1}; (P q_l)^-1 mod q_i, Shoup
     std::vector<BaseConverter> pq_to_q;
     std::vector<std::vector<u64>> pq_inv, pq_inv_shoup;

@@ -397,14 +397,57 @@ Ciphertext on_level(const ckks::Context& ctx, const ckks::Evaluator& ev, const C
 }
 }  // namespace
 
+Ciphertext mod_raise(const ckks::Evaluator& ev, const Ciphertext& a, int level, Exec exec) {
+    const ckks::Context& ctx = ev.context();
+    if (a.context_uid != ctx.uid()) throw ParameterError("mod_raise: the ciphertext belongs to another context");
+    if (a.size() != 2) throw ParameterError("mod_raise needs a relinearised (size-2) ciphertext; relinearize it first");
+    if (level < 0) level = ctx.max_level();
+    if (a.level() != 0)
+        throw LevelError("mod_raise needs a ciphertext at level 0 (this one is at level " + std::to_string(a.level()) +
+                         "); drop_level it first");
+    if (level < 1 || level > ctx.max_level())
+        throw LevelError("mod_raise to level " + std::to_string(level) + ": levels are 1.." + std::to_string(ctx.max_level()));
+    exec = ctx.exec(exec);
+    const rns::Backend& be = ctx.backend();
+    Ciphertext r = a;
+    for (rns::RnsPoly& p : r.polys) {
+        rns::RnsPoly out = be.poly(static_cast<std::size_t>(level) + 1, 0, true);
+        be.from_signed(rns::centered_q0(be, p, exec).data(), out, exec);
+        p = std::move(out);
+    }
+    return r;
+}
+
+namespace {
+const ckks::SwitchKey& encapsulation_key(const ckks::Evaluator& ev, bool to_sparse, const char* op) {
+    const ckks::EvaluationKeys* keys = ev.keys();
+    const auto& key = keys ? (to_sparse ? keys->to_sparse : keys->from_sparse) : nullptr;
+    if (!key)
+        throw MissingKeyError(std::string(op) + " needs the encapsulation keys: parameters with boot_secret_weight and "
+                              "ctx.keygen(bootstrapping=True) (KeyGenerator::encapsulation_keys)");
+    return *key;
+}
+}  // namespace
+
+Ciphertext switch_to_sparse(const ckks::Evaluator& ev, const Ciphertext& a, Exec exec) {
+    const ckks::SwitchKey& key = encapsulation_key(ev, true, "switch_to_sparse");
+    if (a.level() != 0)
+        throw LevelError("switch_to_sparse works at level 0 (its key lives on q_0 * p_0 only); drop_level the ciphertext first");
+    return ev.key_switch(a, key, exec);
+}
+
+Ciphertext switch_from_sparse(const ckks::Evaluator& ev, const Ciphertext& a, Exec exec) {
+    return ev.key_switch(a, encapsulation_key(ev, false, "switch_from_sparse"), exec);
+}
+
 Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec) const {
     Ciphertext x = on_level(*ctx_, ev, ct, 0, exec);
     for (int i = 0; i < doublings_; ++i) x = ev.add(x, x, exec);
     const bool encapsulated = ctx_->params().boot_secret_weight > 0;
-    if (encapsulated) x = ev.switch_to_sparse(x, exec);
-    Ciphertext raised = ev.mod_raise(x, top_, exec);
+    if (encapsulated) x = switch_to_sparse(ev, x, exec);
+    Ciphertext raised = mod_raise(ev, x, top_, exec);
     raised.scale = ctx_->scale_at(top_);
-    return encapsulated ? ev.switch_from_sparse(raised, exec) : raised;
+    return encapsulated ? switch_from_sparse(ev, raised, exec) : raised;
 }
 
 Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Ciphertext& raised, Exec exec, OpCounts* counts) const {

@@ -28,20 +28,19 @@ Seed sample_seeded(const rns::Backend& be, RnsPoly& out) {
     return seed;
 }
 
-// Whether the key-switching keys' b_j may be rounded to multiples of the first prime q_0 (so that their limb mod q_0 is
-// zero and is not stored, Power2Round-style): the rounding adds |r_j| <= q_0 / 2 to each b_j, and the key switch's output
-// gains sum_j d_j r_j / P, below n * dnum * (Q_j / 2) (q_0 / 2) / P for digits |d_j| < Q_j / 2. Allowed when that
-// bound is below 2^-20, far under the key switch's own rounding error (about 1 + ||s||).
-bool rounds_first_limb(const rns::RnsContext& r) {
+// Whether the b_j of a key over Q_m * P_k (nq = m + 1, np = k) may be rounded to multiples of the first prime q_0 (so
+// that their limb mod q_0 is zero and is not stored, Power2Round-style): the rounding adds |r_j| <= q_0 / 2 to each
+// b_j, and the key switch's output gains sum_j d_j r_j / P_k, below n * digits * (Q_j / 2) (q_0 / 2) / P_k for digits
+// |d_j| < Q_j / 2. Allowed when that bound is below 2^-20, far under the key switch's own rounding error (1 + ||s||).
+bool rounds_first_limb(const rns::RnsContext& r, std::size_t nq, std::size_t np) {
     double log_p = 0.0, log_qj = 0.0;
-    for (std::size_t i = 0; i < r.p_count(); ++i) log_p += std::log2(static_cast<double>(r.p_primes()[i]));
-    for (std::size_t j = 0; j < r.dnum(); ++j) {
+    for (std::size_t i = 0; i < np; ++i) log_p += std::log2(static_cast<double>(r.p_primes()[i]));
+    for (std::size_t j = 0; j < r.digits_at(nq); ++j) {
         double s = 0.0;
-        for (std::size_t i = 0; i < r.digit_size(j, r.q_count()); ++i)
-            s += std::log2(static_cast<double>(r.q_primes()[r.digit_begin(j) + i]));
+        for (std::size_t i = 0; i < r.digit_size(j, nq); ++i) s += std::log2(static_cast<double>(r.q_primes()[r.digit_begin(j) + i]));
         log_qj = std::max(log_qj, s);
     }
-    const double bound = std::log2(static_cast<double>(r.n()) * static_cast<double>(r.dnum())) + log_qj +
+    const double bound = std::log2(static_cast<double>(r.n()) * static_cast<double>(r.digits_at(nq))) + log_qj +
                          std::log2(static_cast<double>(r.q_primes()[0])) - 2.0 - log_p;
     return bound < -20.0;
 }
@@ -49,7 +48,7 @@ bool rounds_first_limb(const rns::RnsContext& r) {
 // The key's error e_j as the residues of e_j - r_j, r_j = [b_j + e_j]_{q_0} centered, for b_j = -a_j s + P g_j s' so far:
 // b_j + e_j - r_j is then a multiple of q_0. Made in the one lift that adds the error (no pass of its own).
 std::vector<__int128> error_rounding_to_q0(const Context& ctx, const RnsPoly& b, const std::vector<std::int64_t>& e, Exec exec) {
-    std::vector<__int128> u = detail::centered_q0(ctx.backend(), b, exec);  // [b]_{q_0}: secret-derived, wiped by the caller
+    std::vector<__int128> u = rns::centered_q0(ctx.backend(), b, exec);  // [b]_{q_0}: secret-derived, wiped by the caller
     const auto q0 = static_cast<__int128>(ctx.rns().q_primes()[0]);
     for (std::size_t i = 0; i < u.size(); ++i) {
         __int128 r = u[i] + e[i];  // in (-q_0/2 - 20, q_0/2 + 20): center it again
@@ -98,15 +97,16 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk, Exec exec) const {
 SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, const RnsPoly& s_to, Exec exec) const {
     const auto& r = ctx_->rns();
     const auto& be = ctx_->backend();
-    const std::size_t nq = r.q_count(), np = r.p_count();
+    const std::size_t nq = s_to.num_q(), np = s_to.num_p();
+    if (!s_from.same_shape(s_to) || np == 0) throw InternalError("switch_key: the two secrets over one Q_m * P_k");
     Prng prng;
     SwitchKey key;
     key.context_uid = ctx_->uid();
     key.key_id = sk.key_id();
     key.seed = random_seed();
     Prng uniform(*key.seed);  // a_0, a_1, ... in order: the seed stands for all of them
-    const bool round = rounds_first_limb(r);
-    for (std::size_t j = 0; j < r.dnum(); ++j) {
+    const bool round = rounds_first_limb(r, nq, np);
+    for (std::size_t j = 0; j < r.digits_at(nq); ++j) {
         RnsPoly a = be.poly(nq, np, true);
         detail::sample_uniform(be, a, uniform);
         const std::vector<std::int64_t> e = detail::sample_gaussian(ctx_->n(), prng);
@@ -185,10 +185,9 @@ std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared
         std::shared_ptr<const SwitchKey> owner;  // whose b-parts these are
     };
     auto x = std::make_shared<Expanded>();
-    const auto& r = ctx.rns();
-    Prng uniform(*key->seed);  // a_0, a_1, ... in the order switch_key drew them
-    for (std::size_t j = 0; j < key->b.size(); ++j) {
-        RnsPoly a = ctx.backend().poly(r.q_count(), r.p_count(), true);
+    Prng uniform(*key->seed);  // a_0, a_1, ... in the order switch_key drew them, each of its b's shape
+    for (const RnsPoly& b : key->b) {
+        RnsPoly a = ctx.backend().poly(b.num_q(), b.num_p(), true);
         sample_uniform(ctx.backend(), a, uniform);
         x->a.push_back(std::move(a));
     }
@@ -207,37 +206,16 @@ void KeyGenerator::encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, E
         throw ParameterError("encapsulation keys need parameters with boot_secret_weight > 0 (the ephemeral secret's weight)");
     exec = ctx_->exec(exec);
     const auto& r = ctx_->rns();
-    const auto& be = ctx_->backend();
-    const std::size_t n = ctx_->n();
     Prng prng;
-    auto sparse = detail::sample_ternary(n, h, prng);
-    // to_sparse over (q_0, p_0): b = -a s' + e + p_0 s (p_0 s is 0 mod p_0), s's coefficients read back from its limb
-    // mod q_0 (client side).
-    SwitchKey down;
-    down.context_uid = ctx_->uid();
-    down.key_id = sk.key_id();
-    {
-        RnsPoly s = sk.poly();
-        s.truncate(1, 0);
-        std::vector<__int128> p0s = detail::centered_q0(be, s, exec);
-        s.wipe();
-        const auto p0 = static_cast<__int128>(r.p_primes()[0]);
-        for (auto& c : p0s) c *= p0;
-        RnsPoly a = be.poly(1, 1, true);
-        down.seed = sample_seeded(be, a);
-        RnsPoly b = small_poly(*ctx_, detail::sample_gaussian(n, prng), 1, 1, exec);
-        RnsPoly s1 = small_poly(*ctx_, sparse, 1, 1, exec), gadget = be.poly(1, 1, true), as;
-        be.from_signed(p0s.data(), gadget, exec);
-        be.mul(a, s1, as, exec);
-        be.sub(b, as, b, exec);
-        be.add(b, gadget, b, exec);
-        secure_wipe(p0s.data(), p0s.size() * sizeof p0s[0]);
-        for (RnsPoly* p : {&s1, &gadget, &as}) p->wipe();
-        down.b.push_back(std::move(b));
-        down.a.push_back(std::move(a));
-    }
+    auto sparse = detail::sample_ternary(ctx_->n(), h, prng);
+    // to_sparse over q_0 * p_0 only, the smallest modulus, where the sparse secret keeps its security: the ordinary
+    // key of that shape (one digit), applied by the ordinary key switch at level 0 (Backend::key_switch).
+    RnsPoly s = sk.poly(), s1 = small_poly(*ctx_, sparse, 1, 1, exec);
+    s.truncate(1, 1);
+    ek.to_sparse = std::make_shared<const SwitchKey>(switch_key(sk, s, s1, exec));
+    s.wipe();
+    s1.wipe();
     RnsPoly s_sparse = small_poly(*ctx_, sparse, r.q_count(), r.p_count(), exec);
-    ek.to_sparse = std::make_shared<const SwitchKey>(std::move(down));
     ek.from_sparse = std::make_shared<const SwitchKey>(switch_key(sk, s_sparse, sk.poly(), exec));
     s_sparse.wipe();
     secure_wipe(sparse.data(), sparse.size() * sizeof sparse[0]);

@@ -134,66 +134,19 @@ Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, Exec exec) const {
     return r;
 }
 
-Ciphertext Evaluator::mod_raise(const Ciphertext& a, int level, Exec exec) const {
+Ciphertext Evaluator::key_switch(const Ciphertext& a, const SwitchKey& key, Exec exec) const {
     check(a, "operand");
-    detail::check_relinearised(a, "mod_raise");
-    if (level < 0) level = ctx_->max_level();
-    if (a.level() != 0)
-        throw LevelError("mod_raise needs a ciphertext at level 0 (this one is at level " + std::to_string(a.level()) +
-                         "); drop_level it first");
-    if (level < 1 || level > ctx_->max_level())
-        throw LevelError("mod_raise to level " + std::to_string(level) + ": levels are 1.." + std::to_string(ctx_->max_level()));
+    detail::check_relinearised(a, "key_switch");
+    detail::check_key(*ctx_, key.context_uid, "the key");
+    if (key.key_id != a.key_id) throw ParameterError("key_switch: the key belongs to another secret key than the operand");
+    const std::size_t serves = key.b.empty() ? 0 : key.b[0].num_q();
+    if (static_cast<std::size_t>(a.level()) + 1 > serves)
+        throw LevelError("key_switch: the key serves levels up to " + std::to_string(static_cast<int>(serves) - 1) +
+                         ", the operand is at level " + std::to_string(a.level()) + "; drop_level it first");
     exec = ctx_->exec(exec);
-    const rns::Backend& be = ctx_->backend();
-    Ciphertext r;
-    r.scale = a.scale;
-    r.context_uid = a.context_uid;
-    r.key_id = a.key_id;
-    for (const RnsPoly& p : a.polys) {
-        RnsPoly out = be.poly(static_cast<std::size_t>(level) + 1, 0, true);
-        be.from_signed(detail::centered_q0(be, p, exec).data(), out, exec);
-        r.polys.push_back(std::move(out));
-    }
-    return r;
-}
-
-namespace {
-void check_encapsulation(const EvaluationKeys* keys, const Ciphertext& a, const char* op) {
-    detail::check_relinearised(a, op);
-    if (!keys || !keys->to_sparse || !keys->from_sparse)
-        throw MissingKeyError(std::string(op) + " needs the encapsulation keys: parameters with boot_secret_weight and "
-                              "ctx.keygen(bootstrapping=True) (KeyGenerator::encapsulation_keys)");
-    if (keys->key_id != a.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operand");
-}
-}  // namespace
-
-Ciphertext Evaluator::switch_to_sparse(const Ciphertext& a, Exec exec) const {
-    check(a, "operand");
-    check_encapsulation(keys_.get(), a, "switch_to_sparse");
-    if (a.level() != 0)
-        throw LevelError("switch_to_sparse works at level 0 (its key lives on q_0 * p_0 only); drop_level the ciphertext first");
-    exec = ctx_->exec(exec);
-    const rns::Backend& be = ctx_->backend();
-    const SwitchKey& key = *keys_->to_sparse;
-    // c1 over (q_0, p_0), exactly (centered), then (c0 + round(c1 b / p_0), round(c1 a / p_0)).
-    RnsPoly up = be.poly(1, 1, true);
-    be.from_signed(detail::centered_q0(be, a.polys[1], exec).data(), up, exec);
-    Ciphertext r = a;
-    RnsPoly b, ak;
-    be.mul(up, key.b[0], b, exec);
-    be.mul(up, key.a[0], ak, exec);
-    be.divide_round_by_p0(b, nullptr, exec);
-    be.divide_round_by_p0(ak, nullptr, exec);
-    be.add(r.polys[0], b, r.polys[0], exec);
-    r.polys[1] = std::move(ak);
-    return r;
-}
-
-Ciphertext Evaluator::switch_from_sparse(const Ciphertext& a, Exec exec) const {
-    check(a, "operand");
-    check_encapsulation(keys_.get(), a, "switch_from_sparse");
-    exec = ctx_->exec(exec);
-    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[1], *keys_->from_sparse, exec), &a.polys[0], nullptr, 1, exec);
+    // Not owned: the key outlives the call (a compact key's a-parts are expanded for it alone).
+    const auto k = detail::usable_key(*ctx_, std::shared_ptr<const SwitchKey>(std::shared_ptr<const SwitchKey>(), &key));
+    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[1], *k, exec), &a.polys[0], nullptr, 1, exec);
 }
 
 Ciphertext Evaluator::add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, Exec exec) const {

@@ -87,20 +87,4 @@ void sample_uniform(const rns::Backend& be, rns::RnsPoly& out, Prng& prng) {
     });
 }
 
-std::vector<__int128> centered_q0(const rns::Backend& be, const rns::RnsPoly& p, Exec exec) {
-    const std::uint64_t q0 = be.ring().prime(0);
-    const std::size_t n = p.n();
-    std::vector<__int128> out(n);
-    rns::RnsPoly c = p;
-    c.truncate(1, 0);  // only q_0's limb is read
-    be.from_ntt(c, exec);
-    be.download(c, [&](const std::uint64_t* const* limbs) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint64_t v = limbs[0][i];
-            out[i] = v > q0 / 2 ? static_cast<__int128>(v) - static_cast<__int128>(q0) : static_cast<__int128>(v);
-        }
-    }, exec, 1);
-    return out;
-}
-
 }  // namespace kasoku::ckks::detail

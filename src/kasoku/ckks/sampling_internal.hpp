@@ -24,9 +24,6 @@ std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng);
 // Uniform residues in every limb of `out` (any form: uniform in NTT form is uniform), drawn on the host and
 // uploaded limb by limb.
 void sample_uniform(const rns::Backend& be, rns::RnsPoly& out, Prng& prng);
-// p's residues mod its first prime q_0 (p in NTT form), centered in (-q_0/2, q_0/2]: what ModRaise, the switch to the
-// sparse secret and the encapsulation keys (the secret's coefficients) lift exactly.
-std::vector<__int128> centered_q0(const rns::Backend& be, const rns::RnsPoly& p, Exec exec);
 // The key as the backend reads it: the key itself, or for a compact key (a-parts dropped: evaluation_keys(...,
 // compact)) its a-parts expanded from its seed beside its own b-parts, for one use (crypto.cpp).
 std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key);

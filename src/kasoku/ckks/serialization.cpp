@@ -67,7 +67,7 @@ bool expands_to(const rns::Backend& be, const Seed& seed, const std::vector<cons
 // otherwise). Secret data: the caller wipes it.
 std::vector<std::int64_t> ternary_coefficients(const Context& ctx, const SecretKey& sk) {
     const auto& be = ctx.backend();
-    std::vector<__int128> c = detail::centered_q0(be, sk.poly(), {});
+    std::vector<__int128> c = rns::centered_q0(be, sk.poly(), {});
     std::vector<std::int64_t> t(c.size());
     bool ternary = true;
     for (std::size_t i = 0; i < c.size(); ++i) {

@@ -238,8 +238,9 @@ private:
     std::vector<Table> rescale_half_;
     std::vector<Table> digit_factors_;  // [digit * alpha + (m - 1)]: first m primes of the digit -> every prime
     std::vector<Consts> modup_scale_;   // per q-limb count: (Q_j / q_i)^-1 n^-1 of each limb i (its digit j)
-    Converter p_to_q_;
-    Consts p_inv_, p_mod_q_, p0_inv_;
+    std::vector<Converter> p_to_q_;  // [k]: the first k special primes P_k -> every q
+    std::vector<Consts> p_inv_;      // [k]: P_k^-1 mod q_i
+    Consts p_mod_q_;
     Table p0_half_;
     std::vector<Converter> pq_to_q_;  // per level l: (P, q_l) -> q_0..q_{l-1}
     std::vector<Consts> pq_inv_;
@@ -304,10 +305,13 @@ GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr
         modup_scale_[nq] = Consts(memory(), s, std::vector<u64>(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(nq)));
     }
     if (p.empty()) return;
-    p_to_q_ = Converter(memory(), t.p_to_q, p, n_);
-    p_inv_ = Consts(memory(), t.p_inv, q);
+    p_to_q_.resize(p.size() + 1);
+    p_inv_.resize(p.size() + 1);
+    for (std::size_t k = 1; k <= p.size(); ++k) {
+        p_to_q_[k] = Converter(memory(), t.p_to_q[k], std::vector<u64>(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(k)), n_);
+        p_inv_[k] = Consts(memory(), t.p_inv[k], q);
+    }
     p_mod_q_ = Consts(memory(), t.p_mod_q, q);
-    p0_inv_ = Consts(memory(), t.p0_inv, q);
     p0_half_ = table(t.p0_half);
     pq_to_q_.resize(L + 1);
     pq_inv_.resize(L + 1);
@@ -612,7 +616,7 @@ void GpuBackend::do_rescale(RnsPoly& a, Exec) const {
 }
 
 void GpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec) const {
-    divide_round_by_last({&a}, a.num_q(), p0_inv_, p0_half_, addend);
+    divide_round_by_last({&a}, a.num_q(), p_inv_[1], p0_half_, addend);
 }
 
 void GpuBackend::divide_exact(const std::vector<const RnsPoly*>& xs, const std::vector<Run>& src, const Converter& conv,
@@ -661,7 +665,8 @@ void GpuBackend::divide_exact(const std::vector<const RnsPoly*>& xs, const std::
 void GpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
                              RnsPoly& out_b, RnsPoly& out_a, Exec) const {
     const Perm* perm = galois_elt == 1 ? nullptr : &permutation(galois_elt);
-    divide_exact({&b, &a}, {{b.num_q(), L1_, b.num_p()}}, p_to_q_, p_inv_, b.num_q(), {add_b, add_a}, perm, {&out_b, &out_a});
+    const std::size_t k = b.num_p();  // the key's special primes: all of P, or a prefix (Backend::key_switch)
+    divide_exact({&b, &a}, {{b.num_q(), L1_, k}}, p_to_q_[k], p_inv_[k], b.num_q(), {add_b, add_a}, perm, {&out_b, &out_a});
 }
 
 void GpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec) const {
@@ -741,7 +746,8 @@ void GpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& 
 
 void GpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec) const {
-    const std::size_t nq = digits[0].num_q(), np = ring().p_count(), D = digits.size();
+    // Over Q_l * P_k as shaped by the caller: the keys' special primes (the digits may have more: key_switch).
+    const std::size_t nq = digits[0].num_q(), np = b.num_p(), D = digits.size();
     const bool with_c0 = c0 && c0_out;
     bool first = true;
     for (std::size_t e0 = 0; e0 < terms.size(); e0 += kern::kDotTerms) {
@@ -759,6 +765,7 @@ void GpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
             for (std::size_t e = 0; e < E; ++e) {
                 const KeyTerm& term = terms[e0 + e];
                 s.perm[e] = term.galois_elt == 1 ? nullptr : permutation(term.galois_elt).perm.as<u32>();
+                s.key_nq[e] = static_cast<u32>(term.key->a[0].num_q());
                 for (std::size_t j = 0; j < J; ++j) {
                     s.kb[e][j] = words(term.key->b_parts()[j0 + j]);
                     s.ka[e][j] = words(term.key->a[j0 + j]);

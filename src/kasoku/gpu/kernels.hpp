@@ -469,7 +469,8 @@ struct ConvertDown {
 
 // For every word (t, k) of Q_l * P, both halves at once: b = sum_e sum_j d_j[t][k_e] kb_ej[t'][k_e], a likewise, with
 // k_e = perm_e[k] (the automorphism of term e; identity when null) and t' = the key's limb of the same prime (keys
-// span Q_L * P); on the q-limbs also c0_out = sum_e c0[t][k_e]. Digits and terms beyond one launch's share are
+// span Q_m * P_k, m + 1 = key_nq_e >= nq, the special limbs after their q-limbs; the outputs span Q_l * P_k, np = k);
+// on the q-limbs also c0_out = sum_e c0[t][k_e]. Digits and terms beyond one launch's share are
 // accumulated by further launches (accumulate: add to the outputs).
 inline constexpr u32 kDotDigits = 8, kDotTerms = 8;
 struct DtItem {
@@ -485,6 +486,7 @@ struct DtShared {
     const u64* kb[kDotTerms][kDotDigits];
     const u64* ka[kDotTerms][kDotDigits];
     const u32* perm[kDotTerms];
+    u32 key_nq[kDotTerms];
 };
 struct Dot {
     using Shared = DtShared;
@@ -498,7 +500,8 @@ struct Dot {
         u64 rb = s.accumulate ? it.b[w] : 0, ra = s.accumulate ? it.a[w] : 0;
         u64 rc = 0;
         for (u32 e = 0; e < s.terms; ++e) {
-            const std::size_t ke = s.perm[e] ? s.perm[e][k] : k, dw = t * n + ke, kw = kt * n + ke;
+            const std::size_t ke = s.perm[e] ? s.perm[e][k] : k, dw = t * n + ke;
+            const std::size_t kw = (t < s.nq ? t : s.key_nq[e] + (t - s.nq)) * n + ke;
             u128 sb = 0, sa = 0;
             for (u32 j = 0; j < s.digits; ++j) {  // at most 8 products below 2^122 each: no overflow
                 const u64 dj = it.d[j][dw];

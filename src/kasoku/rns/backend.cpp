@@ -246,11 +246,12 @@ void Backend::divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec ex
 }
 
 void Backend::check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
-                                      std::size_t min_q, const char* op, const char* pair_message) const {
+                                      std::size_t min_q, bool p_prefix, const char* op, const char* pair_message) const {
     for (const RnsPoly* x : {&b, &a}) {
         check_mine(*x, op);
-        require(x->ntt_form() && x->num_p() == ring_->p_count() && x->num_p() > 0 && x->num_q() >= min_q &&
-                    x->num_q() == b.num_q(),
+        require(x->ntt_form() && x->num_p() > 0 && x->num_p() <= ring_->p_count() &&
+                    (p_prefix || x->num_p() == ring_->p_count()) && x->num_q() >= min_q && x->num_q() == b.num_q() &&
+                    x->num_p() == b.num_p(),
                 op, pair_message);
     }
     for (const RnsPoly* add : {add_b, add_a}) {
@@ -263,13 +264,13 @@ void Backend::check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const 
 
 void Backend::mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
                        RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
-    check_mod_down_operands(b, a, add_b, add_a, 0, "mod_down", "needs two NTT-form polynomials over Q_l * P");
+    check_mod_down_operands(b, a, add_b, add_a, 0, true, "mod_down", "needs two NTT-form polynomials over Q_l * P_k");
     require(&out_b != &out_a, "mod_down", "the two outputs must be two polynomials");
     do_mod_down(b, a, add_b, add_a, galois_elt, out_b, out_a, exec);
 }
 
 void Backend::mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const {
-    check_mod_down_operands(b, a, add_b, add_a, 2, "mod_down_rescale",
+    check_mod_down_operands(b, a, add_b, add_a, 2, false, "mod_down_rescale",
                             "needs two NTT-form polynomials over Q_l * P, l >= 1");
     require(&b != &a, "mod_down_rescale", "b and a must be two polynomials");
     do_mod_down_rescale(b, a, add_b, add_a, exec);
@@ -285,13 +286,19 @@ void Backend::add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t f
 }
 
 namespace {
-void check_key(const RnsContext& r, const GadgetKey& key, const char* op) {
+// A key over Q_m * P_k (its digits' shape) serving operands over Q_l, l <= m: every digit of that shape, as many
+// digits as Q_m splits into; full_p: k must be every special prime.
+void check_key(const RnsContext& r, const GadgetKey& key, std::size_t nq, bool full_p, const char* op) {
     const std::vector<RnsPoly>& b = key.b_parts();
-    require(b.size() == r.dnum() && key.a.size() == r.dnum(), op, "the key has another number of digits than dnum");
-    for (std::size_t j = 0; j < r.dnum(); ++j)
-        require(b[j].num_q() == r.q_count() && b[j].num_p() == r.p_count() && b[j].ntt_form() &&
-                    key.a[j].num_q() == r.q_count() && key.a[j].num_p() == r.p_count() && key.a[j].ntt_form(),
-                op, "key digits must be NTT-form polynomials over Q_L * P");
+    require(!key.a.empty() && b.size() == key.a.size(), op, "the key has no digits, or unequal numbers of b- and a-parts");
+    const std::size_t kq = key.a[0].num_q(), kp = key.a[0].num_p();
+    require(kp >= 1 && kp <= r.p_count() && (!full_p || kp == r.p_count()) && key.a.size() == r.digits_at(kq), op,
+            "the key must have one digit per alpha q-primes, over all special primes (or, for key_switch, a prefix of them)");
+    require(kq >= nq, op, "the key serves fewer q-primes than the operand has (a key made for lower levels)");
+    for (std::size_t j = 0; j < key.a.size(); ++j)
+        require(b[j].num_q() == kq && b[j].num_p() == kp && b[j].ntt_form() && key.a[j].num_q() == kq &&
+                    key.a[j].num_p() == kp && key.a[j].ntt_form(),
+                op, "key digits must be NTT-form polynomials of one shape");
 }
 }  // namespace
 
@@ -304,9 +311,9 @@ std::vector<RnsPoly> Backend::mod_up(const RnsPoly& d, Exec exec) const {
 void Backend::key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
     check_mine(d, "key_switch");
     require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, "key_switch", "needs an NTT-form polynomial over Q_l");
-    check_key(*ring_, key, "key_switch");
-    shape(d.num_q(), ring_->p_count(), true, b);
-    shape(d.num_q(), ring_->p_count(), true, a);
+    check_key(*ring_, key, d.num_q(), false, "key_switch");
+    shape(d.num_q(), key.a[0].num_p(), true, b);
+    shape(d.num_q(), key.a[0].num_p(), true, a);
     do_key_switch(d, key, b, a, exec);
 }
 
@@ -322,7 +329,7 @@ void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vecto
     }
     for (const KeyTerm& t : terms) {
         require(t.key != nullptr, op, "null key");
-        check_key(*ring_, *t.key, op);
+        check_key(*ring_, *t.key, nq, true, op);
     }
     shape(nq, ring_->p_count(), true, b);
     shape(nq, ring_->p_count(), true, a);
@@ -333,6 +340,22 @@ void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vecto
         shape(*c0, *c0_out);
     }
     do_inner_product(digits, terms, b, a, c0, c0_out, exec);
+}
+
+std::vector<__int128> centered_q0(const Backend& be, const RnsPoly& p, Exec exec) {
+    const std::uint64_t q0 = be.ring().prime(0);
+    const std::size_t n = p.n();
+    std::vector<__int128> out(n);
+    RnsPoly c = p;
+    c.truncate(1, 0);  // only q_0's limb is read
+    be.from_ntt(c, exec);
+    be.download(c, [&](const std::uint64_t* const* limbs) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint64_t v = limbs[0][i];
+            out[i] = v > q0 / 2 ? static_cast<__int128>(v) - static_cast<__int128>(q0) : static_cast<__int128>(v);
+        }
+    }, exec, 1);
+    return out;
 }
 
 }  // namespace kasoku::rns

@@ -338,7 +338,7 @@ void CpuBackend::do_rescale(RnsPoly& a, Exec exec) const {
 }
 
 void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
-    divide_round_by_last(a, a.num_q(), t_.p0_inv.data(), t_.p0_inv_shoup.data(), t_.p0_half.data(), exec.threads, addend);
+    divide_round_by_last(a, a.num_q(), t_.p_inv[1].data(), t_.p_inv_shoup[1].data(), t_.p0_half.data(), exec.threads, addend);
 }
 
 void CpuBackend::divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
@@ -378,7 +378,7 @@ void CpuBackend::mod_down_one(const RnsPoly& a, const RnsPoly* addend, const std
     const std::size_t nq = a.num_q(), np = a.num_p();
     std::vector<std::size_t> src(np);
     for (std::size_t j = 0; j < np; ++j) src[j] = nq + j;  // the P limbs
-    divide_exact(a, src, t_.p_to_q, t_.p_inv.data(), t_.p_inv_shoup.data(), nq, out, threads, addend, perm);
+    divide_exact(a, src, t_.p_to_q[np], t_.p_inv[np].data(), t_.p_inv_shoup[np].data(), nq, out, threads, addend, perm);
 }
 
 // The pair one polynomial after the other, each limb by limb on the whole team.
@@ -493,14 +493,15 @@ void dot_digits(const std::vector<const u64*>& d, const std::array<const std::ve
 }
 
 void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
-    const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq);
+    // Over Q_l * P_k, the key's special primes (all of P, or a prefix).
+    const std::size_t nq = d.num_q(), np = key.a[0].num_p(), digits = ring().digits_at(nq);
     const Decomposed dec = decompose(d, exec.threads);
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
         AlignedWords tmp(digits * n_);
         std::vector<const u64*> dt(digits);
         for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
-        const std::size_t kl = pidx(t, nq);  // limb of the key (over Q_L * P): the prime's index
-        dot_digits<2>(dt, {&key.b_parts(), &key.a}, kl, {limb(b, t), limb(a, t)}, false, n_, ring().modulus(kl));
+        dot_digits<2>(dt, {&key.b_parts(), &key.a}, key.limb_of(t, nq), {limb(b, t), limb(a, t)}, false, n_,
+                      ring().modulus(pidx(t, nq)));
     });
 }
 
@@ -511,8 +512,7 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
     for (const KeyTerm& e : terms) perms.push_back(e.galois_elt == 1 ? nullptr : ring().automorphism_permutation(e.galois_elt));
     // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1.
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
-        const std::size_t kl = pidx(t, nq);  // limb of the key (over Q_L * P): the prime's index
-        const Modulus& m = ring().modulus(kl);
+        const Modulus& m = ring().modulus(pidx(t, nq));
         const u64 q = m.value;
         std::vector<const u64*> dt(digits.size());
         for (std::size_t j = 0; j < digits.size(); ++j) dt[j] = limb(digits[j], t);
@@ -537,6 +537,7 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
         // the products would stay in L1, but the short streams prefetch worse: sum_slots was ~14% slower at H16.)
         for (std::size_t e = 0; e < terms.size(); ++e) {
             const GadgetKey& key = *terms[e].key;
+            const std::size_t kl = key.limb_of(t, nq);
             const std::uint32_t* p = perms[e] ? perms[e]->data() : nullptr;
             if (!p) {  // the product is the result: accumulate it in place
                 dot_digits<1>(dt, {&key.b_parts()}, kl, {limb(b, t)}, e > 0, n_, m);

@@ -72,8 +72,20 @@ void KeySwitcher::mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const Rns
 
 void KeySwitcher::add_gadget(const RnsPoly& s, std::size_t digit, RnsPoly& b, Exec exec) const {
     const RnsContext& r = be_.ring();
-    if (digit >= r.dnum()) throw InternalError("add_gadget: no such digit");
-    be_.add_times_p(s, b, exec, r.digit_begin(digit), r.digit_size(digit, r.q_count()));
+    const std::size_t nq = b.num_q(), np = b.num_p();
+    if (digit >= r.digits_at(nq) || !s.same_shape(b)) throw InternalError("add_gadget: no such digit, or s and b of two shapes");
+    if (np == r.p_count()) return be_.add_times_p(s, b, exec, r.digit_begin(digit), r.digit_size(digit, nq));
+    // A key over a prefix P_k: b += (P_k on the digit's primes, 0 elsewhere) s.
+    std::vector<u64> c(r.q_count() + r.p_count(), 0);
+    for (std::size_t i = r.digit_begin(digit); i < r.digit_begin(digit) + r.digit_size(digit, nq); ++i) {
+        const arith::Modulus& m = r.modulus(i);
+        c[i] = 1;
+        for (std::size_t j = 0; j < np; ++j) c[i] = arith::mul_mod(c[i], r.p_primes()[j] % m.value, m);
+    }
+    RnsPoly t;
+    be_.mul_constant(s, c, t, exec);
+    be_.add(b, t, b, exec);
+    t.wipe();
 }
 
 }  // namespace kasoku::rns

@@ -31,16 +31,22 @@ ScalingTables::ScalingTables(const RnsContext& R) {
     if (p.empty()) return;
     std::vector<Modulus> pm(mods.begin() + q.size(), mods.end());
     std::vector<Modulus> qm(mods.begin(), mods.begin() + q.size());
-    p_to_q = BaseConverter(pm, qm);
+    p_to_q.resize(p.size() + 1);
+    p_inv.resize(p.size() + 1);
+    p_inv_shoup.resize(p.size() + 1);
+    std::vector<u64> pk(L + 1, 1);  // P_k mod q_i
+    for (std::size_t k = 1; k <= p.size(); ++k) {
+        p_to_q[k] = BaseConverter(std::vector<Modulus>(pm.begin(), pm.begin() + static_cast<std::ptrdiff_t>(k)), qm);
+        for (std::size_t i = 0; i <= L; ++i) {
+            pk[i] = arith::mul_mod(pk[i], p[k - 1] % q[i], mods[i]);
+            p_inv[k].push_back(arith::inv_mod(pk[i], mods[i]));
+            p_inv_shoup[k].push_back(arith::shoup(p_inv[k].back(), q[i]));
+        }
+    }
+    const std::vector<u64>& full_inv = p_inv[p.size()];
     for (std::size_t i = 0; i <= L; ++i) {
-        u64 pi = 1;
-        for (u64 pj : p) pi = arith::mul_mod(pi, pj % q[i], mods[i]);
-        p_mod_q.push_back(pi);
-        p_mod_q_shoup.push_back(arith::shoup(pi, q[i]));
-        p_inv.push_back(arith::inv_mod(pi, mods[i]));
-        p_inv_shoup.push_back(arith::shoup(p_inv.back(), q[i]));
-        p0_inv.push_back(arith::inv_mod(p[0] % q[i], mods[i]));
-        p0_inv_shoup.push_back(arith::shoup(p0_inv.back(), q[i]));
+        p_mod_q.push_back(pk[i]);
+        p_mod_q_shoup.push_back(arith::shoup(pk[i], q[i]));
         p0_half.push_back((p[0] >> 1) % q[i]);
     }
     pq_to_q.resize(L + 1); pq_inv.resize(L + 1); pq_inv_shoup.resize(L + 1);
@@ -49,7 +55,7 @@ ScalingTables::ScalingTables(const RnsContext& R) {
         src.push_back(mods[l]);
         pq_to_q[l] = BaseConverter(src, std::vector<Modulus>(mods.begin(), mods.begin() + l));
         for (std::size_t i = 0; i < l; ++i) {
-            u64 v = arith::mul_mod(p_inv[i], rescale_inv[l][i], mods[i]);
+            u64 v = arith::mul_mod(full_inv[i], rescale_inv[l][i], mods[i]);
             pq_inv[l].push_back(v);
             pq_inv_shoup[l].push_back(arith::shoup(v, q[i]));
         }

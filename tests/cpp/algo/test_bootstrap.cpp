@@ -100,7 +100,7 @@ TEST(ModRaise, SameResiduesModQ0AndAnIntegerMultipleOfQ0Above) {
     auto& e = boot_env().env;
     const cvec z = e.random(true);
     const Ciphertext ct = e.ev.drop_level(e.encrypt(z), 0);
-    const Ciphertext raised = e.ev.mod_raise(ct);
+    const Ciphertext raised = mod_raise(e.ev, ct);
     ASSERT_EQ(raised.level(), e.ctx->max_level());
     EXPECT_EQ(raised.scale, ct.scale);
     // Back on q_0 it is the same ciphertext.
@@ -122,8 +122,8 @@ TEST(ModRaise, SameResiduesModQ0AndAnIntegerMultipleOfQ0Above) {
     EXPECT_GE(largest, 1.0);  // q_0 I is there (the secret is not zero)
     EXPECT_LE(largest, boot_env().boot.k_bound());
     EXPECT_EQ(Bootstrapper::galois_elements(*e.ctx, boot_env().boot.config()), boot_env().boot.galois_elements());
-    EXPECT_THROW(e.ev.mod_raise(e.encrypt(z)), LevelError);
-    EXPECT_THROW(e.ev.mod_raise(ct, e.ctx->max_level() + 1), LevelError);
+    EXPECT_THROW(mod_raise(e.ev, e.encrypt(z)), LevelError);
+    EXPECT_THROW(mod_raise(e.ev, ct, e.ctx->max_level() + 1), LevelError);
 }
 
 TEST(Bootstrap, CoeffToSlotIsTheScaledInverseFft) {
@@ -295,21 +295,27 @@ TEST(Bootstrap, EncapsulationSwitchesToTheSparseSecretAndBack) {
     auto& e = le.env;
     const cvec z = e.random(true);
     const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk);
-    const Ciphertext sparse = le.ev.switch_to_sparse(ct);
+    const Ciphertext sparse = switch_to_sparse(le.ev, ct);
     EXPECT_EQ(sparse.level(), 0);
     EXPECT_LT(test::precision_bits(e.decrypt(sparse), z), 2.0);  // under s', it does not decrypt under s
     // Back at level 0 (exact: the same phase mod q_0 up to the switching noise).
-    const Ciphertext back = le.ev.switch_from_sparse(sparse);
+    const Ciphertext back = switch_from_sparse(le.ev, sparse);
     EXPECT_GT(test::precision_bits(e.decrypt(back), z), 15.0);
     // The keys survive serialization.
     const Bytes bytes = serialize(*e.ctx, *le.keys);
     const EvaluationKeys loaded = deserialize_evaluation_keys(*e.ctx, bytes.data(), bytes.size());
     ASSERT_TRUE(loaded.to_sparse && loaded.from_sparse);
     Evaluator ev2(e.ctx, std::make_shared<const EvaluationKeys>(loaded));
-    EXPECT_GT(test::precision_bits(e.decrypt(ev2.switch_from_sparse(ev2.switch_to_sparse(ct))), z), 15.0);
+    EXPECT_GT(test::precision_bits(e.decrypt(switch_from_sparse(ev2, switch_to_sparse(ev2, ct))), z), 15.0);
     // Errors: above level 0, and without the keys (the environment's own evaluator has none).
-    EXPECT_THROW(le.ev.switch_to_sparse(e.encrypt(z)), LevelError);
-    EXPECT_THROW(e.ev.switch_to_sparse(ct), MissingKeyError);
+    EXPECT_THROW(switch_to_sparse(le.ev, e.encrypt(z)), LevelError);
+    EXPECT_THROW(switch_to_sparse(e.ev, ct), MissingKeyError);
+    // The key switch behind them: to_sparse serves level 0 only; a key of another secret key is refused.
+    EXPECT_THROW(le.ev.key_switch(e.ev.drop_level(e.encrypt(z), 1), *le.keys->to_sparse), LevelError);
+    EXPECT_THROW(le.ev.key_switch(e.ev.tensor(e.encrypt(z), e.encrypt(z)), *le.keys->from_sparse), ParameterError);  // size 3
+    Ciphertext foreign = ct;
+    foreign.key_id ^= 1;
+    EXPECT_THROW(le.ev.key_switch(foreign, *le.keys->to_sparse), ParameterError);
     EXPECT_THROW(le.boot.bootstrap(e.ev, ct), MissingKeyError);
     Parameters plain = boot_params();
     auto other = Context::create(plain, 1);

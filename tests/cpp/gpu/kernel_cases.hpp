@@ -364,24 +364,32 @@ template <class Space>
 void check_products(Space& sp, std::size_t n) {
     std::mt19937_64 rng(14);
     const Primes P(n, {40, 40, 40, 60, 61}, 2);  // q0..q2, p0, p1; keys over every prime
-    const std::size_t nq = 3, np = 2, L = nq + np, D = 3, W = L * n;
+    const std::size_t nq = 3, np = 2, L = nq + np, D = 3;
     const kern::Ring ring = P.ring(sp);
+    // The operands over q0, q1, p0, p1 (limb q2 dropped): the keys' special limbs then sit one limb further on.
+    const std::size_t oq = 2, W = (oq + np) * n;
+    auto operand = [&] {
+        auto v = P.random(rng, 0, L);
+        v.erase(v.begin() + static_cast<std::ptrdiff_t>(oq * n), v.begin() + static_cast<std::ptrdiff_t>(nq * n));
+        return v;
+    };
     std::vector<std::vector<u64>> d, kb, ka;
-    for (std::size_t j = 0; j < D; ++j) d.push_back(P.random(rng, 0, L));
+    for (std::size_t j = 0; j < D; ++j) d.push_back(operand());
     for (std::size_t j = 0; j < 2 * D; ++j) {
         kb.push_back(P.random(rng, 0, L));
         ka.push_back(P.random(rng, 0, L));
     }
-    const auto c0 = P.random(rng, 0, nq), old_b = P.random(rng, 0, L), old_a = P.random(rng, 0, L), old_c = P.random(rng, 0, nq);
+    const auto c0 = P.random(rng, 0, oq), old_b = operand(), old_a = operand(), old_c = P.random(rng, 0, oq);
     std::vector<std::uint32_t> perm(n);
     for (std::size_t k = 0; k < n; ++k) perm[k] = static_cast<std::uint32_t>((7 * k + 2) % n);
     for (bool accumulate : {false, true}) {
         kern::DtShared s{};
         s.r = ring;
-        s.nq = static_cast<u32>(nq);
+        s.nq = static_cast<u32>(oq);
         s.np = static_cast<u32>(np);
         s.digits = static_cast<u32>(D);
         s.terms = 2;
+        s.key_nq[0] = s.key_nq[1] = static_cast<u32>(nq);
         s.accumulate = accumulate;
         s.with_c0 = 1;
         s.perm[1] = sp.put(perm);
@@ -398,26 +406,26 @@ void check_products(Space& sp, std::size_t n) {
         it.c0 = sp.put(c0);
         it.c0_out = sp.put(old_c);
         sp.template run<kern::Dot>(s, {it});
-        std::vector<u64> wb(W), wa(W), wc(nq * n);
+        std::vector<u64> wb(W), wa(W), wc(oq * n);
         for (std::size_t w = 0; w < W; ++w) {
-            const std::size_t t = w / n, k = w % n;
-            const Modulus& m = P.m[t];
-            u64 rb = accumulate ? old_b[w] : 0, ra = accumulate ? old_a[w] : 0, rc = accumulate && t < nq ? old_c[w] : 0;
+            const std::size_t t = w / n, k = w % n, prime = t < oq ? t : nq + (t - oq);  // also the key's limb
+            const Modulus& m = P.m[prime];
+            u64 rb = accumulate ? old_b[w] : 0, ra = accumulate ? old_a[w] : 0, rc = accumulate && t < oq ? old_c[w] : 0;
             for (std::size_t e = 0; e < 2; ++e) {
-                const std::size_t x = t * n + (e == 1 ? perm[k] : k);
+                const std::size_t kk = e == 1 ? perm[k] : k, x = t * n + kk, y = prime * n + kk;
                 for (std::size_t j = 0; j < D; ++j) {
-                    rb = arith::add_mod(rb, arith::mul_mod(d[j][x], kb[e * D + j][x], m), m.value);
-                    ra = arith::add_mod(ra, arith::mul_mod(d[j][x], ka[e * D + j][x], m), m.value);
+                    rb = arith::add_mod(rb, arith::mul_mod(d[j][x], kb[e * D + j][y], m), m.value);
+                    ra = arith::add_mod(ra, arith::mul_mod(d[j][x], ka[e * D + j][y], m), m.value);
                 }
-                if (t < nq) rc = arith::add_mod(rc, c0[x], m.value);
+                if (t < oq) rc = arith::add_mod(rc, c0[x], m.value);
             }
             wb[w] = rb;
             wa[w] = ra;
-            if (t < nq) wc[w] = rc;
+            if (t < oq) wc[w] = rc;
         }
         ASSERT_EQ(sp.get(it.b, W), wb) << "inner product b, accumulate=" << accumulate;
         ASSERT_EQ(sp.get(it.a, W), wa) << "inner product a, accumulate=" << accumulate;
-        ASSERT_EQ(sp.get(it.c0_out, nq * n), wc) << "inner product c0, accumulate=" << accumulate;
+        ASSERT_EQ(sp.get(it.c0_out, oq * n), wc) << "inner product c0, accumulate=" << accumulate;
     }
 
     // rounding division by the last limb's prime r (here p1), with and without an addend: the correction limbs
