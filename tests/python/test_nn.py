@@ -200,7 +200,23 @@ def test_a_convolution_is_packed_by_its_layout():
     calibration = torch.randn(4, 1, 28, 28)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
     conv = plan.steps[0]
-    assert conv.mode == "layout" and len(conv.diags) <= 20
+    assert conv.mode == "layout" and len(conv.diags[0]) <= 20
+    plan.keygen()
+    want = model(calibration[:1]).detach().numpy().reshape(-1)
+    assert np.max(np.abs(plan.decrypt(plan.run(plan.encrypt(calibration[0]))) - want)) < 2e-3
+
+
+def test_a_convolution_after_a_convolution_shares_its_diagonals_across_channels():
+    """The second convolution's output channels are placed where they read their inputs at the same offsets (the
+    fewest new diagonals for each): 4 input channels x 3 x 3 = 36 diagonals for all 8 output channels, where a dense
+    packing needs 128 (and the first free places, more)."""
+    torch.manual_seed(7)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, stride=2), ksnn.Square(), nn.Conv2d(4, 8, 3, padding=1, stride=2),
+                          ksnn.Square(), nn.Flatten(), nn.Linear(8 * 4 * 4, 4)).eval()
+    calibration = torch.randn(4, 1, 16, 16)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
+    conv2 = [s for s in plan.steps if isinstance(s, ksnn.Affine)][1]
+    assert conv2.mode == "layout" and len(conv2.diags[0]) <= 4 * 3 * 3
     plan.keygen()
     want = model(calibration[:1]).detach().numpy().reshape(-1)
     assert np.max(np.abs(plan.decrypt(plan.run(plan.encrypt(calibration[0]))) - want)) < 2e-3

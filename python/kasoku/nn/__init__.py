@@ -190,17 +190,45 @@ def _layout(W: np.ndarray, layout_in: np.ndarray, p_in: int, limit: int, zero: n
         groups.setdefault((key[0], k), []).append(o)
     if len(groups) * 4 > d_out:
         return None
-    out_slot = np.zeros(d_out, dtype=np.int64)
-    used = np.zeros(limit, dtype=bool)
-    for _, outs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        a = virtual[outs]
-        for shift in range(-int(a.min()), limit - int(a.max())):
-            if not used[a + shift].any():
-                used[a + shift] = True
-                out_slot[outs] = a + shift
-                break
-        else:
-            return None
+    order = sorted(groups.items(), key=lambda kv: -len(kv[1]))
+
+    def correlate(x, marks):  # c[s] = sum_i x[(marks_i + s) mod len(x)], for every s at once (FFT)
+        ind = np.zeros(len(x))
+        np.add.at(ind, marks % len(x), 1.0)
+        return np.rint(np.fft.irfft(np.fft.rfft(x) * np.conj(np.fft.rfft(ind)), len(x)))
+
+    def place(limit: int, fewest: bool):
+        """Each group at the first free shift inside `limit` slots, or (fewest) at the free shift that adds the fewest
+        diagonals to those of the groups placed before it, the first among equals: an output at virtual + shift reads
+        virtual + root, so its offsets are root - shift, and channels whose inputs sit alike (a convolution after a
+        convolution) share diagonals. None when a group finds no room."""
+        out_slot = np.zeros(d_out, dtype=np.int64)
+        used, present = np.zeros(limit), np.zeros(p_in)
+        for (root, _), outs in order:
+            a = virtual[outs]
+            shifts = np.arange(-int(a.min()), limit - int(a.max()))  # those that keep the group inside
+            if shifts.size == 0:
+                return None
+            free = np.flatnonzero(correlate(used, a)[shifts % limit] == 0)
+            if free.size == 0:
+                return None
+            pick = free[0]
+            if fewest and root and present.any():
+                shared = correlate(present, np.asarray(root, dtype=np.int64))[(-shifts[free]) % p_in]
+                pick = free[np.argmax(shared)]
+            out_slot[outs] = a + shifts[pick]
+            used[out_slot[outs]] = 1.0
+            if fewest:
+                for o in outs:
+                    present[(layout_in[np.flatnonzero(W[o])] - out_slot[o]) % p_in] = 1.0
+        return out_slot
+
+    first = place(limit, False)
+    if first is None:
+        return None
+    # the fewest diagonals within the period of the first-free placement (never a wider one: the ring depends on it)
+    fewer = place(max(p_in, _pow2(int(first.max()) + 1)), True)
+    out_slot = first if fewer is None else fewer
     p_out = max(p_in, _pow2(int(out_slot.max()) + 1))
     diags: dict[int, np.ndarray] = {}
     for o in range(d_out):
