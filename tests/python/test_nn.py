@@ -224,9 +224,9 @@ def test_a_convolution_after_a_convolution_shares_its_diagonals_across_channels(
 
 def test_bad_models_are_refused_naming_the_layer():
     x = torch.randn(1, 1, 4, 4)
-    maxpool = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.MaxPool2d(2))
-    with pytest.raises(ks.ParameterError, match=r"layer 1 \(MaxPool2d\): .*AvgPool"):
-        ksnn.compile(maxpool, x)
+    leaky = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.LeakyReLU())
+    with pytest.raises(ks.ParameterError, match=r"layer 1 \(LeakyReLU\): .*not built yet"):
+        ksnn.compile(leaky, x)
 
     class Product(nn.Module):
         def __init__(self):
@@ -301,6 +301,35 @@ def test_relu_by_sign_steps_with_bootstraps_between_them():
         got = plan.decrypt(plan.run(plan.encrypt(x)))
         assert np.max(np.abs(got - clear)) < 1e-5
         assert np.max(np.abs(got - want)) < 0.05
+
+
+def test_max_pooling_is_pairwise_maxima_by_relu():
+    """MaxPool2d(2) is max(a, b) = b + relu(a - b) over the window in pairs: two ReLUs deep (three maxima, each its
+    sign steps), within relu_eps times its input's unit of the exact maximum; padding is refused."""
+    torch.manual_seed(12)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 3)).eval()
+    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=4, special_bits=60, special_primes=3,
+                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    calibration = torch.randn(64, 1, 4, 4)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2, relu_eps=1 / 16)
+    signs = [s for s in plan.steps if isinstance(s, ksnn.Activation) and s.kind == "sign"]
+    assert len(signs) == 3 * ks.sign_depth(1 / 16, 10) // 3  # three maxima
+    assert "0_diff" in repr(plan) or "1_diff" in repr(plan)
+    plan.keygen()
+    for x in calibration[:2]:
+        want = model(x[None]).detach().numpy().reshape(-1)
+        got = plan.decrypt(plan.run(plan.encrypt(x)))
+        assert np.max(np.abs(got - plan.forward_clear(x))) < 1e-4
+        assert np.max(np.abs(got - want)) < 0.1
+    # the functional form compiles the same way; padding pads with -infinity, which is refused
+    class Functional(nn.Module):
+        def forward(self, x):
+            return nn.functional.max_pool2d(x, 2).flatten(1)
+
+    assert ksnn.compile(Functional(), calibration[:1], calibration=calibration, params=params).depth > 0
+    padded = nn.Sequential(nn.MaxPool2d(2, padding=1), nn.Flatten()).eval()
+    with pytest.raises(ks.ParameterError, match=r"layer 0 \(MaxPool2d\): max-pooling with padding"):
+        ksnn.compile(padded, calibration[:1], calibration=calibration, params=params)
 
 
 def test_an_input_outside_the_fitted_range_is_refused_before_encryption():

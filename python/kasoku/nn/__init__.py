@@ -390,9 +390,9 @@ def _classify(torch, node, modules):
                 return ("smooth", name)
         if type(m) is nn.ReLU:
             return ("relu",)
-        if isinstance(m, (nn.ReLU6, nn.LeakyReLU, nn.MaxPool1d, nn.MaxPool2d)):
-            return ("unsupported", f"{type(m).__name__} is not built yet: use AvgPool for max-pooling, and ReLU, x^2 "
-                                   "(kasoku.nn.Square), SiLU, GELU, sigmoid or tanh")
+        if isinstance(m, (nn.ReLU6, nn.LeakyReLU)):
+            return ("unsupported", f"{type(m).__name__} is not built yet: use ReLU, x^2 (kasoku.nn.Square), SiLU, GELU, "
+                                   "sigmoid or tanh")
         return ("unsupported", f"layer type {type(m).__name__} is not supported")
     if node.op == "call_function":
         f = node.target
@@ -401,7 +401,7 @@ def _classify(torch, node, modules):
         if f in (torch.square,) or (f in (operator.pow, torch.pow) and len(node.args) == 2 and node.args[1] == 2):
             return "square"
         if f in (torch.flatten, torch.reshape, F.avg_pool1d, F.avg_pool2d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d,
-                 operator.neg) or (f in (operator.mul, operator.truediv, operator.add, operator.sub, torch.mul,
+                 operator.neg, operator.getitem) or (f in (operator.mul, operator.truediv, operator.add, operator.sub, torch.mul,
                                          torch.add) and len(args) == 1):
             return "affine"
         smooth = {F.silu: "silu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh",
@@ -416,8 +416,6 @@ def _classify(torch, node, modules):
             return ("unsupported", "products of two different tensors are not supported (only x * x)")
         if f in (torch.relu, F.relu):
             return ("relu",)
-        if f in (F.max_pool2d, F.max_pool1d):
-            return ("unsupported", f"{getattr(f, '__name__', f)} is not built yet: use average pooling")
         return ("unsupported", f"function {getattr(f, '__name__', f)} is not supported")
     if node.op == "call_method":
         if node.target in ("view", "reshape", "flatten", "contiguous", "squeeze", "unsqueeze"):
@@ -451,6 +449,65 @@ def _trace(torch, model):
             return isinstance(m, (Square, Polynomial)) or super().is_leaf_module(m, qualname)
 
     return torch.fx.GraphModule(model, Tracer().trace(model))
+
+
+def _lower_max_pools(torch, gm, x) -> None:
+    """Each max-pooling (MaxPool1d/2d, F.max_pool1d/2d) rewritten in the graph as what the plan evaluates: the window's
+    elements as strided slices (affine), reduced in pairs by max(a, b) = b + relu(a - b), so that a k x k window costs
+    ceil(log2(k^2)) ReLUs one after the other (ReLU's sign steps, levels and precision). Raises ks.ParameterError for
+    padding (max-pooling pads with -infinity), dilation, ceil_mode or return_indices."""
+    nn, F = torch.nn, torch.nn.functional
+    modules = dict(gm.named_modules())
+    pools = []
+    for n in gm.graph.nodes:
+        if n.op == "call_module" and isinstance(modules[n.target], (nn.MaxPool1d, nn.MaxPool2d)):
+            m = modules[n.target]
+            dims = 1 if isinstance(m, nn.MaxPool1d) else 2
+            opts = dict(kernel_size=m.kernel_size, stride=m.stride, padding=m.padding, dilation=m.dilation,
+                        ceil_mode=m.ceil_mode, return_indices=m.return_indices)
+        elif n.op == "call_function" and n.target in (F.max_pool1d, F.max_pool2d):
+            dims = 1 if n.target is F.max_pool1d else 2
+            names = ["kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"]
+            opts = dict(stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)
+            opts.update(zip(names, n.args[1:]))
+            opts.update(n.kwargs)
+        else:
+            continue
+        pools.append((n, dims, opts))
+    if not pools:
+        return
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    ShapeProp(gm).propagate(x[None])
+    for n, dims, o in pools:
+        tup = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * dims  # noqa: E731
+        k = tup(o["kernel_size"])
+        s = tup(o["stride"] if o["stride"] not in (None, [], ()) else o["kernel_size"])
+        if any(tup(o["padding"])) or any(d != 1 for d in tup(o["dilation"])) or o["ceil_mode"] or o["return_indices"]:
+            raise ks.ParameterError(
+                f"layer {_name(n, modules)}: max-pooling with padding, dilation, ceil_mode or return_indices is not "
+                "built (padding is -infinity, which CKKS cannot hold): pad the input with zeros before it (F.pad), "
+                "or pool without them")
+        src = n.args[0]
+        size = tuple(src.meta["tensor_meta"].shape[-dims:])
+        out = [(sz - kk) // ss + 1 for sz, kk, ss in zip(size, k, s)]
+        g = gm.graph
+        with g.inserting_before(n):
+            parts = []
+            for offs in np.ndindex(*k):
+                index = (Ellipsis,) + tuple(slice(int(i), int(i) + ss * (oo - 1) + 1, ss) for i, ss, oo in zip(offs, s, out))
+                parts.append(g.create_node("call_function", operator.getitem, (src, index), name=f"{n.name}_at"))
+            while len(parts) > 1:  # max(a, b) = b + relu(a - b), pairwise
+                nxt = []
+                for a, b in zip(parts[0::2], parts[1::2]):
+                    d = g.create_node("call_function", operator.sub, (a, b), name=f"{n.name}_diff")
+                    r = g.create_node("call_function", F.relu, (d,), name=f"{n.name}_relu")
+                    nxt.append(g.create_node("call_function", operator.add, (b, r), name=f"{n.name}_max"))
+                parts = nxt + parts[len(parts) - len(parts) % 2:]
+        n.replace_all_uses_with(parts[0])
+        g.erase_node(n)
+    gm.graph.lint()
+    gm.recompile()
 
 
 def _tensor_inputs(node) -> list:
@@ -826,6 +883,7 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
         x0 = x0[0]
     in_shape = tuple(x0.shape)
     gm = _trace(torch, model)
+    _lower_max_pools(torch, gm, x0)
     modules = dict(gm.named_modules())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != 1:
