@@ -20,6 +20,7 @@ import threading
 from typing import Iterable, Mapping
 
 import kasoku as ks
+from kasoku.service.backends import Ended, Job
 
 try:
     import ray
@@ -193,7 +194,8 @@ class Cluster:
 
 
 class RayBackend:
-    """The service's executor on a Ray cluster (python -m kasoku serve --executor ray)."""
+    """The service's executor on a Ray cluster (python -m kasoku serve --executor ray): a
+    kasoku.service.backends.ExecutorBackend."""
 
     name = "ray"
 
@@ -207,7 +209,7 @@ class RayBackend:
     def threads(self) -> int:
         return sum(self.cluster.threads)
 
-    def submit(self, job) -> None:
+    def submit(self, job: Job) -> None:
         if job.keys_id not in self._kid:
             self._kid[job.keys_id] = self.cluster.add_keys(job.keys_path.read_bytes())
         kid = self._kid[job.keys_id]
@@ -215,8 +217,7 @@ class RayBackend:
         with self._lock:
             self._jid[ref] = job.jid
 
-    def poll(self, timeout_s: float):
-        from .service.backends import Ended
+    def poll(self, timeout_s: float) -> list[Ended]:
         with self._lock:
             refs = list(self._jid)
         if not refs:

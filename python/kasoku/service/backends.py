@@ -1,11 +1,13 @@
-"""Where the service runs its jobs: this machine's cores (LocalBackend, the online executor of ks.sched) or a Ray
-cluster (kasoku.distributed.RayBackend). Both take checked jobs and report ended ones with their outputs as bytes."""
+"""Where the service runs its jobs: the contract (ExecutorBackend) and this machine's cores (LocalBackend, the online
+executor of ks.sched); a Ray cluster is kasoku.distributed.RayBackend. Both take checked jobs and report ended ones
+with their outputs as bytes. This module imports neither the service nor Ray, so both can import it."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import kasoku as ks
 
@@ -28,6 +30,28 @@ class Ended:
     error: str | None
     queued_ms: float = 0.0
     run_ms: float = 0.0
+
+
+class ExecutorBackend(Protocol):
+    """What the service asks of an executor (kasoku.service.core.make_backend chooses one)."""
+
+    name: str
+
+    @property
+    def threads(self) -> int:
+        """The threads jobs run on (the wait a full queue advises scales with them)."""
+
+    def submit(self, job: Job) -> None:
+        """Queues a checked job; raises ParameterError / LevelError / MissingKeyError for one that cannot run."""
+
+    def poll(self, timeout_s: float) -> list[Ended]:
+        """The jobs that ended since the last poll, waiting up to timeout_s for one."""
+
+    def status(self) -> dict:
+        """The executor's part of GET /metrics."""
+
+    def close(self) -> None:
+        """Stops the executor (jobs not ended are lost; the store runs them again at the next start)."""
 
 
 class LocalBackend:
