@@ -106,6 +106,37 @@ def test_the_openapi_file_in_docs_is_the_servers():
                 assert r.get("content", {}).get("application/json", {}).get("schema", {"ok": 1}) != {}, (method, code)
 
 
+def test_the_settings_come_from_the_environment(tmp_path, monkeypatch):
+    """uvicorn --factory kasoku.service.app:from_env: Config from KASOKU_* variables; a missing or wrong one is named."""
+    import warnings
+
+    from kasoku.service import app
+    monkeypatch.setenv("KASOKU_PARAMS", "T12")
+    monkeypatch.setenv("KASOKU_COST", "paper")
+    monkeypatch.setenv("KASOKU_THREADS", "1")
+    monkeypatch.setenv("KASOKU_ADMIN_TOKEN", "admin-from-env")
+    with pytest.raises(ks.ParameterError, match="KASOKU_DATA: Field required"):
+        app.from_env()
+    monkeypatch.setenv("KASOKU_DATA", str(tmp_path))
+    monkeypatch.setenv("KASOKU_CAPACITY", "0")
+    with pytest.raises(ks.ParameterError, match="KASOKU_CAPACITY"):
+        app.from_env()
+    monkeypatch.setenv("KASOKU_CAPACITY", "3")
+    application = app.from_env()
+    cfg = application.state.service.cfg
+    assert (cfg.data, cfg.capacity, cfg.threads, cfg.params.log_n) == (tmp_path, 3, 1, 12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # starlette's TestClient on httpx
+        from fastapi.testclient import TestClient
+    with TestClient(application) as c:
+        assert c.get("/health").json()["status"] == "ok"
+        assert c.get("/metrics").status_code == 401
+        made = c.post("/v1/clients", headers={"Authorization": "Bearer admin-from-env"})
+        assert made.status_code == 201
+        m = c.get("/metrics", headers={"Authorization": f"Bearer {made.json()['token']}"}).json()
+        assert m["capacity"] == 3 and m["executor"] == "local" and m["threads"] == 1
+
+
 def test_tokens_keep_clients_apart(server, alice_keys):
     ctx, keys = alice_keys
     alice = ks.Client.register(server.url, server.admin_token)

@@ -19,19 +19,19 @@ from pathlib import Path
 
 import kasoku as ks
 
-from .config import Config, admin_token
-from .core import Service
+from .core.config import Config, admin_token
+from .core.service import Service
 
 try:
     from fastapi import FastAPI
     from starlette.concurrency import run_in_threadpool
 
-    from .routes import clients, jobs, keys, system
+    from .api.routes import clients, jobs, keys, system
 except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError("the kasoku service needs FastAPI and uvicorn: pip install 'kasoku[serve]' "
                       "(make venv installs them)") from e
 
-__all__ = ["Config", "create_app", "main", "openapi"]
+__all__ = ["Config", "create_app", "from_env", "main", "openapi"]
 
 
 def create_app(cfg: Config, backend=None) -> FastAPI:
@@ -52,6 +52,20 @@ def create_app(cfg: Config, backend=None) -> FastAPI:
     for r in (system.router, clients.router, keys.router, jobs.router):
         app.include_router(r)
     return app
+
+
+def from_env() -> FastAPI:
+    """The application configured by KASOKU_* environment variables (KASOKU_DATA, KASOKU_PARAMS, KASOKU_THREADS, ...:
+    the fields of Config), for a deployment that starts uvicorn itself: uvicorn --factory kasoku.service.app:from_env.
+    Raises ks.ParameterError naming the variables that are missing or wrong."""
+    from pydantic import ValidationError
+    try:
+        cfg = Config()
+    except ValidationError as e:
+        wrong = "; ".join(f"KASOKU_{str(x['loc'][0]).upper()}: {x['msg']}" for x in e.errors())
+        raise ks.ParameterError(f"the service's settings from the environment: {wrong}") from None
+    admin_token(cfg)
+    return create_app(cfg)
 
 
 def openapi() -> dict:

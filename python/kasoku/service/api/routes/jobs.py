@@ -7,10 +7,10 @@ from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from .. import schemas
-from ..core import ERRORS_400, ERRORS_422, Busy
+from ... import schemas
+from ...core.service import ERRORS_400, ERRORS_422, Busy
 from ..deps import ClientId, JobId, JobRecord, ServiceDep, job_record, read_body
-from ..schemas import BINARY_BODY, BINARY_RESULT, OCTETS
+from ...schemas import BINARY_BODY, BINARY_RESULT, OCTETS
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 

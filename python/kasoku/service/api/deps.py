@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Path as PathParam, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from .core import Service
+from ..core.service import Service
 
 bearer = HTTPBearer(auto_error=False, description="a client's token (POST /v1/clients makes one); the admin token for "
                                                   "POST /v1/clients")

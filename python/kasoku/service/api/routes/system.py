@@ -4,7 +4,7 @@ from fastapi import APIRouter
 
 import kasoku as ks
 
-from .. import schemas
+from ... import schemas
 from ..deps import ClientId, ServiceDep
 
 router = APIRouter(tags=["system"])

@@ -13,11 +13,11 @@ import numpy as np
 
 import kasoku as ks
 
-from . import wire
-from .backends import Ended, ExecutorBackend, Job, LocalBackend
+from .. import wire
+from ..backends import Ended, ExecutorBackend, Job, LocalBackend
+from ..store import Store
 from .config import Config, admin_token, cost_model
 from .metrics import Metrics
-from .store import Store
 
 ERRORS_400 = (wire.BadRequest, ks.SerializationError)
 ERRORS_422 = (ks.ParameterError, ks.LevelError, ks.MissingKeyError, ks.ScaleError)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from .. import schemas
+from ... import schemas
 from ..deps import ServiceDep, require_admin
 
 router = APIRouter(prefix="/v1", tags=["clients"])

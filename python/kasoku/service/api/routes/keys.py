@@ -6,10 +6,10 @@ from starlette.concurrency import run_in_threadpool
 
 import kasoku as ks
 
-from .. import schemas
-from ..core import ERRORS_400
+from ... import schemas
+from ...core.service import ERRORS_400
 from ..deps import ClientId, ServiceDep, read_body
-from ..schemas import BINARY_BODY, BINARY_RESULT, OCTETS
+from ...schemas import BINARY_BODY, BINARY_RESULT, OCTETS
 
 router = APIRouter(prefix="/v1", tags=["keys"])
 

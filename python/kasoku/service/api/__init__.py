@@ -1,0 +1,1 @@
+"""The HTTP side: the routes' dependencies (deps.py) and the routes, one module per resource (routes/)."""
