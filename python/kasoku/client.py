@@ -29,18 +29,16 @@ def _httpx():
 
 
 def graph_dict(graph) -> dict:
-    """A ks.sched.Graph as the job header's 'graph' (constants as [re, im])."""
+    """A ks.sched.Graph as the job header's 'graph': each node's op, inputs and its operation's own fields
+    (ks.sched.op_schema; constants as [re, im])."""
+    import kasoku as ks
+    schema = ks.sched.op_schema()
     nodes = []
     for n in graph.nodes:
         d = {"op": n["op"], "inputs": list(n["inputs"])}
-        if "constant" in n:
-            c = complex(n["constant"])
-            d["constant"] = [c.real, c.imag]
-        for k in ("step", "name"):
-            if k in n:
-                d[k] = n[k]
-        if n["op"] == "input":
-            d["level"] = n["level"]
+        for f in schema[n["op"]]["fields"]:
+            v = n[f]
+            d[f] = [complex(v).real, complex(v).imag] if f == "constant" else v
         nodes.append(d)
     return {"nodes": nodes, "outputs": [[i, name] for i, name in graph.outputs]}
 

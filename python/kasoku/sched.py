@@ -29,6 +29,7 @@ bsgs_polynomial = _s.bsgs_polynomial
 matmul_like = _s.matmul_like
 random_dag = _s.random_dag
 decide_threads = _s.decide_threads
+op_schema = _s.op_schema
 POLICIES: tuple[str, ...] = tuple(_s.policies())
 
 
@@ -131,4 +132,4 @@ def run(graph: Graph, ctx, ev, inputs: Mapping, threads: int | None = None, poli
 
 __all__ = ["Graph", "CostModel", "Executor", "check_job", "StreamResult", "RunResult", "POLICIES", "maclaurin_exp", "bsgs_polynomial",
            "matmul_like", "random_dag", "poisson", "simulate",
-           "run", "decide_threads", "measured_cost_model"]
+           "run", "decide_threads", "measured_cost_model", "op_schema"]

@@ -106,6 +106,24 @@ def test_the_openapi_file_in_docs_is_the_servers():
                 assert r.get("content", {}).get("application/json", {}).get("schema", {"ok": 1}) != {}, (method, code)
 
 
+def test_the_graph_schema_is_the_librarys():
+    """One schema (ks.sched.op_schema, from the C++ graph): the client writes it, the service checks it, the library
+    reads it back to the same graph; a field another operation has is refused."""
+    from kasoku.client import graph_dict
+    schema = ks.sched.op_schema()
+    assert wire.OPS == tuple(schema) == ("input", "multiply", "square", "multiply_plain", "add", "add_plain", "rotate")
+    g = ks.sched.Graph()
+    a = g.input("a", 5)
+    b = g.rotate(g.multiply_plain(g.square(a), 0.5 - 0.25j), -3)
+    g.output(g.add_plain(g.add(g.multiply(a, a), b), 2.0), "y")
+    nodes, outs = wire._graph(graph_dict(g))
+    assert {n["op"] for n in nodes} == set(schema)
+    back = ks.sched.Graph.from_nodes(nodes, outs)
+    assert back.nodes == g.nodes and back.outputs == g.outputs
+    with pytest.raises(wire.BadRequest, match=r"node 0 \(input\): unknown field\(s\) step"):
+        wire._graph({"nodes": [{"op": "input", "name": "a", "level": 3, "step": 1}], "outputs": [[0, "y"]]})
+
+
 def test_the_settings_come_from_the_environment(tmp_path, monkeypatch):
     """uvicorn --factory kasoku.service.app:from_env: Config from KASOKU_* variables; a missing or wrong one is named."""
     import warnings

@@ -14,6 +14,17 @@ namespace kasoku::sched {
 
 enum class OpKind { input, multiply, square, multiply_plain, add, add_plain, rotate };
 inline constexpr int kTaskKinds = 6;  // every kind but input
+// The graph's schema, written once: each operation's name, operand count and own fields of a node (beyond "op",
+// "inputs" and the computed "level": "name" and "level" for an input, "constant", "step"). The Python binding's node
+// dicts, ks.sched.op_schema() and from it the service's wire checks and ks.Client's job bodies are made from it.
+struct OpInfo {
+    OpKind op;
+    const char* name;
+    int arity;
+    std::vector<const char*> fields;
+};
+const std::vector<OpInfo>& op_schema();  // in OpKind order
+const OpInfo& op_info(OpKind op);
 const char* op_name(OpKind op);
 OpKind op_from_name(const std::string& name);  // ParameterError names the kinds
 // multiply, square and rotate switch keys (the heavy tasks of the source).

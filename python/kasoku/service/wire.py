@@ -21,6 +21,8 @@ import math
 import struct
 from dataclasses import dataclass
 
+import kasoku as ks
+
 MAGIC = b"KSW1"
 MAX_HEADER = 1 << 20        # bytes of JSON
 MAX_BLOBS = 64
@@ -29,8 +31,8 @@ MAX_NAME = 64
 MAX_ORDER = 32
 MAX_DEGREE = 255
 MAX_STEP = 1 << 20
-OPS = ("input", "multiply", "square", "multiply_plain", "add", "add_plain", "rotate")
-ARITY = {"input": 0, "multiply": 2, "square": 1, "multiply_plain": 1, "add": 2, "add_plain": 1, "rotate": 1}
+SCHEMA = ks.sched.op_schema()  # the library's graph schema: op -> {"arity", "fields"}
+OPS = tuple(SCHEMA)
 COMPUTATIONS = ("exp", "polynomial")
 
 
@@ -101,6 +103,11 @@ def _constant(v, what: str) -> complex:
     return complex(re, im)
 
 
+# How each field of the schema is read from a request (what the C++ side accepts, within the service's limits).
+_FIELDS = {"name": _name, "level": lambda v, what: _int(v, what, 0, 64), "constant": _constant,
+           "step": lambda v, what: _int(v, what, -MAX_STEP, MAX_STEP)}
+
+
 @dataclass
 class JobSpec:
     keys: str
@@ -120,21 +127,18 @@ def _graph(g) -> tuple[list[dict], list[tuple[int, str]]]:
     for i, n in enumerate(raw):
         if not isinstance(n, dict) or n.get("op") not in OPS:
             raise BadRequest(f"node {i}: 'op' must be one of {', '.join(OPS)}")
-        extra = set(n) - {"op", "inputs", "level", "constant", "step", "name"}
-        if extra:
-            raise BadRequest(f"node {i}: unknown field(s) {', '.join(sorted(map(str, extra)))}")
         op = n["op"]
+        fields = SCHEMA[op]["fields"]
+        extra = set(n) - {"op", "inputs", "level", *fields}
+        if extra:
+            raise BadRequest(f"node {i} ({op}): unknown field(s) {', '.join(sorted(map(str, extra)))}")
         ins = n.get("inputs", [])
-        if not isinstance(ins, list) or len(ins) != ARITY[op]:
-            raise BadRequest(f"node {i} ({op}): 'inputs' must list {ARITY[op]} node id(s)")
+        arity = SCHEMA[op]["arity"]
+        if not isinstance(ins, list) or len(ins) != arity:
+            raise BadRequest(f"node {i} ({op}): 'inputs' must list {arity} node id(s)")
         d = {"op": op, "inputs": [_int(j, f"node {i}: an operand", 0, len(raw) - 1) for j in ins]}
-        if op == "input":
-            d["name"] = _name(n.get("name"), f"node {i}: the input's 'name'")
-            d["level"] = _int(n.get("level"), f"node {i}: the input's 'level'", 0, 64)
-        if op in ("multiply_plain", "add_plain"):
-            d["constant"] = _constant(n.get("constant"), f"node {i}: 'constant'")
-        if op == "rotate":
-            d["step"] = _int(n.get("step"), f"node {i}: 'step'", -MAX_STEP, MAX_STEP)
+        for f in fields:
+            d[f] = _FIELDS[f](n.get(f), f"node {i} ({op}): '{f}'")
         nodes.append(d)
     outs = []
     for o in g["outputs"]:

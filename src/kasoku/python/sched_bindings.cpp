@@ -36,14 +36,17 @@ StreamOptions options(int threads, const std::string& policy, std::optional<std:
     return o;
 }
 
+// A node as a dict: "op", "inputs", the computed "level", and the operation's own fields (op_schema).
 nb::dict node_dict(const Node& n) {
     nb::dict d;
     d["op"] = op_name(n.op);
     d["inputs"] = n.inputs;
     d["level"] = n.level;
-    if (n.op == OpKind::multiply_plain || n.op == OpKind::add_plain) d["constant"] = n.constant;
-    if (n.op == OpKind::rotate) d["step"] = n.step;
-    if (n.op == OpKind::input) d["name"] = n.name;
+    for (const std::string f : op_info(n.op).fields) {
+        if (f == "constant") d["constant"] = n.constant;
+        else if (f == "step") d["step"] = n.step;
+        else if (f == "name") d["name"] = n.name;
+    }
     return d;
 }
 
@@ -114,6 +117,20 @@ void bind_sched(nb::module_& parent) {
         }, "nodes"_a, "outputs"_a = std::vector<std::pair<int, std::string>>{},
            "A graph from node dicts (as .nodes gives them); operands may point anywhere. Raises ParameterError on a "
            "cycle and LevelError on a level underflow.");
+    m.def("op_schema", [] {
+        nb::dict out;
+        for (const OpInfo& o : op_schema()) {
+            nb::dict d;
+            d["arity"] = o.arity;
+            nb::list fields;
+            for (const char* f : o.fields) fields.append(f);
+            d["fields"] = fields;
+            out[o.name] = d;
+        }
+        return out;
+    }, "The task graph's schema, as the library defines it once: operation name -> {'arity': operands, 'fields': the "
+       "node's own fields beyond 'op', 'inputs' and 'level' ('name' and 'level' for an input, 'constant', 'step')}, "
+       "in the order of the operations. The service's checks (kasoku.service.wire) and ks.Client's job bodies use it.");
     m.def("maclaurin_exp", &maclaurin_exp, "order"_a = 6, "level"_a = 7,
           "e^x by its Maclaurin series to x^order: the source's workload (its Fig. 3 for order 6).");
     m.def("bsgs_polynomial", &bsgs_polynomial, "degree"_a = 31, "level"_a = 7,

@@ -9,17 +9,30 @@
 
 namespace kasoku::sched {
 
-namespace {
-constexpr const char* kNames[] = {"input", "multiply", "square", "multiply_plain", "add", "add_plain", "rotate"};
+const std::vector<OpInfo>& op_schema() {
+    static const std::vector<OpInfo> schema = {
+        {OpKind::input, "input", 0, {"name", "level"}},
+        {OpKind::multiply, "multiply", 2, {}},
+        {OpKind::square, "square", 1, {}},
+        {OpKind::multiply_plain, "multiply_plain", 1, {"constant"}},
+        {OpKind::add, "add", 2, {}},
+        {OpKind::add_plain, "add_plain", 1, {"constant"}},
+        {OpKind::rotate, "rotate", 1, {"step"}},
+    };
+    return schema;
 }
 
-const char* op_name(OpKind op) { return kNames[static_cast<int>(op)]; }
+const OpInfo& op_info(OpKind op) { return op_schema()[static_cast<std::size_t>(op)]; }
+
+const char* op_name(OpKind op) { return op_info(op).name; }
 
 OpKind op_from_name(const std::string& name) {
-    for (int i = 0; i <= kTaskKinds; ++i)
-        if (name == kNames[i]) return static_cast<OpKind>(i);
-    throw ParameterError("unknown operation '" + name +
-                         "': expected one of input, multiply, square, multiply_plain, add, add_plain, rotate");
+    std::string all;
+    for (const OpInfo& o : op_schema()) {
+        if (name == o.name) return o.op;
+        all += (all.empty() ? "" : ", ") + std::string(o.name);
+    }
+    throw ParameterError("unknown operation '" + name + "': expected one of " + all);
 }
 
 bool is_key_switching(OpKind op) { return op == OpKind::multiply || op == OpKind::square || op == OpKind::rotate; }
@@ -27,14 +40,7 @@ bool is_light(OpKind op) { return op == OpKind::add || op == OpKind::add_plain; 
 
 namespace {
 
-std::size_t arity(OpKind op) {
-    switch (op) {
-        case OpKind::input: return 0;
-        case OpKind::multiply:
-        case OpKind::add: return 2;
-        default: return 1;
-    }
-}
+std::size_t arity(OpKind op) { return static_cast<std::size_t>(op_info(op).arity); }
 
 // The level a task computes at: its lowest operand's (the others are dropped to it).
 int operand_level(const Node& n, const std::vector<Node>& nodes) {
