@@ -31,7 +31,15 @@ inline void check_ciphertext(const Context& ctx, const Ciphertext& ct, const cha
         throw ParameterError(std::string(what) + " is empty or malformed");
 }
 
-// Key switching (rotations, ModRaise, the encapsulation switches) takes (c0, c1) only.
+// A result's metadata, made one way: `like`'s context and key, and its own scale (Ciphertext and LazyCiphertext).
+template <class Out, class Like>
+void stamp(Out& out, const Like& like, double scale) {
+    out.scale = scale;
+    out.context_uid = like.context_uid;
+    out.key_id = like.key_id;
+}
+
+// Key switching (rotations, the encapsulation switches) takes (c0, c1) only.
 inline void check_relinearised(const Ciphertext& ct, const char* op) {
     if (ct.size() != 2) throw ParameterError(std::string(op) + " needs a relinearised (size-2) ciphertext; relinearize it first");
 }

@@ -82,9 +82,7 @@ Ciphertext Evaluator::add(const Ciphertext& a0, const Ciphertext& b0, Exec exec)
     const Ciphertext& a = a_larger ? al.a() : al.b();
     const Ciphertext& b = a_larger ? al.b() : al.a();
     Ciphertext r;
-    r.scale = al.a().scale;
-    r.context_uid = a.context_uid;
-    r.key_id = a.key_id;
+    detail::stamp(r, a, al.a().scale);
     r.polys.resize(a.size());
     for (std::size_t k = 0; k < a.size(); ++k) {
         if (k < b.size()) ctx_->backend().add(a.polys[k], b.polys[k], r.polys[k], exec);
@@ -100,9 +98,7 @@ Ciphertext Evaluator::sub(const Ciphertext& a0, const Ciphertext& b0, Exec exec)
     const Ciphertext& b = al.b();
     const auto& be = ctx_->backend();
     Ciphertext r;
-    r.scale = a.scale;
-    r.context_uid = a.context_uid;
-    r.key_id = a.key_id;
+    detail::stamp(r, a, a.scale);
     r.polys.resize(std::max(a.size(), b.size()));
     for (std::size_t k = 0; k < r.size(); ++k) {
         if (k < a.size() && k < b.size()) be.sub(a.polys[k], b.polys[k], r.polys[k], exec);
@@ -227,17 +223,13 @@ Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool 
     const auto& ks = ctx_->keyswitcher();
     rns::LazyPolys lazy = ks.switch_lazy(d.polys[2], *relin_key(), exec);
     Ciphertext out;
-    out.context_uid = d.context_uid;
-    out.key_id = d.key_id;
+    detail::stamp(out, d, rescale_after ? d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(d.level())))
+                                        : d.scale);
     out.polys.resize(2);
-    if (rescale_after) {
-        // (d0 P + ks0) / (P q_l): ModDown and rescale in one base conversion.
+    if (rescale_after)  // (d0 P + ks0) / (P q_l): ModDown and rescale in one base conversion.
         ks.mod_down_rescale(std::move(lazy), &d.polys[0], &d.polys[1], out.polys[0], out.polys[1], exec);
-        out.scale = d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(d.level())));
-    } else {
+    else
         ks.mod_down(lazy, &d.polys[0], &d.polys[1], 1, out.polys[0], out.polys[1], exec);
-        out.scale = d.scale;
-    }
     return out;
 }
 
@@ -255,11 +247,9 @@ Ciphertext Evaluator::tensor_product(const Ciphertext& a0, const Ciphertext& b0,
     check_scale_fits(scale, a.level(), op);
     const auto& be = ctx_->backend();
     Ciphertext out;
+    detail::stamp(out, a, scale);
     out.polys.resize(3);
     be.tensor(a.polys[0], a.polys[1], b.polys[0], b.polys[1], out.polys[0], out.polys[1], out.polys[2], exec);
-    out.scale = scale;
-    out.context_uid = a.context_uid;
-    out.key_id = a.key_id;
     return out;
 }
 
@@ -289,11 +279,7 @@ void Evaluator::multiply_plain_accumulate(const Ciphertext& a, const Plaintext& 
         if (first) acc.polys.clear();
         throw;
     }
-    if (first) {
-        acc.scale = scale;
-        acc.context_uid = a.context_uid;
-        acc.key_id = a.key_id;
-    }
+    if (first) detail::stamp(acc, a, scale);
 }
 
 Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& xs,
@@ -395,9 +381,7 @@ Ciphertext Evaluator::linear_combination_at(const std::vector<const Ciphertext*>
     out.polys.resize(2);
     combine(xs, coeffs, constant, limbs, target, nullptr, 1, out.polys.data(), exec);
     for (auto& p : out.polys) ctx_->backend().rescale(p, exec);
-    out.context_uid = xs[0]->context_uid;
-    out.key_id = xs[0]->key_id;
-    out.scale = scale;
+    detail::stamp(out, *xs[0], scale);
     return out;
 }
 
@@ -430,11 +414,9 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
     if (k != 1) ctx_->backend().mul_constant(d.polys[2], ctx_->rns().signed_residues(k), d.polys[2], exec);
     const auto& ks = ctx_->keyswitcher();
     Ciphertext out;
-    out.context_uid = d.context_uid;
-    out.key_id = d.key_id;
+    detail::stamp(out, d, d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level()))));
     out.polys.resize(2);
     ks.mod_down_rescale(ks.switch_lazy(d.polys[2], *relin_key(), exec), &sum[0], &sum[1], out.polys[0], out.polys[1], exec);
-    out.scale = d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())));
     return out;
 }
 
@@ -513,9 +495,7 @@ Ciphertext Evaluator::finish(const Ciphertext& like, const rns::LazyPolys& x, co
     Ciphertext out;
     out.polys.resize(2);
     ctx_->keyswitcher().mod_down(x, add0, add1, g, out.polys[0], out.polys[1], exec);
-    out.scale = like.scale;
-    out.context_uid = like.context_uid;
-    out.key_id = like.key_id;
+    detail::stamp(out, like, like.scale);
     return out;
 }
 

@@ -43,9 +43,7 @@ void check_decomposition(const Context& ctx, const Decomposition& d) {
 LazyCiphertext lazy_of(const Decomposition& d, rns::LazyPolys&& x) {
     LazyCiphertext out;
     static_cast<rns::LazyPolys&>(out) = std::move(x);
-    out.scale = d.input.scale;
-    out.context_uid = d.input.context_uid;
-    out.key_id = d.input.key_id;
+    detail::stamp(out, d.input, d.input.scale);
     return out;
 }
 }  // namespace
@@ -90,9 +88,7 @@ LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCi
     for (const Plaintext* pt : pts) polys.push_back(&pt->poly);
     LazyCiphertext acc;
     static_cast<rns::LazyPolys&>(acc) = ctx_->keyswitcher().multiply_plain_sum(terms, polys, ctx_->exec(exec));
-    acc.scale = scale;
-    acc.context_uid = x0.context_uid;
-    acc.key_id = x0.key_id;
+    detail::stamp(acc, x0, scale);
     return acc;
 }
 
@@ -108,9 +104,7 @@ Ciphertext Evaluator::mod_down_rescale(LazyCiphertext&& x, const Ciphertext* add
     exec = ctx_->exec(exec);
     Ciphertext out;
     out.polys.resize(2);
-    out.scale = x.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(x.level())));
-    out.context_uid = x.context_uid;
-    out.key_id = x.key_id;
+    detail::stamp(out, x, x.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(x.level()))));
     ctx_->keyswitcher().mod_down_rescale(std::move(x), addend ? &addend->polys[0] : nullptr,
                                          addend ? &addend->polys[1] : nullptr, out.polys[0], out.polys[1], exec);
     return out;
@@ -119,9 +113,7 @@ Ciphertext Evaluator::mod_down_rescale(LazyCiphertext&& x, const Ciphertext* add
 Ciphertext Evaluator::mod_down(const LazyCiphertext& x, Exec exec) const {
     if (x.context_uid != ctx_->uid()) throw ParameterError("lazy ciphertext of another context");
     Ciphertext like;
-    like.scale = x.scale;
-    like.context_uid = x.context_uid;
-    like.key_id = x.key_id;
+    detail::stamp(like, x, x.scale);
     return finish(like, x, nullptr, nullptr, 1, ctx_->exec(exec));
 }
 
