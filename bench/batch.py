@@ -47,8 +47,10 @@ def main(argv=None) -> int:
         b = [ev.add(base[(i + 1) % 2], base[(i // 3) % 2]) for i in range(d)]
         ops = {
             "Add": (lambda t: [ev.add(x, y, threads=t) for x, y in zip(a, b)], lambda t: ev.add_many(a, b, threads=t)),
-            "MulRelinRescale": (lambda t: [ev.multiply(x, y, threads=t) for x, y in zip(a, b)],
-                                lambda t: ev.multiply_many(a, b, threads=t)),
+            "MulRelinRescale": (
+                lambda t: [ev.multiply(x, y, threads=t) for x, y in zip(a, b)],
+                lambda t: ev.multiply_many(a, b, threads=t),
+            ),
             "Rotate": (lambda t: [ev.rotate(x, 1, threads=t) for x in a], lambda t: ev.rotate_many(a, 1, threads=t)),
         }
         for op in args.ops.split(","):
@@ -57,16 +59,25 @@ def main(argv=None) -> int:
             for t in sorted({1, ctx.threads}) if args.device == "cpu" else [ctx.threads]:
                 times: dict[str, list[float]] = {"loop": [], "batch": []}
                 for r in range(args.reps + 1):  # the first round warms up
-                    for mode in (("loop", "batch") if r % 2 else ("batch", "loop")):
+                    for mode in ("loop", "batch") if r % 2 else ("batch", "loop"):
                         ctx.synchronize()
                         t0 = time.perf_counter()
                         (loop if mode == "loop" else batch)(t)
                         ctx.synchronize()
                         if r:
                             times[mode].append((time.perf_counter() - t0) * 1e3)
-                rec = {"lib": "kasoku", "op": op, "params": args.params, "d": d, "threads": t, "device": ctx.device,
-                       "simd": ks.simd_active(), "loop_ms": statistics.median(times["loop"]),
-                       "batch_ms": statistics.median(times["batch"]), "reps": args.reps}
+                rec = {
+                    "lib": "kasoku",
+                    "op": op,
+                    "params": args.params,
+                    "d": d,
+                    "threads": t,
+                    "device": ctx.device,
+                    "simd": ks.simd_active(),
+                    "loop_ms": statistics.median(times["loop"]),
+                    "batch_ms": statistics.median(times["batch"]),
+                    "reps": args.reps,
+                }
                 rec["batch_over_loop"] = rec["batch_ms"] / rec["loop_ms"]
                 rec["loop_ops_per_s"] = 1e3 * d / rec["loop_ms"]
                 rec["batch_ops_per_s"] = 1e3 * d / rec["batch_ms"]
@@ -77,11 +88,17 @@ def main(argv=None) -> int:
                     out.flush()
                 print(f"[batch] {op} d={d} threads={t} done", file=sys.stderr, flush=True)
     print(f"\n{args.params} on {ctx.device}, medians of {args.reps} (ms per batch)\n", file=sys.stderr)
-    print("| op | d | threads | loop of single ops | *_many | batch / loop | batch ops/s |\n"
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: |", file=sys.stderr)
+    print(
+        "| op | d | threads | loop of single ops | *_many | batch / loop | batch ops/s |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        file=sys.stderr,
+    )
     for r in rows:
-        print(f"| {r['op']} | {r['d']} | {r['threads']} | {r['loop_ms']:.1f} | {r['batch_ms']:.1f} | "
-              f"{r['batch_over_loop']:.2f} | {r['batch_ops_per_s']:,.0f} |", file=sys.stderr)
+        print(
+            f"| {r['op']} | {r['d']} | {r['threads']} | {r['loop_ms']:.1f} | {r['batch_ms']:.1f} | "
+            f"{r['batch_over_loop']:.2f} | {r['batch_ops_per_s']:,.0f} |",
+            file=sys.stderr,
+        )
     return 0
 
 

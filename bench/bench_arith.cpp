@@ -21,8 +21,15 @@ struct Data {
     Data(int log_n, int bits) : t(generate_ntt_primes(bits, 1, size_t{1} << log_n)[0], size_t{1} << log_n) {
         std::mt19937_64 rng(1);
         const size_t n = t.n();
-        a.resize(n); b.resize(n); c.resize(n); r.resize(n);
-        for (size_t i = 0; i < n; ++i) { a[i] = rng() % t.q(); b[i] = rng() % t.q(); c[i] = rng() % t.q(); }
+        a.resize(n);
+        b.resize(n);
+        c.resize(n);
+        r.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+            a[i] = rng() % t.q();
+            b[i] = rng() % t.q();
+            c[i] = rng() % t.q();
+        }
     }
 };
 
@@ -70,7 +77,8 @@ void register_f60() {
         const KernelTable* k = &kernel_table(level);
         for (int log_n = 10; log_n <= 15; ++log_n)
             for (int l = 1; l <= 15; ++l) {
-                const std::string suffix = std::string("_") + k->name + "/" + std::to_string(log_n) + "/" + std::to_string(l);
+                const std::string suffix =
+                    std::string("_") + k->name + "/" + std::to_string(log_n) + "/" + std::to_string(l);
                 benchmark::RegisterBenchmark(("BM_F60_MultAdd" + suffix).c_str(), [k, log_n, l](benchmark::State& st) {
                     Limbs& d = limbs(log_n, l);
                     const std::size_t n = std::size_t{1} << log_n;
@@ -96,8 +104,10 @@ void register_all() {
         const KernelTable* k = &kernel_table(level);
         for (int bits : {40, 60}) {
             for (int log_n : {12, 14, 16}) {
-                add_bench("NttForward", k, bits, log_n, [](const KernelTable& k, Data& d) { k.ntt_forward(d.a.data(), d.t); });
-                add_bench("NttInverse", k, bits, log_n, [](const KernelTable& k, Data& d) { k.ntt_inverse(d.a.data(), d.t); });
+                add_bench("NttForward", k, bits, log_n,
+                          [](const KernelTable& k, Data& d) { k.ntt_forward(d.a.data(), d.t); });
+                add_bench("NttInverse", k, bits, log_n,
+                          [](const KernelTable& k, Data& d) { k.ntt_inverse(d.a.data(), d.t); });
                 add_bench("MulMod", k, bits, log_n, [](const KernelTable& k, Data& d) {
                     k.mul(d.a.data(), d.b.data(), d.t.n(), d.t.modulus(), d.r.data());
                 });

@@ -64,7 +64,8 @@ struct Limbs {
 u64 stream_read(const std::vector<const u64*>& limbs, std::size_t n) {
     u64 acc = 0;
     for (const u64* p : limbs)
-        for (std::size_t i = 0; i < n; i += 8) acc ^= p[i] ^ p[i + 1] ^ p[i + 2] ^ p[i + 3] ^ p[i + 4] ^ p[i + 5] ^ p[i + 6] ^ p[i + 7];
+        for (std::size_t i = 0; i < n; i += 8)
+            acc ^= p[i] ^ p[i + 1] ^ p[i + 2] ^ p[i + 3] ^ p[i + 4] ^ p[i + 5] ^ p[i + 6] ^ p[i + 7];
     return acc;
 }
 
@@ -89,8 +90,8 @@ int main(int argc, char** argv) {
     const rns::KeySwitcher& ks = ctx->keyswitcher();
     const rns::RnsContext& R = be.ring();
     const std::size_t n = R.n(), nq = R.q_count(), np = R.p_count(), digits = R.digits_at(nq), alpha = R.alpha();
-    std::fprintf(stderr, "[bench_keyswitch] %s: N = %zu, %zu q-primes, %zu special, %zu digits; keys ...\n", params_name.c_str(),
-                 n, nq, np, digits);
+    std::fprintf(stderr, "[bench_keyswitch] %s: N = %zu, %zu q-primes, %zu special, %zu digits; keys ...\n",
+                 params_name.c_str(), n, nq, np, digits);
 
     KeyGenerator kg(ctx);
     const SecretKey sk = kg.secret_key();
@@ -135,53 +136,82 @@ int main(int argc, char** argv) {
     volatile u64 sink = 0;
 
     std::vector<Step> steps;
-    auto add = [&](std::string group, std::string name, std::string what, std::function<void()> setup, std::function<void()> run) {
+    auto add = [&](std::string group, std::string name, std::string what, std::function<void()> setup,
+                   std::function<void()> run) {
         steps.push_back({std::move(group), std::move(name), std::move(what), std::move(setup), std::move(run), {}});
     };
     // ---- one rotation: ModUp (INTT, conversion, NTT) -> inner product with the key -> ModDown with the automorphism
-    add("rotate", "total", "ev.rotate(ct, 1)", [] {}, [&] { res = ev.rotate(ct, 1); });
-    add("rotate", "decompose: INTT", "backend.from_ntt(c1)", [&] { work = ct.polys[1]; }, [&] { be.from_ntt(work, 1); });
-    add("rotate", "ModUp (INTT, scale, conversion, NTT)", "keyswitcher.decompose(c1)", [&] { mod_up.clear(); },
+    add(
+        "rotate", "total", "ev.rotate(ct, 1)", [] {}, [&] { res = ev.rotate(ct, 1); });
+    add(
+        "rotate", "decompose: INTT", "backend.from_ntt(c1)", [&] { work = ct.polys[1]; },
+        [&] { be.from_ntt(work, 1); });
+    add(
+        "rotate", "ModUp (INTT, scale, conversion, NTT)", "keyswitcher.decompose(c1)", [&] { mod_up.clear(); },
         [&] { mod_up = ks.decompose(ct.polys[1], 1); });
-    add("rotate", "inner product with the key", "keyswitcher.inner_product(digits, key)", [&] {
+    add(
+        "rotate", "inner product with the key", "keyswitcher.inner_product(digits, key)",
+        [&] {
             if (mod_up.empty()) mod_up = ks.decompose(ct.polys[1], 1);
         },
         [&] { lazy = ks.inner_product(mod_up, gkey, 1); });
-    add("rotate", "ModUp + inner product, fused", "keyswitcher.switch_lazy(c1, key)", [] {},
+    add(
+        "rotate", "ModUp + inner product, fused", "keyswitcher.switch_lazy(c1, key)", [] {},
         [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, 1); });
-    add("rotate", "ModDown + c0 + automorphism", "keyswitcher.mod_down(x, c0, g)", [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, 1); },
+    add(
+        "rotate", "ModDown + c0 + automorphism", "keyswitcher.mod_down(x, c0, g)",
+        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, 1); },
         [&] { ks.mod_down(lazy, &ct.polys[0], nullptr, g, out0, out1, 1); });
-    add("rotate", "ModDown + c0 (no automorphism)", "keyswitcher.mod_down(x, c0, 1)", [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, 1); },
+    add(
+        "rotate", "ModDown + c0 (no automorphism)", "keyswitcher.mod_down(x, c0, 1)",
+        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, 1); },
         [&] { ks.mod_down(lazy, &ct.polys[0], nullptr, 1, out0, out1, 1); });
-    add("rotate", "automorphism alone (2 polys)", "backend.automorphism x2", [] {}, [&] {
-        be.automorphism(ct.polys[0], g, out0, 1);
-        be.automorphism(ct.polys[1], g, out1, 1);
-    });
+    add(
+        "rotate", "automorphism alone (2 polys)", "backend.automorphism x2", [] {},
+        [&] {
+            be.automorphism(ct.polys[0], g, out0, 1);
+            be.automorphism(ct.polys[1], g, out1, 1);
+        });
     // ---- one relinearisation inside MulRelinRescale: tensor -> key switch of d2 -> ModDown fused with the rescale
-    add("multiply", "total", "ev.multiply(ct, ct)", [] {}, [&] { res = ev.multiply(ct, ct); });
-    add("multiply", "tensor (3 mul + 1 fma)", "backend.mul/fma", [] {}, [&] {
-        be.mul(ct.polys[0], ct.polys[0], out0, 1);
-        be.mul(ct.polys[0], ct.polys[1], out1, 1);
-        be.fma(ct.polys[1], ct.polys[0], out1, out1, 1);
-        be.mul(ct.polys[1], ct.polys[1], work, 1);
-    });
-    add("multiply", "ModUp + inner product, fused", "keyswitcher.switch_lazy(d2, relin key)", [] {},
+    add(
+        "multiply", "total", "ev.multiply(ct, ct)", [] {}, [&] { res = ev.multiply(ct, ct); });
+    add(
+        "multiply", "tensor (3 mul + 1 fma)", "backend.mul/fma", [] {},
+        [&] {
+            be.mul(ct.polys[0], ct.polys[0], out0, 1);
+            be.mul(ct.polys[0], ct.polys[1], out1, 1);
+            be.fma(ct.polys[1], ct.polys[0], out1, out1, 1);
+            be.mul(ct.polys[1], ct.polys[1], work, 1);
+        });
+    add(
+        "multiply", "ModUp + inner product, fused", "keyswitcher.switch_lazy(d2, relin key)", [] {},
         [&] { lazy = ks.switch_lazy(ct.polys[1], rkey, 1); });
-    add("multiply", "ModDown + rescale, fused", "keyswitcher.mod_down_rescale(x, d0, d1)",
+    add(
+        "multiply", "ModDown + rescale, fused", "keyswitcher.mod_down_rescale(x, d0, d1)",
         [&] { lazy = ks.switch_lazy(ct.polys[1], rkey, 1); },
         [&] { ks.mod_down_rescale(std::move(lazy), &ct.polys[0], &ct.polys[1], out0, out1, 1); });
     // ---- floors: kernel calls alone
-    add("floor", "INTT x" + std::to_string(nq), "q-primes", [] {}, [&] {
-        for (std::size_t i = 0; i < lq.size(); ++i) arith::ntt_inverse(lq.x[i].data(), lq.ntt[i]);
-    });
-    add("floor", "dot product (" + std::to_string(s) + " sources) x" + std::to_string(lup.size()), "ModUp conversion", [] {}, [&] {
-        for (std::size_t i = 0; i < lup.size(); ++i) arith::dot_const_mod(src7.data(), f.data(), s, n, lup.ntt[i].modulus(), lup.y[i].data());
-    });
-    add("floor", "NTT x" + std::to_string(lup.size()), "ModUp targets", [] {}, [&] {
-        for (std::size_t i = 0; i < lup.size(); ++i) arith::ntt_forward(lup.x[i].data(), lup.ntt[i]);
-    });
-    add("floor", "dot of " + std::to_string(digits) + " x" + std::to_string(2 * (nq + np)), "inner product arithmetic, operands in L1",
-        [] {}, [&] {
+    add(
+        "floor", "INTT x" + std::to_string(nq), "q-primes", [] {},
+        [&] {
+            for (std::size_t i = 0; i < lq.size(); ++i) arith::ntt_inverse(lq.x[i].data(), lq.ntt[i]);
+        });
+    add(
+        "floor", "dot product (" + std::to_string(s) + " sources) x" + std::to_string(lup.size()), "ModUp conversion",
+        [] {},
+        [&] {
+            for (std::size_t i = 0; i < lup.size(); ++i)
+                arith::dot_const_mod(src7.data(), f.data(), s, n, lup.ntt[i].modulus(), lup.y[i].data());
+        });
+    add(
+        "floor", "NTT x" + std::to_string(lup.size()), "ModUp targets", [] {},
+        [&] {
+            for (std::size_t i = 0; i < lup.size(); ++i) arith::ntt_forward(lup.x[i].data(), lup.ntt[i]);
+        });
+    add(
+        "floor", "dot of " + std::to_string(digits) + " x" + std::to_string(2 * (nq + np)),
+        "inner product arithmetic, operands in L1", [] {},
+        [&] {
             const std::size_t kBlock = std::min<std::size_t>(2048, n / 8);  // the inner product's words, on L1 blocks
             for (std::size_t h = 0; h < 2; ++h)
                 for (std::size_t t = 0; t < nq + np; ++t) {
@@ -192,35 +222,48 @@ int main(int argc, char** argv) {
                         a[j] = x + (j % 4) * kBlock;
                         b[j] = x + ((j + 1) % 4) * kBlock;
                     }
-                    for (std::size_t c = 0; c < n; c += kBlock) arith::dot_mod(a.data(), b.data(), digits, std::min(kBlock, n - c), m, x + 4 * kBlock);
+                    for (std::size_t c = 0; c < n; c += kBlock)
+                        arith::dot_mod(a.data(), b.data(), digits, std::min(kBlock, n - c), m, x + 4 * kBlock);
                 }
         });
-    add("floor", "key read", "stream-read " + std::to_string(static_cast<int>(key_mb)) + " MB of key", [] {},
+    add(
+        "floor", "key read", "stream-read " + std::to_string(static_cast<int>(key_mb)) + " MB of key", [] {},
         [&] { sink = sink + stream_read(key_limbs, n); });
-    add("floor", "INTT x" + std::to_string(2 * np), "ModDown sources (special primes)", [] {}, [&] {
-        for (int r = 0; r < 2; ++r)
-            for (std::size_t i = 0; i < lp.size(); ++i) arith::ntt_inverse(lp.x[i].data(), lp.ntt[i]);
-    });
-    add("floor", "dot product (" + std::to_string(np) + " sources) x" + std::to_string(2 * nq), "ModDown conversion, exact", [] {}, [&] {
-        for (int r = 0; r < 2; ++r)
-            for (std::size_t i = 0; i < lq.size(); ++i)
-                arith::dot_const_mod(src7.data(), f.data(), np, n, lq.ntt[i].modulus(), lq.y[i].data(), overflow.data(), table.data());
-    });
-    add("floor", "NTT x" + std::to_string(2 * nq), "ModDown targets", [] {}, [&] {
-        for (int r = 0; r < 2; ++r)
-            for (std::size_t i = 0; i < lq.size(); ++i) arith::ntt_forward(lq.x[i].data(), lq.ntt[i]);
-    });
-    add("floor", "sub, mul by P^-1, add x" + std::to_string(2 * nq), "ModDown combine", [] {}, [&] {
-        for (int r = 0; r < 2; ++r)
-            for (std::size_t i = 0; i < lq.size(); ++i) {
-                const u64 q = lq.ntt[i].q();
-                arith::sub_mod(lq.x[i].data(), lq.y[i].data(), n, q, lq.z[i].data());
-                arith::mul_scalar_mod(lq.z[i].data(), 3, arith::shoup(3, q), n, q, lq.z[i].data());
-                arith::add_mod(lq.z[i].data(), lq.x[i].data(), n, q, lq.z[i].data());
-            }
-    });
+    add(
+        "floor", "INTT x" + std::to_string(2 * np), "ModDown sources (special primes)", [] {},
+        [&] {
+            for (int r = 0; r < 2; ++r)
+                for (std::size_t i = 0; i < lp.size(); ++i) arith::ntt_inverse(lp.x[i].data(), lp.ntt[i]);
+        });
+    add(
+        "floor", "dot product (" + std::to_string(np) + " sources) x" + std::to_string(2 * nq),
+        "ModDown conversion, exact", [] {},
+        [&] {
+            for (int r = 0; r < 2; ++r)
+                for (std::size_t i = 0; i < lq.size(); ++i)
+                    arith::dot_const_mod(src7.data(), f.data(), np, n, lq.ntt[i].modulus(), lq.y[i].data(),
+                                         overflow.data(), table.data());
+        });
+    add(
+        "floor", "NTT x" + std::to_string(2 * nq), "ModDown targets", [] {},
+        [&] {
+            for (int r = 0; r < 2; ++r)
+                for (std::size_t i = 0; i < lq.size(); ++i) arith::ntt_forward(lq.x[i].data(), lq.ntt[i]);
+        });
+    add(
+        "floor", "sub, mul by P^-1, add x" + std::to_string(2 * nq), "ModDown combine", [] {},
+        [&] {
+            for (int r = 0; r < 2; ++r)
+                for (std::size_t i = 0; i < lq.size(); ++i) {
+                    const u64 q = lq.ntt[i].q();
+                    arith::sub_mod(lq.x[i].data(), lq.y[i].data(), n, q, lq.z[i].data());
+                    arith::mul_scalar_mod(lq.z[i].data(), 3, arith::shoup(3, q), n, q, lq.z[i].data());
+                    arith::add_mod(lq.z[i].data(), lq.x[i].data(), n, q, lq.z[i].data());
+                }
+        });
 
-    std::fprintf(stderr, "[bench_keyswitch] simd %s, %d repetitions of %zu steps\n", arith::active_kernels().name, reps, steps.size());
+    std::fprintf(stderr, "[bench_keyswitch] simd %s, %d repetitions of %zu steps\n", arith::active_kernels().name, reps,
+                 steps.size());
     for (int r = 0; r < reps; ++r) {
         for (Step& st : steps) {
             st.setup();
@@ -239,15 +282,19 @@ int main(int argc, char** argv) {
         std::snprintf(line, sizeof line,
                       "{\"op\": \"%s/%s\", \"what\": \"%s\", \"params\": \"%s\", \"threads\": 1, \"simd\": \"%s\", "
                       "\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d}",
-                      st.group.c_str(), st.name.c_str(), st.what.c_str(), params_name.c_str(), arith::active_kernels().name,
-                      median(st.ms), *std::min_element(st.ms.begin(), st.ms.end()), *std::max_element(st.ms.begin(), st.ms.end()),
-                      reps);
+                      st.group.c_str(), st.name.c_str(), st.what.c_str(), params_name.c_str(),
+                      arith::active_kernels().name, median(st.ms), *std::min_element(st.ms.begin(), st.ms.end()),
+                      *std::max_element(st.ms.begin(), st.ms.end()), reps);
         std::puts(line);
         if (out) out << line << "\n";
     }
     std::printf("\n| step | median ms | call |\n| --- | ---: | --- |\n");
-    for (const Step& st : steps) std::printf("| %s: %s | %.2f | %s |\n", st.group.c_str(), st.name.c_str(), median(st.ms), st.what.c_str());
-    const double key_ms = median(steps[std::find_if(steps.begin(), steps.end(), [](const Step& st) { return st.name == "key read"; }) - steps.begin()].ms);
+    for (const Step& st : steps)
+        std::printf("| %s: %s | %.2f | %s |\n", st.group.c_str(), st.name.c_str(), median(st.ms), st.what.c_str());
+    const double key_ms =
+        median(steps[std::find_if(steps.begin(), steps.end(), [](const Step& st) { return st.name == "key read"; }) -
+                     steps.begin()]
+                   .ms);
     std::printf("\nstreaming read: %.1f GB/s (%.0f MB of key)\n", key_mb / key_ms, key_mb);
     return static_cast<int>(sink & 0);
 }

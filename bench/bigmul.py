@@ -54,11 +54,15 @@ def main(argv=None) -> int:
         exact = {}
         for t in (1, 2):
             exact[t] = ks.bigmul(a, b, threads=t) == want
-        row = {"digits": d, "bits": bits, "machine": platform.processor() or platform.machine(),
-               "kasoku_1t_s": timed(lambda: ks.bigmul(a, b, threads=1), args.reps),
-               "kasoku_2t_s": timed(lambda: ks.bigmul(a, b, threads=2), args.reps),
-               "gmp_s": timed(lambda: ga * gb, args.reps),
-               "exact": all(exact.values())}
+        row = {
+            "digits": d,
+            "bits": bits,
+            "machine": platform.processor() or platform.machine(),
+            "kasoku_1t_s": timed(lambda: ks.bigmul(a, b, threads=1), args.reps),
+            "kasoku_2t_s": timed(lambda: ks.bigmul(a, b, threads=2), args.reps),
+            "gmp_s": timed(lambda: ga * gb, args.reps),
+            "exact": all(exact.values()),
+        }
         if d <= args.python_max:
             row["python_s"] = timed(lambda: a * b, max(1, args.reps // 2))
             row["gmp_equals_python"] = int(want) == a * b
@@ -70,12 +74,17 @@ def main(argv=None) -> int:
             out.write(line + "\n")
     if out:
         out.close()
-    print("| digits | kasoku 1 thread, s | kasoku 2 threads, s | GMP (gmpy2), s | Python int, s | kasoku 1t / GMP | exact |")
+    print(
+        "| digits | kasoku 1 thread, s | kasoku 2 threads, s | GMP (gmpy2), s | Python int, s "
+        "| kasoku 1t / GMP | exact |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         py = f"{r['python_s']:.4g}" if "python_s" in r else "-"
-        print(f"| {r['digits']:,} | {r['kasoku_1t_s']:.4g} | {r['kasoku_2t_s']:.4g} | {r['gmp_s']:.4g} | {py} | "
-              f"{r['kasoku_1t_over_gmp']:.2f} | {'yes' if r['exact'] else 'NO'} |")
+        print(
+            f"| {r['digits']:,} | {r['kasoku_1t_s']:.4g} | {r['kasoku_2t_s']:.4g} | {r['gmp_s']:.4g} | {py} | "
+            f"{r['kasoku_1t_over_gmp']:.2f} | {'yes' if r['exact'] else 'NO'} |"
+        )
     if args.plot:
         import matplotlib
 
@@ -83,9 +92,12 @@ def main(argv=None) -> int:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        x = [r["digits"] for r in rows]
-        for key, label in (("kasoku_1t_s", "kasoku, 1 thread"), ("kasoku_2t_s", "kasoku, 2 threads"),
-                           ("gmp_s", "GMP mpz_mul (gmpy2)"), ("python_s", "Python int")):
+        for key, label in (
+            ("kasoku_1t_s", "kasoku, 1 thread"),
+            ("kasoku_2t_s", "kasoku, 2 threads"),
+            ("gmp_s", "GMP mpz_mul (gmpy2)"),
+            ("python_s", "Python int"),
+        ):
             pts = [(r["digits"], r[key]) for r in rows if key in r]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
         ax.set_xscale("log")

@@ -30,21 +30,43 @@ import kasoku as ks
 
 
 def research(log_n: int) -> ks.Parameters:
-    return ks.Parameters(log_n=log_n, first_bits=60, scale_bits=50, levels=17, special_bits=60, special_primes=3,
-                         security=None, hamming_weight=64)
+    return ks.Parameters(
+        log_n=log_n,
+        first_bits=60,
+        scale_bits=50,
+        levels=17,
+        special_bits=60,
+        special_primes=3,
+        security=None,
+        hamming_weight=64,
+    )
 
 
 def progress(msg: str) -> None:
     print(f"[bootstrap bench] {msg}", file=sys.stderr, flush=True)
 
 
-def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, slots: int, arcsine_degree: int,
-        stc_first: bool, device: str = "cpu", compact_keys: bool = False) -> dict:
+def run(
+    params: ks.Parameters,
+    threads: int,
+    reps: int,
+    log_message_ratio: int,
+    slots: int,
+    arcsine_degree: int,
+    stc_first: bool,
+    device: str = "cpu",
+    compact_keys: bool = False,
+) -> dict:
     ctx = ks.Context(params, threads=threads, device=device)
     progress(f"{params!r}: planning")
     t = time.perf_counter()
-    boot = ks.Bootstrapper(ctx, log_message_ratio=log_message_ratio, slots=slots, arcsine_degree=arcsine_degree,
-                           slot_to_coeff_first=stc_first)
+    boot = ks.Bootstrapper(
+        ctx,
+        log_message_ratio=log_message_ratio,
+        slots=slots,
+        arcsine_degree=arcsine_degree,
+        slot_to_coeff_first=stc_first,
+    )
     plan_s = time.perf_counter() - t
     plan_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the process's peak so far: context and plan
     t = time.perf_counter()
@@ -65,19 +87,44 @@ def run(params: ks.Parameters, threads: int, reps: int, log_message_ratio: int, 
         times.append(time.perf_counter() - t)
         stages.append(stage)
         err = np.abs(ctx.decrypt(out, keys.secret, slots=boot.slots) - z)
-        bits = -np.log2(np.maximum(err, 2.0 ** -60))
-    return {"lib": "kasoku", "op": "bootstrap", "params": params.name or "research", "log_n": params.log_n,
-            "slots": boot.slots, "arcsine_degree": arcsine_degree, "stc_first": stc_first, "compact_keys": compact_keys,
-            "input_level": boot.input_level, "threads": ctx.threads, "device": ctx.device, "reps": reps, "median_s": statistics.median(times),
-            "min_s": min(times), "stages_s": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
-            "plan_s": plan_s, "plan_bytes": getattr(boot, "plan_nbytes", None), "plan_peak_rss_bytes": plan_rss,
-            "keygen_s": keys_s, "eval_key_bytes": keys.evaluation().nbytes,
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "mean_bits": float(np.mean(bits)), "worst_bits": float(np.min(bits)), "depth": boot.depth,
-            "output_level": boot.output_level, "user_level": ctx.user_level, "scale_bits": params.scale_bits,
-            "cos_degree": boot.cos_degree, "k_bound": boot.k_bound, "message_ratio": boot.message_ratio,
-            "galois_keys": len(boot.galois_elements()), "log_qp": params.log_qp, "dnum": params.dnum,
-            "machine": platform.processor() or platform.machine(), "simd": ks.simd_active()}
+        bits = -np.log2(np.maximum(err, 2.0**-60))
+    return {
+        "lib": "kasoku",
+        "op": "bootstrap",
+        "params": params.name or "research",
+        "log_n": params.log_n,
+        "slots": boot.slots,
+        "arcsine_degree": arcsine_degree,
+        "stc_first": stc_first,
+        "compact_keys": compact_keys,
+        "input_level": boot.input_level,
+        "threads": ctx.threads,
+        "device": ctx.device,
+        "reps": reps,
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "stages_s": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
+        "plan_s": plan_s,
+        "plan_bytes": getattr(boot, "plan_nbytes", None),
+        "plan_peak_rss_bytes": plan_rss,
+        "keygen_s": keys_s,
+        "eval_key_bytes": keys.evaluation().nbytes,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "mean_bits": float(np.mean(bits)),
+        "worst_bits": float(np.min(bits)),
+        "depth": boot.depth,
+        "output_level": boot.output_level,
+        "user_level": ctx.user_level,
+        "scale_bits": params.scale_bits,
+        "cos_degree": boot.cos_degree,
+        "k_bound": boot.k_bound,
+        "message_ratio": boot.message_ratio,
+        "galois_keys": len(boot.galois_elements()),
+        "log_qp": params.log_qp,
+        "dnum": params.dnum,
+        "machine": platform.processor() or platform.machine(),
+        "simd": ks.simd_active(),
+    }
 
 
 def main() -> None:
@@ -91,25 +138,54 @@ def main() -> None:
     ap.add_argument("--arcsine-degree", type=int, default=0, help="arcsine correction (odd degree 3..15; 0: off)")
     ap.add_argument("--stc-first", action="store_true", help="the order SlotToCoeff, ModRaise, CoeffToSlot, EvalMod")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu, or cuda: the first CUDA GPU")
-    ap.add_argument("--special", metavar="BITSxCOUNT",
-                    help="the named sets with these special primes instead (e.g. 50x10; their digits kept)")
-    ap.add_argument("--compact-keys", action="store_true",
-                    help="keys that expand half their polynomials from a seed at each use (half the memory)")
+    ap.add_argument(
+        "--special",
+        metavar="BITSxCOUNT",
+        help="the named sets with these special primes instead (e.g. 50x10; their digits kept)",
+    )
+    ap.add_argument(
+        "--compact-keys",
+        action="store_true",
+        help="keys that expand half their polynomials from a seed at each use (half the memory)",
+    )
     ap.add_argument("--out", help="append the JSON lines to this file")
     args = ap.parse_args()
     sets = [ks.Parameters.named(n) for n in args.params] + [research(n) for n in args.log_n]
     if args.special:
         bits, count = map(int, args.special.lower().split("x"))
-        sets = [ks.Parameters(log_n=p.log_n, first_bits=p.first_bits, scale_bits=p.scale_bits, levels=p.levels,
-                              special_bits=bits, special_primes=count, security=p.security, dnum=p.dnum,
-                              hamming_weight=p.hamming_weight, boot_levels=p.boot_levels, boot_bits=p.boot_bits,
-                              boot_secret_weight=p.boot_secret_weight)
-                for p in sets]
+        sets = [
+            ks.Parameters(
+                log_n=p.log_n,
+                first_bits=p.first_bits,
+                scale_bits=p.scale_bits,
+                levels=p.levels,
+                special_bits=bits,
+                special_primes=count,
+                security=p.security,
+                dnum=p.dnum,
+                hamming_weight=p.hamming_weight,
+                boot_levels=p.boot_levels,
+                boot_bits=p.boot_bits,
+                boot_secret_weight=p.boot_secret_weight,
+            )
+            for p in sets
+        ]
     if not sets:
         ap.error("give --params and/or --log-n")
     for params in sets:
-        line = json.dumps(run(params, args.threads, args.reps, args.log_message_ratio, args.slots, args.arcsine_degree,
-                              args.stc_first, args.device, args.compact_keys))
+        line = json.dumps(
+            run(
+                params,
+                args.threads,
+                args.reps,
+                args.log_message_ratio,
+                args.slots,
+                args.arcsine_degree,
+                args.stc_first,
+                args.device,
+                args.compact_keys,
+            )
+        )
         print(line, flush=True)
         if args.out:
             with open(args.out, "a") as f:

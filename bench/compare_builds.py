@@ -27,7 +27,13 @@ import time
 from build_ops import HOISTING_OPS, OPS, setup
 
 ALL_OPS = OPS + ["NTT"]
-REPS = {"KeyGen": 2, "Add": 9, "NTT": 21, "SumSlots": 2, "Rotate16Hoisted": 2}  # timed repetitions per cycle (default 5)
+REPS = {
+    "KeyGen": 2,
+    "Add": 9,
+    "NTT": 21,
+    "SumSlots": 2,
+    "Rotate16Hoisted": 2,
+}  # timed repetitions per cycle (default 5)
 
 
 def worker(params_name: str, threads: int, hoisting: bool) -> None:
@@ -55,8 +61,14 @@ def worker(params_name: str, threads: int, hoisting: bool) -> None:
 
 class Worker:
     def __init__(self, python: str, args):
-        cmd = [os.path.abspath(python), os.path.abspath(__file__), "--worker", args.params, str(args.threads),
-               "1" if args.hoisting else "0"]
+        cmd = [
+            os.path.abspath(python),
+            os.path.abspath(__file__),
+            "--worker",
+            args.params,
+            str(args.threads),
+            "1" if args.hoisting else "0",
+        ]
         self.python = python
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.info = self._reply()
@@ -64,8 +76,10 @@ class Worker:
     def _reply(self):
         line = self.p.stdout.readline()
         if not line:
-            raise SystemExit(f"compare_builds: the worker of {self.python} stopped (its error is printed above); "
-                             "is kasoku installed for that python?")
+            raise SystemExit(
+                f"compare_builds: the worker of {self.python} stopped (its error is printed above); "
+                "is kasoku installed for that python?"
+            )
         return json.loads(line)
 
     def time(self, op: str, reps: int) -> list[float]:
@@ -125,8 +139,20 @@ def main() -> int:
                 times[tag][op] += t
                 med[tag] = statistics.median(t)
                 if out:
-                    out.write(json.dumps({"build": tag, "op": op, "cycle": cyc, "params": args.params, "threads": args.threads,
-                                          "simd": workers[tag].info["simd"], "ms": t}) + "\n")
+                    out.write(
+                        json.dumps(
+                            {
+                                "build": tag,
+                                "op": op,
+                                "cycle": cyc,
+                                "params": args.params,
+                                "threads": args.threads,
+                                "simd": workers[tag].info["simd"],
+                                "ms": t,
+                            }
+                        )
+                        + "\n"
+                    )
             ratios[op].append(med["new"] / med["old"])
     for w in workers.values():
         w.close()
@@ -134,15 +160,24 @@ def main() -> int:
         out.close()
 
     simd = {tag: w.info["simd"] for tag, w in workers.items()}
-    lines = [f"{args.params}, {args.threads} thread(s), SIMD body {simd['old']} (old) / {simd['new']} (new), {args.cycles} "
-             "cycles (ms: median of every timing; ratio: median of the per-cycle ratios new/old, 10th-90th percentile)", "",
-             "| op | old ms | new ms | new/old | p10-p90 |", "| --- | ---: | ---: | ---: | --- |"]
+    lines = [
+        f"{args.params}, {args.threads} thread(s), SIMD body {simd['old']} (old) / {simd['new']} (new), {args.cycles} "
+        "cycles (ms: median of every timing; ratio: median of the per-cycle ratios new/old, 10th-90th percentile)",
+        "",
+        "| op | old ms | new ms | new/old | p10-p90 |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
     for op in ops:
         r = ratios[op]
-        lines.append(f"| {op} | {statistics.median(times['old'][op]):.2f} | {statistics.median(times['new'][op]):.2f} | "
-                     f"{statistics.median(r):.3f} | {pct(r, 0.1):.2f}-{pct(r, 0.9):.2f} |")
-    lines += ["", f"Precision after one MulRelinRescale (bits, worst slot): old {workers['old'].info['bits']:.2f}, "
-              f"new {workers['new'].info['bits']:.2f}"]
+        lines.append(
+            f"| {op} | {statistics.median(times['old'][op]):.2f} | {statistics.median(times['new'][op]):.2f} | "
+            f"{statistics.median(r):.3f} | {pct(r, 0.1):.2f}-{pct(r, 0.9):.2f} |"
+        )
+    lines += [
+        "",
+        f"Precision after one MulRelinRescale (bits, worst slot): old {workers['old'].info['bits']:.2f}, "
+        f"new {workers['new'].info['bits']:.2f}",
+    ]
     text = "\n".join(lines)
     print(text)
     if args.table:

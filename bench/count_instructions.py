@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Instructions per operation of two builds, counted by valgrind (callgrind): a measure that machine noise does not move.
+"""Instructions per operation of two builds, counted by valgrind (callgrind): a measure that machine noise does not
+move.
 
     python bench/count_instructions.py --old OLD_VENV/bin/python --new .venv/bin/python --params H16 \
         [--ops MulRelinRescale,Rotate,...] [--out counts.jsonl]
@@ -36,8 +37,17 @@ def worker(params_name: str, op: str, reps: int) -> None:
 def count(python: str, params_name: str, op: str, reps: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
-        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", os.path.abspath(python),
-               os.path.abspath(__file__), "--worker", params_name, op, str(reps)]
+        cmd = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            os.path.abspath(python),
+            os.path.abspath(__file__),
+            "--worker",
+            params_name,
+            op,
+            str(reps),
+        ]
         r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
         if r.returncode != 0:
             raise RuntimeError(f"valgrind failed for {op}: {r.stderr[-2000:]}")
@@ -71,8 +81,14 @@ def main() -> int:
             print(f"[count_instructions] {op}: {tag} build ...", file=sys.stderr, flush=True)
             one, three = count(py, args.params, op, 1), count(py, args.params, op, 3)
             per[tag] = (three - one) / 2
-        rec = {"op": op, "params": args.params, "simd": os.environ.get("KASOKU_SIMD", "auto"), "old_instructions": per["old"],
-               "new_instructions": per["new"], "ratio": per["new"] / per["old"]}
+        rec = {
+            "op": op,
+            "params": args.params,
+            "simd": os.environ.get("KASOKU_SIMD", "auto"),
+            "old_instructions": per["old"],
+            "new_instructions": per["new"],
+            "ratio": per["new"] / per["old"],
+        }
         rows.append(rec)
         print(json.dumps(rec), flush=True)
         if args.out:
@@ -81,7 +97,10 @@ def main() -> int:
     print(f"\n{args.params}, one thread, instructions per operation (callgrind)\n")
     print("| op | old | new | new/old |\n| --- | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['op']} | {r['old_instructions'] / 1e6:,.1f} M | {r['new_instructions'] / 1e6:,.1f} M | {r['ratio']:.4f} |")
+        print(
+            f"| {r['op']} | {r['old_instructions'] / 1e6:,.1f} M | {r['new_instructions'] / 1e6:,.1f} M "
+            f"| {r['ratio']:.4f} |"
+        )
     return 0
 
 

@@ -63,9 +63,13 @@ def main(argv=None) -> int:
     try:
         import desilofhe
     except ImportError as e:
-        print(f"desilofhe is not installed ({e}): pip install desilofhe (CPU) or desilofhe-cu130 (CUDA 13)", file=sys.stderr)
+        print(
+            f"desilofhe is not installed ({e}): pip install desilofhe (CPU) or desilofhe-cu130 (CUDA 13)",
+            file=sys.stderr,
+        )
         return 3
     from importlib import metadata
+
     version = "unknown"
     for dist in ("desilofhe", "desilofhe-cu130", "desilofhe-cu132"):
         try:
@@ -78,10 +82,20 @@ def main(argv=None) -> int:
     out = open(args.json, "a") if args.json else None
 
     def emit(op, times, **extra):
-        rec = {"lib": "desilo", "version": version, "op": op, "params": shape, "mode": args.mode,
-               "threads": args.threads if args.mode == "cpu" else None, "slots": e.slot_count,
-               "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "reps": len(times),
-               **extra}
+        rec = {
+            "lib": "desilo",
+            "version": version,
+            "op": op,
+            "params": shape,
+            "mode": args.mode,
+            "threads": args.threads if args.mode == "cpu" else None,
+            "slots": e.slot_count,
+            "median_ms": statistics.median(times),
+            "min_ms": min(times),
+            "max_ms": max(times),
+            "reps": len(times),
+            **extra,
+        }
         print(json.dumps(rec), flush=True)
         if out:
             out.write(json.dumps(rec) + "\n")
@@ -125,8 +139,7 @@ def main(argv=None) -> int:
             keys = [e.create_fixed_rotation_key(sk, k) for k in range(1, 17)]
             progress("Rotate16Hoisted")
             many = getattr(e, "rotate_many", None) or getattr(e, "rotate_batch")  # 2.x / 1.x name
-            emit("Rotate16Hoisted", timings(lambda: many(a, keys), args.reps),
-                 note=f"{many.__name__}, 16 fixed keys")
+            emit("Rotate16Hoisted", timings(lambda: many(a, keys), args.reps), note=f"{many.__name__}, 16 fixed keys")
             del keys
     else:
         progress("bootstrap keys")
@@ -137,10 +150,15 @@ def main(argv=None) -> int:
         low = e.encrypt(x, pk, 0)
         res = e.bootstrap(low, rk, conj, bk)
         err = np.abs(e.decrypt(res, sk) - x)
-        bits = -np.log2(np.maximum(err, 2.0 ** -60))
+        bits = -np.log2(np.maximum(err, 2.0**-60))
         progress("bootstrap")
-        emit("Bootstrap", timings(lambda: e.bootstrap(low, rk, conj, bk), args.reps), levels_left=res.level,
-             mean_bits=float(np.mean(bits)), worst_bits=float(np.min(bits)))
+        emit(
+            "Bootstrap",
+            timings(lambda: e.bootstrap(low, rk, conj, bk), args.reps),
+            levels_left=res.level,
+            mean_bits=float(np.mean(bits)),
+            worst_bits=float(np.min(bits)),
+        )
     return 0
 
 

@@ -13,7 +13,6 @@ import json
 import re
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,17 +23,27 @@ def main(argv=None) -> int:
     ap.add_argument("--bench", default=str(ROOT / "build/cpp/bench/bench_arith"), help="bench_arith binary")
     ap.add_argument("--json", default=str(ROOT / "docs/data/f60.json"), help="raw Google Benchmark JSON output")
     ap.add_argument("--md", default=None, help="also write the markdown tables here")
-    ap.add_argument("--min-time", default="0.05", help="Google Benchmark --benchmark_min_time (seconds; a bare "
-                    "number: Google Benchmark 1.7 ignores a unit suffix and falls back to 0.5 s)")
+    ap.add_argument(
+        "--min-time",
+        default="0.05",
+        help="Google Benchmark --benchmark_min_time (seconds; a bare "
+        "number: Google Benchmark 1.7 ignores a unit suffix and falls back to 0.5 s)",
+    )
     ap.add_argument("--repetitions", type=int, default=3, help="repetitions per benchmark (median used)")
     ap.add_argument("--from-json", action="store_true", help="only format an existing --json file")
     args = ap.parse_args(argv)
 
     if not args.from_json:
-        cmd = [args.bench, "--benchmark_filter=BM_F60_", f"--benchmark_min_time={args.min_time}",
-               f"--benchmark_repetitions={args.repetitions}", "--benchmark_report_aggregates_only=true",
-               "--benchmark_enable_random_interleaving=true",  # repetitions interleaved: noise bursts hit both
-               f"--benchmark_out={args.json}", "--benchmark_out_format=json"]
+        cmd = [
+            args.bench,
+            "--benchmark_filter=BM_F60_",
+            f"--benchmark_min_time={args.min_time}",
+            f"--benchmark_repetitions={args.repetitions}",
+            "--benchmark_report_aggregates_only=true",
+            "--benchmark_enable_random_interleaving=true",  # repetitions interleaved: noise bursts hit both
+            f"--benchmark_out={args.json}",
+            "--benchmark_out_format=json",
+        ]
         print("running: " + " ".join(cmd), file=sys.stderr, flush=True)
         subprocess.run(cmd, check=True, stdout=sys.stderr)
     data = json.loads(Path(args.json).read_text())
@@ -47,13 +56,20 @@ def main(argv=None) -> int:
             t[(m.group(1), m.group(2), int(m.group(3)), int(m.group(4)))] = float(b["real_time"])
     bodies = sorted({k[1] for k in t}, key=["scalar", "avx2", "avx512", "ifma"].index)
     ctx = data.get("context", {})
-    out = [f"F60 grid on {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs, {ctx.get('date', '')}: "
-           "speedup = MultAdd time / FMA time (> 1: FMA faster); medians of "
-           f"{args.repetitions} repetitions.", ""]
+    out = [
+        f"F60 grid on {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs, {ctx.get('date', '')}: "
+        "speedup = MultAdd time / FMA time (> 1: FMA faster); medians of "
+        f"{args.repetitions} repetitions.",
+        "",
+    ]
     worst = {}
     for body in bodies:
-        out += [f"**{body}**", "", "| logN \\ l | " + " | ".join(str(l) for l in range(1, 16)) + " |",
-                "| --- |" + " ---: |" * 15]
+        out += [
+            f"**{body}**",
+            "",
+            "| logN \\ l | " + " | ".join(str(l) for l in range(1, 16)) + " |",
+            "| --- |" + " ---: |" * 15,
+        ]
         for log_n in range(10, 16):
             row = []
             for l in range(1, 16):

@@ -31,8 +31,12 @@ OPS = {"mul": ("H16", "MulRelinRescale"), "rot": ("H16", "Rotate"), "batch": ("B
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--op", choices=sorted(OPS), required=True,
-                    help="mul: H16 multiply-relinearize-rescale, rot: H16 rotate, batch: B13 multiply_many")
+    ap.add_argument(
+        "--op",
+        choices=sorted(OPS),
+        required=True,
+        help="mul: H16 multiply-relinearize-rescale, rot: H16 rotate, batch: B13 multiply_many",
+    )
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--batch", type=int, default=100, help="B13 batch size")
     args = ap.parse_args(argv)
@@ -42,8 +46,11 @@ def main(argv=None) -> int:
     keys = ctx.keygen(rotations=[1])
     ev = ctx.evaluator(keys.evaluation())
     a, b = (ctx.encrypt(rng.uniform(-1, 1, ctx.slots), keys.public) for _ in range(2))
-    fn = {"mul": lambda: ev.multiply(a, b), "rot": lambda: ev.rotate(a, 1),
-          "batch": lambda: ev.multiply_many([a] * args.batch, [b] * args.batch)}[args.op]
+    fn = {
+        "mul": lambda: ev.multiply(a, b),
+        "rot": lambda: ev.rotate(a, 1),
+        "batch": lambda: ev.multiply_many([a] * args.batch, [b] * args.batch),
+    }[args.op]
     fn()  # warm-up: first-call allocations and table uploads stay outside the profiled range
     ctx.synchronize()
     print(f"== profiled: {name} {op}" + (f" x{args.batch}" if args.op == "batch" else ""), flush=True)

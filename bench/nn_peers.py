@@ -33,12 +33,30 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 ORION_CONFIG = {
     # configs/mlp.yml and configs/lola.yml of the Orion repository (the same two blocks)
-    "MLP": {"LogN": 13, "LogQ": [29, 26, 26, 26, 26, 26], "LogP": [29, 29], "LogScale": 26, "H": 8192,
-            "RingType": "ConjugateInvariant"},
-    "LoLA": {"LogN": 13, "LogQ": [29, 26, 26, 26, 26, 26], "LogP": [29, 29], "LogScale": 26, "H": 8192,
-             "RingType": "ConjugateInvariant"},
-    "LeNet5": {"LogN": 14, "LogQ": [29, 26, 26, 26, 26, 26, 26, 26], "LogP": [29, 29], "LogScale": 26, "H": 8192,
-               "RingType": "ConjugateInvariant"},
+    "MLP": {
+        "LogN": 13,
+        "LogQ": [29, 26, 26, 26, 26, 26],
+        "LogP": [29, 29],
+        "LogScale": 26,
+        "H": 8192,
+        "RingType": "ConjugateInvariant",
+    },
+    "LoLA": {
+        "LogN": 13,
+        "LogQ": [29, 26, 26, 26, 26, 26],
+        "LogP": [29, 29],
+        "LogScale": 26,
+        "H": 8192,
+        "RingType": "ConjugateInvariant",
+    },
+    "LeNet5": {
+        "LogN": 14,
+        "LogQ": [29, 26, 26, 26, 26, 26, 26, 26],
+        "LogP": [29, 29],
+        "LogScale": 26,
+        "H": 8192,
+        "RingType": "ConjugateInvariant",
+    },
 }
 ORION_CLASS = {"MLP": "MLP", "LoLA": "LoLA", "LeNet5": "LeNet"}
 
@@ -56,15 +74,18 @@ def errors(got, want) -> dict:
 
     got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
     err = np.abs(got - want)
-    return {"logit_max_err": float(err.max()), "logit_mean_err": float(err.mean()),
-            "argmax_agree": int((got.argmax(1) == want.argmax(1)).sum()), "images": int(len(got))}
+    return {
+        "logit_max_err": float(err.max()),
+        "logit_mean_err": float(err.mean()),
+        "argmax_agree": int((got.argmax(1) == want.argmax(1)).sum()),
+        "images": int(len(got)),
+    }
 
 
 # ---------------------------------------------------------------- children (one library, one network)
 
 
 def child_kasoku(work: pathlib.Path, name: str, threads: int, images: int) -> dict:
-    import numpy as np
     import torch
 
     import kasoku as ks
@@ -99,10 +120,18 @@ def child_kasoku(work: pathlib.Path, name: str, threads: int, images: int) -> di
     with torch.no_grad():
         want = net(x).numpy()
     p = plan.params
-    return {"compile_s": compile_s, "keygen_s": keygen_s, "encrypt_s": statistics.median(enc),
-            "inference_s": statistics.median(inf), "inference_all_s": inf, "bootstraps": 0,
-            "params": f"N=2^{p.log_n}, {p.levels} levels, scale 2^{p.scale_bits}, log2(QP) {p.log_qp}",
-            "simd": ks.simd_active(), **errors(got, want), "peak_gb": peak_gb()}
+    return {
+        "compile_s": compile_s,
+        "keygen_s": keygen_s,
+        "encrypt_s": statistics.median(enc),
+        "inference_s": statistics.median(inf),
+        "inference_all_s": inf,
+        "bootstraps": 0,
+        "params": f"N=2^{p.log_n}, {p.levels} levels, scale 2^{p.scale_bits}, log2(QP) {p.log_qp}",
+        "simd": ks.simd_active(),
+        **errors(got, want),
+        "peak_gb": peak_gb(),
+    }
 
 
 def child_orion(work: pathlib.Path, name: str, threads: int, images: int) -> dict:
@@ -118,15 +147,26 @@ def child_orion(work: pathlib.Path, name: str, threads: int, images: int) -> dic
     state = torch.load(work / f"{name}.pt")
     missing, unexpected = net.load_state_dict(state, strict=False)
     if unexpected or [k for k in missing if not k.endswith("num_batches_tracked")]:
-        raise SystemExit(f"Orion's {ORION_CLASS[name]} does not take these weights: missing {missing}, unexpected "
-                         f"{unexpected}")
+        raise SystemExit(
+            f"Orion's {ORION_CLASS[name]} does not take these weights: missing {missing}, unexpected {unexpected}"
+        )
     net.eval()
     x = data["x_test"][:images]
     with torch.no_grad():
         want = net(x).numpy()
-    config = {"ckks_params": ORION_CONFIG[name],
-              "orion": {"margin": 2, "embedding_method": "hybrid", "backend": "lattigo", "fuse_modules": True,
-                        "debug": False, "diags_path": "", "keys_path": "", "io_mode": "none"}}
+    config = {
+        "ckks_params": ORION_CONFIG[name],
+        "orion": {
+            "margin": 2,
+            "embedding_method": "hybrid",
+            "backend": "lattigo",
+            "fuse_modules": True,
+            "debug": False,
+            "diags_path": "",
+            "keys_path": "",
+            "io_mode": "none",
+        },
+    }
     t = time.perf_counter()
     orion.init_scheme(config)  # Lattigo's parameters and the secret, public and relinearisation keys
     keygen_s = time.perf_counter() - t
@@ -141,7 +181,7 @@ def child_orion(work: pathlib.Path, name: str, threads: int, images: int) -> dic
     enc, inf, got = [], [], []
     for i in range(len(x)):
         t = time.perf_counter()
-        ct = orion.encrypt(orion.encode(x[i:i + 1], level))
+        ct = orion.encrypt(orion.encode(x[i : i + 1], level))
         enc.append(time.perf_counter() - t)
         t = time.perf_counter()
         out = net(ct)
@@ -149,11 +189,18 @@ def child_orion(work: pathlib.Path, name: str, threads: int, images: int) -> dic
         got.append(np.asarray(out.decrypt().decode(), dtype=float).reshape(-1)[: want.shape[1]])
         progress(f"orion {name}: image {i + 1}/{len(x)}: {inf[-1]:.3f} s")
     c = ORION_CONFIG[name]
-    return {"compile_s": compile_s, "keygen_s": keygen_s, "encrypt_s": statistics.median(enc),
-            "inference_s": statistics.median(inf), "inference_all_s": inf, "bootstraps": 0,
-            "params": f"N=2^{c['LogN']} {c['RingType']}, {len(c['LogQ']) - 1} levels, scale 2^{c['LogScale']}, "
-                      f"log2(QP) {sum(c['LogQ']) + sum(c['LogP'])}",
-            **errors(got, want), "peak_gb": peak_gb()}
+    return {
+        "compile_s": compile_s,
+        "keygen_s": keygen_s,
+        "encrypt_s": statistics.median(enc),
+        "inference_s": statistics.median(inf),
+        "inference_all_s": inf,
+        "bootstraps": 0,
+        "params": f"N=2^{c['LogN']} {c['RingType']}, {len(c['LogQ']) - 1} levels, scale 2^{c['LogScale']}, "
+        f"log2(QP) {sum(c['LogQ']) + sum(c['LogP'])}",
+        **errors(got, want),
+        "peak_gb": peak_gb(),
+    }
 
 
 # ---------------------------------------------------------------- driver
@@ -171,14 +218,28 @@ def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
         t = time.perf_counter()
         net = models.train(getattr(models, name)(), x_train, y_train, epochs=epochs)
         torch.save(net.state_dict(), work / f"{name}.pt")
-        progress(f"{name}: trained in {time.perf_counter() - t:.1f} s, test accuracy "
-                 f"{models.accuracy(net, x_test, y_test):.3f}")
+        progress(
+            f"{name}: trained in {time.perf_counter() - t:.1f} s, test accuracy "
+            f"{models.accuracy(net, x_test, y_test):.3f}"
+        )
 
 
 def run_child(python: str, lib: str, work: pathlib.Path, name: str, threads: int, images: int) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), GOMAXPROCS=str(threads), MKL_NUM_THREADS=str(threads))
-    cmd = [python, str(pathlib.Path(__file__).resolve()), "--child", lib, "--work", str(work), "--models", name,
-           "--threads", str(threads), "--images", str(images)]
+    cmd = [
+        python,
+        str(pathlib.Path(__file__).resolve()),
+        "--child",
+        lib,
+        "--work",
+        str(work),
+        "--models",
+        name,
+        "--threads",
+        str(threads),
+        "--images",
+        str(images),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(work))
     sys.stderr.write(r.stderr[-4000:])
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
@@ -221,8 +282,14 @@ def main() -> int:
                 libs.append(("orion", os.path.abspath(a.orion_python)))
             for lib, python in libs:
                 progress(f"{lib} {name} ...")
-                rec = {"lib": lib, "model": name, "threads": a.threads, "cpu": host["cpu"],
-                       "date": time.strftime("%Y-%m-%d"), **run_child(python, lib, work, name, a.threads, images)}
+                rec = {
+                    "lib": lib,
+                    "model": name,
+                    "threads": a.threads,
+                    "cpu": host["cpu"],
+                    "date": time.strftime("%Y-%m-%d"),
+                    **run_child(python, lib, work, name, a.threads, images),
+                }
                 failed |= "error" in rec
                 line = json.dumps(rec)
                 print(line, flush=True)

@@ -77,7 +77,9 @@ def main():
         if "does not comply with HE standards" not in str(e):
             raise
         note = "OpenFHE refuses N=2^%d at HEStd_128_classic for these levels (%s); ran with HEStd_NotSet" % (
-            args.log_n, str(e).strip().splitlines()[-1][:200])
+            args.log_n,
+            str(e).strip().splitlines()[-1][:200],
+        )
         log("WARNING: " + note)
         cc, budget, boot_depth = build(args, ofhe.HEStd_NotSet)
         security = "HEStd_NotSet"
@@ -109,16 +111,33 @@ def main():
         dec = cc.Decrypt(keys.secretKey, out)
         dec.SetLength(slots)
         got = np.array(dec.GetCKKSPackedValue())
-        bits = -np.log2(np.maximum(np.abs(got - z), 2.0 ** -60))
+        bits = -np.log2(np.maximum(np.abs(got - z), 2.0**-60))
         level_after = depth - out.GetLevel()
-    rec = {"lib": "openfhe", "op": "bootstrap", "params": "BOOT16-closest", "log_n": args.log_n, "slots": slots,
-           "threads": args.threads, "reps": args.reps, "median_s": statistics.median(times), "min_s": min(times),
-           "setup_s": setup_s, "keygen_s": keygen_s,
-           "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-           "mean_bits": float(np.mean(bits)), "worst_bits": float(np.min(bits)), "boot_depth": boot_depth,
-           "levels_left": level_after, "scale_bits": args.scale_bits, "first_bits": args.first_bits,
-           "level_budget": budget, "dnum": args.dnum, "secret": "uniform ternary", "security": security,
-           "note": note}
+    rec = {
+        "lib": "openfhe",
+        "op": "bootstrap",
+        "params": "BOOT16-closest",
+        "log_n": args.log_n,
+        "slots": slots,
+        "threads": args.threads,
+        "reps": args.reps,
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "setup_s": setup_s,
+        "keygen_s": keygen_s,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "mean_bits": float(np.mean(bits)),
+        "worst_bits": float(np.min(bits)),
+        "boot_depth": boot_depth,
+        "levels_left": level_after,
+        "scale_bits": args.scale_bits,
+        "first_bits": args.first_bits,
+        "level_budget": budget,
+        "dnum": args.dnum,
+        "secret": "uniform ternary",
+        "security": security,
+        "note": note,
+    }
     line = json.dumps(rec)
     print(line, flush=True)
     if args.out:

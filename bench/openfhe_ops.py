@@ -125,9 +125,11 @@ def make_context(spec):
         if "does not comply with HE standards" not in str(e):
             raise
         wanted = re.search(r"recommendation \((\d+)\)", str(e))
-        note = ("OpenFHE refuses N=2^%d at HEStd_128_classic (its check wants N >= %s for the Q*P it "
-                "builds); ran with HEStd_NotSet: same N and Q as kasoku, but OpenFHE's own Q*P is "
-                "beyond the 128-bit bound for this N." % (spec["logn"], wanted.group(1) if wanted else "?"))
+        note = (
+            "OpenFHE refuses N=2^%d at HEStd_128_classic (its check wants N >= %s for the Q*P it "
+            "builds); ran with HEStd_NotSet: same N and Q as kasoku, but OpenFHE's own Q*P is "
+            "beyond the 128-bit bound for this N." % (spec["logn"], wanted.group(1) if wanted else "?")
+        )
         log("WARNING: " + note)
         return build(ofhe.HEStd_NotSet), "HEStd_NotSet", note
 
@@ -139,8 +141,9 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", required=True, help="JSON lines output file")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--hoisting", action="store_true",
-                    help="also EvalSum (all slots) and 16 hoisted rotations (EvalFastRotation)")
+    ap.add_argument(
+        "--hoisting", action="store_true", help="also EvalSum (all slots) and 16 hoisted rotations (EvalFastRotation)"
+    )
     ap.add_argument("--poly", action="store_true", help="also EvalChebyshevSeries of degrees %s" % (POLY_DEGREES,))
     args = ap.parse_args()
 
@@ -160,8 +163,10 @@ def main():
         rec.update(fields)
         lines.append(rec)
 
-    log("context %s: N=2^%d, depth %d, dnum %d, OMP_NUM_THREADS=%s"
-        % (name, spec["logn"], spec["depth"], spec["dnum"], omp))
+    log(
+        "context %s: N=2^%d, depth %d, dnum %d, OMP_NUM_THREADS=%s"
+        % (name, spec["logn"], spec["depth"], spec["dnum"], omp)
+    )
     cc, security, security_note = make_context(spec)
 
     # --- KeyGen: secret+public, relin (EvalMultKeyGen), one rotation key -----
@@ -229,14 +234,23 @@ def main():
 
     # --- timed ops -----------------------------------------------------------
     ops = [
-        ("Encode", lambda: cc.MakeCKKSPackedPlaintext(v1),
-         "MakeCKKSPackedPlaintext(N/2 reals in [-1,1], numpy float64), level 0 (full chain)"),
+        (
+            "Encode",
+            lambda: cc.MakeCKKSPackedPlaintext(v1),
+            "MakeCKKSPackedPlaintext(N/2 reals in [-1,1], numpy float64), level 0 (full chain)",
+        ),
         ("Encrypt", lambda: cc.Encrypt(pk, pt1), "Encrypt(public key, plaintext)"),
-        ("DecryptDecode", lambda: cc.Decrypt(sk, c1).GetRealPackedValueArray(),
-         "Decrypt(sk, fresh ct) (decodes internally) + GetRealPackedValueArray()"),
+        (
+            "DecryptDecode",
+            lambda: cc.Decrypt(sk, c1).GetRealPackedValueArray(),
+            "Decrypt(sk, fresh ct) (decodes internally) + GetRealPackedValueArray()",
+        ),
         ("Add", lambda: cc.EvalAdd(c1, c2), "EvalAdd of two fresh ciphertexts"),
-        ("MulRelinRescale", lambda: cc.Rescale(cc.EvalMult(c1, c2)),
-         "EvalMult (tensor + relinearize, FIXEDMANUAL: no auto rescale) then Rescale, fresh top-level inputs"),
+        (
+            "MulRelinRescale",
+            lambda: cc.Rescale(cc.EvalMult(c1, c2)),
+            "EvalMult (tensor + relinearize, FIXEDMANUAL: no auto rescale) then Rescale, fresh top-level inputs",
+        ),
         ("Rotate", lambda: cc.EvalRotate(c1, 1), "EvalRotate(fresh ct, 1)"),
     ]
     for op, fn, note in ops:
@@ -250,7 +264,9 @@ def main():
         m = 2 * n
         check_h = {
             "max_err_eval_sum": err(cc.EvalSum(c1, slots), np.full(slots, v1.sum())),
-            "max_err_fast_rotation": err(cc.EvalFastRotation(c1, 5, m, cc.EvalFastRotationPrecompute(c1)), np.roll(v1, -5)),
+            "max_err_fast_rotation": err(
+                cc.EvalFastRotation(c1, 5, m, cc.EvalFastRotationPrecompute(c1)), np.roll(v1, -5)
+            ),
         }
         emit("check", **check_h)
         log("check: " + ", ".join("%s=%.2e" % kv for kv in check_h.items()))
@@ -276,9 +292,14 @@ def main():
             out = cc.EvalChebyshevSeries(c1, oc, -1.0, 1.0)
             e = err(out, ref)
             log("Chebyshev%d x%d (+1 warm-up)" % (d, reps))
-            emit("Chebyshev%d" % d, note="EvalChebyshevSeries(ct, %d coefficients, -1, 1)" % (d + 1),
-                 levels=out.GetLevel() - c1.GetLevel(), max_abs_error=e, bits=-math.log2(e),
-                 **timed(lambda: cc.EvalChebyshevSeries(c1, oc, -1.0, 1.0), reps))
+            emit(
+                "Chebyshev%d" % d,
+                note="EvalChebyshevSeries(ct, %d coefficients, -1, 1)" % (d + 1),
+                levels=out.GetLevel() - c1.GetLevel(),
+                max_abs_error=e,
+                bits=-math.log2(e),
+                **timed(lambda: cc.EvalChebyshevSeries(c1, oc, -1.0, 1.0), reps),
+            )
 
     # NTT: openfhe-python does not expose DCRTPoly NTTs (DCRTPoly has no methods
     # in the binding), so no line is written; peers.py shows "n/a".
@@ -323,9 +344,11 @@ def main():
         security=security,
         security_note=security_note,
         omp_num_threads=omp,
-        note=("OpenFHE picks its own special primes; their count is inferred from the "
-              "serialized relin key size and log2_qp assumes %d-bit special primes. "
-              "NTT is not exposed by openfhe-python." % OPENFHE_AUX_BITS),
+        note=(
+            "OpenFHE picks its own special primes; their count is inferred from the "
+            "serialized relin key size and log2_qp assumes %d-bit special primes. "
+            "NTT is not exposed by openfhe-python." % OPENFHE_AUX_BITS
+        ),
     )
 
     with open(args.out, "w") as f:

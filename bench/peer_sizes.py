@@ -35,8 +35,9 @@ def worker(name: str, out: str) -> None:
     recs = []
 
     def emit(lib, what, nbytes, mode, note=""):
-        recs.append({"lib": lib, "op": "size", "params": name, "what": what, "bytes": nbytes, "mode": mode,
-                     "note": note})
+        recs.append(
+            {"lib": lib, "op": "size", "params": name, "what": what, "bytes": nbytes, "mode": mode, "note": note}
+        )
 
     parms = seal.EncryptionParameters(seal.scheme_type.ckks)
     parms.set_poly_modulus_degree(n)
@@ -50,20 +51,37 @@ def worker(name: str, out: str) -> None:
     pt = enc.encode(np.random.default_rng(3).uniform(-1, 1, n // 2), 2.0 ** scale_bits[0])
     ct_pk = seal.Encryptor(ctx, pk).encrypt(pt)
     modes = dict(seal.compr_mode_type.__members__)  # the PyPI wheel: none only (built without zlib / zstd)
-    recs.append({"lib": "seal", "op": "note", "params": name,
-                 "note": f"seal-python {version('seal-python')} compression modes: {', '.join(modes)}"})
-    for what, obj in (("ciphertext (public-key encryption)", ct_pk), ("public key", pk), ("secret key", sk),
-                      ("relinearisation key", rk), ("one Galois key (step 1)", gk)):
+    recs.append(
+        {
+            "lib": "seal",
+            "op": "note",
+            "params": name,
+            "note": f"seal-python {version('seal-python')} compression modes: {', '.join(modes)}",
+        }
+    )
+    for what, obj in (
+        ("ciphertext (public-key encryption)", ct_pk),
+        ("public key", pk),
+        ("secret key", sk),
+        ("relinearisation key", rk),
+        ("one Galois key (step 1)", gk),
+    ):
         emit("seal", what, len(obj.to_string()), "none")
     # seal-python returns SEAL's objects materialised (no Serializable): its secret-key ciphertexts and keys are
     # written in full, where SEAL's C++ API can write their uniform halves as seeds.
     sym = seal.Encryptor(ctx, pk)
     sym.set_secret_key(sk)
     ct_sk = sym.encrypt_symmetric(pt)
-    emit("seal", "ciphertext (secret-key encryption)", len(ct_sk.to_string()), "none",
-         "seal-python's encrypt_symmetric returns the ciphertext, not SEAL's seeded Serializable")
+    emit(
+        "seal",
+        "ciphertext (secret-key encryption)",
+        len(ct_sk.to_string()),
+        "none",
+        "seal-python's encrypt_symmetric returns the ciphertext, not SEAL's seeded Serializable",
+    )
     if log_n <= 15:
         import tenseal as ts
+
         tctx = ts.context(ts.SCHEME_TYPE.CKKS, poly_modulus_degree=n, coeff_mod_bit_sizes=bits)
         tctx.global_scale = 2.0 ** scale_bits[0]
         tctx.generate_galois_keys()
@@ -74,12 +92,26 @@ def worker(name: str, out: str) -> None:
         pub = tctx.copy()
         pub.make_context_public()
         try:
-            emit("tenseal", "public context: public, relin and Galois keys (all power-of-2 steps)",
-                 len(pub.serialize(save_public_key=True, save_secret_key=False, save_galois_keys=True,
-                                   save_relin_keys=True)), "default", "TenSEAL serializes keys inside its context")
+            emit(
+                "tenseal",
+                "public context: public, relin and Galois keys (all power-of-2 steps)",
+                len(
+                    pub.serialize(
+                        save_public_key=True, save_secret_key=False, save_galois_keys=True, save_relin_keys=True
+                    )
+                ),
+                "default",
+                "TenSEAL serializes keys inside its context",
+            )
         except ValueError as e:  # a protobuf message is limited to 2 GiB
-            recs.append({"lib": "tenseal", "op": "note", "params": name,
-                         "note": f"serializing the context with its Galois keys failed: {e}"})
+            recs.append(
+                {
+                    "lib": "tenseal",
+                    "op": "note",
+                    "params": name,
+                    "note": f"serializing the context with its Galois keys failed: {e}",
+                }
+            )
         emit("tenseal", "public context without Galois keys", len(pub.serialize(save_galois_keys=False)), "default")
     with open(out, "w") as f:
         for r in recs:
@@ -97,8 +129,14 @@ def main() -> int:
         return 0
     sys.path.insert(0, str(HERE))
     from peers import clean_env, ensure_venv
-    py = ensure_venv(HERE / ".venv-seal", sys.executable, sys.version_info[:2], "seal, tenseal, numpy",
-                     ["seal-python", "tenseal", "numpy"])
+
+    py = ensure_venv(
+        HERE / ".venv-seal",
+        sys.executable,
+        sys.version_info[:2],
+        "seal, tenseal, numpy",
+        ["seal-python", "tenseal", "numpy"],
+    )
     tmp = HERE / f".peer-sizes-{args.params}.jsonl"
     subprocess.run([str(py), __file__, "--params", args.params, "--_worker", str(tmp)], check=True, env=clean_env(1))
     recs = [json.loads(line) for line in tmp.read_text().splitlines()]

@@ -74,6 +74,7 @@ def spec_for(name: str) -> dict:
 # Peer environments
 # --------------------------------------------------------------------------
 
+
 def python_version_of(exe: str) -> tuple[tuple[int, int], str] | None:
     """((major, minor), real sys.executable) of an interpreter, or None if it does not run.
 
@@ -83,7 +84,9 @@ def python_version_of(exe: str) -> tuple[tuple[int, int], str] | None:
     try:
         out = subprocess.run(
             [exe, "-c", "import sys; print(sys.version_info[0], sys.version_info[1]); print(sys.executable)"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -108,8 +111,9 @@ def find_python310(explicit: str | None = None) -> str | None:
         m = re.search(r"/3\.10\.(\d+)", path)
         return int(m.group(1)) if m else -1
 
-    candidates += sorted(glob.glob(os.path.join(pyenv_root, "versions", "3.10*", "bin", "python3.10")),
-                         key=patch_level, reverse=True)
+    candidates += sorted(
+        glob.glob(os.path.join(pyenv_root, "versions", "3.10*", "bin", "python3.10")), key=patch_level, reverse=True
+    )
     candidates += ["/usr/bin/python3.10", "/usr/local/bin/python3.10"]
     seen = set()
     for cand in candidates:
@@ -134,14 +138,16 @@ def ensure_venv(venv: Path, base_python: str, want: tuple[int, int], modules: st
     info = python_version_of(str(py)) if py.exists() else None
     if info is None or info[0] != want:
         progress(f"creating venv {venv} with {base_python}...")
-        subprocess.run([base_python, "-m", "venv", "--clear", str(venv)], check=True,
-                       stdout=sys.stderr)
-    check = subprocess.run([str(py), "-c", f"import {modules}"], capture_output=True, text=True,
-                           env=clean_env())
+        subprocess.run([base_python, "-m", "venv", "--clear", str(venv)], check=True, stdout=sys.stderr)
+    check = subprocess.run([str(py), "-c", f"import {modules}"], capture_output=True, text=True, env=clean_env())
     if check.returncode != 0:
         progress(f"installing {' '.join(packages)} into {venv}...")
-        subprocess.run([str(py), "-m", "pip", "install", "--disable-pip-version-check", *packages],
-                       check=True, stdout=sys.stderr, env=clean_env())
+        subprocess.run(
+            [str(py), "-m", "pip", "install", "--disable-pip-version-check", *packages],
+            check=True,
+            stdout=sys.stderr,
+            env=clean_env(),
+        )
         subprocess.run([str(py), "-c", f"import {modules}"], check=True, env=clean_env())
     return py
 
@@ -170,6 +176,7 @@ def run_worker(cmd: list[str], threads: int, out_path: Path) -> list[dict]:
 # --------------------------------------------------------------------------
 # SEAL fallback worker (runs inside bench/.venv-seal via `peers.py --_seal-worker`)
 # --------------------------------------------------------------------------
+
 
 def seal_worker(spec: dict, threads: int, reps: int, out: str, seed: int = 1) -> None:
     """Same ops as openfhe_ops.py with Microsoft SEAL (seal-python).
@@ -262,9 +269,13 @@ def seal_worker(spec: dict, threads: int, reps: int, out: str, seed: int = 1) ->
     def err(ct, ref):
         return float(np.max(np.abs(encoder.decode(decryptor.decrypt(ct))[:slots] - ref)))
 
-    emit("check", max_err_decrypt=err(c1, v1), max_err_add=err(ev.add(c1, c2), v1 + v2),
-         max_err_mul_relin_rescale=err(mul_relin_rescale(), v1 * v2),
-         max_err_rotate=err(ev.rotate_vector(c1, 1, gk), np.roll(v1, -1)))
+    emit(
+        "check",
+        max_err_decrypt=err(c1, v1),
+        max_err_add=err(ev.add(c1, c2), v1 + v2),
+        max_err_mul_relin_rescale=err(mul_relin_rescale(), v1 * v2),
+        max_err_rotate=err(ev.rotate_vector(c1, 1, gk), np.roll(v1, -1)),
+    )
     for op, fn in [
         ("Encode", lambda: encoder.encode(v1, scale)),
         ("Encrypt", lambda: encryptor.encrypt(pt1)),
@@ -284,14 +295,27 @@ def seal_worker(spec: dict, threads: int, reps: int, out: str, seed: int = 1) ->
         "secret_key": len(sk.to_string()),
     }
     for what, nbytes in sizes.items():
-        emit("size", what=what, bytes=nbytes,
-             note="to_string(); ciphertext uncompressed, keys in SEAL's default compression mode")
-    emit("params", seal_version=importlib.metadata.version("seal-python"), ring_dim=n,
-         log2_q=spec["first_bits"] + spec["scale_bits"] * spec["depth"], num_q_primes=spec["depth"] + 1,
-         num_special_primes=1, special_prime_bits=60, log2_qp=sum(bits), dnum=spec["depth"] + 1,
-         security=security, security_note=security_note,
-         note="SEAL supports one special prime: key switching uses one digit per prime (dnum = L+1); "
-              "SEAL is single-threaded; NTT is not measured.")
+        emit(
+            "size",
+            what=what,
+            bytes=nbytes,
+            note="to_string(); ciphertext uncompressed, keys in SEAL's default compression mode",
+        )
+    emit(
+        "params",
+        seal_version=importlib.metadata.version("seal-python"),
+        ring_dim=n,
+        log2_q=spec["first_bits"] + spec["scale_bits"] * spec["depth"],
+        num_q_primes=spec["depth"] + 1,
+        num_special_primes=1,
+        special_prime_bits=60,
+        log2_qp=sum(bits),
+        dnum=spec["depth"] + 1,
+        security=security,
+        security_note=security_note,
+        note="SEAL supports one special prime: key switching uses one digit per prime (dnum = L+1); "
+        "SEAL is single-threaded; NTT is not measured.",
+    )
     with open(out, "w") as f:
         for rec in lines:
             f.write(json.dumps(rec) + "\n")
@@ -301,9 +325,22 @@ def seal_worker(spec: dict, threads: int, reps: int, out: str, seed: int = 1) ->
 # kasoku side
 # --------------------------------------------------------------------------
 
+
 def run_kasoku(params: str, threads: int, reps: int, path: Path, extra: list[str]) -> list[dict]:
-    cmd = [sys.executable, "-m", "kasoku", "bench", "--params", params, "--threads", str(threads),
-           "--reps", str(reps), "--json", str(path)] + extra
+    cmd = [
+        sys.executable,
+        "-m",
+        "kasoku",
+        "bench",
+        "--params",
+        params,
+        "--threads",
+        str(threads),
+        "--reps",
+        str(reps),
+        "--json",
+        str(path),
+    ] + extra
     progress("running: " + " ".join(cmd[1:]))
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, stdout=sys.stderr)
@@ -338,6 +375,7 @@ def read_jsonl(path: Path) -> list[dict]:
 # Report
 # --------------------------------------------------------------------------
 
+
 def machine_info() -> dict:
     cpu, flags = None, []
     try:
@@ -362,8 +400,13 @@ def machine_info() -> dict:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count()
-    return {"cpu": cpu or platform.processor() or "unknown", "cores": os.cpu_count(), "usable_cores": usable,
-            "simd_flags": flags, "platform": platform.platform()}
+    return {
+        "cpu": cpu or platform.processor() or "unknown",
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "simd_flags": flags,
+        "platform": platform.platform(),
+    }
 
 
 def index(recs: list[dict], lib: str, params: str) -> tuple[dict, dict, dict]:
@@ -409,13 +452,17 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
 
     out = []
     width = 22
-    out.append(f"kasoku vs {peer} {peer_version} | CKKS {p}: N=2^{spec['logn']}, depth {spec['depth']}, "
-               f"dnum {spec['dnum']}, scale 2^{spec['scale_bits']} | threads {args.threads} | "
-               f"median of {args.reps} reps after 1 warm-up")
+    out.append(
+        f"kasoku vs {peer} {peer_version} | CKKS {p}: N=2^{spec['logn']}, depth {spec['depth']}, "
+        f"dnum {spec['dnum']}, scale 2^{spec['scale_bits']} | threads {args.threads} | "
+        f"median of {args.reps} reps after 1 warm-up"
+    )
     out.append(f"date:    {meta['date']}")
     m = meta["machine"]
-    out.append(f"machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), "
-               f"{' '.join(m['simd_flags']) or 'no AVX2'}; {m['platform']}")
+    out.append(
+        f"machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), "
+        f"{' '.join(m['simd_flags']) or 'no AVX2'}; {m['platform']}"
+    )
     info = meta["kasoku_info"]
     out.append("kasoku:  " + (info[0] if info else "(no info)"))
     out += ["         " + line for line in info[1:]]
@@ -426,20 +473,41 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
         q = p_times.get(op, {}).get("median_ms")
         out.append(f"{label:<{width}}{fmt_ms(k):>12}{fmt_ms(q):>14}{fmt_ratio(k, q):>16}")
         if k is not None or q is not None:
-            summary.append({"lib": "summary", "op": op, "params": p, "threads": args.threads, "peer": peer,
-                            "kasoku_median_ms": k, "peer_median_ms": q,
-                            "ratio": None if k is None or not q else k / q})
+            summary.append(
+                {
+                    "lib": "summary",
+                    "op": op,
+                    "params": p,
+                    "threads": args.threads,
+                    "peer": peer,
+                    "kasoku_median_ms": k,
+                    "peer_median_ms": q,
+                    "ratio": None if k is None or not q else k / q,
+                }
+            )
     out.append("")
     out.append(f"{'size':<{width}}{'kasoku bytes':>14}{peer + ' bytes':>16}{'kasoku/' + peer:>16}")
     for what in SIZES:
         k = k_sizes.get(what, {}).get("bytes")
         q = p_sizes.get(what, {}).get("bytes")
-        out.append(f"{what:<{width}}{(f'{k:,}' if k is not None else 'n/a'):>14}"
-                   f"{(f'{q:,}' if q is not None else 'n/a'):>16}{fmt_ratio(k, q):>16}")
+        out.append(
+            f"{what:<{width}}{(f'{k:,}' if k is not None else 'n/a'):>14}"
+            f"{(f'{q:,}' if q is not None else 'n/a'):>16}{fmt_ratio(k, q):>16}"
+        )
         if k is not None or q is not None:
-            summary.append({"lib": "summary", "op": "size", "what": what, "params": p, "threads": args.threads,
-                            "peer": peer, "kasoku_bytes": k, "peer_bytes": q,
-                            "ratio": None if k is None or not q else k / q})
+            summary.append(
+                {
+                    "lib": "summary",
+                    "op": "size",
+                    "what": what,
+                    "params": p,
+                    "threads": args.threads,
+                    "peer": peer,
+                    "kasoku_bytes": k,
+                    "peer_bytes": q,
+                    "ratio": None if k is None or not q else k / q,
+                }
+            )
 
     cheb = sorted((op for op in set(k_times) | set(p_times) if op.startswith("Chebyshev")), key=lambda o: int(o[9:]))
     if cheb:
@@ -447,27 +515,38 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
         out.append(f"{'Chebyshev series':<{width}}{'levels':>14}{'bits (worst slot)':>22}{'products':>10}")
         for op in cheb:
             k, q = k_times.get(op, {}), p_times.get(op, {})
-            out.append(f"{'degree ' + op[9:]:<{width}}{str(k.get('levels', '-')) + ' / ' + str(q.get('levels', '-')):>14}"
-                       f"{format(k.get('bits', float('nan')), '.1f') + ' / ' + format(q.get('bits', float('nan')), '.1f'):>22}"
-                       f"{str(k.get('products', '-')):>10}")
-        notes.append("Chebyshev series: the same coefficients on both sides (uniform in [-1, 1] divided by i^2, seeded "
-                     "by the degree) on a fresh top-level ciphertext of values in [-1, 1]; levels and bits are "
-                     f"kasoku / {peer}; products: kasoku's ciphertext products.")
+            out.append(
+                f"{'degree ' + op[9:]:<{width}}{str(k.get('levels', '-')) + ' / ' + str(q.get('levels', '-')):>14}"
+                f"{format(k.get('bits', float('nan')), '.1f') + ' / ' + format(q.get('bits', float('nan')), '.1f'):>22}"
+                f"{str(k.get('products', '-')):>10}"
+            )
+        notes.append(
+            "Chebyshev series: the same coefficients on both sides (uniform in [-1, 1] divided by i^2, seeded "
+            "by the degree) on a fresh top-level ciphertext of values in [-1, 1]; levels and bits are "
+            f"kasoku / {peer}; products: kasoku's ciphertext products."
+        )
 
     # Notes: everything a reader needs to trust (or distrust) the ratios.
     notes = list(notes)
-    notes.append(f"kasoku parameters: N=2^{spec['logn']}, log2 Q = {spec['log2_q']} "
-                 f"({spec['depth'] + 1} primes), {len(spec['special_bits'])} special prime(s) of "
-                 f"{spec['special_bits'][0]} bits, log2 QP = {spec['log2_qp']}, dnum {spec['dnum']}.")
+    notes.append(
+        f"kasoku parameters: N=2^{spec['logn']}, log2 Q = {spec['log2_q']} "
+        f"({spec['depth'] + 1} primes), {len(spec['special_bits'])} special prime(s) of "
+        f"{spec['special_bits'][0]} bits, log2 QP = {spec['log2_qp']}, dnum {spec['dnum']}."
+    )
     if pp:
         qp = pp.get("log2_qp")
-        notes.append(f"{peer} parameters: ring dim {pp.get('ring_dim')}, log2 Q = {pp.get('log2_q')} "
-                     f"({pp.get('num_q_primes')} primes), {pp.get('num_special_primes', '?')} special prime(s) "
-                     f"of ~{pp.get('special_prime_bits')} bits, log2 QP {'~ ' + str(qp) if qp else 'unknown'}, "
-                     f"dnum {pp.get('dnum')}"
-                     + (f", {pp.get('scaling_technique')}, {pp.get('keyswitch_technique')}"
-                        if pp.get("scaling_technique") else "")
-                     + f", security {pp.get('security')}. {pp.get('note', '')}")
+        notes.append(
+            f"{peer} parameters: ring dim {pp.get('ring_dim')}, log2 Q = {pp.get('log2_q')} "
+            f"({pp.get('num_q_primes')} primes), {pp.get('num_special_primes', '?')} special prime(s) "
+            f"of ~{pp.get('special_prime_bits')} bits, log2 QP {'~ ' + str(qp) if qp else 'unknown'}, "
+            f"dnum {pp.get('dnum')}"
+            + (
+                f", {pp.get('scaling_technique')}, {pp.get('keyswitch_technique')}"
+                if pp.get("scaling_technique")
+                else ""
+            )
+            + f", security {pp.get('security')}. {pp.get('note', '')}"
+        )
         if pp.get("security_note"):
             notes.append("WARNING: " + pp["security_note"])
     for lib, t in (("kasoku", k_times), (peer, p_times)):
@@ -479,15 +558,19 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
     if chk:
         errs = {k: v for k, v in chk.items() if k.startswith("max_err")}
         worst = max(errs.values()) if errs else 0.0
-        notes.append(f"{peer} decryption check: max abs error {worst:.1e} over "
-                     f"{', '.join(e[8:] for e in errs)}" + ("" if worst < 1e-3 else "  <-- SUSPICIOUS"))
+        notes.append(
+            f"{peer} decryption check: max abs error {worst:.1e} over "
+            f"{', '.join(e[8:] for e in errs)}" + ("" if worst < 1e-3 else "  <-- SUSPICIOUS")
+        )
     for lib, s in (("kasoku", k_sizes), (peer, p_sizes)):
         if s:
             n = next(iter(s.values())).get("note")
             if n:
                 notes.append(f"sizes ({lib}): {n}.")
-    notes.append(f"ratio = kasoku median / {peer} median: below 1 means kasoku is faster (or smaller). "
-                 "Expect ~10-15% run-to-run noise on a shared 2-core machine; use --reps >= 5.")
+    notes.append(
+        f"ratio = kasoku median / {peer} median: below 1 means kasoku is faster (or smaller). "
+        "Expect ~10-15% run-to-run noise on a shared 2-core machine; use --reps >= 5."
+    )
 
     out.append("")
     out.append("notes:")
@@ -499,6 +582,7 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
 # main
 # --------------------------------------------------------------------------
 
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="kasoku vs OpenFHE (or SEAL) CKKS benchmark, side by side.")
     ap.add_argument("--params", choices=sorted(PARAMS), required=True, help="parameter set (docs/PARAMS.md)")
@@ -506,15 +590,25 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=5, help="timed repetitions per op, after 1 warm-up (default 5)")
     ap.add_argument("--out", help="append all JSON lines (both libraries, summaries, meta) to this file")
     ap.add_argument("--peer-only", action="store_true", help="run only the peer library")
-    ap.add_argument("--hoisting", action="store_true",
-                    help="also the sum of all slots (kasoku sum_slots vs OpenFHE EvalSum) and 16 hoisted rotations "
-                         "(rotate_hoisted vs EvalFastRotationPrecompute + 16 EvalFastRotation); OpenFHE only")
-    ap.add_argument("--poly", action="store_true",
-                    help="also Chebyshev series of degree 7..255 (evaluate_polynomial vs EvalChebyshevSeries), with "
-                         "the levels each takes and its precision; OpenFHE only")
+    ap.add_argument(
+        "--hoisting",
+        action="store_true",
+        help="also the sum of all slots (kasoku sum_slots vs OpenFHE EvalSum) and 16 hoisted rotations "
+        "(rotate_hoisted vs EvalFastRotationPrecompute + 16 EvalFastRotation); OpenFHE only",
+    )
+    ap.add_argument(
+        "--poly",
+        action="store_true",
+        help="also Chebyshev series of degree 7..255 (evaluate_polynomial vs EvalChebyshevSeries), with "
+        "the levels each takes and its precision; OpenFHE only",
+    )
     ap.add_argument("--kasoku-json", metavar="PATH", help="use this kasoku results file instead of running kasoku")
-    ap.add_argument("--peer", choices=["auto", "openfhe", "seal"], default="auto",
-                    help="auto (default): OpenFHE if a python3.10 exists, else SEAL")
+    ap.add_argument(
+        "--peer",
+        choices=["auto", "openfhe", "seal"],
+        default="auto",
+        help="auto (default): OpenFHE if a python3.10 exists, else SEAL",
+    )
     ap.add_argument("--python310", metavar="PATH", help="CPython 3.10 interpreter for the OpenFHE venv")
     ap.add_argument("--venv", metavar="DIR", help="peer venv (default bench/.venv-openfhe or bench/.venv-seal)")
     ap.add_argument("--_seal-worker", dest="seal_worker", metavar="OUT", help=argparse.SUPPRESS)
@@ -534,8 +628,10 @@ def main(argv=None) -> int:
     if peer == "auto":
         peer = "openfhe" if py310 else "seal"
         if not py310:
-            msg = ("NO python3.10 FOUND (looked on PATH and under ~/.pyenv/versions/3.10*): the openfhe "
-                   "wheel needs CPython 3.10, so this run compares against Microsoft SEAL instead of OpenFHE.")
+            msg = (
+                "NO python3.10 FOUND (looked on PATH and under ~/.pyenv/versions/3.10*): the openfhe "
+                "wheel needs CPython 3.10, so this run compares against Microsoft SEAL instead of OpenFHE."
+            )
             progress(msg)
             notes.append(msg)
     if peer == "openfhe" and not py310:
@@ -551,7 +647,11 @@ def main(argv=None) -> int:
             notes.append("SEAL is single-threaded: its timings do not use --threads.")
 
     meta = {
-        "lib": "meta", "params": args.params, "threads": args.threads, "reps": args.reps, "peer": peer,
+        "lib": "meta",
+        "params": args.params,
+        "threads": args.threads,
+        "reps": args.reps,
+        "peer": peer,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_info(),
         "kasoku_info": kasoku_info(),
@@ -585,11 +685,31 @@ def main(argv=None) -> int:
         # 3. The peer, in its own venv and process.
         peer_out = tmp / f"{peer}.jsonl"
         if peer == "openfhe":
-            cmd = [str(peer_py), str(OPENFHE_WORKER), "--spec", json.dumps(spec), "--threads", str(args.threads),
-                   "--reps", str(args.reps), "--out", str(peer_out)] + extra
+            cmd = [
+                str(peer_py),
+                str(OPENFHE_WORKER),
+                "--spec",
+                json.dumps(spec),
+                "--threads",
+                str(args.threads),
+                "--reps",
+                str(args.reps),
+                "--out",
+                str(peer_out),
+            ] + extra
         else:
-            cmd = [str(peer_py), str(Path(__file__).resolve()), "--params", args.params, "--threads",
-                   str(args.threads), "--reps", str(args.reps), "--_seal-worker", str(peer_out)]
+            cmd = [
+                str(peer_py),
+                str(Path(__file__).resolve()),
+                "--params",
+                args.params,
+                "--threads",
+                str(args.threads),
+                "--reps",
+                str(args.reps),
+                "--_seal-worker",
+                str(peer_out),
+            ]
         try:
             peer_recs = run_worker(cmd, args.threads, peer_out)
         except (RuntimeError, OSError) as e:

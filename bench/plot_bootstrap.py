@@ -24,8 +24,13 @@ def main(src: str, dst: str) -> int:
             continue
         r = json.loads(line)
         if r.get("lib") == "desilo" and r.get("op") == "Bootstrap":  # bench/desilo_ops.py's own line
-            r = dict(r, op="bootstrap", median_s=r["median_ms"] / 1000, params=r.get("version", "desilo"),
-                     threads=r.get("threads", 1))
+            r = dict(
+                r,
+                op="bootstrap",
+                median_s=r["median_ms"] / 1000,
+                params=r.get("version", "desilo"),
+                threads=r.get("threads", 1),
+            )
         if r.get("op") == "bootstrap":
             rows.append(r)
     if not rows:
@@ -50,8 +55,13 @@ def main(src: str, dst: str) -> int:
         else:
             ax.barh(y, r["median_s"], color="#777", hatch="//", label="total (no stages)")
         left_text = f", {r['levels_left']} levels left" if "levels_left" in r else ""
-        ax.text(r["median_s"] * 1.01, y, f"{r['median_s']:.1f} s, {r['mean_bits']:.1f}/{r['worst_bits']:.1f} bits{left_text}",
-                va="center", fontsize=8)
+        ax.text(
+            r["median_s"] * 1.01,
+            y,
+            f"{r['median_s']:.1f} s, {r['mean_bits']:.1f}/{r['worst_bits']:.1f} bits{left_text}",
+            va="center",
+            fontsize=8,
+        )
     seen = {}  # one legend entry per stage
     for h, n in zip(*ax.get_legend_handles_labels()):
         seen.setdefault(n, h)

@@ -34,8 +34,14 @@ def main(src: str, dst: str) -> int:
                     continue
                 x = m + (k - (len(libs) - 1) / 2) * width
                 ax.bar(x, r["inference_s"], width, color=COLORS.get(lib, "#777"), label=lib if m == 0 else None)
-                ax.text(x, r["inference_s"] * 1.08, f"{r['inference_s']:.2g} s\nerr {r['logit_max_err']:.0e}",
-                        ha="center", va="bottom", fontsize=7)
+                ax.text(
+                    x,
+                    r["inference_s"] * 1.08,
+                    f"{r['inference_s']:.2g} s\nerr {r['logit_max_err']:.0e}",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                )
         ax.set_yscale("log")
         ax.set_xticks(range(len(models)), models)
         ax.set_ylim(top=max(r["inference_s"] for r in rows) * 6)

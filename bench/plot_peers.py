@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bar chart of kasoku/peer time ratios from the JSON lines of bench/peers.py --out.
 
-    python bench/plot_peers.py docs/data/peers-H16.jsonl docs/peers-H16.png
+python bench/plot_peers.py docs/data/peers-H16.jsonl docs/peers-H16.png
 """
 
 import json
@@ -15,8 +15,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def main(src: str, dst: str) -> int:
     rows = [json.loads(line) for line in open(src)]
-    summary = [r for r in rows if r.get("lib") == "summary" and r.get("ratio") is not None and r.get("op") != "size"
-               and "what" not in r]
+    summary = [
+        r
+        for r in rows
+        if r.get("lib") == "summary" and r.get("ratio") is not None and r.get("op") != "size" and "what" not in r
+    ]
     if not summary:
         raise SystemExit(f"no summary lines with ratios in {src}")
     ops = [r["op"] for r in summary]

@@ -92,9 +92,18 @@ def main() -> int:
             b = ctx.encrypt(rng.uniform(-1, 1, ctx.slots) + 1j * rng.uniform(-1, 1, ctx.slots), keys.public)
             ev = ctx.evaluator(keys.evaluation())
             results = {k: to_bytes(v) for k, v in operations(ctx, ev, a, b, x).items()}
-            decrypted = {k: [ctx.decrypt(ks.Ciphertext.from_bytes(ctx, c), keys.secret) for c in v] for k, v in results.items()}
-            blob = dict(sk=keys.secret.to_bytes(), ek=keys.evaluation().to_bytes(), a=a.to_bytes(), b=b.to_bytes(), x=x,
-                        results=results, decrypted=decrypted)
+            decrypted = {
+                k: [ctx.decrypt(ks.Ciphertext.from_bytes(ctx, c), keys.secret) for c in v] for k, v in results.items()
+            }
+            blob = dict(
+                sk=keys.secret.to_bytes(),
+                ek=keys.evaluation().to_bytes(),
+                a=a.to_bytes(),
+                b=b.to_bytes(),
+                x=x,
+                results=results,
+                decrypted=decrypted,
+            )
             path.write_bytes(pickle.dumps(blob))
             print(f"{name}: saved {len(results)} results to {path}")
             continue
@@ -108,8 +117,10 @@ def main() -> int:
             same = got_bytes == blob["results"][op]
             dec = [ctx.decrypt(c, sk) for c in (got if isinstance(got, list) else [got])]
             same_dec = all(np.array_equal(u, v) for u, v in zip(dec, blob["decrypted"][op]))
-            print(f"{name:6s} {op:22s} {'same bytes' if same else 'DIFFERENT BYTES'}, "
-                  f"{'same decryption' if same_dec else 'DIFFERENT DECRYPTION'}")
+            print(
+                f"{name:6s} {op:22s} {'same bytes' if same else 'DIFFERENT BYTES'}, "
+                f"{'same decryption' if same_dec else 'DIFFERENT DECRYPTION'}"
+            )
             bad += (not same) + (not same_dec)
     return 1 if bad else 0
 

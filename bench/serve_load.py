@@ -40,12 +40,14 @@ class Server(ServerProcess):
     def job_rows(self) -> int:
         """Jobs in the server's store (each accepted job is one row, whatever happened to the process)."""
         import sqlite3
+
         with sqlite3.connect(self.data / "kasoku.db") as db:
             return db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
 
 
-def one_level(server: Server, token: str, kid: str, bodies, want, rate: float, jobs: int, seed: int,
-              kill_at: int | None = None) -> dict:
+def one_level(
+    server: Server, token: str, kid: str, bodies, want, rate: float, jobs: int, seed: int, kill_at: int | None = None
+) -> dict:
     """jobs Poisson arrivals at `rate` per second; returns the level's statistics."""
     arrivals = np.cumsum(np.random.default_rng(seed).exponential(1.0 / rate, jobs))
     admin = ks.Client(server.url, token)
@@ -85,13 +87,25 @@ def one_level(server: Server, token: str, kid: str, bodies, want, rate: float, j
     got = [x for x in lat if x is not None]
     a = np.asarray(got) * 1000 if got else np.zeros(1)
     accepted = after["accepted"] - (0 if kill_at is not None else before["accepted"])
-    return {"jobs": jobs, "offered_per_s": rate, "achieved_per_s": len(got) / span,
-            "p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95)),
-            "p99_ms": float(np.percentile(a, 99)), "results": len(got), "distinct_job_ids": len({i for i in ids if i}),
-            "rejected_busy": after["rejected_busy"] - (0 if kill_at is not None else before["rejected_busy"]),
-            "accepted_by_server": accepted, "jobs_stored_by_server": rows_after - rows_before, "errors": errors[:5], "error_count": len(errors),
-            "request_bytes_per_job": float(np.mean(sent)), "response_bytes_per_job": float(np.mean(recv)),
-            "restarted": kill_at is not None, "recovered_after_restart": after.get("recovered_after_restart", 0)}
+    return {
+        "jobs": jobs,
+        "offered_per_s": rate,
+        "achieved_per_s": len(got) / span,
+        "p50_ms": float(np.percentile(a, 50)),
+        "p95_ms": float(np.percentile(a, 95)),
+        "p99_ms": float(np.percentile(a, 99)),
+        "results": len(got),
+        "distinct_job_ids": len({i for i in ids if i}),
+        "rejected_busy": after["rejected_busy"] - (0 if kill_at is not None else before["rejected_busy"]),
+        "accepted_by_server": accepted,
+        "jobs_stored_by_server": rows_after - rows_before,
+        "errors": errors[:5],
+        "error_count": len(errors),
+        "request_bytes_per_job": float(np.mean(sent)),
+        "response_bytes_per_job": float(np.mean(recv)),
+        "restarted": kill_at is not None,
+        "recovered_after_restart": after.get("recovered_after_restart", 0),
+    }
 
 
 def run_executor(name: str, params: str, loads, jobs: int, capacity: int, restart: bool, out: list, ray_address=None):
@@ -118,18 +132,31 @@ def run_executor(name: str, params: str, loads, jobs: int, capacity: int, restar
             for i in ids:
                 c.result_bytes(i)
             mu = burst / (time.monotonic() - t)
-            print(f"[{name}] capacity {mu:.2f} jobs/s ({burst} jobs at once); key set {keys_bytes / 1e6:.1f} MB",
-                  flush=True)
+            print(
+                f"[{name}] capacity {mu:.2f} jobs/s ({burst} jobs at once); key set {keys_bytes / 1e6:.1f} MB",
+                flush=True,
+            )
             levels = [(f, False) for f in loads] + ([(2.0, True)] if restart else [])
             for n, (f, kill) in enumerate(levels):
-                r = one_level(srv, c.token, kid, bodies, want, f * mu, jobs, seed=10 + n,
-                              kill_at=jobs // 2 if kill else None)
-                r.update(executor=name, params=params, offered_load=f, capacity_per_s=mu, server_capacity=capacity,
-                         key_set_bytes=keys_bytes, machine=f"{cpu_name()}, {ks.hardware_threads()} threads")
-                print(f"[{name}] load {f:.2f}{' + restart' if kill else ''}: offered {r['offered_per_s']:.2f}/s, "
-                      f"achieved {r['achieved_per_s']:.2f}/s, p50 {r['p50_ms']:.0f} p95 {r['p95_ms']:.0f} "
-                      f"p99 {r['p99_ms']:.0f} ms, {r['results']}/{jobs} results, {r['rejected_busy']} retry-later, "
-                      f"{r['error_count']} errors", flush=True)
+                r = one_level(
+                    srv, c.token, kid, bodies, want, f * mu, jobs, seed=10 + n, kill_at=jobs // 2 if kill else None
+                )
+                r.update(
+                    executor=name,
+                    params=params,
+                    offered_load=f,
+                    capacity_per_s=mu,
+                    server_capacity=capacity,
+                    key_set_bytes=keys_bytes,
+                    machine=f"{cpu_name()}, {ks.hardware_threads()} threads",
+                )
+                print(
+                    f"[{name}] load {f:.2f}{' + restart' if kill else ''}: offered {r['offered_per_s']:.2f}/s, "
+                    f"achieved {r['achieved_per_s']:.2f}/s, p50 {r['p50_ms']:.0f} p95 {r['p95_ms']:.0f} "
+                    f"p99 {r['p99_ms']:.0f} ms, {r['results']}/{jobs} results, {r['rejected_busy']} retry-later, "
+                    f"{r['error_count']} errors",
+                    flush=True,
+                )
                 out.append(r)
         finally:
             srv.stop()
@@ -137,8 +164,10 @@ def run_executor(name: str, params: str, loads, jobs: int, capacity: int, restar
 
 def plot(rows: list[dict], path: str) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     for ex, mark in (("local", "o"), ("ray", "s")):
         rs = [r for r in rows if r["executor"] == ex and not r["restarted"]]
@@ -185,6 +214,7 @@ def main() -> None:
         if ex == "ray":
             import ray
             from ray.cluster_utils import Cluster
+
             cl = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
             cl.add_node(num_cpus=1)
             cl.wait_for_nodes()
@@ -201,8 +231,11 @@ def main() -> None:
                 f.write(json.dumps(r) + "\n")
     if args.plot:
         plot(rows, args.plot)
-    bad = [r for r in rows if r["error_count"] or not r["results"] == r["distinct_job_ids"] == r["jobs_stored_by_server"]
-           == r["jobs"]]
+    bad = [
+        r
+        for r in rows
+        if r["error_count"] or not r["results"] == r["distinct_job_ids"] == r["jobs_stored_by_server"] == r["jobs"]
+    ]
     if bad:
         sys.exit(f"{len(bad)} level(s) lost, duplicated or miscomputed jobs: {[r['errors'] for r in bad]}")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Serialized sizes of kasoku's objects (format 4: packed, seeded; with and without zstd), and the time to write and read
-them back.
+"""Serialized sizes of kasoku's objects (format 4: packed, seeded; with and without zstd), and the time to write and
+read them back.
 
     .venv/bin/python bench/sizes.py --params H16 --out docs/data/sizes.jsonl
     .venv/bin/python bench/sizes.py --params M14 --matmul 64 2 --out docs/data/sizes.jsonl
@@ -58,17 +58,30 @@ def main() -> int:
     if args.matmul:
         d, g = args.matmul
         mm = ctx.keygen(matmul=(d, g)).evaluation()
-        objects.append((f"matmul d={d} g={g} evaluation keys (relin + {mm.galois_count} Galois keys)", ks.EvaluationKeys, mm))
+        objects.append(
+            (f"matmul d={d} g={g} evaluation keys (relin + {mm.galois_count} Galois keys)", ks.EvaluationKeys, mm)
+        )
     out = open(args.out, "a") if args.out else None
     print(f"{'object':<58}{'format 4 bytes':>16}{'zstd bytes':>14}{'write ms':>10}{'read ms':>10}")
     for what, cls, obj in objects:
         data = obj.to_bytes()
-        rec = {"lib": "kasoku", "op": "size", "params": args.params, "what": what, "format": 4, "bytes": len(data),
-               "zstd_bytes": len(obj.to_bytes(compression="zstd")), "write_ms": median_ms(lambda: obj.to_bytes(), args.reps)}
+        rec = {
+            "lib": "kasoku",
+            "op": "size",
+            "params": args.params,
+            "what": what,
+            "format": 4,
+            "bytes": len(data),
+            "zstd_bytes": len(obj.to_bytes(compression="zstd")),
+            "write_ms": median_ms(lambda: obj.to_bytes(), args.reps),
+        }
         if cls is not None:  # SwitchKey has no from_bytes of its own (it travels in EvaluationKeys)
             rec["read_ms"] = median_ms(lambda: cls.from_bytes(ctx, data), args.reps)
-        print(f"{what:<58}{rec['bytes']:>16,}{rec['zstd_bytes']:>14,}{rec['write_ms']:>10.1f}"
-              f"{rec.get('read_ms', float('nan')):>10.1f}", flush=True)
+        print(
+            f"{what:<58}{rec['bytes']:>16,}{rec['zstd_bytes']:>14,}{rec['write_ms']:>10.1f}"
+            f"{rec.get('read_ms', float('nan')):>10.1f}",
+            flush=True,
+        )
         if out:
             out.write(json.dumps(rec) + "\n")
     if out:

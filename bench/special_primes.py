@@ -28,7 +28,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sets = {}
     for bits in map(int, args.bits.split(",")):
-        p = ks.Parameters(log_n=16, first_bits=60, scale_bits=40, levels=20, special_bits=bits, special_primes=7, dnum=3)
+        p = ks.Parameters(
+            log_n=16, first_bits=60, scale_bits=40, levels=20, special_bits=bits, special_primes=7, dnum=3
+        )
         ctx = ks.Context(p, threads=args.threads)
         t = time.perf_counter()
         keys = ctx.keygen(rotations=list(range(1, 17)), sum_slots=True)
@@ -38,12 +40,21 @@ def main(argv=None) -> int:
         x, y = rng.uniform(-1, 1, ctx.slots), rng.uniform(-1, 1, ctx.slots)
         a, b = ctx.encrypt(x, keys.public), ctx.encrypt(y, keys.public)
         err = np.abs(ctx.decrypt(ev.multiply(a, b), keys.secret).real - x * y)
-        sets[bits] = dict(ev=ev, a=a, b=b, keygen_s=keygen_s, key_bytes=keys.evaluation().nbytes,
-                          mean_err=float(np.mean(err)), bits=float(-np.log2(np.max(err))))
-    ops = {"MulRelinRescale": lambda s: s["ev"].multiply(s["a"], s["b"]),
-           "Rotate": lambda s: s["ev"].rotate(s["a"], 1),
-           "Rotate16Hoisted": lambda s: s["ev"].rotate_hoisted(s["a"], list(range(1, 17))),
-           "SumSlots": lambda s: s["ev"].sum_slots(s["a"])}
+        sets[bits] = dict(
+            ev=ev,
+            a=a,
+            b=b,
+            keygen_s=keygen_s,
+            key_bytes=keys.evaluation().nbytes,
+            mean_err=float(np.mean(err)),
+            bits=float(-np.log2(np.max(err))),
+        )
+    ops = {
+        "MulRelinRescale": lambda s: s["ev"].multiply(s["a"], s["b"]),
+        "Rotate": lambda s: s["ev"].rotate(s["a"], 1),
+        "Rotate16Hoisted": lambda s: s["ev"].rotate_hoisted(s["a"], list(range(1, 17))),
+        "SumSlots": lambda s: s["ev"].sum_slots(s["a"]),
+    }
     times = {(bits, op): [] for bits in sets for op in ops}
     for s in sets.values():
         for fn in ops.values():
@@ -57,10 +68,26 @@ def main(argv=None) -> int:
     for bits, s in sets.items():
         for op in ops:
             ts = times[(bits, op)]
-            print(json.dumps({"lib": "kasoku", "params": f"H16 shape, P = 7 x {bits} bits", "special_bits": bits, "op": op,
-                              "threads": args.threads, "simd": ks.simd_active(), "median_ms": statistics.median(ts),
-                              "min_ms": min(ts), "reps": len(ts), "keygen_s": s["keygen_s"], "eval_key_bytes": s["key_bytes"],
-                              "mul_mean_abs_error": s["mean_err"], "mul_worst_bits": s["bits"]}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "lib": "kasoku",
+                        "params": f"H16 shape, P = 7 x {bits} bits",
+                        "special_bits": bits,
+                        "op": op,
+                        "threads": args.threads,
+                        "simd": ks.simd_active(),
+                        "median_ms": statistics.median(ts),
+                        "min_ms": min(ts),
+                        "reps": len(ts),
+                        "keygen_s": s["keygen_s"],
+                        "eval_key_bytes": s["key_bytes"],
+                        "mul_mean_abs_error": s["mean_err"],
+                        "mul_worst_bits": s["bits"],
+                    }
+                ),
+                flush=True,
+            )
     return 0
 
 

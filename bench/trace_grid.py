@@ -28,8 +28,9 @@ import kasoku as ks
 
 
 def params_for(l: int, k: int) -> ks.Parameters:
-    return ks.Parameters(log_n=15, first_bits=60, scale_bits=40, levels=l, special_bits=60, special_primes=k,
-                         security=None)
+    return ks.Parameters(
+        log_n=15, first_bits=60, scale_bits=40, levels=l, special_bits=60, special_primes=k, security=None
+    )
 
 
 def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys, max_gib):
@@ -50,8 +51,11 @@ def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys, max_gib):
                     digits = -(-(l + 1) // k)
                     key_gib = nkeys * digits * 2 * (l + 1 + k) * ctx.n * 8 / 2**30  # dnum pairs over Q*P
                     if nkeys > max_keys or key_gib > max_gib:
-                        print(f"[trace-grid] M={M} l={l} k={k} h={h}: {nkeys} keys, {key_gib:.1f} GiB: skipped (N/A)",
-                              file=sys.stderr, flush=True)
+                        print(
+                            f"[trace-grid] M={M} l={l} k={k} h={h}: {nkeys} keys, {key_gib:.1f} GiB: skipped (N/A)",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                         continue
                     t0 = time.perf_counter()
                     keys = ctx.keygen(relin=False, galois_elements=ks.trace_galois_elements(params, M, h))
@@ -66,12 +70,23 @@ def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys, max_gib):
                             t1 = time.perf_counter()
                             ev.trace(ct, steps, h=h, threads=threads)
                             times.append((time.perf_counter() - t1) * 1e3)
-                        rec = {"M": M, "l": l, "k": k, "h": h, "threads": threads, "simd": ks.simd_active(),
-                               "median_ms": statistics.median(times), "min_ms": min(times), "reps": reps,
-                               "keys": nkeys, "keygen_s": round(keygen_s, 2), "max_abs_error": err,
-                               "model_h": ev.model_trace_h(M, threads=threads),
-                               "model_ms": ev.model_trace_ms(M, h, threads=threads),
-                               "costs": ev.keyswitch_costs(threads=threads)}
+                        rec = {
+                            "M": M,
+                            "l": l,
+                            "k": k,
+                            "h": h,
+                            "threads": threads,
+                            "simd": ks.simd_active(),
+                            "median_ms": statistics.median(times),
+                            "min_ms": min(times),
+                            "reps": reps,
+                            "keys": nkeys,
+                            "keygen_s": round(keygen_s, 2),
+                            "max_abs_error": err,
+                            "model_h": ev.model_trace_h(M, threads=threads),
+                            "model_ms": ev.model_trace_ms(M, h, threads=threads),
+                            "costs": ev.keyswitch_costs(threads=threads),
+                        }
                         print(json.dumps(rec), flush=True)
                         if out:
                             with open(out, "a") as f:
@@ -85,8 +100,11 @@ def summary(path, plot=None):
     groups = defaultdict(dict)
     for r in recs:
         groups[(r["simd"], r["threads"], r["M"], r["l"], r["k"])][r["h"]] = r
-    lines = ["| body | threads | M | l | k | doubling (h=M) ms | best h | best ms | speedup | model h | model h ms | model h / best |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| body | threads | M | l | k | doubling (h=M) ms | best h | best ms | speedup | model h | model h ms "
+        "| model h / best |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for (simd, th, M, l, k), hs in sorted(groups.items()):
         if M not in hs:
             continue
@@ -95,13 +113,17 @@ def summary(path, plot=None):
         best = hs[best_h]["median_ms"]
         mh = hs[M]["model_h"]
         mt = hs[mh]["median_ms"] if mh in hs else float("nan")
-        lines.append(f"| {simd} | {th} | {M} | {l} | {k} | {base:.1f} | {best_h} | {best:.1f} | {base / best:.2f} | "
-                     f"{mh} | {mt:.1f} | {mt / best:.2f} |")
+        lines.append(
+            f"| {simd} | {th} | {M} | {l} | {k} | {base:.1f} | {best_h} | {best:.1f} | {base / best:.2f} | "
+            f"{mh} | {mt:.1f} | {mt / best:.2f} |"
+        )
     print("\n".join(lines))
     if plot:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
         keys = sorted({(M, l, k) for (_, _, M, l, k) in groups if M > 2})
         cols = 3
         rows = (len(keys) + cols - 1) // cols
@@ -113,16 +135,24 @@ def summary(path, plot=None):
                 if (M2, l2, k2) != (M, l, k):
                     continue
                 hh = sorted(hs)
-                ax.plot(hh, [hs[h]["median_ms"] for h in hh], marker="o", ms=3, color=colors[(simd, th)],
-                        label=f"{simd}, {th} thr")
+                ax.plot(
+                    hh,
+                    [hs[h]["median_ms"] for h in hh],
+                    marker="o",
+                    ms=3,
+                    color=colors[(simd, th)],
+                    label=f"{simd}, {th} thr",
+                )
             ax.set_title(f"M={M}, l={l}, k={k}", fontsize=9)
             ax.set_xlabel("h (iterations)")
             ax.set_ylabel("ms")
             ax.set_yscale("log")
             ax.grid(alpha=0.3)
-        for ax in list(axes.flat)[len(keys):]:
+        for ax in list(axes.flat)[len(keys) :]:
             ax.axis("off")
-        handles = [plt.Line2D([], [], color=colors[s], marker="o", ms=3, label=f"{s[0]}, {s[1]} thread(s)") for s in series]
+        handles = [
+            plt.Line2D([], [], color=colors[s], marker="o", ms=3, label=f"{s[0]}, {s[1]} thread(s)") for s in series
+        ]
         fig.legend(handles=handles, loc="lower center", ncol=len(series), fontsize=8)
         fig.suptitle("Unrolled trace at N = 2^15: time vs h (h = M is repeated doubling)")
         fig.tight_layout(rect=(0, 0.03, 1, 0.97))

@@ -26,8 +26,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
 
-    params = ks.Parameters(log_n=args.log_n, first_bits=60, scale_bits=50, levels=21, special_bits=60, special_primes=3,
-                           security=None, hamming_weight=64)
+    params = ks.Parameters(
+        log_n=args.log_n,
+        first_bits=60,
+        scale_bits=50,
+        levels=21,
+        special_bits=60,
+        special_primes=3,
+        security=None,
+        hamming_weight=64,
+    )
     ctx = ks.Context(params, threads=args.threads)
     t0 = time.perf_counter()
     boot = ks.Bootstrapper(ctx)
@@ -50,15 +58,21 @@ def main() -> None:
             boot_time += time.perf_counter() - t
             boots += 1
             boot_err = np.max(np.abs(ctx.decrypt(ct, keys.secret) - before))
-            print(f"  bootstrap {boots}: level {ct.level}, its own error {boot_err:.2e} ({-np.log2(boot_err):.1f} bits)")
+            print(
+                f"  bootstrap {boots}: level {ct.level}, its own error {boot_err:.2e} ({-np.log2(boot_err):.1f} bits)"
+            )
         ct = ev.evaluate_polynomial(ct, step)
         plain = np.polynomial.polynomial.polyval(plain, step)
         err = np.max(np.abs(ctx.decrypt(ct, keys.secret).real - plain))
         print(f"step {i + 1:2d}: level {ct.level:2d}, max error {err:.2e} ({-np.log2(err):.1f} bits)")
     got = ctx.decrypt(ct, keys.secret).real
-    print(f"{args.steps} steps ({2 * args.steps} levels) with {boots} bootstraps ({boot_time / max(boots, 1):.2f} s each)")
-    print(f"max error against the plain iteration: {np.max(np.abs(got - plain)):.2e}; "
-          f"signs right: {np.mean(np.sign(got) == np.sign(x)) * 100:.1f} %")
+    print(
+        f"{args.steps} steps ({2 * args.steps} levels) with {boots} bootstraps ({boot_time / max(boots, 1):.2f} s each)"
+    )
+    print(
+        f"max error against the plain iteration: {np.max(np.abs(got - plain)):.2e}; "
+        f"signs right: {np.mean(np.sign(got) == np.sign(x)) * 100:.1f} %"
+    )
 
 
 if __name__ == "__main__":

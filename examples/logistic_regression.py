@@ -88,11 +88,15 @@ def main() -> None:
 
     enc_prob = ctx.decrypt(prob, keys.secret).real[: len(test_idx)]  # client side
     plain_pred, enc_pred = plain_prob > 0.5, enc_prob > 0.5
-    print(f"encrypt {len(columns)} columns: {t_enc:.2f} s; encrypted inference (score + sigmoid): {t_eval:.2f} s, "
-          f"{prob.level} levels left")
+    print(
+        f"encrypt {len(columns)} columns: {t_enc:.2f} s; encrypted inference (score + sigmoid): {t_eval:.2f} s, "
+        f"{prob.level} levels left"
+    )
     print(f"max |encrypted - plaintext| probability: {np.max(np.abs(enc_prob - plain_prob)):.2e}")
-    print(f"accuracy: plaintext model {np.mean(plain_pred == y_test):.4f}, encrypted inference "
-          f"{np.mean(enc_pred == y_test):.4f}; predictions that differ: {int(np.sum(plain_pred != enc_pred))}")
+    print(
+        f"accuracy: plaintext model {np.mean(plain_pred == y_test):.4f}, encrypted inference "
+        f"{np.mean(enc_pred == y_test):.4f}; predictions that differ: {int(np.sum(plain_pred != enc_pred))}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Encrypted matrix products (Jiang et al., seed 003): four 16 x 16 products in one ciphertext, a rectangular
 product, and a plaintext matrix times an encrypted vector. Run: .venv/bin/python examples/matmul.py"""
+
 import time
 
 import numpy as np
@@ -21,8 +22,10 @@ cc, counts = ks.matmul(ev, ca, cb, return_counts=True)  # the server multiplies 
 ms = (time.perf_counter() - t0) * 1e3
 C = enc.decrypt(cc, keys.secret)  # the client decrypts: g arrays of d x d
 err = max(np.abs(C[i] - A[i] @ B[i]).max() for i in range(g))
-print(f"{g} products of {d} x {d} in one ciphertext: {ms:.0f} ms (first call encodes the transforms), "
-      f"max error {err:.1e}, level {ca.level} -> {cc.level}, counts {counts}")
+print(
+    f"{g} products of {d} x {d} in one ciphertext: {ms:.0f} ms (first call encodes the transforms), "
+    f"max error {err:.1e}, level {ca.level} -> {cc.level}, counts {counts}"
+)
 
 # rectangular: 4 x 16 times 16 x 16 (rows must divide d): 4 of the d steps, then 2 rotations sum the row blocks
 renc = ks.MatrixEncoder(ctx, d, 1, rows=4)
@@ -39,5 +42,7 @@ lt = ks.LinearTransform(ctx, m)  # 127 diagonals, encoded once at the top level
 lkeys = ctx.keygen(galois_elements=lt.galois_elements())
 x = rng.uniform(-1, 1, n)
 y = ctx.evaluator(lkeys.evaluation()).apply(lt, ctx.encrypt(x, lkeys.public))
-print(f"matrix-vector product: {len(lt.baby_steps)} baby and {len(lt.giant_steps)} giant steps for "
-      f"{lt.diagonal_count} diagonals, max error {np.abs(ctx.decrypt(y, lkeys.secret)[:n].real - m @ x).max():.1e}")
+print(
+    f"matrix-vector product: {len(lt.baby_steps)} baby and {len(lt.giant_steps)} giant steps for "
+    f"{lt.diagonal_count} diagonals, max error {np.abs(ctx.decrypt(y, lkeys.secret)[:n].real - m @ x).max():.1e}"
+)

@@ -25,8 +25,8 @@ def main() -> None:
         server = ServerProcess(data, "--params", args.params, "--cost", "paper").start()
         try:
             client = ks.Client.register(server.url, server.admin_token)
-            ctx = client.context()                       # the server's parameters
-            keys = ctx.keygen()                          # secret key: here only
+            ctx = client.context()  # the server's parameters
+            keys = ctx.keygen()  # secret key: here only
             kid = client.register_keys(keys.evaluation())
             print(f"registered evaluation keys {kid} ({client.bytes_sent / 1e6:.1f} MB uploaded, compressed)")
             xs = [np.linspace(-1, 1, 8) * (k + 1) / args.jobs for k in range(args.jobs)]
@@ -36,8 +36,11 @@ def main() -> None:
                 got = ctx.decrypt(client.result(job, ctx)["exp"], keys.secret)[:8].real
                 print(f"job {job}: max |e^x - result| = {np.max(np.abs(got - np.exp(x))):.1e}")
             m = client.metrics()
-            print(f"{args.jobs} jobs in {time.perf_counter() - t:.2f} s; server latency p50 {m['latency_ms']['p50']:.0f} ms, "
-                  f"{m['threads']} threads, executor {m['executor']}")
+            print(
+                f"{args.jobs} jobs in {time.perf_counter() - t:.2f} s; "
+                f"server latency p50 {m['latency_ms']['p50']:.0f} ms, "
+                f"{m['threads']} threads, executor {m['executor']}"
+            )
         finally:
             server.stop()
 

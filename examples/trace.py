@@ -15,14 +15,16 @@ import numpy as np
 
 import kasoku as ks
 
-params = ks.Parameters(log_n=13, first_bits=60, scale_bits=40, levels=3, special_bits=60, special_primes=1,
-                       security=None)  # small and fast; use ks.Parameters.named("H16") for 128-bit security
+params = ks.Parameters(
+    log_n=13, first_bits=60, scale_bits=40, levels=3, special_bits=60, special_primes=1, security=None
+)  # small and fast; use ks.Parameters.named("H16") for 128-bit security
 ctx = ks.Context(params)
 M = params.log_n - 1  # doubling steps of a total sum: log2(slots)
 
 # Keys: a few rotations, the keys sum_slots needs with its default h, and those of repeated doubling (h = M).
-keys = ctx.keygen(rotations=[1, 2, 3, 4], conjugation=True, sum_slots=True,
-                  galois_elements=ks.trace_galois_elements(params, M, M))
+keys = ctx.keygen(
+    rotations=[1, 2, 3, 4], conjugation=True, sum_slots=True, galois_elements=ks.trace_galois_elements(params, M, M)
+)
 ev = ctx.evaluator(keys.evaluation())
 
 x = np.random.default_rng(0).uniform(-1, 1, ctx.slots)
@@ -42,12 +44,16 @@ s = ev.rotate_sum_hoisted(ct, [1, 2, 3, 4], conjugate=True)
 print("rotate_sum_hoisted error: %.1e" % err(s, sum(np.roll(x, -k) for k in [1, 2, 3, 4]) + x))
 
 # 3. sums of slots
-print("sum_slots(count=8, h=3) error: %.1e" % err(ev.sum_slots(ct, count=8, h=3), sum(np.roll(x, -j) for j in range(8))))
+print(
+    "sum_slots(count=8, h=3) error: %.1e" % err(ev.sum_slots(ct, count=8, h=3), sum(np.roll(x, -j) for j in range(8)))
+)
 steps = [ctx.galois_element(1 << i) for i in range(M)]
 h = ev.choose_trace_h(steps)
 print("cost model (ms):", {k: round(v, 3) if isinstance(v, float) else v for k, v in ev.keyswitch_costs().items()})
-print(f"h chosen for the total sum: {h} of M = {M} (modelled {ev.model_trace_ms(M, h):.1f} ms vs "
-      f"{ev.model_trace_ms(M, M):.1f} ms for repeated doubling)")
+print(
+    f"h chosen for the total sum: {h} of M = {M} (modelled {ev.model_trace_ms(M, h):.1f} ms vs "
+    f"{ev.model_trace_ms(M, M):.1f} ms for repeated doubling)"
+)
 for label, hh in [("repeated doubling", M), ("unrolled, chosen h", None)]:
     t = time.perf_counter()
     total = ev.sum_slots(ct, h=hh)

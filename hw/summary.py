@@ -4,6 +4,7 @@
 FILE gets one JSON object a run, PNG cycles against points (the designs beside the seed's method (8)); Markdown
 tables go to stdout.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,17 +25,26 @@ def cells(path: Path) -> dict[str, int]:
 
 
 def ecp5_resources(c: dict[str, int]) -> dict[str, int]:
-    return {"LUT4": c.get("LUT4", 0), "CCU2C": c.get("CCU2C", 0), "FF": c.get("TRELLIS_FF", 0),
-            "MULT18X18D": c.get("MULT18X18D", 0), "DP16KD": c.get("DP16KD", 0),
-            "LUTRAM": c.get("TRELLIS_DPR16X4", 0)}
+    return {
+        "LUT4": c.get("LUT4", 0),
+        "CCU2C": c.get("CCU2C", 0),
+        "FF": c.get("TRELLIS_FF", 0),
+        "MULT18X18D": c.get("MULT18X18D", 0),
+        "DP16KD": c.get("DP16KD", 0),
+        "LUTRAM": c.get("TRELLIS_DPR16X4", 0),
+    }
 
 
 def xilinx_resources(c: dict[str, int]) -> dict[str, int]:
-    return {"LUT": sum(v for k, v in c.items() if k.startswith("LUT") and k[3:].isdigit()),
-            "FF": sum(v for k, v in c.items() if k in ("FDRE", "FDSE", "FDCE", "FDPE")),
-            "DSP48E1": c.get("DSP48E1", 0), "RAMB36E1": c.get("RAMB36E1", 0), "RAMB18E1": c.get("RAMB18E1", 0),
-            "LUTRAM": sum(v for k, v in c.items() if k.startswith("RAM") and not k.startswith("RAMB")),
-            "SRL": sum(v for k, v in c.items() if k.startswith("SRL"))}
+    return {
+        "LUT": sum(v for k, v in c.items() if k.startswith("LUT") and k[3:].isdigit()),
+        "FF": sum(v for k, v in c.items() if k in ("FDRE", "FDSE", "FDCE", "FDPE")),
+        "DSP48E1": c.get("DSP48E1", 0),
+        "RAMB36E1": c.get("RAMB36E1", 0),
+        "RAMB18E1": c.get("RAMB18E1", 0),
+        "LUTRAM": sum(v for k, v in c.items() if k.startswith("RAM") and not k.startswith("RAMB")),
+        "SRL": sum(v for k, v in c.items() if k.startswith("SRL")),
+    }
 
 
 def main() -> None:
@@ -45,14 +55,22 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     for d in sorted(args.outdir.iterdir()):
-        params = dict(line.split("=", 1) for line in (d / "params.txt").read_text().split() if "=" in line) \
-            if (d / "params.txt").exists() else None
+        params = (
+            dict(line.split("=", 1) for line in (d / "params.txt").read_text().split() if "=" in line)
+            if (d / "params.txt").exists()
+            else None
+        )
         if params is None:
             continue
-        row: dict = {"run": d.name, "design": params["DESIGN"], "m": int(params["M_LOG"]),
-                     "points": 1 << int(params["M_LOG"]), "bits": int(params["W"]),
-                     "lanes": 2 if params["DESIGN"] == "fig7" else 1 << int(params["LANES_LOG"]),
-                     "model_transform": int(params["MODEL_TRANSFORM"])}
+        row: dict = {
+            "run": d.name,
+            "design": params["DESIGN"],
+            "m": int(params["M_LOG"]),
+            "points": 1 << int(params["M_LOG"]),
+            "bits": int(params["W"]),
+            "lanes": 2 if params["DESIGN"] == "fig7" else 1 << int(params["LANES_LOG"]),
+            "model_transform": int(params["MODEL_TRANSFORM"]),
+        }
         if (d / "sim.json").exists():
             row["sim"] = json.loads((d / "sim.json").read_text().strip().splitlines()[-1])
         if (d / "ecp5_stat.json").exists():
@@ -79,11 +97,15 @@ def main() -> None:
             continue
         seed = SEED_METHOD8.get(r["points"])
         ratio = f"{seed / s['total']:.2f}x" if seed else ""
-        print(f"| {r['design']} | {r['points']} | {r['lanes']} | {s['load']} | {s['transform']} | "
-              f"{s['model_transform']} | {s['unload']} | {s['total']} | {seed or ''} | {ratio} | {s['equal']} |")
+        print(
+            f"| {r['design']} | {r['points']} | {r['lanes']} | {s['load']} | {s['transform']} | "
+            f"{s['model_transform']} | {s['unload']} | {s['total']} | {seed or ''} | {ratio} | {s['equal']} |"
+        )
     print()
-    print("| design | points | lanes | ECP5 LUT4 / CCU2C / FF / MULT18 / DP16KD | Xilinx LUT / FF / DSP48E1 / RAMB36 / "
-          "RAMB18 / SRL | nextpnr-ecp5 Fmax (MHz) |")
+    print(
+        "| design | points | lanes | ECP5 LUT4 / CCU2C / FF / MULT18 / DP16KD | Xilinx LUT / FF / DSP48E1 / RAMB36 / "
+        "RAMB18 / SRL | nextpnr-ecp5 Fmax (MHz) |"
+    )
     print("|---|---:|---:|---|---|---|")
     for r in rows:
         if "ecp5" not in r and "xilinx" not in r:
@@ -97,12 +119,15 @@ def main() -> None:
 
 def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for design, label in (("fig7", "seed's method (8) as RTL (2 butterflies)"),
-                          ("lanes", "kasoku lanes (16 butterflies; 4 at 16 points)")):
+    for design, label in (
+        ("fig7", "seed's method (8) as RTL (2 butterflies)"),
+        ("lanes", "kasoku lanes (16 butterflies; 4 at 16 points)"),
+    ):
         pts = sorted((r["points"], r["sim"]["total"]) for r in rows if r["design"] == design and "sim" in r)
         if pts:
             ax.plot(*zip(*pts), marker="o", label=label + ", Verilator")

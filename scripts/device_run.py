@@ -83,8 +83,15 @@ def gtest_summary(r: Run) -> list[dict]:
         cases = [c for suite in json.loads(path.read_text()).get("testsuites", []) for c in suite.get("testsuite", [])]
         skipped = [c["name"] for c in cases if c.get("result") == "SKIPPED"]
         failed = [c["name"] for c in cases if c.get("failures")]
-        recs.append({"test_program": t, "tests": len(cases), "passed": len(cases) - len(skipped) - len(failed),
-                     "failed": failed, "skipped": skipped})
+        recs.append(
+            {
+                "test_program": t,
+                "tests": len(cases),
+                "passed": len(cases) - len(skipped) - len(failed),
+                "failed": failed,
+                "skipped": skipped,
+            }
+        )
     return recs
 
 
@@ -97,8 +104,13 @@ def sanitizer_summary(r: Run) -> list[dict]:
             found = re.findall(r"========= (ERROR|RACECHECK|SYNCCHECK) SUMMARY: (\d+) (\w+)", text)
     recs = []
     for i, cmd in enumerate(sanitizer_runs(r)):
-        recs.append({"tool": cmd[2], "test_program": " ".join([Path(cmd[5]).name, *cmd[6:]]),
-                     "summary": " ".join(found[i][1:]) if i < len(found) else "did not finish"})
+        recs.append(
+            {
+                "tool": cmd[2],
+                "test_program": " ".join([Path(cmd[5]).name, *cmd[6:]]),
+                "summary": " ".join(found[i][1:]) if i < len(found) else "did not finish",
+            }
+        )
     return recs
 
 
@@ -106,89 +118,361 @@ def sanitizer_runs(r: Run) -> list[list[str]]:
     cmds = []
     for tool in ("memcheck", "racecheck", "synccheck"):
         cmds.append(["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", r.test("test_gpu_device")])
-        cmds.append(["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", r.test("test_gpu_backend"),
-                     "--gtest_filter=*Cuda*"])
+        cmds.append(
+            [
+                "compute-sanitizer",
+                "--tool",
+                tool,
+                "--error-exitcode",
+                "9",
+                r.test("test_gpu_backend"),
+                "--gtest_filter=*Cuda*",
+            ]
+        )
     return cmds
 
 
 def sched_study(r: Run, d_values: str, seeds: int, jobs: int, window: str, threads: int, cost: str) -> list[list[str]]:
     # dynamic twice per seed: the A/A interval of the comparison (schedule --compare).
-    return [r.kasoku("schedule", "--executor", "real", "--threads", str(threads), "--cost", cost, "--D", d_values,
-                     "--jobs", str(jobs), "--window", window, "--seeds", str(seeds),
-                     "--policy", "dynamic,kasoku,dynamic,fixed-1,fixed-half,fixed-full",
-                     "--json", str(r.out / "sched-real.jsonl"), "--trace", str(r.out / "sched-real-trace.jsonl"))]
+    return [
+        r.kasoku(
+            "schedule",
+            "--executor",
+            "real",
+            "--threads",
+            str(threads),
+            "--cost",
+            cost,
+            "--D",
+            d_values,
+            "--jobs",
+            str(jobs),
+            "--window",
+            window,
+            "--seeds",
+            str(seeds),
+            "--policy",
+            "dynamic,kasoku,dynamic,fixed-1,fixed-half,fixed-full",
+            "--json",
+            str(r.out / "sched-real.jsonl"),
+            "--trace",
+            str(r.out / "sched-real-trace.jsonl"),
+        )
+    ]
 
 
 STEPS = [
-    Step("build", 300, "configure and build the GPU tests and the Python module (then the other targets)",
-         lambda r: [["cmake", "-S", str(ROOT), "-B", str(r.build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-                     "-DKASOKU_BUILD_TESTS=ON", "-DKASOKU_BUILD_PYTHON=ON", "-DKASOKU_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90",
-                     f"-DPython_EXECUTABLE={r.python}", *shlex.split(os.environ.get("KASOKU_CMAKE_ARGS", ""))],
-                    ["cmake", "--build", str(r.build), "--target", *GPU_TESTS, "_kasoku"],
-                    r.py(str(ROOT / "scripts" / "device_run.py"), "--package", str(r.build))]),
-    Step("gpu-tests", 240, "the GPU test programs (CUDA cases included)", gpu_tests, dry=gpu_tests,
-         summary=gtest_summary),
-    Step("sanitizers", 540, "compute-sanitizer memcheck, racecheck and synccheck on the CUDA tests", sanitizer_runs,
-         cuda=True, summary=sanitizer_summary),
-    Step("h16-gpu", 240, "python -m kasoku bench at H16 on the GPU (with hoisting: 16 rotations, SumSlots)",
-         lambda r: [r.kasoku("bench", "--params", "H16", "--device", "cuda", "--hoisting", "--reps", "10")], cuda=True),
-    Step("desilo-h16-gpu", 240, "DESILO's GPU engine at H16's shape, same run",
-         lambda r: [r.py("bench/desilo_ops.py", "--mode", "gpu", "--max-level", "20", "--reps", "10")],
-         cuda=True, desilo=True),
-    Step("b13-batches", 300, "B13 batches of 10, 100 and 1000 against loops on the GPU",
-         lambda r: [r.py("bench/batch.py", "--params", "B13", "--device", "cuda", "--d", "10,100,1000",
-                         "--ops", "MulRelinRescale,Rotate", "--reps", "5")],
-         dry=lambda r: [r.py("bench/batch.py", "--params", "T12", "--device", "cpu", "--d", "2", "--ops", "Rotate",
-                             "--reps", "1")]),
-    Step("boot16-gpu", 300, "BOOT16 bootstrapping on the GPU",
-         lambda r: [r.py("bench/bootstrap.py", "--params", "BOOT16", "--device", "cuda", "--reps", "5")], cuda=True),
-    Step("ncu", 240, "every kernel of one H16 multiply, one H16 rotate and one B13 batch of 100 multiplies (ncu, CSV)",
-         lambda r: [["ncu", "--profile-from-start", "off", "--csv", "--print-units", "base", "--metrics",
-                     "gpu__time_duration.sum", "--log-file", str(r.out / f"ncu-{op}.csv"),
-                     r.python, "bench/gpu_profile.py", "--op", op] for op in ("mul", "rot", "batch")], cuda=True),
-    Step("desilo-boot-gpu", 420, "DESILO's GPU bootstrapping, same run",
-         lambda r: [r.py("bench/desilo_ops.py", "--mode", "gpu", "--bootstrap", "--reps", "3")], cuda=True, desilo=True),
-    Step("m14-gpu", 300, "the M14 matrix products on the GPU",
-         lambda r: [r.kasoku("bench", "matmul", "--params", "M14", "--device", "cuda", "--reps", "5", "--blocked", "0")],
-         cuda=True),
-    Step("cpu-threads", 420, "H16 operations on 1, 2, 4, 8, 16 threads",
-         lambda r: [r.kasoku("bench", "--params", "H16", "--threads", str(t), "--reps", "5") for t in THREADS],
-         dry=lambda r: [r.kasoku("bench", "--params", "T12", "--threads", str(t), "--reps", "2") for t in (1, 2)]),
-    Step("desilo-cpu-threads", 540, "DESILO's CPU engine at H16's shape on 1, 2, 4, 8, 16 threads",
-         lambda r: [r.py("bench/desilo_ops.py", "--mode", "cpu", "--threads", str(t), "--max-level", "20", "--reps", "3",
-                         "--no-hoisting") for t in THREADS],
-         dry=lambda r: [r.py("bench/desilo_ops.py", "--mode", "cpu", "--threads", "1", "--max-level", "2", "--reps", "2",
-                             "--no-hoisting")], desilo=True),
-    Step("boot16-threads", 540, "BOOT16 bootstrapping on 1, 2, 4, 8, 16 threads",
-         lambda r: [r.py("bench/bootstrap.py", "--params", "BOOT16", "--threads", str(t), "--reps", "2") for t in THREADS],
-         dry=lambda r: [r.py("bench/bootstrap.py", "--log-n", "10", "--threads", str(t), "--reps", "1") for t in (1, 2)]),
-    Step("sched-cost", 300, "seed 001: the cost model measured on all threads, saved",
-         lambda r: [r.kasoku("schedule", "--executor", "sim", "--cost", "measure", "--threads", "16", "--D", "80",
-                             "--jobs", "300", "--window", "51,250", "--save-cost", str(r.out / "sched-cost.json"))],
-         dry=lambda r: [r.kasoku("schedule", "--executor", "sim", "--cost", "paper", "--threads", "2", "--D", "80",
-                                 "--jobs", "30", "--window", "5,25", "--save-cost", str(r.out / "sched-cost.json"))]),
-    Step("sched-real", 570, "seed 001: the e^x stream on 16 real threads, every policy, dynamic twice (A/A)",
-         lambda r: sched_study(r, "60,80,120", 1, 300, "51,250", 16, str(r.out / "sched-cost.json")),
-         dry=lambda r: sched_study(r, "60", 1, 4, "1,4", 2, str(r.out / "sched-cost.json"))),
-    Step("sched-sim", 240, "seed 001: the simulator with the measured cost model, same streams, the comparisons and the "
-                           "trace report (measured against expected per task kind, first divergence per stream)",
-         lambda r: [r.kasoku("schedule", "--executor", "sim", "--threads", "16", "--cost", str(r.out / "sched-cost.json"),
-                             "--D", "60,80,120", "--jobs", "300", "--window", "51,250", "--seeds", "5", "--policy", "all",
-                             "--trace", str(r.out / "sched-sim-trace.jsonl")),
-                    r.kasoku("schedule", "--compare", str(r.out / "sched-real.jsonl"), "--baseline", "dynamic",
-                             "--table", str(r.out / "sched-compare.md")),
-                    r.kasoku("schedule", "--trace-report", str(r.out / "sched-real-trace.jsonl"),
-                             str(r.out / "sched-sim-trace.jsonl"))],
-         dry=lambda r: [r.kasoku("schedule", "--executor", "sim", "--threads", "2", "--cost", str(r.out / "sched-cost.json"),
-                                 "--D", "60", "--jobs", "4", "--window", "1,4", "--policy", "all",
-                                 "--trace", str(r.out / "sched-sim-trace.jsonl")),
-                        r.kasoku("schedule", "--compare", str(r.out / "sched-real.jsonl"), "--baseline", "dynamic",
-                                 "--table", str(r.out / "sched-compare.md")),
-                        r.kasoku("schedule", "--trace-report", str(r.out / "sched-real-trace.jsonl"),
-                                 str(r.out / "sched-sim-trace.jsonl"))]),
-    Step("ctest", 420, "every other C++ test",
-         lambda r: [["cmake", "--build", str(r.build)], ["ctest", "--test-dir", str(r.build), "-j", str(os.cpu_count() or 1),
-                                                          "--output-on-failure"]]),
+    Step(
+        "build",
+        300,
+        "configure and build the GPU tests and the Python module (then the other targets)",
+        lambda r: [
+            [
+                "cmake",
+                "-S",
+                str(ROOT),
+                "-B",
+                str(r.build),
+                "-G",
+                "Ninja",
+                "-DCMAKE_BUILD_TYPE=Release",
+                "-DKASOKU_BUILD_TESTS=ON",
+                "-DKASOKU_BUILD_PYTHON=ON",
+                "-DKASOKU_CUDA=ON",
+                "-DCMAKE_CUDA_ARCHITECTURES=90",
+                f"-DPython_EXECUTABLE={r.python}",
+                *shlex.split(os.environ.get("KASOKU_CMAKE_ARGS", "")),
+            ],
+            ["cmake", "--build", str(r.build), "--target", *GPU_TESTS, "_kasoku"],
+            r.py(str(ROOT / "scripts" / "device_run.py"), "--package", str(r.build)),
+        ],
+    ),
+    Step(
+        "gpu-tests", 240, "the GPU test programs (CUDA cases included)", gpu_tests, dry=gpu_tests, summary=gtest_summary
+    ),
+    Step(
+        "sanitizers",
+        540,
+        "compute-sanitizer memcheck, racecheck and synccheck on the CUDA tests",
+        sanitizer_runs,
+        cuda=True,
+        summary=sanitizer_summary,
+    ),
+    Step(
+        "h16-gpu",
+        240,
+        "python -m kasoku bench at H16 on the GPU (with hoisting: 16 rotations, SumSlots)",
+        lambda r: [r.kasoku("bench", "--params", "H16", "--device", "cuda", "--hoisting", "--reps", "10")],
+        cuda=True,
+    ),
+    Step(
+        "desilo-h16-gpu",
+        240,
+        "DESILO's GPU engine at H16's shape, same run",
+        lambda r: [r.py("bench/desilo_ops.py", "--mode", "gpu", "--max-level", "20", "--reps", "10")],
+        cuda=True,
+        desilo=True,
+    ),
+    Step(
+        "b13-batches",
+        300,
+        "B13 batches of 10, 100 and 1000 against loops on the GPU",
+        lambda r: [
+            r.py(
+                "bench/batch.py",
+                "--params",
+                "B13",
+                "--device",
+                "cuda",
+                "--d",
+                "10,100,1000",
+                "--ops",
+                "MulRelinRescale,Rotate",
+                "--reps",
+                "5",
+            )
+        ],
+        dry=lambda r: [
+            r.py("bench/batch.py", "--params", "T12", "--device", "cpu", "--d", "2", "--ops", "Rotate", "--reps", "1")
+        ],
+    ),
+    Step(
+        "boot16-gpu",
+        300,
+        "BOOT16 bootstrapping on the GPU",
+        lambda r: [r.py("bench/bootstrap.py", "--params", "BOOT16", "--device", "cuda", "--reps", "5")],
+        cuda=True,
+    ),
+    Step(
+        "ncu",
+        240,
+        "every kernel of one H16 multiply, one H16 rotate and one B13 batch of 100 multiplies (ncu, CSV)",
+        lambda r: [
+            [
+                "ncu",
+                "--profile-from-start",
+                "off",
+                "--csv",
+                "--print-units",
+                "base",
+                "--metrics",
+                "gpu__time_duration.sum",
+                "--log-file",
+                str(r.out / f"ncu-{op}.csv"),
+                r.python,
+                "bench/gpu_profile.py",
+                "--op",
+                op,
+            ]
+            for op in ("mul", "rot", "batch")
+        ],
+        cuda=True,
+    ),
+    Step(
+        "desilo-boot-gpu",
+        420,
+        "DESILO's GPU bootstrapping, same run",
+        lambda r: [r.py("bench/desilo_ops.py", "--mode", "gpu", "--bootstrap", "--reps", "3")],
+        cuda=True,
+        desilo=True,
+    ),
+    Step(
+        "m14-gpu",
+        300,
+        "the M14 matrix products on the GPU",
+        lambda r: [r.kasoku("bench", "matmul", "--params", "M14", "--device", "cuda", "--reps", "5", "--blocked", "0")],
+        cuda=True,
+    ),
+    Step(
+        "cpu-threads",
+        420,
+        "H16 operations on 1, 2, 4, 8, 16 threads",
+        lambda r: [r.kasoku("bench", "--params", "H16", "--threads", str(t), "--reps", "5") for t in THREADS],
+        dry=lambda r: [r.kasoku("bench", "--params", "T12", "--threads", str(t), "--reps", "2") for t in (1, 2)],
+    ),
+    Step(
+        "desilo-cpu-threads",
+        540,
+        "DESILO's CPU engine at H16's shape on 1, 2, 4, 8, 16 threads",
+        lambda r: [
+            r.py(
+                "bench/desilo_ops.py",
+                "--mode",
+                "cpu",
+                "--threads",
+                str(t),
+                "--max-level",
+                "20",
+                "--reps",
+                "3",
+                "--no-hoisting",
+            )
+            for t in THREADS
+        ],
+        dry=lambda r: [
+            r.py(
+                "bench/desilo_ops.py",
+                "--mode",
+                "cpu",
+                "--threads",
+                "1",
+                "--max-level",
+                "2",
+                "--reps",
+                "2",
+                "--no-hoisting",
+            )
+        ],
+        desilo=True,
+    ),
+    Step(
+        "boot16-threads",
+        540,
+        "BOOT16 bootstrapping on 1, 2, 4, 8, 16 threads",
+        lambda r: [
+            r.py("bench/bootstrap.py", "--params", "BOOT16", "--threads", str(t), "--reps", "2") for t in THREADS
+        ],
+        dry=lambda r: [r.py("bench/bootstrap.py", "--log-n", "10", "--threads", str(t), "--reps", "1") for t in (1, 2)],
+    ),
+    Step(
+        "sched-cost",
+        300,
+        "seed 001: the cost model measured on all threads, saved",
+        lambda r: [
+            r.kasoku(
+                "schedule",
+                "--executor",
+                "sim",
+                "--cost",
+                "measure",
+                "--threads",
+                "16",
+                "--D",
+                "80",
+                "--jobs",
+                "300",
+                "--window",
+                "51,250",
+                "--save-cost",
+                str(r.out / "sched-cost.json"),
+            )
+        ],
+        dry=lambda r: [
+            r.kasoku(
+                "schedule",
+                "--executor",
+                "sim",
+                "--cost",
+                "paper",
+                "--threads",
+                "2",
+                "--D",
+                "80",
+                "--jobs",
+                "30",
+                "--window",
+                "5,25",
+                "--save-cost",
+                str(r.out / "sched-cost.json"),
+            )
+        ],
+    ),
+    Step(
+        "sched-real",
+        570,
+        "seed 001: the e^x stream on 16 real threads, every policy, dynamic twice (A/A)",
+        lambda r: sched_study(r, "60,80,120", 1, 300, "51,250", 16, str(r.out / "sched-cost.json")),
+        dry=lambda r: sched_study(r, "60", 1, 4, "1,4", 2, str(r.out / "sched-cost.json")),
+    ),
+    Step(
+        "sched-sim",
+        240,
+        "seed 001: the simulator with the measured cost model, same streams, the comparisons and the "
+        "trace report (measured against expected per task kind, first divergence per stream)",
+        lambda r: [
+            r.kasoku(
+                "schedule",
+                "--executor",
+                "sim",
+                "--threads",
+                "16",
+                "--cost",
+                str(r.out / "sched-cost.json"),
+                "--D",
+                "60,80,120",
+                "--jobs",
+                "300",
+                "--window",
+                "51,250",
+                "--seeds",
+                "5",
+                "--policy",
+                "all",
+                "--trace",
+                str(r.out / "sched-sim-trace.jsonl"),
+            ),
+            r.kasoku(
+                "schedule",
+                "--compare",
+                str(r.out / "sched-real.jsonl"),
+                "--baseline",
+                "dynamic",
+                "--table",
+                str(r.out / "sched-compare.md"),
+            ),
+            r.kasoku(
+                "schedule",
+                "--trace-report",
+                str(r.out / "sched-real-trace.jsonl"),
+                str(r.out / "sched-sim-trace.jsonl"),
+            ),
+        ],
+        dry=lambda r: [
+            r.kasoku(
+                "schedule",
+                "--executor",
+                "sim",
+                "--threads",
+                "2",
+                "--cost",
+                str(r.out / "sched-cost.json"),
+                "--D",
+                "60",
+                "--jobs",
+                "4",
+                "--window",
+                "1,4",
+                "--policy",
+                "all",
+                "--trace",
+                str(r.out / "sched-sim-trace.jsonl"),
+            ),
+            r.kasoku(
+                "schedule",
+                "--compare",
+                str(r.out / "sched-real.jsonl"),
+                "--baseline",
+                "dynamic",
+                "--table",
+                str(r.out / "sched-compare.md"),
+            ),
+            r.kasoku(
+                "schedule",
+                "--trace-report",
+                str(r.out / "sched-real-trace.jsonl"),
+                str(r.out / "sched-sim-trace.jsonl"),
+            ),
+        ],
+    ),
+    Step(
+        "ctest",
+        420,
+        "every other C++ test",
+        lambda r: [
+            ["cmake", "--build", str(r.build)],
+            ["ctest", "--test-dir", str(r.build), "-j", str(os.cpu_count() or 1), "--output-on-failure"],
+        ],
+    ),
 ]
 
 
@@ -212,8 +496,15 @@ def machine(out: Path) -> dict:
     lscpu = sh("lscpu")
     model = re.search(r"Model name:\s*(.+)", lscpu)
     flags = re.search(r"Flags:\s*(.+)", lscpu)
-    isa = ("AVX-512 IFMA" if flags and "avx512ifma" in flags.group(1) else
-           "AVX-512" if flags and "avx512f" in flags.group(1) else "AVX2" if flags and "avx2" in flags.group(1) else "")
+    isa = (
+        "AVX-512 IFMA"
+        if flags and "avx512ifma" in flags.group(1)
+        else "AVX-512"
+        if flags and "avx512f" in flags.group(1)
+        else "AVX2"
+        if flags and "avx2" in flags.group(1)
+        else ""
+    )
     host = f"{model.group(1).strip() if model else 'unknown CPU'}, {os.cpu_count()} vCPU" + (f" ({isa})" if isa else "")
     commit = sh(f"git -C {ROOT} rev-parse --short HEAD").strip() or "unknown"
     return {"gpu": gpu, "host": host, "commit": commit, "date": datetime.date.today().isoformat()}
@@ -233,7 +524,8 @@ def json_lines(path: Path) -> list[dict]:
 
 
 def run_step(step: Step, r: Run, log) -> tuple[str, str]:
-    """Runs a step's commands within its limit; its stdout goes to <step>.out and its stderr to <step>.log as it comes."""
+    """Runs a step's commands within its limit; its stdout goes to <step>.out and its stderr to <step>.log as it
+    comes."""
     cmds = (step.dry(r) if step.dry else []) if r.dry else step.commands(r)
     deadline = time.monotonic() + step.limit_s
     status, why = "ok", ""
@@ -275,11 +567,17 @@ def package(build: Path) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", default="all", help="comma separated steps to run, in the run's order (default all): "
-                                                   + ", ".join(s.name for s in STEPS))
-    ap.add_argument("--dry-run", action="store_true",
-                    help="here, without a GPU: CUDA steps skipped, the rest at small sizes with the installed kasoku "
-                         "and the build in --build-dir")
+    ap.add_argument(
+        "--steps",
+        default="all",
+        help="comma separated steps to run, in the run's order (default all): " + ", ".join(s.name for s in STEPS),
+    )
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="here, without a GPU: CUDA steps skipped, the rest at small sizes with the installed kasoku "
+        "and the build in --build-dir",
+    )
     ap.add_argument("--out", default=os.environ.get("OUT", "out"), help="folder of the results (default $OUT or out)")
     ap.add_argument("--build-dir", default=None, help="build folder (default build/device; dry run: build/cpp)")
     ap.add_argument("--list", action="store_true", help="print the steps and exit")
@@ -328,8 +626,14 @@ def main(argv=None) -> int:
             for rec in tagged:
                 f.write(json.dumps(rec) + "\n")
                 a.write(json.dumps(rec) + "\n")
-        line = {"step": step.name, "status": status, "seconds": round(secs, 1), "why": why, "json_lines": len(tagged),
-                **r.labels}
+        line = {
+            "step": step.name,
+            "status": status,
+            "seconds": round(secs, 1),
+            "why": why,
+            "json_lines": len(tagged),
+            **r.labels,
+        }
         with open(out / "steps.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
         print(f"[device run] {step.name}: {status} in {secs:.0f} s" + (f" ({why})" if why else ""), flush=True)

@@ -12,7 +12,8 @@ int main() {
     KeyGenerator keygen(ctx);
     SecretKey sk = keygen.secret_key();
     PublicKey pk = keygen.public_key(sk);
-    auto ek = std::make_shared<const EvaluationKeys>(keygen.evaluation_keys(sk, /*relin=*/true, /*rotations=*/{1}, false));
+    auto ek =
+        std::make_shared<const EvaluationKeys>(keygen.evaluation_keys(sk, /*relin=*/true, /*rotations=*/{1}, false));
 
     std::vector<std::complex<double>> x = {1.0, 2.0, 3.0, 4.0}, y = {0.5, 0.25, -1.0, 2.0};
     Encoder encoder(ctx);

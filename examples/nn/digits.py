@@ -9,7 +9,6 @@ import sys
 import time
 
 import numpy as np
-import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
@@ -38,9 +37,11 @@ for i in range(count):
     reply = server.run(ks.Ciphertext.from_bytes(server.ctx, request)).to_bytes()  # server -> client
     seconds = time.perf_counter() - t
     logits = client.decrypt(ks.Ciphertext.from_bytes(client.ctx, reply))
-    clear = net(x_test[i:i + 1]).detach().numpy().reshape(-1)
+    clear = net(x_test[i : i + 1]).detach().numpy().reshape(-1)
     worst = max(worst, float(np.max(np.abs(logits - clear))))
     agree += int(logits.argmax() == clear.argmax())
-    print(f"image {i}: label {int(y_test[i])}, encrypted says {logits.argmax()}, clear says {clear.argmax()} "
-          f"({seconds:.3f} s)")
+    print(
+        f"image {i}: label {int(y_test[i])}, encrypted says {logits.argmax()}, clear says {clear.argmax()} "
+        f"({seconds:.3f} s)"
+    )
 print(f"{agree}/{count} decisions as in the clear; logits within {worst:.2e} of the clear model")

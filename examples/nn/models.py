@@ -8,7 +8,6 @@ shapes, with x^2 activations; and scikit-learn's digits upsampled to 1 x 28 x 28
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -41,7 +40,11 @@ class LoLA(nn.Module):
 
     def __init__(self, num_classes: int = 10):
         super().__init__()
-        self.conv1, self.bn1, self.act1 = nn.Conv2d(1, 5, kernel_size=2, padding=0, stride=2), nn.BatchNorm2d(5), Square()
+        self.conv1, self.bn1, self.act1 = (
+            nn.Conv2d(1, 5, kernel_size=2, padding=0, stride=2),
+            nn.BatchNorm2d(5),
+            Square(),
+        )
         self.flatten = nn.Flatten()
         self.fc1, self.bn2, self.act2 = nn.Linear(980, 100), nn.BatchNorm1d(100), Square()
         self.fc2 = nn.Linear(100, num_classes)
@@ -73,7 +76,8 @@ class LeNet5(nn.Module):
 
 
 def digits(test_size: int = 360, seed: int = 0):
-    """scikit-learn's 8 x 8 digits, bilinearly upsampled to 1 x 28 x 28 in [0, 1]: (x_train, y_train), (x_test, y_test)."""
+    """scikit-learn's 8 x 8 digits, bilinearly upsampled to 1 x 28 x 28 in [0, 1]:
+    (x_train, y_train), (x_test, y_test)."""
     from sklearn.datasets import load_digits
 
     d = load_digits()
@@ -86,7 +90,9 @@ def digits(test_size: int = 360, seed: int = 0):
     return (x[train], y[train]), (x[test], y[test])
 
 
-def train(net: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int = 30, lr: float = 1e-3, seed: int = 0) -> nn.Module:
+def train(
+    net: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int = 30, lr: float = 1e-3, seed: int = 0
+) -> nn.Module:
     """Adam on cross-entropy, mini-batches of 64, in the clear; returns the net in eval mode."""
     torch.manual_seed(seed)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
@@ -94,7 +100,7 @@ def train(net: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int = 30, lr
     for _ in range(epochs):
         perm = torch.randperm(len(y))
         for i in range(0, len(y), 64):
-            idx = perm[i:i + 64]
+            idx = perm[i : i + 64]
             opt.zero_grad()
             loss = F.cross_entropy(net(x[idx]), y[idx])
             loss.backward()

@@ -128,11 +128,12 @@ int main(int argc, char** argv) {
 
     const bool equal = mismatches == 0 && top->done == 0;  // done is a one-cycle pulse
     const double off = double(transform - model) / double(model);
-    std::printf("{\"design\": \"%s\", \"m\": %d, \"points\": %ld, \"lanes\": %d, \"bits\": %d, \"equal\": %s, "
-                "\"mismatches\": %ld, \"load\": %ld, \"transform\": %ld, \"unload\": %ld, \"total\": %ld, "
-                "\"model_transform\": %ld, \"model_off\": %.4f}\n",
-                params["DESIGN"].c_str(), m, M, lanes, w, equal ? "true" : "false", mismatches, load, transform, unload,
-                load + transform + unload, model, off);
+    std::printf(
+        "{\"design\": \"%s\", \"m\": %d, \"points\": %ld, \"lanes\": %d, \"bits\": %d, \"equal\": %s, "
+        "\"mismatches\": %ld, \"load\": %ld, \"transform\": %ld, \"unload\": %ld, \"total\": %ld, "
+        "\"model_transform\": %ld, \"model_off\": %.4f}\n",
+        params["DESIGN"].c_str(), m, M, lanes, w, equal ? "true" : "false", mismatches, load, transform, unload,
+        load + transform + unload, model, off);
     if (mismatches)
         std::fprintf(stderr, "tb: %ld outputs differ from kasoku::hls::ntt, the first at %ld\n", mismatches, first_bad);
     return equal && std::fabs(off) <= 0.10 ? 0 : 1;

@@ -43,23 +43,42 @@ def poly_coeffs(d: int) -> np.ndarray:
     return c
 
 
-def run(params_name: str, threads: int | None, reps: int, json_path: str | None, progress=sys.stderr,
-        hoisting: bool = False, device: str = "cpu", poly: bool = False) -> list[dict]:
+def run(
+    params_name: str,
+    threads: int | None,
+    reps: int,
+    json_path: str | None,
+    progress=sys.stderr,
+    hoisting: bool = False,
+    device: str = "cpu",
+    poly: bool = False,
+) -> list[dict]:
     params = ks.Parameters.named(params_name)
     ctx = ks.Context(params, threads=threads, device=device)
     t = ctx.threads
 
     def timeit(fn, n):
         return _timeit(fn, n, ctx.synchronize)
+
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, ctx.slots)
     y = rng.uniform(-1, 1, ctx.slots)
     lines: list[dict] = []
 
     def emit(op, times, **extra):
-        rec = {"lib": "kasoku", "op": op, "params": params_name, "threads": t,
-               "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "reps": len(times),
-               "simd": ks.simd_active(), "device": ctx.device, **extra}
+        rec = {
+            "lib": "kasoku",
+            "op": op,
+            "params": params_name,
+            "threads": t,
+            "median_ms": statistics.median(times),
+            "min_ms": min(times),
+            "max_ms": max(times),
+            "reps": len(times),
+            "simd": ks.simd_active(),
+            "device": ctx.device,
+            **extra,
+        }
         lines.append(rec)
         print(json.dumps(rec), flush=True)
 
@@ -68,15 +87,22 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
 
     step("KeyGen")
     keygen_reps = max(1, min(reps, 3)) if params.log_n >= 16 else reps
-    emit("KeyGen", timeit(lambda: ctx.keygen(rotations=[1]), keygen_reps),
-         note="secret + public + relinearisation + one rotation key")
+    emit(
+        "KeyGen",
+        timeit(lambda: ctx.keygen(rotations=[1]), keygen_reps),
+        note="secret + public + relinearisation + one rotation key",
+    )
     keys = ctx.keygen(rotations=[1])
     ev = ctx.evaluator(keys.evaluation())
     step("Encode")
     emit("Encode", timeit(lambda: ctx.encode(x), reps), note=f"{ctx.slots} real values at the top level")
     step("Encrypt")
     pt = ctx.encode(x)
-    emit("Encrypt", timeit(lambda: ctx.encrypt(pt, keys.public), reps), note="public-key encryption of an encoded plaintext")
+    emit(
+        "Encrypt",
+        timeit(lambda: ctx.encrypt(pt, keys.public), reps),
+        note="public-key encryption of an encoded plaintext",
+    )
     a = ctx.encrypt(x, keys.public)
     b = ctx.encrypt(y, keys.public)
     step("DecryptDecode")
@@ -96,16 +122,34 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
         h = hev.choose_trace_h(steps)
         costs = hev.keyswitch_costs()
         step(f"SumSlots (h = {h} of {len(steps)})")
-        emit("SumSlots", timeit(lambda: hev.sum_slots(ha), reps), h=h, M=len(steps), galois_keys=len(hkeys.galois),
-             cost_model=costs, note="sum of all slots, h chosen by the cost model")
+        emit(
+            "SumSlots",
+            timeit(lambda: hev.sum_slots(ha), reps),
+            h=h,
+            M=len(steps),
+            galois_keys=len(hkeys.galois),
+            cost_model=costs,
+            note="sum of all slots, h chosen by the cost model",
+        )
         step("Rotate16Hoisted")
-        emit("Rotate16Hoisted", timeit(lambda: hev.rotate_hoisted(ha, list(range(1, 17))), reps),
-             note="rotations by 1..16 sharing one ModUp (list form)")
+        emit(
+            "Rotate16Hoisted",
+            timeit(lambda: hev.rotate_hoisted(ha, list(range(1, 17))), reps),
+            note="rotations by 1..16 sharing one ModUp (list form)",
+        )
         err_sum = float(np.max(np.abs(ctx.decrypt(hev.sum_slots(ha), hkeys.secret).real - x.sum())))
         outs = hev.rotate_hoisted(ha, list(range(1, 17)))
-        err_rot = max(float(np.max(np.abs(ctx.decrypt(c, hkeys.secret).real - np.roll(x, -k)))) for c, k in zip(outs, range(1, 17)))
-        rec = {"lib": "kasoku", "op": "check", "params": params_name, "max_err_sum_slots": err_sum,
-               "max_err_rotate_hoisted": err_rot}
+        err_rot = max(
+            float(np.max(np.abs(ctx.decrypt(c, hkeys.secret).real - np.roll(x, -k))))
+            for c, k in zip(outs, range(1, 17))
+        )
+        rec = {
+            "lib": "kasoku",
+            "op": "check",
+            "params": params_name,
+            "max_err_sum_slots": err_sum,
+            "max_err_rotate_hoisted": err_rot,
+        }
         lines.append(rec)
         print(json.dumps(rec), flush=True)
         del hkeys, hev, ha, outs
@@ -118,15 +162,26 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
             step(f"Chebyshev{d}")
             out = ev.evaluate_polynomial(a, c, basis="chebyshev")
             diff = np.abs(ctx.decrypt(out, keys.secret) - np.polynomial.chebyshev.chebval(x, c))
-            emit(f"Chebyshev{d}", timeit(lambda: ev.evaluate_polynomial(a, c, basis="chebyshev"), reps),
-                 levels=a.level - out.level, max_abs_error=float(diff.max()), bits=float(-np.log2(diff.max())),
-                 products=plan["products"], note=f"evaluate_polynomial(ct, {d + 1} Chebyshev coefficients)")
+            emit(
+                f"Chebyshev{d}",
+                timeit(lambda: ev.evaluate_polynomial(a, c, basis="chebyshev"), reps),
+                levels=a.level - out.level,
+                max_abs_error=float(diff.max()),
+                bits=float(-np.log2(diff.max())),
+                products=plan["products"],
+                note=f"evaluate_polynomial(ct, {d + 1} Chebyshev coefficients)",
+            )
     step("NTT")
     ntt = [s * 1e3 for s in ks._kasoku.bench_ntt(params.log_n, 60, max(reps, 20))]
     emit("NTT", ntt, note=f"forward NTT of one 60-bit prime, N=2^{params.log_n}")
     # sizes
-    for what, obj in [("ciphertext", a), ("public_key", keys.public), ("secret_key", keys.secret),
-                      ("relin_key", keys.relin), ("galois_key", keys.galois[ctx.galois_element(1)])]:
+    for what, obj in [
+        ("ciphertext", a),
+        ("public_key", keys.public),
+        ("secret_key", keys.secret),
+        ("relin_key", keys.relin),
+        ("galois_key", keys.galois[ctx.galois_element(1)]),
+    ]:
         rec = {"lib": "kasoku", "op": "size", "what": what, "params": params_name, "bytes": len(obj.to_bytes())}
         lines.append(rec)
         print(json.dumps(rec), flush=True)
@@ -134,8 +189,16 @@ def run(params_name: str, threads: int | None, reps: int, json_path: str | None,
     got = ctx.decrypt(ev.multiply(a, b), keys.secret).real
     diff = np.abs(got - x * y)
     err, mean = float(np.max(diff)), float(np.mean(diff))
-    rec = {"lib": "kasoku", "op": "precision", "params": params_name, "what": "MulRelinRescale",
-           "max_abs_error": err, "bits": float(-np.log2(err)), "mean_abs_error": mean, "mean_bits": float(-np.log2(mean))}
+    rec = {
+        "lib": "kasoku",
+        "op": "precision",
+        "params": params_name,
+        "what": "MulRelinRescale",
+        "max_abs_error": err,
+        "bits": float(-np.log2(err)),
+        "mean_abs_error": mean,
+        "mean_bits": float(-np.log2(mean)),
+    }
     lines.append(rec)
     print(json.dumps(rec), flush=True)
     if json_path:

@@ -25,9 +25,20 @@ def _errors(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, float
     return float(diff.max()), float(diff.min())
 
 
-def run(params_name: str = "M14", dims=(2, 4, 8, 16, 32, 64), reps: int = 10, pairs: int = 10, schoolbook_max: int = 16,
-        blocked: int = 256, threads: int | None = None, json_path: str | None = None, table_path: str | None = None,
-        plot_path: str | None = None, progress=sys.stderr, device: str = "cpu") -> list[dict]:
+def run(
+    params_name: str = "M14",
+    dims=(2, 4, 8, 16, 32, 64),
+    reps: int = 10,
+    pairs: int = 10,
+    schoolbook_max: int = 16,
+    blocked: int = 256,
+    threads: int | None = None,
+    json_path: str | None = None,
+    table_path: str | None = None,
+    plot_path: str | None = None,
+    progress=sys.stderr,
+    device: str = "cpu",
+) -> list[dict]:
     params = ks.Parameters.named(params_name)
     ctx = ks.Context(params, threads=threads, device=device)
     all_threads = ctx.threads
@@ -66,18 +77,34 @@ def run(params_name: str = "M14", dims=(2, 4, 8, 16, 32, 64), reps: int = 10, pa
         ca, cb = enc.encrypt(rng.random((g, d, d)), keys.public), enc.encrypt(rng.random((g, d, d)), keys.public)
         for t in thread_counts:
             step(f"d = {d}, g = {g}: {n_reps} timed products, {t} thread(s)")
-            ts = _timeit(lambda: ks.matmul(ev, ca, cb, threads=t), n_reps, ctx.synchronize)
-            emit({"op": "MatMul", "d": d, "g": g, "threads": t, "median_ms": statistics.median(ts), "min_ms": min(ts),
-                  "max_ms": max(ts), "reps": len(ts), "per_matrix_ms": statistics.median(ts) / g,
-                  "max_abs_error": float(np.mean(maxes)), "min_abs_error": float(np.mean(mins)), "pairs": n_pairs,
-                  "counts": counts, "galois_keys": len(keys.galois), "keygen_s": keygen_s,
-                  "block": enc.block, "grid": enc.grid})
+            ts = _timeit(lambda: ks.matmul(ev, ca, cb, threads=t), n_reps, ctx.synchronize)  # noqa: F821 (del below)
+            emit(
+                {
+                    "op": "MatMul",
+                    "d": d,
+                    "g": g,
+                    "threads": t,
+                    "median_ms": statistics.median(ts),
+                    "min_ms": min(ts),
+                    "max_ms": max(ts),
+                    "reps": len(ts),
+                    "per_matrix_ms": statistics.median(ts) / g,
+                    "max_abs_error": float(np.mean(maxes)),
+                    "min_abs_error": float(np.mean(mins)),
+                    "pairs": n_pairs,
+                    "counts": counts,
+                    "galois_keys": len(keys.galois),
+                    "keygen_s": keygen_s,
+                    "block": enc.block,
+                    "grid": enc.grid,
+                }
+            )
         del keys, ev, ca, cb
         if g == 1 and d <= schoolbook_max:
             skeys = ctx.keygen()
             sev = ctx.evaluator(skeys.evaluation())
             s_pairs, s_reps = (pairs, reps) if d <= 4 else (max(1, pairs // 5), 3)
-            step(f"d = {d}: schoolbook ({d ** 3} products), {s_pairs} pairs")
+            step(f"d = {d}: schoolbook ({d**3} products), {s_pairs} pairs")
             maxes, mins = [], []
             for _ in range(s_pairs):
                 A, B = rng.random((d, d)), rng.random((d, d))
@@ -91,9 +118,22 @@ def run(params_name: str = "M14", dims=(2, 4, 8, 16, 32, 64), reps: int = 10, pa
             for t in thread_counts:
                 step(f"d = {d}: schoolbook, {s_reps} timed products, {t} thread(s)")
                 ts = _timeit(lambda: ks.matmul_schoolbook(sev, ca, cb, d, threads=t), s_reps, ctx.synchronize)
-                emit({"op": "MatMulSchoolbook", "d": d, "g": 1, "threads": t, "median_ms": statistics.median(ts),
-                      "min_ms": min(ts), "max_ms": max(ts), "reps": len(ts), "max_abs_error": float(np.mean(maxes)),
-                      "min_abs_error": float(np.mean(mins)), "pairs": s_pairs, "counts": scounts})
+                emit(
+                    {
+                        "op": "MatMulSchoolbook",
+                        "d": d,
+                        "g": 1,
+                        "threads": t,
+                        "median_ms": statistics.median(ts),
+                        "min_ms": min(ts),
+                        "max_ms": max(ts),
+                        "reps": len(ts),
+                        "max_abs_error": float(np.mean(maxes)),
+                        "min_abs_error": float(np.mean(mins)),
+                        "pairs": s_pairs,
+                        "counts": scounts,
+                    }
+                )
             del skeys, sev
     if json_path:
         with open(json_path, "w") as f:
@@ -116,17 +156,25 @@ def table(lines: list[dict]) -> str:
             continue
         key = (r["op"], r["d"], r["g"])
         rows.setdefault(key, dict(r))[f"t{r['threads']}"] = r["median_ms"]
-    head = ("| method | d | g | Add | CMult | Rot | Mult | " + " | ".join(f"ms, {t} thr" for t in threads) +
-            " | ms per matrix, 1 thr | max error | min error |\n")
+    head = (
+        "| method | d | g | Add | CMult | Rot | Mult | "
+        + " | ".join(f"ms, {t} thr" for t in threads)
+        + " | ms per matrix, 1 thr | max error | min error |\n"
+    )
     out = head + "|" + " --- |" * (9 + len(threads)) + "\n"
     for (op, d, g), r in sorted(rows.items(), key=lambda kv: (kv[0][0] != "MatMul", kv[0][2] != 1, kv[0][1])):
         c = r["counts"]
-        name = "schoolbook" if op == "MatMulSchoolbook" else ("blocked " + f"{r['grid']}x{r['grid']}" if r.get("grid", 1) > 1
-                                                                else "Jiang et al.")
+        name = (
+            "schoolbook"
+            if op == "MatMulSchoolbook"
+            else ("blocked " + f"{r['grid']}x{r['grid']}" if r.get("grid", 1) > 1 else "Jiang et al.")
+        )
         t1 = r.get("t1", float("nan"))
-        out += (f"| {name} | {d} | {g} | {c['add']} | {c['cmult']} | {c['rot']} | {c['mult']} | " +
-                " | ".join(f"{r.get(f't{t}', float('nan')):.1f}" for t in threads) +
-                f" | {t1 / g:.1f} | {r['max_abs_error']:.2e} | {r['min_abs_error']:.2e} |\n")
+        out += (
+            f"| {name} | {d} | {g} | {c['add']} | {c['cmult']} | {c['rot']} | {c['mult']} | "
+            + " | ".join(f"{r.get(f't{t}', float('nan')):.1f}" for t in threads)
+            + f" | {t1 / g:.1f} | {r['max_abs_error']:.2e} | {r['min_abs_error']:.2e} |\n"
+        )
     return out
 
 
@@ -141,7 +189,11 @@ def plot(lines: list[dict], path: str) -> None:
     for r in lines:
         if r.get("op") not in ("MatMul", "MatMulSchoolbook"):
             continue
-        label = ("schoolbook" if r["op"] == "MatMulSchoolbook" else f"Jiang et al., g = {'8 (2 at d=64)' if r['g'] > 1 else 1}")
+        label = (
+            "schoolbook"
+            if r["op"] == "MatMulSchoolbook"
+            else f"Jiang et al., g = {'8 (2 at d=64)' if r['g'] > 1 else 1}"
+        )
         if r["op"] == "MatMul" and r.get("grid", 1) > 1:
             label = "blocked (g = 1)"
         series.setdefault(f"{label}, {r['threads']} thread(s)", []).append((r["d"], r["median_ms"]))

@@ -1,8 +1,8 @@
 """Big-integer multiplication through the NTT (seed 004, docs/HARDWARE.md).
 
-    import kasoku as ks
-    ks.bigmul(3**100000, 7**90000)          # == 3**100000 * 7**90000, any size up to 2^31 bits per operand
-    ks.bigmul_decimal("123", "-4")          # "-492": the seed's own scheme, base-10 digits, up to 32,768 each
+import kasoku as ks
+ks.bigmul(3**100000, 7**90000)          # == 3**100000 * 7**90000, any size up to 2^31 bits per operand
+ks.bigmul_decimal("123", "-4")          # "-492": the seed's own scheme, base-10 digits, up to 32,768 each
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ def bigmul(a: int, b: int, threads: int | None = None) -> int:
         raise ParameterError(f"bigmul: threads must be >= 1, got {t}")
     negative = (a < 0) != (b < 0)
     a, b = abs(a), abs(b)
-    raw = _MULTIPLIER.bytes(a.to_bytes((a.bit_length() + 7) // 8, "little"),
-                        b.to_bytes((b.bit_length() + 7) // 8, "little"), t)
+    raw = _MULTIPLIER.bytes(
+        a.to_bytes((a.bit_length() + 7) // 8, "little"), b.to_bytes((b.bit_length() + 7) // 8, "little"), t
+    )
     p = int.from_bytes(raw, "little")
     return -p if negative else p
 

@@ -32,6 +32,7 @@ def graph_dict(graph) -> dict:
     """A ks.sched.Graph as the job header's 'graph': each node's op, inputs and its operation's own fields
     (ks.sched.op_schema; constants as [re, im])."""
     import kasoku as ks
+
     schema = ks.sched.op_schema()
     nodes = []
     for n in graph.nodes:
@@ -59,7 +60,9 @@ class Client:
     def register(cls, url: str, admin_token: str, timeout: float = 60.0) -> "Client":
         """A new client of the server (needs the server's admin token) and its own token (Client.token)."""
         httpx = _httpx()
-        r = httpx.post(url.rstrip("/") + "/v1/clients", headers={"Authorization": f"Bearer {admin_token}"}, timeout=timeout)
+        r = httpx.post(
+            url.rstrip("/") + "/v1/clients", headers={"Authorization": f"Bearer {admin_token}"}, timeout=timeout
+        )
         _check(r)
         return cls(url, r.json()["token"], timeout)
 
@@ -103,11 +106,13 @@ class Client:
 
     def parameters(self):
         from . import Parameters
+
         return Parameters.from_bytes(self._send("GET", "/v1/params").content)
 
     def context(self, threads: int = 0):
         """A context for the server's parameters (to make keys and encrypt here)."""
         from . import Context
+
         return Context(self.parameters(), threads=threads)
 
     # --- keys and jobs ---
@@ -116,16 +121,19 @@ class Client:
         data = keys if isinstance(keys, (bytes, bytearray)) else keys.to_bytes(compression=compression)
         return self._send("POST", "/v1/keys", bytes(data)).json()["keys"]
 
-    def submit(self, inputs: Mapping, keys: str, graph=None, computation: str | dict | None = None,
-               retry_for: float = 60.0) -> int:
+    def submit(
+        self, inputs: Mapping, keys: str, graph=None, computation: str | dict | None = None, retry_for: float = 60.0
+    ) -> int:
         """Queues a job on the server: `graph` (a ks.sched.Graph) or `computation` ("exp", {"name": "exp", "order":
         6}, {"name": "polynomial", "degree": 31}) on `inputs` (name -> Ciphertext or its bytes). Returns the job's
         id. While the server answers "retry later" or cannot be reached (a restart), waits and tries again, for up
         to retry_for seconds (0: raise at once); every try carries the same Idempotency-Key, so a submission whose
         answer was lost is not accepted twice."""
         from .service import wire
-        blobs = {k: (bytes(v) if isinstance(v, (bytes, bytearray, memoryview)) else v.to_bytes())
-                 for k, v in inputs.items()}
+
+        blobs = {
+            k: (bytes(v) if isinstance(v, (bytes, bytearray, memoryview)) else v.to_bytes()) for k, v in inputs.items()
+        }
         if isinstance(computation, str):
             computation = {"name": computation}
         body = wire.job_request(keys, blobs, graph_dict(graph) if graph is not None else None, computation)
@@ -152,14 +160,19 @@ class Client:
         """The job's outputs as bytes, waiting up to `timeout` seconds for it to end (ServiceError 422 if it
         failed; TimeoutError if it has not ended). Rides over a server restart (the job is kept)."""
         from .service import wire
+
         httpx = _httpx()
         deadline = time.monotonic() + timeout
         status = "unknown"
         while True:
             wait = max(0.0, min(30.0, deadline - time.monotonic()))
             try:
-                r = self._send("GET", f"/v1/jobs/{int(job)}/result", params={"wait": wait},
-                               timeout=wait + self._http.timeout.read if self._http.timeout.read else None)
+                r = self._send(
+                    "GET",
+                    f"/v1/jobs/{int(job)}/result",
+                    params={"wait": wait},
+                    timeout=wait + self._http.timeout.read if self._http.timeout.read else None,
+                )
                 if r.status_code == 200:
                     return wire.parse_result(r.content)
                 status = r.json().get("status", status)
@@ -172,6 +185,7 @@ class Client:
     def result(self, job: int, ctx, timeout: float = 300.0) -> dict:
         """The job's outputs as Ciphertexts of ctx (the server's parameters)."""
         from . import Ciphertext
+
         return {k: Ciphertext.from_bytes(ctx, v) for k, v in self.result_bytes(job, timeout).items()}
 
     def run(self, inputs: Mapping, keys: str, ctx, graph=None, computation=None, timeout: float = 300.0) -> dict:

@@ -92,8 +92,14 @@ class NodeWorker:
 class Cluster:
     """Kasoku's executors on the alive nodes of a Ray cluster (one NodeWorker actor per node)."""
 
-    def __init__(self, ctx: ks.Context, address: str | None = None, policy: str = "kasoku", cost="measure",
-                 threads_per_node: int | None = None):
+    def __init__(
+        self,
+        ctx: ks.Context,
+        address: str | None = None,
+        policy: str = "kasoku",
+        cost="measure",
+        threads_per_node: int | None = None,
+    ):
         """ctx: the context whose parameters the nodes compute at and whose Ciphertexts map/stream return.
         address: Ray's (None: the running instance or a new one on this machine). cost: "measure" (each node times
         itself), "paper" or a CostModel."""
@@ -108,8 +114,11 @@ class Cluster:
             if not n["Alive"]:
                 continue
             threads = threads_per_node or max(1, int(n["Resources"].get("CPU", 1)))
-            w = NodeWorker.options(num_cpus=0, max_concurrency=10000, scheduling_strategy=NodeAffinitySchedulingStrategy(
-                n["NodeID"], soft=False)).remote(blob, threads, policy, cost)
+            w = NodeWorker.options(
+                num_cpus=0,
+                max_concurrency=10000,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+            ).remote(blob, threads, policy, cost)
             self.workers.append(w)
             self.threads.append(threads)
         if not self.workers:
@@ -238,8 +247,12 @@ class RayBackend:
         return out
 
     def status(self) -> dict:
-        return {"executor": self.name, "nodes": self.cluster.nodes, "threads": self.threads,
-                "jobs_in_executor": len(self._jid)}
+        return {
+            "executor": self.name,
+            "nodes": self.cluster.nodes,
+            "threads": self.threads,
+            "jobs_in_executor": len(self._jid),
+        }
 
     def close(self) -> None:
         self.cluster.shutdown()

@@ -55,11 +55,31 @@ class InternalError(RuntimeError):
     """A broken internal invariant: a bug in kasoku (please report it with the message)."""
 
 
-__all__ = ["Error", "ParameterError", "LevelError", "ScaleError", "MissingKeyError", "SerializationError", "DeviceError",
-           "ServiceError", "RetryLater", "InternalError"]
+__all__ = [
+    "Error",
+    "ParameterError",
+    "LevelError",
+    "ScaleError",
+    "MissingKeyError",
+    "SerializationError",
+    "DeviceError",
+    "ServiceError",
+    "RetryLater",
+    "InternalError",
+]
 
 # Shown (and pickled) as kasoku.X, where users import them from.
-for _cls in (Error, ParameterError, LevelError, ScaleError, MissingKeyError, SerializationError, DeviceError, ServiceError,
-             RetryLater, InternalError):
+for _cls in (
+    Error,
+    ParameterError,
+    LevelError,
+    ScaleError,
+    MissingKeyError,
+    SerializationError,
+    DeviceError,
+    ServiceError,
+    RetryLater,
+    InternalError,
+):
     _cls.__module__ = "kasoku"
 del _cls

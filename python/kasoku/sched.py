@@ -54,8 +54,9 @@ class StreamResult:
         self.span_ms = raw.span_ms
         self.threads_used = list(raw.threads_used)
         # every task in start order: job, node, op, nq, threads, ready/start/end ms and the dispatcher's expected ms
-        self.tasks = [(t.job, t.node, t.op, t.nq, t.threads, t.ready_ms, t.start_ms, t.end_ms, t.expected_ms)
-                      for t in raw.tasks]
+        self.tasks = [
+            (t.job, t.node, t.op, t.nq, t.threads, t.ready_ms, t.start_ms, t.end_ms, t.expected_ms) for t in raw.tasks
+        ]
 
     @property
     def mean_busy_threads(self) -> float:
@@ -68,16 +69,27 @@ class StreamResult:
         return float(np.sum(self.finish_ms - self.start_ms)) / self.span_ms if self.span_ms > 0 else 0.0
 
     def to_dict(self) -> dict:
-        return {"policy": self.policy, "threads": self.threads, "executor": self.executor,
-                "jobs": int(self.arrival_ms.size), "window": list(self.window),
-                "makespan_ms": self.makespan_ms, "p50_ms": self.p50_ms, "p95_ms": self.p95_ms, "p99_ms": self.p99_ms,
-                "mean_ms": self.mean_ms, "mean_busy_threads": self.mean_busy_threads,
-                "mean_jobs_in_flight": self.mean_jobs_in_flight,
-                "threads_used": {str(i): n for i, n in enumerate(self.threads_used) if i and n}}
+        return {
+            "policy": self.policy,
+            "threads": self.threads,
+            "executor": self.executor,
+            "jobs": int(self.arrival_ms.size),
+            "window": list(self.window),
+            "makespan_ms": self.makespan_ms,
+            "p50_ms": self.p50_ms,
+            "p95_ms": self.p95_ms,
+            "p99_ms": self.p99_ms,
+            "mean_ms": self.mean_ms,
+            "mean_busy_threads": self.mean_busy_threads,
+            "mean_jobs_in_flight": self.mean_jobs_in_flight,
+            "threads_used": {str(i): n for i, n in enumerate(self.threads_used) if i and n},
+        }
 
     def __repr__(self) -> str:
-        return (f"StreamResult({self.executor}, policy={self.policy}, threads={self.threads}, "
-                f"makespan={self.makespan_ms:.0f} ms, p50={self.p50_ms:.0f} ms, p95={self.p95_ms:.0f} ms)")
+        return (
+            f"StreamResult({self.executor}, policy={self.policy}, threads={self.threads}, "
+            f"makespan={self.makespan_ms:.0f} ms, p50={self.p50_ms:.0f} ms, p95={self.p95_ms:.0f} ms)"
+        )
 
 
 class RunResult(StreamResult):
@@ -96,8 +108,14 @@ def _arrivals(arrivals):
     return None if arrivals is None else [float(a) for a in np.asarray(arrivals, dtype=float).ravel()]
 
 
-def simulate(graph: Graph, cost: CostModel, threads: int, policy: str = "kasoku",
-             arrivals: Sequence[float] | None = None, window: tuple[int, int] | None = None) -> StreamResult:
+def simulate(
+    graph: Graph,
+    cost: CostModel,
+    threads: int,
+    policy: str = "kasoku",
+    arrivals: Sequence[float] | None = None,
+    window: tuple[int, int] | None = None,
+) -> StreamResult:
     """Discrete-event simulation of a job stream on `threads` threads, driven by the cost model."""
     raw = _s.simulate(graph, cost, int(threads), policy, _arrivals(arrivals), _window(window))
     return StreamResult(raw, policy, int(threads), "simulated")
@@ -114,9 +132,18 @@ def measured_cost_model(params, threads: int, reps: int = 3) -> CostModel:
     return _measured[key]
 
 
-def run(graph: Graph, ctx, ev, inputs: Mapping, threads: int | None = None, policy: str = "kasoku",
-        arrivals: Sequence[float] | None = None, window: tuple[int, int] | None = None,
-        cost: CostModel | None = None, keep_outputs: int = 1) -> RunResult:
+def run(
+    graph: Graph,
+    ctx,
+    ev,
+    inputs: Mapping,
+    threads: int | None = None,
+    policy: str = "kasoku",
+    arrivals: Sequence[float] | None = None,
+    window: tuple[int, int] | None = None,
+    cost: CostModel | None = None,
+    keep_outputs: int = 1,
+) -> RunResult:
     """Runs the job stream for real: each job starts at its arrival (ms after the call) on `inputs`, tasks run on
     this machine's threads (None: all cores) with the thread counts the policy gives. `cost` gives the priorities
     and the kasoku policy's estimates; None measures one for ctx's parameters (once per process)."""
@@ -125,11 +152,28 @@ def run(graph: Graph, ctx, ev, inputs: Mapping, threads: int | None = None, poli
     t = hardware_threads() if threads is None else int(threads)
     if cost is None:
         cost = measured_cost_model(ctx.params, t)
-    raw, outputs = _s.run(graph, ev, dict(inputs), cost, t, policy, _arrivals(arrivals), _window(window),
-                          int(keep_outputs))
+    raw, outputs = _s.run(
+        graph, ev, dict(inputs), cost, t, policy, _arrivals(arrivals), _window(window), int(keep_outputs)
+    )
     return RunResult(raw, outputs, policy, t)
 
 
-__all__ = ["Graph", "CostModel", "Executor", "check_job", "StreamResult", "RunResult", "POLICIES", "maclaurin_exp", "bsgs_polynomial",
-           "matmul_like", "random_dag", "poisson", "simulate",
-           "run", "decide_threads", "measured_cost_model", "op_schema"]
+__all__ = [
+    "Graph",
+    "CostModel",
+    "Executor",
+    "check_job",
+    "StreamResult",
+    "RunResult",
+    "POLICIES",
+    "maclaurin_exp",
+    "bsgs_polynomial",
+    "matmul_like",
+    "random_dag",
+    "poisson",
+    "simulate",
+    "run",
+    "decide_threads",
+    "measured_cost_model",
+    "op_schema",
+]

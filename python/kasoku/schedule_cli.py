@@ -29,9 +29,12 @@ def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = 3
     if spec == "paper":
         cm = sched.CostModel.from_paper()
     elif spec == "measure":
-        print(f"measuring the cost model at {params.name or 'the parameters'} on {threads} threads ...", file=sys.stderr)
-        cm = sched.CostModel.measure(params, max_threads=threads, reps=reps,
-                                     progress=lambda d, t: print(f"  {d}/{t}", end="\r", file=sys.stderr))
+        print(
+            f"measuring the cost model at {params.name or 'the parameters'} on {threads} threads ...", file=sys.stderr
+        )
+        cm = sched.CostModel.measure(
+            params, max_threads=threads, reps=reps, progress=lambda d, t: print(f"  {d}/{t}", end="\r", file=sys.stderr)
+        )
         print(file=sys.stderr)
     else:
         cm = sched.CostModel.load(spec)
@@ -40,14 +43,20 @@ def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = 3
     return cm
 
 
-GRAPH_HELP = ("task graphs, comma separated: exp[:ORDER] (the source's e^x, order 6), poly[:DEGREE] (baby-step "
-              "giant-step polynomial, degree 31), matmul[:D] (one d x d matrix product's tasks, d = 4), "
-              "random[:TASKS[:SEED]] (a random DAG, 24 tasks, seed 1); each with @LEVEL for its input level "
-              "(default 7 for the source's tables, the parameter set's top level otherwise)")
+GRAPH_HELP = (
+    "task graphs, comma separated: exp[:ORDER] (the source's e^x, order 6), poly[:DEGREE] (baby-step "
+    "giant-step polynomial, degree 31), matmul[:D] (one d x d matrix product's tasks, d = 4), "
+    "random[:TASKS[:SEED]] (a random DAG, 24 tasks, seed 1); each with @LEVEL for its input level "
+    "(default 7 for the source's tables, the parameter set's top level otherwise)"
+)
 
 
-_BUILDERS = {"exp": (sched.maclaurin_exp, 1), "poly": (sched.bsgs_polynomial, 1), "matmul": (sched.matmul_like, 1),
-             "random": (sched.random_dag, 2)}  # builder, its most positional arguments
+_BUILDERS = {
+    "exp": (sched.maclaurin_exp, 1),
+    "poly": (sched.bsgs_polynomial, 1),
+    "matmul": (sched.matmul_like, 1),
+    "random": (sched.random_dag, 2),
+}  # builder, its most positional arguments
 
 
 def _parse_graph(spec: str) -> tuple[str, list[int], int | None]:
@@ -92,10 +101,26 @@ def _real_setup(params):
     return ctx, keys, ev, x, ct
 
 
-def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int], threads: int, executor: str,
-        cost: str, params_name: str, seeds: int, graphs: list[str], json_path: str | None, table_path: str | None,
-        plot_path: str | None, save_cost: str | None, reps: int = 3, job_slowdown: float | None = None,
-        first_seed: int = 1, trace_path: str | None = None) -> list[dict]:
+def run(
+    policies: list[str],
+    ds: list[float],
+    jobs: int,
+    window: tuple[int, int],
+    threads: int,
+    executor: str,
+    cost: str,
+    params_name: str,
+    seeds: int,
+    graphs: list[str],
+    json_path: str | None,
+    table_path: str | None,
+    plot_path: str | None,
+    save_cost: str | None,
+    reps: int = 3,
+    job_slowdown: float | None = None,
+    first_seed: int = 1,
+    trace_path: str | None = None,
+) -> list[dict]:
     params = ks.Parameters.named(params_name)
     built = {spec: make_graph(spec, 7 if cost == "paper" else params.levels) for spec in graphs}
     cm = _cost_model(cost, params, threads, save_cost, reps)
@@ -121,14 +146,29 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
                     else:
                         ctx, keys, ev, x, ct = real
                         names = [n["name"] for n in g.nodes if n["op"] == "input"]
-                        r = sched.run(g, ctx, ev, {n: ct for n in names}, threads=threads, policy=pol, arrivals=arr,
-                                      window=window, cost=cm)
+                        r = sched.run(
+                            g,
+                            ctx,
+                            ev,
+                            {n: ct for n in names},
+                            threads=threads,
+                            policy=pol,
+                            arrivals=arr,
+                            window=window,
+                            cost=cm,
+                        )
                         want = expected_output(spec, x)
                         if want is not None:
                             got = ctx.decrypt(r.outputs[0][g.outputs[0][1]], keys.secret).real
                             err = float(np.max(np.abs(got - want)))
-                    row = {"graph": spec, "D_ms": d, "seed": seed, "cost_model": cm.name, "machine": cm.machine,
-                           **r.to_dict()}
+                    row = {
+                        "graph": spec,
+                        "D_ms": d,
+                        "seed": seed,
+                        "cost_model": cm.name,
+                        "machine": cm.machine,
+                        **r.to_dict(),
+                    }
                     if cm.job_slowdown:
                         row["job_slowdown"] = cm.job_slowdown
                     if err is not None:
@@ -142,13 +182,30 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
                         out.write(line + "\n")
                         out.flush()
                     if trace:
-                        trace.write(json.dumps({"graph": spec, "D_ms": d, "seed": seed, "policy": pol,
-                                                "executor": r.executor, "threads": threads, "cost_model": cm.name,
-                                                "columns": list(TRACE_COLUMNS), "tasks": r.tasks}) + "\n")
+                        trace.write(
+                            json.dumps(
+                                {
+                                    "graph": spec,
+                                    "D_ms": d,
+                                    "seed": seed,
+                                    "policy": pol,
+                                    "executor": r.executor,
+                                    "threads": threads,
+                                    "cost_model": cm.name,
+                                    "columns": list(TRACE_COLUMNS),
+                                    "tasks": r.tasks,
+                                }
+                            )
+                            + "\n"
+                        )
                         trace.flush()
                     done += 1
-                    print(f"[{done}/{total}] {spec} D={d:g} seed={seed} {pol}: makespan {r.makespan_ms / 1000:.1f} s, "
-                          f"p95 {r.p95_ms:.0f} ms ({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
+                    print(
+                        f"[{done}/{total}] {spec} D={d:g} seed={seed} {pol}: makespan {r.makespan_ms / 1000:.1f} s, "
+                        f"p95 {r.p95_ms:.0f} ms ({time.time() - t0:.1f} s)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     for f in (out, trace):
         if f:
             f.close()
@@ -158,23 +215,40 @@ def run(policies: list[str], ds: list[float], jobs: int, window: tuple[int, int]
             for spec in graphs:
                 if len(graphs) > 1:
                     f.write(f"Graph `{spec}`:\n\n")
-                f.write(table([r for r in rows if r["graph"] == spec], unique, ds,
-                              paper=(cost == "paper" and spec in ("exp", "exp:6"))))
+                f.write(
+                    table(
+                        [r for r in rows if r["graph"] == spec],
+                        unique,
+                        ds,
+                        paper=(cost == "paper" and spec in ("exp", "exp:6")),
+                    )
+                )
             if "kasoku" in unique and len(unique) > 1:
                 f.write("\n" + versus_best(rows, graphs, ds))
     if plot_path:
         for spec in graphs:
-            path = plot_path if len(graphs) == 1 else plot_path.replace(".png", "") + "-" + spec.replace(":", "-").replace("@", "-L") + ".png"
-            plot({(p, d): v for (gs, p, d), v in curves.items() if gs == spec}, unique, ds, path,
-                 title=f"{executor}, {cm.name}, {threads} threads, graph {spec}")
+            path = (
+                plot_path
+                if len(graphs) == 1
+                else plot_path.replace(".png", "") + "-" + spec.replace(":", "-").replace("@", "-L") + ".png"
+            )
+            plot(
+                {(p, d): v for (gs, p, d), v in curves.items() if gs == spec},
+                unique,
+                ds,
+                path,
+                title=f"{executor}, {cm.name}, {threads} threads, graph {spec}",
+            )
     return rows
 
 
 def versus_best(rows: list[dict], graphs: list[str], ds: list[float]) -> str:
     """Markdown: kasoku's makespan and p95 against the best of the other policies per graph and D (means over
     seeds), in %, with the policy that was best."""
-    lines = ["| kasoku vs best of the others: makespan / p95 | " + " | ".join(f"D = {d:g}" for d in ds) + " |",
-             "| --- |" + " --- |" * len(ds)]
+    lines = [
+        "| kasoku vs best of the others: makespan / p95 | " + " | ".join(f"D = {d:g}" for d in ds) + " |",
+        "| --- |" + " --- |" * len(ds),
+    ]
     for spec in graphs:
         sub = [r for r in rows if r["graph"] == spec]
         mk, p95 = _means(sub, "makespan_ms"), _means(sub, "p95_ms")
@@ -186,8 +260,10 @@ def versus_best(rows: list[dict], graphs: list[str], ds: list[float]) -> str:
                 continue
             bm = min(others, key=lambda p: mk[(p, d)])
             bq = min(others, key=lambda p: p95[(p, d)])
-            cells.append(f"{_pct(np.log(mk[('kasoku', d)] / mk[(bm, d)])):+.1f}% ({bm}) / "
-                         f"{_pct(np.log(p95[('kasoku', d)] / p95[(bq, d)])):+.1f}% ({bq})")
+            cells.append(
+                f"{_pct(np.log(mk[('kasoku', d)] / mk[(bm, d)])):+.1f}% ({bm}) / "
+                f"{_pct(np.log(p95[('kasoku', d)] / p95[(bq, d)])):+.1f}% ({bq})"
+            )
         lines.append(f"| `{spec}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -205,8 +281,11 @@ def table(rows: list[dict], policies: list[str], ds: list[float], paper: bool = 
     seeds = len({r["seed"] for r in rows})
     lines = []
     for title, vals, scale, fmt in (("makespan, s", mk, 1e-3, "{:.1f}"), ("p95 latency, ms", p95, 1.0, "{:.0f}")):
-        lines.append(f"| {title} (mean of {seeds} seed{'s' if seeds > 1 else ''}) | " +
-                     " | ".join(f"D = {d:g}" for d in ds) + " |")
+        lines.append(
+            f"| {title} (mean of {seeds} seed{'s' if seeds > 1 else ''}) | "
+            + " | ".join(f"D = {d:g}" for d in ds)
+            + " |"
+        )
         lines.append("| --- |" + " --- |" * len(ds))
         for pol in policies:
             cells = []
@@ -219,8 +298,11 @@ def table(rows: list[dict], policies: list[str], ds: list[float], paper: bool = 
         if paper and title.startswith("makespan"):
             for pol in PAPER_TABLE6:
                 if pol in policies:
-                    lines.append(f"| source's Table 6: {pol} | " +
-                                 " | ".join(f"{PAPER_TABLE6[pol].get(int(d), float('nan')) / 1000:.1f}" for d in ds) + " |")
+                    lines.append(
+                        f"| source's Table 6: {pol} | "
+                        + " | ".join(f"{PAPER_TABLE6[pol].get(int(d), float('nan')) / 1000:.1f}" for d in ds)
+                        + " |"
+                    )
         lines.append("")
     return "\n".join(lines)
 
@@ -290,12 +372,17 @@ def paired_table(rows: list[dict], baseline: str = "fixed-1") -> str:
     for key, title in (("makespan_ms", "makespan"), ("p95_ms", "p95 latency")):
         res = paired(rows, baseline, key)
         ds = sorted({d for per in res.values() for d in per})
-        lines.append(f"| {title} vs {baseline}, % (per seed) | " + " | ".join(f"D = {d:g}" for d in ds) +
-                     " | all D: mean [95% CI] |")
+        lines.append(
+            f"| {title} vs {baseline}, % (per seed) | "
+            + " | ".join(f"D = {d:g}" for d in ds)
+            + " | all D: mean [95% CI] |"
+        )
         lines.append("| --- |" + " --- |" * (len(ds) + 1))
         for name, per in res.items():
-            cells = [f"{_pct(np.mean(per[d])):+.1f} ({' / '.join(f'{_pct(v):+.0f}' for v in per[d])})" if d in per else ""
-                     for d in ds]
+            cells = [
+                f"{_pct(np.mean(per[d])):+.1f} ({' / '.join(f'{_pct(v):+.0f}' for v in per[d])})" if d in per else ""
+                for d in ds
+            ]
             every = np.concatenate([per[d] for d in ds if d in per])
             lo, hi = _boot_ci(every)
             cells.append(f"{_pct(every.mean()):+.1f} [{_pct(lo):+.1f}, {_pct(hi):+.1f}]")
@@ -317,8 +404,13 @@ def paired_plot(rows: list[dict], path: str, baseline: str = "fixed-1") -> None:
         for i, (name, per) in enumerate(res.items()):
             off = (i - (len(res) - 1) / 2) * 1.5
             for d, v in per.items():
-                ax.scatter(np.full(len(v), d + off), _pct(np.asarray(v)), s=14, color=f"C{i}",
-                           label=name if d == min(per) else None)
+                ax.scatter(
+                    np.full(len(v), d + off),
+                    _pct(np.asarray(v)),
+                    s=14,
+                    color=f"C{i}",
+                    label=name if d == min(per) else None,
+                )
                 ax.hlines(_pct(np.mean(v)), d + off - 1, d + off + 1, color=f"C{i}")
         ax.axhline(0.0, color="k", lw=0.6)
         ax.set_xlabel("D, ms")
@@ -343,7 +435,9 @@ def compare(json_path: str, baseline: str, table_path: str | None, plot_path: st
         if not isinstance(r, dict) or any(k not in r for k in need):
             raise ks.ParameterError(f"{json_path}, line {i}: not a run of `schedule` (it needs {', '.join(need)})")
     if not any(r["policy"] == baseline for r in rows):
-        raise ks.ParameterError(f"{json_path} has no runs of the baseline policy '{baseline}'; choose one with --baseline")
+        raise ks.ParameterError(
+            f"{json_path} has no runs of the baseline policy '{baseline}'; choose one with --baseline"
+        )
     text = paired_table(rows, baseline)
     if table_path:
         with open(table_path, "w") as f:
@@ -376,9 +470,13 @@ def trace_report(real_path: str, sim_path: str | None = None, slack_ms: float = 
     with a second trace of the same streams (the simulator's, same D, seed and policy), the first task whose start
     differs by more than `slack_ms` plus 10 % of its expected time, per stream."""
     real = _read_traces(real_path)
-    lines = [f"# Trace report: {real_path}" + (f" against {sim_path}" if sim_path else ""), "",
-             "| op | threads | tasks | measured ms (mean) | expected ms (mean) | measured / expected | wait ms (mean, p95) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        f"# Trace report: {real_path}" + (f" against {sim_path}" if sim_path else ""),
+        "",
+        "| op | threads | tasks | measured ms (mean) | expected ms (mean) | measured / expected "
+        "| wait ms (mean, p95) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     groups: dict = {}
     for r in real:
         for t in r["tasks"]:
@@ -388,12 +486,17 @@ def trace_report(real_path: str, sim_path: str | None = None, slack_ms: float = 
             g[1].append(exp)
             g[2].append(start - ready)
     for (op, th), (dur, exp, wait) in sorted(groups.items()):
-        lines.append(f"| {op} | {th} | {len(dur)} | {np.mean(dur):.2f} | {np.mean(exp):.2f} | "
-                     f"{np.mean(dur) / max(np.mean(exp), 1e-9):.2f} | {np.mean(wait):.2f}, {np.percentile(wait, 95):.2f} |")
+        lines.append(
+            f"| {op} | {th} | {len(dur)} | {np.mean(dur):.2f} | {np.mean(exp):.2f} | "
+            f"{np.mean(dur) / max(np.mean(exp), 1e-9):.2f} | {np.mean(wait):.2f}, {np.percentile(wait, 95):.2f} |"
+        )
     if sim_path:
         sims = {(s["graph"], s["D_ms"], s["seed"], s["policy"]): s for s in _read_traces(sim_path)}
-        lines += ["", "| stream (graph, D, seed, policy) | first divergence (real start order) | real start | simulated start |",
-                  "| --- | --- | ---: | ---: |"]
+        lines += [
+            "",
+            "| stream (graph, D, seed, policy) | first divergence (real start order) | real start | simulated start |",
+            "| --- | --- | ---: | ---: |",
+        ]
         seen = set()
         for r in real:
             key = (r["graph"], r["D_ms"], r["seed"], r["policy"])
@@ -411,7 +514,8 @@ def trace_report(real_path: str, sim_path: str | None = None, slack_ms: float = 
                 lines.append(f"| {', '.join(map(str, key))} | none (every start within the slack) | | |")
             else:
                 t, s = first
-                lines.append(f"| {', '.join(map(str, key))} | job {t[0]} node {t[1]} ({t[2]}, {t[4]} threads) | "
-                             f"{t[6]:.1f} | {'-' if s is None else f'{s[6]:.1f}'} |")
+                lines.append(
+                    f"| {', '.join(map(str, key))} | job {t[0]} node {t[1]} ({t[2]}, {t[4]} threads) | "
+                    f"{t[6]:.1f} | {'-' if s is None else f'{s[6]:.1f}'} |"
+                )
     return "\n".join(lines) + "\n"
-

@@ -14,10 +14,14 @@
 namespace kasoku::fuzz {
 
 inline const ckks::Context& context() {
-    static const ckks::ContextPtr ctx = ckks::Context::create(
-        ckks::Parameters{.log_n = 4, .first_bits = 60, .scale_bits = 40, .levels = 2, .special_bits = 60,
-                         .special_primes = 2, .security = std::nullopt},
-        1);
+    static const ckks::ContextPtr ctx = ckks::Context::create(ckks::Parameters{.log_n = 4,
+                                                                               .first_bits = 60,
+                                                                               .scale_bits = 40,
+                                                                               .levels = 2,
+                                                                               .special_bits = 60,
+                                                                               .special_primes = 2,
+                                                                               .security = std::nullopt},
+                                                              1);
     return *ctx;
 }
 

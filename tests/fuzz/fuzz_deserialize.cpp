@@ -23,7 +23,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if constexpr (kind == 4) (void)ckks::deserialize_secret_key(ctx, b.data(), b.size());
         if constexpr (kind == 5) (void)ckks::deserialize_switch_key(ctx, b.data(), b.size());
         if constexpr (kind == 6) (void)ckks::deserialize_evaluation_keys(ctx, b.data(), b.size());
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
     return 0;
 }

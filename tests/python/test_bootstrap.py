@@ -9,8 +9,16 @@ import kasoku as ks
 
 def boot_params(levels=17, hamming_weight=64):
     """N = 2^10, 2^50 scale, sparse secret: research parameters (no security claim), fast."""
-    return ks.Parameters(log_n=10, first_bits=60, scale_bits=50, levels=levels, special_bits=60, special_primes=3,
-                         security=None, hamming_weight=hamming_weight)
+    return ks.Parameters(
+        log_n=10,
+        first_bits=60,
+        scale_bits=50,
+        levels=levels,
+        special_bits=60,
+        special_primes=3,
+        security=None,
+        hamming_weight=hamming_weight,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +37,10 @@ def test_bootstrap_restores_levels_and_message(boot, rng):
         ct = ctx.encrypt(z, keys.public, level=level)
         out = ev.bootstrap(ct, b)
         assert out.level == b.output_level and out.scale == ctx.scale_at(out.level)
-        assert np.max(np.abs(ctx.decrypt(out, keys.secret) - z)) < 2.0 ** -17
+        assert np.max(np.abs(ctx.decrypt(out, keys.secret) - z)) < 2.0**-17
         # it computes on: one product with the levels it gained
         sq = ev.multiply(out, out)
-        assert np.max(np.abs(ctx.decrypt(sq, keys.secret) - z * z)) < 2.0 ** -15
+        assert np.max(np.abs(ctx.decrypt(sq, keys.secret) - z * z)) < 2.0**-15
 
 
 def test_compact_keys_half_the_memory_same_bootstrap(boot, rng):
@@ -42,7 +50,7 @@ def test_compact_keys_half_the_memory_same_bootstrap(boot, rng):
     assert small < 0.55 * full
     z = rng.uniform(-1, 1, ctx.slots)
     out = ctx.evaluator(compact.evaluation()).bootstrap(ctx.encrypt(z, compact.public, level=0), b)
-    assert np.max(np.abs(ctx.decrypt(out, compact.secret).real - z)) < 2.0 ** -17
+    assert np.max(np.abs(ctx.decrypt(out, compact.secret).real - z)) < 2.0**-17
     # the plan: the transforms' diagonals, most of them periodic and kept in their subring
     slots_words = (b.raise_level + 1 + 3) * ctx.n * 8
     assert 0 < b.plan_nbytes < 20 * slots_words
@@ -53,7 +61,7 @@ def test_keys_for_the_default_config_and_the_default_bootstrapper(boot, rng):
     assert sorted(ctx.keygen(bootstrapping=True).galois.keys()) == sorted(b.galois_elements())
     x = rng.uniform(-1, 1, ctx.slots)
     out = ev.bootstrap(ctx.encrypt(x, keys.public, level=0))  # the default bootstrapper, made on first use
-    assert np.max(np.abs(ctx.decrypt(out, keys.secret).real - x)) < 2.0 ** -17
+    assert np.max(np.abs(ctx.decrypt(out, keys.secret).real - x)) < 2.0**-17
 
 
 def test_errors_say_what_to_change(boot):
@@ -75,29 +83,39 @@ def test_errors_say_what_to_change(boot):
 def test_bootstrapping_levels_and_encapsulation(rng):
     """A dense main secret, user levels of 40 bits under bootstrapping levels of 55 bits: fresh data starts at the
     user level, bootstrapping returns there on the user's scale, with the encapsulation keys keygen makes."""
-    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=2, special_bits=60, special_primes=3,
-                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    params = ks.Parameters(
+        log_n=10,
+        first_bits=60,
+        scale_bits=40,
+        levels=2,
+        special_bits=60,
+        special_primes=3,
+        security=None,
+        boot_levels=15,
+        boot_bits=55,
+        boot_secret_weight=32,
+    )
     assert (params.boot_levels, params.boot_bits, params.boot_secret_weight) == (15, 55, 32)
     assert params.log_qp == 60 + 2 * 40 + 15 * 55 + 3 * 60
     ctx = ks.Context(params, threads=2)
     assert (ctx.user_level, ctx.max_level) == (2, 17)
-    assert ctx.scale_at(2) == 2.0 ** 40 and ctx.scale_at(17) == 2.0 ** 55
+    assert ctx.scale_at(2) == 2.0**40 and ctx.scale_at(17) == 2.0**55
     plain_keys = ctx.keygen(bootstrapping=False)
     keys = ctx.keygen(bootstrapping=True)
     assert keys.evaluation().nbytes > plain_keys.evaluation().nbytes
     z = rng.uniform(-1, 1, ctx.slots) + 1j * rng.uniform(-1, 1, ctx.slots)
     fresh = ctx.encrypt(z, keys.public)
-    assert fresh.level == ctx.user_level and fresh.scale == 2.0 ** 40
+    assert fresh.level == ctx.user_level and fresh.scale == 2.0**40
     ev = ctx.evaluator(keys.evaluation())
     # what a new user writes: encrypt, drop to level 0, bootstrap (drop_level keeps the canonical scale)
     low = ev.drop_level(fresh, 0)
     assert low.level == 0 and low.scale == ctx.scale_at(0) and ev.drop_limbs(fresh, 0).scale == fresh.scale
     back = ev.bootstrap(low)
-    assert back.level == ctx.user_level and np.max(np.abs(ctx.decrypt(back, keys.secret) - z)) < 2.0 ** -20
+    assert back.level == ctx.user_level and np.max(np.abs(ctx.decrypt(back, keys.secret) - z)) < 2.0**-20
     out, stages = ev.bootstrap_profile(ctx.encrypt(z, keys.public, level=0))
     assert set(stages) == {"raise", "coeff_to_slot", "eval_mod", "slot_to_coeff"} and min(stages.values()) > 0
-    assert out.level == ctx.user_level and out.scale == 2.0 ** 40
-    assert np.max(np.abs(ctx.decrypt(out, keys.secret) - z)) < 2.0 ** -20
+    assert out.level == ctx.user_level and out.scale == 2.0**40
+    assert np.max(np.abs(ctx.decrypt(out, keys.secret) - z)) < 2.0**-20
     # keys without the encapsulation keys: the error names what to do
     bare = ctx.evaluator(ctx.keygen(galois_elements=ks.Bootstrapper(ctx).galois_elements()).evaluation())
     with pytest.raises(ks.MissingKeyError, match="bootstrapping=True"):
@@ -106,8 +124,18 @@ def test_bootstrapping_levels_and_encapsulation(rng):
 
 def test_sparse_slots_and_arcsine(rng):
     """A sparse-slot bootstrapper on values packed with encode/encrypt(slots=s), with the arcsine correction."""
-    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=2, special_bits=60, special_primes=3,
-                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    params = ks.Parameters(
+        log_n=10,
+        first_bits=60,
+        scale_bits=40,
+        levels=2,
+        special_bits=60,
+        special_primes=3,
+        security=None,
+        boot_levels=15,
+        boot_bits=55,
+        boot_secret_weight=32,
+    )
     ctx = ks.Context(params, threads=2)
     boot = ks.Bootstrapper(ctx, slots=16, arcsine_degree=3)
     assert boot.slots == 16 and "slots=16" in repr(boot) and "arcsine_degree=3" in repr(boot)
@@ -119,8 +147,8 @@ def test_sparse_slots_and_arcsine(rng):
     out = ev.bootstrap(ct, boot)
     assert out.level == ctx.user_level
     got = ctx.decrypt(out, keys.secret, slots=16)
-    assert got.shape == (16,) and np.max(np.abs(got - z)) < 2.0 ** -22
-    assert np.max(np.abs(ctx.decrypt(out, keys.secret)[16:] - np.tile(z, 31))) < 2.0 ** -22
+    assert got.shape == (16,) and np.max(np.abs(got - z)) < 2.0**-22
+    assert np.max(np.abs(ctx.decrypt(out, keys.secret)[16:] - np.tile(z, 31))) < 2.0**-22
     # SlotToCoeff first: on the input's levels (both user levels here), then back at the user level.
     first = ks.Bootstrapper(ctx, slots=16, arcsine_degree=3, slot_to_coeff_first=True)
     assert first.input_level == 2 and "slot_to_coeff_first=True" in repr(first)
@@ -128,7 +156,7 @@ def test_sparse_slots_and_arcsine(rng):
     ev = ctx.evaluator(keys.evaluation())
     out = ev.bootstrap(ctx.encrypt(z, keys.public, slots=16), first)
     assert out.level == ctx.user_level
-    assert np.max(np.abs(ctx.decrypt(out, keys.secret, slots=16) - z)) < 2.0 ** -22
+    assert np.max(np.abs(ctx.decrypt(out, keys.secret, slots=16) - z)) < 2.0**-22
     with pytest.raises(ks.LevelError, match="level >= 2"):
         ev.bootstrap(ctx.encrypt(z, keys.public, level=1, slots=16), first)
     with pytest.raises(ks.ParameterError, match="power of two"):

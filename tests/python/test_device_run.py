@@ -1,5 +1,6 @@
 """The GPU machine's run (scripts/device_run.py), dry here: the CUDA steps say skipped, the rest run at small sizes, and
 every JSON line names the GPU and the host. Also the benchmark's timing waits for the device after its warm-up."""
+
 import json
 import pathlib
 import subprocess
@@ -16,12 +17,18 @@ BUILD = ROOT / "build" / "cpp"
 def test_dry_run_skips_cuda_steps_and_runs_the_rest(tmp_path):
     if not (BUILD / "tests" / "cpp" / "test_gpu_counts").exists():
         pytest.skip("needs the C++ build of make cpp-test (build/cpp)")
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "device_run.py"), "--dry-run", "--out", str(tmp_path)],
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "device_run.py"), "--dry-run", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     steps = {s["step"]: s for s in map(json.loads, (tmp_path / "steps.jsonl").read_text().splitlines())}
-    listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "device_run.py"), "--list"], capture_output=True,
-                            text=True, check=True).stdout.split()
+    listed = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "device_run.py"), "--list"], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert set(steps) <= set(listed) and len(steps) == 17
     for name in ("sanitizers", "h16-gpu", "boot16-gpu", "ncu", "m14-gpu"):
         assert steps[name]["status"] == "skipped" and "CUDA" in steps[name]["why"], steps[name]

@@ -1,5 +1,6 @@
-"""ks.distributed on a Ray cluster of several nodes on this machine (a head and two worker nodes, each its own raylet): a 200-job stream
-gives the local executor's results bit for bit, and the service runs its jobs there (docs/SERVING.md)."""
+"""ks.distributed on a Ray cluster of several nodes on this machine (a head and two worker nodes, each its own raylet):
+a 200-job stream gives the local executor's results bit for bit, and the service runs its jobs there
+(docs/SERVING.md)."""
 
 from __future__ import annotations
 
@@ -54,8 +55,10 @@ def test_a_200_job_stream_on_three_nodes_matches_the_local_executor_bit_for_bit(
     assert all(got[n] == want[n] for n in range(200))
     assert sum(1 for s in cl.submitted if s > 0) >= 2 and sum(cl.submitted) == 200
     x = ctx.decrypt(cts[0], keys.secret)[:8].real
-    assert np.max(np.abs(ctx.decrypt(cl.map(g, [{"x": cts[0]}], keys=kid)[0]["exp"], keys.secret)[:8].real
-                         - np.exp(x))) < 3e-4
+    assert (
+        np.max(np.abs(ctx.decrypt(cl.map(g, [{"x": cts[0]}], keys=kid)[0]["exp"], keys.secret)[:8].real - np.exp(x)))
+        < 3e-4
+    )
     with pytest.raises(ks.ParameterError, match="unknown key set"):
         cl.submit(g, {"x": cts[0]}, keys="k-none")
     bad = ks.sched.Graph()
@@ -68,7 +71,9 @@ def test_a_200_job_stream_on_three_nodes_matches_the_local_executor_bit_for_bit(
 def test_the_service_runs_its_jobs_on_the_ray_cluster(ray_cluster, tmp_path):
     from test_service import make_server
 
-    srv = make_server(tmp_path / "srv", "--cost", "paper", "--executor", "ray", "--ray-address", ray_cluster.address).start()
+    srv = make_server(
+        tmp_path / "srv", "--cost", "paper", "--executor", "ray", "--ray-address", ray_cluster.address
+    ).start()
     try:
         ctx = ks.Context(PARAMS, threads=1)
         keys = ctx.keygen()

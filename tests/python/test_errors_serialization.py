@@ -109,7 +109,14 @@ def test_parameter_validation():
     with pytest.raises(ks.ParameterError, match="unknown parameter set"):
         ks.Parameters.named("X99")
     h16 = ks.Parameters.named("H16")
-    assert (h16.log_n, h16.levels, h16.special_primes, h16.special_bits, h16.dnum, h16.log_qp) == (16, 20, 7, 50, 3, 1210)
+    assert (h16.log_n, h16.levels, h16.special_primes, h16.special_bits, h16.dnum, h16.log_qp) == (
+        16,
+        20,
+        7,
+        50,
+        3,
+        1210,
+    )
     assert ks.Parameters.from_bytes(h16.to_bytes()).levels == 20
     with pytest.raises(ks.ParameterError):
         ks.Context(ks.Parameters.named("T13"), threads=-1)
@@ -180,9 +187,27 @@ def test_cli_info_and_bench(tmp_path):
     if not cuda["available"]:
         assert cuda["reason"] and cuda["reason"] in out  # says why there is no GPU
     path = tmp_path / "b.jsonl"
-    subprocess.run([sys.executable, "-m", "kasoku", "bench", "--params", "T12", "--threads", "1", "--reps", "1",
-                    "--json", str(path)], capture_output=True, text=True, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kasoku",
+            "bench",
+            "--params",
+            "T12",
+            "--threads",
+            "1",
+            "--reps",
+            "1",
+            "--json",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     import json
+
     ops = {json.loads(l)["op"] for l in path.read_text().splitlines()}
     assert {"KeyGen", "Encode", "Encrypt", "DecryptDecode", "Add", "MulRelinRescale", "Rotate", "NTT", "size"} <= ops
 
@@ -196,21 +221,31 @@ def test_demo_runs():
 def test_simd_override(body):
     """KASOKU_SIMD picks the kernel body; results are the same computation either way."""
     import os
-    code = ("import numpy as np, kasoku as ks; ctx = ks.Context(ks.Parameters.named('T12'), threads=1); "
-            "k = ctx.keygen(rotations=[1]); ev = ctx.evaluator(k.evaluation()); x = np.linspace(-1, 1, ctx.slots); "
-            "c = ctx.encrypt(x, k.public); y = ctx.decrypt(ev.rotate(c * c, 1), k.secret).real; "
-            "print(ks.simd_active(), float(np.max(np.abs(y - np.roll(x * x, -1)))))")
+
+    code = (
+        "import numpy as np, kasoku as ks; ctx = ks.Context(ks.Parameters.named('T12'), threads=1); "
+        "k = ctx.keygen(rotations=[1]); ev = ctx.evaluator(k.evaluation()); x = np.linspace(-1, 1, ctx.slots); "
+        "c = ctx.encrypt(x, k.public); y = ctx.decrypt(ev.rotate(c * c, 1), k.secret).real; "
+        "print(ks.simd_active(), float(np.max(np.abs(y - np.roll(x * x, -1)))))"
+    )
     env = dict(os.environ, KASOKU_SIMD=body)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout.split()
     assert out[0] == (ks.simd_available()[-1] if body == "auto" else "scalar")
     assert float(out[1]) < 2.0**-19
 
 
 def test_simd_override_rejects_unknown_body():
     import os
+
     env = dict(os.environ, KASOKU_SIMD="sse9")
-    r = subprocess.run([sys.executable, "-c", "import kasoku as ks; ks.Context(ks.Parameters.named('T12'))"],
-                       capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", "import kasoku as ks; ks.Context(ks.Parameters.named('T12'))"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert r.returncode != 0 and "unknown SIMD body 'sse9'" in r.stderr
 
 

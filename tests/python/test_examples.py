@@ -1,4 +1,5 @@
 """The examples stay true to the code: each runs to the end."""
+
 import pathlib
 import subprocess
 import sys
@@ -7,41 +8,61 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_trace_example_runs():
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "trace.py")], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "trace.py")], capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr
     assert "sum_slots, unrolled, chosen h" in out.stdout
 
 
 def test_matmul_example_runs():
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "matmul.py")], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "matmul.py")], capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr
     assert "products of 16 x 16 in one ciphertext" in out.stdout and "rectangular (4, 16)" in out.stdout
 
 
 def test_logistic_regression_example_runs():
     for extra in ([], ["--synthetic", "--samples", "600", "--features", "8"]):
-        out = subprocess.run([sys.executable, str(ROOT / "examples" / "logistic_regression.py"), *extra],
-                             capture_output=True, text=True, timeout=600)
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "logistic_regression.py"), *extra],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert out.returncode == 0, out.stderr
         assert "predictions that differ" in out.stdout and "accuracy: plaintext model" in out.stdout
 
 
 def test_deep_circuit_example_runs():
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "deep_circuit.py"), "--steps", "14", "--log-n", "10"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "deep_circuit.py"), "--steps", "14", "--log-n", "10"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     assert "bootstrap 2:" in out.stdout and "signs right: 100.0 %" in out.stdout
 
 
 def test_service_example_runs():
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "service.py"), "--jobs", "2"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "service.py"), "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     assert "registered evaluation keys" in out.stdout and "2 jobs in" in out.stdout
 
 
 def test_nn_example_runs():
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "nn" / "digits.py"), "LoLA", "2"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "nn" / "digits.py"), "LoLA", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     assert "2/2 decisions as in the clear" in out.stdout and "layout packing" in out.stdout

@@ -11,7 +11,9 @@ import kasoku as ks
 @pytest.fixture(scope="module")
 def deep():
     """N = 2^12 (2048 slots), 2^40 scale, 11 levels: research parameters (no security claim), fast."""
-    p = ks.Parameters(log_n=12, first_bits=60, scale_bits=40, levels=11, special_bits=60, special_primes=3, security=None)
+    p = ks.Parameters(
+        log_n=12, first_bits=60, scale_bits=40, levels=11, special_bits=60, special_primes=3, security=None
+    )
     ctx = ks.Context(p, threads=2)
     keys = ctx.keygen()
     return ctx, keys, ctx.evaluator(keys.evaluation())
@@ -20,7 +22,9 @@ def deep():
 def numpy_value(coeffs, basis, x, interval=(-1.0, 1.0)):
     a, b = interval
     t = (2 * x - a - b) / (b - a)
-    return np.polynomial.polynomial.polyval(t, coeffs) if basis == "power" else np.polynomial.chebyshev.chebval(t, coeffs)
+    return (
+        np.polynomial.polynomial.polyval(t, coeffs) if basis == "power" else np.polynomial.chebyshev.chebval(t, coeffs)
+    )
 
 
 @pytest.mark.parametrize("basis", ["power", "chebyshev"])
@@ -86,7 +90,9 @@ def test_chebyshev_matches_numpy_interpolation():
 
 
 def test_sigmoid_degree_63_within_1e_4_on_10000_points():
-    p = ks.Parameters(log_n=13, first_bits=60, scale_bits=40, levels=7, special_bits=60, special_primes=2, security=None)
+    p = ks.Parameters(
+        log_n=13, first_bits=60, scale_bits=40, levels=7, special_bits=60, special_primes=2, security=None
+    )
     ctx = ks.Context(p, threads=2)
     keys = ctx.keygen()
     ev = ctx.evaluator(keys.evaluation())

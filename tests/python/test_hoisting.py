@@ -1,4 +1,5 @@
 """Hoisted rotations, lazy ModDown, trace and sum_slots through the Python API, against NumPy."""
+
 import numpy as np
 import pytest
 
@@ -10,12 +11,16 @@ from conftest import bits
 @pytest.fixture(scope="module")
 def small():
     """N = 2^10 (512 slots), two key-switching digits; keys for sum_slots' default h and a few rotations."""
-    params = ks.Parameters(log_n=10, first_bits=50, scale_bits=32, levels=2, special_bits=50, special_primes=2,
-                           security=None)
+    params = ks.Parameters(
+        log_n=10, first_bits=50, scale_bits=32, levels=2, special_bits=50, special_primes=2, security=None
+    )
     ctx = ks.Context(params, threads=2)
     M = 9
-    extra = sorted({g for h in range(1, 5) for g in ks.trace_galois_elements(params, 4, h)}
-                   | set(ks.trace_galois_elements(params, M, 3)) | set(ks.trace_galois_elements(params, M, M)))
+    extra = sorted(
+        {g for h in range(1, 5) for g in ks.trace_galois_elements(params, 4, h)}
+        | set(ks.trace_galois_elements(params, M, 3))
+        | set(ks.trace_galois_elements(params, M, M))
+    )
     keys = ctx.keygen(rotations=[1, -2, 5], conjugation=True, galois_elements=extra, sum_slots=True)
     return params, ctx, keys, ctx.evaluator(keys.evaluation())
 
@@ -40,7 +45,10 @@ def test_sum_form_and_split_steps(small, rng):
     got = ctx.decrypt(ev.rotate_sum_hoisted(ct, [1, -2, 5], conjugate=True), keys.secret)
     assert bits(got, want) > 18
     elts = [ctx.galois_element(k) for k in (1, -2, 5)] + [ctx.conjugation_element]
-    assert ev.apply_galois_sum_hoisted(ct, elts).to_bytes() == ev.rotate_sum_hoisted(ct, [1, -2, 5], conjugate=True).to_bytes()
+    assert (
+        ev.apply_galois_sum_hoisted(ct, elts).to_bytes()
+        == ev.rotate_sum_hoisted(ct, [1, -2, 5], conjugate=True).to_bytes()
+    )
     d = ev.decompose(ct)
     lazy = ev.inner_product_lazy(d, ctx.galois_element(1)) + ev.inner_product_lazy(d, ctx.galois_element(-2))
     assert bits(ctx.decrypt(ev.mod_down(lazy), keys.secret), np.roll(x, -1) + np.roll(x, 2)) > 18

@@ -1,4 +1,5 @@
 """Linear transforms and encrypted matrix products (seed 003) against NumPy."""
+
 import numpy as np
 import pytest
 
@@ -10,7 +11,9 @@ BOUND = 1e-6  # max absolute error of a product of matrices with entries in [0, 
 @pytest.fixture(scope="module")
 def mm():
     """N = 2^10 (512 slots), four 40-bit levels (tests only: no security claim); keys for the shapes below."""
-    p = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=4, special_bits=60, special_primes=2, security=None)
+    p = ks.Parameters(
+        log_n=10, first_bits=60, scale_bits=40, levels=4, special_bits=60, special_primes=2, security=None
+    )
     ctx = ks.Context(p, threads=2)
     elts = set()
     for d, g, rows in [(2, 1, None), (3, 1, None), (4, 2, None), (4, 4, None), (8, 1, 2), (3, 2, None), (40, 1, None)]:
@@ -43,14 +46,16 @@ def test_each_transform_matches_its_definition(mm, rng, d, g):
     enc = ks.MatrixEncoder(ctx, d, g)
     mats = rng.random((g, d, d))
     ct = enc.encrypt(mats, keys.public)
-    cases = [("sigma", 0, sigma), ("tau", 0, tau)] + [(w, k, f) for k in range(1, d) for w, f in (("phi", phi), ("psi", psi))]
+    cases = [("sigma", 0, sigma), ("tau", 0, tau)] + [
+        (w, k, f) for k in range(1, d) for w, f in (("phi", phi), ("psi", psi))
+    ]
     for which, k, ref in cases:
         lt = enc.transform(which, k)
         out = ev.apply(lt, ct.ciphertexts[0])
         slots = ctx.decrypt(out, keys.secret).real
         # unpack: V[g*j + i] = M_i[j // d][j % d]
         for i in range(g):
-            got = slots[i:g * d * d:g].reshape(d, d)
+            got = slots[i : g * d * d : g].reshape(d, d)
             want = ref(mats[i], k) if which in ("phi", "psi") else ref(mats[i])
             assert np.max(np.abs(got - want)) < BOUND, (which, k, i)
 
@@ -128,7 +133,7 @@ def test_schoolbook(mm, rng):
     ca = [ctx.encrypt([x], keys.public) for x in A.ravel()]
     cb = [ctx.encrypt([x], keys.public) for x in B.ravel()]
     out, counts = ks.matmul_schoolbook(ev, ca, cb, d, return_counts=True)
-    assert counts["mult"] == d ** 3
+    assert counts["mult"] == d**3
     got = np.array([ctx.decrypt(c, keys.secret)[0].real for c in out]).reshape(d, d)
     assert np.max(np.abs(got - A @ B)) < BOUND
 

@@ -30,11 +30,17 @@ def _layers():
         "conv1d": (nn.Sequential(nn.Conv1d(2, 3, 3, padding=1)), (2, 16), 2e-3),
         "avgpool": (nn.Sequential(nn.AvgPool2d(2)), (2, 8, 8), 2e-3),
         "adaptive_avgpool": (nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten()), (3, 6, 6), 2e-3),
-        "batchnorm": (nn.Sequential(nn.Conv2d(1, 2, 3), _bn(2), nn.Flatten(), nn.Linear(32, 4), _bn(4, 1)),
-                      (1, 6, 6), 2e-3),
+        "batchnorm": (
+            nn.Sequential(nn.Conv2d(1, 2, 3), _bn(2), nn.Flatten(), nn.Linear(32, 4), _bn(4, 1)),
+            (1, 6, 6),
+            2e-3,
+        ),
         "square": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Square()), (1, 4, 4), 2e-3),
-        "polynomial": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Polynomial([0.1, 0.5, 0.25, -0.05])),
-                       (1, 4, 4), 2e-3),
+        "polynomial": (
+            nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Polynomial([0.1, 0.5, 0.25, -0.05])),
+            (1, 4, 4),
+            2e-3,
+        ),
         "silu": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.SiLU()), (1, 4, 4), 1e-2),
         "gelu": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.GELU()), (1, 4, 4), 1e-2),
         "sigmoid": (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.Sigmoid()), (1, 4, 4), 1e-2),
@@ -95,8 +101,15 @@ def test_a_model_of_every_layer_kind_runs_end_to_end_on_its_levels():
     calibration = torch.randn(64, 2, 8, 8)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
     kinds = [type(s).__name__ + ("" if isinstance(s, ksnn.Affine) else ":" + s.kind) for s in plan.steps]
-    assert kinds == ["Affine", "Activation:chebyshev", "Affine", "Activation:square", "Affine", "Activation:power",
-                     "Affine"]
+    assert kinds == [
+        "Affine",
+        "Activation:chebyshev",
+        "Affine",
+        "Activation:square",
+        "Affine",
+        "Activation:power",
+        "Affine",
+    ]
     # BatchNorm folded into conv1, the pool and conv2 into one transform: one level each; x^2 one level
     assert plan.depth == sum(s.depth for s in plan.steps) == 4 + 1 + plan.steps[1].poly.depth + plan.steps[5].poly.depth
     assert plan.ctx.user_level >= plan.depth
@@ -186,7 +199,7 @@ def test_digits_mlp_takes_the_clear_decisions():
     plan = ksnn.compile(model, x[:1], calibration=x[:256], threads=2)
     plan.keygen()
     for i in range(1000, 1008):
-        want = model(x[i:i + 1]).detach().numpy().reshape(-1)
+        want = model(x[i : i + 1]).detach().numpy().reshape(-1)
         got = plan.decrypt(plan.run(plan.encrypt(x[i])))
         assert np.max(np.abs(got - want)) < 1e-2
         assert got.argmax() == want.argmax()
@@ -211,8 +224,14 @@ def test_a_convolution_after_a_convolution_shares_its_diagonals_across_channels(
     fewest new diagonals for each): 4 input channels x 3 x 3 = 36 diagonals for all 8 output channels, where a dense
     packing needs 128 (and the first free places, more)."""
     torch.manual_seed(7)
-    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, stride=2), ksnn.Square(), nn.Conv2d(4, 8, 3, padding=1, stride=2),
-                          ksnn.Square(), nn.Flatten(), nn.Linear(8 * 4 * 4, 4)).eval()
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1, stride=2),
+        ksnn.Square(),
+        nn.Conv2d(4, 8, 3, padding=1, stride=2),
+        ksnn.Square(),
+        nn.Flatten(),
+        nn.Linear(8 * 4 * 4, 4),
+    ).eval()
     calibration = torch.randn(4, 1, 16, 16)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
     conv2 = [s for s in plan.steps if isinstance(s, ksnn.Affine)][1]
@@ -256,10 +275,28 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
     N = 2^10, no security claim: fast): a bootstrap before each layer that would fall below level 0, the bootstrapped
     values held in [-1, 1]."""
     torch.manual_seed(9)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Square(), nn.Linear(8, 8), nn.SiLU(), nn.Linear(8, 8),
-                          ksnn.Square(), nn.Linear(8, 4)).eval()
-    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=4, special_bits=60, special_primes=3,
-                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    model = nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(16, 8),
+        ksnn.Square(),
+        nn.Linear(8, 8),
+        nn.SiLU(),
+        nn.Linear(8, 8),
+        ksnn.Square(),
+        nn.Linear(8, 4),
+    ).eval()
+    params = ks.Parameters(
+        log_n=10,
+        first_bits=60,
+        scale_bits=40,
+        levels=4,
+        special_bits=60,
+        special_primes=3,
+        security=None,
+        boot_levels=15,
+        boot_bits=55,
+        boot_secret_weight=32,
+    )
     calibration = torch.randn(64, 1, 4, 4)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2)
     kinds = [type(s).__name__ for s in plan.steps]
@@ -287,8 +324,18 @@ def test_relu_by_sign_steps_with_bootstraps_between_them():
     the plan's arithmetic, within relu_eps times the input's unit of the exact ReLU."""
     torch.manual_seed(10)
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
-    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=4, special_bits=60, special_primes=3,
-                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    params = ks.Parameters(
+        log_n=10,
+        first_bits=60,
+        scale_bits=40,
+        levels=4,
+        special_bits=60,
+        special_primes=3,
+        security=None,
+        boot_levels=15,
+        boot_bits=55,
+        boot_secret_weight=32,
+    )
     calibration = torch.randn(64, 1, 4, 4)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2, relu_eps=1 / 16)
     signs = [s for s in plan.steps if isinstance(s, ksnn.Activation) and s.kind == "sign"]
@@ -308,8 +355,18 @@ def test_max_pooling_is_pairwise_maxima_by_relu():
     sign steps), within relu_eps times its input's unit of the exact maximum; padding is refused."""
     torch.manual_seed(12)
     model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 3)).eval()
-    params = ks.Parameters(log_n=10, first_bits=60, scale_bits=40, levels=4, special_bits=60, special_primes=3,
-                           security=None, boot_levels=15, boot_bits=55, boot_secret_weight=32)
+    params = ks.Parameters(
+        log_n=10,
+        first_bits=60,
+        scale_bits=40,
+        levels=4,
+        special_bits=60,
+        special_primes=3,
+        security=None,
+        boot_levels=15,
+        boot_bits=55,
+        boot_secret_weight=32,
+    )
     calibration = torch.randn(64, 1, 4, 4)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2, relu_eps=1 / 16)
     signs = [s for s in plan.steps if isinstance(s, ksnn.Activation) and s.kind == "sign"]
@@ -321,6 +378,7 @@ def test_max_pooling_is_pairwise_maxima_by_relu():
         got = plan.decrypt(plan.run(plan.encrypt(x)))
         assert np.max(np.abs(got - plan.forward_clear(x))) < 1e-4
         assert np.max(np.abs(got - want)) < 0.1
+
     # the functional form compiles the same way; padding pads with -infinity, which is refused
     class Functional(nn.Module):
         def forward(self, x):

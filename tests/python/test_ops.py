@@ -6,7 +6,7 @@ import pytest
 import kasoku as ks
 from conftest import bits
 
-FRESH = 24    # fresh public-key encryption at scale 2^40, N = 2^12 (Q*p_0 encryption; measured ~27)
+FRESH = 24  # fresh public-key encryption at scale 2^40, N = 2^12 (Q*p_0 encryption; measured ~27)
 PRODUCT = 19  # after one multiply or rotation
 
 

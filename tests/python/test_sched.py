@@ -149,8 +149,24 @@ def test_more_graphs_in_simulation_and_cli(tmp_path, capsys):
         assert np.all(r.finish_ms > r.arrival_ms)
     assert sched.random_dag(tasks=20, seed=4).nodes == sched.random_dag(tasks=20, seed=4).nodes
     table = tmp_path / "t.md"
-    assert main(["schedule", "--D", "120", "--jobs", "100", "--window", "11,90", "--graph", "poly:15,matmul:3@4",
-                 "--table", str(table)]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                "--D",
+                "120",
+                "--jobs",
+                "100",
+                "--window",
+                "11,90",
+                "--graph",
+                "poly:15,matmul:3@4",
+                "--table",
+                str(table),
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
     assert {r["graph"] for r in rows} == {"poly:15", "matmul:3@4"} and len(rows) == 2 * len(sched.POLICIES)
     text = table.read_text()
@@ -174,8 +190,24 @@ def test_cli_schedule_sim(tmp_path, capsys):
     from kasoku.__main__ import main
 
     table, plot = tmp_path / "t.md", tmp_path / "p.png"
-    assert main(["schedule", "--D", "70,120", "--jobs", "300", "--window", "51,250", "--table", str(table),
-                 "--plot", str(plot)]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                "--D",
+                "70,120",
+                "--jobs",
+                "300",
+                "--window",
+                "51,250",
+                "--table",
+                str(table),
+                "--plot",
+                str(plot),
+            ]
+        )
+        == 0
+    )
     lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
     assert len(lines) == 2 * len(sched.POLICIES)
     assert "source's Table 6" in table.read_text() and plot.stat().st_size > 10000
@@ -189,15 +221,49 @@ def test_cli_schedule_policy_list(tmp_path, capsys):
     assert [r["policy"] for r in lines] == ["fixed-1", "kasoku"]
     # a policy listed twice (an A/A pass) runs twice and is one row of the table
     table = tmp_path / "t.md"
-    assert main(["schedule", "--D", "120", "--jobs", "100", "--window", "11,90", "--policy", "fixed-1,kasoku,fixed-1",
-                 "--table", str(table)]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                "--D",
+                "120",
+                "--jobs",
+                "100",
+                "--window",
+                "11,90",
+                "--policy",
+                "fixed-1,kasoku,fixed-1",
+                "--table",
+                str(table),
+            ]
+        )
+        == 0
+    )
     assert [json.loads(s)["policy"] for s in capsys.readouterr().out.splitlines()] == ["fixed-1", "kasoku", "fixed-1"]
     assert table.read_text().count("| fixed-1 |") == 2  # one row in each of the two tables
     assert main(["schedule", "--policy", "fixed-1,fastest"]) == 2
     assert "unknown policy fastest" in capsys.readouterr().err
     # extending a pass: seeds 5 and 6, each starting the policies where the rotation of seeds 1..6 would
-    assert main(["schedule", "--D", "120", "--jobs", "100", "--window", "11,90", "--policy", "fixed-1,kasoku",
-                 "--seeds", "2", "--first-seed", "5"]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                "--D",
+                "120",
+                "--jobs",
+                "100",
+                "--window",
+                "11,90",
+                "--policy",
+                "fixed-1,kasoku",
+                "--seeds",
+                "2",
+                "--first-seed",
+                "5",
+            ]
+        )
+        == 0
+    )
     got = [(r["seed"], r["policy"]) for r in map(json.loads, capsys.readouterr().out.splitlines())]
     assert got == [(5, "fixed-1"), (5, "kasoku"), (6, "kasoku"), (6, "fixed-1")]
     assert main(["schedule", "--seeds", "2", "--first-seed", "0"]) == 2
@@ -211,9 +277,16 @@ def test_cli_compare_pairs_runs_of_one_stream(tmp_path, capsys):
     def row(d, seed, pol, mk, p95):
         return {"D_ms": d, "seed": seed, "policy": pol, "makespan_ms": mk, "p95_ms": p95}
 
-    rows = [row(60, 1, "fixed-1", 100, 10), row(60, 1, "kasoku", 110, 8), row(60, 1, "fixed-1", 121, 10),
-            row(60, 2, "kasoku", 90, 5), row(60, 2, "fixed-1", 100, 5), row(60, 2, "fixed-1", 100, 5),
-            row(80, 1, "fixed-1", 50, 4), row(80, 1, "dynamic", 60, 2)]
+    rows = [
+        row(60, 1, "fixed-1", 100, 10),
+        row(60, 1, "kasoku", 110, 8),
+        row(60, 1, "fixed-1", 121, 10),
+        row(60, 2, "kasoku", 90, 5),
+        row(60, 2, "fixed-1", 100, 5),
+        row(60, 2, "fixed-1", 100, 5),
+        row(80, 1, "fixed-1", 50, 4),
+        row(80, 1, "dynamic", 60, 2),
+    ]
     res = schedule_cli.paired(rows, "fixed-1", "makespan_ms")
     # the baseline's reference is the geometric mean of its runs: sqrt(100 * 121) = 110
     assert res["kasoku"][60] == pytest.approx([0.0, np.log(0.9)])
@@ -242,8 +315,24 @@ def test_cli_trace_and_its_report(tmp_path, capsys):
     from kasoku.__main__ import main
 
     trace, shifted = tmp_path / "trace.jsonl", tmp_path / "shifted.jsonl"
-    assert main(["schedule", "--D", "70", "--jobs", "40", "--window", "11,30", "--policy", "dynamic,kasoku",
-                 "--trace", str(trace)]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                "--D",
+                "70",
+                "--jobs",
+                "40",
+                "--window",
+                "11,30",
+                "--policy",
+                "dynamic,kasoku",
+                "--trace",
+                str(trace),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     runs = [json.loads(line) for line in trace.read_text().splitlines()]
     assert [r["policy"] for r in runs] == ["dynamic", "kasoku"]

@@ -90,9 +90,12 @@ def test_the_openapi_file_in_docs_is_the_servers():
     from pydantic import BaseModel
 
     from kasoku.service import app, schemas
+
     path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
     committed, current = json.loads(path.read_text()), json.loads(json.dumps(app.openapi()))
-    ours = [n for n, v in vars(schemas).items() if isinstance(v, type) and issubclass(v, BaseModel) and v is not BaseModel]
+    ours = [
+        n for n, v in vars(schemas).items() if isinstance(v, type) and issubclass(v, BaseModel) and v is not BaseModel
+    ]
     stale = "docs/openapi.json is stale: python -m kasoku serve --write-openapi docs/openapi.json"
     for part in ("info", "paths"):  # ours; the shared schemas (validation errors) are FastAPI's and follow its version
         assert committed[part] == current[part], stale
@@ -110,6 +113,7 @@ def test_the_graph_schema_is_the_librarys():
     """One schema (ks.sched.op_schema, from the C++ graph): the client writes it, the service checks it, the library
     reads it back to the same graph; a field another operation has is refused."""
     from kasoku.client import graph_dict
+
     schema = ks.sched.op_schema()
     assert wire.OPS == tuple(schema) == ("input", "multiply", "square", "multiply_plain", "add", "add_plain", "rotate")
     g = ks.sched.Graph()
@@ -125,10 +129,12 @@ def test_the_graph_schema_is_the_librarys():
 
 
 def test_the_settings_come_from_the_environment(tmp_path, monkeypatch):
-    """uvicorn --factory kasoku.service.app:from_env: Config from KASOKU_* variables; a missing or wrong one is named."""
+    """uvicorn --factory kasoku.service.app:from_env: Config from KASOKU_* variables; a missing or wrong one is
+    named."""
     import warnings
 
     from kasoku.service import app
+
     monkeypatch.setenv("KASOKU_PARAMS", "T12")
     monkeypatch.setenv("KASOKU_COST", "paper")
     monkeypatch.setenv("KASOKU_THREADS", "1")
@@ -163,13 +169,20 @@ def test_tokens_keep_clients_apart(server, alice_keys):
     _, ct = exp_input(ctx, keys)
     job = alice.submit({"x": ct}, keys=kid, computation="exp")
     alice.result_bytes(job)
-    for call in (lambda: bob.status(job), lambda: bob.result_bytes(job, timeout=0),
-                 lambda: bob.submit({"x": ct}, keys=kid, computation="exp")):
+    for call in (
+        lambda: bob.status(job),
+        lambda: bob.result_bytes(job, timeout=0),
+        lambda: bob.submit({"x": ct}, keys=kid, computation="exp"),
+    ):
         with pytest.raises(ks.ServiceError) as e:  # another client's job and keys are invisible
             call()
         assert e.value.status == 404
-    for headers in ({}, {"Authorization": "Bearer not-a-token"}, {"Authorization": f"Bearer {alice.token[:-1]}"},
-                    {"Authorization": alice.token}):
+    for headers in (
+        {},
+        {"Authorization": "Bearer not-a-token"},
+        {"Authorization": f"Bearer {alice.token[:-1]}"},
+        {"Authorization": alice.token},
+    ):
         r = httpx.get(f"{server.url}/v1/jobs/{job}", headers=headers)
         assert r.status_code == 401 and "token" in r.json()["detail"]
     with pytest.raises(ks.ServiceError) as e:
@@ -201,19 +214,30 @@ def test_bad_input_gets_a_clear_4xx_and_the_server_goes_on(tmp_path, alice_keys)
         expect(400, wire.job_request(kid, {"x": bytes(corrupt)}, computation={"name": "exp"}), "")
         other = ks.Context(ks.Parameters.named("T12"))
         okeys = other.keygen()
-        expect(400, wire.job_request(kid, {"x": other.encrypt(x, okeys.public).to_bytes()},
-                                     computation={"name": "exp"}), "")
-        node = {"nodes": [{"op": "input", "name": "x", "level": 7}, {"op": "frobnicate", "inputs": [0]}],
-                "outputs": [[1, "y"]]}
+        expect(
+            400,
+            wire.job_request(kid, {"x": other.encrypt(x, okeys.public).to_bytes()}, computation={"name": "exp"}),
+            "",
+        )
+        node = {
+            "nodes": [{"op": "input", "name": "x", "level": 7}, {"op": "frobnicate", "inputs": [0]}],
+            "outputs": [[1, "y"]],
+        }
         expect(400, wire.job_request(kid, {"x": good}, graph=node), "'op' must be one of")
-        dangling = {"nodes": [{"op": "input", "name": "x", "level": 7}, {"op": "square", "inputs": [5]}],
-                    "outputs": [[1, "y"]]}
+        dangling = {
+            "nodes": [{"op": "input", "name": "x", "level": 7}, {"op": "square", "inputs": [5]}],
+            "outputs": [[1, "y"]],
+        }
         expect(400, wire.job_request(kid, {"x": good}, graph=dangling), "operand")
-        low = {"nodes": [{"op": "input", "name": "x", "level": 3}, {"op": "square", "inputs": [0]}],
-               "outputs": [[1, "y"]]}
+        low = {
+            "nodes": [{"op": "input", "name": "x", "level": 3}, {"op": "square", "inputs": [0]}],
+            "outputs": [[1, "y"]],
+        }
         expect(422, wire.job_request(kid, {"x": good}, graph=low), "level")
-        rot = {"nodes": [{"op": "input", "name": "x", "level": 7}, {"op": "rotate", "inputs": [0], "step": 5}],
-               "outputs": [[1, "y"]]}
+        rot = {
+            "nodes": [{"op": "input", "name": "x", "level": 7}, {"op": "rotate", "inputs": [0], "step": 5}],
+            "outputs": [[1, "y"]],
+        }
         expect(422, wire.job_request(kid, {"x": good}, graph=rot), "Galois key")
         expect(404, wire.job_request("k0000", {"x": good}, computation={"name": "exp"}), "unknown key set")
         expect(400, b"GET / HTTP/1.1", "envelope")
@@ -241,11 +265,16 @@ def test_restart_with_jobs_in_flight_loses_none_and_runs_each_once(tmp_path, ali
     cts = [exp_input(ctx, keys, seed)[1] for seed in range(3)]
     ev = ctx.evaluator(keys.evaluation())
     g = ks.sched.bsgs_polynomial(degree=63, level=cts[0].level)  # ~0.1 s a job here: 24 of them outlast submitting
-    want = [ks.sched.run(g, ctx, ev, {"x": ct}, threads=1, cost=ks.sched.CostModel.from_paper()).outputs[0]["poly"]
-            .to_bytes() for ct in cts]
+    want = [
+        ks.sched.run(g, ctx, ev, {"x": ct}, threads=1, cost=ks.sched.CostModel.from_paper())
+        .outputs[0]["poly"]
+        .to_bytes()
+        for ct in cts
+    ]
     bodies = [ct.to_bytes() for ct in cts]
-    jobs = [c.submit({"x": bodies[i % 3]}, keys=kid, computation={"name": "polynomial", "degree": 63})
-            for i in range(24)]
+    jobs = [
+        c.submit({"x": bodies[i % 3]}, keys=kid, computation={"name": "polynomial", "degree": 63}) for i in range(24)
+    ]
     srv.stop(signal.SIGKILL)  # jobs queued and running: the process dies without a word
     srv.start()
     c2 = ks.Client(srv.url, c.token)
@@ -279,9 +308,14 @@ def test_overload_answers_retry_later_and_loses_nothing(tmp_path, alice_keys):
             if refused and len(queue) >= 3:
                 break
             with concurrent.futures.ThreadPoolExecutor(offered) as pool:
-                futs = [pool.submit(lambda: ks.Client(srv.url, c.token).submit({"x": body}, keys=kid,
-                                                                                computation="exp", retry_for=0))
-                        for _ in range(offered)]
+                futs = [
+                    pool.submit(
+                        lambda: ks.Client(srv.url, c.token).submit(
+                            {"x": body}, keys=kid, computation="exp", retry_for=0
+                        )
+                    )
+                    for _ in range(offered)
+                ]
                 for f in futs:
                     try:
                         accepted.append(f.result())

@@ -1,5 +1,6 @@
 """Concurrency of the Python API: heavy calls release the GIL, and the ciphertext operators stay correct while
 another thread replaces the context's evaluator (Context.evaluator) under them."""
+
 import threading
 
 import numpy as np

@@ -1,4 +1,5 @@
 """The package ships type stubs (nanobind stubgen) and py.typed, and mypy accepts the examples."""
+
 import pathlib
 import subprocess
 import sys
@@ -19,6 +20,11 @@ def test_stubs_and_marker_are_installed():
 def test_mypy_accepts_the_examples(tmp_path):
     examples = sorted(str(p) for p in (ROOT / "examples").glob("*.py"))
     assert examples
-    r = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy"), *examples],
-                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy"), *examples],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stdout + r.stderr

@@ -51,13 +51,13 @@ struct BootstrapConfig {
     // each when the parameters have no bootstrapping levels.
     int cts_levels = 0;
     int stc_levels = 0;
-    int double_angle = 3;        // r, 0..8
+    int double_angle = 3;  // r, 0..8
     // log2 K wanted, 4..30 (K lands in [2^this, 2^(this+1)) or below when q_0 is small); 0: with bootstrapping levels,
     // round(4 + 0.4 (boot_bits - 55) + 0.75 (16 - log_n)) within 4..30, fitted to the best measured precision at
     // N = 2^10..2^16 and 50-60-bit bootstrapping primes (docs/BOOTSTRAPPING.md: the noise of smaller primes and larger
     // rings outweighs the sine's curvature); 8 without.
     int log_message_ratio = 0;
-    double k_bound = 0;          // bound on |I|; 0: 6 standard deviations of I for the weight of the secret ModRaise sees
+    double k_bound = 0;  // bound on |I|; 0: 6 standard deviations of I for the weight of the secret ModRaise sees
     std::size_t cos_degree = 0;  // degree of the cosine interpolant; 0: the least 2^d - 1 within 2^-42 on [-1, 1]
     // Complex slots bootstrapped: 0 or n/2 for all; a power of two 2..n/4 for sparse packing, where the input's slots
     // repeat every `slots` slots (Encoder::replicate) and so does the output's.
@@ -77,8 +77,8 @@ struct BootstrapConfig {
 // stages are merged, in the order they apply, into `groups` maps (sizes as equal as possible), each multiplied by
 // factor^(1/groups). Throws ParameterError for groups outside 1..log2(slots) or slots not a power of two in
 // 2..ctx.slots().
-std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups, double factor = 1.0,
-                                                      std::size_t slots = 0);
+std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups,
+                                                      double factor = 1.0, std::size_t slots = 0);
 
 // ModRaise, bootstrapping's first step: a (size 2) at level 0 -> the same coefficients, centered mod q_0, over the primes
 // of `level` (-1: max_level), same scale. It decrypts to the phase of a plus q_0 I, for an integer polynomial I whose
@@ -120,8 +120,8 @@ public:
     static std::vector<std::uint64_t> galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg);
     // The levels a bootstrap with this config takes, without encoding anything. Throws as the constructor.
     static int levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg = {});
-    int depth() const { return depth_; }                   // levels above the output (SlotToCoeff first: without its own)
-    std::size_t slots() const { return slots_; }            // complex slots bootstrapped (ctx.slots() when full)
+    int depth() const { return depth_; }          // levels above the output (SlotToCoeff first: without its own)
+    std::size_t slots() const { return slots_; }  // complex slots bootstrapped (ctx.slots() when full)
     bool sparse() const { return slots_ < ctx_->slots(); }
     // ModRaise's level: user_level() + depth() with bootstrapping levels (Parameters::boot_levels), else max_level().
     int raise_level() const { return top_; }
@@ -130,9 +130,9 @@ public:
     // user_level() with bootstrapping levels, else max_level() - depth().
     int output_level() const { return top_ - depth_; }
     double k_bound() const { return k_bound_; }
-    double message_ratio() const { return ratio_; }         // K
-    const Polynomial& cosine() const { return cos_; }      // EvalMod's interpolant (on [-1, 1])
-    const Polynomial& arcsine() const { return asin_; }    // the arcsine correction (no coefficients when off)
+    double message_ratio() const { return ratio_; }      // K
+    const Polynomial& cosine() const { return cos_; }    // EvalMod's interpolant (on [-1, 1])
+    const Polynomial& arcsine() const { return asin_; }  // the arcsine correction (no coefficients when off)
     const BootstrapConfig& config() const { return cfg_; }
     // Whether two bootstrappers use the same encoded transforms (the same context and config, one made while the
     // other lived).

@@ -12,8 +12,9 @@
 namespace kasoku::algo {
 
 // f on [a, b] by its Chebyshev interpolant of this degree (inputs outside [a, b] give meaningless results).
-ckks::Ciphertext evaluate_function(const ckks::Evaluator& ev, const ckks::Ciphertext& x, const std::function<double(double)>& f,
-                                   double a, double b, std::size_t degree, Exec exec = {});
+ckks::Ciphertext evaluate_function(const ckks::Evaluator& ev, const ckks::Ciphertext& x,
+                                   const std::function<double(double)>& f, double a, double b, std::size_t degree,
+                                   Exec exec = {});
 
 // The logistic function 1 / (1 + e^-x) on [a, b] (degree 63 on [-8, 8]: within 1e-4 everywhere, 7 levels).
 ckks::Ciphertext sigmoid(const ckks::Evaluator& ev, const ckks::Ciphertext& x, double a = -8.0, double b = 8.0,
@@ -30,15 +31,15 @@ ckks::Ciphertext sqrt(const ckks::Evaluator& ev, const ckks::Ciphertext& x, doub
 
 // 1/x on [a, b] (0 < a < b, or a < b < 0): the Chebyshev interpolant of this degree, then `iterations` Newton steps
 // y <- y (2 - x y), each squaring the relative error and taking 2 levels.
-ckks::Ciphertext inverse(const ckks::Evaluator& ev, const ckks::Ciphertext& x, double a, double b, std::size_t degree = 15,
-                         int iterations = 2, Exec exec = {});
+ckks::Ciphertext inverse(const ckks::Evaluator& ev, const ckks::Ciphertext& x, double a, double b,
+                         std::size_t degree = 15, int iterations = 2, Exec exec = {});
 int inverse_depth(double a, double b, std::size_t degree = 15, int iterations = 2);
 
 // sign(x) for x in [-1, 1] with |x| >= eps: within 2^-precision_bits of +-1 in plain arithmetic (CKKS noise adds its
 // own ~2^-25 at scale 2^40). The composite f_3(f_3(...f_3(x))) of Cheon, Kim and Kim (Asiacrypt 2020),
 // f_3(x) = (35 x - 35 x^3 + 21 x^5 - 5 x^7) / 16, as many times as sign_iterations says (3 levels each).
-ckks::Ciphertext sign(const ckks::Evaluator& ev, const ckks::Ciphertext& x, double eps = 1.0 / 64, int precision_bits = 16,
-                      Exec exec = {});
+ckks::Ciphertext sign(const ckks::Evaluator& ev, const ckks::Ciphertext& x, double eps = 1.0 / 64,
+                      int precision_bits = 16, Exec exec = {});
 // 1 where x > y, 0 where x < y, for x - y in [-1, 1] with |x - y| >= eps: (sign(x - y) + 1) / 2, the halving folded
 // into the last composite step (no extra level).
 ckks::Ciphertext compare(const ckks::Evaluator& ev, const ckks::Ciphertext& x, const ckks::Ciphertext& y,

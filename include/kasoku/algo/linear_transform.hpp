@@ -38,8 +38,8 @@ struct OpCounts {
 
 // How the offsets of a transform split into baby and giant steps (slot steps; 0 means no rotation).
 struct BsgsPlan {
-    std::int64_t unit = 1;                    // gcd of the offsets
-    std::size_t n1 = 0;                       // baby steps per giant step; 0: every offset is a baby step
+    std::int64_t unit = 1;                     // gcd of the offsets
+    std::size_t n1 = 0;                        // baby steps per giant step; 0: every offset is a baby step
     std::vector<std::int64_t> babies, giants;  // distinct steps, in slots
     std::vector<std::pair<std::size_t, std::size_t>> split;  // per offset (in the order given): baby, giant index
 };
@@ -53,14 +53,15 @@ public:
     // diagonals: offset r (any integer; taken mod slots) -> values (up to slots, zero padded). Encoded once, over
     // Q_level * P, for inputs at `level` with the canonical scale of that level: the result then has the
     // canonical scale of level - 1 (other input scales give an exact but non-canonical result scale).
-    LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level, std::size_t baby = 0,
-                    Exec exec = {});
+    LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level,
+                    std::size_t baby = 0, Exec exec = {});
     // A dense dim x dim matrix (row major, dim <= slots) acting on slots 0..dim-1: out[s] = sum_t m[s][t] in[t].
     // With dim = slots the product is cyclic over all slots.
     static LinearTransform from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,
                                        std::size_t baby = 0, Exec exec = {});
     // Slot offsets of the nonzero diagonals of a dim x dim matrix (as from_matrix uses them).
-    static std::map<std::int64_t, cvec> matrix_diagonals(const std::complex<double>* m, std::size_t dim, std::size_t slots);
+    static std::map<std::int64_t, cvec> matrix_diagonals(const std::complex<double>* m, std::size_t dim,
+                                                         std::size_t slots);
 
     // The BSGS split the constructor uses for these offsets (taken mod slots), without encoding anything.
     static BsgsPlan plan_for(const std::vector<std::int64_t>& offsets, std::size_t slots, std::size_t baby = 0);

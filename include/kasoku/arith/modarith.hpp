@@ -68,11 +68,16 @@ KASOKU_HD inline u64 reduce_64(u64 x, const Modulus& m) {
 }
 
 KASOKU_HD inline u64 mul_mod(u64 a, u64 b, const Modulus& m) { return reduce_128(static_cast<u128>(a) * b, m); }
-KASOKU_HD inline u64 add_mod(u64 a, u64 b, u64 q) { u64 s = a + b; return s >= q ? s - q : s; }
+KASOKU_HD inline u64 add_mod(u64 a, u64 b, u64 q) {
+    u64 s = a + b;
+    return s >= q ? s - q : s;
+}
 KASOKU_HD inline u64 sub_mod(u64 a, u64 b, u64 q) { return a >= b ? a - b : a + q - b; }
 KASOKU_HD inline u64 neg_mod(u64 a, u64 q) { return a == 0 ? 0 : q - a; }
 // v mod q for a small signed v (|v| < q).
-KASOKU_HD inline u64 signed_residue(std::int64_t v, u64 q) { return v >= 0 ? static_cast<u64>(v) : q - static_cast<u64>(-v); }
+KASOKU_HD inline u64 signed_residue(std::int64_t v, u64 q) {
+    return v >= 0 ? static_cast<u64>(v) : q - static_cast<u64>(-v);
+}
 
 // Shoup constant for multiplying by a fixed w < q.
 inline u64 shoup(u64 w, u64 q) { return static_cast<u64>((static_cast<u128>(w) << 64) / q); }

@@ -23,8 +23,8 @@ struct KernelTable {
     void (*mul)(const u64*, const u64*, std::size_t, const Modulus&, u64*);
     void (*mul_scalar)(const u64*, u64, u64, std::size_t, u64, u64*);
     void (*fma)(const u64*, const u64*, const u64*, std::size_t, const Modulus&, u64*);
-    void (*dot_const)(const u64* const*, const u64*, std::size_t, std::size_t, const Modulus&, u64*, const std::uint8_t*,
-                      const u64*);
+    void (*dot_const)(const u64* const*, const u64*, std::size_t, std::size_t, const Modulus&, u64*,
+                      const std::uint8_t*, const u64*);
     void (*dot)(const u64* const*, const u64* const*, std::size_t, std::size_t, const Modulus&, u64*, bool);
     void (*ntt_forward)(u64*, const NttTables&);
     void (*ntt_inverse)(u64*, const NttTables&);

@@ -19,7 +19,8 @@ public:
     Plaintext encode(const std::vector<std::complex<double>>& values, double scale, int level, Exec exec = {}) const;
     // The same values over Q_level * P (num_p = k): plaintexts that multiply lazy (key-switched, before ModDown)
     // ciphertexts, as in the baby steps of a linear transform. Throws as encode.
-    Plaintext encode_extended(const std::vector<std::complex<double>>& values, double scale, int level, Exec exec = {}) const;
+    Plaintext encode_extended(const std::vector<std::complex<double>>& values, double scale, int level,
+                              Exec exec = {}) const;
     // As encode (extended: encode_extended), but values of a period p < slots() come as a plaintext of their subring
     // (2p words per limb: rns::Backend::to_subring) without a transform of n points: for multiply_plain_accumulate and
     // multiply_plain_sum_lazy, which read it as the full one (the diagonals of linear transforms). Throws as encode.
@@ -28,7 +29,8 @@ public:
     // Sparse packing (algo::BootstrapConfig::slots): `values` (up to `count`, zero padded to count, a power of two
     // <= slots()) repeated over all slots, which puts the encoded message in the subring of X^(n / (2 count)). Throws
     // ParameterError for a count that is not such a power of two or more values than count.
-    std::vector<std::complex<double>> replicate(const std::vector<std::complex<double>>& values, std::size_t count) const;
+    std::vector<std::complex<double>> replicate(const std::vector<std::complex<double>>& values,
+                                                std::size_t count) const;
     // The smallest power of two p such that values (zero padded to slots()) repeat every p slots. A message of
     // period p is m(X^(n / 2p)) for an m of degree < 2p: encode computes it with the special FFT of p points, so that
     // it lies in that subring exactly (rns::Backend::to_subring keeps it in 2p words per limb).

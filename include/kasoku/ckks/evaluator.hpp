@@ -66,7 +66,9 @@ public:
     // MissingKeyError without the relinearisation key, LevelError at level 0 with rescale, ScaleError when sa*sb no
     // longer fits, ParameterError for size-3 operands.
     Ciphertext multiply(const Ciphertext& a, const Ciphertext& b, bool rescale = true, Exec exec = {}) const;
-    Ciphertext square(const Ciphertext& a, bool rescale = true, Exec exec = {}) const { return multiply(a, a, rescale, exec); }
+    Ciphertext square(const Ciphertext& a, bool rescale = true, Exec exec = {}) const {
+        return multiply(a, a, rescale, exec);
+    }
     // The tensor product alone: a size-3 ciphertext (c0, c1, c2) at scale sa*sb. Sums of tensor products need one
     // relinearize (and one rescale) in all. Throws as multiply (no key needed).
     Ciphertext tensor(const Ciphertext& a, const Ciphertext& b, Exec exec = {}) const;
@@ -80,14 +82,16 @@ public:
     // summed apart and multiplied once by X^(n/2) (i in every slot). Zero coefficients skip their term. Throws
     // ParameterError for no terms, lists of different lengths, a non-finite coefficient, size-3 terms or terms under
     // different keys; LevelError when l = 0; ScaleError when a coefficient times the scale does not fit.
-    Ciphertext linear_combination(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
-                                  std::complex<double> constant = 0.0, Exec exec = {}) const;
+    Ciphertext linear_combination(const std::vector<const Ciphertext*>& xs,
+                                  const std::vector<std::complex<double>>& coeffs, std::complex<double> constant = 0.0,
+                                  Exec exec = {}) const;
     // The same with the result at `level` (below every term's: the terms are read on that level's limbs plus one,
     // without copies) and `scale` (0: the canonical scale of `level`), e.g. a factor that a product then multiplies
     // onto the canonical scale. Throws as linear_combination, LevelError for a level not below every term's,
     // ParameterError for a scale below 1 or not finite.
-    Ciphertext linear_combination_at(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
-                                     std::complex<double> constant, int level, double scale = 0.0, Exec exec = {}) const;
+    Ciphertext linear_combination_at(const std::vector<const Ciphertext*>& xs,
+                                     const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
+                                     int level, double scale = 0.0, Exec exec = {}) const;
     // k * a * b + sum_i coeffs[i] * xs[i] + constant with one relinearisation and one rescale: the terms are summed
     // into the tensor product at its scale (each multiplied by an integer constant, as in linear_combination), then one
     // ModDown + rescale, so they need no rescale or alignment of their own (the products and sums of polynomial
@@ -97,9 +101,9 @@ public:
     // MissingKeyError without the relinearisation key; ParameterError for factors at two levels, size-3 operands,
     // k = 0 or |k| > 2^20, a term below level l or under another key, non-finite coefficients; LevelError at level 0;
     // ScaleError when the product's scale does not fit.
-    Ciphertext multiply_add(const Ciphertext& a, const Ciphertext& b, std::int64_t k, const std::vector<const Ciphertext*>& xs,
-                            const std::vector<std::complex<double>>& coeffs, std::complex<double> constant = 0.0,
-                            Exec exec = {}) const;
+    Ciphertext multiply_add(const Ciphertext& a, const Ciphertext& b, std::int64_t k,
+                            const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
+                            std::complex<double> constant = 0.0, Exec exec = {}) const;
     // Size 3 -> size 2 (size 2 is returned as is). Throws MissingKeyError without the relinearisation key.
     Ciphertext relinearize(const Ciphertext& a, Exec exec = {}) const;
     // Divides by q_level with rounding: one level down. Throws LevelError at level 0.
@@ -150,7 +154,8 @@ public:
     std::vector<Ciphertext> relinearize_many(const Batch& a, Exec exec = {}) const;
     std::vector<Ciphertext> rescale_many(const Batch& a, Exec exec = {}) const;
     std::vector<Ciphertext> rotate_many(const Batch& a, std::int64_t step, Exec exec = {}) const;
-    std::vector<Ciphertext> multiply_plain_many(const Batch& a, const std::vector<std::vector<std::complex<double>>>& values,
+    std::vector<Ciphertext> multiply_plain_many(const Batch& a,
+                                                const std::vector<std::vector<std::complex<double>>>& values,
                                                 bool rescale = true, Exec exec = {}) const;
     // The batch of a list of ciphertexts.
     static Batch batch(const std::vector<Ciphertext>& v) {
@@ -186,8 +191,8 @@ public:
     std::vector<Ciphertext> apply_galois_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
                                                  Exec exec = {}) const;
     // Rotations by each step (then the conjugate when `conjugate`), sharing one decomposition.
-    std::vector<Ciphertext> rotate_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps, bool conjugate = false,
-                                           Exec exec = {}) const;
+    std::vector<Ciphertext> rotate_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps,
+                                           bool conjugate = false, Exec exec = {}) const;
     // sum_g psi_g(a): one decomposition, the sum taken in the Q_l * P basis, one ModDown (sum form). Throws
     // ParameterError for no element or g = 1, MissingKeyError when a key is missing.
     Ciphertext apply_galois_sum_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
@@ -195,13 +200,15 @@ public:
     // The sum of the rotations by `steps`, psi_g(a) for `galois_elts` and the conjugate when `conjugate` (the same sum
     // form; Python's ev.rotate_sum_hoisted). Throws as apply_galois_sum_hoisted.
     Ciphertext rotate_sum_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps,
-                                  std::vector<std::uint64_t> galois_elts = {}, bool conjugate = false, Exec exec = {}) const;
+                                  std::vector<std::uint64_t> galois_elts = {}, bool conjugate = false,
+                                  Exec exec = {}) const;
     // Trace-type function over the doubling steps kappa_0..kappa_{M-1}: sum over all subsets S of
     // psi_{prod S}(a). h = M is repeated doubling (a <- a + psi_kappa_i(a), one key switch per step); h < M
     // unrolls it (seed 000 Alg. 3.2.2) into h hoisted sums over groups of steps. h = 0: the cheapest h whose
     // keys are all present, by the measured cost model (keyswitch_costs). Throws ParameterError for h outside 0..M
     // or dependent steps, MissingKeyError when no h (or the h given) has all its keys.
-    Ciphertext trace(const Ciphertext& a, const std::vector<std::uint64_t>& automorphisms, int h = 0, Exec exec = {}) const;
+    Ciphertext trace(const Ciphertext& a, const std::vector<std::uint64_t>& automorphisms, int h = 0,
+                     Exec exec = {}) const;
     // Slot i of the result is sum_{j < count} a[(i + j) mod slots]; count a power of two (0: all slots; else
     // ParameterError).
     Ciphertext sum_slots(const Ciphertext& a, std::size_t count = 0, int h = 0, Exec exec = {}) const;
@@ -236,8 +243,8 @@ private:
     // scale `target` (term i multiplied by round(coeffs[i] target / its scale)), not rescaled. Terms checked by
     // check_terms.
     void combine(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
-                 std::complex<double> constant, std::size_t limbs, double target, const Ciphertext* base, std::int64_t k,
-                 rns::RnsPoly* out, Exec exec) const;
+                 std::complex<double> constant, std::size_t limbs, double target, const Ciphertext* base,
+                 std::int64_t k, rns::RnsPoly* out, Exec exec) const;
     // tensor() with `op` naming the caller in its errors; exec already resolved.
     Ciphertext tensor_product(const Ciphertext& a, const Ciphertext& b, const char* op, Exec exec) const;
     // The Galois key of galois_elt for an operand under key_id (detail::galois_keys' errors), and the relinearisation
@@ -245,8 +252,8 @@ private:
     std::shared_ptr<const rns::GadgetKey> galois_key(std::uint64_t galois_elt, std::uint64_t key_id) const;
     std::shared_ptr<const rns::GadgetKey> relin_key() const;
     // psi_g(x.c0 + ModDown(x.b) + add0), psi_g(ModDown(x.a) + add1) with a's metadata.
-    Ciphertext finish(const Ciphertext& like, const rns::LazyPolys& x, const rns::RnsPoly* add0, const rns::RnsPoly* add1,
-                      std::uint64_t g, Exec exec) const;
+    Ciphertext finish(const Ciphertext& like, const rns::LazyPolys& x, const rns::RnsPoly* add0,
+                      const rns::RnsPoly* add1, std::uint64_t g, Exec exec) const;
     void check_scale_fits(double scale, int level, const char* op) const;
     Plaintext i_monomial(int level, Exec exec) const;  // X^(n/2) at `level`, scale 1
     double plain_scale(const Ciphertext& a) const;

@@ -36,7 +36,8 @@ struct Ciphertext {
 class SecretKey {
 public:
     SecretKey() = default;
-    SecretKey(rns::RnsPoly s, std::uint64_t uid, std::uint64_t key_id) : s_(std::move(s)), context_uid_(uid), key_id_(key_id) {}
+    SecretKey(rns::RnsPoly s, std::uint64_t uid, std::uint64_t key_id)
+        : s_(std::move(s)), context_uid_(uid), key_id_(key_id) {}
     SecretKey(const SecretKey&) = default;
     SecretKey& operator=(const SecretKey&) = default;
     ~SecretKey() { s_.wipe(); }
@@ -64,7 +65,7 @@ struct SwitchKey : rns::GadgetKey {
 
 // Everything an evaluator needs, and nothing secret.
 struct EvaluationKeys {
-    std::shared_ptr<const SwitchKey> relin;                             // s^2 -> s (may be null)
+    std::shared_ptr<const SwitchKey> relin;  // s^2 -> s (may be null)
     // Galois element g -> key switching s -> s(X^{g^-1}) (applied before X -> X^g, see KeyGenerator::galois_key)
     std::map<std::uint64_t, std::shared_ptr<const SwitchKey>> galois;
     // Sparse-secret encapsulation for bootstrapping (Parameters::boot_secret_weight; both null without it): s -> s'

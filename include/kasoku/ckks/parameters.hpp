@@ -9,25 +9,25 @@ namespace kasoku::ckks {
 
 struct Parameters {
     int log_n = 13;
-    int first_bits = 60;       // q_0
-    int scale_bits = 40;       // q_1..q_L and the default scale 2^scale_bits
-    int levels = 2;            // L: rescalings available to the user (fresh ciphertexts start at level L)
-    int special_bits = 60;     // p_0..p_{k-1}
-    int special_primes = 1;    // k
+    int first_bits = 60;                // q_0
+    int scale_bits = 40;                // q_1..q_L and the default scale 2^scale_bits
+    int levels = 2;                     // L: rescalings available to the user (fresh ciphertexts start at level L)
+    int special_bits = 60;              // p_0..p_{k-1}
+    int special_primes = 1;             // k
     std::optional<int> security = 128;  // 128 (HE Standard, ternary secret) or nullopt for research sets
-    int dnum = 0;              // key-switching digits; 0 = ceil(q_primes() / k), i.e. alpha = k
-    int hamming_weight = 0;    // 0 = uniform ternary secret; otherwise exactly this many nonzero coefficients
+    int dnum = 0;                       // key-switching digits; 0 = ceil(q_primes() / k), i.e. alpha = k
+    int hamming_weight = 0;             // 0 = uniform ternary secret; otherwise exactly this many nonzero coefficients
     // Bootstrapping levels: boot_levels primes of boot_bits above the user's, q_{L+1}..q_{L+B}. Bootstrapping raises
     // into them and runs CoeffToSlot, EvalMod and SlotToCoeff there, on scales near 2^boot_bits (EvalMod's noise,
     // multiplied by q_0 / scale, sets its precision), and lands on level L with the user's scale 2^scale_bits.
     int boot_levels = 0;
-    int boot_bits = 0;         // scale_bits..60 when boot_levels > 0
+    int boot_bits = 0;  // scale_bits..60 when boot_levels > 0
     // Sparse-secret encapsulation (Bossuat, Troncoso-Pastoriza, Hubaux, ePrint 2022/024): bootstrapping switches the
     // ciphertext at level 0 to an ephemeral secret of this many nonzero coefficients, raises it, and switches back to
     // the main secret, so that the main secret can be dense while ModRaise's q_0 I stays small. 0: no encapsulation.
     int boot_secret_weight = 0;
-    std::string name;          // set by named()
-    std::string rationale;     // set by for_circuit(): what each choice is for (not serialized)
+    std::string name;       // set by named()
+    std::string rationale;  // set by for_circuit(): what each choice is for (not serialized)
 
     // The sets of docs/PARAMS.md: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16. ParameterError for another name (it lists them).
     static Parameters named(const std::string& name);
@@ -46,9 +46,9 @@ struct Parameters {
     std::uint64_t n() const { return std::uint64_t{1} << log_n; }
     std::uint64_t slots() const { return n() / 2; }
     int q_primes() const { return levels + boot_levels + 1; }  // ciphertext primes: q_0, user, bootstrapping
-    int alpha() const;           // primes per digit
-    int digits() const;          // dnum actually used
-    int log_qp_bits() const;     // first + L * scale + B * boot + k * special (an upper bound on log2(QP))
+    int alpha() const;                                         // primes per digit
+    int digits() const;                                        // dnum actually used
+    int log_qp_bits() const;               // first + L * scale + B * boot + k * special (an upper bound on log2(QP))
     static int max_log_qp_128(int log_n);  // HE Standard table, ternary secret; 0 if the table has no entry
 
     // Throws ParameterError with what is wrong and what to do.

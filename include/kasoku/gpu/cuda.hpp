@@ -15,7 +15,7 @@ struct CudaInfo {
     bool available = false;  // and a device can be used now
     std::string reason;      // why not, when !available (from CUDA when it answered)
     int devices = 0;
-    std::string name;        // device 0
+    std::string name;  // device 0
     std::size_t memory_bytes = 0;
     int compute_major = 0, compute_minor = 0;
     int runtime_version = 0, driver_version = 0;  // CUDA's encoding: 1000 * major + 10 * minor

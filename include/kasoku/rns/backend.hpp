@@ -105,8 +105,8 @@ public:
     // per prime (each below its prime): the leading limbs of each x[i] are read in place, so terms at several levels
     // are summed at the lowest without copies, in one pass over each limb of out (base conversion's dot product). Each
     // x[i] needs num_q q-limbs or more; out must not be one of them.
-    void linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c, std::size_t num_q,
-                            RnsPoly& out, Exec exec) const;
+    void linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
+                            std::size_t num_q, RnsPoly& out, Exec exec) const;
     // Plaintext sums: out[k] = sum_i x[i][k] * y[i] (accumulate: out[k] += ...) for every component k (NTT form).
     // Each y[i] has the q-limbs of every x[i][k] and at least its special limbs; out[k] takes x[0][k]'s shape.
     // Limb by limb, so that each limb of out[k] stays in cache while the terms are summed. A y[i] may be a subring
@@ -183,14 +183,15 @@ protected:
     virtual void do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const = 0;
     virtual void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const = 0;
     virtual void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const = 0;
-    virtual void do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
-                           RnsPoly& d2, Exec exec) const = 0;
+    virtual void do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0,
+                           RnsPoly& d1, RnsPoly& d2, Exec exec) const = 0;
     virtual void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const = 0;
     virtual void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const = 0;
     virtual void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
                                        RnsPoly& out, Exec exec) const = 0;
-    virtual void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
-                                    const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const = 0;
+    virtual void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x,
+                                    const std::vector<const RnsPoly*>& y, const std::vector<RnsPoly*>& out,
+                                    bool accumulate, Exec exec) const = 0;
     virtual void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const = 0;
     virtual void do_to_subring(const RnsPoly& a, RnsPoly& out, Exec exec) const = 0;
     // Default: the coefficients spread over n, from_signed, to_subring.
@@ -200,10 +201,12 @@ protected:
     virtual void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const = 0;
     virtual void do_rescale(RnsPoly& a, Exec exec) const = 0;
     virtual void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const = 0;
-    virtual void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
-                             RnsPoly& out_b, RnsPoly& out_a, Exec exec) const = 0;
-    virtual void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const = 0;
-    virtual void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const = 0;
+    virtual void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
+                             u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const = 0;
+    virtual void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
+                                     Exec exec) const = 0;
+    virtual void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count,
+                                Exec exec) const = 0;
     virtual std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const = 0;
     virtual void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const = 0;
     virtual void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,

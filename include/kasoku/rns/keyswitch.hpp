@@ -39,8 +39,8 @@ public:
     // <digits, key>, without automorphism (the list form of hoisting: each result gets its own ModDown).
     LazyPolys inner_product(const std::vector<RnsPoly>& digits, const GadgetKey& key, Exec exec) const;
     // sum_e psi_{g_e}(<digits, key_e>), and c0 = sum_e psi_{g_e}(c0) (the sum form of hoisting: one ModDown for all).
-    LazyPolys inner_product_sum(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
-                                Exec exec) const;
+    LazyPolys inner_product_sum(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                                const RnsPoly& c0, Exec exec) const;
     // acc += x (every part; both from one input at one level).
     void add_lazy(LazyPolys& acc, const LazyPolys& x, Exec exec) const;
     // sum_i xs[i] * pts[i] (every part), pts over Q_l * P: masks and diagonals multiply key-switched values before

@@ -40,7 +40,9 @@ public:
     std::size_t digits_at(std::size_t num_q) const { return (num_q + alpha_ - 1) / alpha_; }
     // First q-limb of digit j, and its number of limbs in a polynomial with num_q q-limbs.
     std::size_t digit_begin(std::size_t digit) const { return digit * alpha_; }
-    std::size_t digit_size(std::size_t digit, std::size_t num_q) const { return std::min(alpha_, num_q - digit * alpha_); }
+    std::size_t digit_size(std::size_t digit, std::size_t num_q) const {
+        return std::min(alpha_, num_q - digit * alpha_);
+    }
 
     // Index into the combined prime list [q_0..q_L, p_0..p_{k-1}] of limb `i` of a polynomial with num_q q-limbs.
     std::size_t prime_index(std::size_t limb, std::size_t num_q) const {

@@ -41,7 +41,8 @@ public:
     // A polynomial in `memory`; the words are left uninitialised (every producer writes them all). Construction and
     // copies throw what the memory's allocate throws (std::bad_alloc on the host); truncate throws InternalError when
     // asked to keep more limbs than there are.
-    RnsPoly(std::shared_ptr<const PolyMemory> memory, std::size_t n, std::size_t num_q, std::size_t num_p, bool ntt_form);
+    RnsPoly(std::shared_ptr<const PolyMemory> memory, std::size_t n, std::size_t num_q, std::size_t num_p,
+            bool ntt_form);
     RnsPoly(const RnsPoly& o);
     RnsPoly& operator=(const RnsPoly& o);
     RnsPoly(RnsPoly&& o) noexcept;

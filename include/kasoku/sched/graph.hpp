@@ -34,11 +34,11 @@ bool is_light(OpKind op);
 
 struct Node {
     OpKind op = OpKind::input;
-    std::vector<int> inputs;            // node ids
-    int level = 0;                      // level of the result
-    std::complex<double> constant{};    // multiply_plain, add_plain
-    std::int64_t step = 0;              // rotate
-    std::string name;                   // input
+    std::vector<int> inputs;          // node ids
+    int level = 0;                    // level of the result
+    std::complex<double> constant{};  // multiply_plain, add_plain
+    std::int64_t step = 0;            // rotate
+    std::string name;                 // input
 };
 
 class Graph {

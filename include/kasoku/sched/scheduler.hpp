@@ -23,7 +23,7 @@ namespace kasoku::sched {
 // fixed_1, fixed_half (ceil(nq/2)) and fixed_full (nq): the source's naive policies; dynamic: its four-step rule
 // (§7.3.2); kasoku: ours (see decide_threads and docs/SCHEDULING.md).
 enum class Policy { fixed_1, fixed_half, fixed_full, dynamic, kasoku };
-const char* policy_name(Policy p);          // "fixed-1", "fixed-half", "fixed-full", "dynamic", "kasoku"
+const char* policy_name(Policy p);                 // "fixed-1", "fixed-half", "fixed-full", "dynamic", "kasoku"
 Policy policy_from_name(const std::string& name);  // ParameterError names the policies
 std::vector<Policy> all_policies();
 
@@ -39,16 +39,16 @@ struct ReadyTask {
 
 // What a policy sees when it places the head of the ready list.
 struct SchedulerView {
-    int total_threads = 1;   // T: threads the scheduler may use at once
-    int busy_threads = 0;    // n_c: threads of the running tasks
+    int total_threads = 1;  // T: threads the scheduler may use at once
+    int busy_threads = 0;   // n_c: threads of the running tasks
     // The running tasks' threads by kind (indexed by OpKind - 1); threads of busy_threads not counted here are
     // taken to be of the head's kind.
     std::array<int, kTaskKinds> busy_by_kind{};
     int running_tasks = 0;
-    int jobs_in_system = 0;  // arrived and not finished
-    int jobs_in_flight = 0;  // started and not finished
+    int jobs_in_system = 0;        // arrived and not finished
+    int jobs_in_flight = 0;        // started and not finished
     bool head_starts_job = false;  // the head is its job's first task
-    ReadyTask head;          // the task to place
+    ReadyTask head;                // the task to place
     // The other ready tasks: their number r and the source's demand n_r (1 for a light task or multiply_plain, 2
     // for multiply, square, rotate).
     int others = 0, others_paper_demand = 0;
@@ -105,10 +105,10 @@ struct StreamResult {
     // From the first measured arrival to the last measured finish (the source's Table 6).
     double makespan_ms = 0;
     double p50_ms = 0, p95_ms = 0, p99_ms = 0, mean_ms = 0;  // latencies (finish - arrival) of the measured jobs
-    double busy_thread_ms = 0;   // sum over tasks of threads * duration
-    double span_ms = 0;          // first arrival to last finish, all jobs
-    std::vector<int> threads_used;  // histogram: tasks run with 1, 2, ... threads (index 0 unused)
-    std::vector<TaskRecord> tasks;  // every task, in start order (the trace of the stream)
+    double busy_thread_ms = 0;                               // sum over tasks of threads * duration
+    double span_ms = 0;                                      // first arrival to last finish, all jobs
+    std::vector<int> threads_used;             // histogram: tasks run with 1, 2, ... threads (index 0 unused)
+    std::vector<TaskRecord> tasks;             // every task, in start order (the trace of the stream)
     std::vector<double> latencies_ms() const;  // measured jobs, in job order
 };
 

@@ -22,8 +22,12 @@ template <class T, std::size_t Align = 64>
 struct AlignedAllocator {
     using value_type = T;
     AlignedAllocator() noexcept = default;
-    template <class U> AlignedAllocator(const AlignedAllocator<U, Align>&) noexcept {}
-    template <class U> struct rebind { using other = AlignedAllocator<U, Align>; };
+    template <class U>
+    AlignedAllocator(const AlignedAllocator<U, Align>&) noexcept {}
+    template <class U>
+    struct rebind {
+        using other = AlignedAllocator<U, Align>;
+    };
     static_assert(Align <= 64, "the pool aligns to 64 bytes");
     T* allocate(std::size_t n) { return static_cast<T*>(detail::pool_allocate(n * sizeof(T))); }
     void deallocate(T* p, std::size_t n) noexcept { detail::pool_free(p, n * sizeof(T)); }
@@ -33,7 +37,10 @@ struct AlignedAllocator {
         if constexpr (sizeof...(Args) == 0) ::new (static_cast<void*>(p)) U;
         else ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
     }
-    template <class U> bool operator==(const AlignedAllocator<U, Align>&) const noexcept { return true; }
+    template <class U>
+    bool operator==(const AlignedAllocator<U, Align>&) const noexcept {
+        return true;
+    }
 };
 
 using AlignedWords = std::vector<std::uint64_t, AlignedAllocator<std::uint64_t>>;

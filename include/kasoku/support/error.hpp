@@ -12,17 +12,35 @@ public:
     using std::runtime_error::runtime_error;
 };
 // Invalid or insecure parameters, or a bad argument (length, NaN, wrong object).
-class ParameterError : public Error { public: using Error::Error; };
+class ParameterError : public Error {
+public:
+    using Error::Error;
+};
 // An operation needs a level the ciphertext no longer has.
-class LevelError : public Error { public: using Error::Error; };
+class LevelError : public Error {
+public:
+    using Error::Error;
+};
 // Scales do not match, or a scale no longer fits the modulus.
-class ScaleError : public Error { public: using Error::Error; };
+class ScaleError : public Error {
+public:
+    using Error::Error;
+};
 // An evaluation key (relinearisation, rotation, conjugation) is missing.
-class MissingKeyError : public Error { public: using Error::Error; };
+class MissingKeyError : public Error {
+public:
+    using Error::Error;
+};
 // Bytes that cannot be read back: corrupted, truncated, wrong kind or other parameters.
-class SerializationError : public Error { public: using Error::Error; };
+class SerializationError : public Error {
+public:
+    using Error::Error;
+};
 // A device (GPU) failure.
-class DeviceError : public Error { public: using Error::Error; };
+class DeviceError : public Error {
+public:
+    using Error::Error;
+};
 
 // A broken internal invariant: a bug in kasoku, not a misuse (Python: RuntimeError). Raised by the layers below ckks
 // when they are called with shapes that ckks never produces; the message says which invariant broke.

@@ -118,9 +118,11 @@ class Affine:
             rot = f", {baby} baby + {giant} giant rotations"
         sums = f" + {len(self.sums)} rotate-and-sum" if self.sums else ""
         ins = f"{len(self.Ws)} inputs, " if len(self.Ws) > 1 else ""
-        return (f"affine {self.d_in} -> {self.Ws[0].shape[0]} ({self.name}): {ins}{self.mode} packing, period "
-                f"{self.p_in} -> {self.p_out}, {sum(len(d) for d in self.diags)} diagonals{rot}{sums}, level "
-                f"{self.level} -> {self.level - 1}")
+        return (
+            f"affine {self.d_in} -> {self.Ws[0].shape[0]} ({self.name}): {ins}{self.mode} packing, period "
+            f"{self.p_in} -> {self.p_out}, {sum(len(d) for d in self.diags)} diagonals{rot}{sums}, level "
+            f"{self.level} -> {self.level - 1}"
+        )
 
     def forward(self, xs: list[np.ndarray]) -> np.ndarray:
         return sum(W @ x for W, x in zip(self.Ws, xs)) + self.b
@@ -250,8 +252,9 @@ def _pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
         step.layout_out, step.p_out, first = lay
         step.sums, step.mode = [], "layout"
     length = max(step.p_out, step.p_in)  # the period of the transforms' results (before the rotate-and-sum)
-    step.diags = [first] + [_onto(Wk, lk, step.p_in, step.layout_out, length)
-                            for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])]
+    step.diags = [first] + [
+        _onto(Wk, lk, step.p_in, step.layout_out, length) for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])
+    ]
 
 
 def _onto(W: np.ndarray, layout_in: np.ndarray, p_in: int, out_slot: np.ndarray, length: int) -> dict:
@@ -363,11 +366,13 @@ def _unit(peak: float) -> float:
 # ---------------------------------------------------------------- tracing
 
 
-_SMOOTH = {"silu": lambda x: x / (1.0 + np.exp(-x)),
-           "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-           "tanh": np.tanh,
-           "gelu": lambda x: 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0))),
-           "softplus": lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0)}
+_SMOOTH = {
+    "silu": lambda x: x / (1.0 + np.exp(-x)),
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "tanh": np.tanh,
+    "gelu": lambda x: 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0))),
+    "softplus": lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0),
+}
 
 
 def _classify(torch, node, modules):
@@ -380,8 +385,21 @@ def _classify(torch, node, modules):
             return "square"
         if Polynomial is not None and isinstance(m, Polynomial):
             return ("power", m.coeffs)
-        affine = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.AvgPool1d, nn.AvgPool2d,
-                  nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.Flatten, nn.Unflatten, nn.Identity, nn.Dropout)
+        affine = (
+            nn.Linear,
+            nn.Conv1d,
+            nn.Conv2d,
+            nn.BatchNorm1d,
+            nn.BatchNorm2d,
+            nn.AvgPool1d,
+            nn.AvgPool2d,
+            nn.AdaptiveAvgPool1d,
+            nn.AdaptiveAvgPool2d,
+            nn.Flatten,
+            nn.Unflatten,
+            nn.Identity,
+            nn.Dropout,
+        )
         if isinstance(m, affine):
             return "affine"
         smooth = {nn.SiLU: "silu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.GELU: "gelu", nn.Softplus: "softplus"}
@@ -391,8 +409,10 @@ def _classify(torch, node, modules):
         if type(m) is nn.ReLU:
             return ("relu",)
         if isinstance(m, (nn.ReLU6, nn.LeakyReLU)):
-            return ("unsupported", f"{type(m).__name__} is not built yet: use ReLU, x^2 (kasoku.nn.Square), SiLU, GELU, "
-                                   "sigmoid or tanh")
+            return (
+                "unsupported",
+                f"{type(m).__name__} is not built yet: use ReLU, x^2 (kasoku.nn.Square), SiLU, GELU, sigmoid or tanh",
+            )
         return ("unsupported", f"layer type {type(m).__name__} is not supported")
     if node.op == "call_function":
         f = node.target
@@ -400,12 +420,28 @@ def _classify(torch, node, modules):
             return "square"
         if f in (torch.square,) or (f in (operator.pow, torch.pow) and len(node.args) == 2 and node.args[1] == 2):
             return "square"
-        if f in (torch.flatten, torch.reshape, F.avg_pool1d, F.avg_pool2d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d,
-                 operator.neg, operator.getitem) or (f in (operator.mul, operator.truediv, operator.add, operator.sub, torch.mul,
-                                         torch.add) and len(args) == 1):
+        if f in (
+            torch.flatten,
+            torch.reshape,
+            F.avg_pool1d,
+            F.avg_pool2d,
+            F.adaptive_avg_pool1d,
+            F.adaptive_avg_pool2d,
+            operator.neg,
+            operator.getitem,
+        ) or (
+            f in (operator.mul, operator.truediv, operator.add, operator.sub, torch.mul, torch.add) and len(args) == 1
+        ):
             return "affine"
-        smooth = {F.silu: "silu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh",
-                  F.gelu: "gelu", F.softplus: "softplus"}
+        smooth = {
+            F.silu: "silu",
+            torch.sigmoid: "sigmoid",
+            F.sigmoid: "sigmoid",
+            torch.tanh: "tanh",
+            F.tanh: "tanh",
+            F.gelu: "gelu",
+            F.softplus: "softplus",
+        }
         if f in smooth:
             return ("smooth", smooth[f])
         if f in (operator.add, operator.sub, torch.add, torch.sub) and len(args) == 2:
@@ -463,8 +499,14 @@ def _lower_max_pools(torch, gm, x) -> None:
         if n.op == "call_module" and isinstance(modules[n.target], (nn.MaxPool1d, nn.MaxPool2d)):
             m = modules[n.target]
             dims = 1 if isinstance(m, nn.MaxPool1d) else 2
-            opts = dict(kernel_size=m.kernel_size, stride=m.stride, padding=m.padding, dilation=m.dilation,
-                        ceil_mode=m.ceil_mode, return_indices=m.return_indices)
+            opts = dict(
+                kernel_size=m.kernel_size,
+                stride=m.stride,
+                padding=m.padding,
+                dilation=m.dilation,
+                ceil_mode=m.ceil_mode,
+                return_indices=m.return_indices,
+            )
         elif n.op == "call_function" and n.target in (F.max_pool1d, F.max_pool2d):
             dims = 1 if n.target is F.max_pool1d else 2
             names = ["kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"]
@@ -487,7 +529,8 @@ def _lower_max_pools(torch, gm, x) -> None:
             raise ks.ParameterError(
                 f"layer {_name(n, modules)}: max-pooling with padding, dilation, ceil_mode or return_indices is not "
                 "built (padding is -infinity, which CKKS cannot hold): pad the input with zeros before it (F.pad), "
-                "or pool without them")
+                "or pool without them"
+            )
         src = n.args[0]
         size = tuple(src.meta["tensor_meta"].shape[-dims:])
         out = [(sz - kk) // ss + 1 for sz, kk, ss in zip(size, k, s)]
@@ -495,7 +538,9 @@ def _lower_max_pools(torch, gm, x) -> None:
         with g.inserting_before(n):
             parts = []
             for offs in np.ndindex(*k):
-                index = (Ellipsis,) + tuple(slice(int(i), int(i) + ss * (oo - 1) + 1, ss) for i, ss, oo in zip(offs, s, out))
+                index = (Ellipsis,) + tuple(
+                    slice(int(i), int(i) + ss * (oo - 1) + 1, ss) for i, ss, oo in zip(offs, s, out)
+                )
                 parts.append(g.create_node("call_function", operator.getitem, (src, index), name=f"{n.name}_at"))
             while len(parts) > 1:  # max(a, b) = b + relu(a - b), pairwise
                 nxt = []
@@ -503,7 +548,7 @@ def _lower_max_pools(torch, gm, x) -> None:
                     d = g.create_node("call_function", operator.sub, (a, b), name=f"{n.name}_diff")
                     r = g.create_node("call_function", F.relu, (d,), name=f"{n.name}_relu")
                     nxt.append(g.create_node("call_function", operator.add, (b, r), name=f"{n.name}_max"))
-                parts = nxt + parts[len(parts) - len(parts) % 2:]
+                parts = nxt + parts[len(parts) - len(parts) % 2 :]
         n.replace_all_uses_with(parts[0])
         g.erase_node(n)
     gm.graph.lint()
@@ -576,8 +621,21 @@ def _degree_for(fn, interval, max_depth: int, tol: float) -> Any:
 class CompiledModel:
     """A model compiled for encrypted inference: its steps, parameters, context, transforms and keys (see compile)."""
 
-    def __init__(self, steps, output, in_shape, in_layout, in_unit, out_dim, out_layout, out_unit, params, ctx,
-                 bootstrapper, compile_s):
+    def __init__(
+        self,
+        steps,
+        output,
+        in_shape,
+        in_layout,
+        in_unit,
+        out_dim,
+        out_layout,
+        out_unit,
+        params,
+        ctx,
+        bootstrapper,
+        compile_s,
+    ):
         self.steps = steps  # in an order where every value is made before it is read; value 0 is the input
         self.output = output  # the value id of the logits
         self.in_shape = tuple(in_shape)
@@ -621,19 +679,22 @@ class CompiledModel:
     def __repr__(self) -> str:
         rot = sum(len(lt.baby_steps) + len(lt.giant_steps) for s in self.steps if isinstance(s, Affine) for lt in s.lts)
         rot += sum(len(s.sums) for s in self.steps if isinstance(s, Affine))
-        lines = [f"CompiledModel({self.in_shape} -> {self.out_dim}; {self.params!r})",
-                 f"  depth {self.depth} of {self.ctx.user_level} levels, "
-                 f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}; {rot} rotations per "
-                 f"inference, "
-                 f"{len(self.galois_elements())} Galois keys; compiled in {self.compile_s:.1f} s"]
+        lines = [
+            f"CompiledModel({self.in_shape} -> {self.out_dim}; {self.params!r})",
+            f"  depth {self.depth} of {self.ctx.user_level} levels, "
+            f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}; {rot} rotations per "
+            f"inference, "
+            f"{len(self.galois_elements())} Galois keys; compiled in {self.compile_s:.1f} s",
+        ]
         lines += ["  " + s.describe() for s in self.steps]
         return "\n".join(lines)
 
     # -- client side
     def keygen(self, progress=None):
         """Secret, public, relinearisation and exactly the Galois keys the plan needs (kept by the plan too)."""
-        self.keys = self.ctx.keygen(galois_elements=self.galois_elements(), bootstrapping=self.bootstrapper or False,
-                                    progress=progress)
+        self.keys = self.ctx.keygen(
+            galois_elements=self.galois_elements(), bootstrapping=self.bootstrapper or False, progress=progress
+        )
         self.evaluator = self.ctx.evaluator(self.keys.evaluation())
         return self.keys
 
@@ -641,8 +702,10 @@ class CompiledModel:
         """A sample (shaped like the example input, with or without its batch dimension of 1) as slot values."""
         v = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
         if v.size != self.in_dim:
-            raise ks.ParameterError(f"the input has {v.size} values; the model was compiled for {self.in_dim} "
-                                    f"(shape {self.in_shape}): encrypt one sample at a time")
+            raise ks.ParameterError(
+                f"the input has {v.size} values; the model was compiled for {self.in_dim} "
+                f"(shape {self.in_shape}): encrypt one sample at a time"
+            )
         out = np.zeros(self.p_in)
         out[self.in_layout] = v / self.in_unit
         return np.tile(out, self.ctx.slots // self.p_in)
@@ -671,7 +734,8 @@ class CompiledModel:
                         f"layer {s.name}: this input gives it values in [{u * v.min():.4g}, {u * v.max():.4g}], "
                         f"outside the interval [{u * lo:.4g}, {u * hi:.4g}] fitted on the calibration data, where "
                         "its polynomial is garbage: compile with calibration data that covers such inputs (or a "
-                        "larger margin)")
+                        "larger margin)"
+                    )
             ins = [vals[i] for i in s.inputs]
             vals[s.output] = s.forward(ins) if isinstance(s, (Affine, ReluJoin)) else s.forward(ins[0])
         return vals[self.output]
@@ -755,8 +819,10 @@ def _place_bootstraps(steps, top: int) -> list:
     level, out = {0: top}, []
     for st in steps:
         if st.depth > top:
-            raise ks.ParameterError(f"layer {st.name} takes {st.depth} levels, more than the {top} a bootstrap gives "
-                                    "back: use parameters with more user levels, or a lower-degree activation")
+            raise ks.ParameterError(
+                f"layer {st.name} takes {st.depth} levels, more than the {top} a bootstrap gives "
+                "back: use parameters with more user levels, or a lower-degree activation"
+            )
         for i in st.inputs:
             if level[i] < st.depth:
                 out.append(Bootstrap(f"bootstrap before {st.name}", i))
@@ -806,8 +872,11 @@ def _units(steps, peaks: dict) -> dict:
                     s.Ws[k] = s.Ws[k] * f
                     s.diags[k] = {r: d * f for r, d in s.diags[k].items()}
             s.b = s.b / out
-        elif (isinstance(s, Activation) and s.kind not in ("square", "sign")
-              and (units[s.input], units[s.output]) != (1.0, 1.0)):
+        elif (
+            isinstance(s, Activation)
+            and s.kind not in ("square", "sign")
+            and (units[s.input], units[s.output]) != (1.0, 1.0)
+        ):
             s.s_in, out = units[s.input], units[s.output]
             if s.kind == "power":
                 s.poly = ks.Polynomial([c * s.s_in**i / out for i, c in enumerate(s.coeffs)])
@@ -831,6 +900,7 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
     to 20 bits) that the smallest ring holding the plan at 8 bits gives with the same number of primes (so at the same
     speed). A plan no 128-bit ring holds: the bootstrapping preset (BOOT16, 9 levels between bootstraps, or BOOT16L,
     14) that needs fewer bootstraps, when bootstrap is on."""
+
     def fit(bits, d=depth):  # None where no 128-bit ring holds it
         try:
             return ks.Parameters.for_circuit(d, bits, slots=slots, integer_bits=integer_bits)
@@ -844,8 +914,9 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
             presets = [ks.Parameters.named(n) for n in ("BOOT16", "BOOT16L")]
             usable = [p for p in presets if max(st.depth for st in steps) <= p.levels and p.slots >= slots]
             if usable:
-                return min(usable, key=lambda p: sum(isinstance(st, Bootstrap)
-                                                     for st in _place_bootstraps(steps, p.levels)))
+                return min(
+                    usable, key=lambda p: sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, p.levels))
+                )
         most = next((d for d in range(depth - 1, -1, -1) if fit(precision_bits or 8, d)), -1)
         raise ks.ParameterError(
             f"layer {_first_past(steps, most)} is past the {most} levels a 128-bit ring holds at {precision_bits or 8} "
@@ -862,9 +933,21 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
     return params
 
 
-def compile(model, example_input, calibration=None, params=None, precision_bits: int | None = None, device: str = "cpu",
-            threads=None, margin: float = 0.25, activation_error: float = 1e-3, max_activation_depth: int = 6,
-            bootstrap: bool = True, relu_eps: float = 1 / 64, relu_bits: int = 10):
+def compile(
+    model,
+    example_input,
+    calibration=None,
+    params=None,
+    precision_bits: int | None = None,
+    device: str = "cpu",
+    threads=None,
+    margin: float = 0.25,
+    activation_error: float = 1e-3,
+    max_activation_depth: int = 6,
+    bootstrap: bool = True,
+    relu_eps: float = 1 / 64,
+    relu_bits: int = 10,
+):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
     dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals (default:
     the example input), widened by `margin` on each side. params: a ks.Parameters, or None for the smallest 128-bit
@@ -919,7 +1002,8 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
             raise ks.ParameterError(
                 f"layer {_name(n, modules)}: the calibration data drives its outputs to {peak:.3g} (2^"
                 f"{math.log2(peak) if math.isfinite(peak) else math.inf:.0f}), beyond the 2^30 CKKS holds above its "
-                "scale: scale the inputs or the weights down (values near 1 keep every level's precision)")
+                "scale: scale the inputs or the weights down (values near 1 keep every level's precision)"
+            )
     in_layout = _input_layout(in_shape)
     dim0 = int(np.prod(in_shape))
     peaks = {vid[m]: absmax[m] * (1 + margin) for m in held}  # with the margin
@@ -951,8 +1035,16 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
                     for i in range(k):
                         sid = len(peaks)
                         peaks[sid] = 1.0
-                        steps.append(Activation(f"{name} sign step {i + 1}/{k}", "sign", poly=ks.Polynomial(_F3),
-                                                degree=7, input=prev, output=sid))
+                        steps.append(
+                            Activation(
+                                f"{name} sign step {i + 1}/{k}",
+                                "sign",
+                                poly=ks.Polynomial(_F3),
+                                degree=7,
+                                input=prev,
+                                output=sid,
+                            )
+                        )
                         where[sid] = (lay, per, z)  # f_3(0) = 0
                         prev = sid
                     steps.append(ReluJoin(name, [vid[src], prev], vid[n]))
@@ -961,8 +1053,9 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
                 if kind == "square":
                     step = Activation(name, "square")
                 elif kind[0] == "power":
-                    step = Activation(name, "power", poly=ks.Polynomial(kind[1]), degree=len(kind[1]) - 1,
-                                      coeffs=list(kind[1]))
+                    step = Activation(
+                        name, "power", poly=ks.Polynomial(kind[1]), degree=len(kind[1]) - 1, coeffs=list(kind[1])
+                    )
                     z = z if kind[1][0] == 0 else np.zeros_like(z)
                 else:  # Chebyshev on the calibration's range, widened
                     lo, hi = float(calv[src].min()), float(calv[src].max())
@@ -984,18 +1077,25 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
         params = _choose_params(steps, depth, slots, precision_bits, bootstrap, integer_bits)
     ctx = ks.Context(params, threads=threads, device=device)
     if ctx.slots < slots:
-        raise ks.ParameterError(f"the model packs vectors of {slots} values, the parameters have {ctx.slots} slots: "
-                                "pass parameters with a larger ring, or params=None")
+        raise ks.ParameterError(
+            f"the model packs vectors of {slots} values, the parameters have {ctx.slots} slots: "
+            "pass parameters with a larger ring, or params=None"
+        )
     bootstrapper = None
     if ctx.user_level < depth:
         p = ctx.params
         if not bootstrap or not (p.boot_levels > 0 or p.hamming_weight > 0 or p.boot_secret_weight > 0):
-            why = ("bootstrap=False" if not bootstrap else "the parameters cannot bootstrap (no sparse secret, no "
-                   "bootstrapping levels)")
-            raise ks.ParameterError(f"layer {_first_past(steps, ctx.user_level)} is past the last of the parameters' "
-                                    f"{ctx.user_level} levels (the model needs {depth}) and {why}: pass parameters "
-                                    "with more levels or bootstrapping (e.g. BOOT16), or params=None to have them "
-                                    "chosen")
+            why = (
+                "bootstrap=False"
+                if not bootstrap
+                else "the parameters cannot bootstrap (no sparse secret, no bootstrapping levels)"
+            )
+            raise ks.ParameterError(
+                f"layer {_first_past(steps, ctx.user_level)} is past the last of the parameters' "
+                f"{ctx.user_level} levels (the model needs {depth}) and {why}: pass parameters "
+                "with more levels or bootstrapping (e.g. BOOT16), or params=None to have them "
+                "chosen"
+            )
         steps = _place_bootstraps(steps, ctx.user_level)
         held_periods = [where[s.input][1] for s in steps if isinstance(s, Bootstrap)]
         bootstrapper = ks.Bootstrapper(ctx, slots=min(ctx.slots, max(held_periods)), threads=threads)
@@ -1003,14 +1103,30 @@ def compile(model, example_input, calibration=None, params=None, precision_bits:
     for s, level in zip(steps, _levels(steps, ctx.user_level)[1]):
         s.level = level
         if isinstance(s, Affine):
-            s.lts = [ks.LinearTransform(ctx, {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()},
-                                        level=level, threads=threads) for diags in s.diags]
+            s.lts = [
+                ks.LinearTransform(
+                    ctx, {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()}, level=level, threads=threads
+                )
+                for diags in s.diags
+            ]
             if np.any(s.b):
                 bias = np.zeros(s.p_out)
                 bias[s.layout_out] = s.b
                 s.bias = np.tile(bias, ctx.slots // s.p_out)
-    return CompiledModel(steps, out_id, in_shape, in_layout, units[0], out_dim, where[out_id][0], units[out_id], params,
-                         ctx, bootstrapper, time.perf_counter() - t0)
+    return CompiledModel(
+        steps,
+        out_id,
+        in_shape,
+        in_layout,
+        units[0],
+        out_dim,
+        where[out_id][0],
+        units[out_id],
+        params,
+        ctx,
+        bootstrapper,
+        time.perf_counter() - t0,
+    )
 
 
 def _region(node, held, kinds):

@@ -28,8 +28,9 @@ try:
 
     from .api.routes import clients, jobs, keys, system
 except ImportError as e:  # pragma: no cover - the message is the point
-    raise ImportError("the kasoku service needs FastAPI and uvicorn: pip install 'kasoku[serve]' "
-                      "(make venv installs them)") from e
+    raise ImportError(
+        "the kasoku service needs FastAPI and uvicorn: pip install 'kasoku[serve]' (make venv installs them)"
+    ) from e
 
 __all__ = ["Config", "create_app", "from_env", "main", "openapi"]
 
@@ -44,10 +45,14 @@ def create_app(cfg: Config, backend=None) -> FastAPI:
         yield
         await run_in_threadpool(svc.stop)
 
-    app = FastAPI(title="kasoku", version=ks.__version__, lifespan=lifespan,
-                  description="Encrypted computation (CKKS) as a service: register evaluation keys, submit jobs of "
-                              "encrypted inputs, fetch encrypted results. Bodies are kasoku envelopes "
-                              "(docs/SERVING.md); every request but /health carries 'Authorization: Bearer <token>'.")
+    app = FastAPI(
+        title="kasoku",
+        version=ks.__version__,
+        lifespan=lifespan,
+        description="Encrypted computation (CKKS) as a service: register evaluation keys, submit jobs of "
+        "encrypted inputs, fetch encrypted results. Bodies are kasoku envelopes "
+        "(docs/SERVING.md); every request but /health carries 'Authorization: Bearer <token>'.",
+    )
     app.state.service = svc
     for r in (system.router, clients.router, keys.router, jobs.router):
         app.include_router(r)
@@ -59,6 +64,7 @@ def from_env() -> FastAPI:
     the fields of Config), for a deployment that starts uvicorn itself: uvicorn --factory kasoku.service.app:from_env.
     Raises ks.ParameterError naming the variables that are missing or wrong."""
     from pydantic import ValidationError
+
     try:
         cfg = Config()
     except ValidationError as e:
@@ -71,6 +77,7 @@ def from_env() -> FastAPI:
 def openapi() -> dict:
     """The HTTP API's OpenAPI description (the same for every configuration)."""
     import tempfile
+
     with tempfile.TemporaryDirectory() as d:
         app = create_app(Config(data=Path(d), params=ks.Parameters.named("T12"), admin_token="-"))
         spec = app.openapi()
@@ -82,17 +89,32 @@ def main(args) -> int:
     """python -m kasoku serve (arguments in __main__.py)."""
     if args.write_openapi:
         import json
+
         Path(args.write_openapi).write_text(json.dumps(openapi(), indent=1, sort_keys=True) + "\n")
         return 0
     import uvicorn
 
-    params = (ks.Parameters.from_bytes(Path(args.params_file).read_bytes()) if args.params_file
-              else ks.Parameters.named(args.params))
-    cfg = Config(data=Path(args.data), params=params, threads=args.threads, policy=args.policy, capacity=args.capacity,
-                 max_job_bytes=args.max_job_mb << 20, cost=args.cost, executor=args.executor,
-                 ray_address=args.ray_address)
+    params = (
+        ks.Parameters.from_bytes(Path(args.params_file).read_bytes())
+        if args.params_file
+        else ks.Parameters.named(args.params)
+    )
+    cfg = Config(
+        data=Path(args.data),
+        params=params,
+        threads=args.threads,
+        policy=args.policy,
+        capacity=args.capacity,
+        max_job_bytes=args.max_job_mb << 20,
+        cost=args.cost,
+        executor=args.executor,
+        ray_address=args.ray_address,
+    )
     admin_token(cfg)
-    print(f"kasoku serve: {params!r}, executor {cfg.executor}, capacity {cfg.capacity} jobs, data in {cfg.data}; "
-          f"admin token in {cfg.data / 'admin_token'} (ks.Client.register(url, admin_token) makes a client)", flush=True)
+    print(
+        f"kasoku serve: {params!r}, executor {cfg.executor}, capacity {cfg.capacity} jobs, data in {cfg.data}; "
+        f"admin token in {cfg.data / 'admin_token'} (ks.Client.register(url, admin_token) makes a client)",
+        flush=True,
+    )
     uvicorn.run(create_app(cfg), host=args.host, port=args.port, log_level=args.log_level)
     return 0

@@ -17,9 +17,9 @@ class Job:
     jid: int
     graph: ks.sched.Graph
     keys_id: str
-    keys_path: Path                  # the key set's bytes (a remote backend ships them once per node)
-    evaluator: ks.Evaluator          # the key set, loaded here (the job was checked against it)
-    inputs: dict                     # name -> ks.Ciphertext
+    keys_path: Path  # the key set's bytes (a remote backend ships them once per node)
+    evaluator: ks.Evaluator  # the key set, loaded here (the job was checked against it)
+    inputs: dict  # name -> ks.Ciphertext
     blobs: dict = field(default_factory=dict)  # name -> the ciphertext's bytes as received
 
 
@@ -84,8 +84,12 @@ class LocalBackend:
         return out
 
     def status(self) -> dict:
-        return {"executor": self.name, "threads": self.ex.threads, "busy_threads": self.ex.busy_threads,
-                "jobs_in_executor": self.ex.jobs_in_system}
+        return {
+            "executor": self.name,
+            "threads": self.ex.threads,
+            "busy_threads": self.ex.busy_threads,
+            "jobs_in_executor": self.ex.jobs_in_system,
+        }
 
     def close(self) -> None:
         self.ex.close()

@@ -32,8 +32,21 @@ class ServerProcess:
 
         self.data.mkdir(parents=True, exist_ok=True)
         with open(self.data / "server.log", "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "kasoku", "serve", "--data", str(self.data), "--port",
-                                          str(self.port), *self.args], stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "kasoku",
+                    "serve",
+                    "--data",
+                    str(self.data),
+                    "--port",
+                    str(self.port),
+                    *self.args,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None:
             try:

@@ -6,9 +6,15 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 OCTETS = "application/octet-stream"
-BINARY_BODY = {"requestBody": {"required": True, "content": {OCTETS: {"schema": {"type": "string", "format": "binary"}}}}}
-BINARY_RESULT = {200: {"content": {OCTETS: {"schema": {"type": "string", "format": "binary"}}},
-                       "description": "the envelope of the outputs (kasoku.service.wire)"}}
+BINARY_BODY = {
+    "requestBody": {"required": True, "content": {OCTETS: {"schema": {"type": "string", "format": "binary"}}}}
+}
+BINARY_RESULT = {
+    200: {
+        "content": {OCTETS: {"schema": {"type": "string", "format": "binary"}}},
+        "description": "the envelope of the outputs (kasoku.service.wire)",
+    }
+}
 
 
 class Health(BaseModel):

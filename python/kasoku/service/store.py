@@ -18,8 +18,8 @@ from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS clients (id TEXT PRIMARY KEY, token_sha256 TEXT UNIQUE NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, client TEXT NOT NULL, bytes INTEGER NOT NULL, relin INTEGER NOT NULL,
-                                 galois TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, client TEXT NOT NULL, bytes INTEGER NOT NULL,
+                                 relin INTEGER NOT NULL, galois TEXT NOT NULL, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, client TEXT NOT NULL, keys TEXT NOT NULL,
                                  state TEXT NOT NULL, submitted REAL NOT NULL, finished REAL, error TEXT,
                                  request_bytes INTEGER NOT NULL, result_bytes INTEGER, runs INTEGER NOT NULL DEFAULT 0,
@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, client TE
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_idem ON jobs(client, idempotency_key);
 """
+
 
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
@@ -82,8 +83,10 @@ class Store:
     def add_keys(self, client: str, data: bytes, relin: bool, galois: list[int]) -> str:
         kid = "k" + secrets.token_hex(8)
         _write(self.key_path(kid), data)
-        self._q("INSERT INTO keys VALUES (?, ?, ?, ?, ?, ?)",
-                (kid, client, len(data), int(relin), ",".join(map(str, galois)), time.time()))
+        self._q(
+            "INSERT INTO keys VALUES (?, ?, ?, ?, ?, ?)",
+            (kid, client, len(data), int(relin), ",".join(map(str, galois)), time.time()),
+        )
         return kid
 
     def keys_of(self, client: str, kid: str) -> dict | None:
@@ -109,8 +112,11 @@ class Store:
     def accept(self, client: str, kid: str, body: bytes, key: str | None = None) -> int:
         """Makes the job durable; returns its id."""
         with self._lock:
-            cur = self._db.execute("INSERT INTO jobs (client, keys, state, submitted, request_bytes, idempotency_key) "
-                                   "VALUES (?, ?, 'new', ?, ?, ?)", (client, kid, time.time(), len(body), key))
+            cur = self._db.execute(
+                "INSERT INTO jobs (client, keys, state, submitted, request_bytes, idempotency_key) "
+                "VALUES (?, ?, 'new', ?, ?, ?)",
+                (client, kid, time.time(), len(body), key),
+            )
             jid = int(cur.lastrowid)
         _write(self.request_path(jid), body)
         self._q("UPDATE jobs SET state = 'queued', runs = 1 WHERE id = ?", (jid,))
@@ -132,8 +138,10 @@ class Store:
         now = time.time()
         with self._lock:
             cur = self._db.execute(
-                "UPDATE jobs SET state = ?, finished = ?, error = ?, result_bytes = ? WHERE id = ? AND state = 'queued'",
-                ("done" if error is None else "failed", now, error, None if result is None else len(result), jid))
+                "UPDATE jobs SET state = ?, finished = ?, error = ?, result_bytes = ? "
+                "WHERE id = ? AND state = 'queued'",
+                ("done" if error is None else "failed", now, error, None if result is None else len(result), jid),
+            )
             if cur.rowcount != 1:
                 return None
             (sub,) = self._db.execute("SELECT submitted FROM jobs WHERE id = ?", (jid,)).fetchone()
@@ -142,13 +150,24 @@ class Store:
 
     def job(self, client: str, jid: int) -> dict | None:
         """The job's record, if it is this client's."""
-        rows = self._q("SELECT state, submitted, finished, error, request_bytes, result_bytes, runs FROM jobs "
-                       "WHERE id = ? AND client = ?", (jid, client))
+        rows = self._q(
+            "SELECT state, submitted, finished, error, request_bytes, result_bytes, runs FROM jobs "
+            "WHERE id = ? AND client = ?",
+            (jid, client),
+        )
         if not rows or rows[0][0] == "new":
             return None
         st, sub, fin, err, rq, rs, runs = rows[0]
-        return {"job": jid, "status": st, "submitted": sub, "finished": fin, "error": err, "request_bytes": rq,
-                "result_bytes": rs, "runs": runs}
+        return {
+            "job": jid,
+            "status": st,
+            "submitted": sub,
+            "finished": fin,
+            "error": err,
+            "request_bytes": rq,
+            "result_bytes": rs,
+            "runs": runs,
+        }
 
     def result(self, jid: int) -> bytes:
         return self.result_path(jid).read_bytes()
@@ -166,7 +185,10 @@ class Store:
         durable ('new') are dropped (their client got no answer)."""
         for (jid,) in self._q("SELECT id FROM jobs WHERE state = 'new'"):
             self.discard(jid)
-        return [(int(a), b, c) for a, b, c in self._q("SELECT id, client, keys FROM jobs WHERE state = 'queued' ORDER BY id")]
+        return [
+            (int(a), b, c)
+            for a, b, c in self._q("SELECT id, client, keys FROM jobs WHERE state = 'queued' ORDER BY id")
+        ]
 
     def counts(self) -> dict[str, int]:
         return {s: n for s, n in self._q("SELECT state, COUNT(*) FROM jobs GROUP BY state")}

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import kasoku as ks
 
 MAGIC = b"KSW1"
-MAX_HEADER = 1 << 20        # bytes of JSON
+MAX_HEADER = 1 << 20  # bytes of JSON
 MAX_BLOBS = 64
 MAX_NODES = 4096
 MAX_NAME = 64
@@ -58,7 +58,7 @@ def unpack(body: bytes) -> tuple[dict, list[memoryview]]:
     if n > MAX_HEADER or 8 + n > len(body):
         raise BadRequest(f"the header length {n} exceeds the body ({len(body)} bytes) or {MAX_HEADER} bytes")
     try:
-        header = json.loads(bytes(body[8:8 + n]).decode("utf-8"), parse_constant=_no_constants)
+        header = json.loads(bytes(body[8 : 8 + n]).decode("utf-8"), parse_constant=_no_constants)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise BadRequest(f"the header is not UTF-8 JSON: {e}") from None
     if not isinstance(header, dict):
@@ -67,11 +67,12 @@ def unpack(body: bytes) -> tuple[dict, list[memoryview]]:
     if not isinstance(sizes, list) or len(sizes) > MAX_BLOBS or not all(_is_int(s) and s >= 0 for s in sizes):
         raise BadRequest(f"the header's 'blobs' must be a list of at most {MAX_BLOBS} sizes >= 0")
     if 8 + n + sum(sizes) != len(body):
-        raise BadRequest(f"the blobs' sizes ({sum(sizes)} bytes) do not match the body after the header "
-                         f"({len(body) - 8 - n} bytes)")
+        raise BadRequest(
+            f"the blobs' sizes ({sum(sizes)} bytes) do not match the body after the header ({len(body) - 8 - n} bytes)"
+        )
     view, at, blobs = memoryview(body), 8 + n, []
     for s in sizes:
-        blobs.append(view[at:at + s])
+        blobs.append(view[at : at + s])
         at += s
     return header, blobs
 
@@ -98,23 +99,27 @@ def _constant(v, what: str) -> complex:
     else:
         re, im = v, 0.0
     for x in (re, im):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or abs(x) >= 2.0 ** 60:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or abs(x) >= 2.0**60:
             raise BadRequest(f"{what} must be a finite number (or [re, im]) below 2^60 in magnitude")
     return complex(re, im)
 
 
 # How each field of the schema is read from a request (what the C++ side accepts, within the service's limits).
-_FIELDS = {"name": _name, "level": lambda v, what: _int(v, what, 0, 64), "constant": _constant,
-           "step": lambda v, what: _int(v, what, -MAX_STEP, MAX_STEP)}
+_FIELDS = {
+    "name": _name,
+    "level": lambda v, what: _int(v, what, 0, 64),
+    "constant": _constant,
+    "step": lambda v, what: _int(v, what, -MAX_STEP, MAX_STEP),
+}
 
 
 @dataclass
 class JobSpec:
     keys: str
-    inputs: list[str]           # names, in blob order
-    nodes: list[dict] | None    # a graph's nodes (checked), or None for a computation
+    inputs: list[str]  # names, in blob order
+    nodes: list[dict] | None  # a graph's nodes (checked), or None for a computation
     outputs: list[tuple[int, str]]
-    computation: dict | None    # {"name": ..., "order" | "degree": ...}
+    computation: dict | None  # {"name": ..., "order" | "degree": ...}
 
 
 def _graph(g) -> tuple[list[dict], list[tuple[int, str]]]:
@@ -181,8 +186,9 @@ def parse_job(body: bytes) -> tuple[JobSpec, list[memoryview]]:
     return JobSpec(keys, names, None, [], comp), blobs
 
 
-def job_request(keys: str, inputs: dict[str, bytes], graph: dict | None = None,
-                computation: dict | None = None) -> bytes:
+def job_request(
+    keys: str, inputs: dict[str, bytes], graph: dict | None = None, computation: dict | None = None
+) -> bytes:
     header: dict = {"keys": keys, "inputs": list(inputs)}
     if graph is not None:
         header["graph"] = graph

@@ -101,7 +101,8 @@ std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, 
     const int stages = std::countr_zero(n);
     if (groups < 1 || groups > stages)
         throw ParameterError("the special FFT of " + std::to_string(n) + " slots has " + std::to_string(stages) +
-                             " stages: merge them into 1.." + std::to_string(stages) + " transforms, not " + std::to_string(groups));
+                             " stages: merge them into 1.." + std::to_string(stages) + " transforms, not " +
+                             std::to_string(groups));
     // Stage lengths in the order they apply: forward 2, 4, .., n; inverse n, .., 2.
     std::vector<std::size_t> lens;
     for (std::size_t len = 2; len <= n; len *= 2) lens.push_back(len);
@@ -148,7 +149,8 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
     plan.slots = cfg.slots ? cfg.slots : ctx.slots();
     if (plan.slots < 2 || plan.slots > ctx.slots() || !std::has_single_bit(plan.slots))
         throw ParameterError("bootstrapping: slots must be 0 (all " + std::to_string(ctx.slots()) +
-                             ") or a power of two in 2.." + std::to_string(ctx.slots()) + ", not " + std::to_string(cfg.slots));
+                             ") or a power of two in 2.." + std::to_string(ctx.slots()) + ", not " +
+                             std::to_string(cfg.slots));
     const int stages = std::countr_zero(plan.slots);
     check_range("double_angle", cfg.double_angle, 0, 8);
     if (cfg.arcsine_degree != 0 && (cfg.arcsine_degree < 3 || cfg.arcsine_degree > 15 || cfg.arcsine_degree % 2 == 0))
@@ -173,9 +175,10 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
     } else if (h > 0) {
         plan.k_bound = std::ceil(6.0 * i_sigma(h));
     } else {
-        throw ParameterError("bootstrapping with a uniform ternary secret: ModRaise's q_0 I would need a very long sine "
-                             "approximation; use parameters with boot_secret_weight (sparse-secret encapsulation, e.g. "
-                             "32) or a sparse secret (hamming_weight), or give k_bound");
+        throw ParameterError(
+            "bootstrapping with a uniform ternary secret: ModRaise's q_0 I would need a very long sine "
+            "approximation; use parameters with boot_secret_weight (sparse-secret encapsulation, e.g. "
+            "32) or a sparse secret (hamming_weight), or give k_bound");
     }
     // EvalMod: cos(2 pi ((B + 1) y - 1/4) / 2^r) on [-1, 1].
     const double range = plan.k_bound + 1.0, shrink = std::ldexp(1.0, -cfg.double_angle);
@@ -195,8 +198,9 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
             plan.cos = chebyshev(f, -1.0, 1.0, d);
             if (max_error(plan.cos) <= std::ldexp(1.0, -42)) break;
             if (d >= 1023)
-                throw ParameterError("bootstrapping: no cosine interpolant of degree <= 1023 reaches 2^-42 for k_bound " +
-                                     std::to_string(plan.k_bound) + "; raise double_angle");
+                throw ParameterError(
+                    "bootstrapping: no cosine interpolant of degree <= 1023 reaches 2^-42 for k_bound " +
+                    std::to_string(plan.k_bound) + "; raise double_angle");
         }
     }
     if (cfg.arcsine_degree) plan.asin = arcsine_taylor(cfg.arcsine_degree);
@@ -215,7 +219,8 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
         if (cfg.cts_levels == 0) cfg.cts_levels = std::clamp(room - 1, 1, std::min(4, stages));
     } else {
         if (cfg.cts_levels == 0)
-            cfg.cts_levels = std::clamp(cfg.stc_levels ? room - cfg.stc_levels : (room + 1) / 2, 1, std::min(4, stages));
+            cfg.cts_levels =
+                std::clamp(cfg.stc_levels ? room - cfg.stc_levels : (room + 1) / 2, 1, std::min(4, stages));
         if (cfg.stc_levels == 0) cfg.stc_levels = std::clamp(room - cfg.cts_levels, 1, std::min(3, stages));
     }
     check_range("cts_levels", cfg.cts_levels, 1, stages);
@@ -226,7 +231,8 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
     if (plan.depth > have)
         throw ParameterError("bootstrapping needs " + std::to_string(plan.depth) + " levels (CoeffToSlot " +
                              std::to_string(cfg.cts_levels) + ", EvalMod " + std::to_string(evalmod) +
-                             (cfg.slot_to_coeff_first ? std::string(", the final scaling 1") : ", SlotToCoeff " + std::to_string(cfg.stc_levels)) +
+                             (cfg.slot_to_coeff_first ? std::string(", the final scaling 1")
+                                                      : ", SlotToCoeff " + std::to_string(cfg.stc_levels)) +
                              ") but the parameters have " + std::to_string(have) +
                              (params.boot_levels > 0 ? " bootstrapping levels" : "") +
                              "; use more levels or fewer transform levels");
@@ -248,7 +254,8 @@ Maps transform_maps(const ckks::Context& ctx, const Plan& plan, double cts_facto
     const std::size_t s = plan.slots, all = ctx.slots();
     const bool first = plan.cfg.slot_to_coeff_first;
     Maps m{dft_factors(ctx, true, plan.cfg.cts_levels, cts_factor, s),
-           dft_factors(ctx, false, plan.cfg.stc_levels, first ? 1.0 : stc_factor, s), {}};
+           dft_factors(ctx, false, plan.cfg.stc_levels, first ? 1.0 : stc_factor, s),
+           {}};
     if (first) m.finish[0] = cvec(all, stc_factor);
     if (s < all) {
         const std::complex<double> i(0.0, 1.0);
@@ -280,7 +287,8 @@ std::vector<std::uint64_t> trace_steps(const ckks::Context& ctx, std::size_t s) 
 }
 }  // namespace
 
-Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec, const Progress& progress) : ctx_(std::move(ctx)) {
+Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec, const Progress& progress)
+    : ctx_(std::move(ctx)) {
     if (!ctx_) throw ParameterError("bootstrapping needs a context");
     Plan plan = make_plan(*ctx_, cfg);
     cfg_ = plan.cfg;
@@ -302,12 +310,18 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
     // The key is the context and everything the planned config fixes (its transform levels chosen).
     static std::mutex cache_mutex;
     static std::map<std::vector<double>, std::weak_ptr<const Transforms>> cache;
-    const std::vector<double> key = {static_cast<double>(ctx_->uid()), static_cast<double>(cfg_.cts_levels),
-                                     static_cast<double>(cfg_.stc_levels), static_cast<double>(cfg_.double_angle),
-                                     static_cast<double>(cfg_.log_message_ratio), k_bound_, static_cast<double>(cos_.coeffs.size()),
-                                     static_cast<double>(slots_), static_cast<double>(cfg_.arcsine_degree),
+    const std::vector<double> key = {static_cast<double>(ctx_->uid()),
+                                     static_cast<double>(cfg_.cts_levels),
+                                     static_cast<double>(cfg_.stc_levels),
+                                     static_cast<double>(cfg_.double_angle),
+                                     static_cast<double>(cfg_.log_message_ratio),
+                                     k_bound_,
+                                     static_cast<double>(cos_.coeffs.size()),
+                                     static_cast<double>(slots_),
+                                     static_cast<double>(cfg_.arcsine_degree),
                                      cfg_.slot_to_coeff_first ? 1.0 : 0.0};
-    std::lock_guard<std::mutex> lock(cache_mutex);  // a second bootstrapper of the config waits for the first's encoding
+    std::lock_guard<std::mutex> lock(
+        cache_mutex);  // a second bootstrapper of the config waits for the first's encoding
     if ((transforms_ = cache[key].lock())) return;
     // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)); sparse: the trace's sum of g
     // copies -> (t_{gj} + i t_{g(j+s)}) / (q_0 (B + 1)) before the split (which halves it).
@@ -316,7 +330,8 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
     // SlotToCoeff: sin(2 pi x) = sin(2 pi m / K) ~ 2 pi m / K -> m.
     const Maps maps = transform_maps(*ctx_, plan, cts_factor, ratio_ / (2.0 * std::numbers::pi));
     auto t = std::make_shared<Transforms>();
-    const std::size_t total = static_cast<std::size_t>(cfg_.cts_levels + cfg_.stc_levels + (cfg_.slot_to_coeff_first ? 1 : 0));
+    const std::size_t total =
+        static_cast<std::size_t>(cfg_.cts_levels + cfg_.stc_levels + (cfg_.slot_to_coeff_first ? 1 : 0));
     std::size_t done = 0;
     const auto encoded = [&] {
         if (progress) progress(++done, total);
@@ -341,7 +356,9 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
     transforms_ = std::move(t);
 }
 
-int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) { return make_plan(ctx, cfg).depth; }
+int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) {
+    return make_plan(ctx, cfg).depth;
+}
 
 std::size_t Bootstrapper::plan_nbytes() const {
     std::size_t bytes = 0;
@@ -370,7 +387,8 @@ std::vector<std::uint64_t> Bootstrapper::galois_elements(const ckks::Context& ct
             std::vector<std::int64_t> offsets;
             for (const auto& [r, diag] : d)  // the nonzero diagonals, as LinearTransform keeps them
                 if (std::any_of(diag.begin(), diag.end(), [](const auto& v) { return v != 0.0; })) offsets.push_back(r);
-            for (std::uint64_t g : LinearTransform::galois_elements(ctx, LinearTransform::plan_for(offsets, ctx.slots())))
+            for (std::uint64_t g :
+                 LinearTransform::galois_elements(ctx, LinearTransform::plan_for(offsets, ctx.slots())))
                 all.insert(g);
         }
     return {all.begin(), all.end()};
@@ -380,7 +398,8 @@ namespace {
 // ct on `level` with its canonical scale: taken down exactly (one rescale) from above; on that level its scale must
 // be the canonical one already.
 Ciphertext on_level(const ckks::Context& ctx, const ckks::Evaluator& ev, const Ciphertext& in, int level, Exec exec) {
-    if (in.size() > 3) throw ParameterError("bootstrap takes ciphertexts of size 2 or 3, not " + std::to_string(in.size()));
+    if (in.size() > 3)
+        throw ParameterError("bootstrap takes ciphertexts of size 2 or 3, not " + std::to_string(in.size()));
     const Ciphertext ct = in.size() == 3 ? ev.relinearize(in, exec) : in;
     if (ct.level() > level) return ev.linear_combination_at({&ct}, {1.0}, 0.0, level, 0.0, exec);
     if (ct.level() < level)
@@ -388,10 +407,13 @@ Ciphertext on_level(const ckks::Context& ctx, const ckks::Evaluator& ev, const C
                          " (the transform runs on its levels " + std::to_string(level) + "..1), this one is at " +
                          std::to_string(ct.level()) + "; bootstrap it earlier or use fewer stc_levels");
     if (!ctx.is_canonical(ct.scale, level))
-        throw ScaleError("bootstrap needs a ciphertext at level " + std::to_string(level) + " on its canonical scale (" +
-                         std::to_string(ctx.scale_at(level)) + "), this one has " + std::to_string(ct.scale) +
+        throw ScaleError("bootstrap needs a ciphertext at level " + std::to_string(level) +
+                         " on its canonical scale (" + std::to_string(ctx.scale_at(level)) + "), this one has " +
+                         std::to_string(ct.scale) +
                          " and no level left to adjust it: bootstrap it one level earlier (any scale is taken above "
-                         "level " + std::to_string(level) + "), or bring it down with drop_level, which keeps the canonical "
+                         "level " +
+                         std::to_string(level) +
+                         "), or bring it down with drop_level, which keeps the canonical "
                          "scale, instead of drop_limbs or a hand-chosen scale");
     return ct;
 }
@@ -406,7 +428,8 @@ Ciphertext mod_raise(const ckks::Evaluator& ev, const Ciphertext& a, int level, 
         throw LevelError("mod_raise needs a ciphertext at level 0 (this one is at level " + std::to_string(a.level()) +
                          "); drop_level it first");
     if (level < 1 || level > ctx.max_level())
-        throw LevelError("mod_raise to level " + std::to_string(level) + ": levels are 1.." + std::to_string(ctx.max_level()));
+        throw LevelError("mod_raise to level " + std::to_string(level) + ": levels are 1.." +
+                         std::to_string(ctx.max_level()));
     exec = ctx.exec(exec);
     const rns::Backend& be = ctx.backend();
     Ciphertext r = a;
@@ -423,7 +446,8 @@ const ckks::SwitchKey& encapsulation_key(const ckks::Evaluator& ev, bool to_spar
     const ckks::EvaluationKeys* keys = ev.keys();
     const auto& key = keys ? (to_sparse ? keys->to_sparse : keys->from_sparse) : nullptr;
     if (!key)
-        throw MissingKeyError(std::string(op) + " needs the encapsulation keys: parameters with boot_secret_weight and "
+        throw MissingKeyError(std::string(op) +
+                              " needs the encapsulation keys: parameters with boot_secret_weight and "
                               "ctx.keygen(bootstrapping=True) (KeyGenerator::encapsulation_keys)");
     return *key;
 }
@@ -432,7 +456,8 @@ const ckks::SwitchKey& encapsulation_key(const ckks::Evaluator& ev, bool to_spar
 Ciphertext switch_to_sparse(const ckks::Evaluator& ev, const Ciphertext& a, Exec exec) {
     const ckks::SwitchKey& key = encapsulation_key(ev, true, "switch_to_sparse");
     if (a.level() != 0)
-        throw LevelError("switch_to_sparse works at level 0 (its key lives on q_0 * p_0 only); drop_level the ciphertext first");
+        throw LevelError(
+            "switch_to_sparse works at level 0 (its key lives on q_0 * p_0 only); drop_level the ciphertext first");
     return ev.key_switch(a, key, exec);
 }
 
@@ -450,11 +475,13 @@ Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, 
     return encapsulated ? switch_from_sparse(ev, raised, exec) : raised;
 }
 
-Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Ciphertext& raised, Exec exec, OpCounts* counts) const {
+Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Ciphertext& raised, Exec exec,
+                                       OpCounts* counts) const {
     if (!sparse()) return apply_all(transforms_->cts, ev, raised, exec, counts);
     // The trace to the subring (doubling: one key per step), the transforms, then a + conj(a).
-    const Ciphertext a = apply_all(transforms_->cts, ev, ev.trace(raised, trace_steps_, static_cast<int>(trace_steps_.size()), exec),
-                                   exec, counts);
+    const Ciphertext a =
+        apply_all(transforms_->cts, ev, ev.trace(raised, trace_steps_, static_cast<int>(trace_steps_.size()), exec),
+                  exec, counts);
     if (counts) {
         counts->rot += trace_steps_.size() + 1;
         counts->add += trace_steps_.size() + 1;
@@ -475,7 +502,8 @@ Ciphertext Bootstrapper::eval_mod(const ckks::Evaluator& ev, const Ciphertext& y
     return asin_.coeffs.empty() ? c : evaluate(ev, c, asin_, exec, counts);
 }
 
-Ciphertext Bootstrapper::slot_to_coeff(const ckks::Evaluator& ev, const Ciphertext& w, Exec exec, OpCounts* counts) const {
+Ciphertext Bootstrapper::slot_to_coeff(const ckks::Evaluator& ev, const Ciphertext& w, Exec exec,
+                                       OpCounts* counts) const {
     return apply_all(transforms_->stc, ev, w, exec, counts);
 }
 
@@ -512,7 +540,8 @@ Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& 
         }
         w = ev.add(re, ev.multiply_by_i(im, exec), exec);
     }
-    if (cfg_.slot_to_coeff_first) w = transforms_->finish.front().apply(ev, w, exec, counts);  // the final scaling, timed with EvalMod
+    if (cfg_.slot_to_coeff_first)
+        w = transforms_->finish.front().apply(ev, w, exec, counts);  // the final scaling, timed with EvalMod
     lap(&BootstrapTimes::eval_mod);
     if (cfg_.slot_to_coeff_first) return w;
     Ciphertext out = slot_to_coeff(ev, w, exec, counts);

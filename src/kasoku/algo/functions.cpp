@@ -29,7 +29,8 @@ Polynomial f3_polynomial(bool halved) {
 }
 
 // Composite sign; halve_last: (sign + 1) / 2 from the last step.
-Ciphertext sign_steps(const ckks::Evaluator& ev, const Ciphertext& x, double eps, int bits, bool halve_last, Exec exec) {
+Ciphertext sign_steps(const ckks::Evaluator& ev, const Ciphertext& x, double eps, int bits, bool halve_last,
+                      Exec exec) {
     const int k = sign_iterations(eps, bits);
     if (x.level() < 3 * k)
         throw LevelError("sign: |x| >= " + std::to_string(eps) + " to 2^-" + std::to_string(bits) + " needs " +
@@ -44,30 +45,35 @@ Ciphertext sign_steps(const ckks::Evaluator& ev, const Ciphertext& x, double eps
 
 }  // namespace
 
-Ciphertext evaluate_function(const ckks::Evaluator& ev, const Ciphertext& x, const std::function<double(double)>& f, double a,
-                             double b, std::size_t degree, Exec exec) {
+Ciphertext evaluate_function(const ckks::Evaluator& ev, const Ciphertext& x, const std::function<double(double)>& f,
+                             double a, double b, std::size_t degree, Exec exec) {
     return evaluate(ev, x, chebyshev(f, a, b, degree), exec);
 }
 
 Ciphertext sigmoid(const ckks::Evaluator& ev, const Ciphertext& x, double a, double b, std::size_t degree, Exec exec) {
-    return evaluate_function(ev, x, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }, a, b, degree, exec);
+    return evaluate_function(
+        ev, x, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }, a, b, degree, exec);
 }
 
 Ciphertext exp(const ckks::Evaluator& ev, const Ciphertext& x, double a, double b, std::size_t degree, Exec exec) {
-    return evaluate_function(ev, x, [](double v) { return std::exp(v); }, a, b, degree, exec);
+    return evaluate_function(
+        ev, x, [](double v) { return std::exp(v); }, a, b, degree, exec);
 }
 
 Ciphertext sin(const ckks::Evaluator& ev, const Ciphertext& x, double a, double b, std::size_t degree, Exec exec) {
-    return evaluate_function(ev, x, [](double v) { return std::sin(v); }, a, b, degree, exec);
+    return evaluate_function(
+        ev, x, [](double v) { return std::sin(v); }, a, b, degree, exec);
 }
 
 Ciphertext cos(const ckks::Evaluator& ev, const Ciphertext& x, double a, double b, std::size_t degree, Exec exec) {
-    return evaluate_function(ev, x, [](double v) { return std::cos(v); }, a, b, degree, exec);
+    return evaluate_function(
+        ev, x, [](double v) { return std::cos(v); }, a, b, degree, exec);
 }
 
 Ciphertext sqrt(const ckks::Evaluator& ev, const Ciphertext& x, double a, double b, std::size_t degree, Exec exec) {
     if (!(a >= 0.0)) throw ParameterError("sqrt: the interval must lie in [0, inf): got a = " + std::to_string(a));
-    return evaluate_function(ev, x, [](double v) { return std::sqrt(std::max(v, 0.0)); }, a, b, degree, exec);
+    return evaluate_function(
+        ev, x, [](double v) { return std::sqrt(std::max(v, 0.0)); }, a, b, degree, exec);
 }
 
 int inverse_depth(double a, double b, std::size_t degree, int iterations) {
@@ -80,14 +86,15 @@ int inverse_depth(double a, double b, std::size_t degree, int iterations) {
     return Polynomial(c, Basis::chebyshev, a, b).depth() + 2 * iterations;
 }
 
-Ciphertext inverse(const ckks::Evaluator& ev, const Ciphertext& x, double a, double b, std::size_t degree, int iterations,
-                   Exec exec) {
+Ciphertext inverse(const ckks::Evaluator& ev, const Ciphertext& x, double a, double b, std::size_t degree,
+                   int iterations, Exec exec) {
     const int depth = inverse_depth(a, b, degree, iterations);
     if (x.level() < depth)
         throw LevelError("inverse: degree " + std::to_string(degree) + " and " + std::to_string(iterations) +
                          " Newton steps need " + std::to_string(depth) + " levels and the ciphertext is at level " +
                          std::to_string(x.level()) + "; use more levels, a lower degree or fewer steps");
-    Ciphertext y = evaluate_function(ev, x, [](double v) { return 1.0 / v; }, a, b, degree, exec);
+    Ciphertext y = evaluate_function(
+        ev, x, [](double v) { return 1.0 / v; }, a, b, degree, exec);
     for (int i = 0; i < iterations; ++i) {  // y (2 - x y)
         const Ciphertext xy = ev.multiply(x, y, true, exec);
         y = ev.multiply(y, ev.add_scalar(ev.negate(xy, exec), 2.0, exec), true, exec);

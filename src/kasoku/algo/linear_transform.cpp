@@ -29,7 +29,9 @@ OpCounts& OpCounts::operator+=(const OpCounts& o) {
 
 namespace {
 using detail::floor_mod;
-std::int64_t signed_offset(std::int64_t r, std::size_t slots) { return detail::signed_offset(r, static_cast<std::int64_t>(slots)); }
+std::int64_t signed_offset(std::int64_t r, std::size_t slots) {
+    return detail::signed_offset(r, static_cast<std::int64_t>(slots));
+}
 }  // namespace
 
 BsgsPlan plan_bsgs(const std::vector<std::int64_t>& offsets, std::size_t baby) {
@@ -91,8 +93,8 @@ BsgsPlan LinearTransform::plan_for(const std::vector<std::int64_t>& offsets, std
 std::map<std::int64_t, cvec> LinearTransform::matrix_diagonals(const std::complex<double>* m, std::size_t dim,
                                                                std::size_t slots) {
     if (dim == 0 || dim > slots)
-        throw ParameterError("the matrix must be dim x dim with 1 <= dim <= slots = " + std::to_string(slots) + ", got dim = " +
-                             std::to_string(dim));
+        throw ParameterError("the matrix must be dim x dim with 1 <= dim <= slots = " + std::to_string(slots) +
+                             ", got dim = " + std::to_string(dim));
     std::map<std::int64_t, cvec> diags;
     for (std::size_t s = 0; s < dim; ++s)
         for (std::size_t t = 0; t < dim; ++t) {
@@ -105,8 +107,8 @@ std::map<std::int64_t, cvec> LinearTransform::matrix_diagonals(const std::comple
     return diags;
 }
 
-LinearTransform LinearTransform::from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,
-                                             std::size_t baby, Exec exec) {
+LinearTransform LinearTransform::from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim,
+                                             int level, std::size_t baby, Exec exec) {
     const std::size_t slots = ctx->slots();
     return LinearTransform(std::move(ctx), matrix_diagonals(m, dim, slots), level, baby, exec);
 }
@@ -115,15 +117,15 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
                                  std::size_t baby, Exec exec)
     : ctx_(std::move(ctx)), level_(level) {
     if (level < 1 || level > ctx_->max_level())
-        throw LevelError("a linear transform consumes one level: its level must be in 1.." + std::to_string(ctx_->max_level()) +
-                         ", got " + std::to_string(level));
+        throw LevelError("a linear transform consumes one level: its level must be in 1.." +
+                         std::to_string(ctx_->max_level()) + ", got " + std::to_string(level));
     const std::size_t slots = ctx_->slots();
     // Merge offsets equal mod slots, drop zero diagonals.
     std::map<std::int64_t, cvec> diags;
     for (const auto& [r, v] : diagonals) {
         if (v.size() > slots)
-            throw ParameterError("diagonal " + std::to_string(r) + " has " + std::to_string(v.size()) + " values, but there are " +
-                                 std::to_string(slots) + " slots");
+            throw ParameterError("diagonal " + std::to_string(r) + " has " + std::to_string(v.size()) +
+                                 " values, but there are " + std::to_string(slots) + " slots");
         if (std::all_of(v.begin(), v.end(), [](auto x) { return x == std::complex<double>(0.0); })) continue;
         auto& d = diags[signed_offset(r, slots)];
         if (d.empty()) d.assign(slots, 0.0);
@@ -146,7 +148,8 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
         const std::int64_t giant = plan_.giants[gi];
         cvec rotated(slots);  // Rot_{-giant}(diag)[s] = diag[(s - giant) mod slots]
         for (std::size_t s = 0; s < slots; ++s)
-            rotated[s] = v[static_cast<std::size_t>(floor_mod(static_cast<std::int64_t>(s) - giant, static_cast<std::int64_t>(slots)))];
+            rotated[s] = v[static_cast<std::size_t>(
+                floor_mod(static_cast<std::int64_t>(s) - giant, static_cast<std::int64_t>(slots)))];
         // A diagonal of period p < slots (most of bootstrapping's FFT factors) is kept in 2p words per limb.
         ckks::Plaintext pt = enc.encode_compact(rotated, scale, level, true, exec);
         bytes_ += pt.poly.words() * sizeof(std::uint64_t);
@@ -167,12 +170,14 @@ std::vector<std::uint64_t> LinearTransform::galois_elements() const { return gal
 
 void LinearTransform::check_level(const Ciphertext& a) const {
     if (a.level() != level_)
-        throw LevelError("the linear transform was encoded for level " + std::to_string(level_) + " but the ciphertext is at level " +
-                         std::to_string(a.level()) + "; drop it with ev.drop_level or build the transform at its level");
+        throw LevelError("the linear transform was encoded for level " + std::to_string(level_) +
+                         " but the ciphertext is at level " + std::to_string(a.level()) +
+                         "; drop it with ev.drop_level or build the transform at its level");
 }
 
 Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const Ciphertext& a, Exec exec, OpCounts* counts) const {
-    const bool rotates = std::any_of(plan_.babies.begin(), plan_.babies.end(), [&](auto s) { return ctx_->galois_element(s) != 1; });
+    const bool rotates =
+        std::any_of(plan_.babies.begin(), plan_.babies.end(), [&](auto s) { return ctx_->galois_element(s) != 1; });
     if (!rotates) return run(ev, a, nullptr, exec, counts);
     check_level(a);  // before the decomposition
     const ckks::Decomposition d = ev.decompose(a, exec);
@@ -180,7 +185,8 @@ Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const Ciphertext& a
     return run(ev, a, &d, exec, counts);
 }
 
-Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, Exec exec, OpCounts* counts) const {
+Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, Exec exec,
+                                  OpCounts* counts) const {
     return run(ev, d.input, &d, exec, counts);
 }
 

@@ -45,8 +45,9 @@ public:
 
     // Offset (slots) of the diagonal that moves matrix position `src` to `dst` (row-major indices in a block).
     std::int64_t offset(std::size_t dst, std::size_t src) const {
-        const std::int64_t r = static_cast<std::int64_t>(g) * (static_cast<std::int64_t>(src) - static_cast<std::int64_t>(dst));
-        if (!cyclic) return r;  // stays inside its tile
+        const std::int64_t r =
+            static_cast<std::int64_t>(g) * (static_cast<std::int64_t>(src) - static_cast<std::int64_t>(dst));
+        if (!cyclic) return r;                                               // stays inside its tile
         return detail::signed_offset(r, static_cast<std::int64_t>(period));  // the input repeats with period g*b*b
     }
 
@@ -85,7 +86,8 @@ public:
         return [b = block, k](std::size_t i, std::size_t j) { return static_cast<std::int64_t>(i * b + (j + k) % b); };
     }
     auto psi_src(std::size_t k) const {
-        return [b = block, k](std::size_t i, std::size_t j) { return static_cast<std::int64_t>(((i + k) % b) * b + j); };
+        return
+            [b = block, k](std::size_t i, std::size_t j) { return static_cast<std::int64_t>(((i + k) % b) * b + j); };
     }
     // psi^k as one rotation (full tiling): its step, in slots.
     std::int64_t psi_step(std::size_t k) const { return offset(0, k * block); }
@@ -154,8 +156,9 @@ std::size_t EncryptedMatrix::grid() const { return plan ? plan->grid : 0; }
 MatrixEncoder::MatrixEncoder(ckks::ContextPtr ctx, std::size_t d, std::size_t g, std::size_t rows)
     : plan_(std::make_shared<const MatmulPlan>(std::move(ctx), d, g)), rows_(rows == 0 ? d : rows) {
     if (rows_ != d && (rows_ > d || d % rows_ != 0 || plan_->grid != 1))
-        throw ParameterError("rows = " + std::to_string(rows_) + ": a rectangular left operand needs rows dividing d = " +
-                             std::to_string(d) + " and d*d*g <= slots (no blocks)");
+        throw ParameterError("rows = " + std::to_string(rows_) +
+                             ": a rectangular left operand needs rows dividing d = " + std::to_string(d) +
+                             " and d*d*g <= slots (no blocks)");
 }
 
 std::size_t MatrixEncoder::d() const { return plan_->d; }
@@ -200,7 +203,8 @@ std::vector<cvec> MatrixEncoder::pack(const std::vector<std::vector<double>>& ma
                     const std::size_t src_row = r % rows;  // rows < d: Jiang's vertical replication
                     for (std::size_t m = 0; m < p.g; ++m) {
                         const double v = mats[m][src_row * p.d + c];
-                        for (std::size_t t = 0; t < p.tiles; ++t) out[bi * p.grid + bj][t * p.period + p.g * (i * b + j) + m] = v;
+                        for (std::size_t t = 0; t < p.tiles; ++t)
+                            out[bi * p.grid + bj][t * p.period + p.g * (i * b + j) + m] = v;
                     }
                 }
     return out;
@@ -219,24 +223,26 @@ std::vector<std::vector<double>> MatrixEncoder::unpack(const std::vector<cvec>& 
     return out;
 }
 
-EncryptedMatrix MatrixEncoder::encrypt(const std::vector<std::vector<double>>& mats, std::size_t rows, const ckks::PublicKey& pk,
-                                       int level, Exec exec) const {
+EncryptedMatrix MatrixEncoder::encrypt(const std::vector<std::vector<double>>& mats, std::size_t rows,
+                                       const ckks::PublicKey& pk, int level, Exec exec) const {
     const auto& ctx = plan_->ctx;
     if (level < 0) level = ctx->user_level();
     if (level < 3 || level > ctx->max_level())
-        throw LevelError("a matrix product needs 3 levels: encrypt at a level in 3.." + std::to_string(ctx->max_level()) +
-                         ", got " + std::to_string(level));
+        throw LevelError("a matrix product needs 3 levels: encrypt at a level in 3.." +
+                         std::to_string(ctx->max_level()) + ", got " + std::to_string(level));
     const auto packed = pack(mats, rows);
     ckks::Encoder enc(ctx);
     ckks::Encryptor encryptor(ctx);
     EncryptedMatrix out;
     out.rows = rows;
     out.plan = plan_;
-    for (const auto& v : packed) out.blocks.push_back(encryptor.encrypt(enc.encode(v, ctx->scale_at(level), level, exec), pk, exec));
+    for (const auto& v : packed)
+        out.blocks.push_back(encryptor.encrypt(enc.encode(v, ctx->scale_at(level), level, exec), pk, exec));
     return out;
 }
 
-std::vector<std::vector<double>> MatrixEncoder::decrypt(const EncryptedMatrix& m, const ckks::SecretKey& sk, Exec exec) const {
+std::vector<std::vector<double>> MatrixEncoder::decrypt(const EncryptedMatrix& m, const ckks::SecretKey& sk,
+                                                        Exec exec) const {
     if (!m.plan || m.plan->d != plan_->d || m.plan->g != plan_->g || m.plan->ctx->uid() != plan_->ctx->uid())
         throw ParameterError("the encrypted matrix was made with another matrix encoder (d, g or context differ)");
     ckks::Decryptor dec(plan_->ctx);
@@ -245,15 +251,18 @@ std::vector<std::vector<double>> MatrixEncoder::decrypt(const EncryptedMatrix& m
     return unpack(blocks, m.rows);
 }
 
-EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, const EncryptedMatrix& b, Exec exec, OpCounts* counts) {
+EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, const EncryptedMatrix& b, Exec exec,
+                       OpCounts* counts) {
     if (!a.plan || !b.plan) throw ParameterError("matmul: an operand is empty; make it with MatrixEncoder.encrypt");
     const MatmulPlan& p = *a.plan;
     if (b.plan->d != p.d || b.plan->g != p.g || b.plan->ctx->uid() != p.ctx->uid())
-        throw ParameterError("matmul: the operands were packed differently (d = " + std::to_string(p.d) + ", g = " +
-                             std::to_string(p.g) + " vs d = " + std::to_string(b.plan->d) + ", g = " + std::to_string(b.plan->g) +
-                             "); encrypt both with one MatrixEncoder");
-    if (p.ctx->uid() != ev.context().uid()) throw ParameterError("matmul: the operands belong to another context than the evaluator");
-    if (b.rows != p.d) throw ParameterError("matmul: the right operand must be d x d, it has " + std::to_string(b.rows) + " rows");
+        throw ParameterError("matmul: the operands were packed differently (d = " + std::to_string(p.d) +
+                             ", g = " + std::to_string(p.g) + " vs d = " + std::to_string(b.plan->d) +
+                             ", g = " + std::to_string(b.plan->g) + "); encrypt both with one MatrixEncoder");
+    if (p.ctx->uid() != ev.context().uid())
+        throw ParameterError("matmul: the operands belong to another context than the evaluator");
+    if (b.rows != p.d)
+        throw ParameterError("matmul: the right operand must be d x d, it has " + std::to_string(b.rows) + " rows");
     if (a.blocks.size() != p.grid * p.grid || b.blocks.size() != p.grid * p.grid)
         throw ParameterError("matmul: an operand has the wrong number of block ciphertexts");
     const int level = std::min(a.level(), b.level());
@@ -265,8 +274,9 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
     const ckks::EvaluationKeys* keys = ev.keys();
     for (auto e : p.galois_elements(a.rows))
         if (!keys || !keys->galois.count(e))
-            throw MissingKeyError("matmul needs the Galois key for element " + std::to_string(e) +
-                                  "; generate the keys with ctx.keygen(matmul=(d, g)) (C++: MatrixEncoder::galois_elements())");
+            throw MissingKeyError(
+                "matmul needs the Galois key for element " + std::to_string(e) +
+                "; generate the keys with ctx.keygen(matmul=(d, g)) (C++: MatrixEncoder::galois_elements())");
     if (!keys || !keys->relin) throw MissingKeyError("matmul needs the relinearisation key");
     const MatmulPlan::Level& lv = p.at(level, exec);
     OpCounts c;
@@ -294,12 +304,14 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
         }
         for (std::size_t k = 0; k < K; ++k) {
             std::vector<Ciphertext> phi, psi;
-            for (std::size_t i = 0; i < G; ++i) phi.push_back(k == 0 ? scalar_one(sa[i]) : lv.phi[k - 1].apply(ev, da[i], exec, &c));
+            for (std::size_t i = 0; i < G; ++i)
+                phi.push_back(k == 0 ? scalar_one(sa[i]) : lv.phi[k - 1].apply(ev, da[i], exec, &c));
             for (std::size_t j = 0; j < G; ++j) {
                 if (k == 0) {
                     psi.push_back(p.cyclic ? sb[j] : scalar_one(sb[j]));
                 } else if (p.cyclic) {
-                    psi.push_back(ev.mod_down(ev.inner_product_lazy(db[j], p.ctx->galois_element(p.psi_step(k)), exec), exec));
+                    psi.push_back(
+                        ev.mod_down(ev.inner_product_lazy(db[j], p.ctx->galois_element(p.psi_step(k)), exec), exec));
                     ++c.rot;
                     ++c.mod_down;
                 } else {
@@ -344,7 +356,8 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
 }
 
 std::vector<Ciphertext> matmul_schoolbook(const ckks::Evaluator& ev, const std::vector<Ciphertext>& a,
-                                          const std::vector<Ciphertext>& b, std::size_t d, Exec exec, OpCounts* counts) {
+                                          const std::vector<Ciphertext>& b, std::size_t d, Exec exec,
+                                          OpCounts* counts) {
     if (a.size() != d * d || b.size() != d * d)
         throw ParameterError("schoolbook matmul: expected d*d = " + std::to_string(d * d) + " ciphertexts per operand");
     OpCounts c;

@@ -57,7 +57,7 @@ void split(const cvec& p, std::size_t n, Basis basis, cvec& q, cvec& r) {
 // summed (one rescale) only when a product or the caller needs it.
 struct Value {
     bool is_ct = false;
-    Ciphertext ct;                                // when is_ct (empty in a dry run)
+    Ciphertext ct;                                    // when is_ct (empty in a dry run)
     std::vector<std::pair<std::size_t, cplx>> terms;  // basis index -> coefficient, when !is_ct
     cplx constant = 0.0;
     int depth = 0;
@@ -128,7 +128,8 @@ public:
         const Ciphertext* bn = nullptr;
         if (leaf) {  // B_n on the leaf's level by its limbs; the leaf's scale makes the product canonical
             bn = &taken_down(n, level, false);
-            const double q_level = dry() ? 0.0 : static_cast<double>(ctx().rns().prime(static_cast<std::size_t>(level)));
+            const double q_level =
+                dry() ? 0.0 : static_cast<double>(ctx().rns().prime(static_cast<std::size_t>(level)));
             const double scale = dry() ? 0.0 : ctx().scale_at(level - 1) * q_level / bn->scale;
             qv = materialize(std::move(quotient), level, scale);
         } else {
@@ -192,7 +193,8 @@ public:
         counts_.add += v.terms.size() - 1 + (v.constant != 0.0 ? 1 : 0);
         ++counts_.rescale;
         terms_ += v.terms.size();
-        if (!dry()) out.ct = ev_->linear_combination_at(xs, cs, v.constant, level < 0 ? natural_level(v) : level, scale, exec_);
+        if (!dry())
+            out.ct = ev_->linear_combination_at(xs, cs, v.constant, level < 0 ? natural_level(v) : level, scale, exec_);
         return out;
     }
 
@@ -268,8 +270,8 @@ private:
     Basis basis_;
     std::size_t baby_;
     Exec exec_;
-    int top_;                                                   // the level of B_1
-    std::map<std::size_t, Ciphertext> powers_;                  // B_i made so far (std::map: references stay valid)
+    int top_;                                   // the level of B_1
+    std::map<std::size_t, Ciphertext> powers_;  // B_i made so far (std::map: references stay valid)
     std::map<std::tuple<std::size_t, int, bool>, Ciphertext> lowered_;  // taken_down(i, level, exact)
     OpCounts counts_;
     std::size_t terms_ = 0;
@@ -363,7 +365,8 @@ Polynomial chebyshev_from_values(const cvec& values, double a, double b) {
             throw ParameterError("chebyshev: the function returned NaN or infinity at a node; check its interval");
     // c_j = (2 / m) sum_k f(x_k) cos(pi j (k + 1/2) / m), c_0 halved. cos(pi u / (2m)) for u = j (2k + 1) mod 4m.
     std::vector<double> table(4 * m);
-    for (std::size_t u = 0; u < 4 * m; ++u) table[u] = std::cos(kPi * static_cast<double>(u) / (2.0 * static_cast<double>(m)));
+    for (std::size_t u = 0; u < 4 * m; ++u)
+        table[u] = std::cos(kPi * static_cast<double>(u) / (2.0 * static_cast<double>(m)));
     cvec c(m);
     double largest = 0.0;
     for (std::size_t j = 0; j < m; ++j) {
@@ -397,14 +400,16 @@ Ciphertext evaluate(const ckks::Evaluator& ev, const Ciphertext& x, const Polyno
     if (x.size() != 2) throw ParameterError("evaluate_polynomial: relinearize the operand first (it has 3 parts)");
     if (x.level() < plan.depth)
         throw LevelError("evaluate_polynomial: " + p.describe() + " needs " + std::to_string(plan.depth) + " levels" +
-                         (p.maps_interval() ? " (" + std::to_string(plan.depth - 1) + " for the degree, 1 for the interval)"
-                                            : std::string()) +
-                         " and the ciphertext is at level " +
-                         std::to_string(x.level()) + "; use parameters with more levels (Parameters.for_circuit), a lower "
+                         (p.maps_interval()
+                              ? " (" + std::to_string(plan.depth - 1) + " for the degree, 1 for the interval)"
+                              : std::string()) +
+                         " and the ciphertext is at level " + std::to_string(x.level()) +
+                         "; use parameters with more levels (Parameters.for_circuit), a lower "
                          "degree, or bootstrap first");
     if (!ctx.is_canonical(x.scale, x.level()))
-        throw ScaleError("evaluate_polynomial: the operand's scale is not the canonical scale of its level; rescale it "
-                         "first");
+        throw ScaleError(
+            "evaluate_polynomial: the operand's scale is not the canonical scale of its level; rescale it "
+            "first");
     exec = ctx.exec(exec);
     OpCounts local;
     Ciphertext t;

@@ -84,12 +84,11 @@ SimdLevel choose_level() {
     if (want.empty() || want == "auto") return simd_available().back();
     SimdLevel l = parse_simd(want);
     if (!simd_compiled(l) || !simd_cpu_supports(l))
-        throw ParameterError("KASOKU_SIMD=" + want + " is not available here; available: " +
-                             [] {
-                                 std::string s;
-                                 for (SimdLevel a : simd_available()) s += std::string(s.empty() ? "" : ", ") + simd_name(a);
-                                 return s;
-                             }());
+        throw ParameterError("KASOKU_SIMD=" + want + " is not available here; available: " + [] {
+            std::string s;
+            for (SimdLevel a : simd_available()) s += std::string(s.empty() ? "" : ", ") + simd_name(a);
+            return s;
+        }());
     return l;
 }
 }  // namespace

@@ -96,7 +96,8 @@ void fma_avx2(const u64* a, const u64* b, const u64* c, std::size_t n, const Mod
 // 128-bit sum to [0, t). factor(i, c, f_l, f_h) gives term i's second operand at column c (a broadcast constant for
 // base conversion, a vector for the key-switching inner product) and its high half; finish(c, r) stores column c's r.
 template <class Factor, class Finish>
-inline void dot_columns(const u64* const* y, std::size_t s, std::size_t n, const Modulus& m, Factor factor, Finish finish) {
+inline void dot_columns(const u64* const* y, std::size_t s, std::size_t n, const Modulus& m, Factor factor,
+                        Finish finish) {
     const u64 t = m.value;
     const u64 r64 = static_cast<u64>((static_cast<u128>(1) << 64) % t), r64p = shoup(r64, t), bar = ~u64{0} / t;
     const __m256i vt = set1(t), vt_h = set1(t >> 32), v2t = set1(2 * t);
@@ -193,7 +194,9 @@ inline __m256i twiddles_gap1(const u64* w) { return _mm256_permute4x64_epi64(loa
 
 struct IntShoup {
     using V = __m256i;
-    struct Tw { __m256i w, w_h, wp, wp_h; };
+    struct Tw {
+        __m256i w, w_h, wp, wp_h;
+    };
     __m256i vq, vq_h, v2q;
     explicit IntShoup(u64 q) : vq(set1(q)), vq_h(set1(q >> 32)), v2q(set1(2 * q)) {}
     static Tw twiddle(__m256i w, __m256i wp) { return {w, _mm256_srli_epi64(w, 32), wp, _mm256_srli_epi64(wp, 32)}; }
@@ -208,7 +211,7 @@ struct IntShoup {
     static V unpack_lo(V a, V b) { return _mm256_unpacklo_epi64(a, b); }
     static V unpack_hi(V a, V b) { return _mm256_unpackhi_epi64(a, b); }
     V mul(V y, const Tw& t) const { return mul_shoup_lazy(y, t.w, t.w_h, t.wp, t.wp_h, vq, vq_h); }  // [0, 2q)
-    V reduce4(V x) const { return sub_if_ge(sub_if_ge(x, v2q), vq); }                                 // [0, 4q) -> [0, q)
+    V reduce4(V x) const { return sub_if_ge(sub_if_ge(x, v2q), vq); }  // [0, 4q) -> [0, q)
     template <bool Forward>
     void butterfly(V& x, V& y, const Tw& t) const {
         if constexpr (Forward) {  // CT on [0, 4q)
@@ -239,7 +242,8 @@ struct FpFma {
     using Tw = __m256d;
     __m256d vq, v2q, vqinv;
     explicit FpFma(u64 q)
-        : vq(_mm256_set1_pd(static_cast<double>(q))), v2q(_mm256_set1_pd(2.0 * static_cast<double>(q))),
+        : vq(_mm256_set1_pd(static_cast<double>(q))),
+          v2q(_mm256_set1_pd(2.0 * static_cast<double>(q))),
           vqinv(_mm256_set1_pd(1.0 / static_cast<double>(q))) {}
     static Tw broadcast(u64 w, u64) { return _mm256_set1_pd(static_cast<double>(w)); }
     static Tw gap2(const u64* w, const u64*) { return to_double(twiddles_gap2(w)); }
@@ -252,7 +256,9 @@ struct FpFma {
     static V pair_hi(V a, V b) { return _mm256_permute2f128_pd(a, b, 0x31); }
     static V unpack_lo(V a, V b) { return _mm256_unpacklo_pd(a, b); }
     static V unpack_hi(V a, V b) { return _mm256_unpackhi_pd(a, b); }
-    static V sub_if_ge(V x, V bound) { return _mm256_sub_pd(x, _mm256_and_pd(_mm256_cmp_pd(x, bound, _CMP_GE_OQ), bound)); }
+    static V sub_if_ge(V x, V bound) {
+        return _mm256_sub_pd(x, _mm256_and_pd(_mm256_cmp_pd(x, bound, _CMP_GE_OQ), bound));
+    }
     // y w mod q in (-q, q) for y < 4q, w < q < 2^48: |round(h / q) - y w / q| < 1/2 + 4q 3 2^-53 < 1.
     V mul_signed(V y, Tw w) const {
         const V h = _mm256_mul_pd(y, w);
@@ -297,7 +303,8 @@ inline void wide_stage(const A& ar, u64* a, std::size_t m, std::size_t gap, cons
 
 // Gap 2: two blocks of 4 per pair of registers, halves exchanged across the 128-bit lanes.
 template <bool Forward, class A>
-inline void gap2_stage(const A& ar, u64* a, std::size_t m, const u64* w, const u64* wp, std::size_t lo, std::size_t hi) {
+inline void gap2_stage(const A& ar, u64* a, std::size_t m, const u64* w, const u64* wp, std::size_t lo,
+                       std::size_t hi) {
     for (std::size_t i = lo / 4; i < hi / 4; i += 2) {
         u64* p = a + 4 * i;
         const auto v0 = A::ld(p), v1 = A::ld(p + 4);
@@ -311,7 +318,8 @@ inline void gap2_stage(const A& ar, u64* a, std::size_t m, const u64* w, const u
 // Gap 1: pairs interleaved; the forward transform's last stage also reduces its outputs to [0, q) and stores them
 // as integers.
 template <bool Forward, class A>
-inline void gap1_stage(const A& ar, u64* a, std::size_t m, const u64* w, const u64* wp, std::size_t lo, std::size_t hi) {
+inline void gap1_stage(const A& ar, u64* a, std::size_t m, const u64* w, const u64* wp, std::size_t lo,
+                       std::size_t hi) {
     for (std::size_t i = lo / 2; i < hi / 2; i += 4) {
         u64* p = a + 2 * i;
         const auto v0 = A::ld(p), v1 = A::ld(p + 4);

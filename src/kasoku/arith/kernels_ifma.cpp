@@ -99,8 +99,8 @@ void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_
         const __m512i r0 = sh.mul_lazy(_mm512_and_si512(l, m52), w1, w1p);
         const __m512i r1 = sh.mul_lazy(_mm512_and_si512(h, m52), w52, w52p);
         const __m512i r2 = sh.mul_lazy(_mm512_srli_epi64(h, 52), w104, w104p);
-        __m512i r = sub_if_ge(_mm512_add_epi64(r0, r1), v2t);             // [0, 2t)
-        r = sub_if_ge(sub_if_ge(_mm512_add_epi64(r, r2), v2t), vt);      // [0, 4t) -> [0, t)
+        __m512i r = sub_if_ge(_mm512_add_epi64(r0, r1), v2t);        // [0, 2t)
+        r = sub_if_ge(sub_if_ge(_mm512_add_epi64(r, r2), v2t), vt);  // [0, 4t) -> [0, t)
         if (index) r = sub_table_mod(r, index + c, lookup, vt);
         store(out + c, r);
     }

@@ -122,10 +122,10 @@ void ntt_forward_scalar(u64* a, const NttTables& t) {
             u64* y = x + gap;
             for (std::size_t j = 0; j < gap; ++j) {
                 u64 u = x[j];
-                if (u >= two_q) u -= two_q;                       // [0, 2q)
+                if (u >= two_q) u -= two_q;                      // [0, 2q)
                 const u64 v = mul_shoup_lazy(y[j], wi, wpi, q);  // [0, 2q)
-                x[j] = u + v;                                     // [0, 4q)
-                y[j] = u - v + two_q;                             // (0, 4q)
+                x[j] = u + v;                                    // [0, 4q)
+                y[j] = u - v + two_q;                            // (0, 4q)
             }
         }
     }

@@ -17,14 +17,18 @@ std::size_t bit_reverse(std::size_t x, int bits) {
 }  // namespace
 
 NttTables::NttTables(u64 q, std::size_t n) : n_(n), mod_(q) {
-    if (n < 2 || (n & (n - 1)) != 0) throw ParameterError("NTT size must be a power of two >= 2, got " + std::to_string(n));
+    if (n < 2 || (n & (n - 1)) != 0)
+        throw ParameterError("NTT size must be a power of two >= 2, got " + std::to_string(n));
     if (mod_.bits > kMaxModulusBits)
         throw ParameterError("NTT modulus must be below 2^" + std::to_string(kMaxModulusBits));
     if ((q - 1) % (2 * n) != 0 || !is_prime(q)) throw ParameterError("NTT modulus must be a prime = 1 mod 2n");
     log_n_ = __builtin_ctzll(n);
     psi_ = primitive_root_2n(q, n);
     const u64 psi_inv = inv_mod(psi_, mod_);
-    roots_.assign(n, 0); roots_shoup_.assign(n, 0); inv_roots_.assign(n, 0); inv_roots_shoup_.assign(n, 0);
+    roots_.assign(n, 0);
+    roots_shoup_.assign(n, 0);
+    inv_roots_.assign(n, 0);
+    inv_roots_shoup_.assign(n, 0);
     u64 p = 1, pi = 1;
     for (std::size_t i = 0; i < n; ++i) {
         std::size_t k = bit_reverse(i, log_n_);

@@ -29,14 +29,20 @@ bool is_prime(u64 n) {
     }
     u64 d = n - 1;
     int s = 0;
-    while ((d & 1) == 0) { d >>= 1; ++s; }
+    while ((d & 1) == 0) {
+        d >>= 1;
+        ++s;
+    }
     for (u64 a : {2ull, 3ull, 5ull, 7ull, 11ull, 13ull, 17ull, 19ull, 23ull, 29ull, 31ull, 37ull}) {
         u64 x = powm(a, d, n);
         if (x == 1 || x == n - 1) continue;
         bool composite = true;
         for (int r = 1; r < s; ++r) {
             x = mulm(x, x, n);
-            if (x == n - 1) { composite = false; break; }
+            if (x == n - 1) {
+                composite = false;
+                break;
+            }
         }
         if (composite) return false;
     }

@@ -49,8 +49,7 @@ inline __m256i mul_lo(__m256i a, __m256i b, __m256i b_h) {
 }
 
 // Shoup: w * x mod q in [0, 2q) for constant w (w_h = w >> 32) with wp = floor(w 2^64 / q).
-inline __m256i mul_shoup_lazy(__m256i x, __m256i w, __m256i w_h, __m256i wp, __m256i wp_h, __m256i q,
-                              __m256i q_h) {
+inline __m256i mul_shoup_lazy(__m256i x, __m256i w, __m256i w_h, __m256i wp, __m256i wp_h, __m256i q, __m256i q_h) {
     __m256i hi = mul_hi(x, wp, wp_h);
     return _mm256_sub_epi64(mul_lo(x, w, w_h), mul_lo(hi, q, q_h));
 }

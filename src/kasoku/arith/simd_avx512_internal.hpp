@@ -149,7 +149,9 @@ inline constexpr int kIfmaMaxBits = 50;
 // SIMDe 0.7 has no IFMA: lane-wise reference of vpmadd52luq / vpmadd52huq.
 inline __m512i madd52(__m512i a, __m512i b, __m512i c, bool high) {
     alignas(64) u64 va[8], vb[8], vc[8];
-    store(va, a); store(vb, b); store(vc, c);
+    store(va, a);
+    store(vb, b);
+    store(vc, c);
     constexpr u64 m52 = (1ULL << 52) - 1;
     for (int i = 0; i < 8; ++i) {
         const unsigned __int128 p = static_cast<unsigned __int128>(vb[i] & m52) * (vc[i] & m52);
@@ -170,7 +172,7 @@ inline __m512i mask52() { return set1((1ULL << 52) - 1); }
 // w x - floor(x wp52 / 2^52) q lies in [0, 2q), so it is exact modulo 2^52.
 struct ShoupIfma {
     static constexpr bool kFusedStages = true;  // radix 4: 5-10 % faster NTT of 2^16 points (Zen 4)
-    __m512i neg_q;  // 2^52 - q: adding lo52(h * neg_q) subtracts h q modulo 2^52
+    __m512i neg_q;                              // 2^52 - q: adding lo52(h * neg_q) subtracts h q modulo 2^52
     explicit ShoupIfma(u64 qv) : neg_q(set1((1ULL << 52) - qv)) {}
     static __m512i prep(__m512i wp) { return _mm512_srli_epi64(wp, 12); }
     __m512i mul_lazy(__m512i x, __m512i w, __m512i wp52) const {
@@ -223,7 +225,11 @@ struct SmallStage {
             const u64 src = r < Gap ? b * Gap + r : 8 + b * Gap + r - Gap;
             (e < 8 ? s0[e] : s1[e - 8]) = src;
         }
-        gather_x = load(gx); gather_y = load(gy); scatter_0 = load(s0); scatter_1 = load(s1); twiddle = load(tw);
+        gather_x = load(gx);
+        gather_y = load(gy);
+        scatter_0 = load(s0);
+        scatter_1 = load(s1);
+        twiddle = load(tw);
     }
     void split(const u64* p, __m512i& x, __m512i& y) const {
         const __m512i v0 = load(p), v1 = load(p + 8);
@@ -257,8 +263,7 @@ inline void gs_butterfly(const Shoup& sh, __m512i& x, __m512i& y, __m512i w, __m
 
 // One of the three small-gap stages; the last forward one also reduces its outputs to [0, q).
 template <class Shoup, std::size_t Gap, bool Forward, bool FinalReduce = false>
-inline void small_stage(u64* a, std::size_t m, const u64* w, const u64* wp, const Shoup& sh, __m512i vq,
-                        __m512i v2q) {
+inline void small_stage(u64* a, std::size_t m, const u64* w, const u64* wp, const Shoup& sh, __m512i vq, __m512i v2q) {
     static const SmallStage<Gap> st;
     constexpr std::size_t blocks = 8 / Gap;
     for (std::size_t i = 0; i < m; i += blocks) {
@@ -281,7 +286,8 @@ inline void small_stage(u64* a, std::size_t m, const u64* w, const u64* wp, cons
 
 // One stage with gap >= 8: m blocks, each with one twiddle broadcast over its whole x and y halves.
 template <class Shoup, bool Forward>
-inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh, __m512i v2q) {
+inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh,
+                       __m512i v2q) {
     for (std::size_t i = 0; i < m; ++i) {
         const __m512i vw = set1(w[m + i]), vwp = Shoup::prep(set1(wp[m + i]));
         u64* x = a + 2 * i * gap;

@@ -18,8 +18,8 @@ void check_batch(const Evaluator::Batch& a, const char* op) {
 void same_length(const Evaluator::Batch& a, std::size_t b, const char* op) {
     check_batch(a, op);
     if (a.size() != b)
-        throw ParameterError(std::string(op) + ": the lists have different lengths (" + std::to_string(a.size()) + " and " +
-                             std::to_string(b) + "); pass one element of each per operation");
+        throw ParameterError(std::string(op) + ": the lists have different lengths (" + std::to_string(a.size()) +
+                             " and " + std::to_string(b) + "); pass one element of each per operation");
 }
 
 // out[i] = op(i, e) for i < count through the backend's batch runner; the first failing element's error is rethrown.
@@ -53,7 +53,8 @@ std::vector<Ciphertext> Evaluator::sub_many(const Batch& a, const Batch& b, Exec
     return run(*ctx_, a.size(), exec, [&](std::size_t i, Exec e) { return sub(*a[i], *b[i], e); });
 }
 
-std::vector<Ciphertext> Evaluator::multiply_many(const Batch& a, const Batch& b, bool relin, bool rescale_, Exec exec) const {
+std::vector<Ciphertext> Evaluator::multiply_many(const Batch& a, const Batch& b, bool relin, bool rescale_,
+                                                 Exec exec) const {
     same_length(a, b.size(), "multiply_many");
     check_batch(b, "multiply_many");
     return run(*ctx_, a.size(), exec, [&](std::size_t i, Exec e) {
@@ -84,10 +85,12 @@ std::vector<Ciphertext> Evaluator::rotate_many(const Batch& a, std::int64_t step
     return run(*ctx_, a.size(), exec, [&](std::size_t i, Exec e) { return rotate(*a[i], step, e); });
 }
 
-std::vector<Ciphertext> Evaluator::multiply_plain_many(const Batch& a, const std::vector<std::vector<std::complex<double>>>& values,
+std::vector<Ciphertext> Evaluator::multiply_plain_many(const Batch& a,
+                                                       const std::vector<std::vector<std::complex<double>>>& values,
                                                        bool rescale_, Exec exec) const {
     same_length(a, values.size(), "multiply_plain_many");
-    return run(*ctx_, a.size(), exec, [&](std::size_t i, Exec e) { return multiply_plain(*a[i], values[i], rescale_, e); });
+    return run(*ctx_, a.size(), exec,
+               [&](std::size_t i, Exec e) { return multiply_plain(*a[i], values[i], rescale_, e); });
 }
 
 }  // namespace kasoku::ckks

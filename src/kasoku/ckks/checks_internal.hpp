@@ -14,7 +14,8 @@ inline bool same_scale(double a, double b) { return std::fabs(a / b - 1.0) <= 1.
 
 inline void check_key(const Context& ctx, std::uint64_t uid, const char* what) {
     if (uid != ctx.uid())
-        throw ParameterError(std::string(what) + " belongs to another context; use keys made by this context's keygen, "
+        throw ParameterError(std::string(what) +
+                             " belongs to another context; use keys made by this context's keygen, "
                              "or load them with from_bytes(ctx, ...)");
 }
 
@@ -25,7 +26,8 @@ inline void check_plain(const Context& ctx, const Plaintext& pt) {
 
 inline void check_ciphertext(const Context& ctx, const Ciphertext& ct, const char* what) {
     if (ct.context_uid != ctx.uid())
-        throw ParameterError(std::string(what) + " belongs to another context; load it with Ciphertext.from_bytes(ctx, ...) "
+        throw ParameterError(std::string(what) +
+                             " belongs to another context; load it with Ciphertext.from_bytes(ctx, ...) "
                              "into this context, or use the context that made it");
     if (ct.size() < 2 || ct.size() > 3 || ct.level() < 0 || ct.level() > ctx.max_level())
         throw ParameterError(std::string(what) + " is empty or malformed");
@@ -41,7 +43,8 @@ void stamp(Out& out, const Like& like, double scale) {
 
 // Key switching (rotations, the encapsulation switches) takes (c0, c1) only.
 inline void check_relinearised(const Ciphertext& ct, const char* op) {
-    if (ct.size() != 2) throw ParameterError(std::string(op) + " needs a relinearised (size-2) ciphertext; relinearize it first");
+    if (ct.size() != 2)
+        throw ParameterError(std::string(op) + " needs a relinearised (size-2) ciphertext; relinearize it first");
 }
 
 }  // namespace kasoku::ckks::detail

@@ -14,7 +14,8 @@
 
 namespace kasoku::ckks {
 
-std::shared_ptr<const Context> Context::create(const Parameters& params, int threads, const rns::BackendFactory& backend) {
+std::shared_ptr<const Context> Context::create(const Parameters& params, int threads,
+                                               const rns::BackendFactory& backend) {
     return std::make_shared<const Context>(params, threads, backend);
 }
 
@@ -25,7 +26,8 @@ std::shared_ptr<const rns::RnsContext> make_ring(const Parameters& params) {
     params.validate();
     const std::uint64_t n = params.n();
     std::vector<std::uint64_t> q = arith::generate_ntt_primes(params.first_bits, 1, n);
-    for (const auto& [bits, count] : {std::pair{params.scale_bits, params.levels}, std::pair{params.boot_bits, params.boot_levels}})
+    for (const auto& [bits, count] :
+         {std::pair{params.scale_bits, params.levels}, std::pair{params.boot_bits, params.boot_levels}})
         if (count > 0) {
             auto s = arith::generate_ntt_primes(bits, count, n, q);
             q.insert(q.end(), s.begin(), s.end());
@@ -34,8 +36,11 @@ std::shared_ptr<const rns::RnsContext> make_ring(const Parameters& params) {
     return std::make_shared<const rns::RnsContext>(n, q, p, static_cast<std::size_t>(params.alpha()));
 }
 
-std::unique_ptr<const rns::Backend> make_backend(const rns::BackendFactory& factory, std::shared_ptr<const rns::RnsContext> ring) {
-    if (!factory) throw ParameterError("Context::create: the backend factory is empty; pass rns::make_cpu_backend or leave it out");
+std::unique_ptr<const rns::Backend> make_backend(const rns::BackendFactory& factory,
+                                                 std::shared_ptr<const rns::RnsContext> ring) {
+    if (!factory)
+        throw ParameterError(
+            "Context::create: the backend factory is empty; pass rns::make_cpu_backend or leave it out");
     auto be = factory(ring);
     if (!be || &be->ring() != ring.get())
         throw ParameterError("Context::create: the backend factory must return a backend of the ring it was given");
@@ -78,10 +83,12 @@ Context::Context(const Parameters& params, int threads, const rns::BackendFactor
     os_random_bytes(&u, sizeof u);
     uid_ = u;
     // fingerprint: SHA-256 over the parameter fields and the primes
-    std::vector<std::uint64_t> words = {static_cast<std::uint64_t>(params_.log_n), static_cast<std::uint64_t>(params_.scale_bits),
-                                        static_cast<std::uint64_t>(params_.alpha()), static_cast<std::uint64_t>(params_.hamming_weight)};
+    std::vector<std::uint64_t> words = {
+        static_cast<std::uint64_t>(params_.log_n), static_cast<std::uint64_t>(params_.scale_bits),
+        static_cast<std::uint64_t>(params_.alpha()), static_cast<std::uint64_t>(params_.hamming_weight)};
     if (params_.boot_levels > 0 || params_.boot_secret_weight > 0)  // (sets without them keep their fingerprints)
-        words.insert(words.end(), {static_cast<std::uint64_t>(params_.boot_levels), static_cast<std::uint64_t>(params_.boot_secret_weight)});
+        words.insert(words.end(), {static_cast<std::uint64_t>(params_.boot_levels),
+                                   static_cast<std::uint64_t>(params_.boot_secret_weight)});
     words.insert(words.end(), q.begin(), q.end());
     words.push_back(0);
     words.insert(words.end(), p.begin(), p.end());
@@ -105,7 +112,8 @@ Context::Context(const Parameters& params, int threads, const rns::BackendFactor
 
 std::size_t Context::check_level(int level) const {
     if (level < 0 || level > max_level())
-        throw LevelError("no level " + std::to_string(level) + ": this context's levels are 0.." + std::to_string(max_level()));
+        throw LevelError("no level " + std::to_string(level) + ": this context's levels are 0.." +
+                         std::to_string(max_level()));
     return static_cast<std::size_t>(level);
 }
 
@@ -142,7 +150,8 @@ void Context::check_galois_element(std::uint64_t g, const char* op, bool identit
 }
 
 std::uint64_t galois_inverse(std::uint64_t g, std::uint64_t two_n) {
-    if (g % 2 == 0 || g >= two_n) throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
+    if (g % 2 == 0 || g >= two_n)
+        throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
     // g^(n - 1) = g^-1, since g^n = 1 for every unit mod 2n (n a power of two)
     std::uint64_t r = 1, b = g;
     for (std::uint64_t e = two_n / 2 - 1; e; e >>= 1) {

@@ -14,7 +14,8 @@ using rns::RnsPoly;
 
 namespace {
 // Signed small coefficients into an RnsPoly over q_0..q_{num_q-1} and p_0..p_{num_p-1}, NTT form.
-RnsPoly small_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::size_t num_q, std::size_t num_p, Exec exec) {
+RnsPoly small_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::size_t num_q, std::size_t num_p,
+                   Exec exec) {
     RnsPoly p = ctx.backend().poly(num_q, num_p, true);
     ctx.backend().from_signed(c.data(), p, exec);
     return p;
@@ -37,7 +38,8 @@ bool rounds_first_limb(const rns::RnsContext& r, std::size_t nq, std::size_t np)
     for (std::size_t i = 0; i < np; ++i) log_p += std::log2(static_cast<double>(r.p_primes()[i]));
     for (std::size_t j = 0; j < r.digits_at(nq); ++j) {
         double s = 0.0;
-        for (std::size_t i = 0; i < r.digit_size(j, nq); ++i) s += std::log2(static_cast<double>(r.q_primes()[r.digit_begin(j) + i]));
+        for (std::size_t i = 0; i < r.digit_size(j, nq); ++i)
+            s += std::log2(static_cast<double>(r.q_primes()[r.digit_begin(j) + i]));
         log_qj = std::max(log_qj, s);
     }
     const double bound = std::log2(static_cast<double>(r.n()) * static_cast<double>(r.digits_at(nq))) + log_qj +
@@ -47,8 +49,10 @@ bool rounds_first_limb(const rns::RnsContext& r, std::size_t nq, std::size_t np)
 
 // The key's error e_j as the residues of e_j - r_j, r_j = [b_j + e_j]_{q_0} centered, for b_j = -a_j s + P g_j s' so far:
 // b_j + e_j - r_j is then a multiple of q_0. Made in the one lift that adds the error (no pass of its own).
-std::vector<__int128> error_rounding_to_q0(const Context& ctx, const RnsPoly& b, const std::vector<std::int64_t>& e, Exec exec) {
-    std::vector<__int128> u = rns::centered_q0(ctx.backend(), b, exec);  // [b]_{q_0}: secret-derived, wiped by the caller
+std::vector<__int128> error_rounding_to_q0(const Context& ctx, const RnsPoly& b, const std::vector<std::int64_t>& e,
+                                           Exec exec) {
+    std::vector<__int128> u =
+        rns::centered_q0(ctx.backend(), b, exec);  // [b]_{q_0}: secret-derived, wiped by the caller
     const auto q0 = static_cast<__int128>(ctx.rns().q_primes()[0]);
     for (std::size_t i = 0; i < u.size(); ++i) {
         __int128 r = u[i] + e[i];  // in (-q_0/2 - 20, q_0/2 + 20): center it again
@@ -152,9 +156,10 @@ SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt
     return k;
 }
 
-EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
-                                             bool conjugation, const std::vector<std::uint64_t>& galois_elements,
-                                             Exec exec, const Progress& progress, bool compact) const {
+EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin,
+                                             const std::vector<std::int64_t>& rotations, bool conjugation,
+                                             const std::vector<std::uint64_t>& galois_elements, Exec exec,
+                                             const Progress& progress, bool compact) const {
     EvaluationKeys ek;
     ek.context_uid = ctx_->uid();
     ek.key_id = sk.key_id();
@@ -200,10 +205,12 @@ std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared
 void KeyGenerator::encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, Exec exec) const {
     detail::check_key(*ctx_, sk.context_uid(), "secret key");
     detail::check_key(*ctx_, ek.context_uid, "evaluation keys");
-    if (ek.key_id != sk.key_id()) throw ParameterError("encapsulation_keys: the evaluation keys belong to another secret key");
+    if (ek.key_id != sk.key_id())
+        throw ParameterError("encapsulation_keys: the evaluation keys belong to another secret key");
     const int h = ctx_->params().boot_secret_weight;
     if (h <= 0)
-        throw ParameterError("encapsulation keys need parameters with boot_secret_weight > 0 (the ephemeral secret's weight)");
+        throw ParameterError(
+            "encapsulation keys need parameters with boot_secret_weight > 0 (the ephemeral secret's weight)");
     exec = ctx_->exec(exec);
     const auto& r = ctx_->rns();
     Prng prng;
@@ -278,8 +285,9 @@ std::vector<std::complex<double>> Decryptor::decrypt(const Ciphertext& ct, const
     detail::check_key(*ctx_, sk.context_uid(), "secret key");
     detail::check_ciphertext(*ctx_, ct, "ciphertext");
     if (ct.key_id != sk.key_id())
-        throw ParameterError("this ciphertext was encrypted under another key than the secret key given; "
-                             "decrypt it with the secret key of the key pair that encrypted it");
+        throw ParameterError(
+            "this ciphertext was encrypted under another key than the secret key given; "
+            "decrypt it with the secret key of the key pair that encrypted it");
     exec = ctx_->exec(exec);
     const auto& be = ctx_->backend();
     // Only the limbs that determine the message are needed: m = c0 + c1 s (+ c2 s^2) on those.

@@ -9,7 +9,6 @@
 
 namespace kasoku::ckks {
 
-
 namespace {
 void bit_reverse(std::vector<std::complex<double>>& v) {
     const std::size_t n = v.size();
@@ -63,7 +62,8 @@ Plaintext Encoder::encode(const std::vector<std::complex<double>>& values, doubl
     return encode_over(values, scale, level, false, exec);
 }
 
-std::vector<std::complex<double>> Encoder::replicate(const std::vector<std::complex<double>>& values, std::size_t count) const {
+std::vector<std::complex<double>> Encoder::replicate(const std::vector<std::complex<double>>& values,
+                                                     std::size_t count) const {
     const std::size_t slots = ctx_->slots();
     if (count == 0 || count > slots || !std::has_single_bit(count))
         throw ParameterError("sparse packing repeats a power of two of values up to " + std::to_string(slots) +
@@ -82,8 +82,8 @@ Plaintext Encoder::encode_extended(const std::vector<std::complex<double>>& valu
     return encode_over(values, scale, level, true, exec);
 }
 
-Plaintext Encoder::encode_compact(const std::vector<std::complex<double>>& values, double scale, int level, bool extended,
-                                  Exec exec) const {
+Plaintext Encoder::encode_compact(const std::vector<std::complex<double>>& values, double scale, int level,
+                                  bool extended, Exec exec) const {
     return encode_over(values, scale, level, extended, exec, true);
 }
 
@@ -95,11 +95,13 @@ Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, 
         throw ParameterError("too many values: " + std::to_string(values.size()) + " given, but this context has " +
                              std::to_string(slots) + " slots (n/2); split the data or use a larger log_n");
     if (level < 0 || level > ctx_->max_level())
-        throw LevelError("cannot encode at level " + std::to_string(level) + ": levels are 0.." + std::to_string(ctx_->max_level()));
+        throw LevelError("cannot encode at level " + std::to_string(level) + ": levels are 0.." +
+                         std::to_string(ctx_->max_level()));
     if (!(scale > 0) || !std::isfinite(scale)) throw ScaleError("scale must be a positive finite number");
     for (std::size_t i = 0; i < values.size(); ++i)
         if (!std::isfinite(values[i].real()) || !std::isfinite(values[i].imag()))
-            throw ParameterError("value " + std::to_string(i) + " is NaN or infinite; only finite values can be encoded");
+            throw ParameterError("value " + std::to_string(i) +
+                                 " is NaN or infinite; only finite values can be encoded");
     // Values of period p are m(X^stride), stride = n / 2p, with m from the special FFT of p points: coefficients
     // stride i = round(scale Re v[i]), stride (i + p) = round(scale Im v[i]), the others 0 (p = n/2: every one).
     // Compact: the 2p coefficients alone, into a subring plaintext (rns::Backend::from_signed_subring).
@@ -119,8 +121,9 @@ Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, 
         coeff[stride * (i + p)] = static_cast<__int128>(im);
     }
     if (!(max_abs < bound))
-        throw ScaleError("encoded values do not fit the modulus: max |coefficient| = 2^" + std::to_string(std::log2(max_abs)) +
-                         " but level " + std::to_string(level) + " holds less than 2^" + std::to_string(std::log2(bound)) +
+        throw ScaleError("encoded values do not fit the modulus: max |coefficient| = 2^" +
+                         std::to_string(std::log2(max_abs)) + " but level " + std::to_string(level) +
+                         " holds less than 2^" + std::to_string(std::log2(bound)) +
                          "; use smaller values, a smaller scale or a higher level");
     Plaintext pt;
     pt.scale = scale;
@@ -160,10 +163,12 @@ std::vector<std::complex<double>> Encoder::decode(const rns::RnsPoly& poly, std:
     const std::size_t n = ctx_->n(), slots = ctx_->slots();
     const auto& r = ctx_->rns();
     if (poly.ntt_form() || t == 0 || t > poly.num_q())
-        throw ParameterError("decode needs a coefficient-form polynomial with at least " + std::to_string(t) + " q-limbs");
+        throw ParameterError("decode needs a coefficient-form polynomial with at least " + std::to_string(t) +
+                             " q-limbs");
     // The first t limbs on the host, composed exactly (CRT) into centered integers, as doubles.
     std::vector<double> real(n);
-    ctx_->backend().download(poly, [&](const std::uint64_t* const* limbs) { r.compose_centered(limbs, t, real.data()); }, {}, t);
+    ctx_->backend().download(
+        poly, [&](const std::uint64_t* const* limbs) { r.compose_centered(limbs, t, real.data()); }, {}, t);
     std::vector<std::complex<double>> v(slots);
     const double inv = 1.0 / scale;
     for (std::size_t i = 0; i < slots; ++i) v[i] = {real[i] * inv, real[i + slots] * inv};

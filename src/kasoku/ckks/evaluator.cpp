@@ -5,8 +5,8 @@
 #include <string>
 
 #include "checks_internal.hpp"
-#include "sampling_internal.hpp"
 #include "kasoku/support/error.hpp"
+#include "sampling_internal.hpp"
 
 namespace kasoku::ckks {
 
@@ -134,14 +134,16 @@ Ciphertext Evaluator::key_switch(const Ciphertext& a, const SwitchKey& key, Exec
     check(a, "operand");
     detail::check_relinearised(a, "key_switch");
     detail::check_key(*ctx_, key.context_uid, "the key");
-    if (key.key_id != a.key_id) throw ParameterError("key_switch: the key belongs to another secret key than the operand");
+    if (key.key_id != a.key_id)
+        throw ParameterError("key_switch: the key belongs to another secret key than the operand");
     const std::size_t serves = key.b.empty() ? 0 : key.b[0].num_q();
     if (static_cast<std::size_t>(a.level()) + 1 > serves)
         throw LevelError("key_switch: the key serves levels up to " + std::to_string(static_cast<int>(serves) - 1) +
                          ", the operand is at level " + std::to_string(a.level()) + "; drop_level it first");
     exec = ctx_->exec(exec);
     // Not owned: the key outlives the call (a compact key's a-parts are expanded for it alone).
-    const auto k = detail::usable_key(*ctx_, std::shared_ptr<const SwitchKey>(std::shared_ptr<const SwitchKey>(), &key));
+    const auto k =
+        detail::usable_key(*ctx_, std::shared_ptr<const SwitchKey>(std::shared_ptr<const SwitchKey>(), &key));
     return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[1], *k, exec), &a.polys[0], nullptr, 1, exec);
 }
 
@@ -162,7 +164,8 @@ Ciphertext Evaluator::add_scalar(const Ciphertext& a, std::complex<double> c, Ex
     // A constant polynomial is the same constant in every slot and in every NTT point.
     const double v = c.real() * a.scale;
     if (!(std::log2(std::fabs(v) + 1.0) + 1.0 < ctx_->log_modulus(a.level())))
-        throw ScaleError("constant " + std::to_string(c.real()) + " times the scale does not fit the modulus at this level");
+        throw ScaleError("constant " + std::to_string(c.real()) +
+                         " times the scale does not fit the modulus at this level");
     const auto res = integer_residues(ctx_->rns(), v);
     Ciphertext r = a;
     ctx_->backend().add_constant(r.polys[0], res, r.polys[0], exec);
@@ -176,13 +179,14 @@ double Evaluator::plain_scale(const Ciphertext& a) const {
     return ctx_->scale_at(a.level() - 1) * q / a.scale;
 }
 
-Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, bool rescale_after,
-                                     Exec exec) const {
+Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values,
+                                     bool rescale_after, Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);
     if (rescale_after && a.level() == 0)
-        throw LevelError("multiply_plain at level 0: no level left to rescale; decrypt, or use parameters with more levels "
-                         "(or pass rescale=False and keep the larger scale)");
+        throw LevelError(
+            "multiply_plain at level 0: no level left to rescale; decrypt, or use parameters with more levels "
+            "(or pass rescale=False and keep the larger scale)");
     const double pt_scale = plain_scale(a);
     check_scale_fits(a.scale * pt_scale, a.level(), "multiply_plain");
     Plaintext pt = encoder_.encode(values, pt_scale, a.level(), exec);
@@ -192,7 +196,8 @@ Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std:
     return rescale_after ? rescale(r, exec) : r;
 }
 
-Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale_after, Exec exec) const {
+Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale_after,
+                                      Exec exec) const {
     check(a, "operand");
     if (!std::isfinite(c.real()) || !std::isfinite(c.imag())) throw ParameterError("the constant is NaN or infinite");
     if (c.imag() != 0.0)
@@ -211,25 +216,28 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> 
 
 Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool rescale_after, Exec exec) const {
     if (!keys_ || !keys_->relin)
-        throw MissingKeyError("multiply needs the relinearisation key: create the evaluator with keys.evaluation() "
-                              "from ctx.keygen() (relinearisation key included by default)");
+        throw MissingKeyError(
+            "multiply needs the relinearisation key: create the evaluator with keys.evaluation() "
+            "from ctx.keygen() (relinearisation key included by default)");
     check(a0, "first operand");
     check(b0, "second operand");
     if (rescale_after && std::min(a0.level(), b0.level()) == 0)
-        throw LevelError("multiply at level 0: no level left to rescale; decrypt here, or use parameters with more levels");
+        throw LevelError(
+            "multiply at level 0: no level left to rescale; decrypt here, or use parameters with more levels");
     exec = ctx_->exec(exec);
     Ciphertext d = tensor_product(a0, b0, "multiply", exec);
-    if (keys_->key_id != d.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operands");
+    if (keys_->key_id != d.key_id)
+        throw ParameterError("the evaluation keys belong to another secret key than the operands");
     const auto& ks = ctx_->keyswitcher();
     rns::LazyPolys lazy = ks.switch_lazy(d.polys[2], *relin_key(), exec);
     Ciphertext out;
-    detail::stamp(out, d, rescale_after ? d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(d.level())))
-                                        : d.scale);
+    detail::stamp(out, d,
+                  rescale_after ? d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(d.level())))
+                                : d.scale);
     out.polys.resize(2);
     if (rescale_after)  // (d0 P + ks0) / (P q_l): ModDown and rescale in one base conversion.
         ks.mod_down_rescale(std::move(lazy), &d.polys[0], &d.polys[1], out.polys[0], out.polys[1], exec);
-    else
-        ks.mod_down(lazy, &d.polys[0], &d.polys[1], 1, out.polys[0], out.polys[1], exec);
+    else ks.mod_down(lazy, &d.polys[0], &d.polys[1], 1, out.polys[0], out.polys[1], exec);
     return out;
 }
 
@@ -258,11 +266,13 @@ void Evaluator::multiply_plain_accumulate(const Ciphertext& a, const Plaintext& 
     detail::check_plain(*ctx_, pt);
     if (pt.level() != a.level())
         throw LevelError("multiply_plain_accumulate: the plaintext is at level " + std::to_string(pt.level()) +
-                         " and the ciphertext at level " + std::to_string(a.level()) + "; encode it at the ciphertext's level");
+                         " and the ciphertext at level " + std::to_string(a.level()) +
+                         "; encode it at the ciphertext's level");
     const bool first = acc.polys.empty();
     if (!first && (acc.level() != a.level() || acc.size() != a.size() || acc.key_id != a.key_id ||
                    !same_scale(acc.scale, a.scale * pt.scale)))
-        throw ParameterError("multiply_plain_accumulate: the accumulator's level, size, key or scale differs from the product's");
+        throw ParameterError(
+            "multiply_plain_accumulate: the accumulator's level, size, key or scale differs from the product's");
     const double scale = a.scale * pt.scale;
     check_scale_fits(scale, a.level(), "multiply_plain_accumulate");
     exec = ctx_->exec(exec);
@@ -288,11 +298,13 @@ Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& x
     return linear_combination_at(xs, coeffs, constant, -1, 0.0, exec);
 }
 
-Evaluator::Terms Evaluator::check_terms(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
-                                         std::complex<double> constant, const char* op) const {
+Evaluator::Terms Evaluator::check_terms(const std::vector<const Ciphertext*>& xs,
+                                        const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
+                                        const char* op) const {
     if (xs.size() != coeffs.size())
-        throw ParameterError(std::string(op) + " needs one coefficient per ciphertext (got " + std::to_string(xs.size()) +
-                             " ciphertexts and " + std::to_string(coeffs.size()) + " coefficients)");
+        throw ParameterError(std::string(op) + " needs one coefficient per ciphertext (got " +
+                             std::to_string(xs.size()) + " ciphertexts and " + std::to_string(coeffs.size()) +
+                             " coefficients)");
     const auto finite = [](std::complex<double> c) { return std::isfinite(c.real()) && std::isfinite(c.imag()); };
     if (!finite(constant)) throw ParameterError(std::string(op) + ": the constant is NaN or infinite");
     Terms t{ctx_->max_level(), std::abs(constant)};
@@ -360,18 +372,20 @@ void Evaluator::combine(const std::vector<const Ciphertext*>& xs, const std::vec
 }
 
 Ciphertext Evaluator::linear_combination_at(const std::vector<const Ciphertext*>& xs,
-                                            const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
-                                            int level, double scale, Exec exec) const {
+                                            const std::vector<std::complex<double>>& coeffs,
+                                            std::complex<double> constant, int level, double scale, Exec exec) const {
     if (xs.empty()) throw ParameterError("linear_combination needs at least one ciphertext");
     const Terms t = check_terms(xs, coeffs, constant, "linear_combination");
     if (t.lowest == 0)
-        throw LevelError("linear_combination at level 0: no level left for its rescale; use parameters with more levels");
+        throw LevelError(
+            "linear_combination at level 0: no level left for its rescale; use parameters with more levels");
     if (level < 0) level = t.lowest - 1;
     if (level >= t.lowest)
         throw LevelError("linear_combination_at: the result's level " + std::to_string(level) +
                          " must be below every term's (the lowest is " + std::to_string(t.lowest) + ")");
     if (scale == 0.0) scale = ctx_->scale_at(level);
-    if (!(std::isfinite(scale) && scale >= 1.0)) throw ParameterError("linear_combination_at: the scale must be finite and >= 1");
+    if (!(std::isfinite(scale) && scale >= 1.0))
+        throw ParameterError("linear_combination_at: the scale must be finite and >= 1");
     // The terms are summed on the limbs of level + 1, at the scale that one rescale by q_{level+1} takes to `scale`.
     const std::size_t limbs = static_cast<std::size_t>(level) + 2;
     const double target = scale * static_cast<double>(ctx_->rns().prime(limbs - 1));
@@ -386,10 +400,12 @@ Ciphertext Evaluator::linear_combination_at(const std::vector<const Ciphertext*>
 }
 
 Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std::int64_t k,
-                                   const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
-                                   std::complex<double> constant, Exec exec) const {
+                                   const std::vector<const Ciphertext*>& xs,
+                                   const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
+                                   Exec exec) const {
     if (!keys_ || !keys_->relin)
-        throw MissingKeyError("multiply_add needs the relinearisation key: create the evaluator with keys.evaluation()");
+        throw MissingKeyError(
+            "multiply_add needs the relinearisation key: create the evaluator with keys.evaluation()");
     check(a, "first factor");
     check(b, "second factor");
     if (a.level() != b.level())
@@ -406,8 +422,10 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
                              " or above, under the factors' key");
     exec = ctx_->exec(exec);
     Ciphertext d = tensor_product(a, b, "multiply_add", exec);
-    if (keys_->key_id != d.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operands");
-    check_scale_fits(d.scale * std::max({1.0, t.largest, std::fabs(static_cast<double>(k))}), a.level(), "multiply_add");
+    if (keys_->key_id != d.key_id)
+        throw ParameterError("the evaluation keys belong to another secret key than the operands");
+    check_scale_fits(d.scale * std::max({1.0, t.largest, std::fabs(static_cast<double>(k))}), a.level(),
+                     "multiply_add");
     // k (d0, d1) + the terms at the product's scale, then the key switch of k d2 and one ModDown + rescale.
     RnsPoly sum[2];
     combine(xs, coeffs, constant, static_cast<std::size_t>(a.level()) + 1, d.scale, &d, k, sum, exec);
@@ -416,7 +434,8 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
     Ciphertext out;
     detail::stamp(out, d, d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level()))));
     out.polys.resize(2);
-    ks.mod_down_rescale(ks.switch_lazy(d.polys[2], *relin_key(), exec), &sum[0], &sum[1], out.polys[0], out.polys[1], exec);
+    ks.mod_down_rescale(ks.switch_lazy(d.polys[2], *relin_key(), exec), &sum[0], &sum[1], out.polys[0], out.polys[1],
+                        exec);
     return out;
 }
 
@@ -424,16 +443,19 @@ Ciphertext Evaluator::relinearize(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
     if (a.size() == 2) return a;
     if (!keys_ || !keys_->relin) throw MissingKeyError("relinearize needs the relinearisation key (keys.evaluation())");
-    if (keys_->key_id != a.key_id) throw ParameterError("the evaluation keys belong to another secret key than the operand");
+    if (keys_->key_id != a.key_id)
+        throw ParameterError("the evaluation keys belong to another secret key than the operand");
     exec = ctx_->exec(exec);
     // c0 + ModDown(ks0), c1 + ModDown(ks1)
-    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[2], *relin_key(), exec), &a.polys[0], &a.polys[1], 1, exec);
+    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[2], *relin_key(), exec), &a.polys[0], &a.polys[1], 1,
+                  exec);
 }
 
 Ciphertext Evaluator::rescale(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
     if (a.level() == 0)
-        throw LevelError("rescale at level 0: the ciphertext has no level left; decrypt it, or use parameters with more levels");
+        throw LevelError(
+            "rescale at level 0: the ciphertext has no level left; decrypt it, or use parameters with more levels");
     exec = ctx_->exec(exec);
     Ciphertext r = a;
     for (auto& p : r.polys) ctx_->backend().rescale(p, exec);
@@ -444,8 +466,8 @@ Ciphertext Evaluator::rescale(const Ciphertext& a, Exec exec) const {
 Ciphertext Evaluator::drop_limbs(const Ciphertext& a, int level) const {
     check(a, "operand");
     if (level < 0 || level > a.level())
-        throw LevelError("drop_level to " + std::to_string(level) + ": the ciphertext is at level " + std::to_string(a.level()) +
-                         " and levels can only go down to 0");
+        throw LevelError("drop_level to " + std::to_string(level) + ": the ciphertext is at level " +
+                         std::to_string(a.level()) + " and levels can only go down to 0");
     Ciphertext r = a;
     for (auto& p : r.polys) p.truncate(static_cast<std::size_t>(level) + 1);
     return r;
@@ -468,8 +490,9 @@ Ciphertext Evaluator::rotate(const Ciphertext& a, std::int64_t step, Exec exec) 
     const std::uint64_t g = ctx_->galois_element(step);
     if (g == 1) return a;
     if (!keys_ || !keys_->galois.count(g))
-        throw MissingKeyError("no rotation key for step " + std::to_string(step) + " (Galois element " + std::to_string(g) +
-                              "); generate it with ctx.keygen(rotations=[" + std::to_string(step) + "])");
+        throw MissingKeyError("no rotation key for step " + std::to_string(step) + " (Galois element " +
+                              std::to_string(g) + "); generate it with ctx.keygen(rotations=[" + std::to_string(step) +
+                              "])");
     return apply_galois(a, g, exec);
 }
 

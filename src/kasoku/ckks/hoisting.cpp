@@ -60,7 +60,8 @@ void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, E
         throw ParameterError("lazy ciphertext of another context");
     if (acc.key_id != x.key_id) throw ParameterError("the lazy ciphertexts were encrypted under different keys");
     if (acc.level() != x.level() || acc.scale != x.scale || acc.c0.empty() != x.c0.empty())
-        throw ParameterError("lazy ciphertexts at different levels or scales cannot be added; they must come from one decomposition");
+        throw ParameterError(
+            "lazy ciphertexts at different levels or scales cannot be added; they must come from one decomposition");
     ctx_->keyswitcher().add_lazy(acc, x, ctx_->exec(exec));
 }
 
@@ -76,13 +77,17 @@ LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCi
         if (xs[i]->level() != x0.level() || xs[i]->key_id != x0.key_id || !detail::same_scale(xs[i]->scale, x0.scale) ||
             xs[i]->c0.empty() != x0.c0.empty())
             throw ParameterError("multiply_plain_sum_lazy: the lazy ciphertexts differ in level, key or scale");
-        if (pts[i]->level() != x0.level() || pts[i]->poly.num_p() != np || !detail::same_scale(pts[i]->scale, pts[0]->scale))
-            throw ParameterError("multiply_plain_sum_lazy: the plaintexts must have one scale and be encoded with encode_extended "
-                                 "at the lazy ciphertexts' level " + std::to_string(x0.level()));
+        if (pts[i]->level() != x0.level() || pts[i]->poly.num_p() != np ||
+            !detail::same_scale(pts[i]->scale, pts[0]->scale))
+            throw ParameterError(
+                "multiply_plain_sum_lazy: the plaintexts must have one scale and be encoded with encode_extended "
+                "at the lazy ciphertexts' level " +
+                std::to_string(x0.level()));
     }
     const double scale = x0.scale * pts[0]->scale;
     if (std::log2(scale) + 2.0 > ctx_->log_modulus(x0.level()))
-        throw ScaleError("multiply_plain_sum_lazy: the scale no longer fits the modulus at level " + std::to_string(x0.level()));
+        throw ScaleError("multiply_plain_sum_lazy: the scale no longer fits the modulus at level " +
+                         std::to_string(x0.level()));
     std::vector<const rns::LazyPolys*> terms(xs.begin(), xs.end());
     std::vector<const RnsPoly*> polys;
     for (const Plaintext* pt : pts) polys.push_back(&pt->poly);
@@ -99,7 +104,8 @@ Ciphertext Evaluator::mod_down_rescale(LazyCiphertext&& x, const Ciphertext* add
         check(*addend, "addend");
         if (addend->size() != 2 || addend->level() != x.level() || addend->key_id != x.key_id ||
             !detail::same_scale(addend->scale, x.scale))
-            throw ParameterError("mod_down_rescale: the addend must be a size-2 ciphertext at the lazy ciphertext's level and scale");
+            throw ParameterError(
+                "mod_down_rescale: the addend must be a size-2 ciphertext at the lazy ciphertext's level and scale");
     }
     exec = ctx_->exec(exec);
     Ciphertext out;
@@ -117,19 +123,23 @@ Ciphertext Evaluator::mod_down(const LazyCiphertext& x, Exec exec) const {
     return finish(like, x, nullptr, nullptr, 1, ctx_->exec(exec));
 }
 
-Ciphertext Evaluator::mod_down(LazyCiphertext&& x, Exec exec) const { return mod_down(static_cast<const LazyCiphertext&>(x), exec); }
+Ciphertext Evaluator::mod_down(LazyCiphertext&& x, Exec exec) const {
+    return mod_down(static_cast<const LazyCiphertext&>(x), exec);
+}
 
 // ---------------------------------------------------------------- hoisted rotations
 
 // The Galois keys of elts, all checked before any is expanded (expand = false: only checked).
-std::vector<std::shared_ptr<const rns::GadgetKey>> detail::galois_keys(const Evaluator& ev, const std::vector<u64>& elts,
-                                                                   std::uint64_t key_id, bool expand) {
+std::vector<std::shared_ptr<const rns::GadgetKey>> detail::galois_keys(const Evaluator& ev,
+                                                                       const std::vector<u64>& elts,
+                                                                       std::uint64_t key_id, bool expand) {
     const EvaluationKeys* ek = ev.keys();
     for (u64 g : elts) {
         if (!ek || !ek->galois.count(g))
             throw MissingKeyError("no Galois key for element " + std::to_string(g) +
                                   "; generate it with ctx.keygen(galois_elements=[" + std::to_string(g) + ", ...])");
-        if (ek->galois.at(g)->key_id != key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
+        if (ek->galois.at(g)->key_id != key_id)
+            throw ParameterError("the Galois key belongs to another secret key than the operand");
     }
     std::vector<std::shared_ptr<const rns::GadgetKey>> keys;
     if (expand)
@@ -137,14 +147,16 @@ std::vector<std::shared_ptr<const rns::GadgetKey>> detail::galois_keys(const Eva
     return keys;
 }
 
-std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, const std::vector<u64>& elts, Exec exec) const {
+std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, const std::vector<u64>& elts,
+                                                        Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);
     for (u64 g : elts) ctx_->check_galois_element(g, "apply_galois_hoisted");
     std::vector<u64> switched;
     for (u64 g : elts)
         if (g != 1) switched.push_back(g);
-    detail::galois_keys(*this, switched, a.key_id, false);  // all keys checked before any work, each expanded at its use
+    detail::galois_keys(*this, switched, a.key_id,
+                        false);  // all keys checked before any work, each expanded at its use
     if (switched.empty()) return std::vector<Ciphertext>(elts.size(), a);
     const Decomposition d = decompose(a, exec);
     const auto& ks = ctx_->keyswitcher();
@@ -161,8 +173,8 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
     return out;
 }
 
-std::vector<Ciphertext> Evaluator::rotate_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps, bool conjugate,
-                                                  Exec exec) const {
+std::vector<Ciphertext> Evaluator::rotate_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps,
+                                                  bool conjugate, Exec exec) const {
     std::vector<u64> elts;
     for (std::int64_t s : steps) elts.push_back(ctx_->galois_element(s));
     if (conjugate) elts.push_back(ctx_->conjugation_element());
@@ -185,7 +197,8 @@ Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::v
     const Decomposition d = decompose(a, exec);
     std::vector<rns::KeyTerm> terms;
     for (std::size_t e = 0; e < elts.size(); ++e) terms.push_back({keys[e].get(), elts[e]});
-    return finish(a, ctx_->keyswitcher().inner_product_sum(d.digits, terms, d.input.polys[0], exec), nullptr, nullptr, 1, exec);
+    return finish(a, ctx_->keyswitcher().inner_product_sum(d.digits, terms, d.input.polys[0], exec), nullptr, nullptr,
+                  1, exec);
 }
 
 }  // namespace kasoku::ckks

@@ -13,8 +13,15 @@ namespace kasoku::ckks {
 namespace {
 Parameters make(const char* name, int log_n, int first, int scale, int levels, int special, int k,
                 std::optional<int> security) {
-    return {.log_n = log_n, .first_bits = first, .scale_bits = scale, .levels = levels, .special_bits = special,
-            .special_primes = k, .security = security, .name = name, .rationale = {}};
+    return {.log_n = log_n,
+            .first_bits = first,
+            .scale_bits = scale,
+            .levels = levels,
+            .special_bits = special,
+            .special_primes = k,
+            .security = security,
+            .name = name,
+            .rationale = {}};
 }
 // Bootstrapping sets: a dense main secret (the HE Standard bound applies to log2(QP)), user levels of 40 bits under
 // bootstrapping levels of larger primes, sparse-secret encapsulation (weight 32) around ModRaise.
@@ -61,9 +68,10 @@ int Parameters::log_qp_bits() const {
     return first_bits + levels * scale_bits + boot_levels * boot_bits + special_primes * special_bits;
 }
 
-Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t slots, std::optional<int> security, int dnum,
-                                   int integer_bits) {
-    if (depth < 0 || depth > 60) throw ParameterError("for_circuit: depth must be in 0..60, got " + std::to_string(depth));
+Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t slots, std::optional<int> security,
+                                   int dnum, int integer_bits) {
+    if (depth < 0 || depth > 60)
+        throw ParameterError("for_circuit: depth must be in 0..60, got " + std::to_string(depth));
     if (precision_bits < 8 || precision_bits > 40)
         throw ParameterError("for_circuit: precision_bits must be in 8..40, got " + std::to_string(precision_bits));
     if (slots > (std::uint64_t{1} << 16))
@@ -72,7 +80,8 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
     if (integer_bits < 1 || integer_bits > 30)
         throw ParameterError("for_circuit: integer_bits must be in 1..30, got " + std::to_string(integer_bits));
     if (dnum < 0 || dnum > depth + 1)
-        throw ParameterError("for_circuit: dnum must be in 1..depth+1 (or 0/None: chosen), got " + std::to_string(dnum));
+        throw ParameterError("for_circuit: dnum must be in 1..depth+1 (or 0/None: chosen), got " +
+                             std::to_string(dnum));
     const int kSpecial = 60, kIfmaSpecial = 50, kMaxScale = 55;
     int min_log_n = 10;
     while ((std::uint64_t{1} << (min_log_n - 1)) < slots) ++min_log_n;
@@ -96,9 +105,17 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
             const int alpha = (depth + 1 + d - 1) / d;
             for (const int special : {kIfmaSpecial, kSpecial, first}) {
                 if (special == kIfmaSpecial && kIfmaSpecial * alpha < first + (alpha - 1) * scale) continue;
-                Parameters p{.log_n = log_n, .first_bits = first, .scale_bits = scale, .levels = depth,
-                             .special_bits = special, .special_primes = alpha, .security = security, .dnum = d,
-                             .hamming_weight = 0, .name = {}, .rationale = {}};
+                Parameters p{.log_n = log_n,
+                             .first_bits = first,
+                             .scale_bits = scale,
+                             .levels = depth,
+                             .special_bits = special,
+                             .special_primes = alpha,
+                             .security = security,
+                             .dnum = d,
+                             .hamming_weight = 0,
+                             .name = {},
+                             .rationale = {}};
                 if (log_n == 16 && (best_qp == 0 || p.log_qp_bits() < best_qp)) {
                     best_qp = p.log_qp_bits();
                     best_scale = scale;
@@ -108,15 +125,19 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
                 r << "N = 2^" << log_n << ": the smallest ring whose "
                   << (security ? "128-bit HE Standard bound (" + std::to_string(bound) + " bits)" : std::string("size"))
                   << " holds log2(QP) = " << p.log_qp_bits() << " bits"
-                  << (slots ? " and " + std::to_string(slots) + " slots" : std::string()) << "; scale 2^" << scale << ": "
-                  << precision_bits << " bits of precision + " << noise << " bits of noise (one product at this N, and the "
+                  << (slots ? " and " + std::to_string(slots) + " slots" : std::string()) << "; scale 2^" << scale
+                  << ": " << precision_bits << " bits of precision + " << noise
+                  << " bits of noise (one product at this N, and the "
                   << "sum over " << depth << " levels); q_0 = " << first << " bits: the scale + " << (first - scale)
                   << " bits for the integer part of results; " << depth << " primes of " << scale << " bits: one per "
-                  << "rescaling; dnum = " << d << " digits of " << alpha << " primes, so " << alpha << " special primes of "
-                  << special << " bits (hybrid key switching: fewer digits are faster but need more special primes"
+                  << "rescaling; dnum = " << d << " digits of " << alpha << " primes, so " << alpha
+                  << " special primes of " << special
+                  << " bits (hybrid key switching: fewer digits are faster but need more special primes"
                   << (special == kIfmaSpecial ? "; 50 bits: above the digits' moduli and below 2^50, where the "
                                                 "AVX-512-IFMA kernels run"
-                      : special < kSpecial ? "; q_0's size, not 60 bits, to fit this ring" : "") << ").";
+                      : special < kSpecial    ? "; q_0's size, not 60 bits, to fit this ring"
+                                              : "")
+                  << ").";
                 p.rationale = r.str();
                 p.validate();
                 return p;
@@ -125,10 +146,10 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
     }
     std::ostringstream m;
     m << "for_circuit: depth " << depth << " with " << precision_bits << " bits of precision";
-    if (best_qp == 0)
-        m << " needs a scale above 2^" << kMaxScale << " (60-bit primes); ask for fewer precision_bits";
+    if (best_qp == 0) m << " needs a scale above 2^" << kMaxScale << " (60-bit primes); ask for fewer precision_bits";
     else
-        m << " needs log2(QP) >= " << best_qp << " bits (scale 2^" << best_scale << ") even at N = 2^16, above the 128-bit "
+        m << " needs log2(QP) >= " << best_qp << " bits (scale 2^" << best_scale
+          << ") even at N = 2^16, above the 128-bit "
           << "HE Standard bound of " << max_log_qp_128(16) << "; split the circuit with bootstrapping (or decrypt and "
           << "re-encrypt on the client), ask for fewer precision_bits, or pass security=None for research use";
     if (dnum > 0) m << " (dnum = " << dnum << " fixed: dnum=None lets it choose)";
@@ -160,14 +181,17 @@ void Parameters::validate() const {
         fail("first_bits (" + std::to_string(first_bits) + ") must exceed scale_bits (" + std::to_string(scale_bits) +
              ") so that decrypted values at level 0 have room for their integer part");
     if (levels < 0 || levels > 60) fail("levels must be in 0..60, got " + std::to_string(levels));
-    if (special_primes < 1) fail("special_primes must be >= 1 (hybrid key switching needs them), got " + std::to_string(special_primes));
+    if (special_primes < 1)
+        fail("special_primes must be >= 1 (hybrid key switching needs them), got " + std::to_string(special_primes));
     if (special_primes > static_cast<int>(rns::kMaxDigitPrimes))
-        fail("special_primes must be at most " + std::to_string(rns::kMaxDigitPrimes) + ", got " + std::to_string(special_primes));
+        fail("special_primes must be at most " + std::to_string(rns::kMaxDigitPrimes) + ", got " +
+             std::to_string(special_primes));
     if (special_bits < scale_bits || special_bits > maxb)
         fail("special_bits must be in scale_bits.." + std::to_string(maxb) + ", got " + std::to_string(special_bits));
     if (boot_levels < 0 || boot_levels > 60) fail("boot_levels must be in 0..60, got " + std::to_string(boot_levels));
     if (boot_levels > 0 && (boot_bits < scale_bits || boot_bits > maxb))
-        fail("boot_bits must be in scale_bits.." + std::to_string(maxb) + " when boot_levels > 0, got " + std::to_string(boot_bits));
+        fail("boot_bits must be in scale_bits.." + std::to_string(maxb) + " when boot_levels > 0, got " +
+             std::to_string(boot_bits));
     if (boot_levels == 0 && boot_bits != 0) fail("boot_bits is set but boot_levels is 0; give both or neither");
     if (boot_secret_weight < 0 || static_cast<std::uint64_t>(boot_secret_weight) > n())
         fail("boot_secret_weight must be in 0..n, got " + std::to_string(boot_secret_weight));
@@ -182,14 +206,16 @@ void Parameters::validate() const {
         fail("hamming_weight must be in 0..n, got " + std::to_string(hamming_weight));
     if (security.has_value()) {
         if (*security != 128)
-            fail("security must be 128 or None (research parameters, no security claim), got " + std::to_string(*security));
+            fail("security must be 128 or None (research parameters, no security claim), got " +
+                 std::to_string(*security));
         if (hamming_weight != 0)
             fail("the HE Standard table assumes a uniform ternary secret: use hamming_weight = 0 or security = None");
         const int bound = max_log_qp_128(log_n);
-        if (bound == 0) fail("no 128-bit HE Standard entry for log_n = " + std::to_string(log_n) + "; pass security=None");
+        if (bound == 0)
+            fail("no 128-bit HE Standard entry for log_n = " + std::to_string(log_n) + "; pass security=None");
         if (log_qp_bits() > bound)
-            fail("insecure parameters: log2(QP) = " + std::to_string(log_qp_bits()) + " bits exceeds the 128-bit bound of " +
-                 std::to_string(bound) + " for N = 2^" + std::to_string(log_n) +
+            fail("insecure parameters: log2(QP) = " + std::to_string(log_qp_bits()) +
+                 " bits exceeds the 128-bit bound of " + std::to_string(bound) + " for N = 2^" + std::to_string(log_n) +
                  " (HE Standard); use fewer levels or primes, a larger log_n, or security=None for research use");
     }
 }

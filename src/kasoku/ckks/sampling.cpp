@@ -11,13 +11,17 @@ std::vector<std::int64_t> sample_ternary(std::size_t n, int hamming_weight, Prng
     std::vector<std::uint8_t> buf(4096);
     std::size_t pos = buf.size();
     auto byte = [&]() {
-        if (pos == buf.size()) { prng.fill(buf.data(), buf.size()); pos = 0; }
+        if (pos == buf.size()) {
+            prng.fill(buf.data(), buf.size());
+            pos = 0;
+        }
         return buf[pos++];
     };
     if (hamming_weight == 0) {
         for (std::size_t i = 0; i < n; ++i) {
             std::uint8_t b;
-            do b = byte(); while (b >= 255);  // 255 = 3 * 85: reject to stay uniform
+            do b = byte();
+            while (b >= 255);  // 255 = 3 * 85: reject to stay uniform
             s[i] = static_cast<std::int64_t>(b % 3) - 1;
         }
         secure_wipe(buf.data(), buf.size());
@@ -29,7 +33,8 @@ std::vector<std::int64_t> sample_ternary(std::size_t n, int hamming_weight, Prng
     for (int k = 0; k < hamming_weight; ++k) {
         const std::uint64_t range = n - k, limit = UINT64_MAX - UINT64_MAX % range;
         std::uint64_t r;
-        do r = prng.next_u64(); while (r >= limit);
+        do r = prng.next_u64();
+        while (r >= limit);
         std::swap(idx[k], idx[k + r % range]);
         s[idx[k]] = (byte() & 1) ? 1 : -1;
     }

@@ -29,7 +29,8 @@ void sample_uniform(const rns::Backend& be, rns::RnsPoly& out, Prng& prng);
 std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key);
 // The Galois keys of elts for an operand under key_id, every one checked (MissingKeyError naming the element,
 // ParameterError for another secret key's) before any is expanded; expand = false: checked only (hoisting.cpp).
-std::vector<std::shared_ptr<const rns::GadgetKey>> galois_keys(const Evaluator& ev, const std::vector<std::uint64_t>& elts,
+std::vector<std::shared_ptr<const rns::GadgetKey>> galois_keys(const Evaluator& ev,
+                                                               const std::vector<std::uint64_t>& elts,
                                                                std::uint64_t key_id, bool expand);
 
 }  // namespace kasoku::ckks::detail

@@ -17,7 +17,14 @@ namespace kasoku::ckks {
 
 namespace {
 
-enum class Kind : std::uint8_t { parameters = 1, ciphertext = 2, public_key = 3, secret_key = 4, switch_key = 5, evaluation_keys = 6 };
+enum class Kind : std::uint8_t {
+    parameters = 1,
+    ciphertext = 2,
+    public_key = 3,
+    secret_key = 4,
+    switch_key = 5,
+    evaluation_keys = 6
+};
 
 const char* kind_name(Kind k) {
     switch (k) {
@@ -44,7 +51,8 @@ constexpr std::uint8_t kSecretPoly = 0, kSecretTernary = 1;
 unsigned bit_width(std::uint64_t q) { return 64u - static_cast<unsigned>(__builtin_clzll(q - 1)); }  // residues < q
 
 // Uniform parts shaped like `like`, in order, from `seed` (how key generation and encryption drew them).
-std::vector<rns::RnsPoly> expand(const rns::Backend& be, const Seed& seed, const std::vector<const rns::RnsPoly*>& like) {
+std::vector<rns::RnsPoly> expand(const rns::Backend& be, const Seed& seed,
+                                 const std::vector<const rns::RnsPoly*>& like) {
     Prng prng(seed);
     std::vector<rns::RnsPoly> out;
     for (const rns::RnsPoly* l : like) {
@@ -102,7 +110,8 @@ public:
         std::memcpy(out_.data() + 8, &fingerprint, 8);
     }
     ~Writer() { secure_wipe(out_.data(), out_.size()); }  // a secret key's bytes, when finish() did not take them
-    template <class T> void put(T v) {
+    template <class T>
+    void put(T v) {
         static_assert(std::is_trivially_copyable_v<T>);
         const std::size_t at = out_.size();
         out_.resize(at + sizeof(T));
@@ -121,7 +130,8 @@ public:
         ctx_->backend().download(p, [&](const std::uint64_t* const* limbs) {
             std::vector<std::uint8_t> tag(p.limbs());
             for (std::size_t l = 0; l < p.limbs(); ++l)
-                tag[l] = std::all_of(limbs[l], limbs[l] + n, [](std::uint64_t v) { return v == 0; }) ? kLimbZero : kLimbPacked;
+                tag[l] = std::all_of(limbs[l], limbs[l] + n, [](std::uint64_t v) { return v == 0; }) ? kLimbZero
+                                                                                                     : kLimbPacked;
             bytes(tag.data(), tag.size());
             for (std::size_t l = 0; l < p.limbs(); ++l) {
                 if (tag[l] == kLimbZero) continue;
@@ -192,7 +202,8 @@ class Reader {
 public:
     // Checks the envelope and decompresses the payload; ctx may be null for Parameters.
     Reader(const std::uint8_t* data, std::size_t size, Kind want, const Context* ctx) : ctx_(ctx) {
-        if (!data || size < kHeader + kDigest) fail("too short to be a kasoku object (" + std::to_string(size) + " bytes)");
+        if (!data || size < kHeader + kDigest)
+            fail("too short to be a kasoku object (" + std::to_string(size) + " bytes)");
         if (std::memcmp(data, "KSKU", 4) != 0) fail("not a kasoku object (bad magic)");
         std::uint16_t version;
         std::uint64_t fp, len;
@@ -206,20 +217,23 @@ public:
         if (len != size - kHeader - kDigest) fail("length field does not match the data: truncated or corrupted bytes");
         std::uint8_t digest[kDigest];
         SHA256(data, size - kDigest, digest);
-        if (std::memcmp(digest, data + size - kDigest, kDigest) != 0) fail("integrity check failed: the bytes are corrupted");
+        if (std::memcmp(digest, data + size - kDigest, kDigest) != 0)
+            fail("integrity check failed: the bytes are corrupted");
         if (kind != static_cast<std::uint8_t>(want))
             fail(std::string("expected a ") + kind_name(want) + ", found a " + kind_name(static_cast<Kind>(kind)));
         if (flags & ~kFlagZstd) fail("unknown flags in the header (made by a newer kasoku?)");
         if (ctx_ && fp != ctx_->fingerprint())
-            fail("these bytes were made with other parameters (fingerprint mismatch); load them into a context created "
-                 "with the same parameters");
+            fail(
+                "these bytes were made with other parameters (fingerprint mismatch); load them into a context created "
+                "with the same parameters");
         p_ = data + kHeader;
         end_ = data + size - kDigest;
         if (flags & kFlagZstd) decompress();
     }
     ~Reader() { secure_wipe(plain_.data(), plain_.size()); }
     [[noreturn]] static void fail(const std::string& m) { throw SerializationError("cannot load: " + m); }
-    template <class T> T get() {
+    template <class T>
+    T get() {
         T v;
         std::memcpy(&v, take(sizeof(T)), sizeof(T));
         return v;
@@ -294,7 +308,8 @@ public:
         }
         for (std::uint32_t j = 0; j < count; ++j)
             for (const auto* p : {&k.b[j], &k.a[j]})
-                if (p->num_q() != nq || p->num_p() != np || !p->ntt_form()) fail("key-switching key polynomial has the wrong shape");
+                if (p->num_q() != nq || p->num_p() != np || !p->ntt_form())
+                    fail("key-switching key polynomial has the wrong shape");
         return k;
     }
     void done() {
@@ -306,9 +321,11 @@ private:
     void decompress() {
         const std::size_t stored = static_cast<std::size_t>(end_ - p_);
         const unsigned long long raw = ZSTD_getFrameContentSize(p_, stored);
-        if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN) fail("the compressed payload is not a zstd frame");
+        if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN)
+            fail("the compressed payload is not a zstd frame");
         if (raw > std::max(kMaxExpansion * stored, kMinExpansionBytes))
-            fail("the compressed payload claims " + std::to_string(raw) + " bytes, more than a kasoku object of this size holds");
+            fail("the compressed payload claims " + std::to_string(raw) +
+                 " bytes, more than a kasoku object of this size holds");
         plain_.resize(static_cast<std::size_t>(raw));
         const std::size_t got = ZSTD_decompress(plain_.data(), plain_.size(), p_, stored);
         if (ZSTD_isError(got) || got != raw) fail("the compressed payload is corrupted");
@@ -326,8 +343,9 @@ private:
 
 Bytes serialize(const Parameters& p, Compression compression) {
     Writer w(Kind::parameters, nullptr);
-    for (int v : {p.log_n, p.first_bits, p.scale_bits, p.levels, p.special_bits, p.special_primes, p.security ? *p.security : 0,
-                  p.dnum, p.hamming_weight, p.boot_levels, p.boot_bits, p.boot_secret_weight})
+    for (int v :
+         {p.log_n, p.first_bits, p.scale_bits, p.levels, p.special_bits, p.special_primes, p.security ? *p.security : 0,
+          p.dnum, p.hamming_weight, p.boot_levels, p.boot_bits, p.boot_secret_weight})
         w.put<std::int32_t>(v);
     w.put<std::uint32_t>(static_cast<std::uint32_t>(p.name.size()));
     for (char c : p.name) w.put<char>(c);
@@ -397,7 +415,8 @@ Ciphertext deserialize_ciphertext(const Context& ctx, const std::uint8_t* data, 
     }
     while (ct.polys.size() < count) ct.polys.push_back(r.poly(false));
     for (const auto& p : ct.polys)
-        if (p.num_q() != ct.polys[0].num_q() || !p.ntt_form()) Reader::fail("ciphertext polynomials disagree in level or form");
+        if (p.num_q() != ct.polys[0].num_q() || !p.ntt_form())
+            Reader::fail("ciphertext polynomials disagree in level or form");
     r.done();
     return ct;
 }
@@ -429,7 +448,8 @@ PublicKey deserialize_public_key(const Context& ctx, const std::uint8_t* data, s
         pk.a = r.poly(true);
     }
     for (const auto* p : {&pk.b, &pk.a})
-        if (p->num_q() != ctx.rns().q_count() || p->num_p() != 1 || !p->ntt_form()) Reader::fail("public key has the wrong shape");
+        if (p->num_q() != ctx.rns().q_count() || p->num_p() != 1 || !p->ntt_form())
+            Reader::fail("public key has the wrong shape");
     r.done();
     return pk;
 }

@@ -31,16 +31,18 @@ std::vector<std::vector<u64>> trace_group_elements(const std::vector<u64>& autom
     std::vector<std::vector<u64>> groups;
     std::size_t first = 0;
     for (std::size_t m : trace_group_sizes(automorphisms.size(), h)) {
-        if (m >= 24) throw ParameterError("trace: a group of " + std::to_string(m) + " steps needs 2^" + std::to_string(m) +
-                                          " - 1 keys; use a larger h");
+        if (m >= 24)
+            throw ParameterError("trace: a group of " + std::to_string(m) + " steps needs 2^" + std::to_string(m) +
+                                 " - 1 keys; use a larger h");
         std::vector<u64> g((std::size_t{1} << m) - 1);
         for (std::size_t mask = 1; mask < (std::size_t{1} << m); ++mask) {
             u64 e = 1;
             for (std::size_t b = 0; b < m; ++b)
                 if (mask >> b & 1) e = e * automorphisms[first + b] % two_n;
             if (e == 1)
-                throw ParameterError("trace: a product of the automorphisms is the identity; the doubling steps must be "
-                                     "independent (e.g. rotations by 1, 2, ..., 2^(M-1) with M <= log2(slots), conjugation)");
+                throw ParameterError(
+                    "trace: a product of the automorphisms is the identity; the doubling steps must be "
+                    "independent (e.g. rotations by 1, 2, ..., 2^(M-1) with M <= log2(slots), conjugation)");
             g[mask - 1] = e;
         }
         groups.push_back(std::move(g));
@@ -62,8 +64,8 @@ std::vector<u64> rotation_doubling_steps(std::size_t M, u64 two_n) {
 std::vector<u64> trace_doubling_steps(std::size_t M, u64 two_n) {
     const std::size_t log_n = static_cast<std::size_t>(__builtin_ctzll(two_n)) - 1;
     if (M > log_n)
-        throw ParameterError("trace: M = " + std::to_string(M) + " doubling steps exceed log2(n) = " + std::to_string(log_n) +
-                             " (rotations by 2^i, i < log2(slots), then conjugation)");
+        throw ParameterError("trace: M = " + std::to_string(M) + " doubling steps exceed log2(n) = " +
+                             std::to_string(log_n) + " (rotations by 2^i, i < log2(slots), then conjugation)");
     std::vector<u64> steps = rotation_doubling_steps(std::min(M, log_n - 1), two_n);
     if (M == log_n) steps.push_back(two_n - 1);
     return steps;
@@ -72,7 +74,8 @@ std::vector<u64> trace_doubling_steps(std::size_t M, u64 two_n) {
 std::vector<u64> trace_galois_elements(const Parameters& params, std::size_t M, std::size_t h) {
     const u64 two_n = 2 * params.n();
     std::vector<u64> out;
-    for (auto& g : trace_group_elements(trace_doubling_steps(M, two_n), h, two_n)) out.insert(out.end(), g.begin(), g.end());
+    for (auto& g : trace_group_elements(trace_doubling_steps(M, two_n), h, two_n))
+        out.insert(out.end(), g.begin(), g.end());
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
@@ -81,7 +84,8 @@ std::vector<u64> trace_galois_elements(const Parameters& params, std::size_t M, 
 double trace_cost(const KeySwitchCosts& c, std::size_t M, std::size_t h) {
     double t = 0;
     for (std::size_t m : trace_group_sizes(M, h))
-        t += c.decompose_ms + static_cast<double>((std::size_t{1} << m) - 1) * c.inner_product_ms + c.mod_down_ms + c.add_ms;
+        t += c.decompose_ms + static_cast<double>((std::size_t{1} << m) - 1) * c.inner_product_ms + c.mod_down_ms +
+             c.add_ms;
     return t;
 }
 
@@ -117,7 +121,8 @@ int Evaluator::choose_trace_h(const std::vector<u64>& automorphisms, int level, 
             continue;  // groups too large to enumerate
         }
         if (!has_keys(keys_.get(), groups)) continue;
-        if (best == 0 || trace_cost(c, M, h) < trace_cost(c, M, static_cast<std::size_t>(best))) best = static_cast<int>(h);
+        if (best == 0 || trace_cost(c, M, h) < trace_cost(c, M, static_cast<std::size_t>(best)))
+            best = static_cast<int>(h);
     }
     return best;
 }
@@ -129,7 +134,8 @@ Ciphertext Evaluator::trace(const Ciphertext& a, const std::vector<u64>& automor
     for (u64 g : automorphisms) ctx_->check_galois_element(g, "trace", false);
     exec = ctx_->exec(exec);
     if (h < 0 || h > static_cast<int>(M))
-        throw ParameterError("trace: h must be between 1 and M = " + std::to_string(M) + " (or 0 to choose), got " + std::to_string(h));
+        throw ParameterError("trace: h must be between 1 and M = " + std::to_string(M) + " (or 0 to choose), got " +
+                             std::to_string(h));
     if (h == 0) {
         h = choose_trace_h(automorphisms, a.level(), exec);
         if (h == 0) {
@@ -139,8 +145,9 @@ Ciphertext Evaluator::trace(const Ciphertext& a, const std::vector<u64>& automor
                     throw MissingKeyError("trace: no h has all its Galois keys; element " + std::to_string(g) +
                                           " (needed by every h) is missing; generate the keys with "
                                           "ctx.keygen(galois_elements=ks.trace_galois_elements(params, M, h))");
-            throw MissingKeyError("trace: no h has all its Galois keys; generate them with "
-                                  "ctx.keygen(galois_elements=ks.trace_galois_elements(params, M, h))");
+            throw MissingKeyError(
+                "trace: no h has all its Galois keys; generate them with "
+                "ctx.keygen(galois_elements=ks.trace_galois_elements(params, M, h))");
         }
     }
     const auto groups = trace_group_elements(automorphisms, static_cast<std::size_t>(h), 2 * ctx_->n());
@@ -158,8 +165,8 @@ Ciphertext Evaluator::sum_slots(const Ciphertext& a, std::size_t count, int h, E
     const std::size_t slots = ctx_->slots();
     if (count == 0) count = slots;
     if (count > slots || (count & (count - 1)) != 0)
-        throw ParameterError("sum_slots: count must be a power of two up to slots = " + std::to_string(slots) + ", got " +
-                             std::to_string(count));
+        throw ParameterError("sum_slots: count must be a power of two up to slots = " + std::to_string(slots) +
+                             ", got " + std::to_string(count));
     const std::size_t M = static_cast<std::size_t>(__builtin_ctzll(count));
     return trace(a, rotation_doubling_steps(M, 2 * ctx_->n()), h, exec);
 }

@@ -34,8 +34,10 @@ std::string architecture_mismatch(const std::string& architectures, int major, i
         if (ptx && arch <= device) return {};
     }
     if (!any_number) return {};
-    return "this build has kernels for " + architectures + " (CMAKE_CUDA_ARCHITECTURES), none of which runs on compute "
-           "capability " + std::to_string(major) + "." + std::to_string(minor) +
+    return "this build has kernels for " + architectures +
+           " (CMAKE_CUDA_ARCHITECTURES), none of which runs on compute "
+           "capability " +
+           std::to_string(major) + "." + std::to_string(minor) +
            "; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(device);
 }
 

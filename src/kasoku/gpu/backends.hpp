@@ -19,7 +19,7 @@ std::unique_ptr<const rns::Backend> make_gpu_backend(std::shared_ptr<const rns::
 std::unique_ptr<const rns::Backend> make_emulated_gpu_backend(std::shared_ptr<const rns::RnsContext> ring);
 // The same over a memory of the caller's (tests: a memory that fails).
 std::unique_ptr<const rns::Backend> make_emulated_gpu_backend_over(std::shared_ptr<const rns::RnsContext> ring,
-                                                              std::shared_ptr<const rns::PolyMemory> memory);
+                                                                   std::shared_ptr<const rns::PolyMemory> memory);
 
 // While one lives, the emulated backend's kernels on the calling thread are counted but not run (the words they
 // would write are left as they are): the launch budget at sizes where running every kernel as a CPU loop would take

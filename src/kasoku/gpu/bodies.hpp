@@ -50,7 +50,8 @@ KASOKU_HD inline void ntt_inverse_pair(u64& x, u64& y, u64 w, u64 wp, u64 q) {
 // ---- base conversion (rns::BaseConverter)
 // The overflow count of word c: round(sum_i y_i[c] / q_i), in double precision with the CPU's order of operations
 // (kernels.cu is compiled without contraction into FMAs, so each product and sum rounds as on the host).
-KASOKU_HD inline std::uint8_t overflow_count(const u64* y, std::size_t s, std::size_t n, const double* inv_q, std::size_t c) {
+KASOKU_HD inline std::uint8_t overflow_count(const u64* y, std::size_t s, std::size_t n, const double* inv_q,
+                                             std::size_t c) {
     double acc = 0;
     for (std::size_t i = 0; i < s; ++i) acc += static_cast<double>(y[i * n + c]) * inv_q[i];
     return static_cast<std::uint8_t>(acc + 0.5);

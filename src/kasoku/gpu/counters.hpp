@@ -107,7 +107,8 @@ struct DeviceModel {
 inline constexpr DeviceModel kH100{"H100 SXM", 3.5, 3.0e6, 0.5e6};
 
 inline double model_us(const KernelCount& k, const DeviceModel& m) {
-    const double t_mem = static_cast<double>(k.bytes) / m.bytes_per_us, t_mul = static_cast<double>(k.mults) / m.mults_per_us;
+    const double t_mem = static_cast<double>(k.bytes) / m.bytes_per_us,
+                 t_mul = static_cast<double>(k.mults) / m.mults_per_us;
     return static_cast<double>(k.launches) * m.launch_us + (t_mem > t_mul ? t_mem : t_mul);
 }
 inline double model_us(const Counts& c, const DeviceModel& m) {

@@ -26,8 +26,7 @@ public:
             count_allocation(8 * words);
             return device_allocate(words);
         } catch (const std::bad_alloc&) {
-        } catch (const DeviceError&) {
-        }
+        } catch (const DeviceError&) {}
         release_kept();  // out of memory: give the kept blocks back and try once more
         count_allocation(8 * words);
         return device_allocate(words);
@@ -73,8 +72,9 @@ protected:
     // Reading device memory back while a batch is recording would read what has not been computed yet.
     static void not_recording(const char* what) {
         if (launch::Recorder::active())
-            throw InternalError(std::string(what) + " while a batch is being recorded: batched operations must not read "
-                                                    "device memory back");
+            throw InternalError(std::string(what) +
+                                " while a batch is being recorded: batched operations must not read "
+                                "device memory back");
     }
 
 private:

@@ -68,7 +68,9 @@ public:
         if (p_) mem_->deallocate(p_, words_);
     }
     template <class T>
-    const T* as() const { return reinterpret_cast<const T*>(p_); }
+    const T* as() const {
+        return reinterpret_cast<const T*>(p_);
+    }
 
 private:
     std::shared_ptr<const PolyMemory> mem_;
@@ -95,8 +97,8 @@ struct Converter {
     Table factors, multiples, inv_q;
     Consts scale;
     Converter() = default;
-    Converter(const std::shared_ptr<const PolyMemory>& mem, const rns::BaseConverter& c, const std::vector<u64>& source_primes,
-              std::size_t n)
+    Converter(const std::shared_ptr<const PolyMemory>& mem, const rns::BaseConverter& c,
+              const std::vector<u64>& source_primes, std::size_t n)
         : factors(mem, c.factors()), multiples(mem, c.q_multiples()), inv_q(mem, c.inverse_primes()) {
         std::vector<u64> s(source_primes.size());
         for (std::size_t i = 0; i < s.size(); ++i) {
@@ -155,10 +157,16 @@ protected:
     void do_download(const RnsPoly& a, const rns::LimbReader& read, std::size_t limbs, Exec) const override;
     void do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec) const override { from_signed_any(coeffs, out); }
     void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec) const override { from_signed_any(coeffs, out); }
-    void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override { ewise<kern::Op::add>(out, &a, &b); }
-    void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override { ewise<kern::Op::sub>(out, &a, &b); }
+    void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override {
+        ewise<kern::Op::add>(out, &a, &b);
+    }
+    void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override {
+        ewise<kern::Op::sub>(out, &a, &b);
+    }
     void do_negate(const RnsPoly& a, RnsPoly& out, Exec) const override { ewise<kern::Op::neg>(out, &a); }
-    void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override { ewise<kern::Op::mul>(out, &a, &b); }
+    void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override {
+        ewise<kern::Op::mul>(out, &a, &b);
+    }
     void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec) const override {
         ewise<kern::Op::fma>(out, &a, &b, &c);
     }
@@ -170,8 +178,8 @@ protected:
     void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec) const override {
         with_constants<kern::Op::add_const>(a, residues, out);
     }
-    void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c, RnsPoly& out,
-                               Exec) const override;
+    void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
+                               RnsPoly& out, Exec) const override;
     void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                             const std::vector<RnsPoly*>& out, bool accumulate, Exec) const override;
     void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec) const override;
@@ -193,7 +201,9 @@ protected:
 private:
     const PolyMemory& mem() const { return *memory(); }
     template <class T>
-    Table table(const std::vector<T>& v) const { return Table(memory(), v); }
+    Table table(const std::vector<T>& v) const {
+        return Table(memory(), v);
+    }
     // The runs of a polynomial's shape: its q-limbs, then its special limbs.
     std::vector<Run> runs(std::size_t num_q, std::size_t num_p) const {
         std::vector<Run> r;
@@ -222,8 +232,8 @@ private:
     };
     const Perm& permutation(u64 galois_elt) const;
     // round((polys + addends) / r) on their first `keep` q-limbs, r the prime of their last limb (rescale, encryption).
-    void divide_round_by_last(const std::vector<RnsPoly*>& polys, std::size_t keep, const Consts& inv, const Table& half,
-                              const std::int64_t* addend) const;
+    void divide_round_by_last(const std::vector<RnsPoly*>& polys, std::size_t keep, const Consts& inv,
+                              const Table& half, const std::int64_t* addend) const;
     // The exact division of ModDown: outs[k] = psi(round(xs[k] / R) + adds[k]) on their first `keep` q-limbs, R the
     // product of the primes of the source runs (the same for every x).
     void divide_exact(const std::vector<const RnsPoly*>& xs, const std::vector<Run>& src, const Converter& conv,
@@ -238,8 +248,8 @@ private:
     std::vector<Table> rescale_half_;
     std::vector<Table> digit_factors_;  // [digit * alpha + (m - 1)]: first m primes of the digit -> every prime
     std::vector<Consts> modup_scale_;   // per q-limb count: (Q_j / q_i)^-1 n^-1 of each limb i (its digit j)
-    std::vector<Converter> p_to_q_;  // [k]: the first k special primes P_k -> every q
-    std::vector<Consts> p_inv_;      // [k]: P_k^-1 mod q_i
+    std::vector<Converter> p_to_q_;     // [k]: the first k special primes P_k -> every q
+    std::vector<Consts> p_inv_;         // [k]: P_k^-1 mod q_i
     Consts p_mod_q_;
     Table p0_half_;
     std::vector<Converter> pq_to_q_;  // per level l: (P, q_l) -> q_0..q_{l-1}
@@ -248,7 +258,8 @@ private:
     mutable std::map<u64, Perm> perms_;
 };
 
-GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr<const PolyMemory> memory_in, const char* name)
+GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr<const PolyMemory> memory_in,
+                       const char* name)
     : Backend(std::move(r), std::move(memory_in)), name_(name), n_(ring().n()), L1_(ring().q_count()) {
     const rns::RnsContext& R = ring();
     const std::vector<u64>& q = R.q_primes();
@@ -302,13 +313,15 @@ GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr
             const rns::BaseConverter& c = t.digit_converter(R, j, nq);
             s[i] = arith::mul_mod(c.source_inverses()[i - R.digit_begin(j)], ninv[i], mods[i]);
         }
-        modup_scale_[nq] = Consts(memory(), s, std::vector<u64>(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(nq)));
+        modup_scale_[nq] =
+            Consts(memory(), s, std::vector<u64>(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(nq)));
     }
     if (p.empty()) return;
     p_to_q_.resize(p.size() + 1);
     p_inv_.resize(p.size() + 1);
     for (std::size_t k = 1; k <= p.size(); ++k) {
-        p_to_q_[k] = Converter(memory(), t.p_to_q[k], std::vector<u64>(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(k)), n_);
+        p_to_q_[k] = Converter(memory(), t.p_to_q[k],
+                               std::vector<u64>(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(k)), n_);
         p_inv_[k] = Consts(memory(), t.p_inv[k], q);
     }
     p_mod_q_ = Consts(memory(), t.p_mod_q, q);
@@ -319,7 +332,8 @@ GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr
         std::vector<u64> src = p;
         src.push_back(q[l]);
         pq_to_q_[l] = Converter(memory(), t.pq_to_q[l], src, n_);
-        pq_inv_[l] = Consts(memory(), t.pq_inv[l], std::vector<u64>(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(l)));
+        pq_inv_[l] =
+            Consts(memory(), t.pq_inv[l], std::vector<u64>(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(l)));
     }
 }
 
@@ -359,8 +373,8 @@ void GpuBackend::from_signed_any(const Int* coeffs, RnsPoly& out) const {
     s.coeffs = words(up);
     s.wide = per == 2;
     std::vector<kern::FsItem> items;
-    for (const Run& r : runs(out.num_q(), out.num_p())) items.push_back({words(out) + r.limb * n_, static_cast<u32>(r.prime),
-                                                                          static_cast<u32>(r.limbs)});
+    for (const Run& r : runs(out.num_q(), out.num_p()))
+        items.push_back({words(out) + r.limb * n_, static_cast<u32>(r.prime), static_cast<u32>(r.limbs)});
     launch::run<kern::FromSigned>(mem(), s, items);
     up.wipe();  // a secret key comes this way (a fill queued after the reduction)
     if (out.ntt_form()) do_to_ntt(out, {});
@@ -394,8 +408,8 @@ void GpuBackend::do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& 
     std::vector<kern::TnItem> items;
     for (const Run& r : runs(a0.num_q(), a0.num_p())) {
         const std::size_t off = r.limb * n_;
-        items.push_back({words(d0) + off, words(d1) + off, words(d2) + off, words(a0) + off, words(a1) + off, words(b0) + off,
-                         words(b1) + off, static_cast<u32>(r.prime), static_cast<u32>(r.limbs)});
+        items.push_back({words(d0) + off, words(d1) + off, words(d2) + off, words(a0) + off, words(a1) + off,
+                         words(b0) + off, words(b1) + off, static_cast<u32>(r.prime), static_cast<u32>(r.limbs)});
     }
     launch::run<kern::Tensor>(mem(), s, items);
 }
@@ -451,15 +465,17 @@ void GpuBackend::do_linear_combination(const std::vector<const RnsPoly*>& x, con
     }
 }
 
-void GpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
-                                    const std::vector<RnsPoly*>& out, bool accumulate, Exec) const {
+void GpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x,
+                                    const std::vector<const RnsPoly*>& y, const std::vector<RnsPoly*>& out,
+                                    bool accumulate, Exec) const {
     for (std::size_t first = 0; first < x.size(); first += kern::kSumTerms) {
         const std::size_t terms = std::min<std::size_t>(kern::kSumTerms, x.size() - first);
         kern::SpShared s{};
         s.r = ring_;
         s.terms = static_cast<u32>(terms);
         s.accumulate = accumulate || first > 0;
-        for (std::size_t t = 0; t < terms; ++t) s.yshift[t] = static_cast<u32>(std::countr_zero(n_ / y[first + t]->n()));
+        for (std::size_t t = 0; t < terms; ++t)
+            s.yshift[t] = static_cast<u32>(std::countr_zero(n_ / y[first + t]->n()));
         std::vector<kern::SpItem> items;
         for (std::size_t k = 0; k < out.size(); ++k) {
             RnsPoly& o = *out[k];
@@ -620,8 +636,8 @@ void GpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, E
 }
 
 void GpuBackend::divide_exact(const std::vector<const RnsPoly*>& xs, const std::vector<Run>& src, const Converter& conv,
-                              const Consts& inv, std::size_t keep, const std::vector<const RnsPoly*>& adds, const Perm* perm,
-                              const std::vector<RnsPoly*>& outs) const {
+                              const Consts& inv, std::size_t keep, const std::vector<const RnsPoly*>& adds,
+                              const Perm* perm, const std::vector<RnsPoly*>& outs) const {
     // round(x / R): x - [x]_R (the exact, centered conversion of the source limbs) is divisible by R.
     std::size_t s = 0;
     for (const Run& r : src) s += r.limbs;
@@ -662,11 +678,12 @@ void GpuBackend::divide_exact(const std::vector<const RnsPoly*>& xs, const std::
     for (std::size_t k = 0; k < K; ++k) *outs[k] = std::move(results[k]);
 }
 
-void GpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
-                             RnsPoly& out_b, RnsPoly& out_a, Exec) const {
+void GpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
+                             u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec) const {
     const Perm* perm = galois_elt == 1 ? nullptr : &permutation(galois_elt);
     const std::size_t k = b.num_p();  // the key's special primes: all of P, or a prefix (Backend::key_switch)
-    divide_exact({&b, &a}, {{b.num_q(), L1_, k}}, p_to_q_[k], p_inv_[k], b.num_q(), {add_b, add_a}, perm, {&out_b, &out_a});
+    divide_exact({&b, &a}, {{b.num_q(), L1_, k}}, p_to_q_[k], p_inv_[k], b.num_q(), {add_b, add_a}, perm,
+                 {&out_b, &out_a});
 }
 
 void GpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec) const {
@@ -687,8 +704,8 @@ void GpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_
         items.push_back(it);
     }
     launch::run<kern::Ewise<kern::Op::add_mul_const>>(mem(), s, items);
-    divide_exact({&b, &a}, {{l + 1, L1_, b.num_p()}, {l, l, 1}}, pq_to_q_[l], pq_inv_[l], l, {nullptr, nullptr}, nullptr,
-                 {&b, &a});
+    divide_exact({&b, &a}, {{l + 1, L1_, b.num_p()}, {l, l, 1}}, pq_to_q_[l], pq_inv_[l], l, {nullptr, nullptr},
+                 nullptr, {&b, &a});
 }
 
 void GpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec) const {

@@ -20,7 +20,9 @@ constexpr unsigned kThreads = 256;
 constexpr std::size_t kMaxGrid = 65535;
 
 template <class K>
-concept BlockKernel = requires { K::kSmemWords; };
+concept BlockKernel = requires {
+    K::kSmemWords;
+};
 
 template <class K, int Cap>
 __global__ void item_kernel(const __grid_constant__ kern::Params<K, Cap> p) {
@@ -71,7 +73,8 @@ void launch_one(const PolyMemory& mem, const typename K::Shared& s, const typena
     check(cudaGetLastError(), (std::string("launch of the ") + K::kName + " kernel").c_str());
     if (sync_each_launch()) {
         count_sync();
-        check(cudaStreamSynchronize(at.stream), (std::string("the ") + K::kName + " kernel (KASOKU_CUDA_SYNC)").c_str());
+        check(cudaStreamSynchronize(at.stream),
+              (std::string("the ") + K::kName + " kernel (KASOKU_CUDA_SYNC)").c_str());
     }
 }
 

@@ -36,7 +36,8 @@ struct Params {
     typename K::Item items[Cap];
 };
 template <class K>
-inline constexpr int kLargeCap = static_cast<int>((kParamBytes - sizeof(typename K::Shared) - 8) / sizeof(typename K::Item));
+inline constexpr int kLargeCap = static_cast<int>((kParamBytes - sizeof(typename K::Shared) - 8) /
+                                                  sizeof(typename K::Item));
 inline constexpr int kSmallCap = 4, kMediumCap = 24;
 
 // The ring's tables in device memory (gpu_backend.cpp uploads them once), by prime index: q_0.., then p_0...
@@ -95,11 +96,20 @@ template <Op op>
 struct Ewise {
     using Shared = EwShared;
     using Item = EwItem;
-    static constexpr const char* kName = op == Op::add ? "add" : op == Op::sub ? "sub" : op == Op::neg ? "negate"
-                                         : op == Op::mul ? "mul" : op == Op::fma ? "fma" : op == Op::mul_const ? "mul_const"
-                                         : op == Op::add_const ? "add_const" : op == Op::add_mul_const ? "add_mul_const"
-                                         : op == Op::copy ? "copy" : op == Op::fill ? "fill" : "permute";
-    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static constexpr const char* kName = op == Op::add             ? "add"
+                                         : op == Op::sub           ? "sub"
+                                         : op == Op::neg           ? "negate"
+                                         : op == Op::mul           ? "mul"
+                                         : op == Op::fma           ? "fma"
+                                         : op == Op::mul_const     ? "mul_const"
+                                         : op == Op::add_const     ? "add_const"
+                                         : op == Op::add_mul_const ? "add_mul_const"
+                                         : op == Op::copy          ? "copy"
+                                         : op == Op::fill          ? "fill"
+                                                                   : "permute";
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) {
+        return static_cast<std::size_t>(it.limbs) * s.r.n;
+    }
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
         const std::size_t l = w / s.r.n;
         if constexpr (op == Op::copy) {
@@ -118,7 +128,8 @@ struct Ewise {
         else if constexpr (op == Op::sub) it.out[w] = arith::sub_mod(it.a[w], it.b[w], q);
         else if constexpr (op == Op::neg) it.out[w] = arith::neg_mod(it.a[w], q);
         else if constexpr (op == Op::mul) it.out[w] = arith::mul_mod(it.a[w], it.b[w], s.r.m[p]);
-        else if constexpr (op == Op::fma) it.out[w] = arith::reduce_128(static_cast<u128>(it.a[w]) * it.b[w] + it.c[w], s.r.m[p]);
+        else if constexpr (op == Op::fma)
+            it.out[w] = arith::reduce_128(static_cast<u128>(it.a[w]) * it.b[w] + it.c[w], s.r.m[p]);
         else {
             const u64 k = it.k ? it.k[l] : s.pool[it.pool + 2 * l], kp = it.k ? it.kp[l] : s.pool[it.pool + 2 * l + 1];
             if constexpr (op == Op::mul_const) it.out[w] = arith::mul_shoup(it.a[w], k, kp, q);
@@ -128,10 +139,16 @@ struct Ewise {
     }
     static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
         const std::size_t w = words(s, it);
-        constexpr std::size_t operands = op == Op::fill ? 0 : op == Op::fma ? 3
-                                       : (op == Op::add || op == Op::sub || op == Op::mul || op == Op::add_mul_const) ? 2 : 1;
+        constexpr std::size_t operands = op == Op::fill  ? 0
+                                         : op == Op::fma ? 3
+                                         : (op == Op::add || op == Op::sub || op == Op::mul || op == Op::add_mul_const)
+                                             ? 2
+                                             : 1;
         bytes += 8 * w * (operands + 1) + (op == Op::permute ? 4 * s.r.n : 0);
-        mults += op == Op::mul ? 3 * w : op == Op::fma ? 4 * w : (op == Op::mul_const || op == Op::add_mul_const) ? 2 * w : 0;
+        mults += op == Op::mul                                      ? 3 * w
+                 : op == Op::fma                                    ? 4 * w
+                 : (op == Op::mul_const || op == Op::add_mul_const) ? 2 * w
+                                                                    : 0;
     }
 };
 
@@ -151,7 +168,9 @@ struct Tensor {
     using Shared = RingOnly;
     using Item = TnItem;
     static constexpr const char* kName = "tensor";
-    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) {
+        return static_cast<std::size_t>(it.limbs) * s.r.n;
+    }
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
         const Modulus& m = s.r.m[it.prime + w / s.r.n];
         const u64 a0 = it.a0[w], a1 = it.a1[w], b0 = it.b0[w], b1 = it.b1[w];
@@ -183,7 +202,9 @@ struct FromSigned {
     using Shared = FsShared;
     using Item = FsItem;
     static constexpr const char* kName = "from_signed";
-    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) {
+        return static_cast<std::size_t>(it.limbs) * s.r.n;
+    }
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
         const std::size_t c = w % s.r.n;
         const Modulus& m = s.r.m[it.prime + w / s.r.n];
@@ -221,7 +242,9 @@ struct Subring {
         return static_cast<std::size_t>(it.limbs) * (s.r.n >> s.shift);
     }
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) { it.out[w] = it.a[w << s.shift]; }
-    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t&) { bytes += 16 * words(s, it); }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t&) {
+        bytes += 16 * words(s, it);
+    }
 };
 
 // ---------------------------------------------------------------- the NTT in passes over shared memory
@@ -242,8 +265,8 @@ static_assert(kNttTile == 1u << kLogNttTile);
 // Every count of a pass is a power of two: the kernel indexes with shifts and masks (a division by a value known only
 // at run time is a loop of tens of instructions on the device; the NTT is bound by its instructions).
 struct NttPass {
-    u32 s0, s1;          // stages [s0, s1)
-    u32 groups;          // per block (G)
+    u32 s0, s1;  // stages [s0, s1)
+    u32 groups;  // per block (G)
     u32 log_groups;
 };
 KASOKU_HD inline NttPass ntt_pass(u32 log_n, bool forward, int pass, int passes) {
@@ -351,7 +374,8 @@ struct Ntt {
             const u32 g = columns ? u & (p.groups - 1) : u >> (k - 1);
             const u32 tb = columns ? u >> p.log_groups : u & ((1u << (k - 1)) - 1);
             const u32 t = ((tb >> log_h) << (log_h + 1)) + (tb & (h - 1));
-            const u32 i0 = columns ? (t << p.log_groups) + g : (g << k) + t, i1 = columns ? i0 + (h << p.log_groups) : i0 + h;
+            const u32 i0 = columns ? (t << p.log_groups) + g : (g << k) + t,
+                      i1 = columns ? i0 + (h << p.log_groups) : i0 + h;
             const std::size_t x = index(s, p, b, i0);
             const std::size_t tw = (std::size_t{1} << s_idx) + (x >> (s.r.log_n - s_idx));
             if (Forward) body::ntt_forward_pair(tile[i0], tile[i1], w_tab[tw], wp_tab[tw], q);
@@ -395,12 +419,13 @@ inline constexpr u32 kMaxCached = 16;  // source words kept in registers (more: 
 
 // sum_i y_i f[i] mod m over s source words of coefficient c (the first `cached` in registers), reduced every 32
 // products as rns::BaseConverter's scalar body.
-KASOKU_HD inline u64 convert_sum(const u64* cache, u32 cached, const u64* y, std::size_t n, std::size_t c, u32 s, const u64* f,
-                                 const Modulus& m) {
+KASOKU_HD inline u64 convert_sum(const u64* cache, u32 cached, const u64* y, std::size_t n, std::size_t c, u32 s,
+                                 const u64* f, const Modulus& m) {
     u64 r = 0;
     for (u32 i0 = 0; i0 < s; i0 += 32) {
         u128 acc = 0;
-        for (u32 i = i0; i < s && i < i0 + 32; ++i) acc += static_cast<u128>(i < cached ? cache[i] : y[i * n + c]) * f[i];
+        for (u32 i = i0; i < s && i < i0 + 32; ++i)
+            acc += static_cast<u128>(i < cached ? cache[i] : y[i * n + c]) * f[i];
         r = arith::add_mod(r, arith::reduce_128(acc, m), m.value);
     }
     return r;
@@ -420,7 +445,8 @@ struct ConvertUp {
         for (u32 t = 0; t < s.nq + s.np; ++t) {
             if (t >= it.begin && t < it.begin + it.s) continue;
             const u32 prime = t < s.nq ? t : s.r.first_special + (t - s.nq);
-            it.dst[t * n + c] = convert_sum(y, cached, it.y, n, c, it.s, it.f + static_cast<std::size_t>(prime) * it.s, s.r.m[prime]);
+            it.dst[t * n + c] =
+                convert_sum(y, cached, it.y, n, c, it.s, it.f + static_cast<std::size_t>(prime) * it.s, s.r.m[prime]);
         }
     }
     static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
@@ -492,7 +518,9 @@ struct Dot {
     using Shared = DtShared;
     using Item = DtItem;
     static constexpr const char* kName = "dot";
-    static KASOKU_HD std::size_t words(const Shared& s, const Item&) { return static_cast<std::size_t>(s.nq + s.np) * s.r.n; }
+    static KASOKU_HD std::size_t words(const Shared& s, const Item&) {
+        return static_cast<std::size_t>(s.nq + s.np) * s.r.n;
+    }
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
         const std::size_t n = s.r.n, t = w / n, k = w % n;
         const std::size_t kt = t < s.nq ? t : s.r.first_special + (t - s.nq);
@@ -518,7 +546,8 @@ struct Dot {
     }
     static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
         const std::size_t w = words(s, it);
-        bytes += 8 * w * (s.terms * s.digits * 3 + 2 * (s.accumulate ? 2 : 1)) + (s.with_c0 ? 16 * s.nq * s.r.n * s.terms : 0);
+        bytes += 8 * w * (s.terms * s.digits * 3 + 2 * (s.accumulate ? 2 : 1)) +
+                 (s.with_c0 ? 16 * s.nq * s.r.n * s.terms : 0);
         mults += w * s.terms * 2 * (s.digits + 3);
         (void)it;
     }
@@ -579,7 +608,9 @@ struct SumProducts {
     using Shared = SpShared;
     using Item = SpItem;
     static constexpr const char* kName = "sum_of_products";
-    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) {
+        return static_cast<std::size_t>(it.limbs) * s.r.n;
+    }
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
         const Modulus& m = s.r.m[it.prime + w / s.r.n];
         u128 acc = s.accumulate ? it.out[w] : 0;
@@ -612,7 +643,9 @@ struct LinearCombination {
     using Shared = LcShared;
     using Item = LcItem;
     static constexpr const char* kName = "linear_combination";
-    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) { return static_cast<std::size_t>(it.limbs) * s.r.n; }
+    static KASOKU_HD std::size_t words(const Shared& s, const Item& it) {
+        return static_cast<std::size_t>(it.limbs) * s.r.n;
+    }
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
         const std::size_t l = w / s.r.n;
         const u64 v = body::linear_combination(s.x, s.f, s.terms, it.limbs, s.r.m, s.r.n, w);

@@ -112,10 +112,12 @@ void run(const PolyMemory& mem, const typename K::Shared& s, const std::vector<t
 }  // namespace kasoku::gpu
 
 // Every kernel, for the explicit instantiations of issue<K> in kernels.cu and launch_host.cpp.
-#define KASOKU_GPU_KERNELS(X)                                                                                              \
-    X(kern::Ewise<kern::Op::add>) X(kern::Ewise<kern::Op::sub>) X(kern::Ewise<kern::Op::neg>) X(kern::Ewise<kern::Op::mul>) \
-    X(kern::Ewise<kern::Op::fma>) X(kern::Ewise<kern::Op::mul_const>) X(kern::Ewise<kern::Op::add_const>)                \
-    X(kern::Ewise<kern::Op::add_mul_const>) X(kern::Ewise<kern::Op::copy>) X(kern::Ewise<kern::Op::fill>)               \
-    X(kern::Ewise<kern::Op::permute>) X(kern::Ntt<true>) X(kern::Ntt<false>) X(kern::ConvertUp) X(kern::ConvertDown)     \
-    X(kern::Dot) X(kern::RoundLast) X(kern::SumProducts) X(kern::LinearCombination) X(kern::Tensor)                   \
-    X(kern::FromSigned) X(kern::Subring)
+// clang-format off
+#define KASOKU_GPU_KERNELS(X)                                                                                   \
+    X(kern::Ewise<kern::Op::add>) X(kern::Ewise<kern::Op::sub>) X(kern::Ewise<kern::Op::neg>)                   \
+    X(kern::Ewise<kern::Op::mul>) X(kern::Ewise<kern::Op::fma>) X(kern::Ewise<kern::Op::mul_const>)             \
+    X(kern::Ewise<kern::Op::add_const>) X(kern::Ewise<kern::Op::add_mul_const>) X(kern::Ewise<kern::Op::copy>)  \
+    X(kern::Ewise<kern::Op::fill>) X(kern::Ewise<kern::Op::permute>) X(kern::Ntt<true>) X(kern::Ntt<false>)     \
+    X(kern::ConvertUp) X(kern::ConvertDown) X(kern::Dot) X(kern::RoundLast) X(kern::SumProducts)                \
+    X(kern::LinearCombination) X(kern::Tensor) X(kern::FromSigned) X(kern::Subring)
+// clang-format on

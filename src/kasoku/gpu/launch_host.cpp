@@ -28,7 +28,9 @@ namespace launch {
 namespace {
 
 template <class K>
-concept BlockKernel = requires { K::kSmemWords; };
+concept BlockKernel = requires {
+    K::kSmemWords;
+};
 
 template <class K>
 void run_one(const typename K::Shared& s, const typename K::Item* items, std::size_t count) {
@@ -57,7 +59,8 @@ void run_one(const typename K::Shared& s, const typename K::Item* items, std::si
 template <class K>
 void issue(const PolyMemory&, const typename K::Shared& s, const typename K::Item* items, std::size_t count) {
     constexpr std::size_t large = kern::kLargeCap<K>;
-    for (std::size_t first = 0; first < count; first += large) run_one<K>(s, items + first, std::min(large, count - first));
+    for (std::size_t first = 0; first < count; first += large)
+        run_one<K>(s, items + first, std::min(large, count - first));
 }
 
 #define KASOKU_INSTANTIATE(K) \

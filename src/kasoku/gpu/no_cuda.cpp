@@ -5,7 +5,8 @@
 namespace kasoku::gpu {
 
 namespace {
-const char* kWhy = "this kasoku was built without CUDA (configure with -DKASOKU_CUDA=ON, or AUTO with nvcc on the PATH)";
+const char* kWhy =
+    "this kasoku was built without CUDA (configure with -DKASOKU_CUDA=ON, or AUTO with nvcc on the PATH)";
 }
 
 CudaInfo cuda_info() {

@@ -46,7 +46,8 @@ void Recorder::issue() {
             return o[k].fn == first.fn && o[k].mem == first.mem && o[k].shared == first.shared;
         });
         if (!same) {
-            for (const auto& op : ops) op[k].fn(*op[k].mem, op[k].shared.data(), op[k].items.data(), op[k].items.size() / op[k].item_size);
+            for (const auto& op : ops)
+                op[k].fn(*op[k].mem, op[k].shared.data(), op[k].items.data(), op[k].items.size() / op[k].item_size);
             continue;
         }
         std::vector<char> items;

@@ -71,7 +71,8 @@ public:
         check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
         std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
         check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
-        check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");  // last: nothing to undo
+        check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+              "cudaStreamCreateWithFlags");  // last: nothing to undo
     }
     ~CudaMemory() override {
         release_kept();
@@ -101,7 +102,8 @@ public:
         const DeviceGuard guard(device_);
         count_transfer(false, 8 * words);
         count_sync();
-        check(cudaMemcpyAsync(host_dst, src, words * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (to host)");
+        check(cudaMemcpyAsync(host_dst, src, words * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_),
+              "cudaMemcpyAsync (to host)");
         check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     }
     void from_host(const std::uint64_t* host_src, std::size_t words, std::uint64_t* dst) const override {
@@ -109,7 +111,8 @@ public:
         const DeviceGuard guard(device_);
         count_transfer(true, 8 * words);
         count_sync();
-        check(cudaMemcpyAsync(dst, host_src, words * sizeof(std::uint64_t), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (from host)");
+        check(cudaMemcpyAsync(dst, host_src, words * sizeof(std::uint64_t), cudaMemcpyHostToDevice, stream_),
+              "cudaMemcpyAsync (from host)");
         check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");  // the host buffer may go when this returns
     }
     void synchronize() const override {
@@ -125,7 +128,8 @@ protected:
         raise_deferred();
         const DeviceGuard guard(device_);
         void* p = nullptr;
-        check(cudaMallocAsync(&p, words * sizeof(std::uint64_t), stream_), "cudaMallocAsync (device memory for a polynomial)");
+        check(cudaMallocAsync(&p, words * sizeof(std::uint64_t), stream_),
+              "cudaMallocAsync (device memory for a polynomial)");
         return static_cast<std::uint64_t*>(p);
     }
     void device_free(std::uint64_t* p, std::size_t) const noexcept override {
@@ -141,8 +145,7 @@ protected:
         try {
             const std::lock_guard<std::mutex> lock(mutex_);
             if (deferred_.empty()) deferred_ = message;
-        } catch (...) {
-        }
+        } catch (...) {}
     }
 
 private:

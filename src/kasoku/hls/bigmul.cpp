@@ -124,12 +124,13 @@ struct Multiplier::Plans {
 Multiplier::Multiplier() : plans_(std::make_unique<Plans>()) {}
 Multiplier::~Multiplier() = default;
 
-std::vector<std::uint32_t> multiply(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b, int threads) {
+std::vector<std::uint32_t> multiply(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b,
+                                    int threads) {
     return Multiplier().multiply(a, b, threads);
 }
 
-std::vector<std::uint32_t> Multiplier::multiply(const std::vector<std::uint32_t>& a0, const std::vector<std::uint32_t>& b0,
-                                                int threads) const {
+std::vector<std::uint32_t> Multiplier::multiply(const std::vector<std::uint32_t>& a0,
+                                                const std::vector<std::uint32_t>& b0, int threads) const {
     if (threads < 1) throw ParameterError("multiply: threads must be >= 1, got " + std::to_string(threads));
     auto trim = [](std::vector<std::uint32_t> v) {
         while (!v.empty() && v.back() == 0) v.pop_back();

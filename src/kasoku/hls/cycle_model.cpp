@@ -15,12 +15,15 @@ const std::array<Method, 8>& methods() {
          "set_directive_pipeline ntt_nested/butterfly_loop; set_directive_unroll ntt_nested/stage_loop"},
         {4, Structure::inner_flattened, "set_directive_pipeline ntt_inner_flattened/butterfly_loop"},
         {5, Structure::inner_flattened,
-         "set_directive_pipeline ntt_inner_flattened/butterfly_loop; set_directive_unroll ntt_inner_flattened/stage_loop"},
+         "set_directive_pipeline ntt_inner_flattened/butterfly_loop; set_directive_unroll "
+         "ntt_inner_flattened/stage_loop"},
         {6, Structure::fully_flattened, "set_directive_pipeline ntt_fully_flattened/flat_loop"},
         {7, Structure::two_butterflies,
-         "set_directive_pipeline ntt_two_butterflies/butterfly_loop; set_directive_unroll ntt_two_butterflies/stage_loop"},
+         "set_directive_pipeline ntt_two_butterflies/butterfly_loop; set_directive_unroll "
+         "ntt_two_butterflies/stage_loop"},
         {8, Structure::two_butterflies,
-         "set_directive_pipeline ntt_two_butterflies/butterfly_loop; set_directive_unroll ntt_two_butterflies/stage_loop; "
+         "set_directive_pipeline ntt_two_butterflies/butterfly_loop; set_directive_unroll "
+         "ntt_two_butterflies/stage_loop; "
          "set_directive_array_partition -type cyclic -factor 2 -dim 2 ntt_two_butterflies st.data"},
     }};
     return kMethods;
@@ -28,12 +31,12 @@ const std::array<Method, 8>& methods() {
 
 const std::vector<PaperCycles>& paper_cycles() {
     static const std::vector<PaperCycles> kRows{
-        {1, 16, 10, 2858, 1},      {2, 16, 20, 2777, 1},     {3, 16, 10, 324, 1},      {4, 16, 20, 2740, 1},
-        {5, 16, 10, 196, 1},       {6, 16, 20, 2726, 1},     {1, 1024, 10, 485398, 2}, {2, 1024, 20, 471061, 2},
-        {3, 1024, 10, 29701, 2},   {4, 1024, 20, 468012, 2}, {5, 1024, 10, 7597, 2},   {6, 1024, 20, 467974, 2},
-        {7, 16, 10, 189, 3},       {8, 16, 10, 178, 3},      {7, 1024, 10, 7594, 4},   {8, 1024, 10, 5291, 4},
-        {5, 4096, 10, 33337, 5},   {8, 4096, 10, 22072, 5},  {5, 8192, 10, 70273, 5},  {8, 8192, 10, 45695, 5},
-        {5, 16384, 10, 148173, 5}, {8, 16384, 10, 94924, 5}, {5, 32768, 10, 312093, 5}, {8, 32768, 10, 197398, 5},
+        {1, 16, 10, 2858, 1},      {2, 16, 20, 2777, 1},      {3, 16, 10, 324, 1},       {4, 16, 20, 2740, 1},
+        {5, 16, 10, 196, 1},       {6, 16, 20, 2726, 1},      {1, 1024, 10, 485398, 2},  {2, 1024, 20, 471061, 2},
+        {3, 1024, 10, 29701, 2},   {4, 1024, 20, 468012, 2},  {5, 1024, 10, 7597, 2},    {6, 1024, 20, 467974, 2},
+        {7, 16, 10, 189, 3},       {8, 16, 10, 178, 3},       {7, 1024, 10, 7594, 4},    {8, 1024, 10, 5291, 4},
+        {5, 4096, 10, 33337, 5},   {8, 4096, 10, 22072, 5},   {5, 8192, 10, 70273, 5},   {8, 8192, 10, 45695, 5},
+        {5, 16384, 10, 148173, 5}, {8, 16384, 10, 94924, 5},  {5, 32768, 10, 312093, 5}, {8, 32768, 10, 197398, 5},
         {5, 65536, 10, 656241, 5}, {8, 65536, 10, 410480, 5},
     };
     return kRows;
@@ -113,8 +116,8 @@ RtlCycles rtl_cycles(Rtl design, int m, int lanes) {
     RtlCycles c;
     c.load = M / lanes;
     c.unload = M / lanes + kRtlHostReadLatency;
-    c.transform = 2 + (design == Rtl::fig7 ? (m - 1) * (M / 4 + stage) + (M / 2 + stage)
-                                           : m * (M / (2 * lanes) + stage));
+    c.transform =
+        2 + (design == Rtl::fig7 ? (m - 1) * (M / 4 + stage) + (M / 2 + stage) : m * (M / (2 * lanes) + stage));
     return c;
 }
 

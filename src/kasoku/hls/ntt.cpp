@@ -74,8 +74,8 @@ void check(const Field& f, const std::vector<word>& in, const char* what) {
                              " residues, got " + std::to_string(in.size()));
     for (word v : in)
         if (v >= f.p)
-            throw ParameterError(std::string("hls::") + what + ": residue " + std::to_string(v) + " is not below P = " +
-                                 std::to_string(f.p));
+            throw ParameterError(std::string("hls::") + what + ": residue " + std::to_string(v) +
+                                 " is not below P = " + std::to_string(f.p));
 }
 
 }  // namespace

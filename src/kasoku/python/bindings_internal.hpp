@@ -6,8 +6,8 @@
 #include <nanobind/ndarray.h>
 
 #include <complex>
-#include <map>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,7 +36,7 @@ using OwnerPtr = std::shared_ptr<Owner>;
 struct Owner {
     kasoku::ckks::ContextPtr ctx;
     std::shared_ptr<const kasoku::ckks::Evaluator> keyless;  // add/sub/negate without keys (set once)
-    std::string device;                                       // "cpu" or "cuda"
+    std::string device;                                      // "cpu" or "cuda"
 
     // A context of these parameters on `device` (the C++ backend: "cpu" or "cuda"), threads as this one's.
     static OwnerPtr make(const kasoku::ckks::Parameters& params, int threads, const std::string& device);
@@ -67,16 +67,45 @@ private:
 // stderr, or none: on = true always, false never, None (nullopt) when stderr is a terminal. No GIL needed.
 kasoku::Progress stderr_progress(std::optional<bool> on, const std::string& what);
 
-struct KContext { OwnerPtr owner; };
-struct KCiphertext { OwnerPtr owner; kasoku::ckks::Ciphertext ct; };
-struct KEvaluator { OwnerPtr owner; std::shared_ptr<const kasoku::ckks::Evaluator> ev; };
-struct KSecretKey { OwnerPtr owner; std::shared_ptr<const kasoku::ckks::SecretKey> key; };
-struct KPublicKey { OwnerPtr owner; std::shared_ptr<const kasoku::ckks::PublicKey> key; };
-struct KSwitchKey { OwnerPtr owner; std::shared_ptr<const kasoku::ckks::SwitchKey> key; };
-struct KEvaluationKeys { OwnerPtr owner; std::shared_ptr<const kasoku::ckks::EvaluationKeys> keys; };
-struct KPlaintext { OwnerPtr owner; kasoku::ckks::Plaintext pt; };
-struct KLinearTransform { OwnerPtr owner; std::shared_ptr<const kasoku::algo::LinearTransform> lt; };
-struct KBootstrapper { OwnerPtr owner; std::shared_ptr<const kasoku::algo::Bootstrapper> boot; };
+struct KContext {
+    OwnerPtr owner;
+};
+struct KCiphertext {
+    OwnerPtr owner;
+    kasoku::ckks::Ciphertext ct;
+};
+struct KEvaluator {
+    OwnerPtr owner;
+    std::shared_ptr<const kasoku::ckks::Evaluator> ev;
+};
+struct KSecretKey {
+    OwnerPtr owner;
+    std::shared_ptr<const kasoku::ckks::SecretKey> key;
+};
+struct KPublicKey {
+    OwnerPtr owner;
+    std::shared_ptr<const kasoku::ckks::PublicKey> key;
+};
+struct KSwitchKey {
+    OwnerPtr owner;
+    std::shared_ptr<const kasoku::ckks::SwitchKey> key;
+};
+struct KEvaluationKeys {
+    OwnerPtr owner;
+    std::shared_ptr<const kasoku::ckks::EvaluationKeys> keys;
+};
+struct KPlaintext {
+    OwnerPtr owner;
+    kasoku::ckks::Plaintext pt;
+};
+struct KLinearTransform {
+    OwnerPtr owner;
+    std::shared_ptr<const kasoku::algo::LinearTransform> lt;
+};
+struct KBootstrapper {
+    OwnerPtr owner;
+    std::shared_ptr<const kasoku::algo::Bootstrapper> boot;
+};
 
 // ---- values converted from Python by the casters below (under the GIL); a conversion that fails keeps its message
 // and raises ParameterError when the binding reads the value (with the GIL released).
@@ -110,9 +139,16 @@ struct BytesIn {
 };
 
 // ---- results converted to Python after the call (with the GIL held again)
-struct ComplexArray { cvec v; };                     // -> 1-D complex128 ndarray
-struct RealMatrices { std::vector<std::vector<double>> mats; std::size_t rows = 0, cols = 0; };  // -> list of 2-D float64
-struct BytesOut { kasoku::ckks::Bytes b; };          // -> bytes
+struct ComplexArray {
+    cvec v;
+};  // -> 1-D complex128 ndarray
+struct RealMatrices {
+    std::vector<std::vector<double>> mats;
+    std::size_t rows = 0, cols = 0;
+};  // -> list of 2-D float64
+struct BytesOut {
+    kasoku::ckks::Bytes b;
+};  // -> bytes
 
 int threads_arg(TArg t);
 void same_owner(const OwnerPtr& a, const OwnerPtr& ctx_owner, const char* what);
@@ -120,8 +156,9 @@ inline KCiphertext wrap(const OwnerPtr& o, kasoku::ckks::Ciphertext ct) { return
 std::vector<KCiphertext> wrap_all(const OwnerPtr& o, std::vector<kasoku::ckks::Ciphertext> v);
 // Values (array or scalar) encoded at `level` (default: the user level) and `scale` (default: the level's canonical
 // scale); with `slots`, repeated every `slots` slots (Encoder::replicate).
-kasoku::ckks::Plaintext encode_values(const kasoku::ckks::ContextPtr& ctx, const Values& values, std::optional<int> level,
-                                      std::optional<double> scale, std::optional<std::size_t> slots, int threads);
+kasoku::ckks::Plaintext encode_values(const kasoku::ckks::ContextPtr& ctx, const Values& values,
+                                      std::optional<int> level, std::optional<double> scale,
+                                      std::optional<std::size_t> slots, int threads);
 // a + sign * b and a * b for a scalar or an array b (encoded at a's level).
 KCiphertext add_values(const kasoku::ckks::Evaluator& ev, const OwnerPtr& o, const kasoku::ckks::Ciphertext& a,
                        const Values& b, double sign, int threads);
@@ -134,39 +171,47 @@ void bind_evaluator(nb::module_& m);  // Evaluator, Decomposition, LazyCiphertex
 void bind_algo(nb::module_& m);       // linear transforms, matrix encoder, matrix products
 void bind_functions(nb::module_& m);  // Polynomial, chebyshev(), depths of the functions
 void bind_function_methods(nb::class_<KEvaluator>& ev);  // Evaluator.evaluate_polynomial, sigmoid, ...
-void bind_info(nb::module_& m);       // trace plans, SIMD and build information, kernel timing
-void bind_sched(nb::module_& m);      // kasoku._kasoku.sched
-void bind_hls(nb::module_& m);        // big-integer multiplication through the NTT (seed 004)
+void bind_info(nb::module_& m);                          // trace plans, SIMD and build information, kernel timing
+void bind_sched(nb::module_& m);                         // kasoku._kasoku.sched
+void bind_hls(nb::module_& m);                           // big-integer multiplication through the NTT (seed 004)
 
 }  // namespace kasoku_py
 
 namespace nanobind::detail {
 
-template <> struct type_caster<kasoku_py::Values> {
+template <>
+struct type_caster<kasoku_py::Values> {
     NB_TYPE_CASTER(kasoku_py::Values, const_name("complex | numpy.typing.ArrayLike"))
     bool from_python(handle src, uint8_t, cleanup_list*) noexcept;
 };
-template <> struct type_caster<kasoku_py::Matrices> {
-    NB_TYPE_CASTER(kasoku_py::Matrices, const_name("numpy.typing.ArrayLike | collections.abc.Sequence[numpy.typing.ArrayLike]"))
+template <>
+struct type_caster<kasoku_py::Matrices> {
+    NB_TYPE_CASTER(kasoku_py::Matrices,
+                   const_name("numpy.typing.ArrayLike | collections.abc.Sequence[numpy.typing.ArrayLike]"))
     bool from_python(handle src, uint8_t, cleanup_list*) noexcept;
 };
-template <> struct type_caster<kasoku_py::ComplexMatrix> {
+template <>
+struct type_caster<kasoku_py::ComplexMatrix> {
     NB_TYPE_CASTER(kasoku_py::ComplexMatrix, const_name("numpy.typing.ArrayLike"))
     bool from_python(handle src, uint8_t, cleanup_list*) noexcept;
 };
-template <> struct type_caster<kasoku_py::BytesIn> {
+template <>
+struct type_caster<kasoku_py::BytesIn> {
     NB_TYPE_CASTER(kasoku_py::BytesIn, const_name("bytes"))
     bool from_python(handle src, uint8_t, cleanup_list*) noexcept;
 };
-template <> struct type_caster<kasoku_py::ComplexArray> {
+template <>
+struct type_caster<kasoku_py::ComplexArray> {
     NB_TYPE_CASTER(kasoku_py::ComplexArray, const_name("numpy.typing.NDArray[numpy.complex128]"))
     static handle from_cpp(kasoku_py::ComplexArray&& a, rv_policy, cleanup_list*) noexcept;
 };
-template <> struct type_caster<kasoku_py::RealMatrices> {
+template <>
+struct type_caster<kasoku_py::RealMatrices> {
     NB_TYPE_CASTER(kasoku_py::RealMatrices, const_name("list[numpy.typing.NDArray[numpy.float64]]"))
     static handle from_cpp(kasoku_py::RealMatrices&& a, rv_policy, cleanup_list*) noexcept;
 };
-template <> struct type_caster<kasoku_py::BytesOut> {
+template <>
+struct type_caster<kasoku_py::BytesOut> {
     NB_TYPE_CASTER(kasoku_py::BytesOut, const_name("bytes"))
     static handle from_cpp(kasoku_py::BytesOut&& b, rv_policy, cleanup_list*) noexcept;
 };

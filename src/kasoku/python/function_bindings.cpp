@@ -51,8 +51,7 @@ algo::Polynomial interpolate(const nb::callable& f, Interval iv, std::size_t deg
         const Values v = nb::cast<Values>(f(arr));
         if (v.error.empty() && v.v.size() == nodes.size()) values = v.v;
     } catch (const nb::python_error&) {
-    } catch (const nb::cast_error&) {
-    }
+    } catch (const nb::cast_error&) {}
     if (values.empty()) {
         for (double x : nodes) values.push_back(nb::cast<std::complex<double>>(f(x)));
     }
@@ -73,7 +72,8 @@ KCiphertext eval_poly(const KEvaluator& e, const KCiphertext& a, const algo::Pol
     return wrap(e.owner, algo::evaluate(*e.ev, a.ct, p, threads_arg(t)));
 }
 
-std::vector<const Ciphertext*> unwrap_all(const KEvaluator& e, const std::vector<const KCiphertext*>& cts, const char* what) {
+std::vector<const Ciphertext*> unwrap_all(const KEvaluator& e, const std::vector<const KCiphertext*>& cts,
+                                          const char* what) {
     std::vector<const Ciphertext*> xs;
     for (const KCiphertext* c : cts) {
         if (!c) throw ParameterError(std::string(what) + ": a ciphertext is None");
@@ -85,46 +85,67 @@ std::vector<const Ciphertext*> unwrap_all(const KEvaluator& e, const std::vector
 }  // namespace
 
 void bind_functions(nb::module_& m) {
-    nb::class_<algo::Polynomial>(m, "Polynomial",
+    nb::class_<algo::Polynomial>(
+        m, "Polynomial",
         "p(x) = sum_i coeffs[i] B_i(t), t = (2x - a - b) / (b - a) on interval (a, b) (t = x on (-1, 1)); "
         "B_i = t^i (basis=\"power\") or the Chebyshev T_i(t) (basis=\"chebyshev\"). Evaluator.evaluate_polynomial "
         "takes `depth` levels.")
-        .def("__init__", [](algo::Polynomial* self, const Values& coeffs, const std::string& basis,
-                            std::optional<Interval> interval) {
-            new (self) algo::Polynomial(make_polynomial(coeffs, basis, interval));
-        }, "coeffs"_a, "basis"_a = "power", "interval"_a = nb::none())
+        .def(
+            "__init__",
+            [](algo::Polynomial* self, const Values& coeffs, const std::string& basis,
+               std::optional<Interval> interval) {
+                new (self) algo::Polynomial(make_polynomial(coeffs, basis, interval));
+            },
+            "coeffs"_a, "basis"_a = "power", "interval"_a = nb::none())
         .def_prop_ro("coeffs", [](const algo::Polynomial& p) { return ComplexArray{p.coeffs}; })
-        .def_prop_ro("basis", [](const algo::Polynomial& p) {
-            return std::string(p.basis == algo::Basis::power ? "power" : "chebyshev");
-        })
-        .def_prop_ro("interval", [](const algo::Polynomial& p) { return Interval{p.a, p.b}; })
+        .def_prop_ro("basis",
+                     [](const algo::Polynomial& p) {
+                         return std::string(p.basis == algo::Basis::power ? "power" : "chebyshev");
+                     })
+        .def_prop_ro("interval",
+                     [](const algo::Polynomial& p) {
+                         return Interval{p.a, p.b};
+                     })
         .def_prop_ro("degree", &algo::Polynomial::degree)
         .def_prop_ro("depth", &algo::Polynomial::depth,
                      "Levels the evaluation takes: ceil(log2(degree + 1)), plus one when the interval is not (-1, 1).")
-        .def("plan", [](const algo::Polynomial& p) {
-            const algo::PolynomialPlan plan = algo::plan_polynomial(p);
-            return std::map<std::string, std::size_t>{{"products", plan.products}, {"terms", plan.terms},
-                                                      {"baby", plan.baby}, {"depth", static_cast<std::size_t>(plan.depth)}};
-        }, "What the evaluation will do: ciphertext products, terms of its linear combinations, baby-step bound, depth.")
-        .def("__call__", [](const algo::Polynomial& p, const Values& x) -> nb::object {
-            const cvec& v = x.get();
-            if (x.scalar) return nb::cast(p(v.front()));
-            cvec out(v.size());
-            for (std::size_t i = 0; i < v.size(); ++i) out[i] = p(v[i]);
-            return nb::cast(ComplexArray{std::move(out)});
-        }, "x"_a, "p(x) in plain arithmetic (a number or an array).")
-        .def("__repr__", [](const algo::Polynomial& p) { return "Polynomial(" + p.describe() + ", depth " +
-                                                                 std::to_string(p.depth()) + ")"; });
+        .def(
+            "plan",
+            [](const algo::Polynomial& p) {
+                const algo::PolynomialPlan plan = algo::plan_polynomial(p);
+                return std::map<std::string, std::size_t>{{"products", plan.products},
+                                                          {"terms", plan.terms},
+                                                          {"baby", plan.baby},
+                                                          {"depth", static_cast<std::size_t>(plan.depth)}};
+            },
+            "What the evaluation will do: ciphertext products, terms of its linear combinations, baby-step bound, "
+            "depth.")
+        .def(
+            "__call__",
+            [](const algo::Polynomial& p, const Values& x) -> nb::object {
+                const cvec& v = x.get();
+                if (x.scalar) return nb::cast(p(v.front()));
+                cvec out(v.size());
+                for (std::size_t i = 0; i < v.size(); ++i) out[i] = p(v[i]);
+                return nb::cast(ComplexArray{std::move(out)});
+            },
+            "x"_a, "p(x) in plain arithmetic (a number or an array).")
+        .def("__repr__", [](const algo::Polynomial& p) {
+            return "Polynomial(" + p.describe() + ", depth " + std::to_string(p.depth()) + ")";
+        });
 
     m.def("chebyshev", &interpolate, "f"_a, "interval"_a, "degree"_a,
           "The Chebyshev interpolant of f on interval (a, b) at degree + 1 Chebyshev nodes. f is called with a NumPy "
           "array of the nodes (or, if that fails, with each node). Coefficients below 2^-50 of the largest are zero.");
-    m.def("chebyshev_nodes", [](Interval iv, std::size_t degree) {
-        return algo::chebyshev_nodes(iv.first, iv.second, degree);
-    }, "interval"_a, "degree"_a);
-    nb::class_<KBootstrapper>(m, "Bootstrapper",
+    m.def(
+        "chebyshev_nodes",
+        [](Interval iv, std::size_t degree) { return algo::chebyshev_nodes(iv.first, iv.second, degree); },
+        "interval"_a, "degree"_a);
+    nb::class_<KBootstrapper>(
+        m, "Bootstrapper",
         "CKKS bootstrapping: ModRaise, CoeffToSlot (special FFT stages merged into cts_levels BSGS "
-        "transforms), EvalMod (Chebyshev cosine, double_angle double-angle steps, optionally arcsin's Taylor polynomial "
+        "transforms), EvalMod (Chebyshev cosine, double_angle double-angle steps, optionally arcsin's Taylor "
+        "polynomial "
         "of odd arcsine_degree), SlotToCoeff (stc_levels transforms). slots=0: all ctx.slots complex slots; a power of "
         "two up to ctx.slots / 2: sparse packing, where the input repeats every `slots` slots (ctx.encode/encrypt with "
         "slots=) - one EvalMod instead of two. slot_to_coeff_first=True: SlotToCoeff on the input's lowest levels "
@@ -134,151 +155,213 @@ void bind_functions(nb::module_& m) {
         "(Parameters.boot_secret_weight) or a sparse secret (hamming_weight) unless k_bound is given; takes `depth` "
         "levels (the bootstrapping levels when the parameters have them, else from the top) and leaves results at "
         "`output_level` (ctx.user_level with bootstrapping levels). Making one encodes its transforms (the memory of "
-        "bootstrapping besides the Galois keys; a second one of the same context and config shares them, made at once); "
+        "bootstrapping besides the Galois keys; a second one of the same context and config shares them, made at "
+        "once); "
         "ctx.keygen(bootstrapping=b) makes its keys. progress: a line per transform encoded on stderr (None: when "
         "stderr is a terminal).")
-        .def("__init__", [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
-                            int log_message_ratio, double k_bound, std::size_t cos_degree, std::size_t slots,
-                            int arcsine_degree, bool slot_to_coeff_first, TArg t, std::optional<bool> progress) {
-            const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle,   log_message_ratio,  k_bound,
-                                            cos_degree, slots,      arcsine_degree, slot_to_coeff_first};
-            new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(
-                                                  c.owner->ctx, cfg, threads_arg(t),
-                                                  stderr_progress(progress, "bootstrapping plan, transforms"))};
-        }, "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 0,
-           "k_bound"_a = 0.0, "cos_degree"_a = 0, "slots"_a = 0, "arcsine_degree"_a = 0,
-           "slot_to_coeff_first"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(),
-           ReleaseGil())
+        .def(
+            "__init__",
+            [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
+               int log_message_ratio, double k_bound, std::size_t cos_degree, std::size_t slots, int arcsine_degree,
+               bool slot_to_coeff_first, TArg t, std::optional<bool> progress) {
+                const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle,   log_message_ratio,  k_bound,
+                                                cos_degree, slots,      arcsine_degree, slot_to_coeff_first};
+                new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(
+                                                      c.owner->ctx, cfg, threads_arg(t),
+                                                      stderr_progress(progress, "bootstrapping plan, transforms"))};
+            },
+            "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 0,
+            "k_bound"_a = 0.0, "cos_degree"_a = 0, "slots"_a = 0, "arcsine_degree"_a = 0,
+            "slot_to_coeff_first"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(), ReleaseGil())
         .def_prop_ro("depth", [](const KBootstrapper& b) { return b.boot->depth(); })
-        .def_prop_ro("input_level", [](const KBootstrapper& b) { return b.boot->input_level(); },
-                     "The lowest level an input may have (0; SlotToCoeff first: stc_levels).")
-        .def_prop_ro("slots", [](const KBootstrapper& b) { return b.boot->slots(); },
-                     "Complex slots it bootstraps (ctx.slots when full; fewer: sparse packing).")
+        .def_prop_ro(
+            "input_level", [](const KBootstrapper& b) { return b.boot->input_level(); },
+            "The lowest level an input may have (0; SlotToCoeff first: stc_levels).")
+        .def_prop_ro(
+            "slots", [](const KBootstrapper& b) { return b.boot->slots(); },
+            "Complex slots it bootstraps (ctx.slots when full; fewer: sparse packing).")
         .def_prop_ro("output_level", [](const KBootstrapper& b) { return b.boot->output_level(); })
-        .def_prop_ro("raise_level", [](const KBootstrapper& b) { return b.boot->raise_level(); },
-                     "The level ModRaise raises to: user_level + depth with bootstrapping levels, else max_level.")
-        .def_prop_ro("k_bound", [](const KBootstrapper& b) { return b.boot->k_bound(); },
-                     "Bound on |I| in ModRaise's q_0 I (6 standard deviations for the secret's Hamming weight by default).")
-        .def_prop_ro("message_ratio", [](const KBootstrapper& b) { return b.boot->message_ratio(); },
-                     "K = q_0 / (message scale at ModRaise).")
+        .def_prop_ro(
+            "raise_level", [](const KBootstrapper& b) { return b.boot->raise_level(); },
+            "The level ModRaise raises to: user_level + depth with bootstrapping levels, else max_level.")
+        .def_prop_ro(
+            "k_bound", [](const KBootstrapper& b) { return b.boot->k_bound(); },
+            "Bound on |I| in ModRaise's q_0 I (6 standard deviations for the secret's Hamming weight by default).")
+        .def_prop_ro(
+            "message_ratio", [](const KBootstrapper& b) { return b.boot->message_ratio(); },
+            "K = q_0 / (message scale at ModRaise).")
         .def_prop_ro("cos_degree", [](const KBootstrapper& b) { return b.boot->cosine().degree(); })
-        .def_prop_ro("plan_nbytes", [](const KBootstrapper& b) { return b.boot->plan_nbytes(); },
-                     "Memory of the encoded transforms (periodic diagonals in their subring; shared by the "
-                     "bootstrappers of one context and config).")
-        .def("galois_elements", [](const KBootstrapper& b) { return b.boot->galois_elements(); },
-             "The Galois elements of its rotations and conjugation (ctx.keygen(bootstrapping=b) makes them).")
+        .def_prop_ro(
+            "plan_nbytes", [](const KBootstrapper& b) { return b.boot->plan_nbytes(); },
+            "Memory of the encoded transforms (periodic diagonals in their subring; shared by the "
+            "bootstrappers of one context and config).")
+        .def(
+            "galois_elements", [](const KBootstrapper& b) { return b.boot->galois_elements(); },
+            "The Galois elements of its rotations and conjugation (ctx.keygen(bootstrapping=b) makes them).")
         .def("__repr__", [](const KBootstrapper& b) {
             const auto& c = b.boot->config();
-            return "Bootstrapper(slots=" + std::to_string(b.boot->slots()) + ", depth=" + std::to_string(b.boot->depth()) +
-                   ", output_level=" +
-                   std::to_string(b.boot->output_level()) + ", cts_levels=" + std::to_string(c.cts_levels) +
-                   ", stc_levels=" + std::to_string(c.stc_levels) + ", double_angle=" + std::to_string(c.double_angle) +
+            return "Bootstrapper(slots=" + std::to_string(b.boot->slots()) +
+                   ", depth=" + std::to_string(b.boot->depth()) +
+                   ", output_level=" + std::to_string(b.boot->output_level()) +
+                   ", cts_levels=" + std::to_string(c.cts_levels) + ", stc_levels=" + std::to_string(c.stc_levels) +
+                   ", double_angle=" + std::to_string(c.double_angle) +
                    ", cos_degree=" + std::to_string(b.boot->cosine().degree()) +
                    ", arcsine_degree=" + std::to_string(c.arcsine_degree) +
-                   (c.slot_to_coeff_first ? ", slot_to_coeff_first=True" : "") + ", k_bound=" +
-                   std::to_string(static_cast<int>(b.boot->k_bound())) + ")";
+                   (c.slot_to_coeff_first ? ", slot_to_coeff_first=True" : "") +
+                   ", k_bound=" + std::to_string(static_cast<int>(b.boot->k_bound())) + ")";
         });
 
     m.def("sign_depth", &algo::sign_depth, "eps"_a = 1.0 / 64, "precision_bits"_a = 16,
           "Levels Evaluator.sign takes for inputs with |x| >= eps to reach 2^-precision_bits (3 per composite step).");
-    m.def("inverse_depth", [](Interval iv, std::size_t degree, int iterations) {
-        return algo::inverse_depth(iv.first, iv.second, degree, iterations);
-    }, "interval"_a, "degree"_a = 15, "iterations"_a = 2, "Levels Evaluator.inverse takes.");
+    m.def(
+        "inverse_depth",
+        [](Interval iv, std::size_t degree, int iterations) {
+            return algo::inverse_depth(iv.first, iv.second, degree, iterations);
+        },
+        "interval"_a, "degree"_a = 15, "iterations"_a = 2, "Levels Evaluator.inverse takes.");
 }
 
 void bind_function_methods(nb::class_<KEvaluator>& ev) {
-    ev.def("evaluate_polynomial", [](const KEvaluator& e, const KCiphertext& a, const algo::Polynomial& p, TArg t) {
-        return eval_poly(e, a, p, t);
-    }, "a"_a, "polynomial"_a, "threads"_a = nb::none(), ReleaseGil())
-      .def("evaluate_polynomial", [](const KEvaluator& e, const KCiphertext& a, const Values& coeffs,
-                                     const std::string& basis, std::optional<Interval> interval, TArg t) {
-        return eval_poly(e, a, make_polynomial(coeffs, basis, interval), t);
-    }, "a"_a, "coeffs"_a, "basis"_a = "power", "interval"_a = nb::none(), "threads"_a = nb::none(),
-         "p(a) slot-wise, baby-step giant-step with the least depth: ceil(log2(degree + 1)) levels, plus one for an "
-         "interval other than (-1, 1). The result lands on the canonical scale of level a.level - depth. Raises "
-         "LevelError (naming the depth) when a has fewer levels.", ReleaseGil())
-      .def("evaluate_function", [](const KEvaluator& e, const KCiphertext& a, const nb::callable& f, Interval iv,
-                                   std::size_t degree, TArg t) {
-        const algo::Polynomial p = interpolate(f, iv, degree);
-        nb::gil_scoped_release release;
-        return eval_poly(e, a, p, t);
-    }, "a"_a, "f"_a, "interval"_a, "degree"_a, "threads"_a = nb::none(),
-         "f(a) through its Chebyshev interpolant of this degree on interval (inputs outside it give meaningless results).")
-      .def("sigmoid", interval_function(&algo::sigmoid), "a"_a, "interval"_a = Interval{-8.0, 8.0}, "degree"_a = 63,
-           "threads"_a = nb::none(),
-         "1 / (1 + exp(-a)) on interval (degree 63 on (-8, 8): within 1e-4, 7 levels).", ReleaseGil())
-      .def("exp", interval_function(&algo::exp), "a"_a, "interval"_a = Interval{-1.0, 1.0}, "degree"_a = 15,
-           "threads"_a = nb::none(), ReleaseGil())
-      .def("sin", interval_function(&algo::sin), "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31,
-           "threads"_a = nb::none(), ReleaseGil())
-      .def("cos", interval_function(&algo::cos), "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31,
-           "threads"_a = nb::none(), ReleaseGil())
-      .def("sqrt", interval_function(&algo::sqrt), "a"_a, "interval"_a, "degree"_a = 31, "threads"_a = nb::none(),
-         "sqrt(a) on interval (a, b), 0 <= a < b (prefer a > 0: near 0 the interpolant converges slowly).", ReleaseGil())
-      .def("inverse", [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, int iterations, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        return wrap(e.owner, algo::inverse(*e.ev, a.ct, iv.first, iv.second, degree, iterations, threads_arg(t)));
-    }, "a"_a, "interval"_a, "degree"_a = 15, "iterations"_a = 2, "threads"_a = nb::none(),
-         "1 / a on an interval without 0: a Chebyshev interpolant, then Newton steps y (2 - a y) (2 levels each); "
-         "ks.inverse_depth gives the levels.", ReleaseGil())
-      .def("sign", [](const KEvaluator& e, const KCiphertext& a, double eps, int bits, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        return wrap(e.owner, algo::sign(*e.ev, a.ct, eps, bits, threads_arg(t)));
-    }, "a"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
-         "sign(a) for a in [-1, 1] with |a| >= eps, within 2^-precision_bits in plain arithmetic (plus CKKS noise): "
-         "composite polynomials f_3 of Cheon, Kim and Kim; ks.sign_depth gives the levels.", ReleaseGil())
-      .def("compare", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, double eps, int bits, TArg t) {
-        same_owner(a.owner, e.owner, "first ciphertext");
-        same_owner(b.owner, e.owner, "second ciphertext");
-        return wrap(e.owner, algo::compare(*e.ev, a.ct, b.ct, eps, bits, threads_arg(t)));
-    }, "a"_a, "b"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
-         "1 where a > b, 0 where a < b, for a - b in [-1, 1] with |a - b| >= eps (same depth as sign).", ReleaseGil())
-      .def("bootstrap", [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        if (b) same_owner(b->owner, e.owner, "bootstrapper");
-        const auto boot = b ? b->boot : e.owner->default_bootstrapper();
-        return wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t)));
-    }, "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
-         "The message of a (any level from bootstrapper.input_level, 0 unless SlotToCoeff first; any scale above it, the "
-         "canonical one at it, which drop_level keeps; size 2 or 3) again at "
-         "bootstrapper.output_level, on its canonical scale: values with "
-         "|x| <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the keys of "
-         "ctx.keygen(bootstrapping=True)).", ReleaseGil())
-      .def("bootstrap_profile", [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        if (b) same_owner(b->owner, e.owner, "bootstrapper");
-        const auto boot = b ? b->boot : e.owner->default_bootstrapper();
-        algo::BootstrapTimes times;
-        KCiphertext out = wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t), nullptr, &times));
-        return std::make_pair(std::move(out), std::map<std::string, double>{
-            {"raise", times.raise}, {"coeff_to_slot", times.coeff_to_slot}, {"eval_mod", times.eval_mod},
-            {"slot_to_coeff", times.slot_to_coeff}});
-    }, "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
-         "bootstrap, and the seconds of each stage: (ciphertext, {raise, coeff_to_slot, eval_mod, slot_to_coeff}).",
-         ReleaseGil())
-      .def("linear_combination", [](const KEvaluator& e, const std::vector<const KCiphertext*>& cts, const Values& coeffs,
-                                    std::complex<double> constant, std::optional<int> level, double scale, TArg t) {
-        const auto xs = unwrap_all(e, cts, "linear_combination");
-        if (level) return wrap(e.owner, e.ev->linear_combination_at(xs, coeffs.get(), constant, *level, scale, threads_arg(t)));
-        if (scale != 0.0) throw ParameterError("linear_combination: give level= with scale=");
-        return wrap(e.owner, e.ev->linear_combination(xs, coeffs.get(), constant, threads_arg(t)));
-    }, "cts"_a, "coeffs"_a, "constant"_a = 0.0, "level"_a = nb::none(), "scale"_a = 0.0, "threads"_a = nb::none(),
-         "sum_i coeffs[i] * cts[i] + constant with one rescale, landing on the canonical scale of the level below the "
-         "lowest term; level=l (below every term's): on level l instead, with `scale` (0: l's canonical scale).",
-         ReleaseGil())
-      .def("multiply_add", [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, std::int64_t k,
-                              const std::vector<const KCiphertext*>& cts, const std::optional<Values>& coeffs,
-                              std::complex<double> constant, TArg t) {
-        same_owner(a.owner, e.owner, "ciphertext");
-        same_owner(b.owner, e.owner, "ciphertext");
-        const auto xs = unwrap_all(e, cts, "multiply_add");
-        const cvec none;
-        return wrap(e.owner, e.ev->multiply_add(a.ct, b.ct, k, xs, coeffs ? coeffs->get() : none, constant, threads_arg(t)));
-    }, "a"_a, "b"_a, "k"_a = 1, "cts"_a = std::vector<const KCiphertext*>{}, "coeffs"_a = nb::none(),
-         "constant"_a = 0.0, "threads"_a = nb::none(),
-         "k * a * b + sum_i coeffs[i] * cts[i] + constant with one relinearisation and one rescale (a and b at one level, "
-         "any scales; the terms at that level or above): the sums of polynomial evaluation without rescales of their "
-         "own. The result is one level down with scale a.scale * b.scale / q.", ReleaseGil());
+    ev.def(
+          "evaluate_polynomial",
+          [](const KEvaluator& e, const KCiphertext& a, const algo::Polynomial& p, TArg t) {
+              return eval_poly(e, a, p, t);
+          },
+          "a"_a, "polynomial"_a, "threads"_a = nb::none(), ReleaseGil())
+        .def(
+            "evaluate_polynomial",
+            [](const KEvaluator& e, const KCiphertext& a, const Values& coeffs, const std::string& basis,
+               std::optional<Interval> interval,
+               TArg t) { return eval_poly(e, a, make_polynomial(coeffs, basis, interval), t); },
+            "a"_a, "coeffs"_a, "basis"_a = "power", "interval"_a = nb::none(), "threads"_a = nb::none(),
+            "p(a) slot-wise, baby-step giant-step with the least depth: ceil(log2(degree + 1)) levels, plus one for an "
+            "interval other than (-1, 1). The result lands on the canonical scale of level a.level - depth. Raises "
+            "LevelError (naming the depth) when a has fewer levels.",
+            ReleaseGil())
+        .def(
+            "evaluate_function",
+            [](const KEvaluator& e, const KCiphertext& a, const nb::callable& f, Interval iv, std::size_t degree,
+               TArg t) {
+                const algo::Polynomial p = interpolate(f, iv, degree);
+                nb::gil_scoped_release release;
+                return eval_poly(e, a, p, t);
+            },
+            "a"_a, "f"_a, "interval"_a, "degree"_a, "threads"_a = nb::none(),
+            "f(a) through its Chebyshev interpolant of this degree on interval (inputs outside it give meaningless "
+            "results).")
+        .def("sigmoid", interval_function(&algo::sigmoid), "a"_a, "interval"_a = Interval{-8.0, 8.0}, "degree"_a = 63,
+             "threads"_a = nb::none(), "1 / (1 + exp(-a)) on interval (degree 63 on (-8, 8): within 1e-4, 7 levels).",
+             ReleaseGil())
+        .def("exp", interval_function(&algo::exp), "a"_a, "interval"_a = Interval{-1.0, 1.0}, "degree"_a = 15,
+             "threads"_a = nb::none(), ReleaseGil())
+        .def("sin", interval_function(&algo::sin), "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31,
+             "threads"_a = nb::none(), ReleaseGil())
+        .def("cos", interval_function(&algo::cos), "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31,
+             "threads"_a = nb::none(), ReleaseGil())
+        .def("sqrt", interval_function(&algo::sqrt), "a"_a, "interval"_a, "degree"_a = 31, "threads"_a = nb::none(),
+             "sqrt(a) on interval (a, b), 0 <= a < b (prefer a > 0: near 0 the interpolant converges slowly).",
+             ReleaseGil())
+        .def(
+            "inverse",
+            [](const KEvaluator& e, const KCiphertext& a, Interval iv, std::size_t degree, int iterations, TArg t) {
+                same_owner(a.owner, e.owner, "ciphertext");
+                return wrap(e.owner,
+                            algo::inverse(*e.ev, a.ct, iv.first, iv.second, degree, iterations, threads_arg(t)));
+            },
+            "a"_a, "interval"_a, "degree"_a = 15, "iterations"_a = 2, "threads"_a = nb::none(),
+            "1 / a on an interval without 0: a Chebyshev interpolant, then Newton steps y (2 - a y) (2 levels each); "
+            "ks.inverse_depth gives the levels.",
+            ReleaseGil())
+        .def(
+            "sign",
+            [](const KEvaluator& e, const KCiphertext& a, double eps, int bits, TArg t) {
+                same_owner(a.owner, e.owner, "ciphertext");
+                return wrap(e.owner, algo::sign(*e.ev, a.ct, eps, bits, threads_arg(t)));
+            },
+            "a"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
+            "sign(a) for a in [-1, 1] with |a| >= eps, within 2^-precision_bits in plain arithmetic (plus CKKS noise): "
+            "composite polynomials f_3 of Cheon, Kim and Kim; ks.sign_depth gives the levels.",
+            ReleaseGil())
+        .def(
+            "compare",
+            [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, double eps, int bits, TArg t) {
+                same_owner(a.owner, e.owner, "first ciphertext");
+                same_owner(b.owner, e.owner, "second ciphertext");
+                return wrap(e.owner, algo::compare(*e.ev, a.ct, b.ct, eps, bits, threads_arg(t)));
+            },
+            "a"_a, "b"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
+            "1 where a > b, 0 where a < b, for a - b in [-1, 1] with |a - b| >= eps (same depth as sign).",
+            ReleaseGil())
+        .def(
+            "bootstrap",
+            [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t) {
+                same_owner(a.owner, e.owner, "ciphertext");
+                if (b) same_owner(b->owner, e.owner, "bootstrapper");
+                const auto boot = b ? b->boot : e.owner->default_bootstrapper();
+                return wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t)));
+            },
+            "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
+            "The message of a (any level from bootstrapper.input_level, 0 unless SlotToCoeff first; any scale above "
+            "it, the "
+            "canonical one at it, which drop_level keeps; size 2 or 3) again at "
+            "bootstrapper.output_level, on its canonical scale: values with "
+            "|x| <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the keys "
+            "of "
+            "ctx.keygen(bootstrapping=True)).",
+            ReleaseGil())
+        .def(
+            "bootstrap_profile",
+            [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t) {
+                same_owner(a.owner, e.owner, "ciphertext");
+                if (b) same_owner(b->owner, e.owner, "bootstrapper");
+                const auto boot = b ? b->boot : e.owner->default_bootstrapper();
+                algo::BootstrapTimes times;
+                KCiphertext out = wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t), nullptr, &times));
+                return std::make_pair(std::move(out),
+                                      std::map<std::string, double>{{"raise", times.raise},
+                                                                    {"coeff_to_slot", times.coeff_to_slot},
+                                                                    {"eval_mod", times.eval_mod},
+                                                                    {"slot_to_coeff", times.slot_to_coeff}});
+            },
+            "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
+            "bootstrap, and the seconds of each stage: (ciphertext, {raise, coeff_to_slot, eval_mod, slot_to_coeff}).",
+            ReleaseGil())
+        .def(
+            "linear_combination",
+            [](const KEvaluator& e, const std::vector<const KCiphertext*>& cts, const Values& coeffs,
+               std::complex<double> constant, std::optional<int> level, double scale, TArg t) {
+                const auto xs = unwrap_all(e, cts, "linear_combination");
+                if (level)
+                    return wrap(e.owner,
+                                e.ev->linear_combination_at(xs, coeffs.get(), constant, *level, scale, threads_arg(t)));
+                if (scale != 0.0) throw ParameterError("linear_combination: give level= with scale=");
+                return wrap(e.owner, e.ev->linear_combination(xs, coeffs.get(), constant, threads_arg(t)));
+            },
+            "cts"_a, "coeffs"_a, "constant"_a = 0.0, "level"_a = nb::none(), "scale"_a = 0.0, "threads"_a = nb::none(),
+            "sum_i coeffs[i] * cts[i] + constant with one rescale, landing on the canonical scale of the level below "
+            "the "
+            "lowest term; level=l (below every term's): on level l instead, with `scale` (0: l's canonical scale).",
+            ReleaseGil())
+        .def(
+            "multiply_add",
+            [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, std::int64_t k,
+               const std::vector<const KCiphertext*>& cts, const std::optional<Values>& coeffs,
+               std::complex<double> constant, TArg t) {
+                same_owner(a.owner, e.owner, "ciphertext");
+                same_owner(b.owner, e.owner, "ciphertext");
+                const auto xs = unwrap_all(e, cts, "multiply_add");
+                const cvec none;
+                return wrap(e.owner, e.ev->multiply_add(a.ct, b.ct, k, xs, coeffs ? coeffs->get() : none, constant,
+                                                        threads_arg(t)));
+            },
+            "a"_a, "b"_a, "k"_a = 1, "cts"_a = std::vector<const KCiphertext*>{}, "coeffs"_a = nb::none(),
+            "constant"_a = 0.0, "threads"_a = nb::none(),
+            "k * a * b + sum_i coeffs[i] * cts[i] + constant with one relinearisation and one rescale (a and b at one "
+            "level, "
+            "any scales; the terms at that level or above): the sums of polynomial evaluation without rescales of "
+            "their "
+            "own. The result is one level down with scale a.scale * b.scale / q.",
+            ReleaseGil());
 }
 
 }  // namespace kasoku_py

@@ -29,46 +29,60 @@ constexpr arith::SimdLevel kAllBodies[] = {arith::SimdLevel::scalar, arith::Simd
 }
 
 void bind_info(nb::module_& m) {
-    m.def("trace_galois_elements", [](const Parameters& p, std::size_t M, std::size_t h) {
-        return trace_galois_elements(p, M, h);
-    }, "params"_a, "M"_a, "h"_a,
-       "Exactly the Galois elements that M doubling steps over rotations by 1, 2, ..., 2^(M-1) with h iterations need "
-       "(M = log_n: the last step is conjugation, the full trace of the source).");
-    m.def("trace_doubling_steps", [](const Parameters& p, std::size_t M) { return trace_doubling_steps(M, 2 * p.n()); },
-          "params"_a, "M"_a, "Galois elements of the M doubling steps: rotations by 2^i (i < log2 slots), then "
-          "conjugation when M = log_n.");
-    m.def("trace_group_sizes", &trace_group_sizes, "M"_a, "h"_a, "Sizes of the h groups the M doubling steps are split into.");
-    m.def("simd_active", [] { return std::string(arith::simd_name(arith::active_simd())); },
-          "The kernel body in use (KASOKU_SIMD, default: the best this CPU runs).");
-    m.def("simd_available", [] {
-        std::vector<std::string> out;
-        for (auto l : arith::simd_available()) out.push_back(arith::simd_name(l));
-        return out;
-    }, "Kernel bodies this build has and this CPU runs.");
-    m.def("simd_cpu_supports", [] {
-        std::vector<std::string> out;
-        for (auto l : kAllBodies)
-            if (arith::simd_cpu_supports(l)) out.push_back(arith::simd_name(l));
-        return out;
-    }, "Kernel bodies this CPU runs (compiled in or not).");
+    m.def(
+        "trace_galois_elements",
+        [](const Parameters& p, std::size_t M, std::size_t h) { return trace_galois_elements(p, M, h); }, "params"_a,
+        "M"_a, "h"_a,
+        "Exactly the Galois elements that M doubling steps over rotations by 1, 2, ..., 2^(M-1) with h iterations need "
+        "(M = log_n: the last step is conjugation, the full trace of the source).");
+    m.def(
+        "trace_doubling_steps", [](const Parameters& p, std::size_t M) { return trace_doubling_steps(M, 2 * p.n()); },
+        "params"_a, "M"_a,
+        "Galois elements of the M doubling steps: rotations by 2^i (i < log2 slots), then "
+        "conjugation when M = log_n.");
+    m.def("trace_group_sizes", &trace_group_sizes, "M"_a, "h"_a,
+          "Sizes of the h groups the M doubling steps are split into.");
+    m.def(
+        "simd_active", [] { return std::string(arith::simd_name(arith::active_simd())); },
+        "The kernel body in use (KASOKU_SIMD, default: the best this CPU runs).");
+    m.def(
+        "simd_available",
+        [] {
+            std::vector<std::string> out;
+            for (auto l : arith::simd_available()) out.push_back(arith::simd_name(l));
+            return out;
+        },
+        "Kernel bodies this build has and this CPU runs.");
+    m.def(
+        "simd_cpu_supports",
+        [] {
+            std::vector<std::string> out;
+            for (auto l : kAllBodies)
+                if (arith::simd_cpu_supports(l)) out.push_back(arith::simd_name(l));
+            return out;
+        },
+        "Kernel bodies this CPU runs (compiled in or not).");
     m.def("hardware_threads", &hardware_threads);
-    m.def("cuda_info", [] {
-        const gpu::CudaInfo c = gpu::cuda_info();
-        nb::dict d;
-        d["compiled"] = c.compiled;
-        d["available"] = c.available;
-        d["reason"] = c.reason;
-        d["devices"] = c.devices;
-        d["name"] = c.name;
-        d["memory_bytes"] = c.memory_bytes;
-        d["compute_capability"] = std::to_string(c.compute_major) + "." + std::to_string(c.compute_minor);
-        d["runtime_version"] = c.runtime_version;
-        d["driver_version"] = c.driver_version;
-        d["architectures"] = c.architectures;
-        return d;
-    }, "What this build and machine have of CUDA: compiled, available (a device can be used now), reason (why not), "
-       "devices, name, memory_bytes and compute_capability of device 0, runtime_version and driver_version (CUDA's "
-       "1000 * major + 10 * minor), architectures (what the kernels were compiled for). Never raises.");
+    m.def(
+        "cuda_info",
+        [] {
+            const gpu::CudaInfo c = gpu::cuda_info();
+            nb::dict d;
+            d["compiled"] = c.compiled;
+            d["available"] = c.available;
+            d["reason"] = c.reason;
+            d["devices"] = c.devices;
+            d["name"] = c.name;
+            d["memory_bytes"] = c.memory_bytes;
+            d["compute_capability"] = std::to_string(c.compute_major) + "." + std::to_string(c.compute_minor);
+            d["runtime_version"] = c.runtime_version;
+            d["driver_version"] = c.driver_version;
+            d["architectures"] = c.architectures;
+            return d;
+        },
+        "What this build and machine have of CUDA: compiled, available (a device can be used now), reason (why not), "
+        "devices, name, memory_bytes and compute_capability of device 0, runtime_version and driver_version (CUDA's "
+        "1000 * major + 10 * minor), architectures (what the kernels were compiled for). Never raises.");
     m.def("build_info", [] {
         std::map<std::string, std::string> info;
         info["compiler"] = __VERSION__;
@@ -89,22 +103,25 @@ void bind_info(nb::module_& m) {
         info["backends"] = "cpu";
         return info;
     });
-    m.def("bench_ntt", [](int log_n, int bits, int reps) {
-        // Times the forward NTT of one prime with the active SIMD body; returns seconds per call.
-        std::vector<double> out;
-        const std::size_t n = std::size_t{1} << log_n;
-        arith::NttTables t(arith::generate_ntt_primes(bits, 1, n)[0], n);
-        std::vector<std::uint64_t> a(n);
-        std::mt19937_64 rng(1);
-        for (auto& x : a) x = rng() % t.q();
-        arith::ntt_forward(a.data(), t);
-        for (int i = 0; i < reps; ++i) {
-            auto t0 = std::chrono::steady_clock::now();
+    m.def(
+        "bench_ntt",
+        [](int log_n, int bits, int reps) {
+            // Times the forward NTT of one prime with the active SIMD body; returns seconds per call.
+            std::vector<double> out;
+            const std::size_t n = std::size_t{1} << log_n;
+            arith::NttTables t(arith::generate_ntt_primes(bits, 1, n)[0], n);
+            std::vector<std::uint64_t> a(n);
+            std::mt19937_64 rng(1);
+            for (auto& x : a) x = rng() % t.q();
             arith::ntt_forward(a.data(), t);
-            out.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
-        return out;
-    }, "log_n"_a, "bits"_a = 60, "reps"_a = 10, "Seconds per forward NTT of one prime, `reps` timings.", ReleaseGil());
+            for (int i = 0; i < reps; ++i) {
+                auto t0 = std::chrono::steady_clock::now();
+                arith::ntt_forward(a.data(), t);
+                out.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            }
+            return out;
+        },
+        "log_n"_a, "bits"_a = 60, "reps"_a = 10, "Seconds per forward NTT of one prime, `reps` timings.", ReleaseGil());
 }
 
 }  // namespace kasoku_py

@@ -4,8 +4,8 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
 
-#include "bindings_internal.hpp"
 #include <unistd.h>
+#include "bindings_internal.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -26,8 +26,9 @@ std::shared_ptr<const Evaluator> Owner::operators(bool needs_keys) const {
         if (operators_) return operators_;
     }
     if (needs_keys)
-        throw MissingKeyError("this operator needs evaluation keys: call ctx.evaluator(keys.evaluation()) once, "
-                              "then ciphertexts of that context support * and rotations");
+        throw MissingKeyError(
+            "this operator needs evaluation keys: call ctx.evaluator(keys.evaluation()) once, "
+            "then ciphertexts of that context support * and rotations");
     return keyless;
 }
 
@@ -57,7 +58,8 @@ std::shared_ptr<const kasoku::algo::Bootstrapper> Owner::default_bootstrapper() 
     std::lock_guard<std::mutex> lock(boot_mu_);
     if (!bootstrapper_)
         bootstrapper_ = std::make_shared<const kasoku::algo::Bootstrapper>(
-            ctx, kasoku::algo::BootstrapConfig{}, kasoku::Exec{}, stderr_progress(std::nullopt, "bootstrapping plan, transforms"));
+            ctx, kasoku::algo::BootstrapConfig{}, kasoku::Exec{},
+            stderr_progress(std::nullopt, "bootstrapping plan, transforms"));
     return bootstrapper_;
 }
 
@@ -100,8 +102,8 @@ std::vector<KCiphertext> wrap_all(const OwnerPtr& o, std::vector<Ciphertext> v) 
     return out;
 }
 
-Plaintext encode_values(const ContextPtr& ctx, const Values& values, std::optional<int> level, std::optional<double> scale,
-                        std::optional<std::size_t> slots, int threads) {
+Plaintext encode_values(const ContextPtr& ctx, const Values& values, std::optional<int> level,
+                        std::optional<double> scale, std::optional<std::size_t> slots, int threads) {
     const cvec& v = values.get();
     const int lvl = level ? *level : ctx->user_level();
     if (lvl < 0 || lvl > ctx->max_level())
@@ -110,7 +112,8 @@ Plaintext encode_values(const ContextPtr& ctx, const Values& values, std::option
     return enc.encode(slots ? enc.replicate(v, *slots) : v, scale ? *scale : ctx->scale_at(lvl), lvl, threads);
 }
 
-KCiphertext add_values(const Evaluator& ev, const OwnerPtr& o, const Ciphertext& a, const Values& b, double sign, int threads) {
+KCiphertext add_values(const Evaluator& ev, const OwnerPtr& o, const Ciphertext& a, const Values& b, double sign,
+                       int threads) {
     if (b.scalar) return wrap(o, ev.add_scalar(a, sign * b.scalar_value(), threads));
     cvec v = b.get();
     if (sign < 0)
@@ -118,7 +121,8 @@ KCiphertext add_values(const Evaluator& ev, const OwnerPtr& o, const Ciphertext&
     return wrap(o, ev.add_plain(a, v, threads));
 }
 
-KCiphertext mul_values(const Evaluator& ev, const OwnerPtr& o, const Ciphertext& a, const Values& b, bool rescale, int threads) {
+KCiphertext mul_values(const Evaluator& ev, const OwnerPtr& o, const Ciphertext& a, const Values& b, bool rescale,
+                       int threads) {
     if (b.scalar) return wrap(o, ev.multiply_scalar(a, b.scalar_value(), rescale, threads));
     return wrap(o, ev.multiply_plain(a, b.get(), rescale, threads));
 }
@@ -145,14 +149,16 @@ using namespace kasoku_py;
 bool type_caster<Values>::from_python(handle src, uint8_t, cleanup_list*) noexcept {
     value = Values{};
     try {
-        const bool scalar = nb::isinstance<nb::float_>(src) || nb::isinstance<nb::int_>(src) || PyComplex_Check(src.ptr()) ||
+        const bool scalar = nb::isinstance<nb::float_>(src) || nb::isinstance<nb::int_>(src) ||
+                            PyComplex_Check(src.ptr()) ||
                             nb::cast<int>(nb::module_::import_("numpy").attr("ndim")(src)) == 0;
         if (scalar) {
             value.scalar = true;
             value.v = {nb::cast<std::complex<double>>(nb::module_::import_("builtins").attr("complex")(src))};
             return true;
         }
-        nb::object arr = as_array(src, "complex128", value.error, "values must be numbers (a NumPy array, a list or a scalar)");
+        nb::object arr =
+            as_array(src, "complex128", value.error, "values must be numbers (a NumPy array, a list or a scalar)");
         if (!arr.is_valid()) return true;
         if (nb::cast<int>(arr.attr("ndim")) > 1) {
             value.error = "values must be one-dimensional; flatten the array (x.ravel()) or encode rows separately";
@@ -183,7 +189,8 @@ bool type_caster<Matrices>::from_python(handle src, uint8_t, cleanup_list*) noex
         value.rows = a.shape(1);
         value.cols = a.shape(2);
         for (std::size_t i = 0; i < a.shape(0); ++i)
-            value.mats.emplace_back(a.data() + i * value.rows * value.cols, a.data() + (i + 1) * value.rows * value.cols);
+            value.mats.emplace_back(a.data() + i * value.rows * value.cols,
+                                    a.data() + (i + 1) * value.rows * value.cols);
     } catch (const std::exception& e) {
         value.error = std::string(what) + ": " + e.what();
     }
@@ -221,7 +228,9 @@ handle type_caster<ComplexArray>::from_cpp(ComplexArray&& a, rv_policy, cleanup_
     try {
         auto* heap = new cvec(std::move(a.v));
         nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<cvec*>(p); });
-        return nb::ndarray<nb::numpy, std::complex<double>, nb::ndim<1>>(heap->data(), {heap->size()}, owner).cast().release();
+        return nb::ndarray<nb::numpy, std::complex<double>, nb::ndim<1>>(heap->data(), {heap->size()}, owner)
+            .cast()
+            .release();
     } catch (...) {
         return handle();
     }
@@ -264,14 +273,23 @@ NB_MODULE(_kasoku, m) {
     nb::register_exception_translator([](const std::exception_ptr& p, void*) {
         try {
             std::rethrow_exception(p);
-        } catch (const ParameterError& e) { PyErr_SetString(e_param, e.what()); }
-        catch (const LevelError& e) { PyErr_SetString(e_level, e.what()); }
-        catch (const ScaleError& e) { PyErr_SetString(e_scale, e.what()); }
-        catch (const MissingKeyError& e) { PyErr_SetString(e_key, e.what()); }
-        catch (const SerializationError& e) { PyErr_SetString(e_ser, e.what()); }
-        catch (const DeviceError& e) { PyErr_SetString(e_dev, e.what()); }
-        catch (const Error& e) { PyErr_SetString(e_base, e.what()); }
-        catch (const InternalError& e) { PyErr_SetString(e_internal, e.what()); }
+        } catch (const ParameterError& e) {
+            PyErr_SetString(e_param, e.what());
+        } catch (const LevelError& e) {
+            PyErr_SetString(e_level, e.what());
+        } catch (const ScaleError& e) {
+            PyErr_SetString(e_scale, e.what());
+        } catch (const MissingKeyError& e) {
+            PyErr_SetString(e_key, e.what());
+        } catch (const SerializationError& e) {
+            PyErr_SetString(e_ser, e.what());
+        } catch (const DeviceError& e) {
+            PyErr_SetString(e_dev, e.what());
+        } catch (const Error& e) {
+            PyErr_SetString(e_base, e.what());
+        } catch (const InternalError& e) {
+            PyErr_SetString(e_internal, e.what());
+        }
     });
 
     kasoku_py::bind_objects(m);

@@ -74,37 +74,52 @@ std::string describe_ct(const Ciphertext& ct) {
 void bind_objects(nb::module_& m) {
     // ---------------------------------------------------------------- Parameters
     nb::class_<Parameters>(m, "Parameters", "Validated CKKS parameters (docs/PARAMS.md lists the named sets).")
-        .def("__init__",
-             [](Parameters* p, int log_n, int first_bits, int scale_bits, int levels, int special_bits, int special_primes,
-                std::optional<int> security, int dnum, int hamming_weight, int boot_levels, int boot_bits,
-                int boot_secret_weight) {
-                 Parameters v{.log_n = log_n, .first_bits = first_bits, .scale_bits = scale_bits, .levels = levels,
-                              .special_bits = special_bits, .special_primes = special_primes, .security = security,
-                              .dnum = dnum, .hamming_weight = hamming_weight, .boot_levels = boot_levels,
-                              .boot_bits = boot_bits, .boot_secret_weight = boot_secret_weight};
-                 v.validate();
-                 new (p) Parameters(v);
-             },
-             "log_n"_a = 13, "first_bits"_a = 60, "scale_bits"_a = 40, "levels"_a = 2, "special_bits"_a = 60,
-             "special_primes"_a = 1, "security"_a.none() = 128, "dnum"_a = 0, "hamming_weight"_a = 0, "boot_levels"_a = 0,
-             "boot_bits"_a = 0, "boot_secret_weight"_a = 0,
-             "security=None allows parameters outside the 128-bit HE Standard table (research use). boot_levels primes of "
-             "boot_bits above the user's `levels` are bootstrapping's (ciphertexts start at user_level = levels); "
-             "boot_secret_weight > 0 makes bootstrapping switch to an ephemeral sparse secret of that weight around "
-             "ModRaise, so the main secret can be dense. Raises ParameterError for invalid or insecure parameters, saying "
-             "what to change.")
-        .def_static("named", &Parameters::named, "name"_a,
-                    "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16, BOOT16L (docs/PARAMS.md).")
+        .def(
+            "__init__",
+            [](Parameters* p, int log_n, int first_bits, int scale_bits, int levels, int special_bits,
+               int special_primes, std::optional<int> security, int dnum, int hamming_weight, int boot_levels,
+               int boot_bits, int boot_secret_weight) {
+                Parameters v{.log_n = log_n,
+                             .first_bits = first_bits,
+                             .scale_bits = scale_bits,
+                             .levels = levels,
+                             .special_bits = special_bits,
+                             .special_primes = special_primes,
+                             .security = security,
+                             .dnum = dnum,
+                             .hamming_weight = hamming_weight,
+                             .boot_levels = boot_levels,
+                             .boot_bits = boot_bits,
+                             .boot_secret_weight = boot_secret_weight};
+                v.validate();
+                new (p) Parameters(v);
+            },
+            "log_n"_a = 13, "first_bits"_a = 60, "scale_bits"_a = 40, "levels"_a = 2, "special_bits"_a = 60,
+            "special_primes"_a = 1, "security"_a.none() = 128, "dnum"_a = 0, "hamming_weight"_a = 0,
+            "boot_levels"_a = 0, "boot_bits"_a = 0, "boot_secret_weight"_a = 0,
+            "security=None allows parameters outside the 128-bit HE Standard table (research use). boot_levels primes "
+            "of "
+            "boot_bits above the user's `levels` are bootstrapping's (ciphertexts start at user_level = levels); "
+            "boot_secret_weight > 0 makes bootstrapping switch to an ephemeral sparse secret of that weight around "
+            "ModRaise, so the main secret can be dense. Raises ParameterError for invalid or insecure parameters, "
+            "saying "
+            "what to change.")
+        .def_static(
+            "named", &Parameters::named, "name"_a,
+            "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16, BOOT16L (docs/PARAMS.md).")
         .def_static("names", &Parameters::names)
-        .def_static("for_circuit", [](int depth, int precision_bits, std::optional<std::uint64_t> slots,
-                                      std::optional<int> security, std::optional<int> dnum, int integer_bits) {
-            return Parameters::for_circuit(depth, precision_bits, slots.value_or(0), security, dnum.value_or(0),
-                                           integer_bits);
-        }, "depth"_a, "precision_bits"_a = 20, "slots"_a = nb::none(), "security"_a.none() = 128, "dnum"_a = nb::none(),
-           "integer_bits"_a = 20,
-           "The smallest secure set for a circuit of `depth` rescalings with about `precision_bits` bits of precision "
-           "and at least `slots` slots, whose results stay below 2^integer_bits in magnitude; repr() says what each "
-           "choice is for. ParameterError says what cannot be had.")
+        .def_static(
+            "for_circuit",
+            [](int depth, int precision_bits, std::optional<std::uint64_t> slots, std::optional<int> security,
+               std::optional<int> dnum, int integer_bits) {
+                return Parameters::for_circuit(depth, precision_bits, slots.value_or(0), security, dnum.value_or(0),
+                                               integer_bits);
+            },
+            "depth"_a, "precision_bits"_a = 20, "slots"_a = nb::none(), "security"_a.none() = 128,
+            "dnum"_a = nb::none(), "integer_bits"_a = 20,
+            "The smallest secure set for a circuit of `depth` rescalings with about `precision_bits` bits of precision "
+            "and at least `slots` slots, whose results stay below 2^integer_bits in magnitude; repr() says what each "
+            "choice is for. ParameterError says what cannot be had.")
         .def_ro("rationale", &Parameters::rationale)
         .def_ro("log_n", &Parameters::log_n)
         .def_ro("first_bits", &Parameters::first_bits)
@@ -123,26 +138,41 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("dnum", &Parameters::digits)
         .def_prop_ro("alpha", &Parameters::alpha)
         .def_prop_ro("log_qp", &Parameters::log_qp_bits)
-        .def("to_bytes", [](const Parameters& p, std::optional<std::string> c) { return BytesOut{serialize(p, compression_arg(c))}; },
-             "compression"_a = nb::none())
-        .def_static("from_bytes", [](BytesIn b) { return deserialize_parameters(b.data, b.size); }, "data"_a)
+        .def(
+            "to_bytes",
+            [](const Parameters& p, std::optional<std::string> c) {
+                return BytesOut{serialize(p, compression_arg(c))};
+            },
+            "compression"_a = nb::none())
+        .def_static(
+            "from_bytes", [](BytesIn b) { return deserialize_parameters(b.data, b.size); }, "data"_a)
         .def("__repr__", [](const Parameters& p) {
             return "Parameters(" + p.describe() + ")" + (p.rationale.empty() ? "" : "\n  " + p.rationale);
         });
 
     // ---------------------------------------------------------------- keys and plaintexts
     nb::class_<KSecretKey>(m, "SecretKey", "The secret key: stays on the client; wiped from memory when released.")
-        .def("to_bytes", [](const KSecretKey& k, std::optional<std::string> c) {
-            return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
-        }, "compression"_a = nb::none(), ReleaseGil())
-        .def_static("from_bytes", [](const KContext& c, BytesIn b) {
-            return KSecretKey{c.owner, std::make_shared<const SecretKey>(deserialize_secret_key(*c.owner->ctx, b.data, b.size))};
-        }, "ctx"_a, "data"_a, ReleaseGil())
-        .def("to", [](const KSecretKey& k, const std::string& device) {
-            return moved<KSecretKey>(k.owner, device, *k.key, [](const Context& c, const Bytes& b) {
-                return std::make_shared<const SecretKey>(deserialize_secret_key(c, b.data(), b.size()));
-            });
-        }, "device"_a, "The key in ctx.on(device) (it stays on this machine: a GPU of the client's).", ReleaseGil())
+        .def(
+            "to_bytes",
+            [](const KSecretKey& k, std::optional<std::string> c) {
+                return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
+            },
+            "compression"_a = nb::none(), ReleaseGil())
+        .def_static(
+            "from_bytes",
+            [](const KContext& c, BytesIn b) {
+                return KSecretKey{
+                    c.owner, std::make_shared<const SecretKey>(deserialize_secret_key(*c.owner->ctx, b.data, b.size))};
+            },
+            "ctx"_a, "data"_a, ReleaseGil())
+        .def(
+            "to",
+            [](const KSecretKey& k, const std::string& device) {
+                return moved<KSecretKey>(k.owner, device, *k.key, [](const Context& c, const Bytes& b) {
+                    return std::make_shared<const SecretKey>(deserialize_secret_key(c, b.data(), b.size()));
+                });
+            },
+            "device"_a, "The key in ctx.on(device) (it stays on this machine: a GPU of the client's).", ReleaseGil())
         .def("__repr__", [](const KSecretKey&) { return std::string("SecretKey(<hidden>)"); });
 
     nb::class_<KPlaintext>(m, "Plaintext", "Encoded values (NTT form) at a level and scale; made by Context.encode.")
@@ -150,66 +180,97 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("scale", [](const KPlaintext& p) { return p.pt.scale; });
 
     nb::class_<KPublicKey>(m, "PublicKey")
-        .def("to_bytes", [](const KPublicKey& k, std::optional<std::string> c) {
-            return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
-        }, "compression"_a = nb::none(), ReleaseGil())
-        .def_static("from_bytes", [](const KContext& c, BytesIn b) {
-            return KPublicKey{c.owner, std::make_shared<const PublicKey>(deserialize_public_key(*c.owner->ctx, b.data, b.size))};
-        }, "ctx"_a, "data"_a, ReleaseGil())
-        .def("to", [](const KPublicKey& k, const std::string& device) {
-            return moved<KPublicKey>(k.owner, device, *k.key, [](const Context& c, const Bytes& b) {
-                return std::make_shared<const PublicKey>(deserialize_public_key(c, b.data(), b.size()));
-            });
-        }, "device"_a, "The key in ctx.on(device).", ReleaseGil());
+        .def(
+            "to_bytes",
+            [](const KPublicKey& k, std::optional<std::string> c) {
+                return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
+            },
+            "compression"_a = nb::none(), ReleaseGil())
+        .def_static(
+            "from_bytes",
+            [](const KContext& c, BytesIn b) {
+                return KPublicKey{
+                    c.owner, std::make_shared<const PublicKey>(deserialize_public_key(*c.owner->ctx, b.data, b.size))};
+            },
+            "ctx"_a, "data"_a, ReleaseGil())
+        .def(
+            "to",
+            [](const KPublicKey& k, const std::string& device) {
+                return moved<KPublicKey>(k.owner, device, *k.key, [](const Context& c, const Bytes& b) {
+                    return std::make_shared<const PublicKey>(deserialize_public_key(c, b.data(), b.size()));
+                });
+            },
+            "device"_a, "The key in ctx.on(device).", ReleaseGil());
 
     nb::class_<KSwitchKey>(m, "SwitchKey", "A key-switching key (relinearisation or one Galois element).")
-        .def("to_bytes", [](const KSwitchKey& k, std::optional<std::string> c) {
-            return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
-        }, "compression"_a = nb::none(), ReleaseGil())
+        .def(
+            "to_bytes",
+            [](const KSwitchKey& k, std::optional<std::string> c) {
+                return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
+            },
+            "compression"_a = nb::none(), ReleaseGil())
         .def_prop_ro("digits", [](const KSwitchKey& k) { return k.key->b.size(); });
 
-    nb::class_<KEvaluationKeys>(m, "EvaluationKeys", "Relinearisation and Galois keys: everything an evaluator needs, no secret.")
-        .def("to_bytes", [](const KEvaluationKeys& k, std::optional<std::string> c) {
-            return BytesOut{serialize(*k.owner->ctx, *k.keys, compression_arg(c))};
-        }, "compression"_a = nb::none(), ReleaseGil())
-        .def_prop_ro("nbytes", [](const KEvaluationKeys& k) {
-            std::size_t words = 0;
-            const auto add = [&](const std::shared_ptr<const SwitchKey>& key) {
-                if (key)
-                    for (const auto* list : {&key->b, &key->a})
-                        for (const auto& p : *list) words += p.words();
-            };
-            add(k.keys->relin);
-            for (const auto& [g, key] : k.keys->galois) add(key);
-            add(k.keys->to_sparse);
-            add(k.keys->from_sparse);
-            return words * sizeof(std::uint64_t);
-        }, "Bytes the keys take in memory (every residue in 8 bytes).")
+    nb::class_<KEvaluationKeys>(m, "EvaluationKeys",
+                                "Relinearisation and Galois keys: everything an evaluator needs, no secret.")
+        .def(
+            "to_bytes",
+            [](const KEvaluationKeys& k, std::optional<std::string> c) {
+                return BytesOut{serialize(*k.owner->ctx, *k.keys, compression_arg(c))};
+            },
+            "compression"_a = nb::none(), ReleaseGil())
+        .def_prop_ro(
+            "nbytes",
+            [](const KEvaluationKeys& k) {
+                std::size_t words = 0;
+                const auto add = [&](const std::shared_ptr<const SwitchKey>& key) {
+                    if (key)
+                        for (const auto* list : {&key->b, &key->a})
+                            for (const auto& p : *list) words += p.words();
+                };
+                add(k.keys->relin);
+                for (const auto& [g, key] : k.keys->galois) add(key);
+                add(k.keys->to_sparse);
+                add(k.keys->from_sparse);
+                return words * sizeof(std::uint64_t);
+            },
+            "Bytes the keys take in memory (every residue in 8 bytes).")
         .def_prop_ro("galois_count", [](const KEvaluationKeys& k) { return k.keys->galois.size(); })
-        .def_static("from_bytes", [](const KContext& c, BytesIn b) {
-            return KEvaluationKeys{c.owner,
-                                   std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(*c.owner->ctx, b.data, b.size))};
-        }, "ctx"_a, "data"_a, ReleaseGil())
-        .def_prop_ro("galois_elements", [](const KEvaluationKeys& k) {
-            std::vector<std::uint64_t> g;
-            for (auto& [e, _] : k.keys->galois) g.push_back(e);
-            return g;
-        })
+        .def_static(
+            "from_bytes",
+            [](const KContext& c, BytesIn b) {
+                return KEvaluationKeys{c.owner, std::make_shared<const EvaluationKeys>(
+                                                    deserialize_evaluation_keys(*c.owner->ctx, b.data, b.size))};
+            },
+            "ctx"_a, "data"_a, ReleaseGil())
+        .def_prop_ro("galois_elements",
+                     [](const KEvaluationKeys& k) {
+                         std::vector<std::uint64_t> g;
+                         for (auto& [e, _] : k.keys->galois) g.push_back(e);
+                         return g;
+                     })
         .def_prop_ro("has_relin", [](const KEvaluationKeys& k) { return static_cast<bool>(k.keys->relin); })
-        .def("to", [](const KEvaluationKeys& k, const std::string& device) {
-            return moved<KEvaluationKeys>(k.owner, device, *k.keys, [](const Context& c, const Bytes& b) {
-                return std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(c, b.data(), b.size()));
-            });
-        }, "device"_a, "The keys in ctx.on(device): ctx.on(\"cuda\").evaluator(keys.evaluation().to(\"cuda\")).",
-           ReleaseGil());
+        .def(
+            "to",
+            [](const KEvaluationKeys& k, const std::string& device) {
+                return moved<KEvaluationKeys>(k.owner, device, *k.keys, [](const Context& c, const Bytes& b) {
+                    return std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(c, b.data(), b.size()));
+                });
+            },
+            "device"_a, "The keys in ctx.on(device): ctx.on(\"cuda\").evaluator(keys.evaluation().to(\"cuda\")).",
+            ReleaseGil());
 
     nb::class_<KKeyPair>(m, "KeyPair", "Keys made by Context.keygen: secret, public, relin, galois.")
         .def_ro("secret", &KKeyPair::secret)
         .def_ro("public", &KKeyPair::public_)
         .def_ro("relin", &KKeyPair::relin)
         .def_ro("galois", &KKeyPair::galois, "dict: Galois element -> SwitchKey")
-        .def("evaluation", [](const KKeyPair& k) { return KEvaluationKeys{k.secret.owner, k.eval}; },
-             "The evaluation keys (relinearisation + Galois) to hand to a server.");
+        .def(
+            "evaluation",
+            [](const KKeyPair& k) {
+                return KEvaluationKeys{k.secret.owner, k.eval};
+            },
+            "The evaluation keys (relinearisation + Galois) to hand to a server.");
 
     // ---------------------------------------------------------------- ciphertexts and their operators
     auto ct_cls = nb::class_<KCiphertext>(m, "Ciphertext");
@@ -217,189 +278,273 @@ void bind_objects(nb::module_& m) {
     ct_cls.attr("__array_ufunc__") = nb::none();
     // The operators use the context's evaluator (Context.evaluator sets it): each takes its own reference to it, so
     // that another thread may replace it meanwhile.
-    ct_cls
-        .def_prop_ro("level", [](const KCiphertext& c) { return c.ct.level(); })
+    ct_cls.def_prop_ro("level", [](const KCiphertext& c) { return c.ct.level(); })
         .def_prop_ro("scale", [](const KCiphertext& c) { return c.ct.scale; })
         .def_prop_ro("size", [](const KCiphertext& c) { return c.ct.size(); })
-        .def("to_bytes", [](const KCiphertext& c, std::optional<std::string> z) {
-            return BytesOut{serialize(*c.owner->ctx, c.ct, compression_arg(z))};
-        }, "compression"_a = nb::none(), ReleaseGil())
-        .def_static("from_bytes", [](const KContext& c, BytesIn b) {
-            return wrap(c.owner, deserialize_ciphertext(*c.owner->ctx, b.data, b.size));
-        }, "ctx"_a, "data"_a, ReleaseGil())
-        .def("copy", [](const KCiphertext& c) { return c; }, ReleaseGil())
-        .def("to", [](const KCiphertext& c, const std::string& device) {
-            const OwnerPtr to = Owner::on(c.owner, device);
-            if (to == c.owner) return c;
-            const Bytes b = serialize(*c.owner->ctx, c.ct);
-            return wrap(to, deserialize_ciphertext(*to->ctx, b.data(), b.size()));
-        }, "device"_a,
-           "The ciphertext in ctx.on(device) (\"cpu\" or \"cuda\"), the same bits: ct.to(\"cuda\") computes on the "
-           "GPU with ctx.on(\"cuda\")'s evaluator, .to(\"cpu\") brings it back to ctx.", ReleaseGil())
+        .def(
+            "to_bytes",
+            [](const KCiphertext& c, std::optional<std::string> z) {
+                return BytesOut{serialize(*c.owner->ctx, c.ct, compression_arg(z))};
+            },
+            "compression"_a = nb::none(), ReleaseGil())
+        .def_static(
+            "from_bytes",
+            [](const KContext& c, BytesIn b) {
+                return wrap(c.owner, deserialize_ciphertext(*c.owner->ctx, b.data, b.size));
+            },
+            "ctx"_a, "data"_a, ReleaseGil())
+        .def(
+            "copy", [](const KCiphertext& c) { return c; }, ReleaseGil())
+        .def(
+            "to",
+            [](const KCiphertext& c, const std::string& device) {
+                const OwnerPtr to = Owner::on(c.owner, device);
+                if (to == c.owner) return c;
+                const Bytes b = serialize(*c.owner->ctx, c.ct);
+                return wrap(to, deserialize_ciphertext(*to->ctx, b.data(), b.size()));
+            },
+            "device"_a,
+            "The ciphertext in ctx.on(device) (\"cpu\" or \"cuda\"), the same bits: ct.to(\"cuda\") computes on the "
+            "GPU with ctx.on(\"cuda\")'s evaluator, .to(\"cpu\") brings it back to ctx.",
+            ReleaseGil())
         .def_prop_ro("device", [](const KCiphertext& c) { return c.owner->device; })
         .def("__repr__", [](const KCiphertext& c) { return describe_ct(c.ct); })
-        .def("__neg__", [](const KCiphertext& a) { return wrap(a.owner, a.owner->operators(false)->negate(a.ct)); }, ReleaseGil())
-        .def("__add__", [](const KCiphertext& a, const KCiphertext& b) {
-            return wrap(a.owner, a.owner->operators(false)->add(a.ct, b.ct));
-        }, ReleaseGil())
-        .def("__sub__", [](const KCiphertext& a, const KCiphertext& b) {
-            return wrap(a.owner, a.owner->operators(false)->sub(a.ct, b.ct));
-        }, ReleaseGil())
-        .def("__mul__", [](const KCiphertext& a, const KCiphertext& b) {
-            return wrap(a.owner, a.owner->operators(true)->multiply(a.ct, b.ct));
-        }, ReleaseGil())
-        .def("__add__", [](const KCiphertext& a, const Values& b) {
-            return add_values(*a.owner->operators(false), a.owner, a.ct, b, 1, 0);
-        }, ReleaseGil())
-        .def("__radd__", [](const KCiphertext& a, const Values& b) {
-            return add_values(*a.owner->operators(false), a.owner, a.ct, b, 1, 0);
-        }, ReleaseGil())
-        .def("__sub__", [](const KCiphertext& a, const Values& b) {
-            return add_values(*a.owner->operators(false), a.owner, a.ct, b, -1, 0);
-        }, ReleaseGil())
-        .def("__rsub__", [](const KCiphertext& a, const Values& b) {
-            const auto ev = a.owner->operators(false);
-            return add_values(*ev, a.owner, ev->negate(a.ct), b, 1, 0);
-        }, ReleaseGil())
-        .def("__mul__", [](const KCiphertext& a, const Values& b) {
-            return mul_values(*a.owner->operators(false), a.owner, a.ct, b, true, 0);
-        }, ReleaseGil())
-        .def("__rmul__", [](const KCiphertext& a, const Values& b) {
-            return mul_values(*a.owner->operators(false), a.owner, a.ct, b, true, 0);
-        }, ReleaseGil());
+        .def(
+            "__neg__", [](const KCiphertext& a) { return wrap(a.owner, a.owner->operators(false)->negate(a.ct)); },
+            ReleaseGil())
+        .def(
+            "__add__",
+            [](const KCiphertext& a, const KCiphertext& b) {
+                return wrap(a.owner, a.owner->operators(false)->add(a.ct, b.ct));
+            },
+            ReleaseGil())
+        .def(
+            "__sub__",
+            [](const KCiphertext& a, const KCiphertext& b) {
+                return wrap(a.owner, a.owner->operators(false)->sub(a.ct, b.ct));
+            },
+            ReleaseGil())
+        .def(
+            "__mul__",
+            [](const KCiphertext& a, const KCiphertext& b) {
+                return wrap(a.owner, a.owner->operators(true)->multiply(a.ct, b.ct));
+            },
+            ReleaseGil())
+        .def(
+            "__add__",
+            [](const KCiphertext& a, const Values& b) {
+                return add_values(*a.owner->operators(false), a.owner, a.ct, b, 1, 0);
+            },
+            ReleaseGil())
+        .def(
+            "__radd__",
+            [](const KCiphertext& a, const Values& b) {
+                return add_values(*a.owner->operators(false), a.owner, a.ct, b, 1, 0);
+            },
+            ReleaseGil())
+        .def(
+            "__sub__",
+            [](const KCiphertext& a, const Values& b) {
+                return add_values(*a.owner->operators(false), a.owner, a.ct, b, -1, 0);
+            },
+            ReleaseGil())
+        .def(
+            "__rsub__",
+            [](const KCiphertext& a, const Values& b) {
+                const auto ev = a.owner->operators(false);
+                return add_values(*ev, a.owner, ev->negate(a.ct), b, 1, 0);
+            },
+            ReleaseGil())
+        .def(
+            "__mul__",
+            [](const KCiphertext& a, const Values& b) {
+                return mul_values(*a.owner->operators(false), a.owner, a.ct, b, true, 0);
+            },
+            ReleaseGil())
+        .def(
+            "__rmul__",
+            [](const KCiphertext& a, const Values& b) {
+                return mul_values(*a.owner->operators(false), a.owner, a.ct, b, true, 0);
+            },
+            ReleaseGil());
 
     // ---------------------------------------------------------------- Context
-    nb::class_<KContext>(m, "Context", "Parameters plus every precomputed table; makes keys, ciphertexts and evaluators.")
-        .def("__init__", [](KContext* self, const Parameters& p, TArg threads, const std::string& device) {
-            new (self) KContext{Owner::make(p, threads ? resolve_threads(*threads) : 0, device)};
-        }, "params"_a, "threads"_a = nb::none(), "device"_a = "cpu",
-           "threads=None uses all cores. device=\"cuda\" computes on the first CUDA GPU (keys, ciphertexts and plaintexts "
-           "live there; key generation and encryption randomness stay on the host); DeviceError when there is none "
-           "(ks.cuda_info() says why).", ReleaseGil())
+    nb::class_<KContext>(m, "Context",
+                         "Parameters plus every precomputed table; makes keys, ciphertexts and evaluators.")
+        .def(
+            "__init__",
+            [](KContext* self, const Parameters& p, TArg threads, const std::string& device) {
+                new (self) KContext{Owner::make(p, threads ? resolve_threads(*threads) : 0, device)};
+            },
+            "params"_a, "threads"_a = nb::none(), "device"_a = "cpu",
+            "threads=None uses all cores. device=\"cuda\" computes on the first CUDA GPU (keys, ciphertexts and "
+            "plaintexts "
+            "live there; key generation and encryption randomness stay on the host); DeviceError when there is none "
+            "(ks.cuda_info() says why).",
+            ReleaseGil())
         .def_prop_ro("params", [](const KContext& c) { return c.owner->ctx->params(); })
         .def_prop_ro("n", [](const KContext& c) { return c.owner->ctx->n(); })
         .def_prop_ro("slots", [](const KContext& c) { return c.owner->ctx->slots(); })
-        .def_prop_ro("max_level", [](const KContext& c) { return c.owner->ctx->max_level(); },
-                     "The top of the chain (user and bootstrapping levels).")
-        .def_prop_ro("user_level", [](const KContext& c) { return c.owner->ctx->user_level(); },
-                     "The top level for data: where encode/encrypt put it by default and bootstrapping returns it "
-                     "(max_level without bootstrapping levels).")
+        .def_prop_ro(
+            "max_level", [](const KContext& c) { return c.owner->ctx->max_level(); },
+            "The top of the chain (user and bootstrapping levels).")
+        .def_prop_ro(
+            "user_level", [](const KContext& c) { return c.owner->ctx->user_level(); },
+            "The top level for data: where encode/encrypt put it by default and bootstrapping returns it "
+            "(max_level without bootstrapping levels).")
         .def_prop_ro("threads", [](const KContext& c) { return c.owner->ctx->threads(); })
         .def_prop_ro("default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); })
-        .def_prop_ro("backend", [](const KContext& c) { return std::string(c.owner->ctx->backend().name()); },
-                     "The polynomial backend the context computes on (\"cpu\" or \"cuda\").")
-        .def_prop_ro("device", [](const KContext& c) { return c.owner->device; },
-                     "Where the context's polynomials live: \"cpu\" or \"cuda\".")
-        .def("on", [](const KContext& c, const std::string& device) { return KContext{Owner::on(c.owner, device)}; },
-             "device"_a,
-             "This context's parameters on `device` (\"cpu\" or \"cuda\"): the same context for the same device while any "
-             "of its objects lives, so that ciphertexts and keys moved there with .to(device) and back meet their own "
-             "context again. DeviceError without that device.", ReleaseGil())
-        .def("synchronize", [](const KContext& c) { c.owner->ctx->backend().memory()->synchronize(); },
-             "Waits for the device's queued work (a no-op on the CPU): time GPU operations up to this call.", ReleaseGil())
-        .def("scale_at", [](const KContext& c, int level) { return c.owner->ctx->scale_at(level); }, "level"_a,
-             "Canonical scale of a level: s_L = 2^scale_bits at the user level L, s_{l-1} = s_l^2 / q_l (bootstrapping "
-             "levels: from 2^boot_bits at max_level down to L + 1). LevelError outside 0..max_level.")
+        .def_prop_ro(
+            "backend", [](const KContext& c) { return std::string(c.owner->ctx->backend().name()); },
+            "The polynomial backend the context computes on (\"cpu\" or \"cuda\").")
+        .def_prop_ro(
+            "device", [](const KContext& c) { return c.owner->device; },
+            "Where the context's polynomials live: \"cpu\" or \"cuda\".")
+        .def(
+            "on", [](const KContext& c, const std::string& device) { return KContext{Owner::on(c.owner, device)}; },
+            "device"_a,
+            "This context's parameters on `device` (\"cpu\" or \"cuda\"): the same context for the same device while "
+            "any "
+            "of its objects lives, so that ciphertexts and keys moved there with .to(device) and back meet their own "
+            "context again. DeviceError without that device.",
+            ReleaseGil())
+        .def(
+            "synchronize", [](const KContext& c) { c.owner->ctx->backend().memory()->synchronize(); },
+            "Waits for the device's queued work (a no-op on the CPU): time GPU operations up to this call.",
+            ReleaseGil())
+        .def(
+            "scale_at", [](const KContext& c, int level) { return c.owner->ctx->scale_at(level); }, "level"_a,
+            "Canonical scale of a level: s_L = 2^scale_bits at the user level L, s_{l-1} = s_l^2 / q_l (bootstrapping "
+            "levels: from 2^boot_bits at max_level down to L + 1). LevelError outside 0..max_level.")
         .def_prop_ro("q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); })
         .def_prop_ro("p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); })
-        .def("galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); }, "step"_a,
-             "Galois element 5^step mod 2n of the rotation by `step` slots to the left.")
+        .def(
+            "galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); },
+            "step"_a, "Galois element 5^step mod 2n of the rotation by `step` slots to the left.")
         .def_prop_ro("conjugation_element", [](const KContext& c) { return c.owner->ctx->conjugation_element(); })
-        .def("keygen", [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
-                          std::vector<std::uint64_t> galois_elements, bool sum_slots, std::optional<std::vector<std::size_t>> matmul,
-                          std::variant<bool, const KBootstrapper*> bootstrapping, TArg t, std::optional<bool> progress,
-                          bool compact_keys) {
-            const auto& ctx = c.owner->ctx;
-            const int th = threads_arg(t);
-            if (const auto* b = std::get_if<const KBootstrapper*>(&bootstrapping)) {
-                if (!*b) throw ParameterError("bootstrapping: pass True or a Bootstrapper");
-                same_owner((*b)->owner, c.owner, "bootstrapper");
-                for (auto e : (*b)->boot->galois_elements()) galois_elements.push_back(e);
-            } else if (std::get<bool>(bootstrapping)) {
-                for (auto e : algo::Bootstrapper::galois_elements(*ctx, {})) galois_elements.push_back(e);
-            }
-            if (matmul) {
-                if (matmul->size() < 1 || matmul->size() > 3)
-                    throw ParameterError("matmul=(d, g) or (d, g, rows): the shape of the matrix products to make keys for");
-                const std::size_t d = (*matmul)[0], g = matmul->size() > 1 ? (*matmul)[1] : 1,
-                                  rows = matmul->size() > 2 ? (*matmul)[2] : 0;
-                for (auto e : algo::MatrixEncoder(ctx, d, g, rows).galois_elements()) galois_elements.push_back(e);
-            }
-            for (std::uint64_t g : galois_elements) ctx->check_galois_element(g, "keygen");
-            if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the user level
-                const std::size_t M = static_cast<std::size_t>(ctx->params().log_n - 1);
-                const std::size_t h = best_trace_h(Evaluator(ctx, nullptr).keyswitch_costs(ctx->user_level(), th), M);
-                for (std::uint64_t g : trace_galois_elements(ctx->params(), M, h)) galois_elements.push_back(g);
-            }
-            KeyGenerator kg(ctx);
-            auto sk = std::make_shared<const SecretKey>(kg.secret_key(th));
-            KKeyPair kp;
-            kp.secret = KSecretKey{c.owner, sk};
-            kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
-            EvaluationKeys keys = kg.evaluation_keys(*sk, relin, rotations, conjugation, galois_elements, th,
-                                                     stderr_progress(progress, "key generation, keys"), compact_keys);
-            const bool boot = std::holds_alternative<const KBootstrapper*>(bootstrapping) || std::get<bool>(bootstrapping);
-            if (boot && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(*sk, keys, th);
-            auto shared = std::make_shared<const EvaluationKeys>(std::move(keys));
-            if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
-            for (auto& [g, k] : shared->galois) kp.galois.emplace(g, KSwitchKey{c.owner, k});
-            kp.eval = shared;
-            return kp;
-        }, "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
-           "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "matmul"_a = nb::none(),
-           "bootstrapping"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(), "compact_keys"_a = false,
-           "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
-           "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
-           "default h at the user level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
-           "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that "
-           "one's; with boot_secret_weight, the encapsulation keys too). progress: a line per key made on stderr (None: "
-           "when stderr is a terminal). compact_keys=True: the relinearisation and Galois keys keep half their "
-           "polynomials and expand the other half from a seed at each use (half the memory, slower key switches; "
-           "docs/BOOTSTRAPPING.md).",
-           ReleaseGil())
-        .def("encode", [](const KContext& c, const Values& values, std::optional<int> level, std::optional<double> scale,
-                          std::optional<std::size_t> slots, TArg t) {
-            return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, slots, threads_arg(t))};
-        }, "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "slots"_a = nb::none(), "threads"_a = nb::none(),
-           "Encodes up to ctx.slots values (zero padded); default: the user level at its canonical scale. slots=s (a "
-           "power of two): sparse packing, the values (up to s) repeated every s slots, as a sparse-slot "
-           "Bootstrapper(slots=s) expects.", ReleaseGil())
-        .def("encrypt", [](const KContext& c, const KPlaintext& pt, const AnyKey& key, TArg t) {
-            same_owner(pt.owner, c.owner, "plaintext");
-            return encrypt_with(c, pt.pt, key, threads_arg(t));
-        }, "values"_a, "key"_a, "threads"_a = nb::none(),
-           "Encrypts a Plaintext with keys.public (or keys.secret: secret-key encryption, smaller noise).", ReleaseGil())
-        .def("encrypt", [](const KContext& c, const Values& values, const AnyKey& key, std::optional<int> level,
-                           std::optional<double> scale, std::optional<std::size_t> slots, TArg t) {
-            const int th = threads_arg(t);
-            return encrypt_with(c, encode_values(c.owner->ctx, values, level, scale, slots, th), key, th);
-        }, "values"_a, "key"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "slots"_a = nb::none(),
-           "threads"_a = nb::none(),
-           "Encrypts up to ctx.slots real or complex values (zero padded), by default at the user level; slots=s: "
-           "sparse packing (see encode).", ReleaseGil())
-        .def("decrypt", [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, std::optional<std::size_t> slots,
-                           TArg t) {
-            same_owner(ct.owner, c.owner, "ciphertext");
-            same_owner(sk.owner, c.owner, "secret key");
-            if (slots && (*slots == 0 || *slots > c.owner->ctx->slots()))
-                throw ParameterError("slots must be in 1.." + std::to_string(c.owner->ctx->slots()) + ", got " + std::to_string(*slots));
-            cvec v = Decryptor(c.owner->ctx).decrypt(ct.ct, *sk.key, threads_arg(t));
-            if (slots) v.resize(*slots);
-            return ComplexArray{std::move(v)};
-        }, "ct"_a, "secret_key"_a, "slots"_a = nb::none(), "threads"_a = nb::none(),
-           "Decrypts and decodes: complex128 array of length ctx.slots (slots=s: the first s, for sparse packing).",
-           ReleaseGil())
-        .def("evaluator", [](const KContext& c, std::optional<KEvaluationKeys> keys) {
-            std::shared_ptr<const EvaluationKeys> ek;
-            if (keys) {
-                same_owner(keys->owner, c.owner, "evaluation keys");
-                ek = keys->keys;
-            }
-            auto ev = std::make_shared<const Evaluator>(c.owner->ctx, ek);
-            c.owner->set_operators(ev);  // ciphertext operators of this context use it from now on
-            return KEvaluator{c.owner, ev};
-        }, "keys"_a = nb::none(), "An evaluator holding only evaluation keys; also enables * on this context's ciphertexts.",
-           ReleaseGil())
+        .def(
+            "keygen",
+            [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
+               std::vector<std::uint64_t> galois_elements, bool sum_slots,
+               std::optional<std::vector<std::size_t>> matmul, std::variant<bool, const KBootstrapper*> bootstrapping,
+               TArg t, std::optional<bool> progress, bool compact_keys) {
+                const auto& ctx = c.owner->ctx;
+                const int th = threads_arg(t);
+                if (const auto* b = std::get_if<const KBootstrapper*>(&bootstrapping)) {
+                    if (!*b) throw ParameterError("bootstrapping: pass True or a Bootstrapper");
+                    same_owner((*b)->owner, c.owner, "bootstrapper");
+                    for (auto e : (*b)->boot->galois_elements()) galois_elements.push_back(e);
+                } else if (std::get<bool>(bootstrapping)) {
+                    for (auto e : algo::Bootstrapper::galois_elements(*ctx, {})) galois_elements.push_back(e);
+                }
+                if (matmul) {
+                    if (matmul->size() < 1 || matmul->size() > 3)
+                        throw ParameterError(
+                            "matmul=(d, g) or (d, g, rows): the shape of the matrix products to make keys for");
+                    const std::size_t d = (*matmul)[0], g = matmul->size() > 1 ? (*matmul)[1] : 1,
+                                      rows = matmul->size() > 2 ? (*matmul)[2] : 0;
+                    for (auto e : algo::MatrixEncoder(ctx, d, g, rows).galois_elements()) galois_elements.push_back(e);
+                }
+                for (std::uint64_t g : galois_elements) ctx->check_galois_element(g, "keygen");
+                if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the user level
+                    const std::size_t M = static_cast<std::size_t>(ctx->params().log_n - 1);
+                    const std::size_t h =
+                        best_trace_h(Evaluator(ctx, nullptr).keyswitch_costs(ctx->user_level(), th), M);
+                    for (std::uint64_t g : trace_galois_elements(ctx->params(), M, h)) galois_elements.push_back(g);
+                }
+                KeyGenerator kg(ctx);
+                auto sk = std::make_shared<const SecretKey>(kg.secret_key(th));
+                KKeyPair kp;
+                kp.secret = KSecretKey{c.owner, sk};
+                kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
+                EvaluationKeys keys =
+                    kg.evaluation_keys(*sk, relin, rotations, conjugation, galois_elements, th,
+                                       stderr_progress(progress, "key generation, keys"), compact_keys);
+                const bool boot =
+                    std::holds_alternative<const KBootstrapper*>(bootstrapping) || std::get<bool>(bootstrapping);
+                if (boot && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(*sk, keys, th);
+                auto shared = std::make_shared<const EvaluationKeys>(std::move(keys));
+                if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
+                for (auto& [g, k] : shared->galois) kp.galois.emplace(g, KSwitchKey{c.owner, k});
+                kp.eval = shared;
+                return kp;
+            },
+            "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
+            "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "matmul"_a = nb::none(),
+            "bootstrapping"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(), "compact_keys"_a = false,
+            "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
+            "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
+            "default h at the user level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
+            "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that "
+            "one's; with boot_secret_weight, the encapsulation keys too). progress: a line per key made on stderr "
+            "(None: "
+            "when stderr is a terminal). compact_keys=True: the relinearisation and Galois keys keep half their "
+            "polynomials and expand the other half from a seed at each use (half the memory, slower key switches; "
+            "docs/BOOTSTRAPPING.md).",
+            ReleaseGil())
+        .def(
+            "encode",
+            [](const KContext& c, const Values& values, std::optional<int> level, std::optional<double> scale,
+               std::optional<std::size_t> slots, TArg t) {
+                return KPlaintext{c.owner, encode_values(c.owner->ctx, values, level, scale, slots, threads_arg(t))};
+            },
+            "values"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "slots"_a = nb::none(),
+            "threads"_a = nb::none(),
+            "Encodes up to ctx.slots values (zero padded); default: the user level at its canonical scale. slots=s (a "
+            "power of two): sparse packing, the values (up to s) repeated every s slots, as a sparse-slot "
+            "Bootstrapper(slots=s) expects.",
+            ReleaseGil())
+        .def(
+            "encrypt",
+            [](const KContext& c, const KPlaintext& pt, const AnyKey& key, TArg t) {
+                same_owner(pt.owner, c.owner, "plaintext");
+                return encrypt_with(c, pt.pt, key, threads_arg(t));
+            },
+            "values"_a, "key"_a, "threads"_a = nb::none(),
+            "Encrypts a Plaintext with keys.public (or keys.secret: secret-key encryption, smaller noise).",
+            ReleaseGil())
+        .def(
+            "encrypt",
+            [](const KContext& c, const Values& values, const AnyKey& key, std::optional<int> level,
+               std::optional<double> scale, std::optional<std::size_t> slots, TArg t) {
+                const int th = threads_arg(t);
+                return encrypt_with(c, encode_values(c.owner->ctx, values, level, scale, slots, th), key, th);
+            },
+            "values"_a, "key"_a, "level"_a = nb::none(), "scale"_a = nb::none(), "slots"_a = nb::none(),
+            "threads"_a = nb::none(),
+            "Encrypts up to ctx.slots real or complex values (zero padded), by default at the user level; slots=s: "
+            "sparse packing (see encode).",
+            ReleaseGil())
+        .def(
+            "decrypt",
+            [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, std::optional<std::size_t> slots,
+               TArg t) {
+                same_owner(ct.owner, c.owner, "ciphertext");
+                same_owner(sk.owner, c.owner, "secret key");
+                if (slots && (*slots == 0 || *slots > c.owner->ctx->slots()))
+                    throw ParameterError("slots must be in 1.." + std::to_string(c.owner->ctx->slots()) + ", got " +
+                                         std::to_string(*slots));
+                cvec v = Decryptor(c.owner->ctx).decrypt(ct.ct, *sk.key, threads_arg(t));
+                if (slots) v.resize(*slots);
+                return ComplexArray{std::move(v)};
+            },
+            "ct"_a, "secret_key"_a, "slots"_a = nb::none(), "threads"_a = nb::none(),
+            "Decrypts and decodes: complex128 array of length ctx.slots (slots=s: the first s, for sparse packing).",
+            ReleaseGil())
+        .def(
+            "evaluator",
+            [](const KContext& c, std::optional<KEvaluationKeys> keys) {
+                std::shared_ptr<const EvaluationKeys> ek;
+                if (keys) {
+                    same_owner(keys->owner, c.owner, "evaluation keys");
+                    ek = keys->keys;
+                }
+                auto ev = std::make_shared<const Evaluator>(c.owner->ctx, ek);
+                c.owner->set_operators(ev);  // ciphertext operators of this context use it from now on
+                return KEvaluator{c.owner, ev};
+            },
+            "keys"_a = nb::none(),
+            "An evaluator holding only evaluation keys; also enables * on this context's ciphertexts.", ReleaseGil())
         .def("__repr__", [](const KContext& c) { return "Context(" + c.owner->ctx->params().describe() + ")"; });
 }
 

@@ -64,7 +64,8 @@ Node node_from(nb::handle h) {
 }
 
 // A job's inputs from the Python side: none is None, all of the evaluator's context.
-std::map<std::string, ckks::Ciphertext> job_inputs(const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs) {
+std::map<std::string, ckks::Ciphertext> job_inputs(const KEvaluator& ev,
+                                                   const std::map<std::string, const KCiphertext*>& inputs) {
     std::map<std::string, ckks::Ciphertext> in;
     for (const auto& [name, ct] : inputs) {
         if (!ct) throw ParameterError("scheduler: input '" + name + "' is None");
@@ -87,12 +88,14 @@ struct PyExecutor {
 }  // namespace
 
 void bind_sched(nb::module_& parent) {
-    nb::module_ m = parent.def_submodule("sched", "Task graphs of HE operations, cost models and the scheduler (seed 001).");
+    nb::module_ m =
+        parent.def_submodule("sched", "Task graphs of HE operations, cost models and the scheduler (seed 001).");
 
     nb::class_<Graph>(m, "Graph", "A DAG of fused HE tasks on ciphertexts of known levels; builders return node ids.")
         .def(nb::init<>())
         .def("input", &Graph::input, "name"_a, "level"_a, "An input ciphertext at `level`.")
-        .def("multiply", &Graph::multiply, "a"_a, "b"_a, "Multiply + relinearise + rescale (the higher operand is dropped first).")
+        .def("multiply", &Graph::multiply, "a"_a, "b"_a,
+             "Multiply + relinearise + rescale (the higher operand is dropped first).")
         .def("square", &Graph::square, "a"_a, "Square + relinearise + rescale.")
         .def("multiply_plain", &Graph::multiply_plain, "a"_a, "c"_a, "Product with a constant + rescale.")
         .def("add", &Graph::add, "a"_a, "b"_a)
@@ -104,33 +107,43 @@ void bind_sched(nb::module_& parent) {
              "Whether the task's operands are at different levels (it brings the higher one down first).")
         .def("topological_order", &Graph::topological_order)
         .def("__len__", &Graph::size)
-        .def_prop_ro("nodes", [](const Graph& g) {
-            nb::list l;
-            for (const auto& n : g.nodes()) l.append(node_dict(n));
-            return l;
-        }, "The nodes as dicts: op, inputs, level (of the result), and constant / step / name where they apply.")
+        .def_prop_ro(
+            "nodes",
+            [](const Graph& g) {
+                nb::list l;
+                for (const auto& n : g.nodes()) l.append(node_dict(n));
+                return l;
+            },
+            "The nodes as dicts: op, inputs, level (of the result), and constant / step / name where they apply.")
         .def_prop_ro("outputs", [](const Graph& g) { return g.outputs(); })
-        .def_static("from_nodes", [](nb::list nodes, std::vector<std::pair<int, std::string>> outputs) {
-            std::vector<Node> v;
-            for (auto h : nodes) v.push_back(node_from(h));
-            return Graph::from_nodes(std::move(v), std::move(outputs));
-        }, "nodes"_a, "outputs"_a = std::vector<std::pair<int, std::string>>{},
-           "A graph from node dicts (as .nodes gives them); operands may point anywhere. Raises ParameterError on a "
-           "cycle and LevelError on a level underflow.");
-    m.def("op_schema", [] {
-        nb::dict out;
-        for (const OpInfo& o : op_schema()) {
-            nb::dict d;
-            d["arity"] = o.arity;
-            nb::list fields;
-            for (const char* f : o.fields) fields.append(f);
-            d["fields"] = fields;
-            out[o.name] = d;
-        }
-        return out;
-    }, "The task graph's schema, as the library defines it once: operation name -> {'arity': operands, 'fields': the "
-       "node's own fields beyond 'op', 'inputs' and 'level' ('name' and 'level' for an input, 'constant', 'step')}, "
-       "in the order of the operations. The service's checks (kasoku.service.wire) and ks.Client's job bodies use it.");
+        .def_static(
+            "from_nodes",
+            [](nb::list nodes, std::vector<std::pair<int, std::string>> outputs) {
+                std::vector<Node> v;
+                for (auto h : nodes) v.push_back(node_from(h));
+                return Graph::from_nodes(std::move(v), std::move(outputs));
+            },
+            "nodes"_a, "outputs"_a = std::vector<std::pair<int, std::string>>{},
+            "A graph from node dicts (as .nodes gives them); operands may point anywhere. Raises ParameterError on a "
+            "cycle and LevelError on a level underflow.");
+    m.def(
+        "op_schema",
+        [] {
+            nb::dict out;
+            for (const OpInfo& o : op_schema()) {
+                nb::dict d;
+                d["arity"] = o.arity;
+                nb::list fields;
+                for (const char* f : o.fields) fields.append(f);
+                d["fields"] = fields;
+                out[o.name] = d;
+            }
+            return out;
+        },
+        "The task graph's schema, as the library defines it once: operation name -> {'arity': operands, 'fields': the "
+        "node's own fields beyond 'op', 'inputs' and 'level' ('name' and 'level' for an input, 'constant', 'step')}, "
+        "in the order of the operations. The service's checks (kasoku.service.wire) and ks.Client's job bodies use "
+        "it.");
     m.def("maclaurin_exp", &maclaurin_exp, "order"_a = 6, "level"_a = 7,
           "e^x by its Maclaurin series to x^order: the source's workload (its Fig. 3 for order 6).");
     m.def("bsgs_polynomial", &bsgs_polynomial, "degree"_a = 31, "level"_a = 7,
@@ -142,28 +155,47 @@ void bind_sched(nb::module_& parent) {
 
     nb::class_<CostModel>(m, "CostModel", "T(op, nq, threads) of one task, a load factor and a start-up overhead.")
         .def_static("from_paper", &CostModel::from_paper, "The source's Xeon Phi 7230F tables (seed 001 Tables 1-5).")
-        .def_static("measure", [](const ckks::Parameters& p, int max_threads, int reps, const std::optional<nb::callable>& progress) {
-            std::function<void(int, int)> cb;  // the callable is the caller's: no reference counting without the GIL
-            if (progress) cb = [&f = *progress](int d, int t) { nb::gil_scoped_acquire g; f(d, t); };
-            return CostModel::measure(p, max_threads, reps, cb);
-        }, "params"_a, "max_threads"_a = 0, "reps"_a = 3, "progress"_a.none() = nb::none(),
-           "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores).", ReleaseGil())
+        .def_static(
+            "measure",
+            [](const ckks::Parameters& p, int max_threads, int reps, const std::optional<nb::callable>& progress) {
+                std::function<void(int, int)>
+                    cb;  // the callable is the caller's: no reference counting without the GIL
+                if (progress)
+                    cb = [&f = *progress](int d, int t) {
+                        nb::gil_scoped_acquire g;
+                        f(d, t);
+                    };
+                return CostModel::measure(p, max_threads, reps, cb);
+            },
+            "params"_a, "max_threads"_a = 0, "reps"_a = 3, "progress"_a.none() = nb::none(),
+            "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores).",
+            ReleaseGil())
         .def_static("from_json", &CostModel::from_json, "text"_a)
-        .def_static("from_dict", [](nb::dict d) {
-            return CostModel::from_json(nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(d)));
-        }, "d"_a, "A model from a dict in the file format of save() (tables per operation, load tables).")
+        .def_static(
+            "from_dict",
+            [](nb::dict d) {
+                return CostModel::from_json(nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(d)));
+            },
+            "d"_a, "A model from a dict in the file format of save() (tables per operation, load tables).")
         .def("to_dict", [](const CostModel& c) { return nb::module_::import_("json").attr("loads")(c.to_json()); })
         .def_static("load", &CostModel::load, "path"_a)
         .def("to_json", &CostModel::to_json)
         .def("save", &CostModel::save, "path"_a)
-        .def("time_ms", [](const CostModel& c, const std::string& op, int nq, int threads) {
-            return c.time_ms(op_from_name(op), nq, threads);
-        }, "op"_a, "nq"_a, "threads"_a = 1, "Unloaded ms of one task.")
-        .def("align_ms", &CostModel::align_ms, "nq"_a, "threads"_a = 1,
-             "Unloaded ms of bringing a task's higher operand down to its nq (0 when the model has no alignment table).")
-        .def("load_factor", [](const CostModel& c, const std::string& op, int busy, double width) {
-            return c.load_factor(op_from_name(op), busy, width);
-        }, "op"_a, "busy_threads"_a, "mean_width"_a = 1.0)
+        .def(
+            "time_ms",
+            [](const CostModel& c, const std::string& op, int nq, int threads) {
+                return c.time_ms(op_from_name(op), nq, threads);
+            },
+            "op"_a, "nq"_a, "threads"_a = 1, "Unloaded ms of one task.")
+        .def(
+            "align_ms", &CostModel::align_ms, "nq"_a, "threads"_a = 1,
+            "Unloaded ms of bringing a task's higher operand down to its nq (0 when the model has no alignment table).")
+        .def(
+            "load_factor",
+            [](const CostModel& c, const std::string& op, int busy, double width) {
+                return c.load_factor(op_from_name(op), busy, width);
+            },
+            "op"_a, "busy_threads"_a, "mean_width"_a = 1.0)
         .def_prop_ro("name", &CostModel::name)
         .def_prop_ro("machine", &CostModel::machine)
         .def_prop_ro("hardware_threads", &CostModel::hardware_threads)
@@ -181,9 +213,10 @@ void bind_sched(nb::module_& parent) {
         return v;
     });
 
-    nb::class_<TaskRecord>(m, "TaskRecord", "One task of a stream as it ran (ms from the stream's start): when its "
-                                            "operands were ready, its start and end, its threads and the dispatcher's "
-                                            "expected duration for it there.")
+    nb::class_<TaskRecord>(m, "TaskRecord",
+                           "One task of a stream as it ran (ms from the stream's start): when its "
+                           "operands were ready, its start and end, its threads and the dispatcher's "
+                           "expected duration for it there.")
         .def_ro("job", &TaskRecord::job)
         .def_ro("node", &TaskRecord::node)
         .def_prop_ro("op", [](const TaskRecord& t) { return std::string(op_name(t.op)); })
@@ -211,99 +244,124 @@ void bind_sched(nb::module_& parent) {
         .def_ro("tasks", &StreamResult::tasks, "every task, in start order (the stream's trace)")
         .def("latencies_ms", &StreamResult::latencies_ms);
 
-    m.def("simulate", [](const Graph& g, const CostModel& c, int threads, const std::string& policy,
-                         std::optional<std::vector<double>> arrivals, std::optional<std::pair<int, int>> window) {
-        return simulate(g, c, options(threads, policy, std::move(arrivals), window));
-    }, "graph"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(), "window"_a.none() = nb::none(),
-       ReleaseGil());
+    m.def(
+        "simulate",
+        [](const Graph& g, const CostModel& c, int threads, const std::string& policy,
+           std::optional<std::vector<double>> arrivals, std::optional<std::pair<int, int>> window) {
+            return simulate(g, c, options(threads, policy, std::move(arrivals), window));
+        },
+        "graph"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(), "window"_a.none() = nb::none(),
+        ReleaseGil());
 
-    m.def("run", [](const Graph& g, const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs,
-                    const CostModel& c, int threads, const std::string& policy, std::optional<std::vector<double>> arrivals,
-                    std::optional<std::pair<int, int>> window, int keep_outputs) {
-        const auto in = job_inputs(ev, inputs);
-        RunResult res = run(g, *ev.ev, in, c, options(threads, policy, std::move(arrivals), window), keep_outputs);
-        std::vector<std::map<std::string, KCiphertext>> outs;
-        for (auto& job : res.outputs) {
-            auto& d = outs.emplace_back();
-            for (auto& [name, ct] : job) d.emplace(name, KCiphertext{ev.owner, std::move(ct)});
-        }
-        return std::make_pair(std::move(res.stream), std::move(outs));
-    }, "graph"_a, "evaluator"_a, "inputs"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(),
-       "window"_a.none() = nb::none(), "keep_outputs"_a = 1, ReleaseGil());
+    m.def(
+        "run",
+        [](const Graph& g, const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs,
+           const CostModel& c, int threads, const std::string& policy, std::optional<std::vector<double>> arrivals,
+           std::optional<std::pair<int, int>> window, int keep_outputs) {
+            const auto in = job_inputs(ev, inputs);
+            RunResult res = run(g, *ev.ev, in, c, options(threads, policy, std::move(arrivals), window), keep_outputs);
+            std::vector<std::map<std::string, KCiphertext>> outs;
+            for (auto& job : res.outputs) {
+                auto& d = outs.emplace_back();
+                for (auto& [name, ct] : job) d.emplace(name, KCiphertext{ev.owner, std::move(ct)});
+            }
+            return std::make_pair(std::move(res.stream), std::move(outs));
+        },
+        "graph"_a, "evaluator"_a, "inputs"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(),
+        "window"_a.none() = nb::none(), "keep_outputs"_a = 1, ReleaseGil());
 
-    m.def("check_job", [](const Graph& g, const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs) {
-        const auto in = job_inputs(ev, inputs);
-        check_job(g, *ev.ev, in);
-    }, "graph"_a, "evaluator"_a, "inputs"_a,
-       "Checks a job as run and Executor.submit do before it starts (inputs by name and level, keys): raises "
-       "ParameterError, LevelError or MissingKeyError.", ReleaseGil());
+    m.def(
+        "check_job",
+        [](const Graph& g, const KEvaluator& ev, const std::map<std::string, const KCiphertext*>& inputs) {
+            const auto in = job_inputs(ev, inputs);
+            check_job(g, *ev.ev, in);
+        },
+        "graph"_a, "evaluator"_a, "inputs"_a,
+        "Checks a job as run and Executor.submit do before it starts (inputs by name and level, keys): raises "
+        "ParameterError, LevelError or MissingKeyError.",
+        ReleaseGil());
 
-    nb::class_<PyExecutor>(m, "Executor",
+    nb::class_<PyExecutor>(
+        m, "Executor",
         "The online executor: jobs of any graph, each with its evaluator and inputs, join at any time and run on "
         "`threads` threads under the policy (the scheduler of seed 001 for a server).")
         .def(nb::init<const CostModel&, int, const std::string&>(), "cost"_a, "threads"_a = 0, "policy"_a = "kasoku",
              "threads: 0 = all cores.")
-        .def("submit", [](PyExecutor& self, const Graph& g, const KEvaluator& ev,
-                          const std::map<std::string, const KCiphertext*>& inputs) {
-            const auto in = job_inputs(ev, inputs);
-            std::lock_guard lk(self.m);  // the owner is recorded before the job can be collected
-            const auto id = self.ex.submit(g, ev.ev, in);
-            self.owners.emplace(id, ev.owner);
-            return id;
-        }, "graph"_a, "evaluator"_a, "inputs"_a,
-           "Checks the job (inputs by name and level, keys) and queues it; returns its id. Raises ParameterError, "
-           "LevelError or MissingKeyError for a job that cannot run.", ReleaseGil())
-        .def("collect", [](PyExecutor& self, double timeout_s, std::size_t max) {
-            std::vector<Executor::Finished> done;
-            {
-                nb::gil_scoped_release r;
-                done = self.ex.collect(timeout_s * 1000.0, max);
-            }
-            nb::list out;
-            std::lock_guard lk(self.m);
-            for (auto& f : done) {
-                auto it = self.owners.find(f.id);
-                OwnerPtr owner = it->second;
-                self.owners.erase(it);
-                nb::dict d;
-                d["id"] = f.id;
-                if (f.error.empty()) {
-                    nb::dict o;
-                    for (auto& [name, ct] : f.outputs) o[nb::str(name.c_str())] = nb::cast(KCiphertext{owner, std::move(ct)});
-                    d["outputs"] = o;
-                    d["error"] = nb::none();
-                } else {
-                    d["outputs"] = nb::none();
-                    d["error"] = f.error;
+        .def(
+            "submit",
+            [](PyExecutor& self, const Graph& g, const KEvaluator& ev,
+               const std::map<std::string, const KCiphertext*>& inputs) {
+                const auto in = job_inputs(ev, inputs);
+                std::lock_guard lk(self.m);  // the owner is recorded before the job can be collected
+                const auto id = self.ex.submit(g, ev.ev, in);
+                self.owners.emplace(id, ev.owner);
+                return id;
+            },
+            "graph"_a, "evaluator"_a, "inputs"_a,
+            "Checks the job (inputs by name and level, keys) and queues it; returns its id. Raises ParameterError, "
+            "LevelError or MissingKeyError for a job that cannot run.",
+            ReleaseGil())
+        .def(
+            "collect",
+            [](PyExecutor& self, double timeout_s, std::size_t max) {
+                std::vector<Executor::Finished> done;
+                {
+                    nb::gil_scoped_release r;
+                    done = self.ex.collect(timeout_s * 1000.0, max);
                 }
-                d["queued_ms"] = f.queued_ms;
-                d["run_ms"] = f.run_ms;
-                out.append(d);
-            }
-            return out;
-        }, "timeout_s"_a = 0.0, "max"_a = static_cast<std::size_t>(-1),
-           "The jobs finished since the last call, as dicts: id, outputs (name -> Ciphertext; None on error), error "
-           "(None or the task's message), queued_ms, run_ms. Waits up to timeout_s for the first one.")
+                nb::list out;
+                std::lock_guard lk(self.m);
+                for (auto& f : done) {
+                    auto it = self.owners.find(f.id);
+                    OwnerPtr owner = it->second;
+                    self.owners.erase(it);
+                    nb::dict d;
+                    d["id"] = f.id;
+                    if (f.error.empty()) {
+                        nb::dict o;
+                        for (auto& [name, ct] : f.outputs)
+                            o[nb::str(name.c_str())] = nb::cast(KCiphertext{owner, std::move(ct)});
+                        d["outputs"] = o;
+                        d["error"] = nb::none();
+                    } else {
+                        d["outputs"] = nb::none();
+                        d["error"] = f.error;
+                    }
+                    d["queued_ms"] = f.queued_ms;
+                    d["run_ms"] = f.run_ms;
+                    out.append(d);
+                }
+                return out;
+            },
+            "timeout_s"_a = 0.0, "max"_a = static_cast<std::size_t>(-1),
+            "The jobs finished since the last call, as dicts: id, outputs (name -> Ciphertext; None on error), error "
+            "(None or the task's message), queued_ms, run_ms. Waits up to timeout_s for the first one.")
         .def_prop_ro("jobs_in_system", [](const PyExecutor& s) { return s.ex.jobs_in_system(); })
         .def_prop_ro("busy_threads", [](const PyExecutor& s) { return s.ex.busy_threads(); })
         .def_prop_ro("threads", [](const PyExecutor& s) { return s.ex.threads(); })
-        .def("close", [](PyExecutor& s) { s.ex.close(); }, "Stops taking jobs, drops the queued ones, waits for the "
-             "running tasks.", ReleaseGil());
+        .def(
+            "close", [](PyExecutor& s) { s.ex.close(); },
+            "Stops taking jobs, drops the queued ones, waits for the "
+            "running tasks.",
+            ReleaseGil());
 
-    m.def("decide_threads", [](const std::string& policy, const CostModel& c, int total_threads, int busy_threads,
-                               const std::string& op, int nq, std::vector<std::pair<std::string, int>> others,
-                               int running_tasks, int jobs_in_system, std::vector<std::pair<double, int>> releases) {
-        std::vector<ReadyTask> rest;
-        for (const auto& [o, q] : others) rest.push_back({0, 0, op_from_name(o), q, 0});
-        ReadyTask head{0, 0, op_from_name(op), nq, 0};
-        SchedulerView v = make_view(total_threads, busy_threads, running_tasks, head, rest, c);
-        v.jobs_in_system = jobs_in_system;
-        v.releases = std::move(releases);
-        return decide_threads(policy_from_name(policy), v);
-    }, "policy"_a, "cost"_a, "total_threads"_a, "busy_threads"_a, "op"_a, "nq"_a,
-       "others"_a = std::vector<std::pair<std::string, int>>{}, "running_tasks"_a = 0, "jobs_in_system"_a = 0,
-       "releases"_a = std::vector<std::pair<double, int>>{},
-       "The threads a policy gives a head task (0: wait) in a constructed state; others = [(op, nq), ...].");
+    m.def(
+        "decide_threads",
+        [](const std::string& policy, const CostModel& c, int total_threads, int busy_threads, const std::string& op,
+           int nq, std::vector<std::pair<std::string, int>> others, int running_tasks, int jobs_in_system,
+           std::vector<std::pair<double, int>> releases) {
+            std::vector<ReadyTask> rest;
+            for (const auto& [o, q] : others) rest.push_back({0, 0, op_from_name(o), q, 0});
+            ReadyTask head{0, 0, op_from_name(op), nq, 0};
+            SchedulerView v = make_view(total_threads, busy_threads, running_tasks, head, rest, c);
+            v.jobs_in_system = jobs_in_system;
+            v.releases = std::move(releases);
+            return decide_threads(policy_from_name(policy), v);
+        },
+        "policy"_a, "cost"_a, "total_threads"_a, "busy_threads"_a, "op"_a, "nq"_a,
+        "others"_a = std::vector<std::pair<std::string, int>>{}, "running_tasks"_a = 0, "jobs_in_system"_a = 0,
+        "releases"_a = std::vector<std::pair<double, int>>{},
+        "The threads a policy gives a head task (0: wait) in a constructed state; others = [(op, nq), ...].");
 }
 
 }  // namespace kasoku_py

@@ -27,7 +27,9 @@ void Backend::check_mine(const RnsPoly& a, const char* op) const {
 }
 
 // Words per limb of a subring polynomial of this ring: a power of two up to n.
-bool Backend::subring_size(std::size_t n_sub) const { return n_sub >= 1 && n_sub <= ring_->n() && (n_sub & (n_sub - 1)) == 0; }
+bool Backend::subring_size(std::size_t n_sub) const {
+    return n_sub >= 1 && n_sub <= ring_->n() && (n_sub & (n_sub - 1)) == 0;
+}
 
 // A plaintext of sum_of_products: this backend's, of n words per limb or a subring's fewer.
 void Backend::check_plaintext(const RnsPoly& a, const char* op) const {
@@ -109,8 +111,8 @@ void Backend::fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly&
     do_fma(a, b, c, out, exec);
 }
 
-void Backend::tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
-                     RnsPoly& d2, Exec exec) const {
+void Backend::tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0,
+                     RnsPoly& d1, RnsPoly& d2, Exec exec) const {
     check_mine(a0, "tensor");
     for (const RnsPoly* x : {&a1, &b0, &b1}) same_shape(a0, *x, "tensor");
     require(a0.ntt_form(), "tensor", "operands must be in NTT form");
@@ -140,7 +142,8 @@ void Backend::add_constant(const RnsPoly& a, const std::vector<u64>& residues, R
 void Backend::linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
                                  std::size_t num_q, RnsPoly& out, Exec exec) const {
     const char* op = "linear_combination";
-    require(!x.empty() && x.size() == c.size() && num_q >= 1, op, "one constant per term, at least one term and one limb");
+    require(!x.empty() && x.size() == c.size() && num_q >= 1, op,
+            "one constant per term, at least one term and one limb");
     for (std::size_t i = 0; i < x.size(); ++i) {
         check_mine(*x[i], op);
         require(x[i]->num_q() >= num_q && x[i]->ntt_form() == x[0]->ntt_form() && x[i] != &out, op,
@@ -180,7 +183,8 @@ void Backend::sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x,
 void Backend::to_subring(const RnsPoly& a, std::size_t n_sub, RnsPoly& out, Exec exec) const {
     const char* op = "to_subring";
     check_mine(a, op);
-    require(a.ntt_form() && subring_size(n_sub), op, "an NTT-form polynomial and a power of two of words per limb up to n");
+    require(a.ntt_form() && subring_size(n_sub), op,
+            "an NTT-form polynomial and a power of two of words per limb up to n");
     require(&a != &out, op, "the output must not be the input");
     shape(a.num_q(), a.num_p(), true, out, n_sub);
     do_to_subring(a, out, exec);
@@ -235,7 +239,8 @@ void Backend::automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec 
 
 void Backend::rescale(RnsPoly& a, Exec exec) const {
     check_mine(a, "rescale");
-    require(a.ntt_form() && a.num_p() == 0 && a.num_q() >= 2, "rescale", "needs an NTT-form polynomial over Q_l, l >= 1");
+    require(a.ntt_form() && a.num_p() == 0 && a.num_q() >= 2, "rescale",
+            "needs an NTT-form polynomial over Q_l, l >= 1");
     do_rescale(a, exec);
 }
 
@@ -246,7 +251,8 @@ void Backend::divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec ex
 }
 
 void Backend::check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
-                                      std::size_t min_q, bool p_prefix, const char* op, const char* pair_message) const {
+                                      std::size_t min_q, bool p_prefix, const char* op,
+                                      const char* pair_message) const {
     for (const RnsPoly* x : {&b, &a}) {
         check_mine(*x, op);
         require(x->ntt_form() && x->num_p() > 0 && x->num_p() <= ring_->p_count() &&
@@ -280,8 +286,9 @@ void Backend::add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t f
     check_mine(d, "add_times_p");
     check_mine(x, "add_times_p");
     if (count == npos) count = d.num_q() > first ? d.num_q() - first : 0;
-    require(d.num_q() == x.num_q() && d.ntt_form() == x.ntt_form() && first + count <= d.num_q() && ring_->p_count() > 0,
-            "add_times_p", "d and x over the same q-limbs, in one form");
+    require(
+        d.num_q() == x.num_q() && d.ntt_form() == x.ntt_form() && first + count <= d.num_q() && ring_->p_count() > 0,
+        "add_times_p", "d and x over the same q-limbs, in one form");
     do_add_times_p(d, x, first, count, exec);
 }
 
@@ -290,10 +297,12 @@ namespace {
 // digits as Q_m splits into; full_p: k must be every special prime.
 void check_key(const RnsContext& r, const GadgetKey& key, std::size_t nq, bool full_p, const char* op) {
     const std::vector<RnsPoly>& b = key.b_parts();
-    require(!key.a.empty() && b.size() == key.a.size(), op, "the key has no digits, or unequal numbers of b- and a-parts");
+    require(!key.a.empty() && b.size() == key.a.size(), op,
+            "the key has no digits, or unequal numbers of b- and a-parts");
     const std::size_t kq = key.a[0].num_q(), kp = key.a[0].num_p();
     require(kp >= 1 && kp <= r.p_count() && (!full_p || kp == r.p_count()) && key.a.size() == r.digits_at(kq), op,
-            "the key must have one digit per alpha q-primes, over all special primes (or, for key_switch, a prefix of them)");
+            "the key must have one digit per alpha q-primes, over all special primes (or, for key_switch, a prefix of "
+            "them)");
     require(kq >= nq, op, "the key serves fewer q-primes than the operand has (a key made for lower levels)");
     for (std::size_t j = 0; j < key.a.size(); ++j)
         require(b[j].num_q() == kq && b[j].num_p() == kp && b[j].ntt_form() && key.a[j].num_q() == kq &&
@@ -310,22 +319,24 @@ std::vector<RnsPoly> Backend::mod_up(const RnsPoly& d, Exec exec) const {
 
 void Backend::key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
     check_mine(d, "key_switch");
-    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, "key_switch", "needs an NTT-form polynomial over Q_l");
+    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, "key_switch",
+            "needs an NTT-form polynomial over Q_l");
     check_key(*ring_, key, d.num_q(), false, "key_switch");
     shape(d.num_q(), key.a[0].num_p(), true, b);
     shape(d.num_q(), key.a[0].num_p(), true, a);
     do_key_switch(d, key, b, a, exec);
 }
 
-void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
-                            const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
+void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
+                            RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
     const char* op = "inner_product";
     require(!digits.empty() && !terms.empty(), op, "needs digits and at least one key");
     const std::size_t nq = digits[0].num_q();
     require(digits.size() == ring_->digits_at(nq), op, "wrong number of digits for their level");
     for (const RnsPoly& d : digits) {
         check_mine(d, op);
-        require(d.num_q() == nq && d.num_p() == ring_->p_count() && d.ntt_form(), op, "digits must be NTT form over Q_l * P");
+        require(d.num_q() == nq && d.num_p() == ring_->p_count() && d.ntt_form(), op,
+                "digits must be NTT form over Q_l * P");
     }
     for (const KeyTerm& t : terms) {
         require(t.key != nullptr, op, "null key");
@@ -349,12 +360,15 @@ std::vector<__int128> centered_q0(const Backend& be, const RnsPoly& p, Exec exec
     RnsPoly c = p;
     c.truncate(1, 0);  // only q_0's limb is read
     be.from_ntt(c, exec);
-    be.download(c, [&](const std::uint64_t* const* limbs) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint64_t v = limbs[0][i];
-            out[i] = v > q0 / 2 ? static_cast<__int128>(v) - static_cast<__int128>(q0) : static_cast<__int128>(v);
-        }
-    }, exec, 1);
+    be.download(
+        c,
+        [&](const std::uint64_t* const* limbs) {
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::uint64_t v = limbs[0][i];
+                out[i] = v > q0 / 2 ? static_cast<__int128>(v) - static_cast<__int128>(q0) : static_cast<__int128>(v);
+            }
+        },
+        exec, 1);
     return out;
 }
 

@@ -10,7 +10,8 @@ using arith::u64;
 BaseConverter::BaseConverter(const std::vector<arith::Modulus>& source, const std::vector<arith::Modulus>& target)
     : src_(source), dst_(target) {
     if (src_.empty()) throw ParameterError("base conversion needs at least one source prime");
-    if (src_.size() > 255) throw ParameterError("base conversion supports up to 255 source primes");  // uint8 overflow counts
+    if (src_.size() > 255)
+        throw ParameterError("base conversion supports up to 255 source primes");  // uint8 overflow counts
     const std::size_t s = src_.size();
     inv_.resize(s);
     inv_shoup_.resize(s);
@@ -48,13 +49,16 @@ void BaseConverter::overflow_count(const u64* const* y, std::size_t n, std::uint
 }
 
 void BaseConverter::scale_source(const u64* const* x, std::size_t n, u64* const* y) const {
-    for (std::size_t i = 0; i < src_.size(); ++i) arith::mul_scalar_mod(x[i], inv_[i], inv_shoup_[i], n, src_[i].value, y[i]);
+    for (std::size_t i = 0; i < src_.size(); ++i)
+        arith::mul_scalar_mod(x[i], inv_[i], inv_shoup_[i], n, src_[i].value, y[i]);
 }
 
-void BaseConverter::convert_to(std::size_t t, const u64* const* y, std::size_t n, u64* out, const std::uint8_t* overflow) const {
+void BaseConverter::convert_to(std::size_t t, const u64* const* y, std::size_t n, u64* out,
+                               const std::uint8_t* overflow) const {
     const std::size_t s = src_.size();
     // minus v Q mod t for the overflow count v of each coefficient, in the same pass
-    arith::dot_const_mod(y, factor_.data() + t * s, s, n, dst_[t], out, overflow, overflow ? q_mod_t_.data() + t * (s + 1) : nullptr);
+    arith::dot_const_mod(y, factor_.data() + t * s, s, n, dst_[t], out, overflow,
+                         overflow ? q_mod_t_.data() + t * (s + 1) : nullptr);
 }
 
 }  // namespace kasoku::rns

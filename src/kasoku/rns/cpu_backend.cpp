@@ -54,8 +54,8 @@ protected:
                    RnsPoly& d2, Exec exec) const override;
     void do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const override;
     void do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const override;
-    void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c, RnsPoly& out,
-                               Exec exec) const override;
+    void do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
+                               RnsPoly& out, Exec exec) const override;
     void do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                             const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const override;
     void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const override;
@@ -68,8 +68,10 @@ protected:
     void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const override;
     void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
                      RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
-    void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const override;
-    void mod_down_one(const RnsPoly& a, const RnsPoly* addend, const std::uint32_t* perm, RnsPoly& out, int threads) const;
+    void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
+                             Exec exec) const override;
+    void mod_down_one(const RnsPoly& a, const RnsPoly* addend, const std::uint32_t* perm, RnsPoly& out,
+                      int threads) const;
     void mod_down_rescale_one(RnsPoly& a, int threads) const;
     void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const override;
     std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const override;
@@ -91,9 +93,9 @@ private:
     const u64* mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t limb_index, u64* scratch) const;
     // out = round(a / R) (+ addend, then permuted by perm) on the first `keep` q-limbs, R = the product of the primes of
     // src_limbs; out may be a.
-    void divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
-                      const u64* inv_shoup, std::size_t keep, RnsPoly& out, int threads, const RnsPoly* addend = nullptr,
-                      const std::uint32_t* perm = nullptr) const;
+    void divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
+                      const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out, int threads,
+                      const RnsPoly* addend = nullptr, const std::uint32_t* perm = nullptr) const;
     void divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
                               int threads, const std::int64_t* addend = nullptr) const;
     const BaseConverter& digit_converter(std::size_t digit, std::size_t num_q) const {
@@ -144,7 +146,8 @@ void CpuBackend::do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec)
         const Modulus& m = ring().modulus(idx);
         u64* d = limb(out, i);
         for (std::size_t c = 0; c < n_; ++c) {
-            const u64 r = any_hi ? arith::reduce_128((static_cast<arith::u128>(hi[c]) << 64) | lo[c], m) : arith::reduce_64(lo[c], m);
+            const u64 r = any_hi ? arith::reduce_128((static_cast<arith::u128>(hi[c]) << 64) | lo[c], m)
+                                 : arith::reduce_64(lo[c], m);
             const u64 minus = r == 0 ? 0 : m.value - r;
             d[c] = r ^ ((r ^ minus) & neg[c]);
         }
@@ -235,13 +238,15 @@ void CpuBackend::do_add_constant(const RnsPoly& a, const std::vector<u64>& resid
     });
 }
 
-void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
-                                    const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const {
+void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x,
+                                    const std::vector<const RnsPoly*>& y, const std::vector<RnsPoly*>& out,
+                                    bool accumulate, Exec exec) const {
     // One job per (output, limb): out[k] limb t is written once and the terms stream through it.
     std::vector<std::size_t> first(out.size() + 1, 0);
     for (std::size_t k = 0; k < out.size(); ++k) first[k + 1] = first[k] + out[k]->limbs();
     parallel_for(exec.threads, first.back(), [&](std::size_t job) {
-        const std::size_t k = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), job) - first.begin()) - 1;
+        const std::size_t k =
+            static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), job) - first.begin()) - 1;
         const std::size_t t = job - first[k];
         const Modulus& m = ring().modulus(pidx(t, out[k]->num_q()));
         u64* dst = limb(*out[k], t);
@@ -290,12 +295,14 @@ void CpuBackend::do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& 
 // ---------------------------------------------------------------- transforms
 
 void CpuBackend::do_to_ntt(RnsPoly& a, Exec exec) const {
-    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) { arith::ntt_forward(limb(a, i), *ntt_[pidx(i, a.num_q())]); });
+    parallel_for(exec.threads, a.limbs(),
+                 [&](std::size_t i) { arith::ntt_forward(limb(a, i), *ntt_[pidx(i, a.num_q())]); });
     a.set_ntt_form(true);
 }
 
 void CpuBackend::do_from_ntt(RnsPoly& a, Exec exec) const {
-    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) { arith::ntt_inverse(limb(a, i), *ntt_[pidx(i, a.num_q())]); });
+    parallel_for(exec.threads, a.limbs(),
+                 [&](std::size_t i) { arith::ntt_inverse(limb(a, i), *ntt_[pidx(i, a.num_q())]); });
     a.set_ntt_form(false);
 }
 
@@ -307,8 +314,8 @@ void CpuBackend::do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out,
 
 // ---------------------------------------------------------------- scaling
 
-void CpuBackend::divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
-                                      int threads, const std::int64_t* addend) const {
+void CpuBackend::divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup,
+                                      const u64* half_mod, int threads, const std::int64_t* addend) const {
     // round((a + addend) / r) on the first `keep` q-limbs, r = the prime of a's last limb. The small coefficient-form
     // addend joins the correction polynomial before its NTT, so it costs no transform of its own.
     const std::size_t last_limb = a.limbs() - 1, idx = pidx(last_limb, a.num_q());
@@ -318,13 +325,15 @@ void CpuBackend::divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* i
     if (addend)
         for (std::size_t c = 0; c < n_; ++c) last[c] = arith::add_mod(last[c], signed_residue(addend[c], r), r);
     for (auto& x : last) x = arith::add_mod(x, half, r);  // round instead of floor
-    RnsPoly out = poly(keep, 0, true);  // written limb by limb: no copy of the kept limbs afterwards
+    RnsPoly out = poly(keep, 0, true);                    // written limb by limb: no copy of the kept limbs afterwards
     parallel_for(threads, keep, [&](std::size_t i) {
         u64* t = limb(out, i);
         const Modulus& mi = ring().modulus(i);
-        for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(arith::reduce_64(last[c], mi), half_mod[i], mi.value);
+        for (std::size_t c = 0; c < n_; ++c)
+            t[c] = arith::sub_mod(arith::reduce_64(last[c], mi), half_mod[i], mi.value);
         if (addend)  // a + e - t = a - (t - e)
-            for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(t[c], signed_residue(addend[c], mi.value), mi.value);
+            for (std::size_t c = 0; c < n_; ++c)
+                t[c] = arith::sub_mod(t[c], signed_residue(addend[c], mi.value), mi.value);
         arith::ntt_forward(t, *ntt_[i]);
         arith::sub_mod(limb(a, i), t, n_, mi.value, t);
         arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, mi.value, t);
@@ -334,11 +343,13 @@ void CpuBackend::divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* i
 
 void CpuBackend::do_rescale(RnsPoly& a, Exec exec) const {
     const std::size_t l = a.num_q() - 1;
-    divide_round_by_last(a, l, t_.rescale_inv[l].data(), t_.rescale_inv_shoup[l].data(), t_.rescale_half[l].data(), exec.threads);
+    divide_round_by_last(a, l, t_.rescale_inv[l].data(), t_.rescale_inv_shoup[l].data(), t_.rescale_half[l].data(),
+                         exec.threads);
 }
 
 void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
-    divide_round_by_last(a, a.num_q(), t_.p_inv[1].data(), t_.p_inv_shoup[1].data(), t_.p0_half.data(), exec.threads, addend);
+    divide_round_by_last(a, a.num_q(), t_.p_inv[1].data(), t_.p_inv_shoup[1].data(), t_.p0_half.data(), exec.threads,
+                         addend);
 }
 
 void CpuBackend::divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
@@ -405,7 +416,8 @@ void CpuBackend::mod_down_rescale_one(RnsPoly& a, int threads) const {
     divide_exact(a, src, t_.pq_to_q[l], t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(), l, a, threads);
 }
 
-void CpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const {
+void CpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
+                                     Exec exec) const {
     if (add_b) do_add_times_p(*add_b, b, 0, b.num_q(), exec);
     if (add_a) do_add_times_p(*add_a, a, 0, a.num_q(), exec);
     mod_down_rescale_one(b, exec.threads);
@@ -450,7 +462,7 @@ CpuBackend::Decomposed CpuBackend::decompose(const RnsPoly& d, int threads) cons
 const u64* CpuBackend::mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t t, u64* out) const {
     const std::size_t begin = ring().digit_begin(digit), m = ring().digit_size(digit, dec.num_q);
     if (t >= begin && t < begin + m) return limb(*dec.ntt, t);  // a limb of the digit itself
-    const u64* y[kMaxDigitPrimes];  // m <= alpha <= kMaxDigitPrimes (RnsContext)
+    const u64* y[kMaxDigitPrimes];                              // m <= alpha <= kMaxDigitPrimes (RnsContext)
     for (std::size_t i = 0; i < m; ++i) y[i] = limb(dec.scaled, begin + i);
     const std::size_t idx = pidx(t, dec.num_q);
     digit_converter(digit, dec.num_q).convert_to(idx, y, n_, out);
@@ -478,8 +490,8 @@ std::vector<RnsPoly> CpuBackend::do_mod_up(const RnsPoly& d, Exec exec) const {
 // per column (arith::dot_mod). With two halves the columns go in blocks, so that the digits' block stays in L1 for
 // the second half; one half reads whole limbs (long streams prefetch best).
 template <std::size_t H>
-void dot_digits(const std::vector<const u64*>& d, const std::array<const std::vector<RnsPoly>*, H>& halves, std::size_t kl,
-                const std::array<u64*, H>& acc, bool add, std::size_t n, const Modulus& m) {
+void dot_digits(const std::vector<const u64*>& d, const std::array<const std::vector<RnsPoly>*, H>& halves,
+                std::size_t kl, const std::array<u64*, H>& acc, bool add, std::size_t n, const Modulus& m) {
     const std::size_t k = d.size(), block = H > 1 ? std::min<std::size_t>(n, 2048) : n;
     std::vector<const u64*> db(k), kb(k);
     for (std::size_t c = 0; c < n; c += block) {
@@ -509,7 +521,8 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
     const std::size_t nq = digits[0].num_q(), np = ring().p_count();
     std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> perms;
-    for (const KeyTerm& e : terms) perms.push_back(e.galois_elt == 1 ? nullptr : ring().automorphism_permutation(e.galois_elt));
+    for (const KeyTerm& e : terms)
+        perms.push_back(e.galois_elt == 1 ? nullptr : ring().automorphism_permutation(e.galois_elt));
     // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1.
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
         const Modulus& m = ring().modulus(pidx(t, nq));

@@ -30,8 +30,8 @@ void KeySwitcher::add_lazy(LazyPolys& acc, const LazyPolys& x, Exec exec) const 
     be_.add(acc.a, x.a, acc.a, exec);
 }
 
-LazyPolys KeySwitcher::multiply_plain_sum(const std::vector<const LazyPolys*>& xs, const std::vector<const RnsPoly*>& pts,
-                                          Exec exec) const {
+LazyPolys KeySwitcher::multiply_plain_sum(const std::vector<const LazyPolys*>& xs,
+                                          const std::vector<const RnsPoly*>& pts, Exec exec) const {
     if (xs.empty()) throw InternalError("multiply_plain_sum: no terms");
     const bool with_c0 = !xs[0]->c0.empty();
     std::vector<std::vector<const RnsPoly*>> terms;
@@ -41,7 +41,8 @@ LazyPolys KeySwitcher::multiply_plain_sum(const std::vector<const LazyPolys*>& x
         else terms.push_back({&x->b, &x->a});
     }
     LazyPolys out;
-    std::vector<RnsPoly*> parts = with_c0 ? std::vector<RnsPoly*>{&out.c0, &out.b, &out.a} : std::vector<RnsPoly*>{&out.b, &out.a};
+    std::vector<RnsPoly*> parts =
+        with_c0 ? std::vector<RnsPoly*>{&out.c0, &out.b, &out.a} : std::vector<RnsPoly*>{&out.b, &out.a};
     be_.sum_of_products(terms, pts, parts, false, exec);
     return out;
 }
@@ -57,8 +58,8 @@ void KeySwitcher::mod_down(const LazyPolys& x, const RnsPoly* add0, const RnsPol
     be_.mod_down(x.b, x.a, c0, add1, galois_elt, out0, out1, exec);
 }
 
-void KeySwitcher::mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const RnsPoly* add1, RnsPoly& out0, RnsPoly& out1,
-                                   Exec exec) const {
+void KeySwitcher::mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const RnsPoly* add1, RnsPoly& out0,
+                                   RnsPoly& out1, Exec exec) const {
     RnsPoly b = std::move(x.b), a = std::move(x.a), both;  // x.c0 + add0 when there are two addends
     const RnsPoly* c0 = x.c0.empty() ? add0 : &x.c0;
     if (add0 && !x.c0.empty()) {
@@ -73,7 +74,8 @@ void KeySwitcher::mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const Rns
 void KeySwitcher::add_gadget(const RnsPoly& s, std::size_t digit, RnsPoly& b, Exec exec) const {
     const RnsContext& r = be_.ring();
     const std::size_t nq = b.num_q(), np = b.num_p();
-    if (digit >= r.digits_at(nq) || !s.same_shape(b)) throw InternalError("add_gadget: no such digit, or s and b of two shapes");
+    if (digit >= r.digits_at(nq) || !s.same_shape(b))
+        throw InternalError("add_gadget: no such digit, or s and b of two shapes");
     if (np == r.p_count()) return be_.add_times_p(s, b, exec, r.digit_begin(digit), r.digit_size(digit, nq));
     // A key over a prefix P_k: b += (P_k on the digit's primes, 0 elsewhere) s.
     std::vector<u64> c(r.q_count() + r.p_count(), 0);

@@ -13,8 +13,8 @@ RnsContext::RnsContext(std::size_t n, std::vector<u64> q, std::vector<u64> p, st
     if (alpha_ == 0) throw ParameterError("alpha (primes per key-switching digit) must be >= 1");
     if (alpha_ > kMaxDigitPrimes || p_.size() > kMaxDigitPrimes)
         throw ParameterError("at most " + std::to_string(kMaxDigitPrimes) + " primes per key-switching digit and " +
-                             std::to_string(kMaxDigitPrimes) + " special primes, got " + std::to_string(alpha_) + " and " +
-                             std::to_string(p_.size()) + "; use more digits (dnum) and fewer special primes");
+                             std::to_string(kMaxDigitPrimes) + " special primes, got " + std::to_string(alpha_) +
+                             " and " + std::to_string(p_.size()) + "; use more digits (dnum) and fewer special primes");
     if (!p_.empty() && alpha_ > p_.size())
         throw ParameterError("hybrid key switching needs at least alpha = " + std::to_string(alpha_) +
                              " special primes, got " + std::to_string(p_.size()));
@@ -142,7 +142,8 @@ void RnsContext::compose_centered(const u64* const* limbs, std::size_t t, double
 }
 
 std::shared_ptr<const std::vector<std::uint32_t>> RnsContext::automorphism_permutation(u64 g) const {
-    if (g % 2 == 0 || g >= 2 * n_) throw ParameterError("Galois element must be odd and below 2n, got " + std::to_string(g));
+    if (g % 2 == 0 || g >= 2 * n_)
+        throw ParameterError("Galois element must be odd and below 2n, got " + std::to_string(g));
     std::lock_guard<std::mutex> lock(perm_mutex_);
     auto it = perm_cache_.find(g);
     if (it != perm_cache_.end()) return it->second;

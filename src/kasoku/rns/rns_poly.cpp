@@ -31,8 +31,12 @@ public:
     bool equal(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) const override {
         return words == 0 || std::memcmp(a, b, words * sizeof(std::uint64_t)) == 0;
     }
-    void to_host(const std::uint64_t* src, std::size_t words, std::uint64_t* host_dst) const override { copy(src, words, host_dst); }
-    void from_host(const std::uint64_t* host_src, std::size_t words, std::uint64_t* dst) const override { copy(host_src, words, dst); }
+    void to_host(const std::uint64_t* src, std::size_t words, std::uint64_t* host_dst) const override {
+        copy(src, words, host_dst);
+    }
+    void from_host(const std::uint64_t* host_src, std::size_t words, std::uint64_t* dst) const override {
+        copy(host_src, words, dst);
+    }
 };
 }  // namespace
 
@@ -41,13 +45,15 @@ const std::shared_ptr<const PolyMemory>& host_memory() {
     return mem;
 }
 
-RnsPoly::RnsPoly(std::shared_ptr<const PolyMemory> memory, std::size_t n, std::size_t num_q, std::size_t num_p, bool ntt_form)
+RnsPoly::RnsPoly(std::shared_ptr<const PolyMemory> memory, std::size_t n, std::size_t num_q, std::size_t num_p,
+                 bool ntt_form)
     : mem_(std::move(memory)), n_(n), num_q_(num_q), num_p_(num_p), ntt_form_(ntt_form) {
     if (!mem_) throw InternalError("RnsPoly without a memory");
     if (words() != 0) data_ = mem_->allocate(words());
 }
 
-RnsPoly::RnsPoly(const RnsPoly& o) : mem_(o.mem_), n_(o.n_), num_q_(o.num_q_), num_p_(o.num_p_), ntt_form_(o.ntt_form_) {
+RnsPoly::RnsPoly(const RnsPoly& o)
+    : mem_(o.mem_), n_(o.n_), num_q_(o.num_q_), num_p_(o.num_p_), ntt_form_(o.ntt_form_) {
     if (o.data_) {
         data_ = mem_->allocate(words());
         mem_->copy(o.data_, words(), data_);

@@ -10,7 +10,9 @@ ScalingTables::ScalingTables(const RnsContext& R) {
     std::vector<Modulus> mods;
     for (std::size_t i = 0; i < q.size() + p.size(); ++i) mods.push_back(R.modulus(i));
     const std::size_t L = q.size() - 1;
-    rescale_inv.resize(L + 1); rescale_inv_shoup.resize(L + 1); rescale_half.resize(L + 1);
+    rescale_inv.resize(L + 1);
+    rescale_inv_shoup.resize(L + 1);
+    rescale_half.resize(L + 1);
     for (std::size_t l = 1; l <= L; ++l) {
         for (std::size_t i = 0; i < l; ++i) {
             u64 inv = arith::inv_mod(q[l] % q[i], mods[i]);
@@ -49,7 +51,9 @@ ScalingTables::ScalingTables(const RnsContext& R) {
         p_mod_q_shoup.push_back(arith::shoup(pk[i], q[i]));
         p0_half.push_back((p[0] >> 1) % q[i]);
     }
-    pq_to_q.resize(L + 1); pq_inv.resize(L + 1); pq_inv_shoup.resize(L + 1);
+    pq_to_q.resize(L + 1);
+    pq_inv.resize(L + 1);
+    pq_inv_shoup.resize(L + 1);
     for (std::size_t l = 1; l <= L; ++l) {
         std::vector<Modulus> src = pm;
         src.push_back(mods[l]);

@@ -11,11 +11,11 @@
 #include <sstream>
 #include <thread>
 
+#include "dispatcher_internal.hpp"
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/support/error.hpp"
 #include "kasoku/support/threads.hpp"
-#include "dispatcher_internal.hpp"
 
 namespace kasoku::sched {
 
@@ -123,10 +123,16 @@ double measure_overhead_ms(int threads, int reps) {
 
 CostModel::CostModel(std::string name, std::string machine, int hardware_threads, std::array<Table, kTaskKinds> ops,
                      std::array<LoadTable, kTaskKinds> load, double overhead_ms, Table align)
-    : name_(std::move(name)), machine_(std::move(machine)), hardware_threads_(hardware_threads), ops_(std::move(ops)),
-      load_(std::move(load)), overhead_ms_(overhead_ms), align_(std::move(align)) {
+    : name_(std::move(name)),
+      machine_(std::move(machine)),
+      hardware_threads_(hardware_threads),
+      ops_(std::move(ops)),
+      load_(std::move(load)),
+      overhead_ms_(overhead_ms),
+      align_(std::move(align)) {
     if (hardware_threads_ < 1) throw ParameterError("cost model: hardware_threads must be >= 1");
-    if (overhead_ms_ < 0 || !std::isfinite(overhead_ms_)) throw ParameterError("cost model: overhead_ms must be finite and >= 0");
+    if (overhead_ms_ < 0 || !std::isfinite(overhead_ms_))
+        throw ParameterError("cost model: overhead_ms must be finite and >= 0");
     if (!align_.ms.empty()) check_table(align_, "cost model alignment table");
     for (int k = 0; k < kTaskKinds; ++k) {
         check_table(ops_[k], std::string("cost model table '") + op_name(kind_at(k)) + "'");
@@ -136,7 +142,8 @@ CostModel::CostModel(std::string name, std::string machine, int hardware_threads
             const auto& c = rows[r].second;
             bool ok = rows[r].first >= 1 && (r == 0 || rows[r].first > rows[r - 1].first) && !c.empty();
             for (std::size_t i = 0; i < c.size(); ++i)
-                ok = ok && c[i].second > 0 && std::isfinite(c[i].second) && c[i].first >= 1 && (i == 0 || c[i].first > c[i - 1].first);
+                ok = ok && c[i].second > 0 && std::isfinite(c[i].second) && c[i].first >= 1 &&
+                     (i == 0 || c[i].first > c[i - 1].first);
             if (!ok)
                 throw ParameterError("cost model load table '" + std::string(op_name(kind_at(k))) +
                                      "' needs widths >= 1 increasing, and per width busy counts >= 1 increasing with "
@@ -191,13 +198,13 @@ double CostModel::load_factor(OpKind op, int busy_threads, double mean_width) co
 // --- The source's tables (Xeon Phi 7230F, SEAL 3.2, N = 2^15, log q = 60) ---
 CostModel CostModel::from_paper() {
     // Table 1: one thread, nq = 2..8.
-    const std::vector<double> add_plain1{1, 1, 2, 2, 2, 3, 3}, add1{1, 2, 2, 3, 3, 4, 4}, mul_plain1{6, 9, 11, 14, 17, 20, 22},
-        mul1{14, 21, 27, 34, 40, 48, 55}, square1{10, 15, 19, 25, 29, 34, 39};
+    const std::vector<double> add_plain1{1, 1, 2, 2, 2, 3, 3}, add1{1, 2, 2, 3, 3, 4, 4},
+        mul_plain1{6, 9, 11, 14, 17, 20, 22}, mul1{14, 21, 27, 34, 40, 48, 55}, square1{10, 15, 19, 25, 29, 34, 39};
     // Tables 2 and 3: relinearisation and rescaling, nq = 2..8 by 1..12 threads.
     const std::vector<std::vector<double>> relin{
-        {33, 17, 18, 18, 17, 17, 18, 18, 17, 17, 17, 18},    {65, 43, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22},
-        {101, 51, 53, 27, 27, 27, 27, 27, 27, 27, 27, 27},   {151, 91, 60, 60, 32, 32, 31, 31, 31, 32, 32, 32},
-        {203, 106, 69, 71, 69, 37, 37, 36, 36, 37, 37, 36},  {271, 155, 119, 79, 80, 80, 41, 41, 42, 42, 42, 41},
+        {33, 17, 18, 18, 17, 17, 18, 18, 17, 17, 17, 18},   {65, 43, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22},
+        {101, 51, 53, 27, 27, 27, 27, 27, 27, 27, 27, 27},  {151, 91, 60, 60, 32, 32, 31, 31, 31, 32, 32, 32},
+        {203, 106, 69, 71, 69, 37, 37, 36, 36, 37, 37, 36}, {271, 155, 119, 79, 80, 80, 41, 41, 42, 42, 42, 41},
         {349, 177, 131, 89, 89, 90, 88, 47, 47, 46, 47, 46}};
     const std::vector<std::vector<double>> rescale{
         {31, 16, 16, 12, 11, 11, 12, 12, 11, 12, 12, 12},  {53, 27, 22, 18, 18, 14, 14, 14, 14, 15, 14, 14},
@@ -281,7 +288,9 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     std::vector<std::complex<double>> vals(ctx->slots());
     for (auto& v : vals) v = u(rng);
     const int top = params.levels;
-    auto fresh = [&](int level) { return encryptor.encrypt_symmetric(enc.encode(vals, ctx->scale_at(level), level), sk); };
+    auto fresh = [&](int level) {
+        return encryptor.encrypt_symmetric(enc.encode(vals, ctx->scale_at(level), level), sk);
+    };
     const auto ct_top = fresh(top);
 
     auto run_op = [&](OpKind op, const ckks::Ciphertext& ct, int t) {
@@ -353,7 +362,8 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
                     for (int r = 0; r < n; ++r) {
                         auto t0 = std::chrono::steady_clock::now();
                         run_op(probe, ct_top, 1);
-                        per[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+                        per[i].push_back(
+                            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
                     }
                 });
             for (auto& x : th) x.join();
@@ -394,7 +404,8 @@ CostModel CostModel::from_json(const std::string& text) {
     try {
         const auto j = nlohmann::json::parse(text);
         if (j.value("format", "") != "kasoku-sched-cost-model")
-            throw SerializationError("cost model: not a kasoku cost-model file (its \"format\" is not kasoku-sched-cost-model)");
+            throw SerializationError(
+                "cost model: not a kasoku cost-model file (its \"format\" is not kasoku-sched-cost-model)");
         auto table = [](const nlohmann::json& t) {
             return Table{t.at("nq_min").get<int>(), t.at("ms").get<std::vector<std::vector<double>>>()};
         };
@@ -409,13 +420,15 @@ CostModel CostModel::from_json(const std::string& text) {
         Table align;
         if (j.contains("align")) {
             align = table(j["align"]);
-            if (align.ms.empty()) throw SerializationError("cost model: the alignment table is empty; leave it out instead");
+            if (align.ms.empty())
+                throw SerializationError("cost model: the alignment table is empty; leave it out instead");
         }
         return CostModel(j.value("name", ""), j.value("machine", ""), j.value("hardware_threads", 1), std::move(ops),
                          std::move(load), j.value("overhead_ms", 0.0), std::move(align))
             .with_job_slowdown(j.value("job_slowdown", 0.0));
     } catch (const nlohmann::json::exception& e) {
-        throw SerializationError(std::string("cost model: malformed JSON (") + e.what() + "); write it with CostModel.save");
+        throw SerializationError(std::string("cost model: malformed JSON (") + e.what() +
+                                 "); write it with CostModel.save");
     } catch (const ParameterError& e) {
         throw SerializationError(std::string("cost model: ") + e.what());
     }

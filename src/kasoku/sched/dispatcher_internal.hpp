@@ -75,7 +75,7 @@ private:
     int threads_;
     std::shared_ptr<const Plan> batch_plan_;  // batch streams: every job's plan
     int next_job_ = 0;
-    std::map<int, Job> jobs_;                 // arrived and not finished
+    std::map<int, Job> jobs_;  // arrived and not finished
     std::set<ReadyTask, Cmp> ready_;
     std::multimap<double, int> ends_;  // running tasks: expected end -> threads
     int busy_ = 0, running_ = 0, in_system_ = 0, in_flight_ = 0, others_paper_ = 0;
@@ -90,7 +90,8 @@ ckks::Ciphertext execute(const ckks::Evaluator& ev, const Node& n, const ckks::C
 using CtPtr = std::shared_ptr<const ckks::Ciphertext>;
 // Everything a job needs, checked before it starts: inputs by name and level, and the keys. The inputs by node id
 // (null for the tasks).
-std::vector<CtPtr> check_inputs(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs);
+std::vector<CtPtr> check_inputs(const Graph& g, const ckks::Evaluator& ev,
+                                const std::map<std::string, ckks::Ciphertext>& inputs);
 
 // How many times each node's value is read: by its successors, and once per output naming it (kept to the end).
 std::vector<int> use_counts(const Graph& g, const std::vector<std::vector<int>>& succ);

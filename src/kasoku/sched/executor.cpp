@@ -88,7 +88,8 @@ struct Executor::State {
                 const auto ev = j.ev;
                 lk.unlock();
                 try {
-                    out = std::make_shared<const ckks::Ciphertext>(detail::execute(*ev, node, *in.front(), *in.back(), p.threads));
+                    out = std::make_shared<const ckks::Ciphertext>(
+                        detail::execute(*ev, node, *in.front(), *in.back(), p.threads));
                 } catch (const std::exception& e) {
                     error = e.what();
                 } catch (...) {
@@ -99,7 +100,8 @@ struct Executor::State {
             }
             // `j` stays valid: a job is erased only by retire(), after its last running task (this one) finishes
             if (!error.empty()) {
-                if (j.error.empty()) j.error = "node " + std::to_string(p.node) + " (" + op_name(node.op) + "): " + error;
+                if (j.error.empty())
+                    j.error = "node " + std::to_string(p.node) + " (" + op_name(node.op) + "): " + error;
                 d.abort(p.job);
             } else {
                 j.vals[p.node] = std::move(out);
@@ -142,7 +144,8 @@ std::uint64_t Executor::submit(const Graph& g, std::shared_ptr<const ckks::Evalu
 std::vector<Executor::Finished> Executor::collect(double timeout_ms, std::size_t max) {
     std::unique_lock lk(s_->m);
     if (s_->done.empty() && timeout_ms > 0)
-        s_->cv_done.wait_for(lk, std::chrono::duration<double, std::milli>(timeout_ms), [&] { return !s_->done.empty(); });
+        s_->cv_done.wait_for(lk, std::chrono::duration<double, std::milli>(timeout_ms),
+                             [&] { return !s_->done.empty(); });
     std::vector<Finished> out;
     while (!s_->done.empty() && out.size() < max) {
         out.push_back(std::move(s_->done.front()));

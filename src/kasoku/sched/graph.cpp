@@ -77,7 +77,8 @@ int Graph::add_node(Node n) {
 }
 
 int Graph::input(const std::string& name, int level) {
-    if (level < 0) throw ParameterError("task graph: input '" + name + "' has level " + std::to_string(level) + ", expected >= 0");
+    if (level < 0)
+        throw ParameterError("task graph: input '" + name + "' has level " + std::to_string(level) + ", expected >= 0");
     for (const auto& n : nodes_)
         if (n.op == OpKind::input && n.name == name)
             throw ParameterError("task graph: an input named '" + name + "' exists already; input names must differ");
@@ -146,7 +147,8 @@ Graph Graph::from_nodes(std::vector<Node> nodes, std::vector<std::pair<int, std:
         const Node& n = g.nodes_[i];
         if (n.inputs.size() != arity(n.op))
             throw ParameterError("task graph: node " + std::to_string(i) + " (" + op_name(n.op) + ") has " +
-                                 std::to_string(n.inputs.size()) + " operands, expected " + std::to_string(arity(n.op)));
+                                 std::to_string(n.inputs.size()) + " operands, expected " +
+                                 std::to_string(arity(n.op)));
         for (int j : n.inputs) g.check_id(j, op_name(n.op));
         if (n.op == OpKind::input && n.level < 0)
             throw ParameterError("task graph: input node " + std::to_string(i) + " has a negative level");
@@ -233,7 +235,8 @@ Graph bsgs_polynomial(int degree, int level) {
     std::vector<int> parts;
     for (int b = 0; b < blocks; ++b) {
         std::vector<int> terms;
-        for (int i = 1; i < k && b * k + i <= degree; ++i) terms.push_back(g.multiply_plain(pw[i], 1.0 / (b * k + i + 1)));
+        for (int i = 1; i < k && b * k + i <= degree; ++i)
+            terms.push_back(g.multiply_plain(pw[i], 1.0 / (b * k + i + 1)));
         parts.push_back(terms.empty() ? -1 : g.add_plain(balanced_sum(g, std::move(terms)), 1.0 / (b * k + 1)));
     }
     // Pairwise: q_j = p_2j + p_(2j+1) * x^(k 2^round), until one is left.
@@ -283,8 +286,12 @@ Graph random_dag(int tasks, std::uint64_t seed, int level) {
     std::mt19937_64 rng(seed);
     auto uniform = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
     // kinds by weight: multiply 30, square 10, multiply_plain 15, add 20, add_plain 5, rotate 20
-    constexpr std::array<std::pair<OpKind, int>, 6> kWeights{{{OpKind::multiply, 30}, {OpKind::square, 10},
-        {OpKind::multiply_plain, 15}, {OpKind::add, 20}, {OpKind::add_plain, 5}, {OpKind::rotate, 20}}};
+    constexpr std::array<std::pair<OpKind, int>, 6> kWeights{{{OpKind::multiply, 30},
+                                                              {OpKind::square, 10},
+                                                              {OpKind::multiply_plain, 15},
+                                                              {OpKind::add, 20},
+                                                              {OpKind::add_plain, 5},
+                                                              {OpKind::rotate, 20}}};
     auto pick = [&](bool rescales) {  // among the 8 newest nodes, those with a level left when the task rescales
         std::vector<int> c;
         for (int v = static_cast<int>(g.size()) - 1; v >= 0 && c.size() < 8; --v)

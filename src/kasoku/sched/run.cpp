@@ -29,7 +29,8 @@ ckks::Ciphertext detail::execute(const ckks::Evaluator& ev, const Node& n, const
     throw ParameterError("scheduler: an input node is not a task");
 }
 
-std::vector<detail::CtPtr> detail::check_inputs(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs) {
+std::vector<detail::CtPtr> detail::check_inputs(const Graph& g, const ckks::Evaluator& ev,
+                                                const std::map<std::string, ckks::Ciphertext>& inputs) {
     std::vector<CtPtr> by_node(g.size());
     std::size_t used = 0;
     for (std::size_t i = 0; i < g.size(); ++i) {
@@ -37,7 +38,8 @@ std::vector<detail::CtPtr> detail::check_inputs(const Graph& g, const ckks::Eval
         if (n.op == OpKind::input) {
             auto it = inputs.find(n.name);
             if (it == inputs.end())
-                throw ParameterError("scheduler: the graph's input '" + n.name + "' has no ciphertext; pass inputs={'" + n.name + "': ct}");
+                throw ParameterError("scheduler: the graph's input '" + n.name + "' has no ciphertext; pass inputs={'" +
+                                     n.name + "': ct}");
             if (it->second.level() != n.level)
                 throw LevelError("scheduler: input '" + n.name + "' is at level " + std::to_string(it->second.level()) +
                                  " but the graph declares level " + std::to_string(n.level) +
@@ -60,7 +62,8 @@ std::vector<detail::CtPtr> detail::check_inputs(const Graph& g, const ckks::Eval
         for (const auto& [name, ct] : inputs) {
             bool known = false;
             for (const auto& n : g.nodes()) known = known || (n.op == OpKind::input && n.name == name);
-            if (!known) throw ParameterError("scheduler: inputs has '" + name + "', which is not an input of the graph");
+            if (!known)
+                throw ParameterError("scheduler: inputs has '" + name + "', which is not an input of the graph");
         }
     return by_node;
 }
@@ -99,7 +102,9 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
     std::exception_ptr error;
     std::size_t done = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+    auto elapsed = [&] {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
 
     auto runner = [&] {
         std::unique_lock lk(m);
@@ -115,7 +120,8 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
             lk.unlock();
             detail::CtPtr out;
             try {
-                out = std::make_shared<const ckks::Ciphertext>(detail::execute(ev, node, *in.front(), *in.back(), p.threads));
+                out = std::make_shared<const ckks::Ciphertext>(
+                    detail::execute(ev, node, *in.front(), *in.back(), p.threads));
             } catch (...) {
                 lk.lock();
                 if (!error) error = std::current_exception();
@@ -161,9 +167,8 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
             if (done == jobs) break;
             if (next < jobs)
                 cv_sched.wait_until(lk, t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                    std::chrono::duration<double, std::milli>(arrivals[next])));
-            else
-                cv_sched.wait(lk);
+                                                 std::chrono::duration<double, std::milli>(arrivals[next])));
+            else cv_sched.wait(lk);
         }
         stop = true;
     }

@@ -31,7 +31,8 @@ const char* policy_name(Policy p) { return kPolicyNames[static_cast<int>(p)]; }
 Policy policy_from_name(const std::string& name) {
     for (int i = 0; i < 5; ++i)
         if (name == kPolicyNames[i]) return static_cast<Policy>(i);
-    throw ParameterError("unknown scheduling policy '" + name + "': expected fixed-1, fixed-half, fixed-full, dynamic or kasoku");
+    throw ParameterError("unknown scheduling policy '" + name +
+                         "': expected fixed-1, fixed-half, fixed-full, dynamic or kasoku");
 }
 
 std::vector<Policy> all_policies() {
@@ -158,7 +159,8 @@ Plan::Plan(Graph graph, const CostModel& cost) : g(std::move(graph)), succ(g.suc
     }
 }
 
-Dispatcher::Dispatcher(const CostModel& cost, Policy policy, int threads) : cost_(cost), policy_(policy), threads_(threads) {
+Dispatcher::Dispatcher(const CostModel& cost, Policy policy, int threads)
+    : cost_(cost), policy_(policy), threads_(threads) {
     if (threads < 1) throw ParameterError("scheduler: threads must be >= 1, got " + std::to_string(threads));
     result.threads_used.assign(threads + 1, 0);
 }
@@ -300,7 +302,8 @@ void summarise(StreamResult& r, std::pair<int, int> window) {
     r.p95_ms = pct(0.95);
     r.p99_ms = pct(0.99);
     double sum = 0, last = 0;
-    for (int j = r.window_first - 1; j < r.window_last; ++j) sum += lat[j - r.window_first + 1], last = std::max(last, r.finish_ms[j]);
+    for (int j = r.window_first - 1; j < r.window_last; ++j)
+        sum += lat[j - r.window_first + 1], last = std::max(last, r.finish_ms[j]);
     r.mean_ms = sum / lat.size();
     r.makespan_ms = last - r.arrival_ms[r.window_first - 1];
     r.span_ms = *std::max_element(r.finish_ms.begin(), r.finish_ms.end()) - r.arrival_ms.front();
@@ -316,7 +319,8 @@ std::vector<double> checked_arrivals(const StreamOptions& o) {
     const auto [w0, w1] = o.window;
     if (!(w0 == 0 && w1 == 0) && !(1 <= w0 && w0 <= w1 && w1 <= jobs))
         throw ParameterError("scheduler: window (" + std::to_string(w0) + ", " + std::to_string(w1) +
-                             ") must satisfy 1 <= first <= last <= jobs = " + std::to_string(jobs) + " (1-based, inclusive)");
+                             ") must satisfy 1 <= first <= last <= jobs = " + std::to_string(jobs) +
+                             " (1-based, inclusive)");
     if (o.threads < 1) throw ParameterError("scheduler: threads must be >= 1, got " + std::to_string(o.threads));
     return a;
 }

@@ -14,7 +14,7 @@ constexpr std::size_t kAlign = 64;
 // Sanitizer builds: every block goes back to the allocator at once, so that a use after release is caught.
 constexpr std::size_t kPooledMin = ~std::size_t{0};
 #else
-constexpr std::size_t kPooledMin = 64 * 1024;           // smaller blocks are not pooled
+constexpr std::size_t kPooledMin = 64 * 1024;  // smaller blocks are not pooled
 #endif
 // per thread: 1 GiB keeps a BOOT16 bootstrap's temporaries (about 0.8 GB of fresh pages per bootstrap with 512 MiB,
 // 0.45 GB with 1 GiB: the kernel's page clearing was 10-15 % of its time on the development machine)
@@ -29,7 +29,10 @@ constexpr std::size_t kHugePage = 2u << 20;
 thread_local bool pool_dead = false;
 
 struct Pool {
-    struct Block { std::size_t bytes; void* p; };
+    struct Block {
+        std::size_t bytes;
+        void* p;
+    };
     std::vector<Block> free;
     std::size_t held = 0;
     ~Pool() {

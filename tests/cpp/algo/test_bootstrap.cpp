@@ -128,7 +128,8 @@ TEST(ModRaise, SameResiduesModQ0AndAnIntegerMultipleOfQ0Above) {
 
 TEST(Bootstrap, CoeffToSlotIsTheScaledInverseFft) {
     auto& [e, boot] = boot_env();
-    const Ciphertext raised = boot.raise(e.ev, e.encryptor.encrypt(e.enc.encode(e.random(true), e.ctx->scale_at(0), 0), e.pk));
+    const Ciphertext raised =
+        boot.raise(e.ev, e.encryptor.encrypt(e.enc.encode(e.random(true), e.ctx->scale_at(0), 0), e.pk));
     const Ciphertext v = boot.coeff_to_slot(e.ev, raised);
     EXPECT_EQ(v.level(), boot.raise_level() - boot.config().cts_levels);
     EXPECT_EQ(v.scale, e.ctx->scale_at(v.level()));
@@ -219,7 +220,8 @@ TEST(Bootstrap, Errors) {
         EXPECT_NE(std::string(err.what()).find("drop_level"), std::string::npos) << err.what();
     }
     // Missing Galois keys.
-    Evaluator bare(e.ctx, std::make_shared<const EvaluationKeys>(KeyGenerator(e.ctx).evaluation_keys(e.sk, true, {}, false)));
+    Evaluator bare(e.ctx,
+                   std::make_shared<const EvaluationKeys>(KeyGenerator(e.ctx).evaluation_keys(e.sk, true, {}, false)));
     const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(e.random(), e.ctx->scale_at(0), 0), e.pk);
     EXPECT_THROW(boot.bootstrap(bare, ct), MissingKeyError);
 }
@@ -312,7 +314,8 @@ TEST(Bootstrap, EncapsulationSwitchesToTheSparseSecretAndBack) {
     EXPECT_THROW(switch_to_sparse(e.ev, ct), MissingKeyError);
     // The key switch behind them: to_sparse serves level 0 only; a key of another secret key is refused.
     EXPECT_THROW(le.ev.key_switch(e.ev.drop_level(e.encrypt(z), 1), *le.keys->to_sparse), LevelError);
-    EXPECT_THROW(le.ev.key_switch(e.ev.tensor(e.encrypt(z), e.encrypt(z)), *le.keys->from_sparse), ParameterError);  // size 3
+    EXPECT_THROW(le.ev.key_switch(e.ev.tensor(e.encrypt(z), e.encrypt(z)), *le.keys->from_sparse),
+                 ParameterError);  // size 3
     Ciphertext foreign = ct;
     foreign.key_id ^= 1;
     EXPECT_THROW(le.ev.key_switch(foreign, *le.keys->to_sparse), ParameterError);
@@ -445,10 +448,11 @@ struct SparseEnv {
     static std::vector<std::uint64_t> elements() {
         auto ctx = Context::create(layered_params(), 1);
         std::set<std::uint64_t> all;
-        for (const BootstrapConfig& cfg : {BootstrapConfig{.slots = kSparse[0]}, BootstrapConfig{.slots = kSparse[1]},
-                                           BootstrapConfig{.slots = kSparse[0], .arcsine_degree = 3}, arcsine_config(0),
-                                           BootstrapConfig{.arcsine_degree = 3, .slot_to_coeff_first = true},
-                                           BootstrapConfig{.slots = kSparse[0], .arcsine_degree = 3, .slot_to_coeff_first = true}})
+        for (const BootstrapConfig& cfg :
+             {BootstrapConfig{.slots = kSparse[0]}, BootstrapConfig{.slots = kSparse[1]},
+              BootstrapConfig{.slots = kSparse[0], .arcsine_degree = 3}, arcsine_config(0),
+              BootstrapConfig{.arcsine_degree = 3, .slot_to_coeff_first = true},
+              BootstrapConfig{.slots = kSparse[0], .arcsine_degree = 3, .slot_to_coeff_first = true}})
             for (std::uint64_t g : Bootstrapper::galois_elements(*ctx, cfg)) all.insert(g);
         return {all.begin(), all.end()};
     }
@@ -512,7 +516,8 @@ TEST(Bootstrap, SparseSlotsEndToEndWithOneEvalMod) {
             // Fewer slots, larger coefficients: with 16 the sine's curvature costs bits (see the arcsine below).
             EXPECT_GT(bits, s == 16 ? 17.0 : 21.0) << s << " slots from level " << level;
             // One EvalMod: its products are the only ciphertext products.
-            EXPECT_EQ(counts.mult, plan_polynomial(boot.cosine()).products + static_cast<std::size_t>(boot.config().double_angle));
+            EXPECT_EQ(counts.mult,
+                      plan_polynomial(boot.cosine()).products + static_cast<std::size_t>(boot.config().double_angle));
         }
     }
     // With the arcsine correction the 16 slots keep their bits too.

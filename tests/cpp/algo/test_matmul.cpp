@@ -41,8 +41,8 @@ struct Shared {
     std::unique_ptr<test::Env> env;
     static const std::vector<std::tuple<std::size_t, std::size_t, std::size_t>>& shapes() {
         static const std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> s = {
-            {2, 1, 0}, {3, 1, 0}, {4, 1, 0}, {8, 1, 0}, {2, 2, 0}, {3, 2, 0}, {4, 4, 0}, {8, 4, 0},
-            {8, 2, 2}, {8, 1, 4}, {6, 1, 3}, {40, 1, 0}};
+            {2, 1, 0}, {3, 1, 0}, {4, 1, 0}, {8, 1, 0}, {2, 2, 0}, {3, 2, 0},
+            {4, 4, 0}, {8, 4, 0}, {8, 2, 2}, {8, 1, 4}, {6, 1, 3}, {40, 1, 0}};
         return s;
     }
     Shared() {
@@ -84,7 +84,8 @@ void check_product(std::size_t d, std::size_t g, std::size_t rows) {
     ASSERT_EQ(C.size(), g);
     for (std::size_t i = 0; i < g; ++i) {
         ASSERT_EQ(C[i].size(), rows * d);
-        EXPECT_LT(max_error(C[i], product(A[i], B[i], rows, d)), kBound) << "d=" << d << " g=" << g << " rows=" << rows << " i=" << i;
+        EXPECT_LT(max_error(C[i], product(A[i], B[i], rows, d)), kBound)
+            << "d=" << d << " g=" << g << " rows=" << rows << " i=" << i;
     }
     EXPECT_EQ(counts.mult, cc.grid() * cc.grid() * cc.grid() * std::min(rows, enc.block()));
     EXPECT_GT(counts.rot, 0u);
@@ -93,15 +94,17 @@ void check_product(std::size_t d, std::size_t g, std::size_t rows) {
 }  // namespace
 
 TEST(Bsgs, SplitCoversEveryOffsetOnce) {
-    for (std::vector<std::int64_t> offs : {std::vector<std::int64_t>{-7, -3, 0, 1, 2, 9, 30}, std::vector<std::int64_t>{0, 64, 128, 192},
-                                           std::vector<std::int64_t>{5, -59}}) {
+    for (std::vector<std::int64_t> offs :
+         {std::vector<std::int64_t>{-7, -3, 0, 1, 2, 9, 30}, std::vector<std::int64_t>{0, 64, 128, 192},
+          std::vector<std::int64_t>{5, -59}}) {
         auto p = plan_bsgs(offs);
         ASSERT_EQ(p.split.size(), offs.size());
         for (std::size_t k = 0; k < offs.size(); ++k)
             EXPECT_EQ(p.babies[p.split[k].first] + p.giants[p.split[k].second], offs[k]);
         for (std::size_t n1 : {1u, 2u, 4u}) {
             auto q = plan_bsgs(offs, n1);
-            for (std::size_t k = 0; k < offs.size(); ++k) EXPECT_EQ(q.babies[q.split[k].first] + q.giants[q.split[k].second], offs[k]);
+            for (std::size_t k = 0; k < offs.size(); ++k)
+                EXPECT_EQ(q.babies[q.split[k].first] + q.giants[q.split[k].second], offs[k]);
         }
     }
     // 2d-1 = 63 consecutive offsets: far fewer rotations than 62 one-by-one
@@ -123,7 +126,8 @@ TEST(LinearTransform, DenseMatrixAndDiagonalsMatchReference) {
             for (std::size_t s = 0; s < dim; ++s)
                 for (int r : {-4, -3, -1, 0, 1, 2, 5, 6, 7}) m[s * dim + (s + dim + r) % dim] = u(e.rng);
             // keys for exactly the elements the transform reports (they depend on the parameters only)
-            const auto elts = LinearTransform::from_matrix(e.ctx, m.data(), dim, e.ctx->max_level(), baby).galois_elements();
+            const auto elts =
+                LinearTransform::from_matrix(e.ctx, m.data(), dim, e.ctx->max_level(), baby).galois_elements();
             test::Env env2(small_params(), {}, elts, 7);
             auto lt = LinearTransform::from_matrix(env2.ctx, m.data(), dim, env2.ctx->max_level(), baby);
             cvec x = env2.random();
@@ -162,7 +166,8 @@ TEST(LinearTransform, PeriodicDiagonalsAreKeptInTheirSubring) {
     const cvec x = env2.random();
     cvec want(slots, 0.0);
     for (const auto& [r, d] : diags)
-        for (std::size_t s = 0; s < slots; ++s) want[s] += d[s] * x[(s + slots + static_cast<std::size_t>(r + static_cast<std::int64_t>(slots))) % slots];
+        for (std::size_t s = 0; s < slots; ++s)
+            want[s] += d[s] * x[(s + slots + static_cast<std::size_t>(r + static_cast<std::int64_t>(slots))) % slots];
     EXPECT_GT(test::precision_bits(env2.decrypt(lt.apply(env2.ev, env2.encrypt(x))), want), 25);
 }
 
@@ -235,7 +240,7 @@ TEST(Matmul, PackingMatchesSeedLayout) {
     ASSERT_EQ(v.size(), 1u);
     for (std::size_t j = 0; j < 16; ++j)
         for (std::size_t i = 0; i < 2; ++i) {
-            EXPECT_EQ(v[0][2 * j + i].real(), A[i][j]);       // V[g*j + i] = M_i[j / d][j mod d]
+            EXPECT_EQ(v[0][2 * j + i].real(), A[i][j]);           // V[g*j + i] = M_i[j / d][j mod d]
             EXPECT_EQ(v[0][32 * 5 + 2 * j + i].real(), A[i][j]);  // tiled
         }
     EXPECT_EQ(enc.unpack(v, 4), A);

@@ -80,8 +80,9 @@ TEST(LinearCombination, AtALowerLevelAndScale) {
     const Ciphertext r = e.ev.linear_combination_at({&ca}, {{0.5, 0.25}}, -0.125, level, scale);
     EXPECT_EQ(r.level(), level);
     EXPECT_EQ(r.scale, scale);
-    EXPECT_LT(max_error(e.decrypt(r), a, [](std::complex<double> x) { return std::complex<double>(0.5, 0.25) * x - 0.125; }),
-              std::ldexp(1.0, -25));
+    EXPECT_LT(
+        max_error(e.decrypt(r), a, [](std::complex<double> x) { return std::complex<double>(0.5, 0.25) * x - 0.125; }),
+        std::ldexp(1.0, -25));
     EXPECT_THROW(e.ev.linear_combination_at({&ca}, {1.0}, 0.0, ca.level()), LevelError);  // not below the term
     EXPECT_THROW(e.ev.linear_combination_at({&ca}, {1.0}, 0.0, level, 0.5), ParameterError);
 }
@@ -98,15 +99,16 @@ TEST(MultiplyAdd, ProductPlusTermsInOneRescale) {
     const Ciphertext cy = e.ev.multiply_scalar(e.encrypt(y), 1.0);  // above the factors' level
     const Ciphertext r = e.ev.multiply_add(fa, cb, 2, {&cy, &fa}, {{0.5, -0.75}, -1.0}, {0.25, 0.5});
     EXPECT_EQ(r.level(), level - 1);
-    EXPECT_DOUBLE_EQ(r.scale, fa.scale * cb.scale / static_cast<double>(e.ctx->rns().prime(static_cast<std::size_t>(level))));
+    EXPECT_DOUBLE_EQ(r.scale,
+                     fa.scale * cb.scale / static_cast<double>(e.ctx->rns().prime(static_cast<std::size_t>(level))));
     const cvec got = e.decrypt(r);
     double err = 0;
     for (std::size_t i = 0; i < x.size(); ++i)
         err = std::max(err, std::abs(got[i] - (2.0 * x[i] * b[i] + std::complex<double>(0.5, -0.75) * y[i] - x[i] +
                                                std::complex<double>(0.25, 0.5))));
     EXPECT_LT(err, std::ldexp(1.0, -20));
-    EXPECT_THROW(e.ev.multiply_add(cx, cb, 1, {}, {}), ParameterError);            // factors at two levels
-    EXPECT_THROW(e.ev.multiply_add(fa, cb, 0, {}, {}), ParameterError);            // k = 0
+    EXPECT_THROW(e.ev.multiply_add(cx, cb, 1, {}, {}), ParameterError);  // factors at two levels
+    EXPECT_THROW(e.ev.multiply_add(fa, cb, 0, {}, {}), ParameterError);  // k = 0
     const Ciphertext deeper = e.ev.multiply_scalar(fa, 1.0);
     EXPECT_THROW(e.ev.multiply_add(fa, cb, 1, {&deeper}, {1.0}), ParameterError);  // a term below the factors
 }
@@ -143,14 +145,14 @@ TEST_P(PolynomialDegrees, MatchesPlainEvaluation) {
     EXPECT_LE(err, std::ldexp(1.0, -20)) << p.describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Bases, PolynomialDegrees,
-    ::testing::Combine(::testing::Values(Basis::power, Basis::chebyshev),
-                       ::testing::Values(1, 2, 3, 4, 5, 7, 8, 12, 15, 16, 31, 33, 63, 64, 127, 200, 255)),
-    [](const auto& info) {
-        return std::string(std::get<0>(info.param) == Basis::power ? "power" : "chebyshev") + "_" +
-               std::to_string(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Bases, PolynomialDegrees,
+                         ::testing::Combine(::testing::Values(Basis::power, Basis::chebyshev),
+                                            ::testing::Values(1, 2, 3, 4, 5, 7, 8, 12, 15, 16, 31, 33, 63, 64, 127, 200,
+                                                              255)),
+                         [](const auto& info) {
+                             return std::string(std::get<0>(info.param) == Basis::power ? "power" : "chebyshev") + "_" +
+                                    std::to_string(std::get<1>(info.param));
+                         });
 
 TEST(Polynomial, ChebyshevOnAnIntervalWithComplexCoefficientsAtDegree1023) {
     auto& e = env();
@@ -220,13 +222,17 @@ TEST(Functions, SigmoidExpSinCosSqrt) {
     EXPECT_LT(max_error(e.decrypt(sigmoid(e.ev, e.encrypt(x8))), x8, [](auto v) { return 1.0 / (1.0 + std::exp(-v)); }),
               1e-4);
     const cvec x1 = uniform(-1, 1, 22);
-    EXPECT_LT(max_error(e.decrypt(kasoku::algo::exp(e.ev, e.encrypt(x1))), x1, [](auto v) { return std::exp(v); }), 1e-6);
+    EXPECT_LT(max_error(e.decrypt(kasoku::algo::exp(e.ev, e.encrypt(x1))), x1, [](auto v) { return std::exp(v); }),
+              1e-6);
     const cvec xp = uniform(-3.14, 3.14, 23);
-    EXPECT_LT(max_error(e.decrypt(kasoku::algo::sin(e.ev, e.encrypt(xp))), xp, [](auto v) { return std::sin(v); }), 1e-6);
-    EXPECT_LT(max_error(e.decrypt(kasoku::algo::cos(e.ev, e.encrypt(xp))), xp, [](auto v) { return std::cos(v); }), 1e-6);
+    EXPECT_LT(max_error(e.decrypt(kasoku::algo::sin(e.ev, e.encrypt(xp))), xp, [](auto v) { return std::sin(v); }),
+              1e-6);
+    EXPECT_LT(max_error(e.decrypt(kasoku::algo::cos(e.ev, e.encrypt(xp))), xp, [](auto v) { return std::cos(v); }),
+              1e-6);
     const cvec xs = uniform(0.1, 1, 24);
-    EXPECT_LT(max_error(e.decrypt(kasoku::algo::sqrt(e.ev, e.encrypt(xs), 0.1, 1)), xs, [](auto v) { return std::sqrt(v); }),
-              1e-4);
+    EXPECT_LT(
+        max_error(e.decrypt(kasoku::algo::sqrt(e.ev, e.encrypt(xs), 0.1, 1)), xs, [](auto v) { return std::sqrt(v); }),
+        1e-4);
 }
 
 TEST(Functions, InverseWithNewtonSteps) {
@@ -249,10 +255,12 @@ TEST(Functions, SignAndCompareAwayFromZero) {
     for (auto& v : x) v = v.real() >= 0 ? std::max(v.real(), eps) : std::min(v.real(), -eps);
     const Ciphertext s = sign(e.ev, e.encrypt(x), eps, bits);
     EXPECT_EQ(s.level(), e.ctx->max_level() - 3 * k);
-    EXPECT_LT(max_error(e.decrypt(s), x, [](auto v) { return v.real() > 0 ? 1.0 : -1.0; }), std::ldexp(1.0, -bits) + 1e-5);
+    EXPECT_LT(max_error(e.decrypt(s), x, [](auto v) { return v.real() > 0 ? 1.0 : -1.0; }),
+              std::ldexp(1.0, -bits) + 1e-5);
     cvec y(x.size(), 0.0);
     const Ciphertext c = compare(e.ev, e.encrypt(x), e.encrypt(y), eps, bits);
-    EXPECT_LT(max_error(e.decrypt(c), x, [](auto v) { return v.real() > 0 ? 1.0 : 0.0; }), std::ldexp(1.0, -bits) + 1e-5);
+    EXPECT_LT(max_error(e.decrypt(c), x, [](auto v) { return v.real() > 0 ? 1.0 : 0.0; }),
+              std::ldexp(1.0, -bits) + 1e-5);
     EXPECT_THROW(sign(e.ev, e.ev.drop_level(e.encrypt(x), 2), eps, bits), LevelError);
     EXPECT_THROW(sign_iterations(0.0, 10), ParameterError);
 }

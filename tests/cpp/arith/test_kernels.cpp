@@ -61,9 +61,9 @@ TEST(Kernels, EveryBodyMatchesScalar) {
                 auto a = residues(rng, n, q), b = residues(rng, n, q), c = residues(rng, n, q);
                 kasoku::AlignedWords r1(n), r2(n);
                 const u64 w = rng() % q, wp = shoup(w, q);
-#define KASOKU_CHECK(call_ref, call_simd)                                                      \
-    call_ref;                                                                                  \
-    call_simd;                                                                                 \
+#define KASOKU_CHECK(call_ref, call_simd) \
+    call_ref;                             \
+    call_simd;                            \
     ASSERT_EQ(r1, r2) << #call_simd << " body=" << k.name << " bits=" << bits << " n=" << n;
                 KASOKU_CHECK(ref.add(a.data(), b.data(), n, q, r1.data()), k.add(a.data(), b.data(), n, q, r2.data()))
                 KASOKU_CHECK(ref.sub(a.data(), b.data(), n, q, r1.data()), k.sub(a.data(), b.data(), n, q, r2.data()))
@@ -95,7 +95,7 @@ TEST(Kernels, DotConstMatchesReference) {
             std::vector<u64> f(s);
             for (size_t i = 0; i < s; ++i) {
                 for (auto& v : y[i]) v = rng() >> 3;  // < 2^61
-                y[i][0] = (u64{1} << 61) - 1;          // worst case: every term at its maximum
+                y[i][0] = (u64{1} << 61) - 1;         // worst case: every term at its maximum
                 y[i][n - 1] = 0;
                 f[i] = i % 4 == 0 ? m.value - 1 : rng() % m.value;
                 yp[i] = y[i].data();
@@ -118,7 +118,8 @@ TEST(Kernels, DotConstMatchesReference) {
                 ASSERT_EQ(r1, expect) << "scalar bits=" << bits << " s=" << s << " corrected=" << corrected;
                 for (const KernelTable* k : bodies) {
                     k->dot_const(yp.data(), f.data(), s, n, m, r2.data(), idx, tab);
-                    ASSERT_EQ(r2, expect) << "body=" << k->name << " bits=" << bits << " s=" << s << " corrected=" << corrected;
+                    ASSERT_EQ(r2, expect)
+                        << "body=" << k->name << " bits=" << bits << " s=" << s << " corrected=" << corrected;
                 }
             }
         }
@@ -163,7 +164,8 @@ TEST(Kernels, DotMatchesReference) {
                         std::vector<const u64*> ap2 = ap;
                         ap2[0] = in_place.data();
                         body->dot(ap2.data(), bp.data(), k, n, m, in_place.data(), false);
-                        ASSERT_EQ(in_place, expect) << "in place, body=" << body->name << " bits=" << bits << " k=" << k;
+                        ASSERT_EQ(in_place, expect)
+                            << "in place, body=" << body->name << " bits=" << bits << " k=" << k;
                     }
                 }
             }

@@ -60,7 +60,8 @@ TEST_P(NttConvolution, MatchesSchoolbook) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, NttConvolution,
-                         ::testing::Combine(::testing::Values(2, 3, 4, 5, 8, 10), ::testing::Values(30, 45, 49, 50, 59, 60, 61),
+                         ::testing::Combine(::testing::Values(2, 3, 4, 5, 8, 10),
+                                            ::testing::Values(30, 45, 49, 50, 59, 60, 61),
                                             ::testing::Values(0, 1, 2, 3)));
 
 TEST(Ntt, ForwardEvaluatesAtOddPowersOfPsi) {
@@ -75,7 +76,10 @@ TEST(Ntt, ForwardEvaluatesAtOddPowersOfPsi) {
         u64 p = 1;
         int e = -1;
         for (size_t j = 0; j < 2 * n; ++j) {
-            if (p == x[k]) { e = static_cast<int>(j); break; }
+            if (p == x[k]) {
+                e = static_cast<int>(j);
+                break;
+            }
             p = mul_mod(p, t.psi(), t.modulus());
         }
         ASSERT_EQ(e % 2, 1);

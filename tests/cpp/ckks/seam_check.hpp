@@ -51,7 +51,8 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
     same(cpu.ev.add_scalar(cpu.ev.sub(a, a), 0.25), ev.add_scalar(ev.sub(a2, a2), 0.25), "sub + add_scalar");
     same(lt1.apply(cpu.ev, a), lt2.apply(ev, a2), "linear transform");
     same(cpu.ev.multiply_by_i(a), ev.multiply_by_i(a2), "multiply_by_i");
-    same(algo::mod_raise(cpu.ev, cpu.ev.drop_level(a, 0)), algo::mod_raise(ev, ev.drop_level(a2, 0)), "mod_raise (bootstrapping)");
+    same(algo::mod_raise(cpu.ev, cpu.ev.drop_level(a, 0)), algo::mod_raise(ev, ev.drop_level(a2, 0)),
+         "mod_raise (bootstrapping)");
     // Keys over fewer primes (Backend::key_switch): the relinearisation key cut to Q_1 * P switches a level-1 operand to
     // the bytes of the whole key; cut to q_0 * p_0 it runs the prefix ModUp and ModDown (bootstrapping's encapsulation).
     auto cut = [](const SwitchKey& k, const rns::RnsContext& r, std::size_t nq, std::size_t np) {
@@ -67,11 +68,11 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
     const std::size_t np = ctx->rns().p_count();
     EXPECT_EQ(serialize(*cpu.ctx, cpu.ev.key_switch(a1, cut(*cpu.ek->relin, cpu.ctx->rns(), 2, np))),
               serialize(*cpu.ctx, cpu.ev.key_switch(a1, *cpu.ek->relin)));
-    same(cpu.ev.key_switch(a1, cut(*cpu.ek->relin, cpu.ctx->rns(), 2, np)), ev.key_switch(a1_2, cut(*ek->relin, ctx->rns(), 2, np)),
-         "key_switch (a key for levels <= 1)");
+    same(cpu.ev.key_switch(a1, cut(*cpu.ek->relin, cpu.ctx->rns(), 2, np)),
+         ev.key_switch(a1_2, cut(*ek->relin, ctx->rns(), 2, np)), "key_switch (a key for levels <= 1)");
     const Ciphertext a0 = cpu.ev.drop_level(a, 0), a0_2 = ev.drop_level(a2, 0);
-    same(cpu.ev.key_switch(a0, cut(*cpu.ek->relin, cpu.ctx->rns(), 1, 1)), ev.key_switch(a0_2, cut(*ek->relin, ctx->rns(), 1, 1)),
-         "key_switch (a key over q_0 * p_0)");
+    same(cpu.ev.key_switch(a0, cut(*cpu.ek->relin, cpu.ctx->rns(), 1, 1)),
+         ev.key_switch(a0_2, cut(*ek->relin, ctx->rns(), 1, 1)), "key_switch (a key over q_0 * p_0)");
     const Ciphertext low = cpu.ev.multiply_scalar(a, 0.5), low2 = ev.multiply_scalar(a2, 0.5);
     same(cpu.ev.linear_combination({&a, &low}, {{0.25, -1.5}, 2.0}, 0.125),
          ev.linear_combination({&a2, &low2}, {{0.25, -1.5}, 2.0}, 0.125), "linear_combination (two levels)");
@@ -82,7 +83,8 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
     // Key generation and encryption in the other context too (its own randomness: checked by decryption).
     KeyGenerator kg(ctx);
     const SecretKey sk2 = kg.secret_key();
-    const Ciphertext c = Encryptor(ctx).encrypt(Encoder(ctx).encode(x, ctx->default_scale(), ctx->max_level()), kg.public_key(sk2));
+    const Ciphertext c =
+        Encryptor(ctx).encrypt(Encoder(ctx).encode(x, ctx->default_scale(), ctx->max_level()), kg.public_key(sk2));
     EXPECT_GT(precision_bits(Decryptor(ctx).decrypt(c, sk2), x), 20);
     return ctx;
 }

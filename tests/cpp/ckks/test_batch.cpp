@@ -29,21 +29,32 @@ TEST_P(Batches, EveryElementEqualsItsSingleOperation) {
         for (std::size_t i = 0; i < count; ++i)
             EXPECT_EQ(serialize(*e.ctx, got[i]), serialize(*e.ctx, single(i))) << what << " element " << i;
     };
-    same(e.ev.add_many(A, B), [&](std::size_t i) { return e.ev.add(a[i], b[i]); }, "add_many");
-    same(e.ev.sub_many(A, B), [&](std::size_t i) { return e.ev.sub(a[i], b[i]); }, "sub_many");
-    same(e.ev.multiply_many(A, B), [&](std::size_t i) { return e.ev.multiply(a[i], b[i]); }, "multiply_many");
-    same(e.ev.multiply_many(A, B, true, false), [&](std::size_t i) { return e.ev.multiply(a[i], b[i], false); },
-         "multiply_many without rescale");
+    same(
+        e.ev.add_many(A, B), [&](std::size_t i) { return e.ev.add(a[i], b[i]); }, "add_many");
+    same(
+        e.ev.sub_many(A, B), [&](std::size_t i) { return e.ev.sub(a[i], b[i]); }, "sub_many");
+    same(
+        e.ev.multiply_many(A, B), [&](std::size_t i) { return e.ev.multiply(a[i], b[i]); }, "multiply_many");
+    same(
+        e.ev.multiply_many(A, B, true, false), [&](std::size_t i) { return e.ev.multiply(a[i], b[i], false); },
+        "multiply_many without rescale");
     const auto tensors = e.ev.tensor_many(A, B);
-    same(tensors, [&](std::size_t i) { return e.ev.tensor(a[i], b[i]); }, "tensor_many");
-    same(e.ev.multiply_many(A, B, false, true), [&](std::size_t i) { return e.ev.rescale(e.ev.tensor(a[i], b[i])); },
-         "multiply_many without relinearisation");
+    same(
+        tensors, [&](std::size_t i) { return e.ev.tensor(a[i], b[i]); }, "tensor_many");
+    same(
+        e.ev.multiply_many(A, B, false, true), [&](std::size_t i) { return e.ev.rescale(e.ev.tensor(a[i], b[i])); },
+        "multiply_many without relinearisation");
     const auto relin = e.ev.relinearize_many(Evaluator::batch(tensors));
-    same(relin, [&](std::size_t i) { return e.ev.relinearize(tensors[i]); }, "relinearize_many");
-    same(e.ev.rescale_many(Evaluator::batch(relin)), [&](std::size_t i) { return e.ev.rescale(relin[i]); }, "rescale_many");
-    same(e.ev.rotate_many(A, 3), [&](std::size_t i) { return e.ev.rotate(a[i], 3); }, "rotate_many");
-    same(e.ev.multiply_plain_many(A, values), [&](std::size_t i) { return e.ev.multiply_plain(a[i], values[i]); },
-         "multiply_plain_many");
+    same(
+        relin, [&](std::size_t i) { return e.ev.relinearize(tensors[i]); }, "relinearize_many");
+    same(
+        e.ev.rescale_many(Evaluator::batch(relin)), [&](std::size_t i) { return e.ev.rescale(relin[i]); },
+        "rescale_many");
+    same(
+        e.ev.rotate_many(A, 3), [&](std::size_t i) { return e.ev.rotate(a[i], 3); }, "rotate_many");
+    same(
+        e.ev.multiply_plain_many(A, values), [&](std::size_t i) { return e.ev.multiply_plain(a[i], values[i]); },
+        "multiply_plain_many");
     EXPECT_TRUE(e.ev.add_many({}, {}).empty());
 }
 
@@ -56,7 +67,7 @@ TEST(BatchErrors, SayWhatIsWrong) {
     EXPECT_THROW(e.ev.add_many(A, {A[0]}), ParameterError);
     EXPECT_THROW(e.ev.add_many(A, {A[0], nullptr, A[2]}), ParameterError);
     EXPECT_THROW(e.ev.multiply_plain_many(A, {e.random()}), ParameterError);
-    EXPECT_THROW(e.ev.rotate_many(A, 2), MissingKeyError);  // an element's error, from the team
+    EXPECT_THROW(e.ev.rotate_many(A, 2), MissingKeyError);    // an element's error, from the team
     const Ciphertext low = e.ev.rescale(e.ev.rescale(a[0]));  // level 0
     EXPECT_THROW(e.ev.rescale_many({&a[1], &low, &a[2]}), LevelError);
 }

@@ -37,7 +37,9 @@ protected:
         static std::map<std::string, std::unique_ptr<Env>> envs;
         const Shape& s = GetParam();
         auto& e = envs[s.name];
-        if (!e) e = std::make_unique<Env>(s.params, std::vector<std::int64_t>{1, -2, 5}, std::vector<std::uint64_t>{}, 42, s.threads);
+        if (!e)
+            e = std::make_unique<Env>(s.params, std::vector<std::int64_t>{1, -2, 5}, std::vector<std::uint64_t>{}, 42,
+                                      s.threads);
         return *e;
     }
 };
@@ -116,7 +118,11 @@ TEST_P(CkksShapes, AddSubNegate) {
     auto a = e.random(), b = e.random();
     auto ca = e.encrypt(a), cb = e.encrypt(b);
     cvec s(a.size()), d(a.size()), n(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) { s[i] = a[i] + b[i]; d[i] = a[i] - b[i]; n[i] = -a[i]; }
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        s[i] = a[i] + b[i];
+        d[i] = a[i] - b[i];
+        n[i] = -a[i];
+    }
     EXPECT_GT(precision_bits(e.decrypt(e.ev.add(ca, cb)), s), 22);
     EXPECT_GT(precision_bits(e.decrypt(e.ev.sub(ca, cb)), d), 22);
     EXPECT_GT(precision_bits(e.decrypt(e.ev.negate(ca)), n), 22);
@@ -127,7 +133,10 @@ TEST_P(CkksShapes, MultiplyRelinRescale) {
     auto a = e.random(true), b = e.random(true), c = e.random();
     auto ca = e.encrypt(a), cb = e.encrypt(b), cc = e.encrypt(c);
     cvec ab(a.size()), abc(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) { ab[i] = a[i] * b[i]; abc[i] = ab[i] * c[i]; }
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        ab[i] = a[i] * b[i];
+        abc[i] = ab[i] * c[i];
+    }
     const int top = e.ctx->max_level();
     auto cab = e.ev.multiply(ca, cb);
     EXPECT_EQ(cab.level(), top - 1);
@@ -149,7 +158,10 @@ TEST_P(CkksShapes, PlainAndScalar) {
     auto ca = e.encrypt(a);
     cvec sum(a.size()), prod(a.size()), sc(a.size()), sp(a.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
-        sum[i] = a[i] + p[i]; prod[i] = a[i] * p[i]; sc[i] = a[i] * 2.5; sp[i] = a[i] + std::complex<double>(0.5, -1.0);
+        sum[i] = a[i] + p[i];
+        prod[i] = a[i] * p[i];
+        sc[i] = a[i] * 2.5;
+        sp[i] = a[i] + std::complex<double>(0.5, -1.0);
     }
     EXPECT_GT(precision_bits(e.decrypt(e.ev.add_plain(ca, p)), sum), 22);
     EXPECT_GT(precision_bits(e.decrypt(e.ev.multiply_plain(ca, p)), prod), 20);
@@ -166,7 +178,8 @@ TEST_P(CkksShapes, RotateAndConjugate) {
     const std::size_t n = a.size();
     for (std::int64_t step : {1, -2, 5}) {
         cvec want(n);
-        for (std::size_t i = 0; i < n; ++i) want[i] = a[(i + n + static_cast<std::size_t>(step % static_cast<std::int64_t>(n) + n)) % n];
+        for (std::size_t i = 0; i < n; ++i)
+            want[i] = a[(i + n + static_cast<std::size_t>(step % static_cast<std::int64_t>(n) + n)) % n];
         EXPECT_GT(precision_bits(e.decrypt(e.ev.rotate(ca, step)), want), 20) << "step " << step;
     }
     cvec conj(n);
@@ -206,7 +219,8 @@ TEST_P(CkksShapes, SerializationRoundTripsAndRejections) {
     EXPECT_EQ(back.polys[0], ct.polys[0]);
     EXPECT_GT(precision_bits(e.decrypt(back), a), 22);
     // every single-byte corruption in a sample of positions is detected
-    for (std::size_t pos : {std::size_t{0}, std::size_t{5}, std::size_t{9}, std::size_t{30}, b.size() / 2, b.size() - 1}) {
+    for (std::size_t pos :
+         {std::size_t{0}, std::size_t{5}, std::size_t{9}, std::size_t{30}, b.size() / 2, b.size() - 1}) {
         Bytes c = b;
         c[pos] ^= 0x40;
         EXPECT_THROW(deserialize_ciphertext(*e.ctx, c.data(), c.size()), SerializationError) << pos;

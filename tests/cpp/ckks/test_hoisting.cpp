@@ -54,7 +54,9 @@ protected:
         static std::map<std::string, std::unique_ptr<Env>> envs;
         const test::Shape& s = GetParam();
         auto& e = envs[s.name];
-        if (!e) e = std::make_unique<Env>(s.params, std::vector<std::int64_t>{1, -2, 5, 17}, all_trace_elements(s.params), 7, s.threads);
+        if (!e)
+            e = std::make_unique<Env>(s.params, std::vector<std::int64_t>{1, -2, 5, 17}, all_trace_elements(s.params),
+                                      7, s.threads);
         return *e;
     }
 };
@@ -64,7 +66,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Hoisting, ::testing::ValuesIn(shapes()),
 cvec rotated(const cvec& v, std::int64_t step) {
     const std::int64_t s = static_cast<std::int64_t>(v.size());
     cvec r(v.size());
-    for (std::int64_t i = 0; i < s; ++i) r[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(((i + step) % s + s) % s)];
+    for (std::int64_t i = 0; i < s; ++i)
+        r[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(((i + step) % s + s) % s)];
     return r;
 }
 
@@ -239,7 +242,7 @@ TEST_P(Hoisting, MissingKeyNamesTheElement) {
     }
     EXPECT_THROW(ev.sum_slots(c, 8), MissingKeyError);  // every h needs it
     EXPECT_THROW(ev.rotate_hoisted(c, {4}), MissingKeyError);
-    EXPECT_THROW(ev.sum_slots(c, 6), ParameterError);  // not a power of two
+    EXPECT_THROW(ev.sum_slots(c, 6), ParameterError);                          // not a power of two
     EXPECT_THROW(ev.trace(c, {e.ctx->galois_element(1)}, 2), ParameterError);  // h > M
     // One check of Galois elements for every operation, naming the operation: even, 2n or more, 1 where a key switch
     // is needed.

@@ -26,7 +26,8 @@ constexpr std::size_t kHeader = 24, kDigest = 32;
 std::size_t packed_bytes(const Context& ctx, std::size_t nq, std::size_t np) {
     std::size_t bits = 0;
     const auto& r = ctx.rns();
-    for (std::size_t l = 0; l < nq + np; ++l) bits += 64 - static_cast<std::size_t>(__builtin_clzll(r.prime(r.prime_index(l, nq)) - 1));
+    for (std::size_t l = 0; l < nq + np; ++l)
+        bits += 64 - static_cast<std::size_t>(__builtin_clzll(r.prime(r.prime_index(l, nq)) - 1));
     return ctx.n() * bits / 8;
 }
 
@@ -42,7 +43,9 @@ Bytes resealed(Bytes b, const std::function<void(Bytes&)>& edit) {
     return b;
 }
 
-bool zero(const std::uint64_t* limb, std::size_t n) { return std::all_of(limb, limb + n, [](std::uint64_t x) { return x == 0; }); }
+bool zero(const std::uint64_t* limb, std::size_t n) {
+    return std::all_of(limb, limb + n, [](std::uint64_t x) { return x == 0; });
+}
 
 // Where a packed limb begins: after key id (8), scale (8), count (4), seed flag (1), shape (9) and the limb tags.
 std::size_t first_limb_of_ciphertext(const Ciphertext& ct) { return kHeader + 8 + 8 + 4 + 1 + 9 + ct.polys[0].limbs(); }
@@ -169,13 +172,14 @@ TEST(Serialization, KeysDropTheirFirstLimbWhereTheErrorIsNegligible) {
         for (const auto& b : k->b)
             rounded.ctx->backend().download(b, [&](const std::uint64_t* const* limbs) {
                 EXPECT_TRUE(zero(limbs[0], r.n()));
-                for (std::size_t l = 1; l < b.limbs(); ++l)
-                    EXPECT_FALSE(zero(limbs[l], r.n())) << l;
+                for (std::size_t l = 1; l < b.limbs(); ++l) EXPECT_FALSE(zero(limbs[l], r.n())) << l;
             });
     const Bytes kb = serialize(*rounded.ctx, g);
     const std::size_t q0_bytes = r.n() * 60 / 8;
-    EXPECT_EQ(kb.size(), kHeader + 13 + 32 + r.dnum() * (9 + r.q_count() + r.p_count() +
-                                                          packed_bytes(*rounded.ctx, r.q_count(), r.p_count()) - q0_bytes) + kDigest);
+    EXPECT_EQ(kb.size(), kHeader + 13 + 32 +
+                             r.dnum() * (9 + r.q_count() + r.p_count() +
+                                         packed_bytes(*rounded.ctx, r.q_count(), r.p_count()) - q0_bytes) +
+                             kDigest);
     const cvec v = rounded.random(true);
     cvec rot(v.size()), sq(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -186,14 +190,14 @@ TEST(Serialization, KeysDropTheirFirstLimbWhereTheErrorIsNegligible) {
     EXPECT_GT(precision_bits(rounded.decrypt(rounded.ev.rotate(ct, 1)), rot), 20);
     EXPECT_GT(precision_bits(rounded.decrypt(rounded.ev.multiply(ct, ct)), sq), 20);
     std::vector<std::unique_ptr<Env>> others;
-    others.push_back(std::make_unique<Env>(Parameters::named("T12"), std::vector<std::int64_t>{1}, std::vector<std::uint64_t>{}, 3, 1));
+    others.push_back(std::make_unique<Env>(Parameters::named("T12"), std::vector<std::int64_t>{1},
+                                           std::vector<std::uint64_t>{}, 3, 1));
     others.push_back(std::make_unique<Env>(test::research_params(11, 60, 40, 3, 60, 2), std::vector<std::int64_t>{1},
                                            std::vector<std::uint64_t>{}, 3, 1));
     for (const auto& other : others) {
         const auto& b = other->ek->galois.begin()->second->b[0];
-        other->ctx->backend().download(b, [&](const std::uint64_t* const* limbs) {
-            EXPECT_FALSE(zero(limbs[0], other->ctx->n()));
-        });
+        other->ctx->backend().download(
+            b, [&](const std::uint64_t* const* limbs) { EXPECT_FALSE(zero(limbs[0], other->ctx->n())); });
     }
 }
 
@@ -215,12 +219,13 @@ TEST(Serialization, ZstdRoundTripsAndRefusesBombs) {
     };
     rejects(resealed(z, [](Bytes& x) { x[kHeader] ^= 0xff; }), "magic of the frame");
     rejects(resealed(z, [](Bytes& x) { x[x.size() - 40] ^= 0x55; }), "frame body");
-    rejects(resealed(z, [](Bytes& x) {
-                std::vector<std::uint8_t> zeros(64u << 20), frame(ZSTD_compressBound(zeros.size()));
-                frame.resize(ZSTD_compress(frame.data(), frame.size(), zeros.data(), zeros.size(), 1));
-                x.resize(kHeader);
-                x.insert(x.end(), frame.begin(), frame.end());
-            }),
+    rejects(resealed(z,
+                     [](Bytes& x) {
+                         std::vector<std::uint8_t> zeros(64u << 20), frame(ZSTD_compressBound(zeros.size()));
+                         frame.resize(ZSTD_compress(frame.data(), frame.size(), zeros.data(), zeros.size(), 1));
+                         x.resize(kHeader);
+                         x.insert(x.end(), frame.begin(), frame.end());
+                     }),
             "bomb");
     rejects(resealed(plain, [](Bytes& x) { x[7] = 2; }), "flag");
 }
@@ -237,7 +242,8 @@ TEST(Serialization, H16SecretKeyCiphertextAndGaloisKeyAtMostAThird) {
     const std::size_t v3_key = 24 + 8 + 4 + r.dnum() * 2 * (9 + (nq + np) * n * 8) + 32;
     const std::size_t v3_ct = 24 + 20 + 2 * (9 + nq * n * 8) + 32;
     Encoder enc(ctx);
-    const Ciphertext ct = Encryptor(ctx).encrypt_symmetric(enc.encode(cvec(ctx->slots(), 0.5), ctx->default_scale(), ctx->user_level()), sk);
+    const Ciphertext ct = Encryptor(ctx).encrypt_symmetric(
+        enc.encode(cvec(ctx->slots(), 0.5), ctx->default_scale(), ctx->user_level()), sk);
     const double key_ratio = static_cast<double>(serialize(*ctx, g).size()) / static_cast<double>(v3_key);
     const double ct_ratio = static_cast<double>(serialize(*ctx, ct).size()) / static_cast<double>(v3_ct);
     EXPECT_EQ(v3_key, 88080506u);  // format 3's Galois key at H16, as measured then (docs/PERFORMANCE.md)

@@ -62,7 +62,8 @@ struct Primes {
     std::vector<Modulus> m;
     std::vector<std::unique_ptr<arith::NttTables>> ntt;
     std::size_t first_special;
-    Primes(std::size_t n_, const std::vector<int>& bits, std::size_t special) : n(n_), first_special(bits.size() - special) {
+    Primes(std::size_t n_, const std::vector<int>& bits, std::size_t special)
+        : n(n_), first_special(bits.size() - special) {
         for (int b : bits) {
             q.push_back(arith::generate_ntt_primes(b, 1, n, q)[0]);
             m.emplace_back(q.back());
@@ -115,7 +116,8 @@ void check_elementwise(Space& sp, std::size_t n) {
     for (std::size_t l = 0; l < L; ++l) kp[l] = arith::shoup(k[l] = rng() % P.q[l], P.q[l]);
     std::vector<std::uint32_t> perm(n);
     for (std::size_t x = 0; x < n; ++x) perm[x] = static_cast<std::uint32_t>((5 * x + 3) % n);
-    u64 *da = sp.put(a), *db = sp.put(b), *dc = sp.put(c), *dk = sp.put(k), *dkp = sp.put(kp), *out = sp.put(std::vector<u64>(W));
+    u64 *da = sp.put(a), *db = sp.put(b), *dc = sp.put(c), *dk = sp.put(k), *dkp = sp.put(kp),
+        *out = sp.put(std::vector<u64>(W));
     const std::uint32_t* dperm = sp.put(perm);
     // two runs (limbs 0-2, 3-4) as the backend makes for q- and special limbs; constants from a table or the pool
     auto items = [&](bool pool) {
@@ -298,8 +300,9 @@ void check_ntt(Space& sp, std::size_t n) {
         std::vector<u64> tl(t.begin() + l * n, t.begin() + (l + 1) * n), r(n);
         arith::ntt_forward(tl.data(), *P.ntt[l]);
         for (std::size_t k = 0; k < n; ++k)
-            r[k] = arith::add_mod(arith::mul_shoup(arith::sub_mod(a[l * n + k], tl[k], P.q[l]), inv[l], invp[l], P.q[l]),
-                                  add[l * n + k], P.q[l]);
+            r[k] =
+                arith::add_mod(arith::mul_shoup(arith::sub_mod(a[l * n + k], tl[k], P.q[l]), inv[l], invp[l], P.q[l]),
+                               add[l * n + k], P.q[l]);
         arith::permute(r.data(), perm.data(), n, want.data() + l * n);
     }
     it = {};
@@ -339,7 +342,8 @@ void check_conversions(Space& sp, std::size_t n) {
     cs.r = ring;
     cs.nq = static_cast<u32>(nq);
     cs.np = static_cast<u32>(np);
-    sp.template run<kern::ConvertUp>(cs, {{sp.put(y), sp.put(own), dst, sp.put(up.factors()), static_cast<u32>(s), static_cast<u32>(begin)}});
+    sp.template run<kern::ConvertUp>(
+        cs, {{sp.put(y), sp.put(own), dst, sp.put(up.factors()), static_cast<u32>(s), static_cast<u32>(begin)}});
     ASSERT_EQ(sp.get(dst, all * n), want) << "ModUp conversion, n=" << n;
 
     std::vector<Modulus> special(P.m.begin() + nq, P.m.end()), qs(P.m.begin(), P.m.begin() + nq);
@@ -353,8 +357,9 @@ void check_conversions(Space& sp, std::size_t n) {
     u64* out = sp.put(std::vector<u64>(nq * n));
     kern::RingOnly ds{};
     ds.r = ring;
-    sp.template run<kern::ConvertDown>(ds, {{sp.put(z), out, sp.put(down.factors()), sp.put(down.q_multiples()),
-                                             sp.put(down.inverse_primes()), static_cast<u32>(np), static_cast<u32>(nq)}});
+    sp.template run<kern::ConvertDown>(
+        ds, {{sp.put(z), out, sp.put(down.factors()), sp.put(down.q_multiples()), sp.put(down.inverse_primes()),
+              static_cast<u32>(np), static_cast<u32>(nq)}});
     ASSERT_EQ(sp.get(out, nq * n), want) << "exact conversion, n=" << n;
 }
 
@@ -410,7 +415,8 @@ void check_products(Space& sp, std::size_t n) {
         for (std::size_t w = 0; w < W; ++w) {
             const std::size_t t = w / n, k = w % n, prime = t < oq ? t : nq + (t - oq);  // also the key's limb
             const Modulus& m = P.m[prime];
-            u64 rb = accumulate ? old_b[w] : 0, ra = accumulate ? old_a[w] : 0, rc = accumulate && t < oq ? old_c[w] : 0;
+            u64 rb = accumulate ? old_b[w] : 0, ra = accumulate ? old_a[w] : 0,
+                rc = accumulate && t < oq ? old_c[w] : 0;
             for (std::size_t e = 0; e < 2; ++e) {
                 const std::size_t kk = e == 1 ? perm[k] : k, x = t * n + kk, y = prime * n + kk;
                 for (std::size_t j = 0; j < D; ++j) {
@@ -450,8 +456,8 @@ void check_products(Space& sp, std::size_t n) {
         u64* out = sp.put(std::vector<u64>(nq * n));
         kern::RingOnly rs{};
         rs.r = ring;
-        sp.template run<kern::RoundLast>(rs, {{sp.put(last), with_addend ? sp.put(e) : nullptr, out, sp.put(half), r,
-                                                static_cast<u32>(nq), 0}});
+        sp.template run<kern::RoundLast>(
+            rs, {{sp.put(last), with_addend ? sp.put(e) : nullptr, out, sp.put(half), r, static_cast<u32>(nq), 0}});
         ASSERT_EQ(sp.get(out, nq * n), want) << "rounding correction, addend=" << with_addend;
     }
 
@@ -491,7 +497,8 @@ void check_products(Space& sp, std::size_t n) {
     std::vector<u64> want = acc;
     for (std::size_t l = 0; l < nq; ++l)
         for (std::size_t i = 0; i < T; ++i)
-            scalar().fma(xs[i].data() + l * n, ys[i].data() + l * n, want.data() + l * n, n, P.m[l], want.data() + l * n);
+            scalar().fma(xs[i].data() + l * n, ys[i].data() + l * n, want.data() + l * n, n, P.m[l],
+                         want.data() + l * n);
     ASSERT_EQ(sp.get(si.out, QW), want) << "sum of products";
 
     kern::LcShared ls{};

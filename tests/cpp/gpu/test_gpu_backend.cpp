@@ -60,18 +60,20 @@ void expect_same_bootstrap(const rns::BackendFactory& factory) {
     EvaluationKeys keys = *cpu.ek;
     KeyGenerator(cpu.ctx).encapsulation_keys(cpu.sk, keys);
     auto ctx = Context::create(p, 1, factory);
-    const auto ek = std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, keys, deserialize_evaluation_keys));
+    const auto ek =
+        std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, keys, deserialize_evaluation_keys));
     const Evaluator ev(cpu.ctx, std::make_shared<const EvaluationKeys>(std::move(keys)));
     for (const auto& cfg : configs) {
         const algo::Bootstrapper boot(cpu.ctx, cfg), boot2(ctx, cfg);
         const int level = boot.input_level();
-        const Ciphertext a = cpu.encryptor.encrypt(cpu.enc.encode(cpu.random(true), cpu.ctx->scale_at(level), level), cpu.pk);
+        const Ciphertext a =
+            cpu.encryptor.encrypt(cpu.enc.encode(cpu.random(true), cpu.ctx->scale_at(level), level), cpu.pk);
         const Ciphertext a2 = test::moved(*cpu.ctx, *ctx, a, deserialize_ciphertext);
         const Ciphertext out = boot.bootstrap(ev, a);
         const Ciphertext out2 = boot2.bootstrap(Evaluator(ctx, ek), a2);
         EXPECT_EQ(out.level(), ctx->user_level());
-        EXPECT_EQ(serialize(*cpu.ctx, out), serialize(*ctx, out2)) << "bootstrap on " << ctx->backend().name() << ", "
-                                                                    << boot.slots() << " slots";
+        EXPECT_EQ(serialize(*cpu.ctx, out), serialize(*ctx, out2))
+            << "bootstrap on " << ctx->backend().name() << ", " << boot.slots() << " slots";
     }
 }
 
@@ -88,7 +90,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuBackendShapes, ::testing::ValuesIn(kShapes),
 
 TEST(GpuBackend, CudaFactoryWithoutADeviceIsADeviceError) {
     if (gpu::cuda_info().available) GTEST_SKIP() << "a CUDA device is present";
-    EXPECT_THROW(Context::create(test::research_params(8, 50, 32, 2, 50, 1), 1, gpu::make_cuda_backend), kasoku::DeviceError);
+    EXPECT_THROW(Context::create(test::research_params(8, 50, 32, 2, 50, 1), 1, gpu::make_cuda_backend),
+                 kasoku::DeviceError);
 }
 
 }  // namespace
@@ -102,7 +105,8 @@ TEST(GpuBackend, EmulatedBatchesAreOneLaunchSequenceWithTheCpuBits) {
     const Parameters p = test::with_dnum(test::research_params(8, 50, 32, 3, 50, 2), 2);
     test::Env cpu(p, {3}, {}, 11, 1);
     auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
-    const auto ek = std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, *cpu.ek, deserialize_evaluation_keys));
+    const auto ek =
+        std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, *cpu.ek, deserialize_evaluation_keys));
     const Evaluator ev(ctx, ek);
     const std::size_t count = 5;
     std::vector<Ciphertext> a, b, a2, b2;
@@ -120,15 +124,21 @@ TEST(GpuBackend, EmulatedBatchesAreOneLaunchSequenceWithTheCpuBits) {
         for (std::size_t i = 0; i < count; ++i)
             EXPECT_EQ(serialize(*ctx, got[i]), serialize(*cpu.ctx, single(i))) << what << " element " << i;
     };
-    same(ev.add_many(A, B), [&](std::size_t i) { return cpu.ev.add(a[i], b[i]); }, "add_many");
-    same(ev.multiply_many(A, B), [&](std::size_t i) { return cpu.ev.multiply(a[i], b[i]); }, "multiply_many");
+    same(
+        ev.add_many(A, B), [&](std::size_t i) { return cpu.ev.add(a[i], b[i]); }, "add_many");
+    same(
+        ev.multiply_many(A, B), [&](std::size_t i) { return cpu.ev.multiply(a[i], b[i]); }, "multiply_many");
     const auto tensors = ev.tensor_many(A, B);
-    same(ev.relinearize_many(Evaluator::batch(tensors)),
-         [&](std::size_t i) { return cpu.ev.relinearize(cpu.ev.tensor(a[i], b[i])); }, "tensor_many, relinearize_many");
-    same(ev.rescale_many(A), [&](std::size_t i) { return cpu.ev.rescale(a[i]); }, "rescale_many");
-    same(ev.rotate_many(A, 3), [&](std::size_t i) { return cpu.ev.rotate(a[i], 3); }, "rotate_many");
-    same(ev.multiply_plain_many(A, values), [&](std::size_t i) { return cpu.ev.multiply_plain(a[i], values[i]); },
-         "multiply_plain_many");
+    same(
+        ev.relinearize_many(Evaluator::batch(tensors)),
+        [&](std::size_t i) { return cpu.ev.relinearize(cpu.ev.tensor(a[i], b[i])); }, "tensor_many, relinearize_many");
+    same(
+        ev.rescale_many(A), [&](std::size_t i) { return cpu.ev.rescale(a[i]); }, "rescale_many");
+    same(
+        ev.rotate_many(A, 3), [&](std::size_t i) { return cpu.ev.rotate(a[i], 3); }, "rotate_many");
+    same(
+        ev.multiply_plain_many(A, values), [&](std::size_t i) { return cpu.ev.multiply_plain(a[i], values[i]); },
+        "multiply_plain_many");
 
     auto launches = [](const std::function<void()>& f) {
         f();
@@ -143,9 +153,10 @@ TEST(GpuBackend, EmulatedBatchesAreOneLaunchSequenceWithTheCpuBits) {
     std::vector<Ciphertext> mixed = a2;
     mixed[2] = ev.drop_level(a2[2], 1);
     const Ciphertext low = cpu.ev.drop_level(a[2], 1);
-    same(ev.multiply_many(Evaluator::batch(mixed), B),
-         [&](std::size_t i) { return i == 2 ? cpu.ev.multiply(low, b[i]) : cpu.ev.multiply(a[i], b[i]); },
-         "multiply_many at two levels");
+    same(
+        ev.multiply_many(Evaluator::batch(mixed), B),
+        [&](std::size_t i) { return i == 2 ? cpu.ev.multiply(low, b[i]) : cpu.ev.multiply(a[i], b[i]); },
+        "multiply_many at two levels");
 
     int refused = 0;
     ctx->backend().for_each(2, 1, [&](std::size_t i, Exec) {
@@ -172,11 +183,17 @@ public:
         live_ -= static_cast<long>(words);
         delete[] p;
     }
-    void copy(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override { std::copy_n(src, words, dst); }
+    void copy(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override {
+        std::copy_n(src, words, dst);
+    }
     void zero(std::uint64_t* p, std::size_t words) const override { std::fill_n(p, words, 0); }
     void wipe(std::uint64_t* p, std::size_t words) const noexcept override { std::fill_n(p, words, 0); }
-    bool equal(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) const override { return std::equal(a, a + words, b); }
-    void to_host(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override { copy(src, words, dst); }
+    bool equal(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) const override {
+        return std::equal(a, a + words, b);
+    }
+    void to_host(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override {
+        copy(src, words, dst);
+    }
     void from_host(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const override {
         if (++transfers_ >= fail_at_) throw DeviceError("out of device memory (a test's failing memory)");
         copy(src, words, dst);
@@ -194,7 +211,8 @@ TEST(GpuBackend, ADeviceFailureWhileUploadingTheTablesLeaksNothing) {
     const auto ctx = Context::create(test::research_params(8, 50, 32, 3, 50, 2), 1);
     for (int fail_at : {1, 2, 7, 30}) {
         const auto mem = std::make_shared<FailingMemory>(fail_at);
-        EXPECT_THROW(gpu::make_emulated_gpu_backend_over(ctx->backend().ring_ptr(), mem), DeviceError) << "failing at transfer " << fail_at;
+        EXPECT_THROW(gpu::make_emulated_gpu_backend_over(ctx->backend().ring_ptr(), mem), DeviceError)
+            << "failing at transfer " << fail_at;
         EXPECT_EQ(mem->live(), 0) << "words left allocated after a failure at transfer " << fail_at;
     }
     const auto mem = std::make_shared<FailingMemory>(1 << 30);

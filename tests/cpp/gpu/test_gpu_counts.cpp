@@ -53,7 +53,8 @@ std::vector<Measured> measure(const std::string& set, bool hoisting, const std::
     KeyGenerator kg(ctx);
     const SecretKey sk = kg.secret_key();
     const PublicKey pk = kg.public_key(sk);
-    const std::vector<std::int64_t> steps = hoisting ? std::vector<std::int64_t>{1, 2, 3, 4} : std::vector<std::int64_t>{1};
+    const std::vector<std::int64_t> steps =
+        hoisting ? std::vector<std::int64_t>{1, 2, 3, 4} : std::vector<std::int64_t>{1};
     const auto ek = std::make_shared<const EvaluationKeys>(kg.evaluation_keys(sk, true, steps, false, {}));
     const Evaluator ev(ctx, ek);
     const Encoder enc(ctx);
@@ -124,12 +125,15 @@ void print_table(const std::vector<Measured>& ms) {
               << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for (const Measured& m : ms)
         std::cout << "| " << m.set << " | " << m.op << " | " << m.counts.launches << " | " << m.counts.syncs << " | "
-                  << m.counts.allocations << " | " << std::fixed << std::setprecision(1) << m.counts.bytes / 1e6 << " | "
-                  << std::setprecision(2) << static_cast<double>(m.counts.bytes) / static_cast<double>(m.min_bytes) << " | "
+                  << m.counts.allocations << " | " << std::fixed << std::setprecision(1) << m.counts.bytes / 1e6
+                  << " | " << std::setprecision(2)
+                  << static_cast<double>(m.counts.bytes) / static_cast<double>(m.min_bytes) << " | "
                   << std::setprecision(0) << gpu::model_us(m.counts, gpu::kH100) << " |\n";
     for (const Measured& m : ms) {
         if (m.set != "H16" || (m.op != "MulRelinRescale" && m.op != "Rotate")) continue;
-        std::cout << "\n" << m.set << " " << m.op << " by kernel\n\n| kernel | launches | MB | 64-bit mults (M) | model H100 (us) |\n"
+        std::cout << "\n"
+                  << m.set << " " << m.op
+                  << " by kernel\n\n| kernel | launches | MB | 64-bit mults (M) | model H100 (us) |\n"
                   << "| --- | ---: | ---: | ---: | ---: |\n";
         for (const auto& [name, k] : m.counts.kernels)
             std::cout << "| " << name << " | " << k.launches << " | " << std::setprecision(1) << k.bytes / 1e6 << " | "
@@ -147,8 +151,8 @@ TEST(GpuCounts, H16AndB13WithinTheCommittedBudget) {
         out << "# The GPU backend's launch budget (tests/cpp/gpu/test_gpu_counts.cpp): per operation after a warm-up,\n"
                "# set op launches host_syncs allocations bytes. Counts may fall; a rise fails the test.\n";
         for (const Measured& m : ms)
-            out << m.set << " " << m.op << " " << m.counts.launches << " " << m.counts.syncs << " " << m.counts.allocations
-                << " " << m.counts.bytes << "\n";
+            out << m.set << " " << m.op << " " << m.counts.launches << " " << m.counts.syncs << " "
+                << m.counts.allocations << " " << m.counts.bytes << "\n";
         std::cout << "wrote the budget to " << path << "\n";
     }
     const auto budget = read_budget();
@@ -171,8 +175,8 @@ TEST(GpuCounts, CountsDoNotDependOnTheData) {
         if (skip) s.emplace();
         test::Env env(p, {1}, {}, 3, 1);
         auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
-        const auto ek = std::make_shared<const EvaluationKeys>(
-            test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
+        const auto ek =
+            std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
         const Ciphertext a = test::moved(*env.ctx, *ctx, env.encrypt(env.random()), deserialize_ciphertext);
         const Evaluator ev(ctx, ek);
         return count([&] { ev.rotate(ev.multiply(a, a), 1); });
@@ -191,7 +195,8 @@ TEST(GpuCounts, DebugSwitchWaitsForEveryLaunch) {
     const Parameters p = test::research_params(8, 50, 32, 2, 50, 1);
     test::Env env(p, {1}, {}, 3, 1);
     auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
-    const auto ek = std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
+    const auto ek =
+        std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
     const Ciphertext a = test::moved(*env.ctx, *ctx, env.encrypt(env.random()), deserialize_ciphertext);
     const Evaluator ev(ctx, ek);
     const gpu::Counts off = count([&] { ev.rotate(a, 1); });
@@ -213,8 +218,8 @@ TEST(GpuCounts, CudaCountsAreTheEmulatedOnes) {
     test::Env env(p, {1}, {}, 3, 1);
     auto counts = [&](const rns::BackendFactory& f) {
         auto ctx = Context::create(p, 1, f);
-        const auto ek = std::make_shared<const EvaluationKeys>(
-            test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
+        const auto ek =
+            std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
         const Ciphertext a = test::moved(*env.ctx, *ctx, env.encrypt(env.random()), deserialize_ciphertext);
         const Evaluator ev(ctx, ek);
         return count([&] { ev.rotate(ev.multiply(a, a), 1); });

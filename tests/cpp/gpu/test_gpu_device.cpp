@@ -38,7 +38,8 @@ TEST(GpuRuntime, InfoAndMemorySaySoWithoutADevice) {
         gpu::cuda_memory();
         FAIL() << "cuda_memory() without a device must throw";
     } catch (const DeviceError& e) {
-        EXPECT_NE(std::string(e.what()).find(info.compiled ? "no CUDA device" : "without CUDA"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(info.compiled ? "no CUDA device" : "without CUDA"), std::string::npos)
+            << e.what();
     }
 }
 
@@ -105,16 +106,16 @@ namespace {
 TEST(GpuRuntime, CompiledArchitecturesAgainstTheDevice) {
     using gpu::architecture_mismatch;
     EXPECT_EQ(architecture_mismatch("80,89,90", 9, 0), "");
-    EXPECT_EQ(architecture_mismatch("80;89;90", 8, 6), "");      // sm_80 machine code runs on 8.6
-    EXPECT_EQ(architecture_mismatch("90", 10, 0), "");           // PTX of compute_90, compiled by the driver
-    EXPECT_EQ(architecture_mismatch("native", 7, 5), "");        // CUDA decides
-    EXPECT_NE(architecture_mismatch("90-real", 10, 0), "");      // no PTX: machine code of another major version
-    EXPECT_NE(architecture_mismatch("90a", 10, 0), "");          // architecture-specific: sm_90 only
+    EXPECT_EQ(architecture_mismatch("80;89;90", 8, 6), "");  // sm_80 machine code runs on 8.6
+    EXPECT_EQ(architecture_mismatch("90", 10, 0), "");       // PTX of compute_90, compiled by the driver
+    EXPECT_EQ(architecture_mismatch("native", 7, 5), "");    // CUDA decides
+    EXPECT_NE(architecture_mismatch("90-real", 10, 0), "");  // no PTX: machine code of another major version
+    EXPECT_NE(architecture_mismatch("90a", 10, 0), "");      // architecture-specific: sm_90 only
     EXPECT_EQ(architecture_mismatch("90a", 9, 0), "");
     const std::string old = architecture_mismatch("80,89,90", 7, 5);
     EXPECT_NE(old.find("80,89,90"), std::string::npos) << old;
     EXPECT_NE(old.find("-DCMAKE_CUDA_ARCHITECTURES=75"), std::string::npos) << old;
-    EXPECT_NE(architecture_mismatch("89-virtual", 8, 6), "");    // PTX newer than the device
+    EXPECT_NE(architecture_mismatch("89-virtual", 8, 6), "");  // PTX newer than the device
     EXPECT_EQ(architecture_mismatch("86-virtual", 8, 9), "");
 }
 

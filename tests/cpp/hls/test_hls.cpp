@@ -26,7 +26,6 @@ std::vector<word> random_input(const Field& f, std::uint64_t seed, bool zero_top
     return x;
 }
 
-
 constexpr Structure kStructures[] = {Structure::nested, Structure::inner_flattened, Structure::fully_flattened,
                                      Structure::two_butterflies};
 
@@ -65,7 +64,8 @@ TEST(HlsNtt, EveryStructureEqualsTheSchoolbookDft) {
                 const std::size_t k = rng() % M;
                 const word w = pow_mod(f.alpha, k, f.p);
                 word acc = 0, wt = 1;
-                for (std::size_t t = 0; t < M; ++t, wt = mul_mod(wt, w, f.p)) acc = add_mod(acc, mul_mod(x[t], wt, f.p), f.p);
+                for (std::size_t t = 0; t < M; ++t, wt = mul_mod(wt, w, f.p))
+                    acc = add_mod(acc, mul_mod(x[t], wt, f.p), f.p);
                 want[k] = acc;
                 ks.push_back(k);
             }
@@ -73,7 +73,8 @@ TEST(HlsNtt, EveryStructureEqualsTheSchoolbookDft) {
         for (Structure s : kStructures) {
             const auto got = ntt(s, f, x);
             ASSERT_EQ(got.size(), M);
-            for (std::size_t k : ks) ASSERT_EQ(got[bit_reverse(k, m)], want[k]) << structure_name(s) << " m = " << m << " k = " << k;
+            for (std::size_t k : ks)
+                ASSERT_EQ(got[bit_reverse(k, m)], want[k]) << structure_name(s) << " m = " << m << " k = " << k;
         }
     }
 }
@@ -178,7 +179,8 @@ TEST(HlsBigmul, WideBaseEqualsGmp) {
         return out;
     };
     std::mt19937_64 rng(5);
-    for (auto [n, k] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 200}, {49, 49}, {100, 1000}, {2500, 1777}, {9000, 8000}}) {
+    for (auto [n, k] :
+         {std::pair<std::size_t, std::size_t>{1, 1}, {3, 200}, {49, 49}, {100, 1000}, {2500, 1777}, {9000, 8000}}) {
         std::vector<std::uint32_t> a(n), b(k);
         for (auto& v : a) v = static_cast<std::uint32_t>(rng());
         for (auto& v : b) v = static_cast<std::uint32_t>(rng());
@@ -209,7 +211,8 @@ TEST(HlsBigmul, MultiplierKeepsTablesAndTheProducts) {
     for (const auto& [a, b] : cases) want.push_back(multiply(a, b));
     auto check = [&] {
         for (int round = 0; round < 2; ++round)
-            for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(mult.multiply(cases[i].first, cases[i].second), want[i]) << i;
+            for (std::size_t i = 0; i < cases.size(); ++i)
+                EXPECT_EQ(mult.multiply(cases[i].first, cases[i].second), want[i]) << i;
     };
     std::thread other(check);
     check();

@@ -41,7 +41,8 @@ struct Fixture {
         auto q = arith::generate_ntt_primes(60, 1, 64);
         auto r = arith::generate_ntt_primes(40, static_cast<int>(nq - 1), 64);
         q.insert(q.end(), r.begin(), r.end());
-        ring = std::make_shared<const RnsContext>(64, q, arith::generate_ntt_primes(61, static_cast<int>(np), 64), alpha);
+        ring =
+            std::make_shared<const RnsContext>(64, q, arith::generate_ntt_primes(61, static_cast<int>(np), 64), alpha);
         be = make_cpu_backend(ring);
     }
     u64 prime(std::size_t limb, std::size_t nq) const { return ring->prime(ring->prime_index(limb, nq)); }
@@ -64,7 +65,8 @@ struct Fixture {
         return from_host(v, nq, np, ntt);
     }
     // CRT reconstruction of coefficient c of limbs [first, first+count) of a coefficient-form poly.
-    mpz_class crt(const RnsPoly& a, std::size_t first, std::size_t count, std::size_t c, mpz_class* modulus_out = nullptr) const {
+    mpz_class crt(const RnsPoly& a, std::size_t first, std::size_t count, std::size_t c,
+                  mpz_class* modulus_out = nullptr) const {
         const Limbs h = host(a);
         mpz_class Q = 1;
         for (std::size_t i = 0; i < count; ++i) Q *= to_mpz(prime(first + i, a.num_q()));
@@ -107,12 +109,19 @@ TEST(BaseConv, MatchesCrtUpToMultipleOfQ) {
             mpz_class v;
             if (c == 0) v = 0;
             else if (c == 1) v = Q - 1;  // worst case
-            else { gmp_randclass r(gmp_randinit_default); r.seed(c); v = r.get_z_range(Q); }
+            else {
+                gmp_randclass r(gmp_randinit_default);
+                r.seed(c);
+                v = r.get_z_range(Q);
+            }
             for (std::size_t i = 0; i < s; ++i) x[i][c] = mod_u64(v, src_p[i]);
         }
         std::vector<const u64*> xp;
         std::vector<u64*> yp;
-        for (std::size_t i = 0; i < s; ++i) { xp.push_back(x[i].data()); yp.push_back(y[i].data()); }
+        for (std::size_t i = 0; i < s; ++i) {
+            xp.push_back(x[i].data());
+            yp.push_back(y[i].data());
+        }
         conv.scale_source(xp.data(), n, yp.data());
         for (std::size_t t = 0; t < dst.size(); ++t) {
             std::vector<u64> out(n);
@@ -188,8 +197,8 @@ TEST(Backend, ElementWiseAndSignedInputsMatchScalarReferences) {
     f.be->mul_constant(a, res, mc, 2);
     f.be->add_constant(a, res, ac, 2);
     const Limbs ha = f.host(a), hb = f.host(b), hc = f.host(c);
-    const Limbs hs = f.host(sum), hd = f.host(diff), hn = f.host(neg), hp = f.host(prod), hf = f.host(fma), hm = f.host(mc),
-                hac = f.host(ac);
+    const Limbs hs = f.host(sum), hd = f.host(diff), hn = f.host(neg), hp = f.host(prod), hf = f.host(fma),
+                hm = f.host(mc), hac = f.host(ac);
     for (std::size_t i = 0; i < nq + np; ++i) {
         const std::size_t idx = f.ring->prime_index(i, nq);
         const arith::Modulus& m = f.ring->modulus(idx);
@@ -227,8 +236,8 @@ TEST(Backend, ElementWiseAndSignedInputsMatchScalarReferences) {
                 ASSERT_EQ(hl[i][k], want);
             }
         }
-        EXPECT_THROW(f.be->linear_combination({&a, &d}, cs, 4, lc, 2), InternalError);  // d has 3 q-limbs
-        EXPECT_THROW(f.be->linear_combination({&a}, cs, 3, lc, 2), InternalError);      // one constant per term
+        EXPECT_THROW(f.be->linear_combination({&a, &d}, cs, 4, lc, 2), InternalError);    // d has 3 q-limbs
+        EXPECT_THROW(f.be->linear_combination({&a}, cs, 3, lc, 2), InternalError);        // one constant per term
         EXPECT_THROW(f.be->linear_combination({&lc}, {cs[0]}, 3, lc, 2), InternalError);  // out is a term
     }
     // signed coefficients, 64- and 128-bit, in coefficient form and transformed
@@ -270,7 +279,8 @@ TEST(Rns, RescaleIsRoundedDivision) {
         mpz_class expect;  // round(x / q_l)
         mpz_class twice = 2 * x + ql;
         mpz_fdiv_q(expect.get_mpz_t(), twice.get_mpz_t(), mpz_class(2 * ql).get_mpz_t());
-        for (std::size_t i = 0; i < nq - 1; ++i) ASSERT_EQ(h[i][c], mod_u64(expect, f.ring->prime(i))) << "c=" << c << " i=" << i;
+        for (std::size_t i = 0; i < nq - 1; ++i)
+            ASSERT_EQ(h[i][c], mod_u64(expect, f.ring->prime(i))) << "c=" << c << " i=" << i;
     }
 }
 
@@ -404,9 +414,10 @@ TEST(Rns, DivideRoundByFirstSpecialPrimeWithAddend) {
     for (std::size_t c = 0; c < f.n; ++c) {
         mpz_class QP;
         mpz_class x = f.crt(orig, 0, nq + 1, c, &QP) + e[c];  // exact integer a + e
-        mpz_class expect, twice = 2 * x + p0;                   // round((a + e) / p_0)
+        mpz_class expect, twice = 2 * x + p0;                 // round((a + e) / p_0)
         mpz_fdiv_q(expect.get_mpz_t(), twice.get_mpz_t(), mpz_class(2 * p0).get_mpz_t());
-        for (std::size_t i = 0; i < nq; ++i) ASSERT_EQ(h[i][c], mod_u64(expect, f.ring->prime(i))) << "c=" << c << " i=" << i;
+        for (std::size_t i = 0; i < nq; ++i)
+            ASSERT_EQ(h[i][c], mod_u64(expect, f.ring->prime(i))) << "c=" << c << " i=" << i;
     }
 }
 
@@ -423,7 +434,8 @@ TEST(Rns, AddTimesPOnALimbRange) {
         u64 p_mod = 1;
         for (u64 p : f.ring->p_primes()) p_mod = arith::mul_mod(p_mod, p % m.value, m);
         for (std::size_t c = 0; c < f.n; ++c) {
-            const u64 want = (i == 1 || i == 2) ? arith::add_mod(hx[i][c], arith::mul_mod(hd[i][c], p_mod, m), m.value) : hx[i][c];
+            const u64 want =
+                (i == 1 || i == 2) ? arith::add_mod(hx[i][c], arith::mul_mod(hd[i][c], p_mod, m), m.value) : hx[i][c];
             ASSERT_EQ(got[i][c], want) << "limb " << i;
         }
     }
@@ -558,7 +570,8 @@ TEST(KeySwitch, FusedHoistedAndReferenceInnerProductsAgree) {
                 for (const auto& kb : k1.b) key.push_back(f.host(kb));
                 for (std::size_t c = 0; c < f.n; ++c) {
                     u64 s = 0;
-                    for (std::size_t j = 0; j < digits.size(); ++j) s = arith::add_mod(s, arith::mul_mod(hd[j][t][c], key[j][kl][c], m), m.value);
+                    for (std::size_t j = 0; j < digits.size(); ++j)
+                        s = arith::add_mod(s, arith::mul_mod(hd[j][t][c], key[j][kl][c], m), m.value);
                     ASSERT_EQ(hb[t][c], s) << "t=" << t << " c=" << c;
                 }
             }

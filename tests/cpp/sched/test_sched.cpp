@@ -48,7 +48,8 @@ std::array<CostModel::LoadTable, kTaskKinds> load_tables(const CostModel& c) {
 
 ReadyTask task(OpKind op, int nq) { return ReadyTask{0, 0, op, nq, 0}; }
 
-SchedulerView view(int T, int busy, OpKind op, int nq, int others = 0, int others_demand = 0, const CostModel* c = nullptr) {
+SchedulerView view(int T, int busy, OpKind op, int nq, int others = 0, int others_demand = 0,
+                   const CostModel* c = nullptr) {
     SchedulerView v;
     v.total_threads = T;
     v.busy_threads = busy;
@@ -280,7 +281,7 @@ TEST(SchedCostModel, PaperTablesAndJsonRoundTrip) {
     EXPECT_DOUBLE_EQ(cm.time_ms(OpKind::rotate, 8, 20), 46);  // beyond 12 threads: the last column
     EXPECT_DOUBLE_EQ(cm.time_ms(OpKind::add, 1, 1), 0.5);     // below the table: scaled by nq from nq = 2
     EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 128, 1), 1091.0 / 348);  // Table 4, t = 1, M = 128
-    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::add, 64, 2), 103.0 / 81);         // Table 5, t = 2, M = 32
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::add, 64, 2), 103.0 / 81);        // Table 5, t = 2, M = 32
     EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 1, 1), 1.0);
     const CostModel back = CostModel::from_json(cm.to_json());
     for (int k = 1; k <= kTaskKinds; ++k)
@@ -312,8 +313,8 @@ TEST(SchedCostModel, AlignmentIsPricedWhereTheGraphAligns) {
     const CostModel::Table align{2, {{4, 2}, {6, 3}}};
     const CostModel cm("linear+align", "test", 8, plain_tables(plain), load_tables(plain), 0.0, align);
     EXPECT_DOUBLE_EQ(cm.align_ms(3, 1), 6);
-    EXPECT_DOUBLE_EQ(cm.align_ms(3, 5), 3);   // beyond the columns: the last one
-    EXPECT_DOUBLE_EQ(cm.align_ms(6, 2), 6);   // beyond the rows: scaled by nq from nq = 3
+    EXPECT_DOUBLE_EQ(cm.align_ms(3, 5), 3);  // beyond the columns: the last one
+    EXPECT_DOUBLE_EQ(cm.align_ms(6, 2), 6);  // beyond the rows: scaled by nq from nq = 3
     EXPECT_DOUBLE_EQ(cm.task_ms(OpKind::multiply, 3, true, 1), 10 + 6);
     EXPECT_DOUBLE_EQ(cm.task_ms(OpKind::multiply, 3, false, 1), 10);
     const CostModel back = CostModel::from_json(cm.to_json());
@@ -331,7 +332,8 @@ TEST(SchedCostModel, AlignmentIsPricedWhereTheGraphAligns) {
 }
 
 TEST(SchedArrivals, PoissonIsSeededWithTheRightMean) {
-    const auto a = poisson_arrivals(80, 20000, 3), b = poisson_arrivals(80, 20000, 3), c = poisson_arrivals(80, 20000, 4);
+    const auto a = poisson_arrivals(80, 20000, 3), b = poisson_arrivals(80, 20000, 3),
+               c = poisson_arrivals(80, 20000, 4);
     EXPECT_EQ(a, b);
     EXPECT_NE(a, c);
     EXPECT_NEAR(a.back() / a.size(), 80, 80 * 0.03);
@@ -443,9 +445,8 @@ TEST(SchedSimulate, PaperModelKasokuHoldsOnOtherGraphs) {
         GTEST_SKIP() << "this build has a sanitizer, under which the 180 streams take minutes; the release build runs "
                         "them (the other simulate tests cover the same code under the sanitizers)";
     const CostModel cm = CostModel::from_paper();
-    const std::pair<const char*, Graph> graphs[] = {{"poly:15", bsgs_polynomial(15, 7)},
-                                                    {"matmul:2", matmul_like(2, 7)},
-                                                    {"random:24:2", random_dag(24, 2, 7)}};
+    const std::pair<const char*, Graph> graphs[] = {
+        {"poly:15", bsgs_polynomial(15, 7)}, {"matmul:2", matmul_like(2, 7)}, {"random:24:2", random_dag(24, 2, 7)}};
     for (const auto& [name, g] : graphs)
         for (double d : {60.0, 80.0, 100.0, 120.0}) {
             std::map<Policy, std::pair<double, double>> mean;  // makespan, p95
@@ -493,7 +494,8 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
         for (const auto& out : r.outputs) {
             const auto got = env.decrypt(out.at("exp"));
             double err = 0;
-            for (std::size_t i = 0; i < x.size(); ++i) err = std::max(err, std::abs(got[i].real() - std::exp(x[i].real())));
+            for (std::size_t i = 0; i < x.size(); ++i)
+                err = std::max(err, std::abs(got[i].real() - std::exp(x[i].real())));
             EXPECT_LT(err, 3e-4) << policy_name(p);  // the Maclaurin remainder: 2.3e-4 at x = 1, less inside
         }
         for (int j = 0; j < 6; ++j) EXPECT_GE(r.stream.finish_ms[j], r.stream.arrival_ms[j]);
@@ -537,7 +539,8 @@ TEST(SchedExecutor, MixedJobsMatchTheBatchExecutorBitForBit) {
     o.threads = 2;
     const auto want_e = run(e, alice.ev, {{"x", ca}}, cm, o).outputs.at(0).at("exp");
     const auto want_p = run(p, bob.ev, {{"x", cb}}, cm, o).outputs.at(0).at("poly");
-    auto ev_a = std::make_shared<const ckks::Evaluator>(alice.ev), ev_b = std::make_shared<const ckks::Evaluator>(bob.ev);
+    auto ev_a = std::make_shared<const ckks::Evaluator>(alice.ev),
+         ev_b = std::make_shared<const ckks::Evaluator>(bob.ev);
     Graph bad;  // a constant the evaluator refuses: the task fails, its job ends with the error
     bad.output(bad.multiply_plain(bad.square(bad.input("x", 5)), std::nan("")), "y");
     for (Policy pol : {Policy::fixed_1, Policy::kasoku}) {
@@ -571,7 +574,8 @@ TEST(SchedExecutor, MixedJobsMatchTheBatchExecutorBitForBit) {
                 EXPECT_EQ(got.level(), want.level());
                 EXPECT_EQ(got.scale, want.scale);
                 ASSERT_EQ(got.size(), want.size());
-                for (std::size_t c = 0; c < got.size(); ++c) EXPECT_TRUE(got.polys[c] == want.polys[c]) << k << " part " << c;
+                for (std::size_t c = 0; c < got.size(); ++c)
+                    EXPECT_TRUE(got.polys[c] == want.polys[c]) << k << " part " << c;
             }
         }
         for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
@@ -587,6 +591,7 @@ TEST(SchedExecutor, MixedJobsMatchTheBatchExecutorBitForBit) {
     ex.close();
     for (const auto& f : ex.collect(0)) {  // what ended: finished before close, or cut short by it
         if (!f.error.empty()) EXPECT_EQ(f.error, "the executor closed");
-        else for (int c = 0; c < 2; ++c) EXPECT_TRUE(f.outputs.at("exp").polys[c] == want_e.polys[c]);
+        else
+            for (int c = 0; c < 2; ++c) EXPECT_TRUE(f.outputs.at("exp").polys[c] == want_e.polys[c]);
     }
 }

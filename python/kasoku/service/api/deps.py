@@ -11,8 +11,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..core.service import Service
 
-bearer = HTTPBearer(auto_error=False, description="a client's token (POST /v1/clients makes one); the admin token for "
-                                                  "POST /v1/clients")
+bearer = HTTPBearer(
+    auto_error=False, description="a client's token (POST /v1/clients makes one); the admin token for POST /v1/clients"
+)
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
@@ -31,8 +32,10 @@ def current_client(svc: ServiceDep, cred: Credentials) -> str:
     """The client whose token the request carries (401 otherwise)."""
     cid = svc.store.client_of(cred.credentials) if cred else None
     if cid is None:
-        raise _unauthorized("missing or unknown token: send 'Authorization: Bearer <token>' (POST /v1/clients with "
-                            "the admin token makes one)")
+        raise _unauthorized(
+            "missing or unknown token: send 'Authorization: Bearer <token>' (POST /v1/clients with "
+            "the admin token makes one)"
+        )
     return cid
 
 

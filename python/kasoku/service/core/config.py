@@ -19,8 +19,10 @@ class Config(BaseSettings):
     model_config = ConfigDict(env_prefix="KASOKU_", arbitrary_types_allowed=True)
 
     data: Path = Field(description="the store: SQLite database, key sets, requests and results")
-    params: ks.Parameters = Field(description="the CKKS parameters: a ks.Parameters, a preset's name (T12, H16, ...) or "
-                                              "the path of a Parameters.to_bytes file")
+    params: ks.Parameters = Field(
+        description="the CKKS parameters: a ks.Parameters, a preset's name (T12, H16, ...) or "
+        "the path of a Parameters.to_bytes file"
+    )
     threads: int = Field(0, ge=0, description="local executor: 0 = all cores")
     policy: str = "kasoku"
     capacity: int = Field(64, ge=1, description="accepted jobs not yet ended; beyond it: 429 retry later")
@@ -28,7 +30,9 @@ class Config(BaseSettings):
     max_keys_bytes: int = Field(4 << 30, ge=1, description="a key set's body")
     cost: str = Field("measure", description="measure (cached in data), paper, or a CostModel JSON file")
     executor: str = Field("local", pattern="^(local|ray)$")
-    ray_address: str | None = Field(None, description="executor ray: the cluster ('auto', 'ray://...', None: a local one)")
+    ray_address: str | None = Field(
+        None, description="executor ray: the cluster ('auto', 'ray://...', None: a local one)"
+    )
     admin_token: str | None = Field(None, description="None: read data/admin_token, or make one there (mode 0600)")
     key_cache: int = Field(16, ge=1, description="key sets kept loaded")
 

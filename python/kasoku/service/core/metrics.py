@@ -36,5 +36,10 @@ class Metrics:
         if not self.latency:
             return {"count": 0}
         a = np.asarray(self.latency) * 1000
-        return {"count": int(a.size), "p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
-                "p99": float(np.percentile(a, 99)), "mean": float(a.mean())}
+        return {
+            "count": int(a.size),
+            "p50": float(np.percentile(a, 50)),
+            "p95": float(np.percentile(a, 95)),
+            "p99": float(np.percentile(a, 99)),
+            "mean": float(a.mean()),
+        }

@@ -27,6 +27,7 @@ def make_backend(cfg: Config) -> ExecutorBackend:
     """The executor the configuration names: this machine's cores, or a Ray cluster (kasoku.distributed)."""
     if cfg.executor == "ray":
         from kasoku.distributed import RayBackend
+
         cost = cfg.cost if cfg.cost in ("measure", "paper") else ks.sched.CostModel.load(cfg.cost)
         return RayBackend(cfg.params, address=cfg.ray_address, policy=cfg.policy, cost=cost)  # measure: per node
     threads = ks.hardware_threads() if cfg.threads == 0 else cfg.threads
@@ -118,8 +119,11 @@ class Service:
         if spec.computation is not None:
             level = inputs["x"].level
             c = spec.computation
-            graph = (ks.sched.maclaurin_exp(order=c["order"], level=level) if c["name"] == "exp"
-                     else ks.sched.bsgs_polynomial(degree=c["degree"], level=level))
+            graph = (
+                ks.sched.maclaurin_exp(order=c["order"], level=level)
+                if c["name"] == "exp"
+                else ks.sched.bsgs_polynomial(degree=c["degree"], level=level)
+            )
         else:
             graph = ks.sched.Graph.from_nodes(spec.nodes, spec.outputs)
         ev = self.evaluator(kid)
@@ -163,10 +167,18 @@ class Service:
         """GET /metrics: the queue, the counters, the latencies and the executor's state."""
         m = self.metrics
         with self._lock:
-            body = {"queue_length": self.in_flight, "capacity": self.cfg.capacity, "accepted": m.accepted,
-                    "completed": m.completed, "failed": m.failed, "rejected_busy": m.rejected,
-                    "recovered_after_restart": self.recovered, "jobs_per_second_60s": m.jobs_per_second(),
-                    "latency_ms": m.latency_ms(), "uptime_s": time.time() - m.started}
+            body = {
+                "queue_length": self.in_flight,
+                "capacity": self.cfg.capacity,
+                "accepted": m.accepted,
+                "completed": m.completed,
+                "failed": m.failed,
+                "rejected_busy": m.rejected,
+                "recovered_after_restart": self.recovered,
+                "jobs_per_second_60s": m.jobs_per_second(),
+                "latency_ms": m.latency_ms(),
+                "uptime_s": time.time() - m.started,
+            }
         body.update(self.backend.status())
         return body
 

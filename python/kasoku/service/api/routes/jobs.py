@@ -15,18 +15,30 @@ from ...schemas import BINARY_BODY, BINARY_RESULT, OCTETS
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 
-@router.post("", status_code=202, response_model=schemas.JobAccepted, openapi_extra=BINARY_BODY,
-             summary="Submit a job (a job envelope: kasoku.service.wire); with an Idempotency-Key header, a repeated "
-                     "submission returns the job the first one made",
-             responses={429: {"model": schemas.Busy, "description": "the queue is full: retry after Retry-After seconds"}})
-async def submit(request: Request, svc: ServiceDep, cid: ClientId,
-                 idempotency_key: str | None = Header(None, min_length=1, max_length=128)):
+@router.post(
+    "",
+    status_code=202,
+    response_model=schemas.JobAccepted,
+    openapi_extra=BINARY_BODY,
+    summary="Submit a job (a job envelope: kasoku.service.wire); with an Idempotency-Key header, a repeated "
+    "submission returns the job the first one made",
+    responses={429: {"model": schemas.Busy, "description": "the queue is full: retry after Retry-After seconds"}},
+)
+async def submit(
+    request: Request,
+    svc: ServiceDep,
+    cid: ClientId,
+    idempotency_key: str | None = Header(None, min_length=1, max_length=128),
+):
     body = await read_body(request, svc.cfg.max_job_bytes)
     try:
         jid = await run_in_threadpool(svc.submit, cid, body, idempotency_key)
     except Busy as b:
-        return JSONResponse({"detail": "the job queue is full: retry later", "retry_after": b.retry_after},
-                            status_code=429, headers={"Retry-After": str(max(1, math.ceil(b.retry_after)))})
+        return JSONResponse(
+            {"detail": "the job queue is full: retry later", "retry_after": b.retry_after},
+            status_code=429,
+            headers={"Retry-After": str(max(1, math.ceil(b.retry_after)))},
+        )
     except LookupError as e:
         raise HTTPException(404, str(e)) from None
     except ERRORS_400 as e:
@@ -41,10 +53,16 @@ def status(rec: JobRecord):
     return rec
 
 
-@router.get("/{jid}/result", response_class=Response,
-            responses={**BINARY_RESULT, 202: {"model": schemas.JobStatus, "description": "not ended yet"},
-                       422: {"description": "the job failed"}},
-            summary="A job's outputs (waits up to `wait` seconds for it to end)")
+@router.get(
+    "/{jid}/result",
+    response_class=Response,
+    responses={
+        **BINARY_RESULT,
+        202: {"model": schemas.JobStatus, "description": "not ended yet"},
+        422: {"description": "the job failed"},
+    },
+    summary="A job's outputs (waits up to `wait` seconds for it to end)",
+)
 async def result(svc: ServiceDep, cid: ClientId, jid: JobId, wait: float = Query(0.0, ge=0, le=300)):
     rec = await run_in_threadpool(job_record, svc, cid, jid)
     if rec["status"] == "queued" and wait > 0:

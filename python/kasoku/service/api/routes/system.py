@@ -15,7 +15,10 @@ async def health():
     return {"status": "ok", "version": ks.__version__}
 
 
-@router.get("/metrics", summary="Queue length, latency percentiles, jobs per second, executor state",
-            response_model=schemas.Metrics)
+@router.get(
+    "/metrics",
+    summary="Queue length, latency percentiles, jobs per second, executor state",
+    response_model=schemas.Metrics,
+)
 def metrics(svc: ServiceDep, _: ClientId):
     return svc.snapshot()
