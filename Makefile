@@ -1,5 +1,5 @@
 # kasoku — two commands:  make demo   (build, install into .venv, run the demo)
-#                         make test   (build, C++ tests with CTest, Python tests with pytest, the C++ tests again under
+#                         make test   (lint, build, C++ tests with CTest, Python tests with pytest, the C++ tests again under
 #                                      AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
 #                                      ThreadSanitizer, a short libFuzzer pass over every parser)
 PYTHON ?= python3
@@ -11,14 +11,34 @@ PREFIX := $(CURDIR)/build/install
 JOBS   ?= $(shell nproc)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB    := g++ libssl-dev libzstd-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev nlohmann-json3-dev verilator \
-          clang-14 libclang-rt-14-dev
+          clang-14 libclang-rt-14-dev clang-format clang-tidy
+# What make lint checks and make format rewrites: every tracked C++/CUDA file, and the Python trees.
+CXX_SRC = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' '*.h' 2>/dev/null)
+PY_SRC := python tests bench examples scripts hw
 
-.PHONY: demo test deps venv install cpp-test example py-test sanitize tsan fuzz fuzz-ci bench bench-bigmul hw peers clean
+.PHONY: demo test lint format tidy deps venv install cpp-test example py-test sanitize tsan fuzz fuzz-ci bench bench-bigmul hw peers clean
 
 demo: install
 	$(PY) -m kasoku demo
 
-test: cpp-test example py-test sanitize tsan fuzz-ci
+test: lint cpp-test example py-test sanitize tsan fuzz-ci
+
+# The style (.clang-format, [tool.ruff] in pyproject.toml) and ruff's lint rules; make format applies the style.
+lint: deps venv
+	clang-format --dry-run --Werror $(CXX_SRC)
+	$(VENV)/bin/ruff check $(PY_SRC)
+	$(VENV)/bin/ruff format --check $(PY_SRC)
+
+# clang-tidy's bug and performance checks (.clang-tidy) over the library's sources, with the build's flags. Not part of
+# make test: it compiles every file again.
+tidy: deps venv
+	$(CMAKE) -S . -B $(BUILD) -G Ninja -DKASOKU_BUILD_TESTS=ON -DKASOKU_BUILD_BENCH=ON -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	git ls-files 'src/*.cpp' | xargs -P $(JOBS) -n 4 clang-tidy -p $(BUILD) --quiet
+
+format: deps venv
+	clang-format -i $(CXX_SRC)
+	$(VENV)/bin/ruff format $(PY_SRC)
+	$(VENV)/bin/ruff check --fix $(PY_SRC)
 
 # Debian packages the build needs (OpenSSL, zstd, GoogleTest, GMP for big-integer references, Google Benchmark, SIMDe,
 # nlohmann-json for the scheduler's cost-model files, Verilator for the RTL NTT's tests, clang and libFuzzer for the
@@ -36,7 +56,7 @@ $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8" "scikit-learn>=1.3" \
-	    "fastapi>=0.110" "pydantic-settings>=2" "uvicorn>=0.29" "httpx>=0.27" "ray>=2.9" "atheris>=2.3" "torch==2.13.0"
+	    "fastapi>=0.110" "pydantic-settings>=2" "uvicorn>=0.29" "httpx>=0.27" "ray>=2.9" "ruff>=0.6" "atheris>=2.3" "torch==2.13.0"
 	touch $@
 
 venv: $(VENV)/.ready
