@@ -12,23 +12,9 @@ namespace kasoku::arith::detail {
 namespace {
 using namespace avx2;
 
-// out[i] = vec(i) for whole vectors (streamed when large and not in place, see kStreamBytes), scalar(i) for the
-// tail.
-template <class V, class S>
-inline void elementwise(std::size_t n, u64* out, bool in_place, V vec, S scalar) {
-    std::size_t i = 0;
-    if (!in_place && n * sizeof(u64) >= kStreamBytes && reinterpret_cast<std::uintptr_t>(out) % 32 == 0) {
-        for (; i + 4 <= n; i += 4) _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), vec(i));
-        _mm_sfence();
-    } else {
-        for (; i + 4 <= n; i += 4) store(out + i, vec(i));
-    }
-    for (; i < n; ++i) out[i] = scalar(i);
-}
-
 void add_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m256i vq = set1(q);
-    elementwise(
+    elementwise<Lanes>(
         n, out, out == a || out == b,
         [&](std::size_t i) { return sub_if_ge(_mm256_add_epi64(load(a + i), load(b + i)), vq); },
         [&](std::size_t i) { return add_mod(a[i], b[i], q); });
@@ -36,7 +22,7 @@ void add_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
 
 void sub_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m256i vq = set1(q);
-    elementwise(
+    elementwise<Lanes>(
         n, out, out == a || out == b,
         [&](std::size_t i) { return sub_if_ge(_mm256_add_epi64(load(a + i), _mm256_sub_epi64(vq, load(b + i))), vq); },
         [&](std::size_t i) { return sub_mod(a[i], b[i], q); });
@@ -44,7 +30,7 @@ void sub_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
 
 void negate_avx2(const u64* a, std::size_t n, u64 q, u64* out) {
     const __m256i vq = set1(q), zero = _mm256_setzero_si256(), ones = _mm256_set1_epi64x(-1);
-    elementwise(
+    elementwise<Lanes>(
         n, out, out == a,
         [&](std::size_t i) {
             const __m256i x = load(a + i);

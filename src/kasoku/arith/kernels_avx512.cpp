@@ -10,23 +10,9 @@ namespace kasoku::arith::detail::KASOKU_ISA_NS {
 namespace {
 using namespace avx512;
 
-// out[i] = vec(i) for whole vectors (streamed when large and not in place, see kStreamBytes), scalar(i) for the
-// tail.
-template <class V, class S>
-inline void elementwise(std::size_t n, u64* out, bool in_place, V vec, S scalar) {
-    std::size_t i = 0;
-    if (!in_place && n * sizeof(u64) >= kStreamBytes && reinterpret_cast<std::uintptr_t>(out) % 64 == 0) {
-        for (; i + 8 <= n; i += 8) stream(out + i, vec(i));
-        _mm_sfence();
-    } else {
-        for (; i + 8 <= n; i += 8) store(out + i, vec(i));
-    }
-    for (; i < n; ++i) out[i] = scalar(i);
-}
-
 void add_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
-    elementwise(
+    elementwise<Lanes>(
         n, out, out == a || out == b,
         [&](std::size_t i) { return sub_if_ge(_mm512_add_epi64(load(a + i), load(b + i)), vq); },
         [&](std::size_t i) { return add_mod(a[i], b[i], q); });
@@ -34,7 +20,7 @@ void add_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
 
 void sub_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
-    elementwise(
+    elementwise<Lanes>(
         n, out, out == a || out == b,
         [&](std::size_t i) { return sub_if_ge(_mm512_add_epi64(load(a + i), _mm512_sub_epi64(vq, load(b + i))), vq); },
         [&](std::size_t i) { return sub_mod(a[i], b[i], q); });
@@ -42,7 +28,7 @@ void sub_avx512(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
 
 void negate_avx512(const u64* a, std::size_t n, u64 q, u64* out) {
     const __m512i vq = set1(q);
-    elementwise(
+    elementwise<Lanes>(
         n, out, out == a,
         [&](std::size_t i) {
             const __m512i x = load(a + i);

@@ -27,6 +27,23 @@ extern const KernelTable kIfmaKernels;
 // pipelines of ModDown), so they are stored normally.
 inline constexpr std::size_t kStreamBytes = 256 * 1024;
 
+// out[i] = vec(i) for whole vectors (streamed when large and not in place, see kStreamBytes), scalar(i) for the
+// tail: the loop of every SIMD body's element-wise kernels, written once over the ISA's vector traits V (lanes words
+// per vector; store, stream and fence).
+template <class V, class Vec, class Scalar>
+inline void elementwise(std::size_t n, u64* out, bool in_place, Vec vec, Scalar scalar) {
+    constexpr std::size_t L = V::lanes;
+    std::size_t i = 0;
+    if (!in_place && n * sizeof(u64) >= kStreamBytes &&
+        reinterpret_cast<std::uintptr_t>(out) % (L * sizeof(u64)) == 0) {
+        for (; i + L <= n; i += L) V::stream(out + i, vec(i));
+        V::fence();
+    } else {
+        for (; i + L <= n; i += L) V::store(out + i, vec(i));
+    }
+    for (; i < n; ++i) out[i] = scalar(i);
+}
+
 // Scalar dot product with constants (the SIMD bodies use it for their tails).
 void dot_const_scalar(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
                       const std::uint8_t* index, const u64* table);

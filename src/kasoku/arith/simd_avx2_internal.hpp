@@ -12,6 +12,14 @@ inline __m256i load(const std::uint64_t* p) { return _mm256_loadu_si256(reinterp
 inline void store(std::uint64_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
 inline __m256i set1(std::uint64_t x) { return _mm256_set1_epi64x(static_cast<long long>(x)); }
 
+// The vector traits of detail::elementwise.
+struct Lanes {
+    static constexpr std::size_t lanes = 4;
+    static void store(std::uint64_t* p, __m256i v) { avx2::store(p, v); }
+    static void stream(std::uint64_t* p, __m256i v) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v); }
+    static void fence() { _mm_sfence(); }
+};
+
 // x >= bound ? x - bound : x, for x, bound < 2^63.
 inline __m256i sub_if_ge(__m256i x, __m256i bound) {
     __m256i lt = _mm256_cmpgt_epi64(bound, x);

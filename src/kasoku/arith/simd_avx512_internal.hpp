@@ -35,6 +35,14 @@ inline void stream(u64* p, __m512i v) { _mm512_stream_si512(reinterpret_cast<__m
 #endif
 inline __m512i set1(u64 x) { return _mm512_set1_epi64(static_cast<long long>(x)); }
 
+// The vector traits of detail::elementwise.
+struct Lanes {
+    static constexpr std::size_t lanes = 8;
+    static void store(u64* p, __m512i v) { avx512::store(p, v); }
+    static void stream(u64* p, __m512i v) { avx512::stream(p, v); }
+    static void fence() { _mm_sfence(); }
+};
+
 // x >= bound ? x - bound : x (unsigned): if x < bound, x - bound wraps above x and min keeps x.
 inline __m512i sub_if_ge(__m512i x, __m512i bound) { return _mm512_min_epu64(x, _mm512_sub_epi64(x, bound)); }
 
