@@ -56,7 +56,7 @@ public:
 
     // A graph from a node list whose inputs may point anywhere (e.g. read from a file). Levels of non-input nodes
     // are recomputed; a cycle raises ParameterError naming a node on it, a level underflow LevelError.
-    static Graph from_nodes(std::vector<Node> nodes, std::vector<std::pair<int, std::string>> outputs);
+    static Graph from_nodes(std::vector<Node> nodes, const std::vector<std::pair<int, std::string>>& outputs);
 
     const std::vector<Node>& nodes() const { return nodes_; }
     const std::vector<std::pair<int, std::string>>& outputs() const { return outputs_; }

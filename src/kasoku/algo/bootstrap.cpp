@@ -138,7 +138,7 @@ Polynomial arcsine_taylor(int degree) {
     cvec c(static_cast<std::size_t>(degree) + 1, 0.0);
     double a = 1.0;  // (2k)! / (4^k (k!)^2)
     for (int k = 0; 2 * k + 1 <= degree; ++k) {
-        c[static_cast<std::size_t>(2 * k + 1)] = a / (2 * k + 1);
+        c[2 * static_cast<std::size_t>(k) + 1] = a / (2 * k + 1);
         a *= (2.0 * k + 1) / (2.0 * k + 2);
     }
     return Polynomial(std::move(c));
@@ -325,13 +325,13 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
     if ((transforms_ = cache[key].lock())) return;
     // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)); sparse: the trace's sum of g
     // copies -> (t_{gj} + i t_{g(j+s)}) / (q_0 (B + 1)) before the split (which halves it).
-    const double gap = static_cast<double>(ctx_->slots() / slots_);
+    const double gap = static_cast<double>(ctx_->slots()) / static_cast<double>(slots_);  // a power of two
     const double cts_factor = ctx_->scale_at(top_) / (q0 * (sparse() ? gap : 2.0) * range);
     // SlotToCoeff: sin(2 pi x) = sin(2 pi m / K) ~ 2 pi m / K -> m.
     const Maps maps = transform_maps(*ctx_, plan, cts_factor, ratio_ / (2.0 * std::numbers::pi));
     auto t = std::make_shared<Transforms>();
-    const std::size_t total =
-        static_cast<std::size_t>(cfg_.cts_levels + cfg_.stc_levels + (cfg_.slot_to_coeff_first ? 1 : 0));
+    const std::size_t total = static_cast<std::size_t>(cfg_.cts_levels) + static_cast<std::size_t>(cfg_.stc_levels) +
+                              (cfg_.slot_to_coeff_first ? 1 : 0);
     std::size_t done = 0;
     const auto encoded = [&] {
         if (progress) progress(++done, total);
@@ -400,7 +400,7 @@ namespace {
 Ciphertext on_level(const ckks::Context& ctx, const ckks::Evaluator& ev, const Ciphertext& in, int level, Exec exec) {
     if (in.size() > 3)
         throw ParameterError("bootstrap takes ciphertexts of size 2 or 3, not " + std::to_string(in.size()));
-    const Ciphertext ct = in.size() == 3 ? ev.relinearize(in, exec) : in;
+    Ciphertext ct = in.size() == 3 ? ev.relinearize(in, exec) : in;
     if (ct.level() > level) return ev.linear_combination_at({&ct}, {1.0}, 0.0, level, 0.0, exec);
     if (ct.level() < level)
         throw LevelError("bootstrap with SlotToCoeff first needs the ciphertext at level >= " + std::to_string(level) +

@@ -40,6 +40,7 @@ BsgsPlan plan_bsgs(const std::vector<std::int64_t>& offsets, std::size_t baby) {
     for (auto r : offsets) unit = std::gcd(unit, r < 0 ? -r : r);
     p.unit = unit == 0 ? 1 : unit;
     std::vector<std::int64_t> u;
+    u.reserve(offsets.size());
     for (auto r : offsets) u.push_back(r / p.unit);
     // x = n1 * j + i with 0 <= i < n1 (n1 = 0: i = x, j = 0)
     auto baby_giant = [](std::int64_t x, std::int64_t n1) {
@@ -134,6 +135,7 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
     if (diags.empty()) throw ParameterError("the linear transform has no nonzero diagonal");
     count_ = diags.size();
     std::vector<std::int64_t> offsets;
+    offsets.reserve(diags.size());
     for (const auto& kv : diags) offsets.push_back(kv.first);
     plan_ = plan_for(offsets, slots, baby);
     // Diagonals are encoded so that the rescale by q_level lands on the canonical scale of level - 1.

@@ -27,17 +27,18 @@ SimdLevel parse_simd(const std::string& name) {
 }
 
 bool simd_compiled(SimdLevel level) {
-    switch (level) {
-        case SimdLevel::scalar: return true;
 #ifdef KASOKU_HAVE_AVX2
-        case SimdLevel::avx2: return true;
+    constexpr bool avx2 = true;
+#else
+    constexpr bool avx2 = false;
 #endif
 #ifdef KASOKU_HAVE_AVX512
-        case SimdLevel::avx512: return true;
-        case SimdLevel::ifma: return true;
+    constexpr bool avx512 = true;  // and IFMA: both bodies come with the AVX-512 build
+#else
+    constexpr bool avx512 = false;
 #endif
-        default: return false;
-    }
+    return level == SimdLevel::scalar || (level == SimdLevel::avx2 && avx2) ||
+           ((level == SimdLevel::avx512 || level == SimdLevel::ifma) && avx512);
 }
 
 bool simd_cpu_supports(SimdLevel level) {

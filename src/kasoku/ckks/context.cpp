@@ -37,7 +37,7 @@ std::shared_ptr<const rns::RnsContext> make_ring(const Parameters& params) {
 }
 
 std::unique_ptr<const rns::Backend> make_backend(const rns::BackendFactory& factory,
-                                                 std::shared_ptr<const rns::RnsContext> ring) {
+                                                 const std::shared_ptr<const rns::RnsContext>& ring) {
     if (!factory)
         throw ParameterError(
             "Context::create: the backend factory is empty; pass rns::make_cpu_backend or leave it out");

@@ -164,6 +164,7 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin,
     ek.context_uid = ctx_->uid();
     ek.key_id = sk.key_id();
     std::vector<std::uint64_t> elts;
+    elts.reserve(rotations.size() + 1 + galois_elements.size());
     for (std::int64_t step : rotations) elts.push_back(ctx_->galois_element(step));
     if (conjugation) elts.push_back(ctx_->conjugation_element());
     elts.insert(elts.end(), galois_elements.begin(), galois_elements.end());

@@ -90,6 +90,7 @@ LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCi
                          std::to_string(x0.level()));
     std::vector<const rns::LazyPolys*> terms(xs.begin(), xs.end());
     std::vector<const RnsPoly*> polys;
+    polys.reserve(pts.size());
     for (const Plaintext* pt : pts) polys.push_back(&pt->poly);
     LazyCiphertext acc;
     static_cast<rns::LazyPolys&>(acc) = ctx_->keyswitcher().multiply_plain_sum(terms, polys, ctx_->exec(exec));
@@ -176,6 +177,7 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
 std::vector<Ciphertext> Evaluator::rotate_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps,
                                                   bool conjugate, Exec exec) const {
     std::vector<u64> elts;
+    elts.reserve(steps.size() + 1);
     for (std::int64_t s : steps) elts.push_back(ctx_->galois_element(s));
     if (conjugate) elts.push_back(ctx_->conjugation_element());
     return apply_galois_hoisted(a, elts, exec);

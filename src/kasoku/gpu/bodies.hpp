@@ -54,7 +54,7 @@ KASOKU_HD inline std::uint8_t overflow_count(const u64* y, std::size_t s, std::s
                                              std::size_t c) {
     double acc = 0;
     for (std::size_t i = 0; i < s; ++i) acc += static_cast<double>(y[i * n + c]) * inv_q[i];
-    return static_cast<std::uint8_t>(acc + 0.5);
+    return static_cast<std::uint8_t>(acc + 0.5);  // NOLINT(bugprone-incorrect-roundings): acc >= 0
 }
 
 }  // namespace kasoku::gpu::body

@@ -44,7 +44,7 @@ void BaseConverter::overflow_count(const u64* const* y, std::size_t n, std::uint
     for (std::size_t c = 0; c < n; ++c) {
         double acc = 0;
         for (std::size_t i = 0; i < s; ++i) acc += static_cast<double>(y[i][c]) * inv_q_[i];
-        v[c] = static_cast<std::uint8_t>(acc + 0.5);  // round: centered result
+        v[c] = static_cast<std::uint8_t>(acc + 0.5);  // NOLINT(bugprone-incorrect-roundings): acc >= 0, centered result
     }
 }
 

@@ -521,6 +521,7 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
     const std::size_t nq = digits[0].num_q(), np = ring().p_count();
     std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> perms;
+    perms.reserve(terms.size());
     for (const KeyTerm& e : terms)
         perms.push_back(e.galois_elt == 1 ? nullptr : ring().automorphism_permutation(e.galois_elt));
     // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1.

@@ -212,7 +212,10 @@ CostModel CostModel::from_paper() {
         {116, 59, 46, 38, 34, 30, 30, 30, 30, 27, 27, 22}, {140, 69, 54, 45, 41, 37, 32, 32, 33, 33, 33, 29},
         {162, 80, 64, 52, 48, 43, 39, 35, 35, 35, 35, 35}};
     // The coefficient-wise products parallelise over the nq primes (§4.2): ceil(nq / t) / nq of their time.
-    auto split = [](double t1, int nq, int t) { return t1 * ((nq + t - 1) / t) / nq; };
+    auto split = [](double t1, int nq, int t) {
+        const int rounds = (nq + t - 1) / t;  // ceil(nq / t): whole rounds of t primes
+        return t1 * rounds / nq;
+    };
     std::array<Table, kTaskKinds> ops;
     for (auto& t : ops) t.nq_min = 2;
     for (int nq = 2; nq <= 8; ++nq) {
@@ -356,6 +359,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         for (int b : loads) {
             std::vector<std::vector<double>> per(b);
             std::vector<std::thread> th;
+            th.reserve(static_cast<std::size_t>(b));
             const int n = std::max(reps, 3) * (probe == OpKind::add ? 20 : 1);
             for (int i = 0; i < b; ++i)
                 th.emplace_back([&, i] {

@@ -140,7 +140,7 @@ std::vector<int> Graph::topological_order() const {
     return order;
 }
 
-Graph Graph::from_nodes(std::vector<Node> nodes, std::vector<std::pair<int, std::string>> outputs) {
+Graph Graph::from_nodes(std::vector<Node> nodes, const std::vector<std::pair<int, std::string>>& outputs) {
     Graph g;
     g.nodes_ = std::move(nodes);
     for (std::size_t i = 0; i < g.nodes_.size(); ++i) {
@@ -159,7 +159,7 @@ Graph Graph::from_nodes(std::vector<Node> nodes, std::vector<std::pair<int, std:
     }
     for (int v : g.topological_order())
         if (g.nodes_[v].op != OpKind::input) g.nodes_[v].level = result_level(g.nodes_[v], v, g.nodes_);
-    for (auto& [id, name] : outputs) g.output(id, name);
+    for (const auto& [id, name] : outputs) g.output(id, name);
     return g;
 }
 

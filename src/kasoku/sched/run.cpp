@@ -148,6 +148,7 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
         }
     };
     std::vector<std::thread> runners;
+    runners.reserve(static_cast<std::size_t>(opts.threads));
     for (int i = 0; i < opts.threads; ++i) runners.emplace_back(runner);
 
     {
