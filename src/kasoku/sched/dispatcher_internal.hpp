@@ -4,8 +4,10 @@
 // CostModel::measure.
 #pragma once
 #include <array>
+#include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <vector>
 
@@ -88,6 +90,13 @@ ckks::Ciphertext execute(const ckks::Evaluator& ev, const Node& n, const ckks::C
                          int threads);
 
 using CtPtr = std::shared_ptr<const ckks::Ciphertext>;
+
+// One placed task, as both executors' runners run it: its operands read from vals under the lock `lk` (held on entry
+// and on return, released while the task runs), the evaluator called with the task's thread count, and on success
+// its result stored in vals[node] and each operand dropped after its last use (uses). Returns the task's exception
+// (null on success; vals is then unchanged).
+std::exception_ptr run_task(std::unique_lock<std::mutex>& lk, const ckks::Evaluator& ev, const Graph& g, int node,
+                            int threads, std::vector<CtPtr>& vals, std::vector<int>& uses);
 // Everything a job needs, checked before it starts: inputs by name and level, and the keys. The inputs by node id
 // (null for the tasks).
 std::vector<CtPtr> check_inputs(const Graph& g, const ckks::Evaluator& ev,

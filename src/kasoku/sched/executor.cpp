@@ -14,6 +14,18 @@
 
 namespace kasoku::sched {
 
+namespace {
+std::string message(const std::exception_ptr& e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        return x.what();
+    } catch (...) {
+        return "unknown error";
+    }
+}
+}  // namespace
+
 struct Executor::State {
     State(CostModel c, Policy policy, int threads) : cost(std::move(c)), d(cost, policy, threads) {}
 
@@ -77,36 +89,20 @@ struct Executor::State {
             const detail::Placement p = queue.front();
             queue.pop_front();
             Job& j = jobs.at(p.job);
-            const Node& node = j.plan->g.nodes()[p.node];
-            std::string error;
-            detail::CtPtr out;
-            if (!j.error.empty()) {  // a task of an ended job (an error, or close()) placed before it ended
-                error = j.error;
-            } else {
-                std::vector<detail::CtPtr> in;
-                for (int i : node.inputs) in.push_back(j.vals[i]);
-                const auto ev = j.ev;
-                lk.unlock();
-                try {
-                    out = std::make_shared<const ckks::Ciphertext>(
-                        detail::execute(*ev, node, *in.front(), *in.back(), p.threads));
-                } catch (const std::exception& e) {
-                    error = e.what();
-                } catch (...) {
-                    error = "unknown error";
-                }
-                in.clear();
-                lk.lock();
+            std::string error =
+                j.error;  // a task of an ended job (an error, or close()) placed before it ended: not run
+            if (error.empty()) {
+                const auto ev = j.ev;  // held while the task runs unlocked
+                if (const std::exception_ptr e =
+                        detail::run_task(lk, *ev, j.plan->g, p.node, p.threads, j.vals, j.uses))
+                    error = message(e);
             }
             // `j` stays valid: a job is erased only by retire(), after its last running task (this one) finishes
             if (!error.empty()) {
                 if (j.error.empty())
-                    j.error = "node " + std::to_string(p.node) + " (" + op_name(node.op) + "): " + error;
+                    j.error =
+                        "node " + std::to_string(p.node) + " (" + op_name(j.plan->g.nodes()[p.node].op) + "): " + error;
                 d.abort(p.job);
-            } else {
-                j.vals[p.node] = std::move(out);
-                for (int i : node.inputs)
-                    if (--j.uses[i] == 0) j.vals[i].reset();
             }
             const double t = now();
             d.finish(p, t);

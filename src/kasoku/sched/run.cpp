@@ -68,6 +68,29 @@ std::vector<detail::CtPtr> detail::check_inputs(const Graph& g, const ckks::Eval
     return by_node;
 }
 
+std::exception_ptr detail::run_task(std::unique_lock<std::mutex>& lk, const ckks::Evaluator& ev, const Graph& g,
+                                    int node_id, int threads, std::vector<CtPtr>& vals, std::vector<int>& uses) {
+    const Node& node = g.nodes()[node_id];
+    std::vector<CtPtr> in;
+    in.reserve(node.inputs.size());
+    for (int i : node.inputs) in.push_back(vals[i]);
+    lk.unlock();
+    CtPtr out;
+    std::exception_ptr error;
+    try {
+        out = std::make_shared<const ckks::Ciphertext>(execute(ev, node, *in.front(), *in.back(), threads));
+    } catch (...) {
+        error = std::current_exception();
+    }
+    in.clear();
+    lk.lock();
+    if (error) return error;
+    vals[node_id] = std::move(out);
+    for (int i : node.inputs)
+        if (--uses[i] == 0) vals[i].reset();
+    return nullptr;
+}
+
 std::vector<int> detail::use_counts(const Graph& g, const std::vector<std::vector<int>>& succ) {
     std::vector<int> uses(g.size(), 0);
     for (std::size_t i = 0; i < g.size(); ++i) uses[i] = static_cast<int>(succ[i].size());
@@ -113,30 +136,15 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
             if (stop) return;
             const detail::Placement p = queue.front();
             queue.pop_front();
-            const Node& node = g.nodes()[p.node];
             JobState& js = state[p.job];
-            std::vector<detail::CtPtr> in;
-            for (int i : node.inputs) in.push_back(js.vals[i]);
-            lk.unlock();
-            detail::CtPtr out;
-            try {
-                out = std::make_shared<const ckks::Ciphertext>(
-                    detail::execute(ev, node, *in.front(), *in.back(), p.threads));
-            } catch (...) {
-                lk.lock();
-                if (!error) error = std::current_exception();
+            if (std::exception_ptr e = detail::run_task(lk, ev, g, p.node, p.threads, js.vals, js.uses)) {
+                if (!error) error = e;
                 stop = true;
                 cv_sched.notify_all();
                 cv_work.notify_all();
                 return;
             }
-            in.clear();
-            const double now = elapsed();
-            lk.lock();
-            js.vals[p.node] = std::move(out);
-            for (int i : node.inputs)
-                if (--js.uses[i] == 0) js.vals[i].reset();
-            d.finish(p, now);
+            d.finish(p, elapsed());
             if (d.job_done(p.job)) {
                 ++done;
                 if (static_cast<std::size_t>(p.job) < result.outputs.size())
