@@ -20,8 +20,9 @@ namespace kasoku::sched {
 
 class Executor {
 public:
-    // cost gives the priorities and the kasoku policy's estimates; threads >= 1 (ParameterError otherwise).
-    Executor(CostModel cost, Policy policy, int threads);
+    // cost gives the priorities and the kasoku policy's estimates; threads >= 1 (ParameterError otherwise). The
+    // arguments in Python's order (ks.sched.Executor(cost, threads, policy)).
+    Executor(CostModel cost, int threads, Policy policy = Policy::kasoku);
     ~Executor();  // close()
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;

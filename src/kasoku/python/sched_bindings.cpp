@@ -79,7 +79,7 @@ std::map<std::string, ckks::Ciphertext> job_inputs(const KEvaluator& ev,
 // The online executor and the owners (contexts) of its jobs' evaluators, held until the job is collected.
 struct PyExecutor {
     PyExecutor(const CostModel& c, int threads, const std::string& policy)
-        : ex(c, policy_from_name(policy), resolve_threads(threads)) {}
+        : ex(c, resolve_threads(threads), policy_from_name(policy)) {}
     Executor ex;
     std::mutex m;
     std::map<std::uint64_t, OwnerPtr> owners;

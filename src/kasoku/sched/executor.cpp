@@ -112,7 +112,7 @@ struct Executor::State {
     }
 };
 
-Executor::Executor(CostModel cost, Policy policy, int threads) : threads_(threads) {
+Executor::Executor(CostModel cost, int threads, Policy policy) : threads_(threads) {
     if (threads < 1) throw ParameterError("executor: threads must be >= 1, got " + std::to_string(threads));
     s_ = std::make_unique<State>(std::move(cost), policy, threads);
     for (int i = 0; i < threads; ++i) s_->runners.emplace_back([st = s_.get()] { st->runner(); });

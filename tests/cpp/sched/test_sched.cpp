@@ -544,7 +544,7 @@ TEST(SchedExecutor, MixedJobsMatchTheBatchExecutorBitForBit) {
     Graph bad;  // a constant the evaluator refuses: the task fails, its job ends with the error
     bad.output(bad.multiply_plain(bad.square(bad.input("x", 5)), std::nan("")), "y");
     for (Policy pol : {Policy::fixed_1, Policy::kasoku}) {
-        Executor ex(cm, pol, 2);
+        Executor ex(cm, 2, pol);
         std::map<std::uint64_t, std::string> kind;
         for (int i = 0; i < 6; ++i) {
             kind[ex.submit(e, ev_a, {{"x", ca}})] = "exp";
@@ -586,7 +586,7 @@ TEST(SchedExecutor, MixedJobsMatchTheBatchExecutorBitForBit) {
         EXPECT_THROW(ex.submit(e, ev_a, {{"x", ca}}), ParameterError);
     }
     // close() with jobs queued drops them and returns once the running tasks end
-    Executor ex(cm, Policy::kasoku, 2);
+    Executor ex(cm, 2, Policy::kasoku);
     for (int i = 0; i < 20; ++i) ex.submit(e, ev_a, {{"x", ca}});
     ex.close();
     for (const auto& f : ex.collect(0)) {  // what ended: finished before close, or cut short by it
