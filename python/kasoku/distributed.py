@@ -20,7 +20,7 @@ import threading
 from typing import Iterable, Mapping
 
 import kasoku as ks
-from kasoku.service.backends import Ended, Job
+from kasoku.service.backends import Ended, Job, cost_model, ended
 
 try:
     import ray
@@ -36,13 +36,7 @@ class NodeWorker:
     def __init__(self, params: bytes, threads: int, policy: str, cost):
         self.ctx = ks.Context(ks.Parameters.from_bytes(params))
         self.threads = threads or ks.hardware_threads()
-        if cost == "measure":
-            cm = ks.sched.CostModel.measure(self.ctx.params, max_threads=self.threads, reps=1)
-        elif cost == "paper":
-            cm = ks.sched.CostModel.from_paper()
-        else:
-            cm = ks.sched.CostModel.from_dict(cost)
-        self.ex = ks.sched.Executor(cm, self.threads, policy)
+        self.ex = ks.sched.Executor(cost_model(self.ctx.params, self.threads, cost), self.threads, policy)
         self.evaluators: dict[str, asyncio.Future] = {}  # key set id -> its evaluator (loading or loaded)
         self.waiting: dict[int, asyncio.Future] = {}
         self.lock = threading.Lock()
@@ -64,11 +58,10 @@ class NodeWorker:
 
     def _collect(self) -> None:
         while True:
-            for d in self.ex.collect(timeout_s=0.5):
-                outs = None if d["outputs"] is None else {k: v.to_bytes() for k, v in d["outputs"].items()}
+            for eid, *result in ended(self.ex, 0.5):
                 with self.lock:
-                    fut = self.waiting.pop(d["id"])
-                self.loop.call_soon_threadsafe(fut.set_result, (outs, d["error"], d["queued_ms"], d["run_ms"]))
+                    fut = self.waiting.pop(eid)
+                self.loop.call_soon_threadsafe(fut.set_result, tuple(result))
 
     async def run(self, kid: str, keys_ref: list, nodes: list, outputs: list, inputs: dict):
         """One job: (outputs as bytes or None, error or None, queued_ms, run_ms). keys_ref: [the key set's object

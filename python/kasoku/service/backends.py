@@ -4,6 +4,7 @@ with their outputs as bytes. This module imports neither the service nor Ray, so
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,42 @@ class Ended:
     error: str | None
     queued_ms: float = 0.0
     run_ms: float = 0.0
+
+
+def cost_model(
+    params: ks.Parameters, threads: int, spec, cache: Path | None = None, progress=None
+) -> ks.sched.CostModel:
+    """The scheduler's cost model an executor runs with: spec "paper", "measure" (timed on this machine; kept in
+    `cache` per parameter set and thread count when given), a CostModel file's path, or a CostModel's dict (a Ray
+    node's copy of the driver's)."""
+    if isinstance(spec, dict):
+        return ks.sched.CostModel.from_dict(spec)
+    if spec == "paper":
+        return ks.sched.CostModel.from_paper()
+    if spec != "measure":
+        return ks.sched.CostModel.load(str(spec))
+    path = None
+    if cache is not None:
+        tag = hashlib.sha256(params.to_bytes()).hexdigest()[:16]
+        path = cache / f"cost-{tag}-{threads}.json"
+        if path.exists():
+            return ks.sched.CostModel.load(str(path))
+    cm = ks.sched.CostModel.measure(params, max_threads=threads, reps=1, progress=progress)
+    if path is not None:
+        cm.save(str(path))
+    return cm
+
+
+def ended(
+    executor: ks.sched.Executor, timeout_s: float
+) -> list[tuple[int, dict[str, bytes] | None, str | None, float, float]]:
+    """The jobs the executor ended (waiting up to timeout_s for one): (its executor id, outputs as compact bytes or
+    None, error or None, queued_ms, run_ms), as both executors report them."""
+    out = []
+    for d in executor.collect(timeout_s=timeout_s):
+        outs = None if d["outputs"] is None else {k: v.to_bytes() for k, v in d["outputs"].items()}
+        out.append((d["id"], outs, d["error"], d["queued_ms"], d["run_ms"]))
+    return out
 
 
 class ExecutorBackend(Protocol):
@@ -74,13 +111,11 @@ class LocalBackend:
             self._jid[self.ex.submit(job.graph, job.evaluator, job.inputs)] = job.jid
 
     def poll(self, timeout_s: float) -> list[Ended]:
-        done = self.ex.collect(timeout_s=timeout_s)
         out = []
-        for d in done:
+        for eid, outs, error, queued_ms, run_ms in ended(self.ex, timeout_s):
             with self._lock:
-                jid = self._jid.pop(d["id"])
-            outs = None if d["outputs"] is None else {k: v.to_bytes() for k, v in d["outputs"].items()}
-            out.append(Ended(jid, outs, d["error"], d["queued_ms"], d["run_ms"]))
+                jid = self._jid.pop(eid)
+            out.append(Ended(jid, outs, error, queued_ms, run_ms))
         return out
 
     def status(self) -> dict:

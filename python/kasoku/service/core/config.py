@@ -4,7 +4,6 @@ model."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 from pathlib import Path
@@ -13,6 +12,8 @@ from pydantic import ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings
 
 import kasoku as ks
+
+from .. import backends
 
 
 class Config(BaseSettings):
@@ -60,16 +61,6 @@ def admin_token(cfg: Config) -> str:
 
 
 def cost_model(cfg: Config, threads: int, progress=None) -> ks.sched.CostModel:
-    """The scheduler's cost model: the paper's, a file's, or measured on this machine (cached in the data directory
-    per parameter set and thread count)."""
-    if cfg.cost == "paper":
-        return ks.sched.CostModel.from_paper()
-    if cfg.cost != "measure":
-        return ks.sched.CostModel.load(cfg.cost)
-    tag = hashlib.sha256(cfg.params.to_bytes()).hexdigest()[:16]
-    path = cfg.data / f"cost-{tag}-{threads}.json"
-    if path.exists():
-        return ks.sched.CostModel.load(str(path))
-    cm = ks.sched.CostModel.measure(cfg.params, max_threads=threads, reps=1, progress=progress)
-    cm.save(str(path))
-    return cm
+    """The local executor's cost model: the paper's, a file's, or measured on this machine (cached in the data
+    directory per parameter set and thread count)."""
+    return backends.cost_model(cfg.params, threads, cfg.cost, cache=cfg.data, progress=progress)
