@@ -25,7 +25,8 @@ test: lint cpp-test example py-test sanitize tsan fuzz-ci
 
 # The style (.clang-format, [tool.ruff] in pyproject.toml) and ruff's lint rules; make format applies the style.
 lint: deps venv
-	clang-format --dry-run --Werror $(CXX_SRC)
+	@echo "clang-format --dry-run --Werror <the $(words $(CXX_SRC)) tracked C++/CUDA files>"
+	@clang-format --dry-run --Werror $(CXX_SRC)
 	$(VENV)/bin/ruff check $(PY_SRC)
 	$(VENV)/bin/ruff format --check $(PY_SRC)
 
