@@ -31,32 +31,20 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
+# configs/mlp.yml and configs/lola.yml of the Orion repository (the same block); LeNet-5 has no config there: the same
+# at N = 2^14 with 7 levels
+_ORION_SMALL = {
+    "LogN": 13,
+    "LogQ": [29, 26, 26, 26, 26, 26],
+    "LogP": [29, 29],
+    "LogScale": 26,
+    "H": 8192,
+    "RingType": "ConjugateInvariant",
+}
 ORION_CONFIG = {
-    # configs/mlp.yml and configs/lola.yml of the Orion repository (the same two blocks)
-    "MLP": {
-        "LogN": 13,
-        "LogQ": [29, 26, 26, 26, 26, 26],
-        "LogP": [29, 29],
-        "LogScale": 26,
-        "H": 8192,
-        "RingType": "ConjugateInvariant",
-    },
-    "LoLA": {
-        "LogN": 13,
-        "LogQ": [29, 26, 26, 26, 26, 26],
-        "LogP": [29, 29],
-        "LogScale": 26,
-        "H": 8192,
-        "RingType": "ConjugateInvariant",
-    },
-    "LeNet5": {
-        "LogN": 14,
-        "LogQ": [29, 26, 26, 26, 26, 26, 26, 26],
-        "LogP": [29, 29],
-        "LogScale": 26,
-        "H": 8192,
-        "RingType": "ConjugateInvariant",
-    },
+    "MLP": _ORION_SMALL,
+    "LoLA": _ORION_SMALL,
+    "LeNet5": {**_ORION_SMALL, "LogN": 14, "LogQ": [29] + [26] * 7},
 }
 ORION_CLASS = {"MLP": "MLP", "LoLA": "LoLA", "LeNet5": "LeNet"}
 

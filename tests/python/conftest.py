@@ -18,6 +18,23 @@ def rng():
     return np.random.default_rng(12345)
 
 
+def small_boot_params(levels: int) -> ks.Parameters:
+    """A small ring with bootstrapping (tests only: N = 2^10, `levels` user levels of 40 bits under 15 bootstrapping
+    levels of 55 bits, encapsulation of weight 32): bootstraps in seconds."""
+    return ks.Parameters(
+        log_n=10,
+        first_bits=60,
+        scale_bits=40,
+        levels=levels,
+        special_bits=60,
+        special_primes=3,
+        security=None,
+        boot_levels=15,
+        boot_bits=55,
+        boot_secret_weight=32,
+    )
+
+
 def bits(got, want):
     """Precision in bits: -log2 of the max absolute error."""
     err = float(np.max(np.abs(np.asarray(got) - np.asarray(want))))

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import kasoku as ks
+from conftest import small_boot_params
 
 
 def boot_params(levels=17, hamming_weight=64):
@@ -83,18 +84,7 @@ def test_errors_say_what_to_change(boot):
 def test_bootstrapping_levels_and_encapsulation(rng):
     """A dense main secret, user levels of 40 bits under bootstrapping levels of 55 bits: fresh data starts at the
     user level, bootstrapping returns there on the user's scale, with the encapsulation keys keygen makes."""
-    params = ks.Parameters(
-        log_n=10,
-        first_bits=60,
-        scale_bits=40,
-        levels=2,
-        special_bits=60,
-        special_primes=3,
-        security=None,
-        boot_levels=15,
-        boot_bits=55,
-        boot_secret_weight=32,
-    )
+    params = small_boot_params(2)
     assert (params.boot_levels, params.boot_bits, params.boot_secret_weight) == (15, 55, 32)
     assert params.log_qp == 60 + 2 * 40 + 15 * 55 + 3 * 60
     ctx = ks.Context(params, threads=2)
@@ -124,18 +114,7 @@ def test_bootstrapping_levels_and_encapsulation(rng):
 
 def test_sparse_slots_and_arcsine(rng):
     """A sparse-slot bootstrapper on values packed with encode/encrypt(slots=s), with the arcsine correction."""
-    params = ks.Parameters(
-        log_n=10,
-        first_bits=60,
-        scale_bits=40,
-        levels=2,
-        special_bits=60,
-        special_primes=3,
-        security=None,
-        boot_levels=15,
-        boot_bits=55,
-        boot_secret_weight=32,
-    )
+    params = small_boot_params(2)
     ctx = ks.Context(params, threads=2)
     boot = ks.Bootstrapper(ctx, slots=16, arcsine_degree=3)
     assert boot.slots == 16 and "slots=16" in repr(boot) and "arcsine_degree=3" in repr(boot)

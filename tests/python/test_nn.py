@@ -7,6 +7,7 @@ import torch.nn as nn
 
 import kasoku as ks
 import kasoku.nn as ksnn
+from conftest import small_boot_params
 
 
 def _bn(c: int, dims: int = 2) -> nn.Module:
@@ -18,22 +19,6 @@ def _bn(c: int, dims: int = 2) -> nn.Module:
         bn.weight.uniform_(0.5, 1.5)
         bn.bias.uniform_(-0.2, 0.2)
     return bn.eval()
-
-
-def _boot_params() -> ks.Parameters:
-    """A small ring with bootstrapping (N = 2^10, 4 levels between bootstraps): bootstrap placement in seconds."""
-    return ks.Parameters(
-        log_n=10,
-        first_bits=60,
-        scale_bits=40,
-        levels=4,
-        special_bits=60,
-        special_primes=3,
-        security=None,
-        boot_levels=15,
-        boot_bits=55,
-        boot_secret_weight=32,
-    )
 
 
 def _layers():
@@ -301,7 +286,7 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
         ksnn.Square(),
         nn.Linear(8, 4),
     ).eval()
-    params = _boot_params()
+    params = small_boot_params(4)
     calibration = torch.randn(64, 1, 4, 4)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2)
     kinds = [type(s).__name__ for s in plan.steps]
@@ -329,7 +314,7 @@ def test_relu_by_sign_steps_with_bootstraps_between_them():
     the plan's arithmetic, within relu_eps times the input's unit of the exact ReLU."""
     torch.manual_seed(10)
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
-    params = _boot_params()
+    params = small_boot_params(4)
     calibration = torch.randn(64, 1, 4, 4)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2, relu_eps=1 / 16)
     signs = [s for s in plan.steps if isinstance(s, ksnn.Activation) and s.kind == "sign"]
@@ -349,7 +334,7 @@ def test_max_pooling_is_pairwise_maxima_by_relu():
     sign steps), within relu_eps times its input's unit of the exact maximum; padding is refused."""
     torch.manual_seed(12)
     model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 3)).eval()
-    params = _boot_params()
+    params = small_boot_params(4)
     calibration = torch.randn(64, 1, 4, 4)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2, relu_eps=1 / 16)
     signs = [s for s in plan.steps if isinstance(s, ksnn.Activation) and s.kind == "sign"]

@@ -1,6 +1,5 @@
 """The service's settings (Config: pydantic-settings, so that a deployment sets them as KASOKU_* environment variables,
-python -m kasoku serve from its options) and what is derived from them once: the admin token, the scheduler's cost
-model."""
+python -m kasoku serve from its options) and the admin token derived from them."""
 
 from __future__ import annotations
 
@@ -12,8 +11,6 @@ from pydantic import ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings
 
 import kasoku as ks
-
-from .. import backends
 
 
 class Config(BaseSettings):
@@ -58,9 +55,3 @@ def admin_token(cfg: Config) -> str:
     with os.fdopen(fd, "w") as f:
         f.write(tok + "\n")
     return tok
-
-
-def cost_model(cfg: Config, threads: int, progress=None) -> ks.sched.CostModel:
-    """The local executor's cost model: the paper's, a file's, or measured on this machine (cached in the data
-    directory per parameter set and thread count)."""
-    return backends.cost_model(cfg.params, threads, cfg.cost, cache=cfg.data, progress=progress)

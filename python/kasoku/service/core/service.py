@@ -14,9 +14,9 @@ import numpy as np
 import kasoku as ks
 
 from .. import wire
-from ..backends import Ended, ExecutorBackend, Job, LocalBackend
+from ..backends import Ended, ExecutorBackend, Job, LocalBackend, cost_model
 from ..store import Store
-from .config import Config, admin_token, cost_model
+from .config import Config, admin_token
 from .metrics import Metrics
 
 ERRORS_400 = (wire.BadRequest, ks.SerializationError)
@@ -31,7 +31,7 @@ def make_backend(cfg: Config) -> ExecutorBackend:
         cost = cfg.cost if cfg.cost in ("measure", "paper") else ks.sched.CostModel.load(cfg.cost)
         return RayBackend(cfg.params, address=cfg.ray_address, policy=cfg.policy, cost=cost)  # measure: per node
     threads = ks.hardware_threads() if cfg.threads == 0 else cfg.threads
-    return LocalBackend(cost_model(cfg, threads), threads, cfg.policy)
+    return LocalBackend(cost_model(cfg.params, threads, cfg.cost, cache=cfg.data), threads, cfg.policy)
 
 
 class Service:
