@@ -73,7 +73,7 @@ def errors(got, want) -> dict:
 # ---------------------------------------------------------------- children (one library, one network)
 
 
-def child_kasoku(work: pathlib.Path, name: str, threads: int, images: int) -> dict:
+def child_kasoku(work: pathlib.Path, name: str, threads: int, images: int, device: str = "cpu") -> dict:
     import torch
 
     import kasoku as ks
@@ -89,7 +89,7 @@ def child_kasoku(work: pathlib.Path, name: str, threads: int, images: int) -> di
     net.eval()
     x = data["x_test"][:images]
     t = time.perf_counter()
-    plan = ksnn.compile(net, x[:1], calibration=data["x_cal"], threads=threads)
+    plan = ksnn.compile(net, x[:1], calibration=data["x_cal"], threads=threads, device=device)
     compile_s = time.perf_counter() - t
     progress(f"kasoku {name}: compiled in {compile_s:.1f} s\n{plan}")
     t = time.perf_counter()
@@ -117,6 +117,7 @@ def child_kasoku(work: pathlib.Path, name: str, threads: int, images: int) -> di
         "bootstraps": 0,
         "params": f"N=2^{p.log_n}, {p.levels} levels, scale 2^{p.scale_bits}, log2(QP) {p.log_qp}",
         "simd": ks.simd_active(),
+        "device": device if device == "cpu" else ks.cuda_info().get("name", device),
         **errors(got, want),
         "peak_gb": peak_gb(),
     }
@@ -212,7 +213,9 @@ def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
         )
 
 
-def run_child(python: str, lib: str, work: pathlib.Path, name: str, threads: int, images: int) -> dict:
+def run_child(
+    python: str, lib: str, work: pathlib.Path, name: str, threads: int, images: int, device: str = "cpu"
+) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), GOMAXPROCS=str(threads), MKL_NUM_THREADS=str(threads))
     cmd = [
         python,
@@ -227,6 +230,8 @@ def run_child(python: str, lib: str, work: pathlib.Path, name: str, threads: int
         str(threads),
         "--images",
         str(images),
+        "--device",
+        device,
     ]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(work))
     sys.stderr.write(r.stderr[-4000:])
@@ -245,13 +250,17 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--orion-python", help="the interpreter of a venv with orion-fhe (none: kasoku only)")
     ap.add_argument("--all-digits", action="store_true", help="kasoku on all 360 test images (decisions and errors)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="kasoku's device (Orion runs on the CPU)")
     ap.add_argument("--out", help="append the JSON lines here too")
     ap.add_argument("--child", choices=["kasoku", "orion"], help=argparse.SUPPRESS)
     ap.add_argument("--work", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        fn = child_kasoku if a.child == "kasoku" else child_orion
-        print(json.dumps(fn(pathlib.Path(a.work), a.models[0], a.threads, a.images)), flush=True)
+        if a.child == "kasoku":
+            rec = child_kasoku(pathlib.Path(a.work), a.models[0], a.threads, a.images, a.device)
+        else:
+            rec = child_orion(pathlib.Path(a.work), a.models[0], a.threads, a.images)
+        print(json.dumps(rec), flush=True)
         return 0
 
     sys.path.insert(0, str(ROOT / "bench"))
@@ -276,7 +285,7 @@ def main() -> int:
                     "threads": a.threads,
                     "cpu": host["cpu"],
                     "date": time.strftime("%Y-%m-%d"),
-                    **run_child(python, lib, work, name, a.threads, images),
+                    **run_child(python, lib, work, name, a.threads, images, a.device if lib == "kasoku" else "cpu"),
                 }
                 failed |= "error" in rec
                 line = json.dumps(rec)

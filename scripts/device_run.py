@@ -4,7 +4,8 @@ each step with its own time limit, its log and its JSON lines written as it goes
 returns what it did. Started by scripts/device_run.sh, which unpacks the carried Debian packages and DESILO's wheel.
 
     scripts/device_run.sh                                   # every step (longer than one device call: use --steps)
-    scripts/device_run.sh --steps build,gpu-tests,h16-gpu   # some steps, in the order below
+    scripts/device_run.sh --steps build,gpu-tests,h16-gpu   # some steps, in the order given
+    scripts/device_run.sh --steps build,h16-gpu --limit h16-gpu=60   # another limit for a step
     scripts/device_run.sh --dry-run                         # here: CUDA steps skipped, the rest at small sizes
 
 Every JSON line of a step (what its benchmark prints) is copied into $OUT/<step>.jsonl and $OUT/all.jsonl with the
@@ -41,6 +42,7 @@ class Step:
     dry: Callable[["Run"], list[list[str]]] | None = None  # dry run here (None: skipped in a dry run)
     cuda: bool = False  # needs a CUDA device
     desilo: bool = False  # needs desilofhe
+    orion: bool = False  # needs orion-fhe (and PyTorch)
     summary: Callable[["Run"], list[dict]] | None = None  # JSON lines of a step whose programs print none
 
 
@@ -54,6 +56,7 @@ class Run:
     labels: dict = field(default_factory=dict)
     has_cuda: bool = False
     has_desilo: bool = False
+    has_orion: bool = False
 
     def py(self, *args: str) -> list[str]:
         return [self.python, *args]
@@ -267,6 +270,29 @@ STEPS = [
             for op in ("mul", "rot", "batch")
         ],
         cuda=True,
+    ),
+    Step(
+        "nn-gpu",
+        240,
+        "kasoku.nn on the GPU: Orion's MLP, LoLA and LeNet-5 on the digits (bench/nn_peers.py, needs PyTorch)",
+        lambda r: [
+            r.py("bench/nn_peers.py", "--models", "MLP", "LoLA", "LeNet5", "--device", "cuda", "--images", "5"),
+        ],
+        cuda=True,
+    ),
+    Step(
+        "nn-peers",
+        300,
+        "kasoku.nn beside Orion on one CPU thread: MLP and LoLA (LeNet-5: the step nn-peers-lenet)",
+        lambda r: [r.py("bench/nn_peers.py", "--models", "MLP", "LoLA", "--orion-python", r.python, "--images", "5")],
+        orion=True,
+    ),
+    Step(
+        "nn-peers-lenet",
+        420,
+        "kasoku.nn beside Orion on one CPU thread: LeNet-5",
+        lambda r: [r.py("bench/nn_peers.py", "--models", "LeNet5", "--orion-python", r.python, "--images", "3")],
+        orion=True,
     ),
     Step(
         "desilo-boot-gpu",
@@ -570,7 +596,15 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--steps",
         default="all",
-        help="comma separated steps to run, in the run's order (default all): " + ", ".join(s.name for s in STEPS),
+        help="comma separated steps to run, in the order given (default all, in this order): "
+        + ", ".join(s.name for s in STEPS),
+    )
+    ap.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="STEP=SECONDS",
+        help="another time limit for a step (repeatable), to fit a run into one device call",
     )
     ap.add_argument(
         "--dry-run",
@@ -594,6 +628,12 @@ def main(argv=None) -> int:
     unknown = [w for w in wanted if w not in names]
     if unknown:
         ap.error(f"unknown steps {', '.join(unknown)}; the steps are {', '.join(names)}")
+    by_name = {s.name: s for s in STEPS}
+    for item in args.limit:
+        name, _, secs = item.partition("=")
+        if name not in by_name or not secs.isdigit():
+            ap.error(f"--limit {item}: expected STEP=SECONDS with STEP one of {', '.join(names)}")
+        by_name[name].limit_s = int(secs)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     build = (ROOT / (args.build_dir or ("build/cpp" if args.dry_run else "build/device"))).resolve()
@@ -604,15 +644,16 @@ def main(argv=None) -> int:
     r.labels = machine(out)
     print(f"[device run] {r.labels['gpu']} | {r.labels['host']} | commit {r.labels['commit']} -> {out}", flush=True)
     r.has_desilo = subprocess.run([r.python, "-c", "import desilofhe"], env=env, capture_output=True).returncode == 0
+    r.has_orion = subprocess.run([r.python, "-c", "import orion, torch"], env=env, capture_output=True).returncode == 0
     failed = 0
-    for step in STEPS:
-        if step.name not in wanted:
-            continue
+    for step in (by_name[w] for w in wanted):
         t0 = time.monotonic()
         if step.cuda and r.dry:
             status, why = "skipped", "dry run: no CUDA device here"
         elif step.desilo and not r.has_desilo:
             status, why = "skipped", "desilofhe is not installed (scripts/device_run.sh installs the carried wheel)"
+        elif step.orion and not r.has_orion:
+            status, why = "skipped", "orion-fhe or PyTorch is missing (scripts/device_run.sh installs Orion's wheel)"
         elif r.dry and step.dry is None:
             status, why = "skipped", "dry run: make test builds and runs it here"
         else:

@@ -29,8 +29,8 @@ def test_dry_run_skips_cuda_steps_and_runs_the_rest(tmp_path):
     listed = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "device_run.py"), "--list"], capture_output=True, text=True, check=True
     ).stdout.split()
-    assert set(steps) <= set(listed) and len(steps) == 17
-    for name in ("sanitizers", "h16-gpu", "boot16-gpu", "ncu", "m14-gpu"):
+    assert set(steps) <= set(listed) and len(steps) == 20
+    for name in ("sanitizers", "h16-gpu", "boot16-gpu", "ncu", "m14-gpu", "nn-gpu"):
         assert steps[name]["status"] == "skipped" and "CUDA" in steps[name]["why"], steps[name]
     for name in ("gpu-tests", "b13-batches", "cpu-threads", "boot16-threads", "sched-cost", "sched-real", "sched-sim"):
         assert steps[name]["status"] == "ok", steps[name]
@@ -41,6 +41,16 @@ def test_dry_run_skips_cuda_steps_and_runs_the_rest(tmp_path):
     assert tests["test_gpu_counts"]["passed"] >= 3 and not any(t["failed"] for t in tests.values())
     assert any(x.get("op") == "MulRelinRescale" and x.get("threads") == 2 for x in lines)
     assert (tmp_path / "machine.txt").read_text().count("lscpu") == 1
+
+
+def test_steps_run_in_the_order_given_and_limits_are_checked(tmp_path):
+    script = [sys.executable, str(ROOT / "scripts" / "device_run.py"), "--dry-run", "--out", str(tmp_path)]
+    r = subprocess.run([*script, "--steps", "ncu,h16-gpu", "--limit", "ncu=5"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x)["step"] for x in (tmp_path / "steps.jsonl").read_text().splitlines()] == ["ncu", "h16-gpu"]
+    for bad in ("nope=5", "ncu=soon"):
+        r = subprocess.run([*script, "--steps", "ncu", "--limit", bad], capture_output=True, text=True)
+        assert r.returncode == 2 and "STEP=SECONDS" in r.stderr, r.stderr
 
 
 def test_timing_waits_for_the_device_after_the_warm_up():
