@@ -18,10 +18,11 @@ if [ $dry = 0 ]; then
     export KASOKU_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$root/usr -DOPENSSL_ROOT_DIR=$root/usr \
 '-DCMAKE_CXX_FLAGS=-isystem $root/usr/include -isystem $root/usr/include/x86_64-linux-gnu' ${KASOKU_CMAKE_ARGS:-}"
     # the peers' wheels, each in a folder of its own: DESILO (GPU peer) and Orion (kasoku.nn's peer; the image has
-    # PyTorch and Orion's other needs)
+    # PyTorch and Orion's other needs but a SciPy newer than Orion takes: 1.14.1 travels with it)
     for w in desilofhe orion_fhe; do
         if ls .whl/$w*.whl >/dev/null 2>&1; then
-            python3 -m pip install -q --no-index --no-deps --target /tmp/kasoku-$w .whl/$w*.whl &&
+            extra=$([ $w = orion_fhe ] && ls .whl/scipy-*.whl 2>/dev/null)
+            python3 -m pip install -q --no-index --no-deps --target /tmp/kasoku-$w .whl/$w*.whl $extra &&
                 export PYTHONPATH=/tmp/kasoku-$w:${PYTHONPATH:-}
         fi
     done
