@@ -122,10 +122,17 @@ class Client:
         return self._send("POST", "/v1/keys", bytes(data)).json()["keys"]
 
     def submit(
-        self, inputs: Mapping, keys: str, graph=None, computation: str | dict | None = None, retry_for: float = 60.0
+        self,
+        inputs: Mapping,
+        keys: str,
+        graph=None,
+        computation: str | dict | None = None,
+        retry_for: float = 60.0,
+        model: str | None = None,
     ) -> int:
-        """Queues a job on the server: `graph` (a ks.sched.Graph) or `computation` ("exp", {"name": "exp", "order":
-        6}, {"name": "polynomial", "degree": 31}) on `inputs` (name -> Ciphertext or its bytes). Returns the job's
+        """Queues a job on the server: `graph` (a ks.sched.Graph), `computation` ("exp", {"name": "exp", "order":
+        6}, {"name": "polynomial", "degree": 31}) or a stored `model` (its id) on `inputs` (name -> Ciphertext or its
+        bytes; a model's is "x"). Returns the job's
         id. While the server answers "retry later" or cannot be reached (a restart), waits and tries again, for up
         to retry_for seconds (0: raise at once); every try carries the same Idempotency-Key, so a submission whose
         answer was lost is not accepted twice."""
@@ -136,7 +143,7 @@ class Client:
         }
         if isinstance(computation, str):
             computation = {"name": computation}
-        body = wire.job_request(keys, blobs, graph_dict(graph) if graph is not None else None, computation)
+        body = wire.job_request(keys, blobs, graph_dict(graph) if graph is not None else None, computation, model)
         httpx = _httpx()
         headers = {"Idempotency-Key": uuid.uuid4().hex}
         deadline = time.monotonic() + retry_for
@@ -152,6 +159,27 @@ class Client:
                     raise
                 time.sleep(0.5)
                 self.retried_connections += 1
+
+    # --- models (kasoku.nn) ---
+    def store_model(self, plan) -> dict:
+        """Stores a kasoku.nn plan (a CompiledModel or its to_bytes(): no key in it) on the server, which checks and
+        loads it; returns its record ("model": its id, the Galois elements its keys need, its description)."""
+        data = plan if isinstance(plan, (bytes, bytearray)) else plan.to_bytes()
+        return self._send("POST", "/v1/models", bytes(data)).json()
+
+    def register_model_keys(self, model: str, keys, compression: str | None = "zstd") -> str:
+        """Uploads the evaluation keys made for a model's parameters (plan.keygen().evaluation()); returns the key
+        set's id for infer()."""
+        data = keys if isinstance(keys, (bytes, bytearray)) else keys.to_bytes(compression=compression)
+        return self._send("POST", f"/v1/models/{model}/keys", bytes(data)).json()["keys"]
+
+    def infer(self, model: str, sample, keys: str, ctx=None, timeout: float = 300.0):
+        """The stored model on an encrypted sample (plan.encrypt(x)): the encrypted logits, a Ciphertext of ctx (the
+        plan's context, plan.ctx; plan.decrypt reads it), or their bytes when ctx is None."""
+        from . import Ciphertext
+
+        out = self.result_bytes(self.submit({"x": sample}, keys, model=model), timeout)["logits"]
+        return out if ctx is None else Ciphertext.from_bytes(ctx, out)
 
     def status(self, job: int) -> dict:
         return self._send("GET", f"/v1/jobs/{int(job)}").json()

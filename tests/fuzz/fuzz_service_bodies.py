@@ -1,6 +1,7 @@
 """Coverage-guided fuzzing (atheris) of the service's request and response bodies (kasoku.service.wire): job
-envelopes, their headers and graphs, and the input ciphertexts they carry (parsed as the server parses them).
-Anything but BadRequest or SerializationError for a bad body is a finding. Run by scripts/fuzz.sh:
+envelopes, their headers and graphs, the input ciphertexts they carry (parsed as the server parses them), and stored
+models (kasoku.nn.load, as POST /v1/models reads them). Anything but BadRequest or SerializationError for a bad body
+is a finding. Run by scripts/fuzz.sh:
     python tests/fuzz/fuzz_service_bodies.py -runs=N CORPUS_DIR SEED_DIR
     python tests/fuzz/fuzz_service_bodies.py --seeds SEED_DIR      (writes valid bodies to start from)
 """
@@ -12,6 +13,7 @@ import atheris
 
 with atheris.instrument_imports(include=["kasoku"]):
     import kasoku as ks
+    import kasoku.nn as ksnn
     from kasoku.service import wire
 
 PARAMS = ks.Parameters(log_n=12, first_bits=60, scale_bits=40, levels=2, security=None)
@@ -38,6 +40,10 @@ def one_input(data: bytes) -> None:
         wire.parse_result(data)
     except wire.BadRequest:
         pass
+    try:
+        ksnn.load(data, threads=1)
+    except ks.SerializationError:
+        pass
 
 
 def seeds(out: Path) -> None:
@@ -55,6 +61,15 @@ def seeds(out: Path) -> None:
         "graph": wire.job_request("k1", {"x": ct}, graph=graph_dict(g)),
         "result": wire.result_body({"y": ct}),
     }
+    try:  # a model (compiling one needs PyTorch; the loader does not)
+        import torch
+
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(4, 2), ksnn.Square(), torch.nn.Linear(2, 2)).eval()
+        x = torch.randn(4, 4)
+        bodies["model"] = ksnn.compile(net, x[:1], calibration=x, threads=1).to_bytes()
+    except ImportError:
+        pass
     for name, b in bodies.items():
         (out / name).write_bytes(b)
 

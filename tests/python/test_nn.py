@@ -168,7 +168,11 @@ def test_the_server_runs_on_evaluation_keys_alone():
     calibration = torch.randn(16, 1, 4, 4)
     client = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
     keys = client.keygen()
-    server = ksnn.compile(model, calibration[:1], calibration=calibration, params=client.params, threads=2)
+    # the plan travels as bytes (no key in them, no PyTorch needed to load them): what the service stores
+    server = ksnn.load(client.to_bytes(), threads=2)
+    assert server.galois_elements() == client.galois_elements() and server.params.to_bytes() == client.params.to_bytes()
+    (s_depth, s_steps), (c_depth, c_steps) = (repr(p).split("\n  depth ")[1].split("\n", 1) for p in (server, client))
+    assert s_depth.endswith("loaded from bytes") and s_steps == c_steps
     with pytest.raises(ks.MissingKeyError, match="evaluation keys"):
         server.run(client.encrypt(calibration[0]))
     with pytest.raises(ks.MissingKeyError, match="keygen"):
@@ -180,6 +184,29 @@ def test_the_server_runs_on_evaluation_keys_alone():
     got = client.decrypt(ks.Ciphertext.from_bytes(client.ctx, out.to_bytes()))
     want = model(calibration[:1]).detach().numpy().reshape(-1)
     assert np.max(np.abs(got - want)) < 2e-3
+    assert out.to_bytes() == client.run(ct).to_bytes()  # the loaded plan computes what the compiled one does
+    np.testing.assert_array_equal(server.forward_clear(calibration[0]), client.forward_clear(calibration[0]))
+    low = server.evaluator.drop_level(ks.Ciphertext.from_bytes(server.ctx, ct.to_bytes()), 0)
+    with pytest.raises(ks.LevelError, match="encrypted at level"):
+        server.run(low)
+
+
+def test_a_damaged_plan_is_refused_with_a_clear_error():
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), ksnn.Square(), nn.Linear(4, 3)).eval()
+    x = torch.randn(4, 1, 4, 4)
+    data = ksnn.compile(model, x[:1], calibration=x).to_bytes()
+    for bad, why in [
+        (b"", "not a kasoku.nn plan"),
+        (b"PK\x03\x04" + data[20:], "not a kasoku.nn plan"),
+        (data[: len(data) // 2], "damaged or incomplete"),
+        (data[:-30] + bytes(30), "damaged or incomplete"),
+        (data[:200] + bytes([data[200] ^ 0x55]) + data[201:], "damaged or incomplete"),
+    ]:
+        with pytest.raises(ks.SerializationError, match=why):
+            ksnn.load(bad)
+    plan = ksnn.load(data)  # the bytes themselves were fine
+    assert plan.out_dim == 3
 
 
 def test_digits_mlp_takes_the_clear_decisions():
@@ -301,11 +328,18 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
     assert "bootstraps" in repr(plan)
     with pytest.raises(ks.ParameterError, match=r"layer 4 \(SiLU\) is past the last .*bootstrap=False"):
         ksnn.compile(model, calibration[:1], calibration=calibration, params=params, bootstrap=False)
-    plan.keygen()
+    keys = plan.keygen()
     for x in calibration[:2]:
         want = model(x[None]).detach().numpy().reshape(-1)
         got = plan.decrypt(plan.run(plan.encrypt(x)))
         assert np.max(np.abs(got - want)) < 1e-2
+    # saved and loaded, bootstraps included: the same bytes out
+    loaded = ksnn.load(plan.to_bytes(), threads=2)
+    assert loaded.bootstraps == plan.bootstraps and loaded.bootstrapper.slots == plan.bootstrapper.slots
+    loaded.use(ks.EvaluationKeys.from_bytes(loaded.ctx, keys.evaluation().to_bytes()))
+    ct = plan.encrypt(calibration[0])
+    out = loaded.run(ks.Ciphertext.from_bytes(loaded.ctx, ct.to_bytes()))
+    assert out.to_bytes() == plan.run(ct).to_bytes()
 
 
 def test_relu_by_sign_steps_with_bootstraps_between_them():

@@ -337,3 +337,66 @@ def test_overload_answers_retry_later_and_loses_nothing(tmp_path, alice_keys):
         assert m["rejected_busy"] >= refused  # the last submit's own tries count too
     finally:
         srv.stop()
+
+
+def test_a_stored_model_runs_on_encrypted_samples_and_survives_a_restart(tmp_path, alice_keys):
+    """kasoku.nn's client/server split through the service: the client stores its compiled plan (no key in it) and
+    the evaluation keys made for its parameters, sends encrypted samples, and decrypts the logits; the server loads
+    the plan without PyTorch and runs it as a job (durable like every job)."""
+    torch = pytest.importorskip("torch", reason="compiling a model needs PyTorch (kasoku[nn])")
+    import kasoku.nn as ksnn
+
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(16, 8), ksnn.Square(), torch.nn.Linear(8, 3)
+    ).eval()
+    x = torch.randn(8, 1, 4, 4)
+    plan = ksnn.compile(model, x[:1], calibration=x, threads=2)
+    keys = plan.keygen()
+    srv = make_server(tmp_path / "srv", "--cost", "paper").start()
+    try:
+        c = ks.Client.register(srv.url, srv.admin_token)
+        rec = c.store_model(plan)
+        mid = rec["model"]
+        assert rec["galois_elements"] == plan.galois_elements() and rec["input_shape"] == [1, 4, 4]
+        assert rec["outputs"] == 3 and "affine 16 -> 8" in rec["plan"]
+        kid = c.register_model_keys(mid, keys.evaluation())
+        cts = [plan.encrypt(xi) for xi in x[:3]]
+        jobs = [c.submit({"x": ct}, keys=kid, model=mid) for ct in cts]
+        srv.stop(signal.SIGKILL)  # model jobs are kept like the others
+        srv.start()
+        c = ks.Client(srv.url, c.token)
+        for job, ct, xi in zip(jobs, cts, x):
+            out = ks.Ciphertext.from_bytes(plan.ctx, c.result_bytes(job)["logits"])
+            assert out.to_bytes() == plan.run(ct).to_bytes()  # bit for bit what the plan computes locally
+            want = model(xi[None]).detach().numpy().reshape(-1)
+            assert np.max(np.abs(plan.decrypt(out) - want)) < 2e-3
+        got = plan.decrypt(c.infer(mid, cts[0], kid, plan.ctx))
+        assert np.max(np.abs(got - model(x[:1]).detach().numpy().reshape(-1))) < 2e-3
+        assert c.metrics()["completed"] >= 4
+
+        def post(path: str, body: bytes, token: str = c.token):
+            return httpx.post(srv.url + path, content=body, headers={"Authorization": f"Bearer {token}"})
+
+        r = post("/v1/models", plan.to_bytes()[:-100])
+        assert r.status_code == 400 and "damaged" in r.json()["detail"]
+        few = plan.ctx.keygen(rotations=[1]).evaluation().to_bytes()
+        r = post(f"/v1/models/{mid}/keys", few)
+        assert r.status_code == 422 and "Galois keys" in r.json()["detail"]
+        ctx, skeys = alice_keys  # a key set of the server's parameters is not one of the model's
+        server_kid = c.register_keys(skeys.evaluation())
+        r = post("/v1/jobs", wire.job_request(server_kid, {"x": cts[0].to_bytes()}, model=mid))
+        assert r.status_code == 400, r.text
+        low = plan.evaluator.drop_level(cts[0], 1).to_bytes()
+        r = post("/v1/jobs", wire.job_request(kid, {"x": low}, model=mid))
+        assert r.status_code == 422 and "level" in r.json()["detail"]
+        r = post("/v1/jobs", wire.job_request(kid, {"x": cts[0].to_bytes(), "y": cts[0].to_bytes()}, model=mid))
+        assert r.status_code == 400 and "one input named 'x'" in r.json()["detail"]
+        bob = ks.Client.register(srv.url, srv.admin_token)
+        for call in (lambda: bob.infer(mid, cts[0], kid), lambda: bob.register_model_keys(mid, keys.evaluation())):
+            with pytest.raises(ks.ServiceError) as e:  # another client's model is invisible
+                call()
+            assert e.value.status == 404
+        assert httpx.get(f"{srv.url}/v1/models/{mid}", headers={"Authorization": f"Bearer {c.token}"}).json() == rec
+    finally:
+        srv.stop()

@@ -20,6 +20,8 @@ Bootstraps are placed where the levels run out. PyTorch is needed to compile (pi
 from __future__ import annotations
 
 import copy
+import io
+import json
 import math
 import operator
 import time
@@ -30,7 +32,7 @@ import numpy as np
 
 import kasoku as ks
 
-__all__ = ["compile", "CompiledModel", "Polynomial", "Square"]
+__all__ = ["compile", "load", "CompiledModel", "Polynomial", "Square"]
 
 
 def _torch():
@@ -684,7 +686,8 @@ class CompiledModel:
             f"  depth {self.depth} of {self.ctx.user_level} levels, "
             f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}; {rot} rotations per "
             f"inference, "
-            f"{len(self.galois_elements())} Galois keys; compiled in {self.compile_s:.1f} s",
+            f"{len(self.galois_elements())} Galois keys; "
+            + ("loaded from bytes" if self.compile_s is None else f"compiled in {self.compile_s:.1f} s"),
         ]
         lines += ["  " + s.describe() for s in self.steps]
         return "\n".join(lines)
@@ -754,11 +757,17 @@ class CompiledModel:
         """Sets the evaluation keys that run() computes with (a server's: keys.evaluation() from the client)."""
         self.evaluator = self.ctx.evaluator(evaluation_keys)
 
-    def run(self, ct, threads=None):
-        """The model on an encrypted sample: the logits, encrypted (evaluation keys only)."""
-        if self.evaluator is None:
+    def run(self, ct, threads=None, evaluator=None):
+        """The model on an encrypted sample: the logits, encrypted (evaluation keys only). evaluator: one of the
+        plan's context with other evaluation keys than plan.use set (a server holding several clients' keys)."""
+        ev = evaluator if evaluator is not None else self.evaluator
+        if ev is None:
             raise ks.MissingKeyError("run needs the evaluation keys: plan.keygen() (client) or plan.use(keys) (server)")
-        ev = self.evaluator
+        if ct.level < self.ctx.user_level:
+            raise ks.LevelError(
+                f"the model's input is encrypted at level {self.ctx.user_level} (plan.encrypt), this ciphertext is at "
+                f"level {ct.level}"
+            )
         last = {}  # value -> the last step that reads it (then it is dropped)
         for k, s in enumerate(self.steps):
             for i in s.inputs:
@@ -791,11 +800,191 @@ class CompiledModel:
                     del vals[i]
         return vals[self.output]
 
+    # -- saved and loaded
+    def to_bytes(self) -> bytes:
+        """The plan as bytes (kasoku.nn.load reads them): parameters, steps, folded weights, diagonals, polynomials and
+        layouts; no key and nothing of PyTorch. What a server needs to run the model (the encrypted-compute service
+        stores it: POST /v1/models), and what a client needs to encrypt for it and decrypt its logits."""
+        meta = {
+            "format": _PLAN_VERSION,
+            "in_shape": list(self.in_shape),
+            "in_unit": self.in_unit,
+            "out_dim": self.out_dim,
+            "out_unit": self.out_unit,
+            "output": self.output,
+            "bootstrap_slots": None if self.bootstrapper is None else self.bootstrapper.slots,
+            "steps": [],
+        }
+        arrays = {
+            "params": np.frombuffer(self.params.to_bytes(), dtype=np.uint8),
+            "in_layout": self.in_layout,
+            "out_layout": self.out_layout,
+        }
+        for i, st in enumerate(self.steps):
+            d = {"type": type(st).__name__, "name": st.name, "inputs": list(st.inputs), "level": st.level}
+            if isinstance(st, Affine):
+                d.update(output=st.output, p_in=st.p_in, p_out=st.p_out, mode=st.mode, sums=list(st.sums))
+                arrays[f"{i}.b"], arrays[f"{i}.layout_out"] = st.b, np.asarray(st.layout_out)
+                for k, (W, lay, diags) in enumerate(zip(st.Ws, st.layouts_in, st.diags)):
+                    rows, cols = np.nonzero(W)  # sparse: a convolution's matrix is mostly zeros
+                    arrays[f"{i}.W{k}.shape"] = np.array(W.shape, dtype=np.int64)
+                    arrays[f"{i}.W{k}.rows"], arrays[f"{i}.W{k}.cols"] = rows, cols
+                    arrays[f"{i}.W{k}.values"], arrays[f"{i}.layout_in{k}"] = W[rows, cols], lay
+                    arrays[f"{i}.offsets{k}"] = np.array(list(diags), dtype=np.int64)
+                    arrays[f"{i}.diags{k}"] = np.array(list(diags.values()), dtype=np.float64)
+            elif isinstance(st, Activation):
+                d.update(output=st.output, kind=st.kind, degree=st.degree, interval=list(st.interval), s_in=st.s_in)
+                if st.poly is not None:
+                    d.update(basis=st.poly.basis, poly_interval=list(st.poly.interval))
+                    arrays[f"{i}.coeffs"] = np.asarray(st.poly.coeffs, dtype=np.complex128)
+            elif isinstance(st, ReluJoin):
+                d.update(output=st.output)
+            meta["steps"].append(d)
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        return _PLAN_MAGIC + buf.getvalue()
+
     def forward_clear(self, x) -> np.ndarray:
         """The plan in plain arithmetic (the affine maps and the polynomials it evaluates): what run() computes
         without the encryption's noise."""
         v = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
         return self._clear(v / self.in_unit, check=False) * self.out_unit
+
+
+_PLAN_MAGIC = b"KASOKU-NN-PLAN\n"
+_PLAN_VERSION = 1
+
+
+def load(data: bytes, device: str = "cpu", threads=None) -> CompiledModel:
+    """A plan saved by CompiledModel.to_bytes, its transforms encoded for a context of its parameters on `device`
+    (PyTorch is not needed). Raises ks.SerializationError, saying what is wrong, for bytes that are not such a plan
+    (truncated, corrupted: each part is checked against its CRC, or inconsistent)."""
+    data = bytes(data)
+    if not data.startswith(_PLAN_MAGIC):
+        raise ks.SerializationError("these bytes are not a kasoku.nn plan (CompiledModel.to_bytes makes one)")
+    try:
+        with np.load(io.BytesIO(data[len(_PLAN_MAGIC) :]), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = json.loads(arrays.pop("meta").tobytes())
+        if meta.get("format") != _PLAN_VERSION:
+            raise ks.SerializationError(
+                f"plan format {meta.get('format')!r}: this kasoku reads format {_PLAN_VERSION} (save it again "
+                "with this version)"
+            )
+        params = ks.Parameters.from_bytes(arrays.pop("params").tobytes())
+        steps = [_step_from(d, i, arrays) for i, d in enumerate(meta["steps"])]
+        in_layout, out_layout = arrays["in_layout"].astype(np.int64), arrays["out_layout"].astype(np.int64)
+        in_shape, output = [int(v) for v in meta["in_shape"]], int(meta["output"])
+        boot_slots = meta["bootstrap_slots"]
+        in_unit, out_unit, out_dim = float(meta["in_unit"]), float(meta["out_unit"]), int(meta["out_dim"])
+    except ks.SerializationError:
+        raise
+    except Exception as e:  # zip, zlib, JSON, NumPy and field errors alike: untrusted bytes, one kind of error
+        raise ks.SerializationError(f"the plan's bytes are damaged or incomplete ({type(e).__name__}: {e})") from None
+    ctx = ks.Context(params, threads=threads, device=device)
+    _check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx)
+    _encode(steps, ctx, threads)
+    boot = None
+    if any(isinstance(st, Bootstrap) for st in steps):
+        boot = ks.Bootstrapper(ctx, slots=int(boot_slots), threads=threads)
+    return CompiledModel(
+        steps, output, in_shape, in_layout, in_unit, out_dim, out_layout, out_unit, params, ctx, boot, None
+    )
+
+
+def _step_from(d: dict, i: int, arrays: dict):
+    kind, name, inputs, level = d["type"], str(d["name"]), [int(v) for v in d["inputs"]], int(d["level"])
+    if kind == "Affine":
+        n = len(inputs)
+        diags = []
+        for k in range(n):
+            offsets, values = arrays[f"{i}.offsets{k}"], arrays[f"{i}.diags{k}"]
+            if values.ndim != 2 or len(offsets) != len(values):
+                raise ks.SerializationError(f"step {name}: {len(offsets)} offsets for {len(values)} diagonals")
+            diags.append({int(r): v for r, v in zip(offsets, values)})
+        st = Affine(
+            name,
+            inputs,
+            int(d["output"]),
+            [_dense(arrays, f"{i}.W{k}") for k in range(n)],
+            arrays[f"{i}.b"],
+            [arrays[f"{i}.layout_in{k}"].astype(np.int64) for k in range(n)],
+            int(d["p_in"]),
+            layout_out=arrays[f"{i}.layout_out"].astype(np.int64),
+            p_out=int(d["p_out"]),
+            mode=str(d["mode"]),
+            diags=diags,
+            sums=[int(r) for r in d["sums"]],
+        )
+    elif kind == "Activation":
+        st = Activation(name, str(d["kind"]), interval=tuple(map(float, d["interval"])), degree=int(d["degree"]))
+        st.input, st.output, st.s_in = inputs[0], int(d["output"]), float(d["s_in"])
+        if f"{i}.coeffs" in arrays:
+            st.poly = ks.Polynomial(arrays[f"{i}.coeffs"], str(d["basis"]), tuple(map(float, d["poly_interval"])))
+        elif st.kind != "square":
+            raise ks.SerializationError(f"step {name}: a {st.kind} activation without its polynomial")
+    elif kind == "Bootstrap":
+        st = Bootstrap(name, inputs[0])
+    elif kind == "ReluJoin":
+        st = ReluJoin(name, inputs, int(d["output"]))
+    else:
+        raise ks.SerializationError(f"step {i}: unknown kind {kind!r}")
+    st.level = level
+    return st
+
+
+def _dense(arrays: dict, key: str) -> np.ndarray:
+    rows, cols, values = arrays[f"{key}.rows"], arrays[f"{key}.cols"], arrays[f"{key}.values"]
+    shape = tuple(int(v) for v in arrays[f"{key}.shape"])
+    if len(shape) != 2 or not len(rows) == len(cols) == len(values) or min(shape) < 1 or np.prod(shape) > 2**31:
+        raise ks.SerializationError(f"{key}: a matrix of shape {shape} with {len(values)} entries")
+    if rows.min(initial=0) < 0 or cols.min(initial=0) < 0:
+        raise ks.SerializationError(f"{key}: a matrix of shape {shape} with {len(values)} entries")
+    W = np.zeros(shape)
+    W[rows, cols] = values  # IndexError outside the shape: a damaged plan
+    return W
+
+
+def _check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx) -> None:
+    """A loaded plan's steps read only values made before them, at levels the context has, with slots and layouts
+    within the ring: what run() and the transforms' encoding assume."""
+
+    def bad(what):
+        raise ks.SerializationError(f"the plan is inconsistent: {what}")
+
+    made, p_in, slots = {0}, _pow2(int(np.prod(in_shape))), ctx.slots
+    if p_in > slots or in_layout.size != int(np.prod(in_shape)) or in_layout.min(initial=0) < 0:
+        bad("the input layout does not fit the ring")
+    if in_layout.max(initial=0) >= p_in:
+        bad("the input layout does not fit its period")
+    for st, level in zip(steps, _levels(steps, ctx.user_level)[1]):
+        if any(i not in made for i in st.inputs):
+            bad(f"step {st.name} reads a value no earlier step makes")
+        if st.level != level or not 0 <= level <= ctx.user_level:
+            bad(f"step {st.name} is at level {st.level}, its inputs put it at {level}")
+        if isinstance(st, Affine):
+            for v in (st.p_in, st.p_out):
+                if v < 1 or v & (v - 1) or v > slots:
+                    bad(f"step {st.name}: period {v} is not a power of two within the {slots} slots")
+            length = max(st.p_in, st.p_out)
+            if len(st.Ws) != len(st.inputs) or len(st.diags) != len(st.inputs):
+                bad(f"step {st.name}: {len(st.inputs)} inputs, {len(st.Ws)} weight matrices")
+            if st.layout_out.size != st.Ws[0].shape[0] or st.layout_out.min(initial=0) < 0:
+                bad(f"step {st.name}: the output layout does not match its {st.Ws[0].shape[0]} outputs")
+            if st.layout_out.max(initial=0) >= st.p_out or st.b.shape != (st.Ws[0].shape[0],):
+                bad(f"step {st.name}: the output layout or bias does not fit its period")
+            for diags in st.diags:
+                for r, v in diags.items():
+                    if v.shape != (length,) or not 0 <= r < st.p_in:
+                        bad(f"step {st.name}: a diagonal of {v.shape} values at offset {r} (period {length})")
+            if any(not 0 < abs(r) < slots for r in st.sums):
+                bad(f"step {st.name}: a rotate-and-sum by {st.sums}")
+        made.add(st.output)
+    if output not in made or out_layout.size != out_dim or out_layout.min(initial=0) < 0:
+        bad("the output is not made by a step, or its layout does not match")
+    if out_layout.max(initial=0) >= slots:
+        bad("the output layout does not fit the ring")
 
 
 def _levels(steps, top: int) -> tuple[dict, list[int]]:
@@ -1102,17 +1291,7 @@ def compile(
     units = _units(steps, peaks)
     for s, level in zip(steps, _levels(steps, ctx.user_level)[1]):
         s.level = level
-        if isinstance(s, Affine):
-            s.lts = [
-                ks.LinearTransform(
-                    ctx, {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()}, level=level, threads=threads
-                )
-                for diags in s.diags
-            ]
-            if np.any(s.b):
-                bias = np.zeros(s.p_out)
-                bias[s.layout_out] = s.b
-                s.bias = np.tile(bias, ctx.slots // s.p_out)
+    _encode(steps, ctx, threads)
     return CompiledModel(
         steps,
         out_id,
@@ -1127,6 +1306,23 @@ def compile(
         bootstrapper,
         time.perf_counter() - t0,
     )
+
+
+def _encode(steps, ctx, threads) -> None:
+    """The affine steps' transforms and biases encoded for the context (at each step's level)."""
+    for s in steps:
+        if isinstance(s, Affine):
+            s.lts = [
+                ks.LinearTransform(
+                    ctx, {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()}, level=s.level, threads=threads
+                )
+                for diags in s.diags
+            ]
+            s.bias = None
+            if np.any(s.b):
+                bias = np.zeros(s.p_out)
+                bias[s.layout_out] = s.b
+                s.bias = np.tile(bias, ctx.slots // s.p_out)
 
 
 def _region(node, held, kinds):

@@ -45,6 +45,7 @@ class Metrics(BaseModel):
     uptime_s: float
     executor: str = Field(description="local or ray")
     threads: int
+    model_jobs_waiting: int = Field(0, description="model jobs queued behind the one running (models run one by one)")
 
 
 class NewClient(BaseModel):
@@ -57,6 +58,16 @@ class KeySet(BaseModel):
     bytes: int
     relin: bool = Field(description="whether it holds the relinearisation key")
     galois_elements: list[int] = Field(description="the Galois elements of its rotation keys")
+
+
+class Model(BaseModel):
+    model: str = Field(description="the model's id, named by its key sets and jobs")
+    input_shape: list[int] = Field(description="the sample's shape (plan.encrypt takes one sample)")
+    outputs: int = Field(description="the logits' count")
+    depth: int = Field(description="levels taken between bootstraps")
+    bootstraps: int
+    galois_elements: list[int] = Field(description="the Galois elements of the rotation keys it needs")
+    plan: str = Field(description="the plan as repr(plan) describes it: its steps, levels and rotations")
 
 
 class JobAccepted(BaseModel):

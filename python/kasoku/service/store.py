@@ -1,4 +1,5 @@
-"""What the service keeps across restarts: clients (hashed tokens), key sets, accepted jobs and their results.
+"""What the service keeps across restarts: clients (hashed tokens), key sets, models (kasoku.nn plans), accepted jobs
+and their results.
 
 SQLite (WAL, synchronous=FULL) holds the rows; request, key and result bytes are files written to a temporary name,
 fsync'ed and renamed before the row that points at them commits. A job is accepted (202) only after its row and
@@ -24,6 +25,8 @@ CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, client TE
                                  state TEXT NOT NULL, submitted REAL NOT NULL, finished REAL, error TEXT,
                                  request_bytes INTEGER NOT NULL, result_bytes INTEGER, runs INTEGER NOT NULL DEFAULT 0,
                                  idempotency_key TEXT);
+CREATE TABLE IF NOT EXISTS models (id TEXT PRIMARY KEY, client TEXT NOT NULL, bytes INTEGER NOT NULL,
+                                   created REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_idem ON jobs(client, idempotency_key);
 """
@@ -50,7 +53,7 @@ def _write(path: Path, data: bytes) -> None:
 class Store:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
-        for d in ("keys", "jobs"):
+        for d in ("keys", "jobs", "models"):
             (self.root / d).mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.root / "kasoku.db", check_same_thread=False, isolation_level=None)
@@ -96,6 +99,21 @@ class Store:
             return None
         b, r, g = rows[0]
         return {"keys": kid, "bytes": b, "relin": bool(r), "galois_elements": [int(x) for x in g.split(",") if x]}
+
+    # --- models (kasoku.nn plans, CompiledModel.to_bytes) ---
+    def model_path(self, mid: str) -> Path:
+        return self.root / "models" / f"{mid}.plan"
+
+    def add_model(self, client: str, data: bytes) -> str:
+        mid = "m" + secrets.token_hex(8)
+        _write(self.model_path(mid), data)
+        self._q("INSERT INTO models VALUES (?, ?, ?, ?)", (mid, client, len(data), time.time()))
+        return mid
+
+    def model_of(self, client: str, mid: str) -> dict | None:
+        """The model's record, if it is this client's."""
+        rows = self._q("SELECT bytes, created FROM models WHERE id = ? AND client = ?", (mid, client))
+        return {"model": mid, "bytes": rows[0][0], "created": rows[0][1]} if rows else None
 
     # --- jobs ---
     def request_path(self, jid: int) -> Path:

@@ -6,8 +6,10 @@ header's "blobs" list sizes, back to back. Ciphertexts and keys travel as blobs 
 
 A job's header:  {"keys": "<key set id>", "inputs": ["x", ...], "blobs": [n, ...],
                   "graph": {"nodes": [{"op": "input", "name": "x", "level": 7}, ...], "outputs": [[id, "name"], ...]}
-                  | "computation": {"name": "exp", "order": 6} | {"name": "polynomial", "degree": 31}}
-(input i's ciphertext is blob i; a computation's input is named "x" at the level of its ciphertext).
+                  | "computation": {"name": "exp", "order": 6} | {"name": "polynomial", "degree": 31}
+                  | "model": "<model id>"}
+(input i's ciphertext is blob i; a computation's input is named "x" at the level of its ciphertext; a model's, "x",
+is the sample the client encrypted with the plan (kasoku.nn), its output "logits").
 A result's header: {"outputs": ["exp", ...], "blobs": [n, ...]}.
 
 Everything here checks what it reads and raises BadRequest (a message for the client) on anything else; the fuzz
@@ -120,6 +122,7 @@ class JobSpec:
     nodes: list[dict] | None  # a graph's nodes (checked), or None for a computation
     outputs: list[tuple[int, str]]
     computation: dict | None  # {"name": ..., "order" | "degree": ...}
+    model: str | None = None  # a stored kasoku.nn plan's id (POST /v1/models)
 
 
 def _graph(g) -> tuple[list[dict], list[tuple[int, str]]]:
@@ -165,8 +168,12 @@ def parse_job(body: bytes) -> tuple[JobSpec, list[memoryview]]:
     names = [_name(x, "an input's name") for x in inputs]
     if len(set(names)) != len(names):
         raise BadRequest("input names must differ")
-    if ("graph" in header) == ("computation" in header):
-        raise BadRequest("a job has either a 'graph' or a 'computation'")
+    if sum(k in header for k in ("graph", "computation", "model")) != 1:
+        raise BadRequest("a job has one of 'graph', 'computation' or 'model'")
+    if "model" in header:
+        if names != ["x"]:
+            raise BadRequest("a model takes one input named 'x' (the sample, encrypted with the plan)")
+        return JobSpec(keys, names, None, [], None, _name(header["model"], "'model' (a model id)")), blobs
     if "graph" in header:
         nodes, outs = _graph(header["graph"])
         return JobSpec(keys, names, nodes, outs, None), blobs
@@ -187,13 +194,19 @@ def parse_job(body: bytes) -> tuple[JobSpec, list[memoryview]]:
 
 
 def job_request(
-    keys: str, inputs: dict[str, bytes], graph: dict | None = None, computation: dict | None = None
+    keys: str,
+    inputs: dict[str, bytes],
+    graph: dict | None = None,
+    computation: dict | None = None,
+    model: str | None = None,
 ) -> bytes:
     header: dict = {"keys": keys, "inputs": list(inputs)}
     if graph is not None:
         header["graph"] = graph
     if computation is not None:
         header["computation"] = computation
+    if model is not None:
+        header["model"] = model
     return pack(header, list(inputs.values()))
 
 

@@ -26,6 +26,7 @@ class Config(BaseSettings):
     capacity: int = Field(64, ge=1, description="accepted jobs not yet ended; beyond it: 429 retry later")
     max_job_bytes: int = Field(256 << 20, ge=1, description="a job request's body")
     max_keys_bytes: int = Field(4 << 30, ge=1, description="a key set's body")
+    max_model_bytes: int = Field(1 << 30, ge=1, description="a model's body (a kasoku.nn plan)")
     cost: str = Field("measure", description="measure (cached in data), paper, or a CostModel JSON file")
     executor: str = Field("local", pattern="^(local|ray)$")
     ray_address: str | None = Field(
@@ -33,6 +34,7 @@ class Config(BaseSettings):
     )
     admin_token: str | None = Field(None, description="None: read data/admin_token, or make one there (mode 0600)")
     key_cache: int = Field(16, ge=1, description="key sets kept loaded")
+    model_cache: int = Field(4, ge=1, description="models kept loaded (their transforms encoded)")
 
     @field_validator("params", mode="before")
     @classmethod

@@ -18,6 +18,7 @@ from ..backends import Ended, ExecutorBackend, Job, LocalBackend, cost_model
 from ..store import Store
 from .config import Config, admin_token
 from .metrics import Metrics
+from .models import ModelJob, ModelRunner, Models
 
 ERRORS_400 = (wire.BadRequest, ks.SerializationError)
 ERRORS_422 = (ks.ParameterError, ks.LevelError, ks.MissingKeyError, ks.ScaleError)
@@ -50,6 +51,8 @@ class Service:
         self._stop = threading.Event()
         self._collector: threading.Thread | None = None
         self.backend = backend
+        self.models = Models(self.store, cfg.threads, cfg.model_cache, cfg.key_cache)
+        self.runner: ModelRunner | None = None
         self.recovered = 0
 
     # --- life cycle ---
@@ -57,11 +60,12 @@ class Service:
         self._loop = loop
         if self.backend is None:
             self.backend = make_backend(self.cfg)
+        self.runner = ModelRunner(self.cfg.threads)
         for jid, client, _ in self.store.unfinished():  # accepted before a restart: run again
             self.in_flight += 1
             self.metrics.accepted += 1
             try:
-                self.backend.submit(self._job(jid, client, self.store.request_path(jid).read_bytes()))
+                self._queue(self._job(jid, client, self.store.request_path(jid).read_bytes()))
                 self.store.rerun(jid)
                 self.recovered += 1
             except (*ERRORS_400, *ERRORS_422, LookupError, OSError) as e:
@@ -75,12 +79,20 @@ class Service:
             self._collector.join()
         if self.backend:
             self.backend.close()
+        if self.runner:
+            self.runner.close()
         self.store.close()
 
     def _collect(self) -> None:
         while not self._stop.is_set():
-            for e in self.backend.poll(0.2):
+            for e in self.backend.poll(0.2) + self.runner.poll():
                 self._ended(e)
+
+    def _queue(self, job: Job | ModelJob) -> None:
+        if isinstance(job, ModelJob):
+            self.runner.submit(job)
+        else:
+            self.backend.submit(job)
 
     def _ended(self, e: Ended) -> None:
         result = None if e.outputs is None else wire.result_body(e.outputs)
@@ -108,13 +120,17 @@ class Service:
                 self._evaluators.popitem(last=False)
         return ev
 
-    def _job(self, jid: int, client: str, body: bytes) -> Job:
-        """The job of a request body, checked against its key set (LookupError: not one of this client's)."""
+    def _job(self, jid: int, client: str, body: bytes) -> Job | ModelJob:
+        """The job of a request body, checked against its key set and model (LookupError: not this client's)."""
         spec, blobs = wire.parse_job(body)
         kid = spec.keys
         if self.store.keys_of(client, kid) is None:
-            raise LookupError(f"unknown key set {kid!r}: register it first (POST /v1/keys)")
+            raise LookupError(f"unknown key set {kid!r}: register it first (POST /v1/keys, or a model's keys)")
         blobs = {n: bytes(b) for n, b in zip(spec.inputs, blobs)}
+        if spec.model is not None:
+            if self.store.model_of(client, spec.model) is None:
+                raise LookupError(f"unknown model {spec.model!r}: store it first (POST /v1/models)")
+            return self.models.job(jid, spec.model, kid, blobs["x"])
         inputs = {n: ks.Ciphertext.from_bytes(self.ctx, b) for n, b in blobs.items()}
         if spec.computation is not None:
             level = inputs["x"].level
@@ -152,7 +168,7 @@ class Service:
             self.in_flight += 1
         try:
             job.jid = self.store.accept(client, job.keys_id, body, key)
-            self.backend.submit(job)
+            self._queue(job)
         except BaseException:
             if job.jid:
                 self.store.discard(job.jid)
@@ -180,6 +196,7 @@ class Service:
                 "uptime_s": time.time() - m.started,
             }
         body.update(self.backend.status())
+        body["model_jobs_waiting"] = self.runner.pending if self.runner else 0
         return body
 
     def retry_after(self) -> float:

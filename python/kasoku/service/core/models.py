@@ -1,0 +1,165 @@
+"""Models on the service: kasoku.nn plans (CompiledModel.to_bytes) a client stores, evaluation keys made for a plan's
+parameters, and the worker that runs a model on an encrypted sample. A plan holds no secret; the server loads it with
+kasoku.nn.load (no PyTorch), which checks it and encodes its transforms, and keeps a few loaded."""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+import time
+from dataclasses import dataclass
+
+import kasoku as ks
+import kasoku.nn as ksnn
+
+from ..backends import Ended
+from ..store import Store
+
+
+@dataclass
+class ModelJob:
+    jid: int
+    keys_id: str
+    plan: ksnn.CompiledModel
+    evaluator: ks.Evaluator  # the key set, loaded for the plan's context
+    sample: ks.Ciphertext
+    queued: float = 0.0
+
+
+def info(mid: str, plan: ksnn.CompiledModel) -> dict:
+    """What a client needs to know of a stored model (POST /v1/models answers it)."""
+    return {
+        "model": mid,
+        "input_shape": list(plan.in_shape),
+        "outputs": plan.out_dim,
+        "depth": plan.depth,
+        "bootstraps": plan.bootstraps,
+        "galois_elements": plan.galois_elements(),
+        "plan": repr(plan),
+    }
+
+
+def missing_keys(plan: ksnn.CompiledModel, keys) -> str | None:
+    """What the key set lacks for the plan (None: nothing)."""
+    gone = sorted(set(plan.galois_elements()) - set(keys.galois_elements))
+    if gone:
+        return (
+            f"the key set lacks {len(gone)} of the model's Galois keys (elements {gone[:8]}): plan.keygen() makes "
+            "every key the model needs"
+        )
+    if not keys.has_relin and any(not isinstance(s, ksnn.Affine) for s in plan.steps):
+        return "the key set has no relinearisation key, which the model's activations need"
+    return None
+
+
+class Models:
+    """The stored models, a few kept loaded (LRU), and evaluators per (model, key set)."""
+
+    def __init__(self, store: Store, threads: int, cache: int, key_cache: int):
+        self.store, self.threads, self.cache, self.key_cache = store, threads or None, cache, key_cache
+        self._lock = threading.Lock()
+        self._plans: collections.OrderedDict[str, ksnn.CompiledModel] = collections.OrderedDict()
+        self._evaluators: collections.OrderedDict[tuple[str, str], ks.Evaluator] = collections.OrderedDict()
+
+    def _keep(self, table: collections.OrderedDict, key, value, size: int):
+        with self._lock:
+            table[key] = value
+            table.move_to_end(key)
+            while len(table) > size:
+                table.popitem(last=False)
+        return value
+
+    def _cached(self, table: collections.OrderedDict, key):
+        with self._lock:
+            if key in table:
+                table.move_to_end(key)
+                return table[key]
+        return None
+
+    def add(self, client: str, body: bytes) -> dict:
+        """Checks and stores a plan; raises ks.SerializationError for bytes that are not one."""
+        plan = ksnn.load(body, threads=self.threads)
+        mid = self.store.add_model(client, body)
+        return info(mid, self._keep(self._plans, mid, plan, self.cache))
+
+    def plan(self, mid: str) -> ksnn.CompiledModel:
+        plan = self._cached(self._plans, mid)
+        if plan is None:
+            plan = ksnn.load(self.store.model_path(mid).read_bytes(), threads=self.threads)
+            self._keep(self._plans, mid, plan, self.cache)
+        return plan
+
+    def add_keys(self, client: str, mid: str, body: bytes) -> dict:
+        """Registers an evaluation key set for the model's parameters, checked to hold every key the model needs."""
+        plan = self.plan(mid)
+        keys = ks.EvaluationKeys.from_bytes(plan.ctx, body)
+        why = missing_keys(plan, keys)
+        if why:
+            raise ks.MissingKeyError(why)
+        kid = self.store.add_keys(client, body, keys.has_relin, list(keys.galois_elements))
+        self._keep(self._evaluators, (mid, kid), plan.ctx.evaluator(keys), self.key_cache)
+        return self.store.keys_of(client, kid)
+
+    def job(self, jid: int, mid: str, kid: str, sample: bytes) -> ModelJob:
+        """A checked job of the model on the sample's bytes (SerializationError, LevelError, MissingKeyError)."""
+        plan = self.plan(mid)
+        ev = self._cached(self._evaluators, (mid, kid))
+        if ev is None:
+            keys = ks.EvaluationKeys.from_bytes(plan.ctx, self.store.key_path(kid).read_bytes())
+            why = missing_keys(plan, keys)
+            if why:
+                raise ks.MissingKeyError(why)
+            ev = self._keep(self._evaluators, (mid, kid), plan.ctx.evaluator(keys), self.key_cache)
+        ct = ks.Ciphertext.from_bytes(plan.ctx, sample)
+        if ct.level < plan.ctx.user_level:
+            raise ks.LevelError(
+                f"the model's input is encrypted at level {plan.ctx.user_level} (plan.encrypt), this one is at level "
+                f"{ct.level}"
+            )
+        return ModelJob(jid, kid, plan, ev, ct)
+
+
+class ModelRunner:
+    """Runs model jobs one after the other on a thread of its own (each on the configured threads), reporting their
+    ends as the executors do (the collector polls it beside the executor)."""
+
+    def __init__(self, threads: int):
+        self.threads = threads or None
+        self._todo: queue.Queue[ModelJob | None] = queue.Queue()
+        self._done: queue.Queue[Ended] = queue.Queue()
+        self._thread = threading.Thread(target=self._work, name="kasoku-models", daemon=True)
+        self._thread.start()
+
+    @property
+    def pending(self) -> int:
+        return self._todo.qsize()
+
+    def submit(self, job: ModelJob) -> None:
+        job.queued = time.perf_counter()
+        self._todo.put(job)
+
+    def _work(self) -> None:
+        while (job := self._todo.get()) is not None:
+            start = time.perf_counter()
+            try:
+                out = job.plan.run(job.sample, threads=self.threads, evaluator=job.evaluator)
+                outputs, error = {"logits": out.to_bytes()}, None
+            except Exception as e:  # the job fails, the service goes on
+                outputs, error = None, f"{type(e).__name__}: {e}"
+            end = time.perf_counter()
+            self._done.put(Ended(job.jid, outputs, error, (start - job.queued) * 1e3, (end - start) * 1e3))
+
+    def poll(self, timeout_s: float = 0.0) -> list[Ended]:
+        out = []
+        try:
+            out.append(self._done.get(timeout=timeout_s) if timeout_s > 0 else self._done.get_nowait())
+            while True:
+                out.append(self._done.get_nowait())
+        except queue.Empty:
+            pass
+        return out
+
+    def close(self) -> None:
+        self._todo.put(None)
+        self._thread.join()
