@@ -347,9 +347,7 @@ def test_a_stored_model_runs_on_encrypted_samples_and_survives_a_restart(tmp_pat
     import kasoku.nn as ksnn
 
     torch.manual_seed(3)
-    model = torch.nn.Sequential(
-        torch.nn.Flatten(), torch.nn.Linear(16, 8), ksnn.Square(), torch.nn.Linear(8, 3)
-    ).eval()
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 8), ksnn.Square(), torch.nn.Linear(8, 3)).eval()
     x = torch.randn(8, 1, 4, 4)
     plan = ksnn.compile(model, x[:1], calibration=x, threads=2)
     keys = plan.keygen()
