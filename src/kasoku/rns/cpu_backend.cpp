@@ -241,35 +241,41 @@ void CpuBackend::do_add_constant(const RnsPoly& a, const std::vector<u64>& resid
 void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x,
                                     const std::vector<const RnsPoly*>& y, const std::vector<RnsPoly*>& out,
                                     bool accumulate, Exec exec) const {
-    // One job per (output, limb): out[k] limb t is written once and the terms stream through it.
+    // One job per (output, limb): out[k] limb t is written once, a chunk of columns at a time, as one sum of products
+    // over every term (one reduction per column, arith::dot_mod) while the chunk's operands stay in cache. A subring
+    // plaintext (its words repeated in blocks of f) is expanded a chunk at a time into a buffer of the job's.
+    constexpr std::size_t kChunk = 1024, kGroup = 8;
     std::vector<std::size_t> first(out.size() + 1, 0);
     for (std::size_t k = 0; k < out.size(); ++k) first[k + 1] = first[k] + out[k]->limbs();
+    std::size_t subring = 0;
+    for (const RnsPoly* yi : y) subring += yi->n() != n_;
     parallel_for(exec.threads, first.back(), [&](std::size_t job) {
         const std::size_t k =
             static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), job) - first.begin()) - 1;
         const std::size_t t = job - first[k];
         const Modulus& m = ring().modulus(pidx(t, out[k]->num_q()));
         u64* dst = limb(*out[k], t);
-        for (std::size_t i = 0; i < x.size(); ++i) {
-            // limb t of a term is limb t of its plaintext: both have the same q-limbs, then the special ones
-            const u64* xt = limb(*x[i][k], t);
-            const u64* yt = limb(*y[i], t);
-            const bool add = accumulate || i > 0;
-            if (y[i]->n() == n_) {
-                if (add) arith::fma_mod(xt, yt, dst, n_, m, dst);
-                else arith::mul_mod(xt, yt, n_, m, dst);
-                continue;
+        std::vector<const u64*> a(x.size()), b(x.size());
+        AlignedWords buf(subring * kChunk);
+        for (std::size_t c = 0; c < n_; c += kChunk) {
+            const std::size_t len = std::min(kChunk, n_ - c);
+            u64* next = buf.data();
+            for (std::size_t i = 0; i < x.size(); ++i) {
+                // limb t of a term is limb t of its plaintext: both have the same q-limbs, then the special ones
+                a[i] = limb(*x[i][k], t) + c;
+                const u64* yt = limb(*y[i], t);
+                if (y[i]->n() == n_) {
+                    b[i] = yt + c;
+                    continue;
+                }
+                const std::size_t f = n_ / y[i]->n(), block = std::min(f, len);
+                for (std::size_t j = 0; j < len; j += block) std::fill_n(next + j, block, yt[(c + j) / f]);
+                b[i] = next;
+                next += kChunk;
             }
-            // A subring plaintext: its words repeated in blocks of f, a chunk at a time in a buffer that stays in L1.
-            constexpr std::size_t kChunk = 2048;
-            alignas(64) u64 buf[kChunk];
-            const std::size_t f = n_ / y[i]->n();
-            for (std::size_t c = 0; c < n_; c += kChunk) {
-                const std::size_t len = std::min(kChunk, n_ - c), block = std::min(f, len);
-                for (std::size_t j = 0; j < len; j += block) std::fill_n(buf + j, block, yt[(c + j) / f]);
-                if (add) arith::fma_mod(xt + c, buf, dst + c, len, m, dst + c);
-                else arith::mul_mod(xt + c, buf, len, m, dst + c);
-            }
+            for (std::size_t g = 0; g < x.size(); g += kGroup)
+                arith::dot_mod(a.data() + g, b.data() + g, std::min(kGroup, x.size() - g), len, m, dst + c,
+                               accumulate || g > 0);
         }
     });
 }
