@@ -22,12 +22,13 @@ count = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 net = models.train(getattr(models, name)(), x_train, y_train, epochs=10)
 print(f"{name}: accuracy in the clear {models.accuracy(net, x_test, y_test):.3f}")
 
-# Both sides compile the same model (the plan holds no secret); the client's calibration data fixes the ranges.
+# The client compiles the model (its calibration data fixes the ranges); the plan holds no secret and travels as
+# bytes, which the server loads without PyTorch (the encrypted-compute service stores it the same way: POST /v1/models).
 client = ksnn.compile(net, x_test[:1], calibration=x_train[:256])
 print(client)
 keys = client.keygen()  # secret, public, relinearisation and exactly the rotation keys the plan needs
 
-server = ksnn.compile(net, x_test[:1], calibration=x_train[:256], params=client.params)
+server = ksnn.load(client.to_bytes())
 server.use(ks.EvaluationKeys.from_bytes(server.ctx, keys.evaluation().to_bytes()))  # what the client sends
 
 worst, agree = 0.0, 0
