@@ -268,6 +268,38 @@ struct FpFma {
     }
 };
 
+// Dot product of vectors for q < 2^48 in double precision: each product exactly reduced into (-q, q) as the NTT's
+// FpFma does (2 products, 2 FMAs, a rounding, where the integer column scheme takes 4 32x32-bit products and the
+// carries), up to 16 of them summed exactly (|sum| < 17 q < 2^53), the sum reduced once to [0, q): the same residues.
+void dot_fp_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
+                 bool accumulate) {
+    constexpr std::size_t kTerms = 16;
+    const FpFma ar(m.value);
+    const __m256d zero = _mm256_setzero_pd();
+    for (std::size_t c = 0; c + 4 <= n; c += 4) {
+        __m256d r = accumulate ? to_double(load(out + c)) : zero;  // [0, q)
+        for (std::size_t j0 = 0; j0 < k; j0 += kTerms) {
+            const std::size_t j1 = std::min(k, j0 + kTerms);
+            for (std::size_t j = j0; j < j1; ++j)
+                r = _mm256_add_pd(r, ar.mul_signed(to_double(load(a[j] + c)), to_double(load(b[j] + c))));
+            // r - round(r / q) q is exact and within q/2 + 1 of 0; then into [0, q)
+            const __m256d quot =
+                _mm256_round_pd(_mm256_mul_pd(r, ar.vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_fnmadd_pd(quot, ar.vq, r);
+            r = _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ), ar.vq));
+            r = FpFma::sub_if_ge(r, ar.vq);
+        }
+        store(out + c, to_int(r));
+    }
+    dot_tail(a, b, k, n & ~std::size_t{3}, n, m, out, accumulate);
+}
+
+void dot_any_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
+                  bool accumulate) {
+    if (m.value < (u64{1} << FpFma::kMaxBits)) dot_fp_avx2(a, b, k, n, m, out, accumulate);
+    else dot_avx2(a, b, k, n, m, out, accumulate);
+}
+
 // The stages work on a range of the transform's words, [lo, hi) (aligned to the stage's blocks), so that the last
 // forward stages (first inverse ones) run block by block while the block is in L1.
 // One stage with gap >= 4: blocks of 2 gap words, each with one twiddle broadcast over its whole x and y halves.
@@ -403,7 +435,7 @@ const KernelTable kAvx2Kernels = {
     .mul_scalar = mul_scalar_avx2,
     .fma = fma_avx2,
     .dot_const = dot_const_avx2,
-    .dot = dot_avx2,
+    .dot = dot_any_avx2,
     .ntt_forward = ntt_forward_avx2,
     .ntt_inverse = ntt_inverse_avx2,
 };
