@@ -124,6 +124,14 @@ void register_all() {
                     const u64* y[3] = {d.b.data(), d.c.data(), d.a.data()};
                     k.dot(x, y, 3, d.t.n(), d.t.modulus(), d.r.data(), false);
                 });
+                // Eight terms: one group of a linear transform's sum of plaintext products.
+                add_bench("Dot8", k, bits, log_n, [](const KernelTable& k, Data& d) {
+                    const u64* x[8] = {d.a.data(), d.b.data(), d.c.data(), d.a.data(),
+                                       d.b.data(), d.c.data(), d.a.data(), d.b.data()};
+                    const u64* y[8] = {d.b.data(), d.c.data(), d.a.data(), d.c.data(),
+                                       d.a.data(), d.b.data(), d.b.data(), d.c.data()};
+                    k.dot(x, y, 8, d.t.n(), d.t.modulus(), d.r.data(), false);
+                });
                 add_bench("MulFma3", k, bits, log_n, [](const KernelTable& k, Data& d) {
                     k.mul(d.a.data(), d.b.data(), d.t.n(), d.t.modulus(), d.r.data());
                     k.fma(d.b.data(), d.c.data(), d.r.data(), d.t.n(), d.t.modulus(), d.r.data());
