@@ -187,7 +187,7 @@ def test_the_server_runs_on_evaluation_keys_alone():
     assert out.to_bytes() == client.run(ct).to_bytes()  # the loaded plan computes what the compiled one does
     np.testing.assert_array_equal(server.forward_clear(calibration[0]), client.forward_clear(calibration[0]))
     low = server.evaluator.drop_level(ks.Ciphertext.from_bytes(server.ctx, ct.to_bytes()), 0)
-    with pytest.raises(ks.LevelError, match="encrypted at level"):
+    with pytest.raises(ks.LevelError, match="reads its input at level"):
         server.run(low)
 
 

@@ -765,8 +765,8 @@ class CompiledModel:
             raise ks.MissingKeyError("run needs the evaluation keys: plan.keygen() (client) or plan.use(keys) (server)")
         if ct.level < self.ctx.user_level:
             raise ks.LevelError(
-                f"the model's input is encrypted at level {self.ctx.user_level} (plan.encrypt), this ciphertext is at "
-                f"level {ct.level}"
+                f"the model reads its input at level {self.ctx.user_level} or above (plan.encrypt puts it there), this "
+                f"ciphertext is at level {ct.level}"
             )
         last = {}  # value -> the last step that reads it (then it is dropped)
         for k, s in enumerate(self.steps):

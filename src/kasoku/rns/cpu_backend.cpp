@@ -241,40 +241,38 @@ void CpuBackend::do_add_constant(const RnsPoly& a, const std::vector<u64>& resid
 void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x,
                                     const std::vector<const RnsPoly*>& y, const std::vector<RnsPoly*>& out,
                                     bool accumulate, Exec exec) const {
-    // One job per (output, limb): out[k] limb t is written once, a chunk of columns at a time, as one sum of products
-    // over every term (one reduction per column, arith::dot_mod) while the chunk's operands stay in cache. A subring
-    // plaintext (its words repeated in blocks of f) is expanded a chunk at a time into a buffer of the job's.
+    // One job per limb t and chunk of columns: those columns of limb t of every out[k] are written once, as one sum of
+    // products over every term (one reduction per column, arith::dot_mod) while the chunk's operands stay in cache.
+    // The terms' components share their q-limbs (Backend::sum_of_products), so limb t is the same prime in each, and a
+    // subring plaintext (its words repeated in blocks of f) is expanded once per chunk for all of them.
     constexpr std::size_t kChunk = 1024, kGroup = 8;
-    std::vector<std::size_t> first(out.size() + 1, 0);
-    for (std::size_t k = 0; k < out.size(); ++k) first[k + 1] = first[k] + out[k]->limbs();
-    std::size_t subring = 0;
+    std::size_t limbs = 0, subring = 0;
+    for (const RnsPoly* o : out) limbs = std::max(limbs, o->limbs());
     for (const RnsPoly* yi : y) subring += yi->n() != n_;
-    parallel_for(exec.threads, first.back(), [&](std::size_t job) {
-        const std::size_t k =
-            static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), job) - first.begin()) - 1;
-        const std::size_t t = job - first[k];
-        const Modulus& m = ring().modulus(pidx(t, out[k]->num_q()));
-        u64* dst = limb(*out[k], t);
+    const std::size_t chunks = (n_ + kChunk - 1) / kChunk;
+    parallel_for(exec.threads, limbs * chunks, [&](std::size_t job) {
+        const std::size_t t = job / chunks, c = job % chunks * kChunk, len = std::min(kChunk, n_ - c);
+        const Modulus& m = ring().modulus(pidx(t, out[0]->num_q()));
         std::vector<const u64*> a(x.size()), b(x.size());
         AlignedWords buf(subring * kChunk);
-        for (std::size_t c = 0; c < n_; c += kChunk) {
-            const std::size_t len = std::min(kChunk, n_ - c);
-            u64* next = buf.data();
-            for (std::size_t i = 0; i < x.size(); ++i) {
-                // limb t of a term is limb t of its plaintext: both have the same q-limbs, then the special ones
-                a[i] = limb(*x[i][k], t) + c;
-                const u64* yt = limb(*y[i], t);
-                if (y[i]->n() == n_) {
-                    b[i] = yt + c;
-                    continue;
-                }
-                const std::size_t f = n_ / y[i]->n(), block = std::min(f, len);
-                for (std::size_t j = 0; j < len; j += block) std::fill_n(next + j, block, yt[(c + j) / f]);
-                b[i] = next;
-                next += kChunk;
+        u64* next = buf.data();
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const u64* yt = limb(*y[i], t);  // limb t of a term is limb t of its plaintext
+            if (y[i]->n() == n_) {
+                b[i] = yt + c;
+                continue;
             }
+            const std::size_t f = n_ / y[i]->n(), block = std::min(f, len);
+            for (std::size_t j = 0; j < len; j += block) std::fill_n(next + j, block, yt[(c + j) / f]);
+            b[i] = next;
+            next += kChunk;
+        }
+        for (std::size_t k = 0; k < out.size(); ++k) {
+            if (t >= out[k]->limbs()) continue;
+            for (std::size_t i = 0; i < x.size(); ++i) a[i] = limb(*x[i][k], t) + c;
+            u64* dst = limb(*out[k], t) + c;
             for (std::size_t g = 0; g < x.size(); g += kGroup)
-                arith::dot_mod(a.data() + g, b.data() + g, std::min(kGroup, x.size() - g), len, m, dst + c,
+                arith::dot_mod(a.data() + g, b.data() + g, std::min(kGroup, x.size() - g), len, m, dst,
                                accumulate || g > 0);
         }
     });

@@ -114,8 +114,8 @@ class Models:
         ct = ks.Ciphertext.from_bytes(plan.ctx, sample)
         if ct.level < plan.ctx.user_level:
             raise ks.LevelError(
-                f"the model's input is encrypted at level {plan.ctx.user_level} (plan.encrypt), this one is at level "
-                f"{ct.level}"
+                f"the model reads its input at level {plan.ctx.user_level} or above (plan.encrypt puts it there), this "
+                f"one is at level {ct.level}"
             )
         return ModelJob(jid, kid, plan, ev, ct)
 
