@@ -25,6 +25,7 @@ import json
 import math
 import operator
 import time
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -826,10 +827,14 @@ class CompiledModel:
                 d.update(output=st.output, p_in=st.p_in, p_out=st.p_out, mode=st.mode, sums=list(st.sums))
                 arrays[f"{i}.b"], arrays[f"{i}.layout_out"] = st.b, np.asarray(st.layout_out)
                 for k, (W, lay, diags) in enumerate(zip(st.Ws, st.layouts_in, st.diags)):
-                    rows, cols = np.nonzero(W)  # sparse: a convolution's matrix is mostly zeros
+                    if isinstance(W, _SparseMatrix):  # a loaded plan's
+                        rows, cols, values = W.nonzero()
+                    else:  # sparse: a convolution's matrix is mostly zeros
+                        rows, cols = np.nonzero(W)
+                        values = W[rows, cols]
                     arrays[f"{i}.W{k}.shape"] = np.array(W.shape, dtype=np.int64)
                     arrays[f"{i}.W{k}.rows"], arrays[f"{i}.W{k}.cols"] = rows, cols
-                    arrays[f"{i}.W{k}.values"], arrays[f"{i}.layout_in{k}"] = W[rows, cols], lay
+                    arrays[f"{i}.W{k}.values"], arrays[f"{i}.layout_in{k}"] = values, lay
                     arrays[f"{i}.offsets{k}"] = np.array(list(diags), dtype=np.int64)
                     arrays[f"{i}.diags{k}"] = np.array(list(diags.values()), dtype=np.float64)
             elif isinstance(st, Activation):
@@ -856,15 +861,27 @@ _PLAN_MAGIC = b"KASOKU-NN-PLAN\n"
 _PLAN_VERSION = 1
 
 
-def load(data: bytes, device: str = "cpu", threads=None) -> CompiledModel:
+def load(data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 30) -> CompiledModel:
     """A plan saved by CompiledModel.to_bytes, its transforms encoded for a context of its parameters on `device`
     (PyTorch is not needed). Raises ks.SerializationError, saying what is wrong, for bytes that are not such a plan
-    (truncated, corrupted: each part is checked against its CRC, or inconsistent)."""
+    (truncated, corrupted: each part is checked against its CRC, or inconsistent), or whose parts would take more
+    than max_bytes once decompressed. The weights stay sparse (row, column, value), as they were saved."""
     data = bytes(data)
     if not data.startswith(_PLAN_MAGIC):
         raise ks.SerializationError("these bytes are not a kasoku.nn plan (CompiledModel.to_bytes makes one)")
+    body = io.BytesIO(data[len(_PLAN_MAGIC) :])
     try:
-        with np.load(io.BytesIO(data[len(_PLAN_MAGIC) :]), allow_pickle=False) as z:
+        with zipfile.ZipFile(body) as zf:  # the sizes it declares bound what reading it decompresses
+            total = sum(i.file_size for i in zf.infolist())
+    except Exception as e:
+        raise ks.SerializationError(f"the plan's bytes are damaged or incomplete ({type(e).__name__}: {e})") from None
+    if total > max_bytes:
+        raise ks.SerializationError(
+            f"the plan's parts take {total} bytes decompressed, more than max_bytes = {max_bytes}: load it with a "
+            "larger max_bytes if it is one you trust"
+        )
+    try:
+        with np.load(body, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         meta = json.loads(arrays.pop("meta").tobytes())
         if meta.get("format") != _PLAN_VERSION:
@@ -907,7 +924,7 @@ def _step_from(d: dict, i: int, arrays: dict):
             name,
             inputs,
             int(d["output"]),
-            [_dense(arrays, f"{i}.W{k}") for k in range(n)],
+            [_SparseMatrix.from_arrays(arrays, f"{i}.W{k}") for k in range(n)],
             arrays[f"{i}.b"],
             [arrays[f"{i}.layout_in{k}"].astype(np.int64) for k in range(n)],
             int(d["p_in"]),
@@ -934,16 +951,29 @@ def _step_from(d: dict, i: int, arrays: dict):
     return st
 
 
-def _dense(arrays: dict, key: str) -> np.ndarray:
-    rows, cols, values = arrays[f"{key}.rows"], arrays[f"{key}.cols"], arrays[f"{key}.values"]
-    shape = tuple(int(v) for v in arrays[f"{key}.shape"])
-    if len(shape) != 2 or not len(rows) == len(cols) == len(values) or min(shape) < 1 or np.prod(shape) > 2**31:
-        raise ks.SerializationError(f"{key}: a matrix of shape {shape} with {len(values)} entries")
-    if rows.min(initial=0) < 0 or cols.min(initial=0) < 0:
-        raise ks.SerializationError(f"{key}: a matrix of shape {shape} with {len(values)} entries")
-    W = np.zeros(shape)
-    W[rows, cols] = values  # IndexError outside the shape: a damaged plan
-    return W
+class _SparseMatrix:
+    """A loaded plan's weights as (row, column, value) triples, in the memory of their nonzeros (a convolution's matrix
+    is mostly zeros): what forward (W @ x), describe (shape) and to_bytes need."""
+
+    def __init__(self, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray, values: np.ndarray):
+        self.shape, self.rows, self.cols, self.values = shape, rows, cols, values
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, key: str) -> _SparseMatrix:
+        rows, cols = arrays[f"{key}.rows"].astype(np.int64), arrays[f"{key}.cols"].astype(np.int64)
+        values = arrays[f"{key}.values"].astype(np.float64)
+        shape = tuple(int(v) for v in arrays[f"{key}.shape"])
+        if len(shape) != 2 or min(shape) < 1 or not len(rows) == len(cols) == len(values):
+            raise ks.SerializationError(f"{key}: a matrix of shape {shape} with {len(values)} entries")
+        if len(rows) and (min(rows.min(), cols.min()) < 0 or rows.max() >= shape[0] or cols.max() >= shape[1]):
+            raise ks.SerializationError(f"{key}: an entry outside its {shape[0]} x {shape[1]} matrix")
+        return cls(shape, rows, cols, values)
+
+    def nonzero(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.rows, self.cols, self.values
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        return np.bincount(self.rows, weights=self.values * x[self.cols], minlength=self.shape[0])
 
 
 def _check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx) -> None:
