@@ -70,6 +70,19 @@ def errors(got, want) -> dict:
     }
 
 
+def record(compile_s: float, keygen_s: float, enc: list, inf: list, got, want) -> dict:
+    """A child's timings, errors and peak memory, the same for both libraries."""
+    return {
+        "compile_s": compile_s,
+        "keygen_s": keygen_s,
+        "encrypt_s": statistics.median(enc),
+        "inference_s": statistics.median(inf),
+        "inference_all_s": inf,
+        **errors(got, want),
+        "peak_gb": peak_gb(),
+    }
+
+
 # ---------------------------------------------------------------- children (one library, one network)
 
 
@@ -109,17 +122,11 @@ def child_kasoku(work: pathlib.Path, name: str, threads: int, images: int, devic
         want = net(x).numpy()
     p = plan.params
     return {
-        "compile_s": compile_s,
-        "keygen_s": keygen_s,
-        "encrypt_s": statistics.median(enc),
-        "inference_s": statistics.median(inf),
-        "inference_all_s": inf,
-        "bootstraps": 0,
+        **record(compile_s, keygen_s, enc, inf, got, want),
+        "bootstraps": plan.bootstraps,
         "params": f"N=2^{p.log_n}, {p.levels} levels, scale 2^{p.scale_bits}, log2(QP) {p.log_qp}",
         "simd": ks.simd_active(),
         "device": device if device == "cpu" else ks.cuda_info().get("name", device),
-        **errors(got, want),
-        "peak_gb": peak_gb(),
     }
 
 
@@ -179,16 +186,10 @@ def child_orion(work: pathlib.Path, name: str, threads: int, images: int) -> dic
         progress(f"orion {name}: image {i + 1}/{len(x)}: {inf[-1]:.3f} s")
     c = ORION_CONFIG[name]
     return {
-        "compile_s": compile_s,
-        "keygen_s": keygen_s,
-        "encrypt_s": statistics.median(enc),
-        "inference_s": statistics.median(inf),
-        "inference_all_s": inf,
+        **record(compile_s, keygen_s, enc, inf, got, want),
         "bootstraps": 0,
         "params": f"N=2^{c['LogN']} {c['RingType']}, {len(c['LogQ']) - 1} levels, scale 2^{c['LogScale']}, "
         f"log2(QP) {sum(c['LogQ']) + sum(c['LogP'])}",
-        **errors(got, want),
-        "peak_gb": peak_gb(),
     }
 
 

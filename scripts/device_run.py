@@ -164,6 +164,46 @@ def sched_study(r: Run, d_values: str, seeds: int, jobs: int, window: str, threa
     ]
 
 
+def sched_sim(r: Run, threads: str, d_values: str, jobs: str, window: str, seeds: str) -> list[list[str]]:
+    """The simulator with the cost model of sched-cost on the streams of sched-real, then the comparison table of the
+    real runs and the report of where real and simulated traces first diverge."""
+    return [
+        r.kasoku(
+            "schedule",
+            "--executor",
+            "sim",
+            "--threads",
+            threads,
+            "--cost",
+            str(r.out / "sched-cost.json"),
+            "--D",
+            d_values,
+            "--jobs",
+            jobs,
+            "--window",
+            window,
+            "--seeds",
+            seeds,
+            "--policy",
+            "all",
+            "--trace",
+            str(r.out / "sched-sim-trace.jsonl"),
+        ),
+        r.kasoku(
+            "schedule",
+            "--compare",
+            str(r.out / "sched-real.jsonl"),
+            "--baseline",
+            "dynamic",
+            "--table",
+            str(r.out / "sched-compare.md"),
+        ),
+        r.kasoku(
+            "schedule", "--trace-report", str(r.out / "sched-real-trace.jsonl"), str(r.out / "sched-sim-trace.jsonl")
+        ),
+    ]
+
+
 STEPS = [
     Step(
         "build",
@@ -415,80 +455,8 @@ STEPS = [
         240,
         "seed 001: the simulator with the measured cost model, same streams, the comparisons and the "
         "trace report (measured against expected per task kind, first divergence per stream)",
-        lambda r: [
-            r.kasoku(
-                "schedule",
-                "--executor",
-                "sim",
-                "--threads",
-                "16",
-                "--cost",
-                str(r.out / "sched-cost.json"),
-                "--D",
-                "60,80,120",
-                "--jobs",
-                "300",
-                "--window",
-                "51,250",
-                "--seeds",
-                "5",
-                "--policy",
-                "all",
-                "--trace",
-                str(r.out / "sched-sim-trace.jsonl"),
-            ),
-            r.kasoku(
-                "schedule",
-                "--compare",
-                str(r.out / "sched-real.jsonl"),
-                "--baseline",
-                "dynamic",
-                "--table",
-                str(r.out / "sched-compare.md"),
-            ),
-            r.kasoku(
-                "schedule",
-                "--trace-report",
-                str(r.out / "sched-real-trace.jsonl"),
-                str(r.out / "sched-sim-trace.jsonl"),
-            ),
-        ],
-        dry=lambda r: [
-            r.kasoku(
-                "schedule",
-                "--executor",
-                "sim",
-                "--threads",
-                "2",
-                "--cost",
-                str(r.out / "sched-cost.json"),
-                "--D",
-                "60",
-                "--jobs",
-                "4",
-                "--window",
-                "1,4",
-                "--policy",
-                "all",
-                "--trace",
-                str(r.out / "sched-sim-trace.jsonl"),
-            ),
-            r.kasoku(
-                "schedule",
-                "--compare",
-                str(r.out / "sched-real.jsonl"),
-                "--baseline",
-                "dynamic",
-                "--table",
-                str(r.out / "sched-compare.md"),
-            ),
-            r.kasoku(
-                "schedule",
-                "--trace-report",
-                str(r.out / "sched-real-trace.jsonl"),
-                str(r.out / "sched-sim-trace.jsonl"),
-            ),
-        ],
+        lambda r: sched_sim(r, "16", "60,80,120", "300", "51,250", "5"),
+        dry=lambda r: sched_sim(r, "2", "60", "4", "1,4", "1"),
     ),
     Step(
         "ctest",

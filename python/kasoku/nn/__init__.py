@@ -758,17 +758,21 @@ class CompiledModel:
         """Sets the evaluation keys that run() computes with (a server's: keys.evaluation() from the client)."""
         self.evaluator = self.ctx.evaluator(evaluation_keys)
 
+    def check_input(self, ct) -> None:
+        """Raises ks.LevelError for a ciphertext below the level the plan reads its input at."""
+        if ct.level < self.ctx.user_level:
+            raise ks.LevelError(
+                f"the model reads its input at level {self.ctx.user_level} or above (plan.encrypt puts it there), this "
+                f"ciphertext is at level {ct.level}"
+            )
+
     def run(self, ct, threads=None, evaluator=None):
         """The model on an encrypted sample: the logits, encrypted (evaluation keys only). evaluator: one of the
         plan's context with other evaluation keys than plan.use set (a server holding several clients' keys)."""
         ev = evaluator if evaluator is not None else self.evaluator
         if ev is None:
             raise ks.MissingKeyError("run needs the evaluation keys: plan.keygen() (client) or plan.use(keys) (server)")
-        if ct.level < self.ctx.user_level:
-            raise ks.LevelError(
-                f"the model reads its input at level {self.ctx.user_level} or above (plan.encrypt puts it there), this "
-                f"ciphertext is at level {ct.level}"
-            )
+        self.check_input(ct)
         last = {}  # value -> the last step that reads it (then it is dropped)
         for k, s in enumerate(self.steps):
             for i in s.inputs:

@@ -4,7 +4,6 @@ kasoku.nn.load (no PyTorch), which checks it and encodes its transforms, and kee
 
 from __future__ import annotations
 
-import collections
 import queue
 import threading
 import time
@@ -15,6 +14,7 @@ import kasoku.nn as ksnn
 
 from ..backends import Ended
 from ..store import Store
+from .lru import Lru
 
 
 @dataclass
@@ -54,69 +54,51 @@ def missing_keys(plan: ksnn.CompiledModel, keys) -> str | None:
 
 
 class Models:
-    """The stored models, a few kept loaded (LRU), and evaluators per (model, key set)."""
+    """The stored models, a few kept loaded, and evaluators per (model, key set)."""
 
     def __init__(self, store: Store, threads: int, cache: int, key_cache: int):
-        self.store, self.threads, self.cache, self.key_cache = store, threads or None, cache, key_cache
-        self._lock = threading.Lock()
-        self._plans: collections.OrderedDict[str, ksnn.CompiledModel] = collections.OrderedDict()
-        self._evaluators: collections.OrderedDict[tuple[str, str], ks.Evaluator] = collections.OrderedDict()
-
-    def _keep(self, table: collections.OrderedDict, key, value, size: int):
-        with self._lock:
-            table[key] = value
-            table.move_to_end(key)
-            while len(table) > size:
-                table.popitem(last=False)
-        return value
-
-    def _cached(self, table: collections.OrderedDict, key):
-        with self._lock:
-            if key in table:
-                table.move_to_end(key)
-                return table[key]
-        return None
+        self.store, self.threads = store, threads or None
+        self._plans: Lru[str, ksnn.CompiledModel] = Lru(cache)
+        self._evaluators: Lru[tuple[str, str], ks.Evaluator] = Lru(key_cache)
 
     def add(self, client: str, body: bytes) -> dict:
         """Checks and stores a plan; raises ks.SerializationError for bytes that are not one."""
         plan = ksnn.load(body, threads=self.threads)
         mid = self.store.add_model(client, body)
-        return info(mid, self._keep(self._plans, mid, plan, self.cache))
+        return info(mid, self._plans.put(mid, plan))
 
     def plan(self, mid: str) -> ksnn.CompiledModel:
-        plan = self._cached(self._plans, mid)
+        plan = self._plans.get(mid)
         if plan is None:
-            plan = ksnn.load(self.store.model_path(mid).read_bytes(), threads=self.threads)
-            self._keep(self._plans, mid, plan, self.cache)
+            plan = self._plans.put(mid, ksnn.load(self.store.model_path(mid).read_bytes(), threads=self.threads))
         return plan
+
+    @staticmethod
+    def _keys(plan: ksnn.CompiledModel, data: bytes):
+        """A key set's bytes for the plan's context, checked to hold every key the plan needs."""
+        keys = ks.EvaluationKeys.from_bytes(plan.ctx, data)
+        why = missing_keys(plan, keys)
+        if why:
+            raise ks.MissingKeyError(why)
+        return keys
 
     def add_keys(self, client: str, mid: str, body: bytes) -> dict:
         """Registers an evaluation key set for the model's parameters, checked to hold every key the model needs."""
         plan = self.plan(mid)
-        keys = ks.EvaluationKeys.from_bytes(plan.ctx, body)
-        why = missing_keys(plan, keys)
-        if why:
-            raise ks.MissingKeyError(why)
+        keys = self._keys(plan, body)
         kid = self.store.add_keys(client, body, keys.has_relin, list(keys.galois_elements))
-        self._keep(self._evaluators, (mid, kid), plan.ctx.evaluator(keys), self.key_cache)
+        self._evaluators.put((mid, kid), plan.ctx.evaluator(keys))
         return self.store.keys_of(client, kid)
 
     def job(self, jid: int, mid: str, kid: str, sample: bytes) -> ModelJob:
         """A checked job of the model on the sample's bytes (SerializationError, LevelError, MissingKeyError)."""
         plan = self.plan(mid)
-        ev = self._cached(self._evaluators, (mid, kid))
+        ev = self._evaluators.get((mid, kid))
         if ev is None:
-            keys = ks.EvaluationKeys.from_bytes(plan.ctx, self.store.key_path(kid).read_bytes())
-            why = missing_keys(plan, keys)
-            if why:
-                raise ks.MissingKeyError(why)
-            ev = self._keep(self._evaluators, (mid, kid), plan.ctx.evaluator(keys), self.key_cache)
+            keys = self._keys(plan, self.store.key_path(kid).read_bytes())
+            ev = self._evaluators.put((mid, kid), plan.ctx.evaluator(keys))
         ct = ks.Ciphertext.from_bytes(plan.ctx, sample)
-        if ct.level < plan.ctx.user_level:
-            raise ks.LevelError(
-                f"the model reads its input at level {plan.ctx.user_level} or above (plan.encrypt puts it there), this "
-                f"one is at level {ct.level}"
-            )
+        plan.check_input(ct)
         return ModelJob(jid, kid, plan, ev, ct)
 
 

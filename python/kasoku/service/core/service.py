@@ -5,7 +5,6 @@ Busy, which the routes turn into status codes."""
 from __future__ import annotations
 
 import asyncio
-import collections
 import threading
 import time
 
@@ -17,6 +16,7 @@ from .. import wire
 from ..backends import Ended, ExecutorBackend, Job, LocalBackend, cost_model
 from ..store import Store
 from .config import Config, admin_token
+from .lru import Lru
 from .metrics import Metrics
 from .models import ModelJob, ModelRunner, Models
 
@@ -45,7 +45,7 @@ class Service:
         self._lock = threading.Lock()
         self._submitting = threading.Lock()  # submissions with an idempotency key: one at a time
         self.in_flight = 0
-        self._evaluators: collections.OrderedDict[str, ks.Evaluator] = collections.OrderedDict()
+        self._evaluators: Lru[str, ks.Evaluator] = Lru(cfg.key_cache)
         self._waiters: dict[int, list[asyncio.Event]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = threading.Event()
@@ -108,16 +108,10 @@ class Service:
 
     # --- key sets and jobs ---
     def evaluator(self, kid: str) -> ks.Evaluator:
-        with self._lock:
-            if kid in self._evaluators:
-                self._evaluators.move_to_end(kid)
-                return self._evaluators[kid]
-        keys = ks.EvaluationKeys.from_bytes(self.ctx, self.store.key_path(kid).read_bytes())
-        ev = self.ctx.evaluator(keys)
-        with self._lock:
-            self._evaluators[kid] = ev
-            while len(self._evaluators) > self.cfg.key_cache:
-                self._evaluators.popitem(last=False)
+        ev = self._evaluators.get(kid)
+        if ev is None:
+            keys = ks.EvaluationKeys.from_bytes(self.ctx, self.store.key_path(kid).read_bytes())
+            ev = self._evaluators.put(kid, self.ctx.evaluator(keys))
         return ev
 
     def _job(self, jid: int, client: str, body: bytes) -> Job | ModelJob:
