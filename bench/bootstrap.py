@@ -4,7 +4,7 @@
     .venv/bin/python bench/bootstrap.py --params BOOT15 BOOT16 --threads 1 --reps 3 [--out results.jsonl]
     .venv/bin/python bench/bootstrap.py --log-n 10 12 14 --threads 1 --reps 3
     .venv/bin/python bench/bootstrap.py --params BOOT16 --slots 4096 [--arcsine-degree 3]
-    .venv/bin/python bench/bootstrap.py --params BOOT16 --compact-keys
+    .venv/bin/python bench/bootstrap.py --params BOOT16 --whole-keys   # default: compact keys, as ctx.keygen makes them
     .venv/bin/python bench/bootstrap.py --params BOOT16 --device cuda --reps 5
 
 --params: named sets (docs/PARAMS.md). --log-n: research parameters (security=None) of one prime size: q_0 60 bits,
@@ -55,7 +55,7 @@ def run(
     arcsine_degree: int,
     stc_first: bool,
     device: str = "cpu",
-    compact_keys: bool = False,
+    compact_keys: bool | None = None,
 ) -> dict:
     ctx = ks.Context(params, threads=threads, device=device)
     progress(f"{params!r}: planning")
@@ -96,7 +96,7 @@ def run(
         "slots": boot.slots,
         "arcsine_degree": arcsine_degree,
         "stc_first": stc_first,
-        "compact_keys": compact_keys,
+        "compact_keys": compact_keys is not False,  # None: keygen's default for bootstrapping keys, compact
         "input_level": boot.input_level,
         "threads": ctx.threads,
         "device": ctx.device,
@@ -143,10 +143,20 @@ def main() -> None:
         metavar="BITSxCOUNT",
         help="the named sets with these special primes instead (e.g. 50x10; their digits kept)",
     )
-    ap.add_argument(
+    keys = ap.add_mutually_exclusive_group()
+    keys.add_argument(
         "--compact-keys",
-        action="store_true",
-        help="keys that expand half their polynomials from a seed at each use (half the memory)",
+        action="store_const",
+        const=True,
+        dest="compact_keys",
+        help="keys whose a-parts each key switch draws from their seed (half the memory; keygen's default here)",
+    )
+    keys.add_argument(
+        "--whole-keys",
+        action="store_const",
+        const=False,
+        dest="compact_keys",
+        help="keys held whole (faster, twice the memory)",
     )
     ap.add_argument("--out", help="append the JSON lines to this file")
     args = ap.parse_args()

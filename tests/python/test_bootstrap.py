@@ -44,14 +44,18 @@ def test_bootstrap_restores_levels_and_message(boot, rng):
         assert np.max(np.abs(ctx.decrypt(sq, keys.secret) - z * z)) < 2.0**-15
 
 
-def test_compact_keys_half_the_memory_same_bootstrap(boot, rng):
+def test_bootstrapping_keys_are_compact_by_default_and_whole_keys_give_the_same_bits(boot, rng):
     ctx, b, keys, ev = boot
-    compact = ctx.keygen(bootstrapping=b, compact_keys=True)
-    full, small = keys.evaluation().nbytes, compact.evaluation().nbytes
-    assert small < 0.55 * full
+    whole = ctx.keygen(bootstrapping=b, compact_keys=False)
+    assert keys.evaluation().nbytes < 0.55 * whole.evaluation().nbytes
     z = rng.uniform(-1, 1, ctx.slots)
-    out = ctx.evaluator(compact.evaluation()).bootstrap(ctx.encrypt(z, compact.public, level=0), b)
-    assert np.max(np.abs(ctx.decrypt(out, compact.secret).real - z)) < 2.0**-17
+    ct = ctx.encrypt(z, whole.public, level=0)
+    out = ctx.evaluator(whole.evaluation()).bootstrap(ct, b)
+    assert np.max(np.abs(ctx.decrypt(out, whole.secret).real - z)) < 2.0**-17
+    # loaded compact or whole (by default whole here: these parameters have no encapsulation keys)
+    data = whole.evaluation().to_bytes()
+    assert ks.EvaluationKeys.from_bytes(ctx, data, compact_keys=True).nbytes == keys.evaluation().nbytes
+    assert ks.EvaluationKeys.from_bytes(ctx, data).nbytes == whole.evaluation().nbytes
     # the plan: the transforms' diagonals, most of them periodic and kept in their subring
     slots_words = (b.raise_level + 1 + 3) * ctx.n * 8
     assert 0 < b.plan_nbytes < 20 * slots_words

@@ -4,6 +4,7 @@
 // ParameterError for an object of another context (or a malformed ciphertext).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kasoku/ckks/context.hpp"
@@ -14,10 +15,11 @@ namespace kasoku::ckks {
 
 using Bytes = std::vector<std::uint8_t>;
 
-// Version 4: residues bit-packed to their prime's width, a limb of zeros as one tag byte, uniform parts as the seed
-// they were drawn from (secret-key ciphertexts, public and key-switching keys), ternary secret keys as 2 bits per
-// coefficient, optional zstd. Version 3 wrote 8 bytes per residue; version 2 changed the Galois keys' direction.
-inline constexpr std::uint16_t kFormatVersion = 4;
+// Version 5: residues bit-packed to their prime's width, a limb of zeros as one tag byte, uniform parts as the seed
+// they were drawn from (secret-key ciphertexts, public and key-switching keys; one ChaCha20 stream per part and
+// prime), ternary secret keys as 2 bits per coefficient, optional zstd. Version 4 drew a seed's parts from one
+// sequential stream; version 3 wrote 8 bytes per residue; version 2 changed the Galois keys' direction.
+inline constexpr std::uint16_t kFormatVersion = 5;
 
 // zstd compresses the payload (level 3). Packed residues are uniform and do not compress: it pays only for objects
 // with other content (docs/SERIALIZATION.md has the measured sizes).
@@ -35,6 +37,9 @@ Ciphertext deserialize_ciphertext(const Context& ctx, const std::uint8_t* data, 
 PublicKey deserialize_public_key(const Context& ctx, const std::uint8_t* data, std::size_t size);
 SecretKey deserialize_secret_key(const Context& ctx, const std::uint8_t* data, std::size_t size);
 SwitchKey deserialize_switch_key(const Context& ctx, const std::uint8_t* data, std::size_t size);
-EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_t* data, std::size_t size);
+// compact: the relinearisation and Galois keys keep only their b-parts and seeds (KeyGenerator::evaluation_keys'
+// compact keys); nullopt: compact for a bootstrapping key set (one with the encapsulation keys), as Python's keygen.
+EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_t* data, std::size_t size,
+                                           std::optional<bool> compact = false);
 
 }  // namespace kasoku::ckks

@@ -32,13 +32,21 @@ namespace kasoku::rns {
 // m (Backend::key_switch).
 struct GadgetKey {
     std::vector<RnsPoly> b, a;
-    // Set when the b-parts are another key's (a compact key whose a-parts were expanded from their seed for one use:
-    // ckks::detail::usable_key); backends read b_parts().
+    // Set when the b-parts are another key's (a compact key's b-parts with its drawer of a-parts below); backends
+    // read b_parts().
     const std::vector<RnsPoly>* b_of = nullptr;
+    // A compact key holds no a-parts: a_limb(j, prime, out) writes digit j's a-part modulo the prime of index `prime`
+    // (RnsContext::prime; n words, NTT form). Backends that draw_key_limbs() call it where their inner product reads
+    // the limb, so only the limbs of the operand's level are drawn and none is held; the others are given the whole
+    // a-parts, drawn before the call (Backend::key_switch, inner_product).
+    std::function<void(std::size_t digit, std::size_t prime, std::uint64_t* out)> a_limb;
     const std::vector<RnsPoly>& b_parts() const { return b_of ? *b_of : b; }
+    bool compact() const { return a.empty() && a_limb != nullptr; }
     // The key's limb of the prime of limb t of an operand over Q_l * P (l + 1 = nq): keys over Q_m * P_k hold their
     // special limbs after their own m + 1 q-limbs.
-    std::size_t limb_of(std::size_t t, std::size_t nq) const { return t < nq ? t : a.front().num_q() + (t - nq); }
+    std::size_t limb_of(std::size_t t, std::size_t nq) const {
+        return t < nq ? t : b_parts().front().num_q() + (t - nq);
+    }
 };
 
 // One inner product of a hoisted key switch: the key, and the automorphism X -> X^g applied to its product (1: none).
@@ -56,6 +64,8 @@ using LimbReader = std::function<void(const std::uint64_t* const* limbs)>;
 class Backend {
 public:
     virtual ~Backend() = default;
+    // Whether do_key_switch and do_inner_product draw a compact key's a-limbs themselves (GadgetKey::a_limb).
+    virtual bool draws_key_limbs() const { return false; }
     Backend(const Backend&) = delete;
     Backend& operator=(const Backend&) = delete;
 
@@ -170,6 +180,8 @@ public:
 
 protected:
     Backend(std::shared_ptr<const RnsContext> ring, std::shared_ptr<const PolyMemory> memory);
+    // A compact key with its whole a-parts drawn (its b-parts referenced), for backends that do not draw limbs.
+    GadgetKey drawn(const GadgetKey& key) const;
 
     // What a backend implements. Operands are checked and outputs shaped (out.same_shape(a) for element-wise
     // operations, b and a over Q_l * P for key switching) before these are called; the numbers of digits and key

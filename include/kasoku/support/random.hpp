@@ -21,6 +21,9 @@ void os_random_bytes(void* out, std::size_t count);
 class Prng {
 public:
     explicit Prng(const Seed& seed);
+    // Stream `stream` of the seed (the stream number as ChaCha20's nonce): streams of one seed are independent, and
+    // each can be drawn alone, in any order (the limbs of a seeded polynomial: ckks sampling).
+    Prng(const Seed& seed, std::uint64_t stream);
     Prng() : Prng(random_seed()) {}
     ~Prng();
     Prng(const Prng&) = delete;

@@ -24,8 +24,7 @@ RnsPoly small_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::
 // A fresh uniform part `out` drawn from a new seed, which is returned (the part's compact form on the wire).
 Seed sample_seeded(const rns::Backend& be, RnsPoly& out) {
     const Seed seed = random_seed();
-    Prng prng(seed);
-    detail::sample_uniform(be, out, prng);
+    detail::sample_uniform(be, seed, 0, out);
     return seed;
 }
 
@@ -107,12 +106,11 @@ SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, c
     SwitchKey key;
     key.context_uid = ctx_->uid();
     key.key_id = sk.key_id();
-    key.seed = random_seed();
-    Prng uniform(*key.seed);  // a_0, a_1, ... in order: the seed stands for all of them
+    key.seed = random_seed();  // stands for every a_j: part j of the seed (detail::uniform_limb)
     const bool round = rounds_first_limb(r, nq, np);
     for (std::size_t j = 0; j < r.digits_at(nq); ++j) {
         RnsPoly a = be.poly(nq, np, true);
-        detail::sample_uniform(be, a, uniform);
+        detail::sample_uniform(be, *key.seed, j, a);
         const std::vector<std::int64_t> e = detail::sample_gaussian(ctx_->n(), prng);
         RnsPoly b, err = be.poly(nq, np, true);
         be.mul(a, s_to, b, exec);
@@ -187,17 +185,16 @@ namespace detail {
 std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key) {
     if (!key->a.empty()) return key;
     if (!key->seed) throw InternalError("a key without its a-parts and without their seed");
-    struct Expanded : rns::GadgetKey {
-        std::shared_ptr<const SwitchKey> owner;  // whose b-parts these are
+    struct Compact : rns::GadgetKey {
+        std::shared_ptr<const SwitchKey> owner;  // whose b-parts and seed these are
     };
-    auto x = std::make_shared<Expanded>();
-    Prng uniform(*key->seed);  // a_0, a_1, ... in the order switch_key drew them, each of its b's shape
-    for (const RnsPoly& b : key->b) {
-        RnsPoly a = ctx.backend().poly(b.num_q(), b.num_p(), true);
-        sample_uniform(ctx.backend(), a, uniform);
-        x->a.push_back(std::move(a));
-    }
+    auto x = std::make_shared<Compact>();
     x->b_of = &key->b;
+    const Seed* seed = &*key->seed;
+    const rns::RnsContext* ring = &ctx.rns();
+    x->a_limb = [seed, ring](std::size_t digit, std::size_t prime, std::uint64_t* out) {
+        uniform_limb(*seed, digit, prime, ring->prime(prime), ring->n(), out);
+    };
     x->owner = std::move(key);
     return x;
 }

@@ -74,21 +74,31 @@ std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng) {
     return e;
 }
 
-void sample_uniform(const rns::Backend& be, rns::RnsPoly& out, Prng& prng) {
-    const std::size_t n = out.n();
-    std::vector<std::uint64_t> buf(n);
-    be.upload(out, [&](std::size_t l, std::uint64_t* d) {
-        const std::uint64_t q = be.ring().prime(be.ring().prime_index(l, out.num_q()));
-        const std::uint64_t mask = (q >> 1 == 0) ? 1 : (~0ull >> __builtin_clzll(q));
-        std::size_t filled = 0;
-        while (filled < n) {
-            const std::size_t want = n - filled;
-            prng.fill(buf.data(), want * sizeof(std::uint64_t));
-            for (std::size_t i = 0; i < want; ++i) {
-                const std::uint64_t v = buf[i] & mask;  // rejection: uniform in [0, q)
-                if (v < q) d[filled++] = v;
-            }
+void uniform_limb(const Seed& seed, std::size_t part, std::size_t prime, std::uint64_t q, std::size_t n,
+                  std::uint64_t* out) {
+    Prng prng(seed, (static_cast<std::uint64_t>(part) << 32) | prime);
+    const std::uint64_t mask = (q >> 1 == 0) ? 1 : (~0ull >> __builtin_clzll(q));
+    // Rejection sampling in place: words of the stream land in out, the accepted ones (masked value < q) are packed
+    // to the front without a branch, and the shortfall is drawn again, until n are accepted.
+    std::size_t filled = 0;
+    while (filled < n) {
+        const std::size_t want = n - filled;
+        std::uint64_t* d = out + filled;
+        prng.fill(d, want * sizeof(std::uint64_t));
+        std::size_t k = 0;
+        for (std::size_t i = 0; i < want; ++i) {
+            const std::uint64_t v = d[i] & mask;
+            d[k] = v;
+            k += v < q;
         }
+        filled += k;
+    }
+}
+
+void sample_uniform(const rns::Backend& be, const Seed& seed, std::size_t part, rns::RnsPoly& out) {
+    be.upload(out, [&](std::size_t l, std::uint64_t* d) {
+        const std::size_t idx = be.ring().prime_index(l, out.num_q());
+        uniform_limb(seed, part, idx, be.ring().prime(idx), out.n(), d);
     });
 }
 

@@ -21,11 +21,15 @@ namespace kasoku::ckks::detail {
 std::vector<std::int64_t> sample_ternary(std::size_t n, int hamming_weight, Prng& prng);
 // Discrete Gaussian, sigma = 3.2, bounded at 6 sigma (|e| <= 19).
 std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng);
-// Uniform residues in every limb of `out` (any form: uniform in NTT form is uniform), drawn on the host and
-// uploaded limb by limb.
-void sample_uniform(const rns::Backend& be, rns::RnsPoly& out, Prng& prng);
+// The uniform parts a seed stands for (keys' and fresh ciphertexts' a-parts; any form: uniform in NTT form is
+// uniform). Part `part`'s residues mod the prime of index `prime` (RnsContext::prime) are stream (part, prime) of the
+// seed, so that any limb is drawn alone: a compact key's a-parts limb by limb where a key switch reads them.
+void uniform_limb(const Seed& seed, std::size_t part, std::size_t prime, std::uint64_t q, std::size_t n,
+                  std::uint64_t* out);
+// Every limb of `out` as uniform_limb draws it, on the host, uploaded limb by limb.
+void sample_uniform(const rns::Backend& be, const Seed& seed, std::size_t part, rns::RnsPoly& out);
 // The key as the backend reads it: the key itself, or for a compact key (a-parts dropped: evaluation_keys(...,
-// compact)) its a-parts expanded from its seed beside its own b-parts, for one use (crypto.cpp).
+// compact)) its b-parts with a drawer of its a-parts' limbs from its seed (GadgetKey::a_limb; crypto.cpp).
 std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key);
 // The Galois keys of elts for an operand under key_id, every one checked (MissingKeyError naming the element,
 // ParameterError for another secret key's) before any is expanded; expand = false: checked only (hoisting.cpp).

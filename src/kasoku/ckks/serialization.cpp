@@ -50,16 +50,22 @@ constexpr std::uint8_t kSecretPoly = 0, kSecretTernary = 1;
 
 unsigned bit_width(std::uint64_t q) { return 64u - static_cast<unsigned>(__builtin_clzll(q - 1)); }  // residues < q
 
-// Uniform parts shaped like `like`, in order, from `seed` (how key generation and encryption drew them).
+// Uniform parts shaped like `like`, part j of `seed` for the j-th (how key generation and encryption drew them).
 std::vector<rns::RnsPoly> expand(const rns::Backend& be, const Seed& seed,
                                  const std::vector<const rns::RnsPoly*>& like) {
-    Prng prng(seed);
     std::vector<rns::RnsPoly> out;
     for (const rns::RnsPoly* l : like) {
         out.push_back(be.poly(l->num_q(), l->num_p(), true));
-        detail::sample_uniform(be, out.back(), prng);
+        detail::sample_uniform(be, seed, out.size() - 1, out.back());
     }
     return out;
+}
+
+// A seeded key's a-parts, drawn from its seed beside its b-parts.
+void expand_a(const Context& ctx, SwitchKey& k) {
+    std::vector<const rns::RnsPoly*> like;
+    for (const auto& b : k.b) like.push_back(&b);
+    k.a = expand(ctx.backend(), *k.seed, like);
 }
 
 // Whether `parts`, in order, are the expansion of `seed`, so that the seed can stand for them.
@@ -286,7 +292,8 @@ public:
     }
     // A key of `digits` pairs over nq q-limbs and np p-limbs (defaults: dnum pairs over Q_L * P; the encapsulation
     // key to the sparse secret is one pair over q_0 * p_0).
-    SwitchKey switch_key(std::uint64_t key_id, bool small = false) {
+    // draw_a = false: a seeded key stays compact (its a-parts drawn at each use: KeyGenerator::evaluation_keys).
+    SwitchKey switch_key(std::uint64_t key_id, bool small = false, bool draw_a = true) {
         const auto& r = ctx_->rns();
         const std::size_t digits = small ? 1 : r.dnum(), nq = small ? 1 : r.q_count(), np = small ? 1 : r.p_count();
         SwitchKey k;
@@ -301,15 +308,11 @@ public:
             k.b.push_back(poly(true));
             if (!seeded) k.a.push_back(poly(true));
         }
-        if (seeded) {
-            std::vector<const rns::RnsPoly*> like;
-            for (const auto& b : k.b) like.push_back(&b);
-            k.a = expand(ctx_->backend(), *k.seed, like);
-        }
-        for (std::uint32_t j = 0; j < count; ++j)
-            for (const auto* p : {&k.b[j], &k.a[j]})
-                if (p->num_q() != nq || p->num_p() != np || !p->ntt_form())
+        for (const auto& parts : {&k.b, &k.a})
+            for (const auto& p : *parts)
+                if (p.num_q() != nq || p.num_p() != np || !p.ntt_form())
                     fail("key-switching key polynomial has the wrong shape");
+        if (seeded && draw_a) expand_a(*ctx_, k);
         return k;
     }
     void done() {
@@ -540,19 +543,24 @@ Bytes serialize(const Context& ctx, const EvaluationKeys& keys, Compression comp
     return w.finish(compression);
 }
 
-EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_t* data, std::size_t size) {
+EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_t* data, std::size_t size,
+                                           std::optional<bool> compact) {
     Reader r(data, size, Kind::evaluation_keys, &ctx);
     EvaluationKeys ek;
     ek.context_uid = ctx.uid();
     ek.key_id = r.get<std::uint64_t>();
+    // The relinearisation and Galois keys are read compact; whether they stay so is known after the last flag.
+    std::vector<SwitchKey> keys;
+    std::vector<std::uint64_t> elts;
     const std::uint8_t has_relin = r.get<std::uint8_t>();
     if (has_relin > 1) Reader::fail("bad relinearisation-key flag");
-    if (has_relin) ek.relin = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
+    if (has_relin) keys.push_back(r.switch_key(ek.key_id, false, false));
     const std::uint32_t count = r.get<std::uint32_t>();
     for (std::uint32_t i = 0; i < count; ++i) {
         const std::uint64_t g = r.get<std::uint64_t>();
         if (g % 2 == 0 || g >= 2 * ctx.n()) Reader::fail("invalid Galois element");
-        ek.galois[g] = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
+        elts.push_back(g);
+        keys.push_back(r.switch_key(ek.key_id, false, false));
     }
     const std::uint8_t has_sparse = r.get<std::uint8_t>();
     if (has_sparse > 1) Reader::fail("bad encapsulation-key flag");
@@ -561,6 +569,13 @@ EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_
         ek.from_sparse = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
     }
     r.done();
+    const bool keep_compact = compact.value_or(has_sparse == 1);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (keys[i].a.empty() && !keep_compact) expand_a(ctx, keys[i]);
+        auto k = std::make_shared<const SwitchKey>(std::move(keys[i]));
+        if (has_relin && i == 0) ek.relin = std::move(k);
+        else ek.galois[elts[i - (has_relin ? 1 : 0)]] = std::move(k);
+    }
     return ek;
 }
 

@@ -238,11 +238,15 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro("galois_count", [](const KEvaluationKeys& k) { return k.keys->galois.size(); })
         .def_static(
             "from_bytes",
-            [](const KContext& c, BytesIn b) {
-                return KEvaluationKeys{c.owner, std::make_shared<const EvaluationKeys>(
-                                                    deserialize_evaluation_keys(*c.owner->ctx, b.data, b.size))};
+            [](const KContext& c, BytesIn b, std::optional<bool> compact_keys) {
+                return KEvaluationKeys{c.owner, std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(
+                                                    *c.owner->ctx, b.data, b.size, compact_keys))};
             },
-            "ctx"_a, "data"_a, ReleaseGil())
+            "ctx"_a, "data"_a, "compact_keys"_a = nb::none(),
+            "The keys of to_bytes. compact_keys=True keeps the relinearisation and Galois keys compact (their "
+            "a-parts drawn from their seeds at each key switch, as Context.keygen's compact keys); None (default): "
+            "compact for a set with the encapsulation keys of bootstrapping (the BOOT presets), whole otherwise.",
+            ReleaseGil())
         .def_prop_ro("galois_elements",
                      [](const KEvaluationKeys& k) {
                          std::vector<std::uint64_t> g;
@@ -427,8 +431,10 @@ void bind_objects(nb::module_& m) {
             [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
                std::vector<std::uint64_t> galois_elements, bool sum_slots,
                std::optional<std::vector<std::size_t>> matmul, std::variant<bool, const KBootstrapper*> bootstrapping,
-               TArg t, std::optional<bool> progress, bool compact_keys) {
+               TArg t, std::optional<bool> progress, std::optional<bool> compact_keys) {
                 const auto& ctx = c.owner->ctx;
+                const bool boot =
+                    std::holds_alternative<const KBootstrapper*>(bootstrapping) || std::get<bool>(bootstrapping);
                 const int th = threads_arg(t);
                 if (const auto* b = std::get_if<const KBootstrapper*>(&bootstrapping)) {
                     if (!*b) throw ParameterError("bootstrapping: pass True or a Bootstrapper");
@@ -459,9 +465,7 @@ void bind_objects(nb::module_& m) {
                 kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
                 EvaluationKeys keys =
                     kg.evaluation_keys(*sk, relin, rotations, conjugation, galois_elements, th,
-                                       stderr_progress(progress, "key generation, keys"), compact_keys);
-                const bool boot =
-                    std::holds_alternative<const KBootstrapper*>(bootstrapping) || std::get<bool>(bootstrapping);
+                                       stderr_progress(progress, "key generation, keys"), compact_keys.value_or(boot));
                 if (boot && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(*sk, keys, th);
                 auto shared = std::make_shared<const EvaluationKeys>(std::move(keys));
                 if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
@@ -471,16 +475,18 @@ void bind_objects(nb::module_& m) {
             },
             "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
             "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "matmul"_a = nb::none(),
-            "bootstrapping"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(), "compact_keys"_a = false,
+            "bootstrapping"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(),
+            "compact_keys"_a = nb::none(),
             "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
             "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
             "default h at the user level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
             "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that "
             "one's; with boot_secret_weight, the encapsulation keys too). progress: a line per key made on stderr "
             "(None: "
-            "when stderr is a terminal). compact_keys=True: the relinearisation and Galois keys keep half their "
-            "polynomials and expand the other half from a seed at each use (half the memory, slower key switches; "
-            "docs/BOOTSTRAPPING.md).",
+            "when stderr is a terminal). compact_keys=True: the relinearisation and Galois keys keep their b-parts "
+            "only and each key switch draws the a-parts of its level from their seed (half the memory and about half "
+            "the key generation time, key switches some 10 % slower; docs/BOOTSTRAPPING.md); None (default): compact "
+            "for bootstrapping key sets, whole otherwise.",
             ReleaseGil())
         .def(
             "encode",

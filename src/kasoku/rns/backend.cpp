@@ -1,6 +1,7 @@
 // The checks every backend shares: operand shapes and output shapes, before the backend's own do_* methods run.
 #include "kasoku/rns/backend.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "kasoku/support/error.hpp"
@@ -294,22 +295,33 @@ void Backend::add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t f
 
 namespace {
 // A key over Q_m * P_k (its digits' shape) serving operands over Q_l, l <= m: every digit of that shape, as many
-// digits as Q_m splits into; full_p: k must be every special prime.
+// digits as Q_m splits into, and its a-parts (or, compact, their drawer); full_p: k must be every special prime.
 void check_key(const RnsContext& r, const GadgetKey& key, std::size_t nq, bool full_p, const char* op) {
     const std::vector<RnsPoly>& b = key.b_parts();
-    require(!key.a.empty() && b.size() == key.a.size(), op,
+    require(!b.empty() && (key.compact() || b.size() == key.a.size()), op,
             "the key has no digits, or unequal numbers of b- and a-parts");
-    const std::size_t kq = key.a[0].num_q(), kp = key.a[0].num_p();
-    require(kp >= 1 && kp <= r.p_count() && (!full_p || kp == r.p_count()) && key.a.size() == r.digits_at(kq), op,
+    const std::size_t kq = b[0].num_q(), kp = b[0].num_p();
+    require(kp >= 1 && kp <= r.p_count() && (!full_p || kp == r.p_count()) && b.size() == r.digits_at(kq), op,
             "the key must have one digit per alpha q-primes, over all special primes (or, for key_switch, a prefix of "
             "them)");
     require(kq >= nq, op, "the key serves fewer q-primes than the operand has (a key made for lower levels)");
-    for (std::size_t j = 0; j < key.a.size(); ++j)
-        require(b[j].num_q() == kq && b[j].num_p() == kp && b[j].ntt_form() && key.a[j].num_q() == kq &&
-                    key.a[j].num_p() == kp && key.a[j].ntt_form(),
+    for (std::size_t j = 0; j < b.size(); ++j)
+        require(b[j].num_q() == kq && b[j].num_p() == kp && b[j].ntt_form() &&
+                    (key.compact() || (key.a[j].num_q() == kq && key.a[j].num_p() == kp && key.a[j].ntt_form())),
                 op, "key digits must be NTT-form polynomials of one shape");
 }
 }  // namespace
+
+GadgetKey Backend::drawn(const GadgetKey& key) const {
+    GadgetKey x;
+    x.b_of = &key.b_parts();
+    const std::size_t kq = x.b_of->front().num_q(), kp = x.b_of->front().num_p();
+    for (std::size_t j = 0; j < x.b_of->size(); ++j) {
+        x.a.push_back(poly(kq, kp, true));
+        upload(x.a.back(), [&](std::size_t l, std::uint64_t* d) { key.a_limb(j, ring_->prime_index(l, kq), d); });
+    }
+    return x;
+}
 
 std::vector<RnsPoly> Backend::mod_up(const RnsPoly& d, Exec exec) const {
     check_mine(d, "mod_up");
@@ -322,9 +334,14 @@ void Backend::key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, Rns
     require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, "key_switch",
             "needs an NTT-form polynomial over Q_l");
     check_key(*ring_, key, d.num_q(), false, "key_switch");
-    shape(d.num_q(), key.a[0].num_p(), true, b);
-    shape(d.num_q(), key.a[0].num_p(), true, a);
-    do_key_switch(d, key, b, a, exec);
+    const std::size_t kp = key.b_parts()[0].num_p();
+    shape(d.num_q(), kp, true, b);
+    shape(d.num_q(), kp, true, a);
+    if (key.compact() && !draws_key_limbs()) {
+        do_key_switch(d, drawn(key), b, a, exec);
+    } else {
+        do_key_switch(d, key, b, a, exec);
+    }
 }
 
 void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
@@ -350,7 +367,17 @@ void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vecto
                 "c0 must be an NTT-form polynomial over Q_l, with its own output");
         shape(*c0, *c0_out);
     }
-    do_inner_product(digits, terms, b, a, c0, c0_out, exec);
+    if (draws_key_limbs() ||
+        std::none_of(terms.begin(), terms.end(), [](const KeyTerm& t) { return t.key->compact(); })) {
+        do_inner_product(digits, terms, b, a, c0, c0_out, exec);
+        return;
+    }
+    std::vector<GadgetKey> keys;  // the compact keys' a-parts, drawn for this call
+    keys.reserve(terms.size());
+    std::vector<KeyTerm> whole = terms;
+    for (KeyTerm& t : whole)
+        if (t.key->compact()) t.key = &keys.emplace_back(drawn(*t.key));
+    do_inner_product(digits, whole, b, a, c0, c0_out, exec);
 }
 
 std::vector<__int128> centered_q0(const Backend& be, const RnsPoly& p, Exec exec) {

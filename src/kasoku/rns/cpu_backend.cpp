@@ -29,6 +29,7 @@ class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(std::shared_ptr<const RnsContext> ring);
     const char* name() const override { return "cpu"; }
+    bool draws_key_limbs() const override { return true; }
     void for_each(std::size_t count, Exec exec, const std::function<void(std::size_t, Exec)>& fn) const override {
         if (count < static_cast<std::size_t>(exec.threads)) return Backend::for_each(count, exec, fn);
         parallel_for(exec.threads, count, [&](std::size_t i) { fn(i, Exec{1}); });
@@ -489,35 +490,54 @@ std::vector<RnsPoly> CpuBackend::do_mod_up(const RnsPoly& d, Exec exec) const {
     return out;
 }
 
-// The key-switching inner product, written once: for each key half H in `halves` (the b and/or a digits of one key),
-// acc_H = sum_j D_j * H_j on limb t (onto acc_H when `add`), D_j = d[j] a limb of digit j after ModUp. One reduction
+// The key-switching inner product, written once: for each key half H (the b and/or a limbs of one key's digits on
+// one prime), acc_H = sum_j D_j * H_j (onto acc_H when `add`), D_j = d[j] a limb of digit j after ModUp. One reduction
 // per column (arith::dot_mod). With two halves the columns go in blocks, so that the digits' block stays in L1 for
 // the second half; one half reads whole limbs (long streams prefetch best).
 template <std::size_t H>
-void dot_digits(const std::vector<const u64*>& d, const std::array<const std::vector<RnsPoly>*, H>& halves,
-                std::size_t kl, const std::array<u64*, H>& acc, bool add, std::size_t n, const Modulus& m) {
+void dot_digits(const std::vector<const u64*>& d, const std::array<const u64* const*, H>& halves,
+                const std::array<u64*, H>& acc, bool add, std::size_t n, const Modulus& m) {
     const std::size_t k = d.size(), block = H > 1 ? std::min<std::size_t>(n, 2048) : n;
     std::vector<const u64*> db(k), kb(k);
     for (std::size_t c = 0; c < n; c += block) {
         const std::size_t len = std::min(block, n - c);
         for (std::size_t j = 0; j < k; ++j) db[j] = d[j] + c;
         for (std::size_t h = 0; h < H; ++h) {
-            for (std::size_t j = 0; j < k; ++j) kb[j] = limb((*halves[h])[j], kl) + c;
+            for (std::size_t j = 0; j < k; ++j) kb[j] = halves[h][j] + c;
             arith::dot_mod(db.data(), kb.data(), k, len, m, acc[h] + c, add);
+        }
+    }
+}
+
+// The limbs of a key's first `digits` digits that meet limb t of an operand over Q_l * P (nq q-limbs), on the prime of
+// index `prime`: b from its b-parts, a from its a-parts or, for a compact key, drawn into `drawn` (n words a digit).
+void key_limbs(const GadgetKey& key, std::size_t t, std::size_t nq, std::size_t prime, std::size_t digits,
+               std::size_t n, AlignedWords& drawn, std::vector<const u64*>& kb, std::vector<const u64*>& ka) {
+    const std::size_t kl = key.limb_of(t, nq);
+    kb.resize(digits);
+    ka.resize(digits);
+    if (key.compact() && drawn.size() < digits * n) drawn.resize(digits * n);
+    for (std::size_t j = 0; j < digits; ++j) {
+        kb[j] = limb(key.b_parts()[j], kl);
+        if (key.compact()) {
+            key.a_limb(j, prime, drawn.data() + j * n);
+            ka[j] = drawn.data() + j * n;
+        } else {
+            ka[j] = limb(key.a[j], kl);
         }
     }
 }
 
 void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
     // Over Q_l * P_k, the key's special primes (all of P, or a prefix).
-    const std::size_t nq = d.num_q(), np = key.a[0].num_p(), digits = ring().digits_at(nq);
+    const std::size_t nq = d.num_q(), np = key.b_parts()[0].num_p(), digits = ring().digits_at(nq);
     const Decomposed dec = decompose(d, exec.threads);
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
-        AlignedWords tmp(digits * n_);
-        std::vector<const u64*> dt(digits);
+        AlignedWords tmp(digits * n_), drawn;
+        std::vector<const u64*> dt(digits), kb, ka;
         for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
-        dot_digits<2>(dt, {&key.b_parts(), &key.a}, key.limb_of(t, nq), {limb(b, t), limb(a, t)}, false, n_,
-                      ring().modulus(pidx(t, nq)));
+        key_limbs(key, t, nq, pidx(t, nq), digits, n_, drawn, kb, ka);
+        dot_digits<2>(dt, {kb.data(), ka.data()}, {limb(b, t), limb(a, t)}, false, n_, ring().modulus(pidx(t, nq)));
     });
 }
 
@@ -550,21 +570,21 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
             }
         };
         const u64* c0_limb = c0 && t < nq ? limb(*c0, t) : nullptr;
-        AlignedWords tmp;
+        AlignedWords tmp, drawn;
+        std::vector<const u64*> kb, ka;
         // Each product limb is permuted while still in cache. (Done in blocks, which an automorphism maps onto blocks,
         // the products would stay in L1, but the short streams prefetch worse: sum_slots was ~14% slower at H16.)
         for (std::size_t e = 0; e < terms.size(); ++e) {
-            const GadgetKey& key = *terms[e].key;
-            const std::size_t kl = key.limb_of(t, nq);
+            key_limbs(*terms[e].key, t, nq, pidx(t, nq), digits.size(), n_, drawn, kb, ka);
             const std::uint32_t* p = perms[e] ? perms[e]->data() : nullptr;
             if (!p) {  // the product is the result: accumulate it in place
-                dot_digits<1>(dt, {&key.b_parts()}, kl, {limb(b, t)}, e > 0, n_, m);
-                dot_digits<1>(dt, {&key.a}, kl, {limb(a, t)}, e > 0, n_, m);
+                dot_digits<1>(dt, {kb.data()}, {limb(b, t)}, e > 0, n_, m);
+                dot_digits<1>(dt, {ka.data()}, {limb(a, t)}, e > 0, n_, m);
             } else {
                 if (tmp.empty()) tmp.resize(n_);
-                dot_digits<1>(dt, {&key.b_parts()}, kl, {tmp.data()}, false, n_, m);
+                dot_digits<1>(dt, {kb.data()}, {tmp.data()}, false, n_, m);
                 permute_into(limb(b, t), tmp.data(), p, e == 0);
-                dot_digits<1>(dt, {&key.a}, kl, {tmp.data()}, false, n_, m);
+                dot_digits<1>(dt, {ka.data()}, {tmp.data()}, false, n_, m);
                 permute_into(limb(a, t), tmp.data(), p, e == 0);
             }
             if (c0_limb) permute_into(limb(*c0_out, t), c0_limb, p, e == 0);

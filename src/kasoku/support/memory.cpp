@@ -16,9 +16,10 @@ constexpr std::size_t kPooledMin = ~std::size_t{0};
 #else
 constexpr std::size_t kPooledMin = 64 * 1024;  // smaller blocks are not pooled
 #endif
-// per thread: 1 GiB keeps a BOOT16 bootstrap's temporaries (about 0.8 GB of fresh pages per bootstrap with 512 MiB,
-// 0.45 GB with 1 GiB: the kernel's page clearing was 10-15 % of its time on the development machine)
-constexpr std::size_t kPoolMaxBytes = 1024ull << 20;
+// Per thread. Free blocks held here count in the process's resident memory: with 1 GiB a BOOT16 process with compact
+// keys peaked at 6.2 GB, with 256 MiB at 5.2 GB, and its bootstraps took the same time (Zen 3, three bootstraps in
+// each of two processes per size, alternated; the huge pages below made fresh memory cheap to fault in).
+constexpr std::size_t kPoolMaxBytes = 256ull << 20;
 constexpr std::size_t kPoolMaxBlocks = 256;
 // Blocks of at least this size start on a 2 MiB boundary and ask for transparent huge pages (Linux's "madvise"
 // mode): one page fault per 2 MiB instead of 512. On the development VM the faults, not the clearing, made most of a

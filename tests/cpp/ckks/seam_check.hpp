@@ -21,6 +21,10 @@ T moved(const Context& from, const Context& to, const T& x, Load load) {
     const Bytes b = serialize(from, x);
     return load(to, b.data(), b.size());
 }
+// deserialize_evaluation_keys with its default form (whole keys), as a function of moved's shape.
+inline EvaluationKeys load_evaluation_keys(const Context& ctx, const std::uint8_t* data, std::size_t size) {
+    return deserialize_evaluation_keys(ctx, data, size);
+}
 
 // Runs the operations on a CPU context and on one made with `factory` (same parameters, keys and inputs), expects the
 // same bytes from each, and returns the other context.
@@ -30,7 +34,7 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
     EXPECT_EQ(ctx->fingerprint(), cpu.ctx->fingerprint());
 
     // The same keys and input in the other context (the primes are deterministic, so the bytes load).
-    const auto ek = std::make_shared<const EvaluationKeys>(moved(*cpu.ctx, *ctx, *cpu.ek, deserialize_evaluation_keys));
+    const auto ek = std::make_shared<const EvaluationKeys>(moved(*cpu.ctx, *ctx, *cpu.ek, load_evaluation_keys));
     const SecretKey sk = moved(*cpu.ctx, *ctx, cpu.sk, deserialize_secret_key);
     const cvec x = cpu.random(true);
     const Ciphertext a = cpu.encrypt(x);
@@ -47,6 +51,22 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
     same(cpu.ev.rotate(a, 1), ev.rotate(a2, 1), "rotate");
     same(cpu.ev.rotate_hoisted(a, {1, 2, 3})[2], ev.rotate_hoisted(a2, {1, 2, 3})[2], "rotate_hoisted");
     same(cpu.ev.sum_slots(a, 4, 1), ev.sum_slots(a2, 4, 1), "sum_slots");
+    {  // compact keys: a-parts drawn from their seeds where they are read (CPU) or before the call (other backends)
+        auto compact = std::make_shared<EvaluationKeys>(*ek);
+        const auto drop_a = [](std::shared_ptr<const SwitchKey>& k) {
+            auto c = std::make_shared<SwitchKey>(*k);
+            c->a.clear();
+            k = c;
+        };
+        drop_a(compact->relin);
+        for (auto& [g, k] : compact->galois) drop_a(k);
+        const Evaluator evc(ctx, compact);
+        same(cpu.ev.multiply(a, a), evc.multiply(a2, a2), "multiply, compact keys");
+        same(cpu.ev.rotate_hoisted(a, {1, 2, 3})[2], evc.rotate_hoisted(a2, {1, 2, 3})[2],
+             "rotate_hoisted, compact keys");
+        same(cpu.ev.rotate(cpu.ev.drop_level(a, 1), 1), evc.rotate(ev.drop_level(a2, 1), 1),
+             "rotate at level 1, compact keys");
+    }
     same(cpu.ev.multiply_plain(a, x), ev.multiply_plain(a2, x), "multiply_plain");
     same(cpu.ev.add_scalar(cpu.ev.sub(a, a), 0.25), ev.add_scalar(ev.sub(a2, a2), 0.25), "sub + add_scalar");
     same(lt1.apply(cpu.ev, a), lt2.apply(ev, a2), "linear transform");

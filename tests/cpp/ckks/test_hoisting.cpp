@@ -177,7 +177,18 @@ TEST_P(Hoisting, CompactKeysGiveTheFullKeysBits) {
     EXPECT_EQ(ev.mod_down(ev.inner_product_lazy(ev.decompose(c), elts[0])).polys,
               e.ev.mod_down(e.ev.inner_product_lazy(e.ev.decompose(c), elts[0])).polys);
     EXPECT_EQ(ev.sum_slots(c, 0, 2).polys, e.ev.sum_slots(c, 0, 2).polys);
+    // below the top level only the level's limbs are drawn: the same bits
+    const auto low = e.ev.drop_level(c, 1);
+    EXPECT_EQ(ev.rotate(low, 5).polys, e.ev.rotate(low, 5).polys);
+    EXPECT_EQ(ev.apply_galois_sum_hoisted(low, elts).polys, e.ev.apply_galois_sum_hoisted(low, elts).polys);
     EXPECT_EQ(serialize(*e.ctx, *compact), serialize(*e.ctx, *e.ek));
+    // loaded compact (or, by default for a set without encapsulation keys, whole)
+    const Bytes bytes = serialize(*e.ctx, *e.ek);
+    const auto loaded =
+        std::make_shared<const EvaluationKeys>(deserialize_evaluation_keys(*e.ctx, bytes.data(), bytes.size(), true));
+    EXPECT_TRUE(loaded->relin->a.empty() && loaded->galois.begin()->second->a.empty());
+    EXPECT_EQ(Evaluator(e.ctx, loaded).rotate(c, 5).polys, e.ev.rotate(c, 5).polys);
+    EXPECT_FALSE(deserialize_evaluation_keys(*e.ctx, bytes.data(), bytes.size(), std::nullopt).relin->a.empty());
     // made compact by the key generator: seeds kept, a-parts dropped, and they work
     const auto made = std::make_shared<const EvaluationKeys>(
         KeyGenerator(e.ctx).evaluation_keys(e.sk, true, {1}, false, {}, {}, {}, /*compact=*/true));

@@ -1,4 +1,4 @@
-// The compact wire format (version 4): seeded uniform parts, bit-packed residues, zero limbs, ternary secret keys,
+// The compact wire format (version 5): seeded uniform parts, bit-packed residues, zero limbs, ternary secret keys,
 // zstd; each form against the object it came from, and the parsers' own checks on bytes whose digest is valid.
 #include <gtest/gtest.h>
 #include <openssl/sha.h>

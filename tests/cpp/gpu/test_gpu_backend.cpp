@@ -61,7 +61,7 @@ void expect_same_bootstrap(const rns::BackendFactory& factory) {
     KeyGenerator(cpu.ctx).encapsulation_keys(cpu.sk, keys);
     auto ctx = Context::create(p, 1, factory);
     const auto ek =
-        std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, keys, deserialize_evaluation_keys));
+        std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, keys, test::load_evaluation_keys));
     const Evaluator ev(cpu.ctx, std::make_shared<const EvaluationKeys>(std::move(keys)));
     for (const auto& cfg : configs) {
         const algo::Bootstrapper boot(cpu.ctx, cfg), boot2(ctx, cfg);
@@ -106,7 +106,7 @@ TEST(GpuBackend, EmulatedBatchesAreOneLaunchSequenceWithTheCpuBits) {
     test::Env cpu(p, {3}, {}, 11, 1);
     auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
     const auto ek =
-        std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, *cpu.ek, deserialize_evaluation_keys));
+        std::make_shared<const EvaluationKeys>(test::moved(*cpu.ctx, *ctx, *cpu.ek, test::load_evaluation_keys));
     const Evaluator ev(ctx, ek);
     const std::size_t count = 5;
     std::vector<Ciphertext> a, b, a2, b2;

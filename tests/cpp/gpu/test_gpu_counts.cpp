@@ -176,7 +176,7 @@ TEST(GpuCounts, CountsDoNotDependOnTheData) {
         test::Env env(p, {1}, {}, 3, 1);
         auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
         const auto ek =
-            std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
+            std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, test::load_evaluation_keys));
         const Ciphertext a = test::moved(*env.ctx, *ctx, env.encrypt(env.random()), deserialize_ciphertext);
         const Evaluator ev(ctx, ek);
         return count([&] { ev.rotate(ev.multiply(a, a), 1); });
@@ -196,7 +196,7 @@ TEST(GpuCounts, DebugSwitchWaitsForEveryLaunch) {
     test::Env env(p, {1}, {}, 3, 1);
     auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
     const auto ek =
-        std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
+        std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, test::load_evaluation_keys));
     const Ciphertext a = test::moved(*env.ctx, *ctx, env.encrypt(env.random()), deserialize_ciphertext);
     const Evaluator ev(ctx, ek);
     const gpu::Counts off = count([&] { ev.rotate(a, 1); });
@@ -219,7 +219,7 @@ TEST(GpuCounts, CudaCountsAreTheEmulatedOnes) {
     auto counts = [&](const rns::BackendFactory& f) {
         auto ctx = Context::create(p, 1, f);
         const auto ek =
-            std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, deserialize_evaluation_keys));
+            std::make_shared<const EvaluationKeys>(test::moved(*env.ctx, *ctx, *env.ek, test::load_evaluation_keys));
         const Ciphertext a = test::moved(*env.ctx, *ctx, env.encrypt(env.random()), deserialize_ciphertext);
         const Evaluator ev(ctx, ek);
         return count([&] { ev.rotate(ev.multiply(a, a), 1); });
