@@ -26,9 +26,10 @@ public:
     SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec = {}) const;
     // Relinearisation key plus Galois keys for the given rotation steps, conjugation and Galois elements
     // (e.g. trace_galois_elements(...)). Throws as galois_key.
-    // progress, when given, is called after each key with (keys made, keys to make). compact: each key keeps its
-    // b-parts and the seed of its a-parts only (half the memory), and the evaluator expands the a-parts at each use
-    // (a ChaCha20 stream of the key's size: slower key switches, measured in docs/BOOTSTRAPPING.md).
+    // progress, when given, is called after each key with (keys made, keys to make). compact: each Galois key keeps
+    // its b-parts and the seed of its a-parts only (half the memory), and each key switch draws the a-limbs of its
+    // level from the seed (ChaCha20; slower key switches, measured in docs/BOOTSTRAPPING.md). The relinearisation key,
+    // one key used by every product, stays whole.
     EvaluationKeys evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
                                    bool conjugation, const std::vector<std::uint64_t>& galois_elements = {},
                                    Exec exec = {}, const Progress& progress = {}, bool compact = false) const;

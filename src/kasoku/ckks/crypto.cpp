@@ -171,13 +171,13 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin,
     elts.erase(std::remove(elts.begin(), elts.end(), std::uint64_t{1}), elts.end());
     const std::size_t total = elts.size() + (relin ? 1 : 0);
     std::size_t done = 0;
-    const auto keep = [&](SwitchKey k) {
-        if (compact) k.a.clear();  // expanded from k.seed at each use (detail::usable_key)
+    const auto keep = [&](SwitchKey k, bool drop_a) {
+        if (drop_a) k.a.clear();  // drawn from k.seed at each use (detail::usable_key)
         if (progress) progress(++done, total);
         return std::make_shared<const SwitchKey>(std::move(k));
     };
-    if (relin) ek.relin = keep(relin_key(sk, exec));
-    for (std::uint64_t g : elts) ek.galois[g] = keep(galois_key(sk, g, exec));
+    if (relin) ek.relin = keep(relin_key(sk, exec), false);
+    for (std::uint64_t g : elts) ek.galois[g] = keep(galois_key(sk, g, exec), compact);
     return ek;
 }
 

@@ -549,12 +549,12 @@ EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_
     EvaluationKeys ek;
     ek.context_uid = ctx.uid();
     ek.key_id = r.get<std::uint64_t>();
-    // The relinearisation and Galois keys are read compact; whether they stay so is known after the last flag.
+    // The Galois keys are read compact; whether they stay so is known after the last flag.
     std::vector<SwitchKey> keys;
     std::vector<std::uint64_t> elts;
     const std::uint8_t has_relin = r.get<std::uint8_t>();
     if (has_relin > 1) Reader::fail("bad relinearisation-key flag");
-    if (has_relin) keys.push_back(r.switch_key(ek.key_id, false, false));
+    if (has_relin) ek.relin = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
     const std::uint32_t count = r.get<std::uint32_t>();
     for (std::uint32_t i = 0; i < count; ++i) {
         const std::uint64_t g = r.get<std::uint64_t>();
@@ -572,9 +572,7 @@ EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_
     const bool keep_compact = compact.value_or(has_sparse == 1);
     for (std::size_t i = 0; i < keys.size(); ++i) {
         if (keys[i].a.empty() && !keep_compact) expand_a(ctx, keys[i]);
-        auto k = std::make_shared<const SwitchKey>(std::move(keys[i]));
-        if (has_relin && i == 0) ek.relin = std::move(k);
-        else ek.galois[elts[i - (has_relin ? 1 : 0)]] = std::move(k);
+        ek.galois[elts[i]] = std::make_shared<const SwitchKey>(std::move(keys[i]));
     }
     return ek;
 }

@@ -243,7 +243,7 @@ void bind_objects(nb::module_& m) {
                                                     *c.owner->ctx, b.data, b.size, compact_keys))};
             },
             "ctx"_a, "data"_a, "compact_keys"_a = nb::none(),
-            "The keys of to_bytes. compact_keys=True keeps the relinearisation and Galois keys compact (their "
+            "The keys of to_bytes. compact_keys=True keeps the Galois keys compact (their "
             "a-parts drawn from their seeds at each key switch, as Context.keygen's compact keys); None (default): "
             "compact for a set with the encapsulation keys of bootstrapping (the BOOT presets), whole otherwise.",
             ReleaseGil())
@@ -483,7 +483,7 @@ void bind_objects(nb::module_& m) {
             "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that "
             "one's; with boot_secret_weight, the encapsulation keys too). progress: a line per key made on stderr "
             "(None: "
-            "when stderr is a terminal). compact_keys=True: the relinearisation and Galois keys keep their b-parts "
+            "when stderr is a terminal). compact_keys=True: the Galois keys keep their b-parts "
             "only and each key switch draws the a-parts of its level from their seed (half the memory and about half "
             "the key generation time, key switches some 10 % slower; docs/BOOTSTRAPPING.md); None (default): compact "
             "for bootstrapping key sets, whole otherwise.",
