@@ -38,7 +38,8 @@ PublicKey deserialize_public_key(const Context& ctx, const std::uint8_t* data, s
 SecretKey deserialize_secret_key(const Context& ctx, const std::uint8_t* data, std::size_t size);
 SwitchKey deserialize_switch_key(const Context& ctx, const std::uint8_t* data, std::size_t size);
 // compact: the Galois keys keep only their b-parts and seeds (KeyGenerator::evaluation_keys'
-// compact keys); nullopt: compact for a bootstrapping key set (one with the encapsulation keys), as Python's keygen.
+// compact keys); nullopt: compact for a bootstrapping key set (one with the encapsulation keys) on a backend that
+// draws key limbs (rns::Backend::draws_key_limbs: the CPU's), as Python's keygen.
 EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_t* data, std::size_t size,
                                            std::optional<bool> compact = false);
 

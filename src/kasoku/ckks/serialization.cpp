@@ -569,7 +569,7 @@ EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_
         ek.from_sparse = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
     }
     r.done();
-    const bool keep_compact = compact.value_or(has_sparse == 1);
+    const bool keep_compact = compact.value_or(has_sparse == 1 && ctx.backend().draws_key_limbs());
     for (std::size_t i = 0; i < keys.size(); ++i) {
         if (keys[i].a.empty() && !keep_compact) expand_a(ctx, keys[i]);
         ek.galois[elts[i]] = std::make_shared<const SwitchKey>(std::move(keys[i]));

@@ -245,7 +245,8 @@ void bind_objects(nb::module_& m) {
             "ctx"_a, "data"_a, "compact_keys"_a = nb::none(),
             "The keys of to_bytes. compact_keys=True keeps the Galois keys compact (their "
             "a-parts drawn from their seeds at each key switch, as Context.keygen's compact keys); None (default): "
-            "compact for a set with the encapsulation keys of bootstrapping (the BOOT presets), whole otherwise.",
+            "compact for a set with the encapsulation keys of bootstrapping (the BOOT presets) on the CPU, whole "
+            "otherwise.",
             ReleaseGil())
         .def_prop_ro("galois_elements",
                      [](const KEvaluationKeys& k) {
@@ -465,7 +466,8 @@ void bind_objects(nb::module_& m) {
                 kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
                 EvaluationKeys keys =
                     kg.evaluation_keys(*sk, relin, rotations, conjugation, galois_elements, th,
-                                       stderr_progress(progress, "key generation, keys"), compact_keys.value_or(boot));
+                                       stderr_progress(progress, "key generation, keys"),
+                                       compact_keys.value_or(boot && ctx->backend().draws_key_limbs()));
                 if (boot && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(*sk, keys, th);
                 auto shared = std::make_shared<const EvaluationKeys>(std::move(keys));
                 if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
@@ -486,7 +488,7 @@ void bind_objects(nb::module_& m) {
             "when stderr is a terminal). compact_keys=True: the Galois keys keep their b-parts "
             "only and each key switch draws the a-parts of its level from their seed (half the memory and about half "
             "the key generation time, key switches some 10 % slower; docs/BOOTSTRAPPING.md); None (default): compact "
-            "for bootstrapping key sets, whole otherwise.",
+            "for bootstrapping key sets on the CPU, whole otherwise (a GPU would draw them on the host at each use).",
             ReleaseGil())
         .def(
             "encode",
