@@ -4,11 +4,16 @@
 // CostModel::measure.
 #pragma once
 #include <array>
+#include <condition_variable>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "kasoku/sched/scheduler.hpp"
@@ -97,6 +102,40 @@ using CtPtr = std::shared_ptr<const ckks::Ciphertext>;
 // (null on success; vals is then unchanged).
 std::exception_ptr run_task(std::unique_lock<std::mutex>& lk, const ckks::Evaluator& ev, const Graph& g, int node,
                             int threads, std::vector<CtPtr>& vals, std::vector<int>& uses);
+// The runner threads both executors use: each takes the next placement from `queue` (push() under the lock), runs
+// it with run_task on what `task` gives for it (nothing: skipped, e.g. a task of a job that has ended), and reports
+// to `ended` with the task's exception (null on success); `task` and `ended` are called under the lock. The threads
+// end once close() has been called and the queue is empty (an owner that stops at once clears the queue first).
+class Runners {
+public:
+    struct Task {
+        std::shared_ptr<const ckks::Evaluator> ev;  // held while the task runs unlocked
+        const Graph* g = nullptr;
+        std::vector<CtPtr>* vals = nullptr;  // the job's values and use counts
+        std::vector<int>* uses = nullptr;
+    };
+    Runners(std::mutex& m, int threads, std::function<std::optional<Task>(const Placement&)> task,
+            std::function<void(const Placement&, std::exception_ptr)> ended);
+    ~Runners();  // closes (taking the lock: never destroyed under it) and joins
+    Runners(const Runners&) = delete;
+    Runners& operator=(const Runners&) = delete;
+    void push(const std::vector<Placement>& placed);  // under the lock
+    void clear() { queue_.clear(); }                  // under the lock
+    void close();                                     // under the lock
+    bool closing() const { return closing_; }         // under the lock
+    void join();                                      // not under the lock: waits for the threads (after close())
+
+private:
+    void loop();
+    std::mutex& m_;
+    std::condition_variable cv_;
+    std::deque<Placement> queue_;
+    bool closing_ = false;
+    std::function<std::optional<Task>(const Placement&)> task_;
+    std::function<void(const Placement&, std::exception_ptr)> ended_;
+    std::vector<std::thread> threads_;
+};
+
 // Everything a job needs, checked before it starts: inputs by name and level, and the keys. The inputs by node id
 // (null for the tasks).
 std::vector<CtPtr> check_inputs(const Graph& g, const ckks::Evaluator& ev,

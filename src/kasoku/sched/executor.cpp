@@ -7,7 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <thread>
+#include <optional>
 
 #include "dispatcher_internal.hpp"
 #include "kasoku/support/error.hpp"
@@ -27,7 +27,12 @@ std::string message(const std::exception_ptr& e) {
 }  // namespace
 
 struct Executor::State {
-    State(CostModel c, Policy policy, int threads) : cost(std::move(c)), d(cost, policy, threads) {}
+    State(CostModel c, Policy policy, int threads)
+        : cost(std::move(c)),
+          d(cost, policy, threads),
+          runners(
+              m, threads, [this](const detail::Placement& p) { return task(p); },
+              [this](const detail::Placement& p, std::exception_ptr e) { ended(p, e); }) {}
 
     struct Job {
         std::shared_ptr<const detail::Plan> plan;
@@ -40,14 +45,12 @@ struct Executor::State {
 
     const CostModel cost;
     std::mutex m;
-    std::condition_variable cv_work, cv_done;
+    std::condition_variable cv_done;
     detail::Dispatcher d;
     std::map<int, Job> jobs;  // submitted and not finished, by the dispatcher's id
-    std::deque<detail::Placement> queue;
     std::deque<Finished> done;
-    bool closing = false;
-    std::vector<std::thread> runners;
     const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    detail::Runners runners;  // last: its threads start once the rest is made
 
     double now() const {
         return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -55,14 +58,12 @@ struct Executor::State {
 
     // Under the lock: starts what the policy lets start.
     void place(double t) {
-        bool placed = false;
-        for (const auto& p : d.place(t)) {
+        const std::vector<detail::Placement> placed = d.place(t);
+        for (const auto& p : placed) {
             Job& j = jobs.at(p.job);
             if (j.start_ms < 0) j.start_ms = t;
-            queue.push_back(p);
-            placed = true;
         }
-        if (placed) cv_work.notify_all();
+        runners.push(placed);
     }
 
     // Under the lock: a job the dispatcher has ended goes to `done`.
@@ -81,41 +82,32 @@ struct Executor::State {
         cv_done.notify_all();
     }
 
-    void runner() {
-        std::unique_lock lk(m);
-        while (true) {
-            cv_work.wait(lk, [&] { return closing || !queue.empty(); });
-            if (queue.empty()) return;  // closing
-            const detail::Placement p = queue.front();
-            queue.pop_front();
-            Job& j = jobs.at(p.job);
-            std::string error =
-                j.error;  // a task of an ended job (an error, or close()) placed before it ended: not run
-            if (error.empty()) {
-                const auto ev = j.ev;  // held while the task runs unlocked
-                if (const std::exception_ptr e =
-                        detail::run_task(lk, *ev, j.plan->g, p.node, p.threads, j.vals, j.uses))
-                    error = message(e);
-            }
-            // `j` stays valid: a job is erased only by retire(), after its last running task (this one) finishes
-            if (!error.empty()) {
-                if (j.error.empty())
-                    j.error =
-                        "node " + std::to_string(p.node) + " (" + op_name(j.plan->g.nodes()[p.node].op) + "): " + error;
-                d.abort(p.job);
-            }
-            const double t = now();
-            d.finish(p, t);
-            if (d.job_done(p.job)) retire(p.job, t);
-            if (!closing) place(t);
+    // Under the lock (Runners): a task of a job that has ended (an error, or close()) placed before it ended is not run.
+    std::optional<detail::Runners::Task> task(const detail::Placement& p) {
+        Job& j = jobs.at(p.job);
+        if (!j.error.empty()) return std::nullopt;
+        return detail::Runners::Task{j.ev, &j.plan->g, &j.vals, &j.uses};
+    }
+
+    // Under the lock (Runners). The job stays valid: it is erased only by retire(), after its last running task.
+    void ended(const detail::Placement& p, const std::exception_ptr& e) {
+        Job& j = jobs.at(p.job);
+        if (e) {
+            if (j.error.empty())
+                j.error = "node " + std::to_string(p.node) + " (" + op_name(j.plan->g.nodes()[p.node].op) +
+                          "): " + message(e);
+            d.abort(p.job);
         }
+        const double t = now();
+        d.finish(p, t);
+        if (d.job_done(p.job)) retire(p.job, t);
+        if (!runners.closing()) place(t);
     }
 };
 
 Executor::Executor(CostModel cost, int threads, Policy policy) : threads_(threads) {
     if (threads < 1) throw ParameterError("executor: threads must be >= 1, got " + std::to_string(threads));
     s_ = std::make_unique<State>(std::move(cost), policy, threads);
-    for (int i = 0; i < threads; ++i) s_->runners.emplace_back([st = s_.get()] { st->runner(); });
 }
 
 Executor::~Executor() { close(); }
@@ -128,7 +120,7 @@ std::uint64_t Executor::submit(const Graph& g, std::shared_ptr<const ckks::Evalu
     auto uses = detail::use_counts(g, plan->succ);
 
     std::unique_lock lk(s_->m);
-    if (s_->closing) throw ParameterError("executor: closed; make a new one to submit jobs");
+    if (s_->runners.closing()) throw ParameterError("executor: closed; make a new one to submit jobs");
     const double t = s_->now();
     const int jid = s_->d.add(plan, t);
     s_->jobs.emplace(jid, State::Job{plan, std::move(ev), std::move(vals), std::move(uses), t, -1, {}});
@@ -163,15 +155,14 @@ int Executor::busy_threads() const {
 void Executor::close() {
     {
         std::lock_guard lk(s_->m);
-        if (s_->closing) return;
-        s_->closing = true;
+        if (s_->runners.closing()) return;
+        s_->runners.close();
         for (auto& [id, job] : s_->jobs) {  // their running tasks still end; the jobs end without outputs
             if (job.error.empty()) job.error = "the executor closed";
             s_->d.abort(id);
         }
     }
-    s_->cv_work.notify_all();
-    for (auto& t : s_->runners) t.join();
+    s_->runners.join();
 }
 
 }  // namespace kasoku::sched

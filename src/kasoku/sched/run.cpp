@@ -3,11 +3,10 @@
 // the placed tasks never hold more than opts.threads threads, so a runner is always free for a placement.
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <optional>
 
 #include "dispatcher_internal.hpp"
 #include "kasoku/sched/scheduler.hpp"
@@ -91,6 +90,51 @@ std::exception_ptr detail::run_task(std::unique_lock<std::mutex>& lk, const ckks
     return nullptr;
 }
 
+detail::Runners::Runners(std::mutex& m, int threads, std::function<std::optional<Task>(const Placement&)> task,
+                         std::function<void(const Placement&, std::exception_ptr)> ended)
+    : m_(m), task_(std::move(task)), ended_(std::move(ended)) {
+    threads_.reserve(static_cast<std::size_t>(threads));
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
+}
+
+void detail::Runners::push(const std::vector<Placement>& placed) {
+    queue_.insert(queue_.end(), placed.begin(), placed.end());
+    if (!placed.empty()) cv_.notify_all();
+}
+
+void detail::Runners::close() {
+    closing_ = true;
+    cv_.notify_all();
+}
+
+detail::Runners::~Runners() {
+    {
+        std::lock_guard lk(m_);
+        closing_ = true;
+    }
+    cv_.notify_all();
+    join();
+}
+
+void detail::Runners::join() {
+    for (auto& t : threads_)
+        if (t.joinable()) t.join();
+}
+
+void detail::Runners::loop() {
+    std::unique_lock lk(m_);
+    while (true) {
+        cv_.wait(lk, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // closing
+        const Placement p = queue_.front();
+        queue_.pop_front();
+        std::exception_ptr error;
+        if (std::optional<Task> t = task_(p))
+            error = run_task(lk, *t->ev, *t->g, p.node, p.threads, *t->vals, *t->uses);
+        ended_(p, error);
+    }
+}
+
 std::vector<int> detail::use_counts(const Graph& g, const std::vector<std::vector<int>>& succ) {
     std::vector<int> uses(g.size(), 0);
     for (std::size_t i = 0; i < g.size(); ++i) uses[i] = static_cast<int>(succ[i].size());
@@ -119,32 +163,31 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
     result.outputs.resize(std::min<std::size_t>(std::max(keep_outputs, 0), jobs));
 
     std::mutex m;
-    std::condition_variable cv_sched, cv_work;
-    std::deque<detail::Placement> queue;
-    bool stop = false;
+    std::condition_variable cv_sched;
     std::exception_ptr error;
     std::size_t done = 0;
     const auto t0 = std::chrono::steady_clock::now();
     auto elapsed = [&] {
         return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     };
-
-    auto runner = [&] {
-        std::unique_lock lk(m);
-        while (true) {
-            cv_work.wait(lk, [&] { return stop || !queue.empty(); });
-            if (stop) return;
-            const detail::Placement p = queue.front();
-            queue.pop_front();
-            JobState& js = state[p.job];
-            if (std::exception_ptr e = detail::run_task(lk, ev, g, p.node, p.threads, js.vals, js.uses)) {
+    // The evaluator is the caller's, alive for the whole call.
+    const std::shared_ptr<const ckks::Evaluator> evp(std::shared_ptr<const ckks::Evaluator>(), &ev);
+    detail::Runners runners(
+        m, opts.threads,
+        [&](const detail::Placement& p) -> std::optional<detail::Runners::Task> {
+            if (error) return std::nullopt;
+            return detail::Runners::Task{evp, &g, &state[p.job].vals, &state[p.job].uses};
+        },
+        [&](const detail::Placement& p, std::exception_ptr e) {
+            if (e || error) {  // the first error ends the run: nothing more is placed or started
                 if (!error) error = e;
-                stop = true;
+                runners.clear();
+                runners.close();
                 cv_sched.notify_all();
-                cv_work.notify_all();
                 return;
             }
             d.finish(p, elapsed());
+            JobState& js = state[p.job];
             if (d.job_done(p.job)) {
                 ++done;
                 if (static_cast<std::size_t>(p.job) < result.outputs.size())
@@ -153,11 +196,7 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
                 std::vector<int>().swap(js.uses);
             }
             cv_sched.notify_one();
-        }
-    };
-    std::vector<std::thread> runners;
-    runners.reserve(static_cast<std::size_t>(opts.threads));
-    for (int i = 0; i < opts.threads; ++i) runners.emplace_back(runner);
+        });
 
     {
         std::unique_lock lk(m);
@@ -170,19 +209,16 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
                 d.arrive(static_cast<int>(next), arrivals[next]);
                 if (d.job_done(static_cast<int>(next))) ++done;
             }
-            bool placed = false;
-            for (const auto& p : d.place(now)) queue.push_back(p), placed = true;
-            if (placed) cv_work.notify_all();
+            runners.push(d.place(now));
             if (done == jobs) break;
             if (next < jobs)
                 cv_sched.wait_until(lk, t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                  std::chrono::duration<double, std::milli>(arrivals[next])));
             else cv_sched.wait(lk);
         }
-        stop = true;
+        runners.close();
     }
-    cv_work.notify_all();
-    for (auto& t : runners) t.join();
+    runners.join();
     if (error) std::rethrow_exception(error);
     result.stream = std::move(d.result);
     detail::summarise(result.stream, opts.window);

@@ -525,6 +525,11 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
     Graph rot;
     rot.output(rot.rotate(rot.input("x", 5), 3));
     EXPECT_THROW(run(rot, ev, {{"x", ct}}, cm, o), MissingKeyError);
+    // A task that fails while jobs run: the run ends (nothing more starts) and rethrows the task's error.
+    Graph bad;
+    bad.output(bad.multiply_plain(bad.square(bad.input("x", 5)), std::nan("")), "y");
+    o.arrivals_ms = {0, 0, 0, 1, 1};
+    EXPECT_THROW(run(bad, ev, {{"x", ct}}, cm, o), ParameterError);
 }
 
 // The online executor: jobs of two graphs and two clients' evaluators join while others run; each result is bit for bit
