@@ -52,12 +52,14 @@ deps:
 # Python tools from PyPI into .venv (CMake, Ninja, nanobind, scikit-build-core, NumPy, pytest, matplotlib, mypy,
 # scikit-learn: the data set of examples/logistic_regression.py; FastAPI, pydantic-settings, uvicorn and httpx: the
 # service and ks.Client;
-# Ray: kasoku.distributed; atheris: the fuzz target of the service's request bodies; PyTorch (the CPU build): kasoku.nn).
+# Ray: kasoku.distributed; atheris: the fuzz target of the service's request bodies; PyTorch (the CPU build): kasoku.nn;
+# nbformat, nbclient and ipykernel: the tutorials in notebooks/, run by tests/python/test_notebooks.py).
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8" "scikit-learn>=1.3" \
-	    "fastapi>=0.110" "pydantic-settings>=2" "uvicorn>=0.29" "httpx>=0.27" "ray>=2.9" "ruff>=0.6" "atheris>=2.3" "torch==2.13.0"
+	    "fastapi>=0.110" "pydantic-settings>=2" "uvicorn>=0.29" "httpx>=0.27" "ray>=2.9" "ruff>=0.6" "atheris>=2.3" "torch==2.13.0" \
+	    "nbformat>=5.9" "nbclient>=0.10" "ipykernel>=6.29"
 	touch $@
 
 venv: $(VENV)/.ready
