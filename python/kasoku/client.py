@@ -82,6 +82,7 @@ class Client:
             time.sleep(0.1)
 
     def close(self) -> None:
+        """Closes the HTTP connection (the client is also a context manager)."""
         self._http.close()
 
     def __enter__(self):
@@ -99,12 +100,15 @@ class Client:
 
     # --- the server ---
     def health(self) -> dict:
+        """The server's liveness answer (GET /health)."""
         return self._send("GET", "/health").json()
 
     def metrics(self) -> dict:
+        """The server's counters: jobs, latency percentiles, threads, executor (GET /metrics)."""
         return self._send("GET", "/metrics").json()
 
     def parameters(self):
+        """The server's CKKS Parameters (GET /v1/params); context() makes a Context of them."""
         from . import Parameters
 
         return Parameters.from_bytes(self._send("GET", "/v1/params").content)
@@ -182,6 +186,7 @@ class Client:
         return out if ctx is None else Ciphertext.from_bytes(ctx, out)
 
     def status(self, job: int) -> dict:
+        """A job's status without waiting for it (GET /v1/jobs/{job}): queued, done or failed."""
         return self._send("GET", f"/v1/jobs/{int(job)}").json()
 
     def result_bytes(self, job: int, timeout: float = 300.0) -> dict[str, bytes]:

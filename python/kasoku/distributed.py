@@ -126,6 +126,7 @@ class Cluster:
 
     @property
     def nodes(self) -> int:
+        """Nodes (NodeWorker actors) in the cluster."""
         return len(self.workers)
 
     def add_keys(self, keys) -> str:
@@ -190,6 +191,7 @@ class Cluster:
                     pending[self.submit(graph, nxt[1], keys)] = nxt[0]
 
     def shutdown(self) -> None:
+        """Ends every node's actor; the cluster takes no more jobs."""
         for w in self.workers:
             ray.kill(w)
         self.workers = []
@@ -209,9 +211,11 @@ class RayBackend:
 
     @property
     def threads(self) -> int:
+        """Threads of all nodes together."""
         return sum(self.cluster.threads)
 
     def submit(self, job: Job) -> None:
+        """Sends a service job to the cluster (its key set first, once per node that needs it)."""
         if job.keys_id not in self._kid:
             self._kid[job.keys_id] = self.cluster.add_keys(job.keys_path.read_bytes())
         kid = self._kid[job.keys_id]
@@ -220,6 +224,7 @@ class RayBackend:
             self._jid[ref] = job.jid
 
     def poll(self, timeout_s: float) -> list[Ended]:
+        """The jobs that ended, waiting up to timeout_s for the first."""
         with self._lock:
             refs = list(self._jid)
         if not refs:
@@ -240,6 +245,7 @@ class RayBackend:
         return out
 
     def status(self) -> dict:
+        """Executor, nodes, threads and jobs in flight, for the service's /metrics."""
         return {
             "executor": self.name,
             "nodes": self.cluster.nodes,
@@ -248,6 +254,7 @@ class RayBackend:
         }
 
     def close(self) -> None:
+        """Shuts the cluster down."""
         self.cluster.shutdown()
 
 

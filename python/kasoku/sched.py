@@ -69,6 +69,7 @@ class StreamResult:
         return float(np.sum(self.finish_ms - self.start_ms)) / self.span_ms if self.span_ms > 0 else 0.0
 
     def to_dict(self) -> dict:
+        """The run's summary as a JSON-ready dict: policy, threads, executor, window, makespan and percentiles."""
         return {
             "policy": self.policy,
             "threads": self.threads,

@@ -52,6 +52,7 @@ try:  # the activation modules of this package, when PyTorch is there
         """x^2, the activation CKKS evaluates exactly in one level."""
 
         def forward(self, x):
+            """x * x, element by element."""
             return x * x
 
     class Polynomial(_t.nn.Module):
@@ -62,6 +63,7 @@ try:  # the activation modules of this package, when PyTorch is there
             self.coeffs = [float(c) for c in coeffs]
 
         def forward(self, x):
+            """The polynomial at every element of x (Horner)."""
             out = _t.zeros_like(x)
             for c in reversed(self.coeffs):
                 out = out * x + c
@@ -662,13 +664,16 @@ class CompiledModel:
 
     @property
     def bootstraps(self) -> int:
+        """Bootstraps one inference runs."""
         return sum(isinstance(s, Bootstrap) for s in self.steps)
 
     @property
     def p_in(self) -> int:
+        """Slots the input occupies: the power of two at or above its size."""
         return _pow2(self.in_dim)
 
     def galois_elements(self) -> list[int]:
+        """The Galois elements of every rotation the plan runs (keygen makes exactly their keys)."""
         g = set()
         for s in self.steps:
             if isinstance(s, Affine):
@@ -745,6 +750,8 @@ class CompiledModel:
         return vals[self.output]
 
     def decrypt(self, ct, key=None) -> np.ndarray:
+        """Client side: the model's outputs (logits) from run's ciphertext, read from the slots the plan put them in,
+        with `key` (default: the secret key of keygen)."""
         key = key if key is not None else self._keys("decrypt").secret
         return np.real(self.ctx.decrypt(ct, key))[self.out_layout] * self.out_unit
 

@@ -84,21 +84,36 @@ void bind_algo(nb::module_& m) {
             "ctx"_a, "matrix_or_diagonals"_a, "level"_a = nb::none(), "baby"_a = nb::none(), "threads"_a = nb::none(),
             "matrix: dim x dim (dim <= slots) acting on slots 0..dim-1 (cyclic over all slots when dim = slots).",
             ReleaseGil())
-        .def_prop_ro("level", [](const KLinearTransform& l) { return l.lt->level(); })
-        .def_prop_ro("diagonal_count", [](const KLinearTransform& l) { return l.lt->diagonal_count(); })
-        .def_prop_ro("baby_steps", [](const KLinearTransform& l) { return l.lt->plan().babies; })
-        .def_prop_ro("giant_steps", [](const KLinearTransform& l) { return l.lt->plan().giants; })
+        .def_prop_ro(
+            "level", [](const KLinearTransform& l) { return l.lt->level(); },
+            "The level its input must be at (it consumes one).")
+        .def_prop_ro(
+            "diagonal_count", [](const KLinearTransform& l) { return l.lt->diagonal_count(); },
+            "Nonzero diagonals of the matrix.")
+        .def_prop_ro(
+            "baby_steps", [](const KLinearTransform& l) { return l.lt->plan().babies; },
+            "Rotation steps of the hoisted baby steps.")
+        .def_prop_ro(
+            "giant_steps", [](const KLinearTransform& l) { return l.lt->plan().giants; },
+            "Rotation steps of the giant steps.")
         .def(
             "galois_elements", [](const KLinearTransform& l) { return l.lt->galois_elements(); },
             "Exactly the Galois elements apply needs: pass them to ctx.keygen(galois_elements=...).");
 
     nb::class_<KMatrix>(m, "EncryptedMatrix",
                         "g encrypted matrices packed by a MatrixEncoder (one or more ciphertexts).")
-        .def_prop_ro("ciphertexts", [](const KMatrix& x) { return wrap_all(x.owner, x.m.blocks); })
-        .def_prop_ro("shape", [](const KMatrix& x) { return std::make_tuple(x.m.rows, x.m.d()); })
-        .def_prop_ro("g", [](const KMatrix& x) { return x.m.g(); })
-        .def_prop_ro("grid", [](const KMatrix& x) { return x.m.grid(); })
-        .def_prop_ro("level", [](const KMatrix& x) { return x.m.level(); })
+        .def_prop_ro(
+            "ciphertexts", [](const KMatrix& x) { return wrap_all(x.owner, x.m.blocks); },
+            "Its ciphertexts, one per block of the grid.")
+        .def_prop_ro(
+            "shape", [](const KMatrix& x) { return std::make_tuple(x.m.rows, x.m.d()); }, "(rows, d) of each matrix.")
+        .def_prop_ro(
+            "g", [](const KMatrix& x) { return x.m.g(); }, "Matrices packed side by side in each ciphertext.")
+        .def_prop_ro(
+            "grid", [](const KMatrix& x) { return x.m.grid(); },
+            "Blocks per side (matrices larger than a ciphertext are split).")
+        .def_prop_ro(
+            "level", [](const KMatrix& x) { return x.m.level(); }, "Its ciphertexts' level.")
         .def("__repr__", [](const KMatrix& x) {
             return "EncryptedMatrix(g=" + std::to_string(x.m.g()) + ", shape=(" + std::to_string(x.m.rows) + ", " +
                    std::to_string(x.m.d()) + "), ciphertexts=" + std::to_string(x.m.blocks.size()) +
@@ -117,11 +132,16 @@ void bind_algo(nb::module_& m) {
                     c.owner, std::make_shared<const algo::MatrixEncoder>(c.owner->ctx, d, g, rows ? *rows : 0)};
             },
             "ctx"_a, "d"_a, "g"_a = 1, "rows"_a = nb::none())
-        .def_prop_ro("d", [](const KMatrixEncoder& e) { return e.enc->d(); })
-        .def_prop_ro("g", [](const KMatrixEncoder& e) { return e.enc->g(); })
-        .def_prop_ro("rows", [](const KMatrixEncoder& e) { return e.enc->rows(); })
-        .def_prop_ro("block", [](const KMatrixEncoder& e) { return e.enc->block(); })
-        .def_prop_ro("grid", [](const KMatrixEncoder& e) { return e.enc->grid(); })
+        .def_prop_ro(
+            "d", [](const KMatrixEncoder& e) { return e.enc->d(); }, "Matrix side d.")
+        .def_prop_ro(
+            "g", [](const KMatrixEncoder& e) { return e.enc->g(); }, "Matrices per ciphertext.")
+        .def_prop_ro(
+            "rows", [](const KMatrixEncoder& e) { return e.enc->rows(); }, "Rows of the left operand (d: square).")
+        .def_prop_ro(
+            "block", [](const KMatrixEncoder& e) { return e.enc->block(); }, "Side of one block a ciphertext holds.")
+        .def_prop_ro(
+            "grid", [](const KMatrixEncoder& e) { return e.enc->grid(); }, "Blocks per side.")
         .def(
             "galois_elements", [](const KMatrixEncoder& e) { return e.enc->galois_elements(); },
             "Exactly the Galois elements matmul needs (ctx.keygen(matmul=(d, g)) makes them).")

@@ -71,19 +71,20 @@ void bind_evaluator(nb::module_& m) {
             [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, TArg t) {
                 return wrap(e.owner, e.ev->add(a.ct, b.ct, threads_arg(t)));
             },
-            "a"_a, "b"_a, "threads"_a = nb::none(), ReleaseGil())
+            "a"_a, "b"_a, "threads"_a = nb::none(),
+            "a + b slot by slot; operands at different levels or scales are aligned exactly first.", ReleaseGil())
         .def(
             "sub",
             [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, TArg t) {
                 return wrap(e.owner, e.ev->sub(a.ct, b.ct, threads_arg(t)));
             },
-            "a"_a, "b"_a, "threads"_a = nb::none(), ReleaseGil())
+            "a"_a, "b"_a, "threads"_a = nb::none(), "a - b slot by slot (aligned as add does).", ReleaseGil())
         .def(
             "negate",
             [](const KEvaluator& e, const KCiphertext& a, TArg t) {
                 return wrap(e.owner, e.ev->negate(a.ct, threads_arg(t)));
             },
-            "a"_a, "threads"_a = nb::none(), ReleaseGil())
+            "a"_a, "threads"_a = nb::none(), "-a.", ReleaseGil())
         .def(
             "add_plain",
             [](const KEvaluator& e, const KCiphertext& a, const Values& v, TArg t) {
@@ -113,7 +114,10 @@ void bind_evaluator(nb::module_& m) {
             [](const KEvaluator& e, const KCiphertext& a, bool rescale, TArg t) {
                 return wrap(e.owner, e.ev->square(a.ct, rescale, threads_arg(t)));
             },
-            "a"_a, "rescale"_a = true, "threads"_a = nb::none(), ReleaseGil())
+            "a"_a, "rescale"_a = true, "threads"_a = nb::none(),
+            "a * a (one tensor square, relinearised; rescaled unless "
+            "rescale=False).",
+            ReleaseGil())
         .def(
             "tensor",
             [](const KEvaluator& e, const KCiphertext& a, const KCiphertext& b, TArg t) {
@@ -127,13 +131,16 @@ void bind_evaluator(nb::module_& m) {
             [](const KEvaluator& e, const KCiphertext& a, TArg t) {
                 return wrap(e.owner, e.ev->relinearize(a.ct, threads_arg(t)));
             },
-            "a"_a, "threads"_a = nb::none(), ReleaseGil())
+            "a"_a, "threads"_a = nb::none(),
+            "A size-3 ciphertext (tensor) back to size 2 with the relinearisation key (MissingKeyError without it).",
+            ReleaseGil())
         .def(
             "rescale",
             [](const KEvaluator& e, const KCiphertext& a, TArg t) {
                 return wrap(e.owner, e.ev->rescale(a.ct, threads_arg(t)));
             },
-            "a"_a, "threads"_a = nb::none(), ReleaseGil())
+            "a"_a, "threads"_a = nb::none(), "Divides by the last prime: one level down, the scale divided by it.",
+            ReleaseGil())
         .def(
             "drop_level",
             [](const KEvaluator& e, const KCiphertext& a, int level, TArg t) {
@@ -163,7 +170,8 @@ void bind_evaluator(nb::module_& m) {
             [](const KEvaluator& e, const KCiphertext& a, TArg t) {
                 return wrap(e.owner, e.ev->conjugate(a.ct, threads_arg(t)));
             },
-            "a"_a, "threads"_a = nb::none(), ReleaseGil())
+            "a"_a, "threads"_a = nb::none(), "The complex conjugate of every slot (needs keygen(conjugation=True)).",
+            ReleaseGil())
         // ---- batches (seed 002): element i of the result is the single operation on element i of the inputs
         .def(
             "add_many",
@@ -347,10 +355,13 @@ void bind_evaluator(nb::module_& m) {
 
     bind_function_methods(evaluator);
     nb::class_<KDecomposition>(m, "Decomposition", "ModUp digits of a ciphertext (Evaluator.decompose).")
-        .def_prop_ro("level", [](const KDecomposition& d) { return d.d->input.level(); })
-        .def_prop_ro("digits", [](const KDecomposition& d) { return d.d->digits.size(); });
+        .def_prop_ro(
+            "level", [](const KDecomposition& d) { return d.d->input.level(); }, "The decomposed ciphertext's level.")
+        .def_prop_ro(
+            "digits", [](const KDecomposition& d) { return d.d->digits.size(); }, "Its ModUp digits at that level.");
     nb::class_<KLazy>(m, "LazyCiphertext", "A key-switched ciphertext before ModDown (Evaluator.inner_product_lazy).")
-        .def_prop_ro("level", [](const KLazy& x) { return x.x.level(); })
+        .def_prop_ro(
+            "level", [](const KLazy& x) { return x.x.level(); }, "Its level (ModDown keeps it).")
         .def(
             "__add__",
             [](const KLazy& a, const KLazy& b) {

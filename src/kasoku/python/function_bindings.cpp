@@ -97,16 +97,22 @@ void bind_functions(nb::module_& m) {
                 new (self) algo::Polynomial(make_polynomial(coeffs, basis, interval));
             },
             "coeffs"_a, "basis"_a = "power", "interval"_a = nb::none())
-        .def_prop_ro("coeffs", [](const algo::Polynomial& p) { return ComplexArray{p.coeffs}; })
-        .def_prop_ro("basis",
-                     [](const algo::Polynomial& p) {
-                         return std::string(p.basis == algo::Basis::power ? "power" : "chebyshev");
-                     })
-        .def_prop_ro("interval",
-                     [](const algo::Polynomial& p) {
-                         return Interval{p.a, p.b};
-                     })
-        .def_prop_ro("degree", &algo::Polynomial::degree)
+        .def_prop_ro(
+            "coeffs", [](const algo::Polynomial& p) { return ComplexArray{p.coeffs}; },
+            "Its coefficients, lowest degree first, in its basis.")
+        .def_prop_ro(
+            "basis",
+            [](const algo::Polynomial& p) {
+                return std::string(p.basis == algo::Basis::power ? "power" : "chebyshev");
+            },
+            "\"power\" or \"chebyshev\".")
+        .def_prop_ro(
+            "interval",
+            [](const algo::Polynomial& p) {
+                return Interval{p.a, p.b};
+            },
+            "(a, b): the input interval mapped onto (-1, 1) before evaluation.")
+        .def_prop_ro("degree", &algo::Polynomial::degree, "Its degree.")
         .def_prop_ro("depth", &algo::Polynomial::depth,
                      "Levels the evaluation takes: ceil(log2(degree + 1)), plus one when the interval is not (-1, 1).")
         .def(
@@ -140,7 +146,8 @@ void bind_functions(nb::module_& m) {
     m.def(
         "chebyshev_nodes",
         [](Interval iv, std::size_t degree) { return algo::chebyshev_nodes(iv.first, iv.second, degree); },
-        "interval"_a, "degree"_a);
+        "interval"_a, "degree"_a,
+        "The degree + 1 Chebyshev nodes on interval (a, b) that ks.chebyshev interpolates at.");
     nb::class_<KBootstrapper>(
         m, "Bootstrapper",
         "CKKS bootstrapping: ModRaise, CoeffToSlot (special FFT stages merged into cts_levels BSGS "
@@ -173,14 +180,17 @@ void bind_functions(nb::module_& m) {
             "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 0,
             "k_bound"_a = 0.0, "cos_degree"_a = 0, "slots"_a = 0, "arcsine_degree"_a = 0,
             "slot_to_coeff_first"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(), ReleaseGil())
-        .def_prop_ro("depth", [](const KBootstrapper& b) { return b.boot->depth(); })
+        .def_prop_ro(
+            "depth", [](const KBootstrapper& b) { return b.boot->depth(); }, "Levels a bootstrap consumes.")
         .def_prop_ro(
             "input_level", [](const KBootstrapper& b) { return b.boot->input_level(); },
             "The lowest level an input may have (0; SlotToCoeff first: stc_levels).")
         .def_prop_ro(
             "slots", [](const KBootstrapper& b) { return b.boot->slots(); },
             "Complex slots it bootstraps (ctx.slots when full; fewer: sparse packing).")
-        .def_prop_ro("output_level", [](const KBootstrapper& b) { return b.boot->output_level(); })
+        .def_prop_ro(
+            "output_level", [](const KBootstrapper& b) { return b.boot->output_level(); },
+            "The level a bootstrapped ciphertext is at.")
         .def_prop_ro(
             "raise_level", [](const KBootstrapper& b) { return b.boot->raise_level(); },
             "The level ModRaise raises to: user_level + depth with bootstrapping levels, else max_level.")
@@ -190,7 +200,9 @@ void bind_functions(nb::module_& m) {
         .def_prop_ro(
             "message_ratio", [](const KBootstrapper& b) { return b.boot->message_ratio(); },
             "K = q_0 / (message scale at ModRaise).")
-        .def_prop_ro("cos_degree", [](const KBootstrapper& b) { return b.boot->cosine().degree(); })
+        .def_prop_ro(
+            "cos_degree", [](const KBootstrapper& b) { return b.boot->cosine().degree(); },
+            "Degree of EvalMod's cosine interpolant.")
         .def_prop_ro(
             "plan_nbytes", [](const KBootstrapper& b) { return b.boot->plan_nbytes(); },
             "Memory of the encoded transforms (periodic diagonals in their subring; shared by the "
@@ -253,11 +265,11 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
              "threads"_a = nb::none(), "1 / (1 + exp(-a)) on interval (degree 63 on (-8, 8): within 1e-4, 7 levels).",
              ReleaseGil())
         .def("exp", interval_function(&algo::exp), "a"_a, "interval"_a = Interval{-1.0, 1.0}, "degree"_a = 15,
-             "threads"_a = nb::none(), ReleaseGil())
+             "threads"_a = nb::none(), "exp(a) on interval (its Chebyshev interpolant of this degree).", ReleaseGil())
         .def("sin", interval_function(&algo::sin), "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31,
-             "threads"_a = nb::none(), ReleaseGil())
+             "threads"_a = nb::none(), "sin(a) on interval (its Chebyshev interpolant of this degree).", ReleaseGil())
         .def("cos", interval_function(&algo::cos), "a"_a, "interval"_a = Interval{-kPi, kPi}, "degree"_a = 31,
-             "threads"_a = nb::none(), ReleaseGil())
+             "threads"_a = nb::none(), "cos(a) on interval (its Chebyshev interpolant of this degree).", ReleaseGil())
         .def("sqrt", interval_function(&algo::sqrt), "a"_a, "interval"_a, "degree"_a = 31, "threads"_a = nb::none(),
              "sqrt(a) on interval (a, b), 0 <= a < b (prefer a > 0: near 0 the interpolant converges slowly).",
              ReleaseGil())

@@ -62,7 +62,7 @@ void bind_info(nb::module_& m) {
             return out;
         },
         "Kernel bodies this CPU runs (compiled in or not).");
-    m.def("hardware_threads", &hardware_threads);
+    m.def("hardware_threads", &hardware_threads, "Threads this machine runs at once (what threads=None uses).");
     m.def(
         "cuda_info",
         [] {
@@ -83,26 +83,31 @@ void bind_info(nb::module_& m) {
         "What this build and machine have of CUDA: compiled, available (a device can be used now), reason (why not), "
         "devices, name, memory_bytes and compute_capability of device 0, runtime_version and driver_version (CUDA's "
         "1000 * major + 10 * minor), architectures (what the kernels were compiled for). Never raises.");
-    m.def("build_info", [] {
-        std::map<std::string, std::string> info;
-        info["compiler"] = __VERSION__;
-        info["cxx_standard"] = std::to_string(__cplusplus);
+    m.def(
+        "build_info",
+        [] {
+            std::map<std::string, std::string> info;
+            info["compiler"] = __VERSION__;
+            info["cxx_standard"] = std::to_string(__cplusplus);
 #ifdef KASOKU_BUILD_TYPE
-        info["build_type"] = KASOKU_BUILD_TYPE;
+            info["build_type"] = KASOKU_BUILD_TYPE;
 #endif
-        std::string compiled;
-        for (auto l : kAllBodies)
-            if (arith::simd_compiled(l)) compiled += (compiled.empty() ? "" : ",") + std::string(arith::simd_name(l));
-        info["simd_compiled"] = compiled;
+            std::string compiled;
+            for (auto l : kAllBodies)
+                if (arith::simd_compiled(l))
+                    compiled += (compiled.empty() ? "" : ",") + std::string(arith::simd_name(l));
+            info["simd_compiled"] = compiled;
 #ifdef _OPENMP
-        info["openmp"] = std::to_string(_OPENMP);
+            info["openmp"] = std::to_string(_OPENMP);
 #else
-        info["openmp"] = "off (one thread per operation)";
+            info["openmp"] = "off (one thread per operation)";
 #endif
-        info["randomness"] = "OpenSSL RAND_bytes seed + ChaCha20 stream";
-        info["backends"] = "cpu";
-        return info;
-    });
+            info["randomness"] = "OpenSSL RAND_bytes seed + ChaCha20 stream";
+            info["backends"] = "cpu";
+            return info;
+        },
+        "What this build has: compiler, C++ standard, build type, the SIMD bodies compiled, OpenMP, randomness, "
+        "backends.");
     m.def(
         "bench_ntt",
         [](int log_n, int bits, int reps) {

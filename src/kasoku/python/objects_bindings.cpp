@@ -107,7 +107,7 @@ void bind_objects(nb::module_& m) {
         .def_static(
             "named", &Parameters::named, "name"_a,
             "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16, BOOT16L (docs/PARAMS.md).")
-        .def_static("names", &Parameters::names)
+        .def_static("names", &Parameters::names, "The names Parameters.named accepts.")
         .def_static(
             "for_circuit",
             [](int depth, int precision_bits, std::optional<std::uint64_t> slots, std::optional<int> security,
@@ -120,32 +120,38 @@ void bind_objects(nb::module_& m) {
             "The smallest secure set for a circuit of `depth` rescalings with about `precision_bits` bits of precision "
             "and at least `slots` slots, whose results stay below 2^integer_bits in magnitude; repr() says what each "
             "choice is for. ParameterError says what cannot be had.")
-        .def_ro("rationale", &Parameters::rationale)
-        .def_ro("log_n", &Parameters::log_n)
-        .def_ro("first_bits", &Parameters::first_bits)
-        .def_ro("scale_bits", &Parameters::scale_bits)
-        .def_ro("levels", &Parameters::levels)
-        .def_ro("special_bits", &Parameters::special_bits)
-        .def_ro("special_primes", &Parameters::special_primes)
-        .def_ro("security", &Parameters::security)
-        .def_ro("hamming_weight", &Parameters::hamming_weight)
-        .def_ro("boot_levels", &Parameters::boot_levels)
-        .def_ro("boot_bits", &Parameters::boot_bits)
-        .def_ro("boot_secret_weight", &Parameters::boot_secret_weight)
-        .def_ro("name", &Parameters::name)
-        .def_prop_ro("n", &Parameters::n)
-        .def_prop_ro("slots", &Parameters::slots)
-        .def_prop_ro("dnum", &Parameters::digits)
-        .def_prop_ro("alpha", &Parameters::alpha)
-        .def_prop_ro("log_qp", &Parameters::log_qp_bits)
+        .def_ro("rationale", &Parameters::rationale,
+                "Why for_circuit chose each value (empty for sets made otherwise).")
+        .def_ro("log_n", &Parameters::log_n, "log2 of the ring degree N.")
+        .def_ro("first_bits", &Parameters::first_bits,
+                "Bits of the first prime q_0 (holds the integer part of results).")
+        .def_ro("scale_bits", &Parameters::scale_bits, "log2 of the scale: the bits of each rescaling prime.")
+        .def_ro("levels", &Parameters::levels, "The user's levels: rescalings a fresh ciphertext allows.")
+        .def_ro("special_bits", &Parameters::special_bits, "Bits of each special prime (key switching).")
+        .def_ro("special_primes", &Parameters::special_primes, "Number of special primes.")
+        .def_ro("security", &Parameters::security, "Security level checked (128), or None for research parameters.")
+        .def_ro("hamming_weight", &Parameters::hamming_weight,
+                "Nonzero coefficients of the secret; 0: uniform ternary (dense).")
+        .def_ro("boot_levels", &Parameters::boot_levels, "Bootstrapping's own levels above the user's.")
+        .def_ro("boot_bits", &Parameters::boot_bits, "Bits of each bootstrapping prime.")
+        .def_ro("boot_secret_weight", &Parameters::boot_secret_weight,
+                "Weight of the ephemeral sparse secret bootstrapping switches to; 0: none.")
+        .def_ro("name", &Parameters::name, "The named set's name (T12, H16, BOOT16, ...), empty for custom sets.")
+        .def_prop_ro("n", &Parameters::n, "The ring degree N = 2^log_n.")
+        .def_prop_ro("slots", &Parameters::slots, "Complex values per ciphertext: N / 2.")
+        .def_prop_ro("dnum", &Parameters::digits, "Digits of hybrid key switching.")
+        .def_prop_ro("alpha", &Parameters::alpha, "Primes per key-switching digit.")
+        .def_prop_ro("log_qp", &Parameters::log_qp_bits,
+                     "Bits of the whole modulus Q P (the security bound applies to it).")
         .def(
             "to_bytes",
             [](const Parameters& p, std::optional<std::string> c) {
                 return BytesOut{serialize(p, compression_arg(c))};
             },
-            "compression"_a = nb::none())
+            "compression"_a = nb::none(), "The parameters as bytes (compression: None or \"zstd\").")
         .def_static(
-            "from_bytes", [](BytesIn b) { return deserialize_parameters(b.data, b.size); }, "data"_a)
+            "from_bytes", [](BytesIn b) { return deserialize_parameters(b.data, b.size); }, "data"_a,
+            "Parameters from to_bytes (SerializationError for bytes that are not).")
         .def("__repr__", [](const Parameters& p) {
             return "Parameters(" + p.describe() + ")" + (p.rationale.empty() ? "" : "\n  " + p.rationale);
         });
@@ -157,14 +163,17 @@ void bind_objects(nb::module_& m) {
             [](const KSecretKey& k, std::optional<std::string> c) {
                 return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
             },
-            "compression"_a = nb::none(), ReleaseGil())
+            "compression"_a = nb::none(),
+            "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".",
+            ReleaseGil())
         .def_static(
             "from_bytes",
             [](const KContext& c, BytesIn b) {
                 return KSecretKey{
                     c.owner, std::make_shared<const SecretKey>(deserialize_secret_key(*c.owner->ctx, b.data, b.size))};
             },
-            "ctx"_a, "data"_a, ReleaseGil())
+            "ctx"_a, "data"_a,
+            "The object of to_bytes in the context ctx (SerializationError for bytes that are not one).", ReleaseGil())
         .def(
             "to",
             [](const KSecretKey& k, const std::string& device) {
@@ -176,23 +185,28 @@ void bind_objects(nb::module_& m) {
         .def("__repr__", [](const KSecretKey&) { return std::string("SecretKey(<hidden>)"); });
 
     nb::class_<KPlaintext>(m, "Plaintext", "Encoded values (NTT form) at a level and scale; made by Context.encode.")
-        .def_prop_ro("level", [](const KPlaintext& p) { return p.pt.level(); })
-        .def_prop_ro("scale", [](const KPlaintext& p) { return p.pt.scale; });
+        .def_prop_ro(
+            "level", [](const KPlaintext& p) { return p.pt.level(); }, "Its level (q-primes minus one).")
+        .def_prop_ro(
+            "scale", [](const KPlaintext& p) { return p.pt.scale; }, "The scale its values were encoded at.");
 
-    nb::class_<KPublicKey>(m, "PublicKey")
+    nb::class_<KPublicKey>(m, "PublicKey", "The public key: anyone may encrypt with it (Context.encrypt).")
         .def(
             "to_bytes",
             [](const KPublicKey& k, std::optional<std::string> c) {
                 return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
             },
-            "compression"_a = nb::none(), ReleaseGil())
+            "compression"_a = nb::none(),
+            "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".",
+            ReleaseGil())
         .def_static(
             "from_bytes",
             [](const KContext& c, BytesIn b) {
                 return KPublicKey{
                     c.owner, std::make_shared<const PublicKey>(deserialize_public_key(*c.owner->ctx, b.data, b.size))};
             },
-            "ctx"_a, "data"_a, ReleaseGil())
+            "ctx"_a, "data"_a,
+            "The object of to_bytes in the context ctx (SerializationError for bytes that are not one).", ReleaseGil())
         .def(
             "to",
             [](const KPublicKey& k, const std::string& device) {
@@ -208,8 +222,11 @@ void bind_objects(nb::module_& m) {
             [](const KSwitchKey& k, std::optional<std::string> c) {
                 return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
             },
-            "compression"_a = nb::none(), ReleaseGil())
-        .def_prop_ro("digits", [](const KSwitchKey& k) { return k.key->b.size(); });
+            "compression"_a = nb::none(),
+            "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".",
+            ReleaseGil())
+        .def_prop_ro(
+            "digits", [](const KSwitchKey& k) { return k.key->b.size(); }, "Its digits (dnum of the parameters).");
 
     nb::class_<KEvaluationKeys>(m, "EvaluationKeys",
                                 "Relinearisation and Galois keys: everything an evaluator needs, no secret.")
@@ -218,7 +235,9 @@ void bind_objects(nb::module_& m) {
             [](const KEvaluationKeys& k, std::optional<std::string> c) {
                 return BytesOut{serialize(*k.owner->ctx, *k.keys, compression_arg(c))};
             },
-            "compression"_a = nb::none(), ReleaseGil())
+            "compression"_a = nb::none(),
+            "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".",
+            ReleaseGil())
         .def_prop_ro(
             "nbytes",
             [](const KEvaluationKeys& k) {
@@ -235,7 +254,8 @@ void bind_objects(nb::module_& m) {
                 return words * sizeof(std::uint64_t);
             },
             "Bytes the keys take in memory (every residue in 8 bytes).")
-        .def_prop_ro("galois_count", [](const KEvaluationKeys& k) { return k.keys->galois.size(); })
+        .def_prop_ro(
+            "galois_count", [](const KEvaluationKeys& k) { return k.keys->galois.size(); }, "Number of Galois keys.")
         .def_static(
             "from_bytes",
             [](const KContext& c, BytesIn b, std::optional<bool> compact_keys) {
@@ -248,13 +268,17 @@ void bind_objects(nb::module_& m) {
             "compact for a set with the encapsulation keys of bootstrapping (the BOOT presets) on the CPU, whole "
             "otherwise.",
             ReleaseGil())
-        .def_prop_ro("galois_elements",
-                     [](const KEvaluationKeys& k) {
-                         std::vector<std::uint64_t> g;
-                         for (auto& [e, _] : k.keys->galois) g.push_back(e);
-                         return g;
-                     })
-        .def_prop_ro("has_relin", [](const KEvaluationKeys& k) { return static_cast<bool>(k.keys->relin); })
+        .def_prop_ro(
+            "galois_elements",
+            [](const KEvaluationKeys& k) {
+                std::vector<std::uint64_t> g;
+                for (auto& [e, _] : k.keys->galois) g.push_back(e);
+                return g;
+            },
+            "The Galois elements it has keys for (Context.galois_element turns a rotation step into one).")
+        .def_prop_ro(
+            "has_relin", [](const KEvaluationKeys& k) { return static_cast<bool>(k.keys->relin); },
+            "Whether the relinearisation key is there (products need it).")
         .def(
             "to",
             [](const KEvaluationKeys& k, const std::string& device) {
@@ -266,9 +290,9 @@ void bind_objects(nb::module_& m) {
             ReleaseGil());
 
     nb::class_<KKeyPair>(m, "KeyPair", "Keys made by Context.keygen: secret, public, relin, galois.")
-        .def_ro("secret", &KKeyPair::secret)
-        .def_ro("public", &KKeyPair::public_)
-        .def_ro("relin", &KKeyPair::relin)
+        .def_ro("secret", &KKeyPair::secret, "The SecretKey: keep it on the client.")
+        .def_ro("public", &KKeyPair::public_, "The PublicKey.")
+        .def_ro("relin", &KKeyPair::relin, "The relinearisation SwitchKey, or None.")
         .def_ro("galois", &KKeyPair::galois, "dict: Galois element -> SwitchKey")
         .def(
             "evaluation",
@@ -278,28 +302,38 @@ void bind_objects(nb::module_& m) {
             "The evaluation keys (relinearisation + Galois) to hand to a server.");
 
     // ---------------------------------------------------------------- ciphertexts and their operators
-    auto ct_cls = nb::class_<KCiphertext>(m, "Ciphertext");
+    auto ct_cls = nb::class_<KCiphertext>(
+        m, "Ciphertext",
+        "Encrypted values at a level and scale; +, -, * and ** with ciphertexts, arrays and numbers use the "
+        "context's evaluator (Context.evaluator).");
     // NumPy arrays on the left of + - * defer to the ciphertext's reflected operators.
     ct_cls.attr("__array_ufunc__") = nb::none();
     // The operators use the context's evaluator (Context.evaluator sets it): each takes its own reference to it, so
     // that another thread may replace it meanwhile.
-    ct_cls.def_prop_ro("level", [](const KCiphertext& c) { return c.ct.level(); })
-        .def_prop_ro("scale", [](const KCiphertext& c) { return c.ct.scale; })
-        .def_prop_ro("size", [](const KCiphertext& c) { return c.ct.size(); })
+    ct_cls
+        .def_prop_ro(
+            "level", [](const KCiphertext& c) { return c.ct.level(); }, "Rescalings it still allows.")
+        .def_prop_ro(
+            "scale", [](const KCiphertext& c) { return c.ct.scale; }, "The scale of its values.")
+        .def_prop_ro(
+            "size", [](const KCiphertext& c) { return c.ct.size(); }, "Its polynomials: 2, or 3 after tensor.")
         .def(
             "to_bytes",
             [](const KCiphertext& c, std::optional<std::string> z) {
                 return BytesOut{serialize(*c.owner->ctx, c.ct, compression_arg(z))};
             },
-            "compression"_a = nb::none(), ReleaseGil())
+            "compression"_a = nb::none(),
+            "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".",
+            ReleaseGil())
         .def_static(
             "from_bytes",
             [](const KContext& c, BytesIn b) {
                 return wrap(c.owner, deserialize_ciphertext(*c.owner->ctx, b.data, b.size));
             },
-            "ctx"_a, "data"_a, ReleaseGil())
+            "ctx"_a, "data"_a,
+            "The object of to_bytes in the context ctx (SerializationError for bytes that are not one).", ReleaseGil())
         .def(
-            "copy", [](const KCiphertext& c) { return c; }, ReleaseGil())
+            "copy", [](const KCiphertext& c) { return c; }, "An independent copy.", ReleaseGil())
         .def(
             "to",
             [](const KCiphertext& c, const std::string& device) {
@@ -312,7 +346,8 @@ void bind_objects(nb::module_& m) {
             "The ciphertext in ctx.on(device) (\"cpu\" or \"cuda\"), the same bits: ct.to(\"cuda\") computes on the "
             "GPU with ctx.on(\"cuda\")'s evaluator, .to(\"cpu\") brings it back to ctx.",
             ReleaseGil())
-        .def_prop_ro("device", [](const KCiphertext& c) { return c.owner->device; })
+        .def_prop_ro(
+            "device", [](const KCiphertext& c) { return c.owner->device; }, "Where it lives: \"cpu\" or \"cuda\".")
         .def("__repr__", [](const KCiphertext& c) { return describe_ct(c.ct); })
         .def(
             "__neg__", [](const KCiphertext& a) { return wrap(a.owner, a.owner->operators(false)->negate(a.ct)); },
@@ -387,9 +422,12 @@ void bind_objects(nb::module_& m) {
             "live there; key generation and encryption randomness stay on the host); DeviceError when there is none "
             "(ks.cuda_info() says why).",
             ReleaseGil())
-        .def_prop_ro("params", [](const KContext& c) { return c.owner->ctx->params(); })
-        .def_prop_ro("n", [](const KContext& c) { return c.owner->ctx->n(); })
-        .def_prop_ro("slots", [](const KContext& c) { return c.owner->ctx->slots(); })
+        .def_prop_ro(
+            "params", [](const KContext& c) { return c.owner->ctx->params(); }, "Its Parameters.")
+        .def_prop_ro(
+            "n", [](const KContext& c) { return c.owner->ctx->n(); }, "The ring degree N.")
+        .def_prop_ro(
+            "slots", [](const KContext& c) { return c.owner->ctx->slots(); }, "Values per ciphertext: N / 2.")
         .def_prop_ro(
             "max_level", [](const KContext& c) { return c.owner->ctx->max_level(); },
             "The top of the chain (user and bootstrapping levels).")
@@ -397,8 +435,11 @@ void bind_objects(nb::module_& m) {
             "user_level", [](const KContext& c) { return c.owner->ctx->user_level(); },
             "The top level for data: where encode/encrypt put it by default and bootstrapping returns it "
             "(max_level without bootstrapping levels).")
-        .def_prop_ro("threads", [](const KContext& c) { return c.owner->ctx->threads(); })
-        .def_prop_ro("default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); })
+        .def_prop_ro(
+            "threads", [](const KContext& c) { return c.owner->ctx->threads(); }, "Threads its operations use.")
+        .def_prop_ro(
+            "default_scale", [](const KContext& c) { return c.owner->ctx->default_scale(); },
+            "The scale fresh encryptions use: 2^scale_bits.")
         .def_prop_ro(
             "backend", [](const KContext& c) { return std::string(c.owner->ctx->backend().name()); },
             "The polynomial backend the context computes on (\"cpu\" or \"cuda\").")
@@ -421,12 +462,18 @@ void bind_objects(nb::module_& m) {
             "scale_at", [](const KContext& c, int level) { return c.owner->ctx->scale_at(level); }, "level"_a,
             "Canonical scale of a level: s_L = 2^scale_bits at the user level L, s_{l-1} = s_l^2 / q_l (bootstrapping "
             "levels: from 2^boot_bits at max_level down to L + 1). LevelError outside 0..max_level.")
-        .def_prop_ro("q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); })
-        .def_prop_ro("p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); })
+        .def_prop_ro(
+            "q_primes", [](const KContext& c) { return c.owner->ctx->rns().q_primes(); },
+            "The ciphertext primes q_0, ..., q_L.")
+        .def_prop_ro(
+            "p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); },
+            "The special primes of key switching.")
         .def(
             "galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); },
             "step"_a, "Galois element 5^step mod 2n of the rotation by `step` slots to the left.")
-        .def_prop_ro("conjugation_element", [](const KContext& c) { return c.owner->ctx->conjugation_element(); })
+        .def_prop_ro(
+            "conjugation_element", [](const KContext& c) { return c.owner->ctx->conjugation_element(); },
+            "The Galois element of complex conjugation (2N - 1).")
         .def(
             "keygen",
             [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,

@@ -98,14 +98,15 @@ void bind_sched(nb::module_& parent) {
              "Multiply + relinearise + rescale (the higher operand is dropped first).")
         .def("square", &Graph::square, "a"_a, "Square + relinearise + rescale.")
         .def("multiply_plain", &Graph::multiply_plain, "a"_a, "c"_a, "Product with a constant + rescale.")
-        .def("add", &Graph::add, "a"_a, "b"_a)
-        .def("add_plain", &Graph::add_plain, "a"_a, "c"_a)
-        .def("rotate", &Graph::rotate, "a"_a, "step"_a)
-        .def("output", &Graph::output, "a"_a, "name"_a = "")
+        .def("add", &Graph::add, "a"_a, "b"_a, "Sum of two nodes (the higher operand is dropped first).")
+        .def("add_plain", &Graph::add_plain, "a"_a, "c"_a, "Sum with a constant.")
+        .def("rotate", &Graph::rotate, "a"_a, "step"_a, "Left rotation by `step` slots (a key switch).")
+        .def("output", &Graph::output, "a"_a, "name"_a = "",
+             "Marks a node as an output, under `name` (default: out<i>); its value is kept to the end.")
         .def("task_nq", &Graph::task_nq, "node"_a, "Primes of the ciphertexts the task computes on (level + 1).")
         .def("aligns", &Graph::aligns, "node"_a,
              "Whether the task's operands are at different levels (it brings the higher one down first).")
-        .def("topological_order", &Graph::topological_order)
+        .def("topological_order", &Graph::topological_order, "Node ids, every node after its operands.")
         .def("__len__", &Graph::size)
         .def_prop_ro(
             "nodes",
@@ -170,17 +171,19 @@ void bind_sched(nb::module_& parent) {
             "params"_a, "max_threads"_a = 0, "reps"_a = 3, "progress"_a.none() = nb::none(),
             "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores).",
             ReleaseGil())
-        .def_static("from_json", &CostModel::from_json, "text"_a)
+        .def_static("from_json", &CostModel::from_json, "text"_a, "A cost model from to_json's text.")
         .def_static(
             "from_dict",
             [](nb::dict d) {
                 return CostModel::from_json(nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(d)));
             },
             "d"_a, "A model from a dict in the file format of save() (tables per operation, load tables).")
-        .def("to_dict", [](const CostModel& c) { return nb::module_::import_("json").attr("loads")(c.to_json()); })
-        .def_static("load", &CostModel::load, "path"_a)
-        .def("to_json", &CostModel::to_json)
-        .def("save", &CostModel::save, "path"_a)
+        .def(
+            "to_dict", [](const CostModel& c) { return nb::module_::import_("json").attr("loads")(c.to_json()); },
+            "The model as a dict (to_json parsed).")
+        .def_static("load", &CostModel::load, "path"_a, "A cost model from a file save wrote.")
+        .def("to_json", &CostModel::to_json, "The model as JSON text (its tables, machine and name).")
+        .def("save", &CostModel::save, "path"_a, "Writes to_json to a file (load reads it back).")
         .def(
             "time_ms",
             [](const CostModel& c, const std::string& op, int nq, int threads) {
@@ -195,7 +198,10 @@ void bind_sched(nb::module_& parent) {
             [](const CostModel& c, const std::string& op, int busy, double width) {
                 return c.load_factor(op_from_name(op), busy, width);
             },
-            "op"_a, "busy_threads"_a, "mean_width"_a = 1.0)
+            "op"_a, "busy_threads"_a, "mean_width"_a = 1.0,
+            "How much slower a task of kind `op` runs with `busy_threads` threads busy, tasks `mean_width` threads "
+            "wide "
+            "on average (1: unloaded).")
         .def_prop_ro("name", &CostModel::name)
         .def_prop_ro("machine", &CostModel::machine)
         .def_prop_ro("hardware_threads", &CostModel::hardware_threads)
