@@ -16,12 +16,12 @@ DEB    := g++ libssl-dev libzstd-dev libgtest-dev libgmp-dev libbenchmark-dev li
 CXX_SRC = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' '*.h' 2>/dev/null)
 PY_SRC := python tests bench examples scripts hw
 
-.PHONY: demo test lint format tidy deps venv install cpp-test example py-test sanitize tsan fuzz fuzz-ci bench bench-bigmul hw peers clean
+.PHONY: demo test docs lint format tidy deps venv install cpp-test example py-test sanitize tsan fuzz fuzz-ci bench bench-bigmul hw peers clean
 
 demo: install
 	$(PY) -m kasoku demo
 
-test: lint cpp-test example py-test sanitize tsan fuzz-ci
+test: lint cpp-test example py-test docs sanitize tsan fuzz-ci
 
 # The style (.clang-format, [tool.ruff] in pyproject.toml) and ruff's lint rules; make format applies the style.
 lint: deps venv
@@ -53,13 +53,14 @@ deps:
 # scikit-learn: the data set of examples/logistic_regression.py; FastAPI, pydantic-settings, uvicorn and httpx: the
 # service and ks.Client;
 # Ray: kasoku.distributed; atheris: the fuzz target of the service's request bodies; PyTorch (the CPU build): kasoku.nn;
-# nbformat, nbclient and ipykernel: the tutorials in notebooks/, run by tests/python/test_notebooks.py).
+# nbformat, nbclient and ipykernel: the tutorials in notebooks/, run by tests/python/test_notebooks.py; Sphinx and
+# MyST: make docs).
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8" "scikit-learn>=1.3" \
 	    "fastapi>=0.110" "pydantic-settings>=2" "uvicorn>=0.29" "httpx>=0.27" "ray>=2.9" "ruff>=0.6" "atheris>=2.3" "torch==2.13.0" \
-	    "nbformat>=5.9" "nbclient>=0.10" "ipykernel>=6.29"
+	    "nbformat>=5.9" "nbclient>=0.10" "ipykernel>=6.29" "sphinx>=7" "myst-parser>=2"
 	touch $@
 
 venv: $(VENV)/.ready
@@ -81,6 +82,12 @@ example: cpp-test
 
 py-test: install
 	$(PY) -m pytest -q tests/python
+
+# The API reference (every public Python name from its docstring) and the documents of docs/, as HTML in
+# build/docs/html; warnings are errors (tests/python/test_docstrings.py checks that every name has a docstring).
+docs: install
+	$(VENV)/bin/sphinx-build -q -E -W --keep-going -c docs/api docs build/docs/html
+	@echo "API reference and guides: build/docs/html/api/index.html"
 
 # Sanitizer builds: -O1 keeps them quick to compile; the pooled allocator is bypassed under them (support/memory.cpp);
 # no CUDA code (the CUDA runtime does not run under the sanitizers; the kernels' bodies are tested as CPU code).

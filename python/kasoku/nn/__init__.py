@@ -348,7 +348,7 @@ _F3 = [0.0, 35 / 16, 0.0, -35 / 16, 0.0, 21 / 16, 0.0, -5 / 16]
 @dataclass
 class ReluJoin:
     """The end of a ReLU: u + u s for u the input (held divided by its unit, in [-1, 1]) and s its sign (f_3
-    composed): 2 relu(u) where |u| >= eps, held with half the input's unit. One level (a product)."""
+    composed): 2 relu(u) where abs(u) >= eps, held with half the input's unit. One level (a product)."""
 
     name: str
     inputs: list[int]  # [u, s]
@@ -1185,8 +1185,8 @@ def compile(
     smallest ring gives), or a bootstrapping preset when none holds the depth. bootstrap: place bootstraps where the
     levels run out (parameters that can bootstrap), or refuse such a model. relu_eps, relu_bits: ReLU is
     u (1 + sign u) / 2 on its input divided by its unit (the power of two above its peak, with the margin), the sign
-    f_3 composed until |u| >= relu_eps reaches 2^-relu_bits (ks.sign_depth levels): within relu_eps times the unit
-    below relu_eps, within 2^-relu_bits times |x| above it. Raises ks.ParameterError naming the layer
+    f_3 composed until abs(u) >= relu_eps reaches 2^-relu_bits (ks.sign_depth levels): within relu_eps times the unit
+    below relu_eps, within 2^-relu_bits times abs(x) above it. Raises ks.ParameterError naming the layer
     for what it cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()

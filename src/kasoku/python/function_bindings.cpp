@@ -196,7 +196,7 @@ void bind_functions(nb::module_& m) {
             "The level ModRaise raises to: user_level + depth with bootstrapping levels, else max_level.")
         .def_prop_ro(
             "k_bound", [](const KBootstrapper& b) { return b.boot->k_bound(); },
-            "Bound on |I| in ModRaise's q_0 I (6 standard deviations for the secret's Hamming weight by default).")
+            "Bound on abs(I) in ModRaise's q_0 I (6 standard deviations for the secret's Hamming weight by default).")
         .def_prop_ro(
             "message_ratio", [](const KBootstrapper& b) { return b.boot->message_ratio(); },
             "K = q_0 / (message scale at ModRaise).")
@@ -224,7 +224,7 @@ void bind_functions(nb::module_& m) {
         });
 
     m.def("sign_depth", &algo::sign_depth, "eps"_a = 1.0 / 64, "precision_bits"_a = 16,
-          "Levels Evaluator.sign takes for inputs with |x| >= eps to reach 2^-precision_bits (3 per composite step).");
+          "Levels Evaluator.sign takes for inputs with abs(x) >= eps to reach 2^-precision_bits (3 per composite step).");
     m.def(
         "inverse_depth",
         [](Interval iv, std::size_t degree, int iterations) {
@@ -291,7 +291,7 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
                 return wrap(e.owner, algo::sign(*e.ev, a.ct, eps, bits, threads_arg(t)));
             },
             "a"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
-            "sign(a) for a in [-1, 1] with |a| >= eps, within 2^-precision_bits in plain arithmetic (plus CKKS noise): "
+            "sign(a) for a in [-1, 1] with abs(a) >= eps, within 2^-precision_bits in plain arithmetic (plus CKKS noise): "
             "composite polynomials f_3 of Cheon, Kim and Kim; ks.sign_depth gives the levels.",
             ReleaseGil())
         .def(
@@ -302,7 +302,7 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
                 return wrap(e.owner, algo::compare(*e.ev, a.ct, b.ct, eps, bits, threads_arg(t)));
             },
             "a"_a, "b"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
-            "1 where a > b, 0 where a < b, for a - b in [-1, 1] with |a - b| >= eps (same depth as sign).",
+            "1 where a > b, 0 where a < b, for a - b in [-1, 1] with abs(a - b) >= eps (same depth as sign).",
             ReleaseGil())
         .def(
             "bootstrap",
@@ -317,7 +317,7 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
             "it, the "
             "canonical one at it, which drop_level keeps; size 2 or 3) again at "
             "bootstrapper.output_level, on its canonical scale: values with "
-            "|x| <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the keys "
+            "abs(x) <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the keys "
             "of "
             "ctx.keygen(bootstrapping=True)).",
             ReleaseGil())
