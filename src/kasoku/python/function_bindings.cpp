@@ -223,8 +223,9 @@ void bind_functions(nb::module_& m) {
                    ", k_bound=" + std::to_string(static_cast<int>(b.boot->k_bound())) + ")";
         });
 
-    m.def("sign_depth", &algo::sign_depth, "eps"_a = 1.0 / 64, "precision_bits"_a = 16,
-          "Levels Evaluator.sign takes for inputs with abs(x) >= eps to reach 2^-precision_bits (3 per composite step).");
+    m.def(
+        "sign_depth", &algo::sign_depth, "eps"_a = 1.0 / 64, "precision_bits"_a = 16,
+        "Levels Evaluator.sign takes for inputs with abs(x) >= eps to reach 2^-precision_bits (3 per composite step).");
     m.def(
         "inverse_depth",
         [](Interval iv, std::size_t degree, int iterations) {
@@ -291,7 +292,8 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
                 return wrap(e.owner, algo::sign(*e.ev, a.ct, eps, bits, threads_arg(t)));
             },
             "a"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
-            "sign(a) for a in [-1, 1] with abs(a) >= eps, within 2^-precision_bits in plain arithmetic (plus CKKS noise): "
+            "sign(a) for a in [-1, 1] with abs(a) >= eps, within 2^-precision_bits in plain arithmetic (plus CKKS "
+            "noise): "
             "composite polynomials f_3 of Cheon, Kim and Kim; ks.sign_depth gives the levels.",
             ReleaseGil())
         .def(
@@ -317,7 +319,8 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
             "it, the "
             "canonical one at it, which drop_level keeps; size 2 or 3) again at "
             "bootstrapper.output_level, on its canonical scale: values with "
-            "abs(x) <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the keys "
+            "abs(x) <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the "
+            "keys "
             "of "
             "ctx.keygen(bootstrapping=True)).",
             ReleaseGil())
