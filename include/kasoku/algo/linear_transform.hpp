@@ -24,17 +24,8 @@ namespace kasoku::algo {
 
 using cvec = std::vector<std::complex<double>>;
 
-// Operations a call actually executed (the columns of seed 003 Table 5, plus the key-switching steps).
-struct OpCounts {
-    std::size_t add = 0;        // ciphertext additions (including lazy ones)
-    std::size_t cmult = 0;      // plaintext x ciphertext products
-    std::size_t rot = 0;        // key-switched rotations (hoisted ones included)
-    std::size_t mult = 0;       // ciphertext x ciphertext products (tensor products)
-    std::size_t decompose = 0;  // ModUp of a ciphertext (shared by its hoisted rotations)
-    std::size_t mod_down = 0;   // ModDowns of key-switched ciphertexts (relinearisation included)
-    std::size_t rescale = 0;
-    OpCounts& operator+=(const OpCounts& o);
-};
+// Operations a call executed, counted by the evaluator (ckks::Evaluator::counting).
+using ckks::OpCounts;
 
 // How the offsets of a transform split into baby and giant steps (slot steps; 0 means no rotation).
 struct BsgsPlan {
@@ -83,8 +74,8 @@ public:
 
 private:
     void check_level(const ckks::Ciphertext& a) const;
-    ckks::Ciphertext run(const ckks::Evaluator& ev, const ckks::Ciphertext& a, const ckks::Decomposition* d, Exec exec,
-                         OpCounts* counts) const;
+    ckks::Ciphertext run(const ckks::Evaluator& ev, const ckks::Ciphertext& a, const ckks::Decomposition* d,
+                         Exec exec) const;
 
     struct Term {
         std::size_t baby;

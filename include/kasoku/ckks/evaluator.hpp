@@ -37,6 +37,17 @@ struct LazyCiphertext : rns::LazyPolys {
     int level() const { return static_cast<int>(c0.num_q()) - 1; }
 };
 
+// Operations executed (the columns of seed 003 Table 5, plus the key-switching steps), as an evaluator made by
+// Evaluator::counting counts them: each public operation adds its own (below), the composite ones (trace, sum_slots,
+// the batches) add those of the operations they run. add: ciphertext additions (lazy ones, and the terms of a sum,
+// included); cmult: plaintext or constant products; rot: key-switched automorphisms (hoisted ones included); mult:
+// tensor products; decompose: ModUps; mod_down: ModDowns (relinearisation included); rescale: rescales. Alignments of
+// operands at different levels are not counted.
+struct OpCounts {
+    std::size_t add = 0, cmult = 0, rot = 0, mult = 0, decompose = 0, mod_down = 0, rescale = 0;
+    OpCounts& operator+=(const OpCounts& o);
+};
+
 class Evaluator {
 public:
     // keys may be null: then only operations without key switching are available. Throws ParameterError when the
@@ -45,6 +56,9 @@ public:
 
     const Context& context() const { return *ctx_; }
     const EvaluationKeys* keys() const { return keys_.get(); }
+    // This evaluator, adding the operations it runs to `counts` (atomically: a counting evaluator may be used from
+    // several threads; counts must outlive it). What each operation adds: OpCounts.
+    Evaluator counting(OpCounts& counts) const;
 
     // Operands at different levels are aligned (the higher one dropped, its scale adjusted exactly when needed).
     // Throw ScaleError for different scales at one level.
@@ -219,6 +233,10 @@ public:
     KeySwitchCosts keyswitch_costs(int level, Exec exec = {}) const;
 
 private:
+    // Adds an operation's counts to counts_ when it returns (not when it throws), unless it runs inside another
+    // counted operation on this thread (which counts what it runs itself).
+    class Count;
+    OpCounts* counts_ = nullptr;
     void check(const Ciphertext& a, const char* what) const;
     // a and b at a common level and scale: the operands themselves when they already agree, otherwise the
     // higher one dropped (and its scale adjusted exactly by a constant multiply and a rescale) in `storage`.

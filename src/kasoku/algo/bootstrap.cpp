@@ -84,9 +84,9 @@ Diagonals tiled(Diagonals d, std::size_t size) {
 }
 
 Ciphertext apply_all(const std::vector<LinearTransform>& transforms, const ckks::Evaluator& ev, const Ciphertext& in,
-                     Exec exec, OpCounts* counts) {
+                     Exec exec) {
     Ciphertext x = in;
-    for (const auto& t : transforms) x = t.apply(ev, x, exec, counts);
+    for (const auto& t : transforms) x = t.apply(ev, x, exec);
     return x;
 }
 
@@ -477,38 +477,29 @@ Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, 
 
 Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Ciphertext& raised, Exec exec,
                                        OpCounts* counts) const {
-    if (!sparse()) return apply_all(transforms_->cts, ev, raised, exec, counts);
+    const ckks::Evaluator cev = counts ? ev.counting(*counts) : ev;
+    if (!sparse()) return apply_all(transforms_->cts, cev, raised, exec);
     // The trace to the subring (doubling: one key per step), the transforms, then a + conj(a).
-    const Ciphertext a =
-        apply_all(transforms_->cts, ev, ev.trace(raised, trace_steps_, static_cast<int>(trace_steps_.size()), exec),
-                  exec, counts);
-    if (counts) {
-        counts->rot += trace_steps_.size() + 1;
-        counts->add += trace_steps_.size() + 1;
-    }
-    return ev.add(a, ev.conjugate(a, exec), exec);
+    const Ciphertext a = apply_all(transforms_->cts, cev,
+                                   cev.trace(raised, trace_steps_, static_cast<int>(trace_steps_.size()), exec), exec);
+    return cev.add(a, cev.conjugate(a, exec), exec);
 }
 
 Ciphertext Bootstrapper::eval_mod(const ckks::Evaluator& ev, const Ciphertext& y, Exec exec, OpCounts* counts) const {
-    Ciphertext c = evaluate(ev, y, cos_, exec, counts);
-    for (int i = 0; i < cfg_.double_angle; ++i) {
-        c = ev.multiply_add(c, c, 2, {}, {}, -1.0, exec);
-        if (counts) {
-            ++counts->mult;
-            ++counts->rescale;
-            ++counts->add;
-        }
-    }
-    return asin_.coeffs.empty() ? c : evaluate(ev, c, asin_, exec, counts);
+    const ckks::Evaluator cev = counts ? ev.counting(*counts) : ev;
+    Ciphertext c = evaluate(cev, y, cos_, exec);
+    for (int i = 0; i < cfg_.double_angle; ++i) c = cev.multiply_add(c, c, 2, {}, {}, -1.0, exec);
+    return asin_.coeffs.empty() ? c : evaluate(cev, c, asin_, exec);
 }
 
 Ciphertext Bootstrapper::slot_to_coeff(const ckks::Evaluator& ev, const Ciphertext& w, Exec exec,
                                        OpCounts* counts) const {
-    return apply_all(transforms_->stc, ev, w, exec, counts);
+    return apply_all(transforms_->stc, counts ? ev.counting(*counts) : ev, w, exec);
 }
 
 Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec, OpCounts* counts,
                                    BootstrapTimes* times) const {
+    const ckks::Evaluator cev = counts ? ev.counting(*counts) : ev;  // every stage below counts through it
     using clock = std::chrono::steady_clock;
     auto t = clock::now();
     const auto lap = [&](double BootstrapTimes::*stage) {
@@ -519,32 +510,28 @@ Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& 
     };
     Ciphertext in = ct;
     if (cfg_.slot_to_coeff_first) {
-        in = slot_to_coeff(ev, on_level(*ctx_, ev, ct, cfg_.stc_levels, exec), exec, counts);
+        in = slot_to_coeff(cev, on_level(*ctx_, cev, ct, cfg_.stc_levels, exec), exec);
         lap(&BootstrapTimes::slot_to_coeff);
     }
-    const Ciphertext raised = raise(ev, in, exec);
+    const Ciphertext raised = raise(cev, in, exec);
     lap(&BootstrapTimes::raise);
-    const Ciphertext v = coeff_to_slot(ev, raised, exec, counts);
+    const Ciphertext v = coeff_to_slot(cev, raised, exec);
     lap(&BootstrapTimes::coeff_to_slot);
     Ciphertext w;
     if (sparse()) {  // real already: one EvalMod
-        w = eval_mod(ev, v, exec, counts);
+        w = eval_mod(cev, v, exec);
     } else {
         // v = (a + i b) / 2 (both scaled by 1 / (B + 1)): a = v + conj(v), b = i (conj(v) - v).
-        const Ciphertext vc = ev.conjugate(v, exec);
-        const Ciphertext re = eval_mod(ev, ev.add(v, vc, exec), exec, counts);
-        const Ciphertext im = eval_mod(ev, ev.multiply_by_i(ev.sub(vc, v, exec), exec), exec, counts);
-        if (counts) {
-            ++counts->rot;
-            counts->add += 3;
-        }
-        w = ev.add(re, ev.multiply_by_i(im, exec), exec);
+        const Ciphertext vc = cev.conjugate(v, exec);
+        const Ciphertext re = eval_mod(cev, cev.add(v, vc, exec), exec);
+        const Ciphertext im = eval_mod(cev, cev.multiply_by_i(cev.sub(vc, v, exec), exec), exec);
+        w = cev.add(re, cev.multiply_by_i(im, exec), exec);
     }
     if (cfg_.slot_to_coeff_first)
-        w = transforms_->finish.front().apply(ev, w, exec, counts);  // the final scaling, timed with EvalMod
+        w = transforms_->finish.front().apply(cev, w, exec);  // the final scaling, timed with EvalMod
     lap(&BootstrapTimes::eval_mod);
     if (cfg_.slot_to_coeff_first) return w;
-    Ciphertext out = slot_to_coeff(ev, w, exec, counts);
+    Ciphertext out = slot_to_coeff(cev, w, exec);
     lap(&BootstrapTimes::slot_to_coeff);
     return out;
 }

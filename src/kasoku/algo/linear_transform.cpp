@@ -16,17 +16,6 @@ namespace kasoku::algo {
 using ckks::Ciphertext;
 using ckks::LazyCiphertext;
 
-OpCounts& OpCounts::operator+=(const OpCounts& o) {
-    add += o.add;
-    cmult += o.cmult;
-    rot += o.rot;
-    mult += o.mult;
-    decompose += o.decompose;
-    mod_down += o.mod_down;
-    rescale += o.rescale;
-    return *this;
-}
-
 namespace {
 using detail::floor_mod;
 std::int64_t signed_offset(std::int64_t r, std::size_t slots) {
@@ -178,41 +167,35 @@ void LinearTransform::check_level(const Ciphertext& a) const {
 }
 
 Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const Ciphertext& a, Exec exec, OpCounts* counts) const {
+    const ckks::Evaluator cev = counts ? ev.counting(*counts) : ev;
     const bool rotates =
         std::any_of(plan_.babies.begin(), plan_.babies.end(), [&](auto s) { return ctx_->galois_element(s) != 1; });
-    if (!rotates) return run(ev, a, nullptr, exec, counts);
+    if (!rotates) return run(cev, a, nullptr, exec);
     check_level(a);  // before the decomposition
-    const ckks::Decomposition d = ev.decompose(a, exec);
-    if (counts) ++counts->decompose;
-    return run(ev, a, &d, exec, counts);
+    const ckks::Decomposition d = cev.decompose(a, exec);
+    return run(cev, a, &d, exec);
 }
 
 Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, Exec exec,
                                   OpCounts* counts) const {
-    return run(ev, d.input, &d, exec, counts);
+    return run(counts ? ev.counting(*counts) : ev, d.input, &d, exec);
 }
 
-Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, const ckks::Decomposition* d, Exec exec,
-                                OpCounts* counts) const {
+Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, const ckks::Decomposition* d,
+                                Exec exec) const {
     check_level(a);
-    OpCounts c;
     // Baby steps: hoisted inner products, left in Q_l * P.
     std::vector<std::optional<LazyCiphertext>> lazy(plan_.babies.size());
     for (std::size_t i = 0; i < plan_.babies.size(); ++i) {
         const std::uint64_t g = ctx_->galois_element(plan_.babies[i]);
         if (g == 1) continue;
         lazy[i] = ev.inner_product_lazy(*d, g, exec);
-        ++c.rot;
     }
     std::optional<LazyCiphertext> total;  // giant rotations and the giant step 0, summed before their one ModDown
     Ciphertext plain;                     // products of the input itself (baby and giant step 0)
     auto add_total = [&](LazyCiphertext&& x) {
-        if (total) {
-            ev.add_lazy_inplace(*total, x, exec);
-            ++c.add;
-        } else {
-            total = std::move(x);
-        }
+        if (total) ev.add_lazy_inplace(*total, x, exec);
+        else total = std::move(x);
     };
     for (std::size_t j = 0; j < plan_.giants.size(); ++j) {
         std::vector<const LazyCiphertext*> xs;
@@ -225,9 +208,7 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
             } else {
                 ev.multiply_plain_accumulate(a, t.pt, acc0, exec);
             }
-            ++c.cmult;
         }
-        c.add += terms_[j].size() - 1;
         const std::uint64_t g = ctx_->galois_element(plan_.giants[j]);
         if (g == 1) {
             if (!xs.empty()) add_total(ev.multiply_plain_sum_lazy(xs, pts, exec));
@@ -237,27 +218,15 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
         Ciphertext cj;
         if (!xs.empty()) {
             cj = ev.mod_down(ev.multiply_plain_sum_lazy(xs, pts, exec), exec);
-            ++c.mod_down;
             if (!acc0.polys.empty()) cj = ev.add(cj, acc0, exec);
         } else {
             cj = std::move(acc0);
         }
-        const ckks::Decomposition dj = ev.decompose(cj, exec);
-        ++c.decompose;
-        add_total(ev.inner_product_lazy(dj, g, exec));
-        ++c.rot;
+        add_total(ev.inner_product_lazy(ev.decompose(cj, exec), g, exec));
     }
-    Ciphertext out;
-    if (total) {  // ModDown, the products of the input and the rescale in one base conversion
-        out = ev.mod_down_rescale(std::move(*total), plain.polys.empty() ? nullptr : &plain, exec);
-        ++c.mod_down;
-        if (!plain.polys.empty()) ++c.add;
-    } else {
-        out = ev.rescale(plain, exec);
-    }
-    ++c.rescale;
-    if (counts) *counts += c;
-    return out;
+    if (!total) return ev.rescale(plain, exec);
+    // ModDown, the products of the input and the rescale in one base conversion
+    return ev.mod_down_rescale(std::move(*total), plain.polys.empty() ? nullptr : &plain, exec);
 }
 
 }  // namespace kasoku::algo

@@ -251,7 +251,7 @@ std::vector<std::vector<double>> MatrixEncoder::decrypt(const EncryptedMatrix& m
     return unpack(blocks, m.rows);
 }
 
-EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, const EncryptedMatrix& b, Exec exec,
+EncryptedMatrix matmul(const ckks::Evaluator& ev0, const EncryptedMatrix& a, const EncryptedMatrix& b, Exec exec,
                        OpCounts* counts) {
     if (!a.plan || !b.plan) throw ParameterError("matmul: an operand is empty; make it with MatrixEncoder.encrypt");
     const MatmulPlan& p = *a.plan;
@@ -259,7 +259,7 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
         throw ParameterError("matmul: the operands were packed differently (d = " + std::to_string(p.d) +
                              ", g = " + std::to_string(p.g) + " vs d = " + std::to_string(b.plan->d) +
                              ", g = " + std::to_string(b.plan->g) + "); encrypt both with one MatrixEncoder");
-    if (p.ctx->uid() != ev.context().uid())
+    if (p.ctx->uid() != ev0.context().uid())
         throw ParameterError("matmul: the operands belong to another context than the evaluator");
     if (b.rows != p.d)
         throw ParameterError("matmul: the right operand must be d x d, it has " + std::to_string(b.rows) + " rows");
@@ -271,7 +271,7 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
                          std::to_string(level) + "; encrypt them at a higher level or use parameters with more levels");
     exec = p.ctx->exec(exec);
     // Every key before any work.
-    const ckks::EvaluationKeys* keys = ev.keys();
+    const ckks::EvaluationKeys* keys = ev0.keys();
     for (auto e : p.galois_elements(a.rows))
         if (!keys || !keys->galois.count(e))
             throw MissingKeyError(
@@ -279,12 +279,10 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
                 "; generate the keys with ctx.keygen(matmul=(d, g)) (C++: MatrixEncoder::galois_elements())");
     if (!keys || !keys->relin) throw MissingKeyError("matmul needs the relinearisation key");
     const MatmulPlan::Level& lv = p.at(level, exec);
-    OpCounts c;
+    const ckks::Evaluator ev = counts ? ev0.counting(*counts) : ev0;
     const std::size_t G = p.grid, K = a.rows < p.block ? a.rows : p.block;
     auto at_level = [&](const Ciphertext& x) { return x.level() == level ? x : ev.drop_limbs(x, level); };
     auto scalar_one = [&](const Ciphertext& x) {  // one level down at the canonical scale, like a masked rotation
-        ++c.cmult;
-        ++c.rescale;
         return ev.multiply_scalar(x, 1.0, true, exec);
     };
     std::vector<std::optional<Ciphertext>> acc(G * G);
@@ -292,43 +290,33 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
         std::vector<Ciphertext> sa, sb;
         std::vector<ckks::Decomposition> da, db;
         for (std::size_t i = 0; i < G; ++i) {
-            sa.push_back(lv.sigma->apply(ev, at_level(a.blocks[i * G + kb]), exec, &c));
+            sa.push_back(lv.sigma->apply(ev, at_level(a.blocks[i * G + kb]), exec));
             da.push_back(ev.decompose(sa.back(), exec));
-            ++c.decompose;
         }
         for (std::size_t j = 0; j < G; ++j) {
-            Ciphertext t = lv.tau->apply(ev, at_level(b.blocks[kb * G + j]), exec, &c);
+            Ciphertext t = lv.tau->apply(ev, at_level(b.blocks[kb * G + j]), exec);
             sb.push_back(p.cyclic ? scalar_one(t) : std::move(t));  // psi^k is then a rotation at the lower level
             db.push_back(ev.decompose(sb.back(), exec));
-            ++c.decompose;
         }
         for (std::size_t k = 0; k < K; ++k) {
             std::vector<Ciphertext> phi, psi;
             for (std::size_t i = 0; i < G; ++i)
-                phi.push_back(k == 0 ? scalar_one(sa[i]) : lv.phi[k - 1].apply(ev, da[i], exec, &c));
+                phi.push_back(k == 0 ? scalar_one(sa[i]) : lv.phi[k - 1].apply(ev, da[i], exec));
             for (std::size_t j = 0; j < G; ++j) {
                 if (k == 0) {
                     psi.push_back(p.cyclic ? sb[j] : scalar_one(sb[j]));
                 } else if (p.cyclic) {
                     psi.push_back(
                         ev.mod_down(ev.inner_product_lazy(db[j], p.ctx->galois_element(p.psi_step(k)), exec), exec));
-                    ++c.rot;
-                    ++c.mod_down;
                 } else {
-                    psi.push_back(lv.psi[k - 1].apply(ev, db[j], exec, &c));
+                    psi.push_back(lv.psi[k - 1].apply(ev, db[j], exec));
                 }
             }
             for (std::size_t i = 0; i < G; ++i)
                 for (std::size_t j = 0; j < G; ++j) {
                     Ciphertext t = ev.tensor(phi[i], psi[j], exec);
-                    ++c.mult;
                     auto& s = acc[i * G + j];
-                    if (s) {
-                        s = ev.add(*s, t, exec);
-                        ++c.add;
-                    } else {
-                        s = std::move(t);
-                    }
+                    s = s ? ev.add(*s, t, exec) : std::move(t);
                 }
         }
     }
@@ -339,41 +327,26 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, cons
     for (auto st : p.rect_steps(a.rows)) rect.push_back(p.ctx->galois_element(st));
     for (auto& s : acc) {
         Ciphertext r = ev.rescale(ev.relinearize(*s, exec), exec);
-        ++c.decompose;
-        ++c.mod_down;
-        ++c.rescale;
-        if (!rect.empty()) {  // sum the d/l row blocks of Jiang's replicated left operand
+        if (!rect.empty())  // sum the d/l row blocks of Jiang's replicated left operand
             r = ev.add(r, ev.apply_galois_sum_hoisted(r, rect, exec), exec);
-            c.rot += rect.size();
-            c.add += rect.size();
-            ++c.decompose;
-            ++c.mod_down;
-        }
         out.blocks.push_back(std::move(r));
     }
-    if (counts) *counts += c;
     return out;
 }
 
-std::vector<Ciphertext> matmul_schoolbook(const ckks::Evaluator& ev, const std::vector<Ciphertext>& a,
+std::vector<Ciphertext> matmul_schoolbook(const ckks::Evaluator& ev0, const std::vector<Ciphertext>& a,
                                           const std::vector<Ciphertext>& b, std::size_t d, Exec exec,
                                           OpCounts* counts) {
     if (a.size() != d * d || b.size() != d * d)
         throw ParameterError("schoolbook matmul: expected d*d = " + std::to_string(d * d) + " ciphertexts per operand");
-    OpCounts c;
+    const ckks::Evaluator ev = counts ? ev0.counting(*counts) : ev0;
     std::vector<Ciphertext> out;
     for (std::size_t i = 0; i < d; ++i)
         for (std::size_t j = 0; j < d; ++j) {
             Ciphertext s = ev.tensor(a[i * d], b[j], exec);
             for (std::size_t k = 1; k < d; ++k) s = ev.add(s, ev.tensor(a[i * d + k], b[k * d + j], exec), exec);
-            c.mult += d;
-            c.add += d - 1;
             out.push_back(ev.rescale(ev.relinearize(s, exec), exec));
-            ++c.decompose;
-            ++c.mod_down;
-            ++c.rescale;
         }
-    if (counts) *counts += c;
     return out;
 }
 

@@ -411,22 +411,17 @@ Ciphertext evaluate(const ckks::Evaluator& ev, const Ciphertext& x, const Polyno
             "evaluate_polynomial: the operand's scale is not the canonical scale of its level; rescale it "
             "first");
     exec = ctx.exec(exec);
-    OpCounts local;
+    const ckks::Evaluator cev = counts ? ev.counting(*counts) : ev;
     Ciphertext t;
     const Ciphertext* input = &x;
     if (p.maps_interval()) {  // t = (2x - a - b) / (b - a)
-        t = ev.linear_combination({&x}, {2.0 / (p.b - p.a)}, -(p.a + p.b) / (p.b - p.a), exec);
-        ++local.cmult;
-        ++local.rescale;
+        t = cev.linear_combination({&x}, {2.0 / (p.b - p.a)}, -(p.a + p.b) / (p.b - p.a), exec);
         input = &t;
     }
-    Recursion rec(&ev, input, p.basis, plan.baby, exec);
+    Recursion rec(&cev, input, p.basis, plan.baby, exec);
     // Land exactly on the stated level (a sparse polynomial may need fewer levels than its degree says).
     const int target = x.level() - plan.depth;
-    Ciphertext out = rec.materialize(rec.eval(p.coeffs, ceil_log2(p.degree() + 1)), target).ct;
-    local += rec.counts();
-    if (counts) *counts += local;
-    return out;
+    return rec.materialize(rec.eval(p.coeffs, ceil_log2(p.degree() + 1)), target).ct;
 }
 
 }  // namespace kasoku::algo

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "checks_internal.hpp"
+#include "count_internal.hpp"
 #include "kasoku/support/error.hpp"
 #include "sampling_internal.hpp"
 
@@ -24,6 +25,23 @@ std::vector<std::uint64_t> integer_residues(const rns::RnsContext& r, double c) 
     return r.signed_residues(static_cast<__int128>(std::nearbyint(c)));
 }
 }  // namespace
+
+OpCounts& OpCounts::operator+=(const OpCounts& o) {
+    add += o.add;
+    cmult += o.cmult;
+    rot += o.rot;
+    mult += o.mult;
+    decompose += o.decompose;
+    mod_down += o.mod_down;
+    rescale += o.rescale;
+    return *this;
+}
+
+Evaluator Evaluator::counting(OpCounts& counts) const {
+    Evaluator e = *this;
+    e.counts_ = &counts;
+    return e;
+}
 
 Evaluator::Evaluator(ContextPtr ctx, std::shared_ptr<const EvaluationKeys> keys)
     : ctx_(std::move(ctx)), keys_(std::move(keys)), encoder_(ctx_) {
@@ -76,6 +94,7 @@ Evaluator::Aligned Evaluator::align(const Ciphertext& a, const Ciphertext& b, bo
 }
 
 Ciphertext Evaluator::add(const Ciphertext& a0, const Ciphertext& b0, Exec exec) const {
+    const Count count(*this, {.add = 1});
     exec = ctx_->exec(exec);
     Aligned al = align(a0, b0, true, exec);
     const bool a_larger = al.a().size() >= al.b().size();
@@ -92,6 +111,7 @@ Ciphertext Evaluator::add(const Ciphertext& a0, const Ciphertext& b0, Exec exec)
 }
 
 Ciphertext Evaluator::sub(const Ciphertext& a0, const Ciphertext& b0, Exec exec) const {
+    const Count count(*this, {.add = 1});
     exec = ctx_->exec(exec);
     Aligned al = align(a0, b0, true, exec);
     const Ciphertext& a = al.a();
@@ -131,6 +151,7 @@ Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, Exec exec) const {
 }
 
 Ciphertext Evaluator::key_switch(const Ciphertext& a, const SwitchKey& key, Exec exec) const {
+    const Count count(*this, {.decompose = 1, .mod_down = 1});
     check(a, "operand");
     detail::check_relinearised(a, "key_switch");
     detail::check_key(*ctx_, key.context_uid, "the key");
@@ -148,6 +169,7 @@ Ciphertext Evaluator::key_switch(const Ciphertext& a, const SwitchKey& key, Exec
 }
 
 Ciphertext Evaluator::add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, Exec exec) const {
+    const Count count(*this, {.add = 1});
     check(a, "operand");
     exec = ctx_->exec(exec);
     Plaintext pt = encoder_.encode(values, a.scale, a.level(), exec);
@@ -157,6 +179,7 @@ Ciphertext Evaluator::add_plain(const Ciphertext& a, const std::vector<std::comp
 }
 
 Ciphertext Evaluator::add_scalar(const Ciphertext& a, std::complex<double> c, Exec exec) const {
+    const Count count(*this, {.add = 1});
     check(a, "operand");
     if (!std::isfinite(c.real()) || !std::isfinite(c.imag())) throw ParameterError("the constant is NaN or infinite");
     if (c.imag() != 0.0) return add_plain(a, std::vector<std::complex<double>>(ctx_->slots(), c), exec);
@@ -181,6 +204,7 @@ double Evaluator::plain_scale(const Ciphertext& a) const {
 
 Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values,
                                      bool rescale_after, Exec exec) const {
+    const Count count(*this, {.cmult = 1, .rescale = rescale_after ? 1u : 0u});
     check(a, "operand");
     exec = ctx_->exec(exec);
     if (rescale_after && a.level() == 0)
@@ -198,6 +222,7 @@ Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std:
 
 Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale_after,
                                       Exec exec) const {
+    const Count count(*this, {.cmult = 1, .rescale = rescale_after ? 1u : 0u});
     check(a, "operand");
     if (!std::isfinite(c.real()) || !std::isfinite(c.imag())) throw ParameterError("the constant is NaN or infinite");
     if (c.imag() != 0.0)
@@ -215,6 +240,7 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> 
 }
 
 Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool rescale_after, Exec exec) const {
+    const Count count(*this, {.mult = 1, .decompose = 1, .mod_down = 1, .rescale = rescale_after ? 1u : 0u});
     if (!keys_ || !keys_->relin)
         throw MissingKeyError(
             "multiply needs the relinearisation key: create the evaluator with keys.evaluation() "
@@ -242,6 +268,7 @@ Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool 
 }
 
 Ciphertext Evaluator::tensor(const Ciphertext& a, const Ciphertext& b, Exec exec) const {
+    const Count count(*this, {.mult = 1});
     return tensor_product(a, b, "tensor", ctx_->exec(exec));
 }
 
@@ -262,6 +289,7 @@ Ciphertext Evaluator::tensor_product(const Ciphertext& a0, const Ciphertext& b0,
 }
 
 void Evaluator::multiply_plain_accumulate(const Ciphertext& a, const Plaintext& pt, Ciphertext& acc, Exec exec) const {
+    const Count count(*this, {.add = acc.polys.empty() ? 0u : 1u, .cmult = 1});
     check(a, "operand");
     detail::check_plain(*ctx_, pt);
     if (pt.level() != a.level())
@@ -374,6 +402,8 @@ void Evaluator::combine(const std::vector<const Ciphertext*>& xs, const std::vec
 Ciphertext Evaluator::linear_combination_at(const std::vector<const Ciphertext*>& xs,
                                             const std::vector<std::complex<double>>& coeffs,
                                             std::complex<double> constant, int level, double scale, Exec exec) const {
+    const Count count(
+        *this, {.add = xs.empty() ? 0 : xs.size() - 1 + (constant != 0.0 ? 1 : 0), .cmult = xs.size(), .rescale = 1});
     if (xs.empty()) throw ParameterError("linear_combination needs at least one ciphertext");
     const Terms t = check_terms(xs, coeffs, constant, "linear_combination");
     if (t.lowest == 0)
@@ -403,6 +433,8 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
                                    const std::vector<const Ciphertext*>& xs,
                                    const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
                                    Exec exec) const {
+    const Count count(
+        *this, {.add = xs.size() + (constant != 0.0 ? 1 : 0), .mult = 1, .decompose = 1, .mod_down = 1, .rescale = 1});
     if (!keys_ || !keys_->relin)
         throw MissingKeyError(
             "multiply_add needs the relinearisation key: create the evaluator with keys.evaluation()");
@@ -440,6 +472,7 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
 }
 
 Ciphertext Evaluator::relinearize(const Ciphertext& a, Exec exec) const {
+    const Count count(*this, {.decompose = 1, .mod_down = 1});
     check(a, "operand");
     if (a.size() == 2) return a;
     if (!keys_ || !keys_->relin) throw MissingKeyError("relinearize needs the relinearisation key (keys.evaluation())");
@@ -452,6 +485,7 @@ Ciphertext Evaluator::relinearize(const Ciphertext& a, Exec exec) const {
 }
 
 Ciphertext Evaluator::rescale(const Ciphertext& a, Exec exec) const {
+    const Count count(*this, {.rescale = 1});
     check(a, "operand");
     if (a.level() == 0)
         throw LevelError(
@@ -505,6 +539,7 @@ Ciphertext Evaluator::conjugate(const Ciphertext& a, Exec exec) const {
 }
 
 Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec exec) const {
+    const Count count(*this, {.rot = 1, .decompose = 1, .mod_down = 1});
     check(a, "operand");
     detail::check_relinearised(a, "rotation");
     const auto key = galois_key(g, a.key_id);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "checks_internal.hpp"
+#include "count_internal.hpp"
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/support/error.hpp"
 #include "sampling_internal.hpp"
@@ -23,6 +24,7 @@ using rns::RnsPoly;
 // ---------------------------------------------------------------- decomposition and lazy key switching
 
 Decomposition Evaluator::decompose(const Ciphertext& a, Exec exec) const {
+    const Count count(*this, {.decompose = 1});
     check(a, "operand");
     detail::check_relinearised(a, "key switching");
     exec = ctx_->exec(exec);
@@ -49,6 +51,7 @@ LazyCiphertext lazy_of(const Decomposition& d, rns::LazyPolys&& x) {
 }  // namespace
 
 LazyCiphertext Evaluator::inner_product_lazy(const Decomposition& d, u64 g, Exec exec) const {
+    const Count count(*this, {.rot = 1});
     check_decomposition(*ctx_, d);
     const auto key = galois_key(g, d.input.key_id);
     exec = ctx_->exec(exec);
@@ -56,6 +59,7 @@ LazyCiphertext Evaluator::inner_product_lazy(const Decomposition& d, u64 g, Exec
 }
 
 void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, Exec exec) const {
+    const Count count(*this, {.add = 1});
     if (acc.context_uid != ctx_->uid() || x.context_uid != ctx_->uid())
         throw ParameterError("lazy ciphertext of another context");
     if (acc.key_id != x.key_id) throw ParameterError("the lazy ciphertexts were encrypted under different keys");
@@ -67,6 +71,7 @@ void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, E
 
 LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCiphertext*>& xs,
                                                   const std::vector<const Plaintext*>& pts, Exec exec) const {
+    const Count count(*this, {.add = xs.empty() ? 0 : xs.size() - 1, .cmult = xs.size()});
     if (xs.empty() || xs.size() != pts.size())
         throw ParameterError("multiply_plain_sum_lazy: give as many plaintexts as lazy ciphertexts (at least one)");
     const LazyCiphertext& x0 = *xs[0];
@@ -99,6 +104,7 @@ LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCi
 }
 
 Ciphertext Evaluator::mod_down_rescale(LazyCiphertext&& x, const Ciphertext* addend, Exec exec) const {
+    const Count count(*this, {.add = addend ? 1u : 0u, .mod_down = 1, .rescale = 1});
     if (x.context_uid != ctx_->uid()) throw ParameterError("lazy ciphertext of another context");
     if (x.level() == 0) throw LevelError("mod_down_rescale at level 0: no level left to rescale");
     if (addend) {
@@ -118,6 +124,7 @@ Ciphertext Evaluator::mod_down_rescale(LazyCiphertext&& x, const Ciphertext* add
 }
 
 Ciphertext Evaluator::mod_down(const LazyCiphertext& x, Exec exec) const {
+    const Count count(*this, {.mod_down = 1});
     if (x.context_uid != ctx_->uid()) throw ParameterError("lazy ciphertext of another context");
     Ciphertext like;
     detail::stamp(like, x, x.scale);
@@ -150,6 +157,7 @@ std::vector<std::shared_ptr<const rns::GadgetKey>> detail::galois_keys(const Eva
 
 std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, const std::vector<u64>& elts,
                                                         Exec exec) const {
+    const Count count(*this, {.rot = elts.size(), .decompose = 1, .mod_down = elts.size()});
     check(a, "operand");
     exec = ctx_->exec(exec);
     for (u64 g : elts) ctx_->check_galois_element(g, "apply_galois_hoisted");
@@ -191,6 +199,8 @@ Ciphertext Evaluator::rotate_sum_hoisted(const Ciphertext& a, const std::vector<
 }
 
 Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::vector<u64>& elts, Exec exec) const {
+    const Count count(*this,
+                      {.add = elts.empty() ? 0 : elts.size() - 1, .rot = elts.size(), .decompose = 1, .mod_down = 1});
     check(a, "operand");
     if (elts.empty()) throw ParameterError("apply_galois_sum_hoisted needs at least one automorphism");
     for (u64 g : elts) ctx_->check_galois_element(g, "apply_galois_sum_hoisted", false);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "checks_internal.hpp"
+#include "count_internal.hpp"
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/ckks/trace.hpp"
 #include "kasoku/support/error.hpp"
@@ -155,6 +156,7 @@ Ciphertext Evaluator::trace(const Ciphertext& a, const std::vector<u64>& automor
     Ciphertext c = a;
     for (auto& g : groups) {
         Ciphertext s = apply_galois_sum_hoisted(c, g, exec);
+        const Count added(*this, {.add = 1});
         ctx_->backend().add(c.polys[0], s.polys[0], c.polys[0], exec);
         ctx_->backend().add(c.polys[1], s.polys[1], c.polys[1], exec);
     }

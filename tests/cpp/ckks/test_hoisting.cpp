@@ -1,5 +1,6 @@
 // Hoisted key switching, lazy ModDown and trace-type functions against plaintext references.
 #include <gtest/gtest.h>
+#include <thread>
 
 #include <cmath>
 #include <map>
@@ -203,6 +204,43 @@ TEST_P(Hoisting, CompactKeysGiveTheFullKeysBits) {
     cvec sq(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) sq[i] = v[i] * v[i];
     EXPECT_GT(precision_bits(e.decrypt(ev2.multiply(c2, c2)), sq), 15);
+}
+
+// One counting mechanism: a counting evaluator adds each public operation's own counts (not those of the operations
+// it runs inside), nothing for an operation that throws, and the counts of every thread that uses it.
+TEST_P(Hoisting, CountingEvaluatorCountsEachOperationOnce) {
+    Env& e = env();
+    const auto c = e.encrypt(e.random(true));
+    OpCounts n;
+    const Evaluator ev = e.ev.counting(n);
+    const auto expect = [&](OpCounts want, const char* what) {
+        EXPECT_EQ(n.add, want.add) << what;
+        EXPECT_EQ(n.cmult, want.cmult) << what;
+        EXPECT_EQ(n.rot, want.rot) << what;
+        EXPECT_EQ(n.mult, want.mult) << what;
+        EXPECT_EQ(n.decompose, want.decompose) << what;
+        EXPECT_EQ(n.mod_down, want.mod_down) << what;
+        EXPECT_EQ(n.rescale, want.rescale) << what;
+        n = {};
+    };
+    (void)ev.multiply(c, c);
+    expect({.mult = 1, .decompose = 1, .mod_down = 1, .rescale = 1}, "multiply");
+    (void)ev.rotate(c, 5);
+    expect({.rot = 1, .decompose = 1, .mod_down = 1}, "rotate");
+    (void)ev.rotate_hoisted(c, {1, -2, 5});
+    expect({.rot = 3, .decompose = 1, .mod_down = 3}, "rotate_hoisted");
+    (void)ev.linear_combination({&c, &c, &c}, {1.0, 2.0, 3.0}, 0.5);
+    expect({.add = 3, .cmult = 3, .rescale = 1}, "linear_combination");
+    (void)ev.add(c, ev.multiply_scalar(c, 2.0));  // the alignment add does is not counted
+    expect({.add = 1, .cmult = 1, .rescale = 1}, "add of two levels");
+    EXPECT_ANY_THROW((void)ev.apply_galois(c, 2));  // an even element: refused
+    expect({}, "an automorphism that throws");
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) threads.emplace_back([&] { (void)ev.add(c, c); });
+    for (auto& t : threads) t.join();
+    expect({.add = 2}, "two threads");
+    (void)e.ev.multiply(c, c);  // the evaluator it was made from does not count
+    expect({}, "the original evaluator");
 }
 
 TEST_P(Hoisting, SumSlotsEveryH) {
