@@ -1,4 +1,4 @@
-"""kasoku (加速): fast RNS-CKKS homomorphic encryption.
+"""kasoku (加速): fast RNS-CKKS homomorphic encryption::
 
     import numpy as np, kasoku as ks
     ctx = ks.Context(ks.Parameters.named("T13"))
@@ -7,7 +7,7 @@
     ct = ctx.encrypt(np.array([1.0, 2.0]), keys.public)
     print(ctx.decrypt(ct * ct + 1.0, keys.secret)[:2].real)
 
-See README.md for the whole API.
+The guides (docs/) and README.md say how the pieces fit together.
 """
 
 from .errors import (  # noqa: F401
