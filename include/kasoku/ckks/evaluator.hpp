@@ -10,6 +10,7 @@
 //   ScaleError      scales that differ at one level, or a scale that no longer fits the modulus;
 //   MissingKeyError the relinearisation or Galois key an operation needs is not in the evaluation keys.
 #pragma once
+#include <array>
 #include <complex>
 #include <memory>
 #include <vector>
@@ -47,6 +48,10 @@ struct OpCounts {
     std::size_t add = 0, cmult = 0, rot = 0, mult = 0, decompose = 0, mod_down = 0, rescale = 0;
     OpCounts& operator+=(const OpCounts& o);
 };
+// Every count, for the code that treats them alike (OpCounts::operator+=, the evaluator's counting).
+inline constexpr std::array<std::size_t OpCounts::*, 7> kOpCountFields = {
+    &OpCounts::add,       &OpCounts::cmult,    &OpCounts::rot,    &OpCounts::mult,
+    &OpCounts::decompose, &OpCounts::mod_down, &OpCounts::rescale};
 
 class Evaluator {
 public:

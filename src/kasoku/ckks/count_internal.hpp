@@ -18,16 +18,8 @@ public:
     ~Count() {
         --depth();
         if (!sink_ || std::uncaught_exceptions() != exceptions_) return;
-        const auto add = [](std::size_t& to, std::size_t k) {
-            if (k) std::atomic_ref<std::size_t>(to).fetch_add(k, std::memory_order_relaxed);
-        };
-        add(sink_->add, adds_.add);
-        add(sink_->cmult, adds_.cmult);
-        add(sink_->rot, adds_.rot);
-        add(sink_->mult, adds_.mult);
-        add(sink_->decompose, adds_.decompose);
-        add(sink_->mod_down, adds_.mod_down);
-        add(sink_->rescale, adds_.rescale);
+        for (auto f : kOpCountFields)
+            if (adds_.*f) std::atomic_ref<std::size_t>(sink_->*f).fetch_add(adds_.*f, std::memory_order_relaxed);
     }
     Count(const Count&) = delete;
     Count& operator=(const Count&) = delete;

@@ -27,13 +27,7 @@ std::vector<std::uint64_t> integer_residues(const rns::RnsContext& r, double c) 
 }  // namespace
 
 OpCounts& OpCounts::operator+=(const OpCounts& o) {
-    add += o.add;
-    cmult += o.cmult;
-    rot += o.rot;
-    mult += o.mult;
-    decompose += o.decompose;
-    mod_down += o.mod_down;
-    rescale += o.rescale;
+    for (auto f : kOpCountFields) this->*f += o.*f;
     return *this;
 }
 
@@ -472,7 +466,8 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
 }
 
 Ciphertext Evaluator::relinearize(const Ciphertext& a, Exec exec) const {
-    const Count count(*this, {.decompose = 1, .mod_down = 1});
+    const std::size_t switched = a.size() == 3 ? 1 : 0;  // a size-2 operand is returned as it is
+    const Count count(*this, {.decompose = switched, .mod_down = switched});
     check(a, "operand");
     if (a.size() == 2) return a;
     if (!keys_ || !keys_->relin) throw MissingKeyError("relinearize needs the relinearisation key (keys.evaluation())");

@@ -550,8 +550,7 @@ EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_
     ek.context_uid = ctx.uid();
     ek.key_id = r.get<std::uint64_t>();
     // The Galois keys are read compact; whether they stay so is known after the last flag.
-    std::vector<SwitchKey> keys;
-    std::vector<std::uint64_t> elts;
+    std::vector<std::pair<std::uint64_t, SwitchKey>> galois;
     const std::uint8_t has_relin = r.get<std::uint8_t>();
     if (has_relin > 1) Reader::fail("bad relinearisation-key flag");
     if (has_relin) ek.relin = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
@@ -559,8 +558,7 @@ EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_
     for (std::uint32_t i = 0; i < count; ++i) {
         const std::uint64_t g = r.get<std::uint64_t>();
         if (g % 2 == 0 || g >= 2 * ctx.n()) Reader::fail("invalid Galois element");
-        elts.push_back(g);
-        keys.push_back(r.switch_key(ek.key_id, false, false));
+        galois.emplace_back(g, r.switch_key(ek.key_id, false, false));
     }
     const std::uint8_t has_sparse = r.get<std::uint8_t>();
     if (has_sparse > 1) Reader::fail("bad encapsulation-key flag");
@@ -570,9 +568,9 @@ EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_
     }
     r.done();
     const bool keep_compact = compact.value_or(has_sparse == 1 && ctx.backend().draws_key_limbs());
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (keys[i].a.empty() && !keep_compact) expand_a(ctx, keys[i]);
-        ek.galois[elts[i]] = std::make_shared<const SwitchKey>(std::move(keys[i]));
+    for (auto& [g, k] : galois) {
+        if (k.a.empty() && !keep_compact) expand_a(ctx, k);
+        ek.galois[g] = std::make_shared<const SwitchKey>(std::move(k));
     }
     return ek;
 }

@@ -36,22 +36,30 @@ struct Prng::Impl {
     }
 };
 
-Prng::Prng(const Seed& seed) : impl_(std::make_unique<Impl>()) {
-    impl_->ctx = EVP_CIPHER_CTX_new();
-    unsigned char iv[16] = {0};  // 32-bit block counter + 96-bit nonce, all zero: the seed's sequential stream
-    if (!impl_->ctx || EVP_EncryptInit_ex(impl_->ctx, EVP_chacha20(), nullptr, seed.data(), iv) != 1)
+namespace {
+// ChaCha20 keyed by the seed from block 0 of the nonce in iv[4..15] (iv[0..3]: the 32-bit block counter, 0).
+EVP_CIPHER_CTX* chacha20(const Seed& seed, const unsigned char (&iv)[16]) {
+    EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+    if (!ctx || EVP_EncryptInit_ex(ctx, EVP_chacha20(), nullptr, seed.data(), iv) != 1) {
+        if (ctx) EVP_CIPHER_CTX_free(ctx);
         throw Error("OpenSSL ChaCha20 initialisation failed");
+    }
+    return ctx;
+}
+}  // namespace
+
+Prng::Prng(const Seed& seed) : impl_(std::make_unique<Impl>()) {
+    const unsigned char iv[16] = {0};  // nonce 0: the seed's sequential stream
+    impl_->ctx = chacha20(seed, iv);
 }
 
 Prng::Prng(const Seed& seed, std::uint64_t stream) : impl_(std::make_unique<Impl>()) {
-    impl_->ctx = EVP_CIPHER_CTX_new();
-    // Block counter 0; nonce = the stream number (little-endian) and a tag word 1, which keeps every numbered stream
-    // apart from the sequential one above (nonce 0).
+    // nonce = the stream number (little-endian) and a tag word 1, which keeps every numbered stream apart from the
+    // sequential one above (nonce 0)
     unsigned char iv[16] = {0};
     for (int i = 0; i < 8; ++i) iv[4 + i] = static_cast<unsigned char>(stream >> (8 * i));
     iv[12] = 1;
-    if (!impl_->ctx || EVP_EncryptInit_ex(impl_->ctx, EVP_chacha20(), nullptr, seed.data(), iv) != 1)
-        throw Error("OpenSSL ChaCha20 initialisation failed");
+    impl_->ctx = chacha20(seed, iv);
 }
 
 Prng::~Prng() = default;

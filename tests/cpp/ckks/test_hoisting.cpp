@@ -225,6 +225,10 @@ TEST_P(Hoisting, CountingEvaluatorCountsEachOperationOnce) {
     };
     (void)ev.multiply(c, c);
     expect({.mult = 1, .decompose = 1, .mod_down = 1, .rescale = 1}, "multiply");
+    (void)ev.relinearize(ev.tensor(c, c));
+    expect({.mult = 1, .decompose = 1, .mod_down = 1}, "tensor + relinearize");
+    (void)ev.relinearize(c);  // size 2: returned as it is
+    expect({}, "relinearize of a relinearised ciphertext");
     (void)ev.rotate(c, 5);
     expect({.rot = 1, .decompose = 1, .mod_down = 1}, "rotate");
     (void)ev.rotate_hoisted(c, {1, -2, 5});
