@@ -7,7 +7,9 @@
 ``save`` makes keys and ciphertexts (random, so they are saved, not recomputed), runs every evaluator operation
 of the Python API on them, and writes the serialized results.  ``check`` loads the saved keys and inputs into a
 context of the same parameters (the primes are deterministic), runs the same operations and compares the results
-byte for byte, and the decrypted values exactly.  It prints one line per operation and exits 1 on any difference.
+byte for byte, and the decrypted values exactly.  It also loads every kind of saved object (parameters, keys,
+ciphertexts seeded or not, of size 2 and 3, plain and zstd) and saves it again: the same bytes, for a change of the
+serialization code.  It prints one line per operation or object and exits 1 on any difference.
 """
 
 from __future__ import annotations
@@ -25,6 +27,19 @@ import kasoku as ks
 PARAMS = {
     "dnum3": dict(log_n=12, first_bits=60, scale_bits=40, levels=5, special_bits=60, special_primes=2, security=None),
     "dnum1": dict(log_n=11, first_bits=60, scale_bits=40, levels=3, special_bits=60, special_primes=4, security=None),
+    # bootstrapping keys: compact Galois keys and the encapsulation keys
+    "boot10": dict(
+        log_n=10,
+        first_bits=60,
+        scale_bits=40,
+        levels=2,
+        special_bits=60,
+        special_primes=4,
+        security=None,
+        boot_levels=15,
+        boot_bits=55,
+        boot_secret_weight=32,
+    ),
 }
 ROTATIONS = [1, 2, 3, 5, -4]
 
@@ -66,7 +81,32 @@ def operations(ctx, ev, a, b, x):
 
 def keys_for(ctx):
     galois = set(ks.trace_galois_elements(ctx.params, 3, 1)) | set(ks.trace_galois_elements(ctx.params, 3, 3))
-    return ctx.keygen(rotations=ROTATIONS, conjugation=True, galois_elements=sorted(galois))
+    boot = ctx.params.boot_levels > 0
+    return ctx.keygen(rotations=ROTATIONS, conjugation=True, galois_elements=sorted(galois), bootstrapping=boot)
+
+
+# Every serializable kind and how it is loaded.
+LOADERS = {
+    "parameters": lambda ctx, d: ks.Parameters.from_bytes(d),
+    "public_key": lambda ctx, d: ks.PublicKey.from_bytes(ctx, d),
+    "secret_key": lambda ctx, d: ks.SecretKey.from_bytes(ctx, d),
+    "evaluation_keys": lambda ctx, d: ks.EvaluationKeys.from_bytes(ctx, d),
+    "ciphertext": lambda ctx, d: ks.Ciphertext.from_bytes(ctx, d),
+}
+
+
+def objects(ctx, keys, a, b):
+    """One object of each kind (ciphertexts public-key, seeded and of size 3), plain and zstd: name -> bytes."""
+    made = {
+        "parameters": ctx.params,
+        "public_key": keys.public,
+        "secret_key": keys.secret,
+        "evaluation_keys": keys.evaluation(),
+        "ciphertext public-key": a,
+        "ciphertext seeded": ctx.encrypt(np.ones(4), keys.secret),
+        "ciphertext size-3": ctx.evaluator(keys.evaluation()).tensor(a, b),
+    }
+    return {f"{k} {c or 'plain'}": obj.to_bytes(compression=c) for k, obj in made.items() for c in (None, "zstd")}
 
 
 def to_bytes(r):
@@ -103,6 +143,7 @@ def main() -> int:
                 x=x,
                 results=results,
                 decrypted=decrypted,
+                objects=objects(ctx, keys, a, b),
             )
             path.write_bytes(pickle.dumps(blob))
             print(f"{name}: saved {len(results)} results to {path}")
@@ -122,6 +163,11 @@ def main() -> int:
                 f"{'same decryption' if same_dec else 'DIFFERENT DECRYPTION'}"
             )
             bad += (not same) + (not same_dec)
+        for kind, data in blob["objects"].items():
+            obj = LOADERS[kind.split()[0]](ctx, data)
+            same = obj.to_bytes(compression="zstd" if kind.endswith("zstd") else None) == data
+            print(f"{name:6s} {kind:30s} {'loads and saves the same bytes' if same else 'DIFFERENT BYTES'}")
+            bad += not same
     return 1 if bad else 0
 
 

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -82,11 +84,20 @@ public:
     std::optional<KeySwitchCosts> tuned_costs(int level, int threads) const;
     void keep_tuned_costs(const KeySwitchCosts& c) const;
 
+    // What the layers above share between users of this context (a bootstrapper's encoded transforms, keyed by its
+    // configuration): the object alive under (tag, key), else make()'s, which the context holds weakly (it lives as
+    // long as a user holds it; expired entries are dropped). make runs under the context's lock, so that a second
+    // caller of the same key waits for the first instead of making it again. Thread-safe.
+    std::shared_ptr<const void> shared(const std::string& tag, const std::vector<double>& key,
+                                       const std::function<std::shared_ptr<const void>()>& make) const;
+
     Context(const Parameters& params, int threads, const rns::BackendFactory& backend);
 
 private:
     mutable std::mutex tuning_mu_;
     mutable std::map<std::pair<int, int>, KeySwitchCosts> tuning_;
+    mutable std::mutex shared_mu_;
+    mutable std::map<std::pair<std::string, std::vector<double>>, std::weak_ptr<const void>> shared_;
     Parameters params_;
     std::shared_ptr<const rns::RnsContext> ring_;
     std::unique_ptr<const rns::Backend> backend_;

@@ -4,7 +4,6 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
-#include <mutex>
 #include <numbers>
 #include <set>
 #include <string>
@@ -306,12 +305,9 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
     while (q0 / (std::ldexp(s0, doublings_ + 1)) >= want) ++doublings_;
     ratio_ = q0 / std::ldexp(s0, doublings_);
 
-    // The encoded transforms: from the cache when a bootstrapper of this context and config lives, else encoded now.
-    // The key is the context and everything the planned config fixes (its transform levels chosen).
-    static std::mutex cache_mutex;
-    static std::map<std::vector<double>, std::weak_ptr<const Transforms>> cache;
-    const std::vector<double> key = {static_cast<double>(ctx_->uid()),
-                                     static_cast<double>(cfg_.cts_levels),
+    // The encoded transforms: those of a living bootstrapper of this context and config (Context::shared), else
+    // encoded now. The key is everything the planned config fixes (its transform levels chosen).
+    const std::vector<double> key = {static_cast<double>(cfg_.cts_levels),
                                      static_cast<double>(cfg_.stc_levels),
                                      static_cast<double>(cfg_.double_angle),
                                      static_cast<double>(cfg_.log_message_ratio),
@@ -320,40 +316,37 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
                                      static_cast<double>(slots_),
                                      static_cast<double>(cfg_.arcsine_degree),
                                      cfg_.slot_to_coeff_first ? 1.0 : 0.0};
-    std::lock_guard<std::mutex> lock(
-        cache_mutex);  // a second bootstrapper of the config waits for the first's encoding
-    if ((transforms_ = cache[key].lock())) return;
-    // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)); sparse: the trace's sum of g
-    // copies -> (t_{gj} + i t_{g(j+s)}) / (q_0 (B + 1)) before the split (which halves it).
-    const double gap = static_cast<double>(ctx_->slots()) / static_cast<double>(slots_);  // a power of two
-    const double cts_factor = ctx_->scale_at(top_) / (q0 * (sparse() ? gap : 2.0) * range);
-    // SlotToCoeff: sin(2 pi x) = sin(2 pi m / K) ~ 2 pi m / K -> m.
-    const Maps maps = transform_maps(*ctx_, plan, cts_factor, ratio_ / (2.0 * std::numbers::pi));
-    auto t = std::make_shared<Transforms>();
-    const std::size_t total = static_cast<std::size_t>(cfg_.cts_levels) + static_cast<std::size_t>(cfg_.stc_levels) +
-                              (cfg_.slot_to_coeff_first ? 1 : 0);
-    std::size_t done = 0;
-    const auto encoded = [&] {
-        if (progress) progress(++done, total);
-    };
-    for (int g = 0; g < cfg_.cts_levels; ++g) {
-        t->cts.emplace_back(ctx_, maps.cts[static_cast<std::size_t>(g)], top_ - g, 0, exec);
-        encoded();
-    }
-    // SlotToCoeff first: on the input's levels stc_levels..1 (then the final scaling above the output level); else
-    // the last levels.
-    const int stc_top = cfg_.slot_to_coeff_first ? cfg_.stc_levels : output_level() + cfg_.stc_levels;
-    for (int g = 0; g < cfg_.stc_levels; ++g) {
-        t->stc.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
-        encoded();
-    }
-    if (cfg_.slot_to_coeff_first) {
-        t->finish.emplace_back(ctx_, maps.finish, output_level() + 1, 0, exec);
-        encoded();
-    }
-    for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
-    cache[key] = t;
-    transforms_ = std::move(t);
+    transforms_ = std::static_pointer_cast<const Transforms>(ctx_->shared("algo::Bootstrapper transforms", key, [&] {
+        // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)); sparse: the trace's sum of g
+        // copies -> (t_{gj} + i t_{g(j+s)}) / (q_0 (B + 1)) before the split (which halves it).
+        const double gap = static_cast<double>(ctx_->slots()) / static_cast<double>(slots_);  // a power of two
+        const double cts_factor = ctx_->scale_at(top_) / (q0 * (sparse() ? gap : 2.0) * range);
+        // SlotToCoeff: sin(2 pi x) = sin(2 pi m / K) ~ 2 pi m / K -> m.
+        const Maps maps = transform_maps(*ctx_, plan, cts_factor, ratio_ / (2.0 * std::numbers::pi));
+        auto t = std::make_shared<Transforms>();
+        const std::size_t total = static_cast<std::size_t>(cfg_.cts_levels) +
+                                  static_cast<std::size_t>(cfg_.stc_levels) + (cfg_.slot_to_coeff_first ? 1 : 0);
+        std::size_t done = 0;
+        const auto encoded = [&] {
+            if (progress) progress(++done, total);
+        };
+        for (int g = 0; g < cfg_.cts_levels; ++g) {
+            t->cts.emplace_back(ctx_, maps.cts[static_cast<std::size_t>(g)], top_ - g, 0, exec);
+            encoded();
+        }
+        // SlotToCoeff first: on the input's levels stc_levels..1 (then the final scaling above the output level); else
+        // the last levels.
+        const int stc_top = cfg_.slot_to_coeff_first ? cfg_.stc_levels : output_level() + cfg_.stc_levels;
+        for (int g = 0; g < cfg_.stc_levels; ++g) {
+            t->stc.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
+            encoded();
+        }
+        if (cfg_.slot_to_coeff_first) {
+            t->finish.emplace_back(ctx_, maps.finish, output_level() + 1, 0, exec);
+            encoded();
+        }
+        return std::shared_ptr<const void>(std::move(t));
+    }));
 }
 
 int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) {

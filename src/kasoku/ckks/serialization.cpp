@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "checks_internal.hpp"
 #include "kasoku/support/error.hpp"
@@ -102,8 +103,24 @@ std::vector<std::int64_t> ternary_coefficients(const Context& ctx, const SecretK
     return t;
 }
 
+using Parts = std::vector<const rns::RnsPoly*>;
+
+// Pointers to parts[from..].
+template <class V>
+Parts parts_of(V& parts, std::size_t from = 0) {
+    Parts out;
+    for (std::size_t i = from; i < parts.size(); ++i) out.push_back(&parts[i]);
+    return out;
+}
+
+// Each object's layout is one field list, `template <class Io, class T> void ..._fields(Io& io, T& object)`, run by
+// the Writer on a const object and by the Reader on an empty one, so that the bytes are described once. Both offer
+// the same field primitives; the Writer's take const references and write them, the Reader's read into them and
+// check what the layout requires (`check`: a condition every stored object meets). What each side does around the
+// list (the seed's expansion, shape checks) follows it in serialize / deserialize.
 class Writer {
 public:
+    static constexpr bool reading = false;
     // ctx may be null for Parameters (no polynomials).
     Writer(Kind kind, const Context* ctx) : ctx_(ctx) {
         const std::uint64_t fingerprint = ctx ? ctx->fingerprint() : 0;
@@ -116,22 +133,46 @@ public:
         std::memcpy(out_.data() + 8, &fingerprint, 8);
     }
     ~Writer() { secure_wipe(out_.data(), out_.size()); }  // a secret key's bytes, when finish() did not take them
+    const Context& context() const { return *ctx_; }
+
+    // Field primitives.
     template <class T>
-    void put(T v) {
+    void value(const T& v) {
         static_assert(std::is_trivially_copyable_v<T>);
         const std::size_t at = out_.size();
         out_.resize(at + sizeof(T));
         std::memcpy(out_.data() + at, &v, sizeof(T));
     }
-    void bytes(const std::uint8_t* p, std::size_t count) { out_.insert(out_.end(), p, p + count); }
-    void seed(const Seed& s) { bytes(s.data(), s.size()); }
+    void check(bool, const char*) {}
+    bool flag(bool b, const char*) {
+        value<std::uint8_t>(b ? 1 : 0);
+        return b;
+    }
+    // A count (u32) of parts[...], which the Reader checks to lie in [lo, hi] and makes room for.
+    template <class V>
+    void size(const V& parts, std::size_t, std::size_t, const char*) {
+        value(static_cast<std::uint32_t>(parts.size()));
+    }
+    template <class V>
+    void resize(const V&, std::size_t) {}  // the Reader makes room for parts the layout does not count
+    void optional(const std::optional<int>& v) { value<std::int32_t>(v.value_or(0)); }  // 0: none
+    void text(const std::string& t, std::size_t, const char*) {
+        value(static_cast<std::uint32_t>(t.size()));
+        bytes(reinterpret_cast<const std::uint8_t*>(t.data()), t.size());
+    }
+    void bytes(const std::vector<std::uint8_t>& v, std::size_t) { bytes(v.data(), v.size()); }
+    // Whether the seed stands for `parts` (their expansion, in order): written as a flag, then the seed in its place.
+    bool seeded(const std::optional<Seed>& seed, const Parts& parts) {
+        return flag(seed && expands_to(ctx_->backend(), *seed, parts), "seed flag");
+    }
+    void seed(const std::optional<Seed>& s) { bytes(s->data(), s->size()); }
     // Shape, one tag per limb, then the residues of each nonzero limb packed to its prime's width, little-endian
     // (n * width bits: whole bytes, n being a multiple of 8).
-    void poly(const rns::RnsPoly& p) {
+    void poly(const rns::RnsPoly& p, bool) {
         const auto& r = ctx_->rns();
-        put<std::uint32_t>(static_cast<std::uint32_t>(p.num_q()));
-        put<std::uint32_t>(static_cast<std::uint32_t>(p.num_p()));
-        put<std::uint8_t>(p.ntt_form() ? 1 : 0);
+        value(static_cast<std::uint32_t>(p.num_q()));
+        value(static_cast<std::uint32_t>(p.num_p()));
+        value<std::uint8_t>(p.ntt_form() ? 1 : 0);
         const std::size_t n = p.n();
         ctx_->backend().download(p, [&](const std::uint64_t* const* limbs) {
             std::vector<std::uint8_t> tag(p.limbs());
@@ -161,19 +202,15 @@ public:
             }
         });
     }
-    // The digits' b_j, each followed by its a_j, or after the seed that stands for every a_j.
-    void switch_key(const SwitchKey& k) {
-        put<std::uint32_t>(static_cast<std::uint32_t>(k.b.size()));
-        std::vector<const rns::RnsPoly*> a;
-        for (const auto& x : k.a) a.push_back(&x);
-        const bool seeded = k.seed && expands_to(ctx_->backend(), *k.seed, a);
-        put<std::uint8_t>(seeded ? 1 : 0);
-        if (seeded) seed(*k.seed);
-        for (std::size_t j = 0; j < k.b.size(); ++j) {
-            poly(k.b[j]);
-            if (!seeded) poly(k.a[j]);
-        }
+    // A key-switching key of a key set (small: the one-digit key over q_0 * p_0; the Reader's draw_a: whether a
+    // seeded key's a-parts are drawn at once).
+    void key(const std::shared_ptr<const SwitchKey>& k, std::uint64_t, bool small, bool);
+    template <class Map, class Fn>
+    void entries(const Map& m, const char*, Fn&& fn) {  // a count, then fn(key, value) for each entry
+        value(static_cast<std::uint32_t>(m.size()));
+        for (const auto& [k, v] : m) fn(k, v);
     }
+
     Bytes finish(Compression compression) {
         if (compression == Compression::zstd) {
             const std::size_t raw = out_.size() - kHeader, bound = ZSTD_compressBound(raw);
@@ -200,12 +237,15 @@ public:
     }
 
 private:
+    void bytes(const std::uint8_t* p, std::size_t count) { out_.insert(out_.end(), p, p + count); }
+
     const Context* ctx_;
     Bytes out_;
 };
 
 class Reader {
 public:
+    static constexpr bool reading = true;
     // Checks the envelope and decompresses the payload; ctx may be null for Parameters.
     Reader(const std::uint8_t* data, std::size_t size, Kind want, const Context* ctx) : ctx_(ctx) {
         if (!data || size < kHeader + kDigest)
@@ -238,27 +278,63 @@ public:
     }
     ~Reader() { secure_wipe(plain_.data(), plain_.size()); }
     [[noreturn]] static void fail(const std::string& m) { throw SerializationError("cannot load: " + m); }
+    const Context& context() const { return *ctx_; }
+
+    // Field primitives (the Writer's, reading).
     template <class T>
-    T get() {
-        T v;
+    void value(T& v) {
+        static_assert(std::is_trivially_copyable_v<T>);
         std::memcpy(&v, take(sizeof(T)), sizeof(T));
-        return v;
     }
-    const std::uint8_t* take(std::size_t count) {
-        if (static_cast<std::size_t>(end_ - p_) < count) fail("unexpected end of data");
-        const std::uint8_t* at = p_;
-        p_ += count;
-        return at;
+    void check(bool ok, const char* what) {
+        if (!ok) fail(what);
     }
-    Seed seed() {
-        Seed s;
-        std::memcpy(s.data(), take(s.size()), s.size());
-        return s;
+    bool flag(bool, const char* what) {
+        std::uint8_t f;
+        value(f);
+        if (f > 1) fail(std::string("bad ") + what);
+        return f == 1;
     }
-    rns::RnsPoly poly(bool allow_p) {
+    template <class V>
+    void size(V& parts, std::size_t lo, std::size_t hi, const char* what) {
+        std::uint32_t n;
+        value(n);
+        if (n < lo || n > hi) fail(what);
+        parts.resize(n);
+    }
+    template <class V>
+    void resize(V& parts, std::size_t n) {
+        parts.resize(n);
+    }
+    void optional(std::optional<int>& v) {
+        std::int32_t x;
+        value(x);
+        v = x ? std::optional<int>(x) : std::nullopt;
+    }
+    void text(std::string& t, std::size_t max, const char* what) {
+        std::uint32_t len;
+        value(len);
+        if (len > max) fail(what);
+        const std::uint8_t* at = take(len);
+        t.assign(at, at + len);
+    }
+    void bytes(std::vector<std::uint8_t>& v, std::size_t count) {
+        const std::uint8_t* at = take(count);
+        v.assign(at, at + count);
+    }
+    bool seeded(const std::optional<Seed>&, const Parts&) { return flag(false, "seed flag"); }
+    void seed(std::optional<Seed>& s) {
+        s.emplace();
+        std::memcpy(s->data(), take(s->size()), s->size());
+    }
+    // allow_p: whether the polynomial may have special limbs (keys); ciphertexts may not.
+    void poly(rns::RnsPoly& out, bool allow_p) {
         const auto& r = ctx_->rns();
-        const std::uint32_t nq = get<std::uint32_t>(), np = get<std::uint32_t>();
-        const std::uint8_t ntt = get<std::uint8_t>();
+        std::uint32_t nq, np;
+        std::uint8_t ntt;
+        value(nq);
+        value(np);
+        value(ntt);
         if (nq == 0 || nq > r.q_count() || np > r.p_count() || (np != 0 && !allow_p) || ntt > 1)
             fail("polynomial shape does not fit the parameters");
         const std::size_t n = ctx_->n(), limbs = nq + np;
@@ -288,38 +364,38 @@ public:
                 if (d[c] >= q) fail("coefficient out of range for its modulus");
             }
         });
-        return p;
+        out = std::move(p);
     }
-    // A key of `digits` pairs over nq q-limbs and np p-limbs (defaults: dnum pairs over Q_L * P; the encapsulation
-    // key to the sparse secret is one pair over q_0 * p_0).
-    // draw_a = false: a seeded key stays compact (its a-parts drawn at each use: KeyGenerator::evaluation_keys).
-    SwitchKey switch_key(std::uint64_t key_id, bool small = false, bool draw_a = true) {
-        const auto& r = ctx_->rns();
-        const std::size_t digits = small ? 1 : r.dnum(), nq = small ? 1 : r.q_count(), np = small ? 1 : r.p_count();
-        SwitchKey k;
-        k.context_uid = ctx_->uid();
-        k.key_id = key_id;
-        const std::uint32_t count = get<std::uint32_t>();
-        if (count != digits) fail("key-switching key has the wrong number of digits");
-        const std::uint8_t seeded = get<std::uint8_t>();
-        if (seeded > 1) fail("bad seed flag");
-        if (seeded) k.seed = seed();
-        for (std::uint32_t j = 0; j < count; ++j) {
-            k.b.push_back(poly(true));
-            if (!seeded) k.a.push_back(poly(true));
+    // A key of a key set; draw_a = false: a seeded key stays compact until expand_compact_keys (its a-parts drawn at
+    // each use: KeyGenerator::evaluation_keys' compact keys).
+    void key(std::shared_ptr<const SwitchKey>& k, std::uint64_t key_id, bool small, bool draw_a);
+    // The keys of the last argument read compact: their a-parts drawn now.
+    void expand_compact_keys() {
+        for (const auto& k : compact_) expand_a(*ctx_, *k);
+        compact_.clear();
+    }
+    template <class Map, class Fn>
+    void entries(Map& m, const char* what, Fn&& fn) {
+        std::uint32_t count;
+        value(count);
+        for (std::uint32_t i = 0; i < count; ++i) {
+            typename Map::key_type k{};
+            typename Map::mapped_type v{};
+            fn(k, v);
+            if (!m.emplace(k, std::move(v)).second) fail(std::string(what) + " appears twice");
         }
-        for (const auto& parts : {&k.b, &k.a})
-            for (const auto& p : *parts)
-                if (p.num_q() != nq || p.num_p() != np || !p.ntt_form())
-                    fail("key-switching key polynomial has the wrong shape");
-        if (seeded && draw_a) expand_a(*ctx_, k);
-        return k;
     }
     void done() {
         if (p_ != end_) fail("trailing bytes after the object");
     }
 
 private:
+    const std::uint8_t* take(std::size_t count) {
+        if (static_cast<std::size_t>(end_ - p_) < count) fail("unexpected end of data");
+        const std::uint8_t* at = p_;
+        p_ += count;
+        return at;
+    }
     // The zstd frame [p_, end_) into plain_, which the object is then read from.
     void decompress() {
         const std::size_t stored = static_cast<std::size_t>(end_ - p_);
@@ -339,42 +415,147 @@ private:
     const Context* ctx_;
     const std::uint8_t* p_ = nullptr;
     const std::uint8_t* end_ = nullptr;
-    Bytes plain_;  // the decompressed payload
+    Bytes plain_;                                      // the decompressed payload
+    std::vector<std::shared_ptr<SwitchKey>> compact_;  // keys read compact
 };
+
+// ---- The layouts ----
+
+static_assert(sizeof(int) == 4, "Parameters' fields are stored as 32-bit integers");
+
+template <class Io, class P>
+void parameter_fields(Io& io, P& p) {
+    io.value(p.log_n);
+    io.value(p.first_bits);
+    io.value(p.scale_bits);
+    io.value(p.levels);
+    io.value(p.special_bits);
+    io.value(p.special_primes);
+    io.optional(p.security);
+    io.value(p.dnum);
+    io.value(p.hamming_weight);
+    io.value(p.boot_levels);
+    io.value(p.boot_bits);
+    io.value(p.boot_secret_weight);
+    io.text(p.name, 64, "parameter name too long");
+}
+
+// Key id, scale, the polynomials (c_1 as the seed it was drawn from when it still is its expansion).
+template <class Io, class C>
+void ciphertext_fields(Io& io, C& ct) {
+    io.value(ct.key_id);
+    io.value(ct.scale);
+    io.check(ct.scale > 0 && std::isfinite(ct.scale), "invalid scale");
+    io.size(ct.polys, 2, 3, "a ciphertext has 2 or 3 polynomials");
+    const bool seeded = io.seeded(ct.size() == 2 ? ct.seed : std::nullopt, parts_of(ct.polys, 1));
+    io.check(!seeded || ct.size() == 2, "bad seed flag");
+    io.poly(ct.polys[0], false);
+    if (seeded) io.seed(ct.seed);
+    else
+        for (std::size_t k = 1; k < ct.size(); ++k) io.poly(ct.polys[k], false);
+}
+
+template <class Io, class K>
+void public_key_fields(Io& io, K& pk) {
+    io.value(pk.key_id);
+    const bool seeded = io.seeded(pk.seed, {&pk.a});
+    io.poly(pk.b, true);
+    if (seeded) io.seed(pk.seed);
+    else io.poly(pk.a, true);
+}
+
+// The digits' b_j, each followed by its a_j, or after the seed that stands for every a_j (small: the one-digit key to
+// the sparse secret).
+template <class Io, class K>
+void switch_key_fields(Io& io, K& k, bool small) {
+    const std::size_t digits = small ? 1 : io.context().rns().dnum();
+    io.size(k.b, digits, digits, "key-switching key has the wrong number of digits");
+    const bool seeded = io.seeded(k.seed, parts_of(k.a));
+    if (seeded) io.seed(k.seed);
+    io.resize(k.a, seeded ? 0 : k.b.size());
+    for (std::size_t j = 0; j < k.b.size(); ++j) {
+        io.poly(k.b[j], true);
+        if (!seeded) io.poly(k.a[j], true);
+    }
+}
+
+template <class Io, class K>
+void evaluation_key_fields(Io& io, K& keys) {
+    io.value(keys.key_id);
+    if (io.flag(keys.relin != nullptr, "relinearisation-key flag")) io.key(keys.relin, keys.key_id, false, true);
+    io.entries(keys.galois, "a Galois key", [&](auto& g, auto& key) {
+        io.value(g);
+        io.check(g % 2 == 1 && g < 2 * io.context().n(), "invalid Galois element");
+        io.key(key, keys.key_id, false, false);
+    });
+    if (io.flag(keys.to_sparse && keys.from_sparse, "encapsulation-key flag")) {
+        io.key(keys.to_sparse, keys.key_id, true, true);
+        io.key(keys.from_sparse, keys.key_id, false, true);
+    }
+}
+
+// A secret key as stored: its ternary coefficients, 2 bits each (0, 1, or 2 for -1), when it is ternary, as kasoku's
+// keys are; else its residues. Wiped on destruction.
+struct StoredSecret {
+    std::uint64_t key_id = 0;
+    std::uint8_t form = kSecretPoly;
+    rns::RnsPoly poly;                  // kSecretPoly
+    std::vector<std::uint8_t> ternary;  // kSecretTernary: n / 4 bytes
+    StoredSecret() = default;
+    StoredSecret(const StoredSecret&) = delete;
+    StoredSecret& operator=(const StoredSecret&) = delete;
+    ~StoredSecret() {
+        poly.wipe();
+        secure_wipe(ternary.data(), ternary.size());
+    }
+};
+
+template <class Io, class S>
+void secret_key_fields(Io& io, S& s) {
+    io.value(s.key_id);
+    io.value(s.form);
+    io.check(s.form == kSecretPoly || s.form == kSecretTernary, "unknown secret-key form");
+    if (s.form == kSecretPoly) io.poly(s.poly, true);
+    else io.bytes(s.ternary, io.context().n() / 4);
+}
+
+void Writer::key(const std::shared_ptr<const SwitchKey>& k, std::uint64_t, bool small, bool) {
+    switch_key_fields(*this, *k, small);
+}
+
+// Shape checks after a key's fields; a seeded key's a-parts drawn now or (compact) kept for later.
+void finish_key(const Context& ctx, SwitchKey& k, bool small, bool draw_a) {
+    const auto& r = ctx.rns();
+    const std::size_t nq = small ? 1 : r.q_count(), np = small ? 1 : r.p_count();
+    for (const auto& parts : {&k.b, &k.a})
+        for (const auto& p : *parts)
+            if (p.num_q() != nq || p.num_p() != np || !p.ntt_form())
+                Reader::fail("key-switching key polynomial has the wrong shape");
+    if (k.seed && draw_a) expand_a(ctx, k);
+}
+
+void Reader::key(std::shared_ptr<const SwitchKey>& k, std::uint64_t key_id, bool small, bool draw_a) {
+    auto fresh = std::make_shared<SwitchKey>();
+    fresh->context_uid = ctx_->uid();
+    fresh->key_id = key_id;
+    switch_key_fields(*this, *fresh, small);
+    finish_key(*ctx_, *fresh, small, draw_a);
+    if (fresh->seed && !draw_a) compact_.push_back(fresh);
+    k = std::move(fresh);
+}
 
 }  // namespace
 
 Bytes serialize(const Parameters& p, Compression compression) {
     Writer w(Kind::parameters, nullptr);
-    for (int v :
-         {p.log_n, p.first_bits, p.scale_bits, p.levels, p.special_bits, p.special_primes, p.security ? *p.security : 0,
-          p.dnum, p.hamming_weight, p.boot_levels, p.boot_bits, p.boot_secret_weight})
-        w.put<std::int32_t>(v);
-    w.put<std::uint32_t>(static_cast<std::uint32_t>(p.name.size()));
-    for (char c : p.name) w.put<char>(c);
+    parameter_fields(w, p);
     return w.finish(compression);
 }
 
 Parameters deserialize_parameters(const std::uint8_t* data, std::size_t size) {
     Reader r(data, size, Kind::parameters, nullptr);
     Parameters p;
-    p.log_n = r.get<std::int32_t>();
-    p.first_bits = r.get<std::int32_t>();
-    p.scale_bits = r.get<std::int32_t>();
-    p.levels = r.get<std::int32_t>();
-    p.special_bits = r.get<std::int32_t>();
-    p.special_primes = r.get<std::int32_t>();
-    const int sec = r.get<std::int32_t>();
-    if (sec) p.security = sec;
-    else p.security.reset();
-    p.dnum = r.get<std::int32_t>();
-    p.hamming_weight = r.get<std::int32_t>();
-    p.boot_levels = r.get<std::int32_t>();
-    p.boot_bits = r.get<std::int32_t>();
-    p.boot_secret_weight = r.get<std::int32_t>();
-    const std::uint32_t len = r.get<std::uint32_t>();
-    if (len > 64) Reader::fail("parameter name too long");
-    for (std::uint32_t i = 0; i < len; ++i) p.name.push_back(r.get<char>());
+    parameter_fields(r, p);
     r.done();
     try {
         p.validate();
@@ -387,15 +568,7 @@ Parameters deserialize_parameters(const std::uint8_t* data, std::size_t size) {
 Bytes serialize(const Context& ctx, const Ciphertext& ct, Compression compression) {
     detail::check_ciphertext(ctx, ct, "ciphertext");
     Writer w(Kind::ciphertext, &ctx);
-    w.put<std::uint64_t>(ct.key_id);
-    w.put<double>(ct.scale);
-    w.put<std::uint32_t>(static_cast<std::uint32_t>(ct.polys.size()));
-    const bool seeded = ct.size() == 2 && ct.seed && expands_to(ctx.backend(), *ct.seed, {&ct.polys[1]});
-    w.put<std::uint8_t>(seeded ? 1 : 0);
-    w.poly(ct.polys[0]);
-    if (seeded) w.seed(*ct.seed);
-    else
-        for (std::size_t k = 1; k < ct.size(); ++k) w.poly(ct.polys[k]);
+    ciphertext_fields(w, ct);
     return w.finish(compression);
 }
 
@@ -403,36 +576,22 @@ Ciphertext deserialize_ciphertext(const Context& ctx, const std::uint8_t* data, 
     Reader r(data, size, Kind::ciphertext, &ctx);
     Ciphertext ct;
     ct.context_uid = ctx.uid();
-    ct.key_id = r.get<std::uint64_t>();
-    ct.scale = r.get<double>();
-    if (!(ct.scale > 0) || !std::isfinite(ct.scale)) Reader::fail("invalid scale");
-    const std::uint32_t count = r.get<std::uint32_t>();
-    if (count < 2 || count > 3) Reader::fail("a ciphertext has 2 or 3 polynomials");
-    const std::uint8_t seeded = r.get<std::uint8_t>();
-    if (seeded > 1 || (seeded && count != 2)) Reader::fail("bad seed flag");
-    ct.polys.push_back(r.poly(false));
-    if (seeded) {
-        ct.seed = r.seed();
+    ciphertext_fields(r, ct);
+    r.done();
+    if (ct.seed) {
         if (!ct.polys[0].ntt_form()) Reader::fail("ciphertext polynomials must be in NTT form");
-        ct.polys.push_back(std::move(expand(ctx.backend(), *ct.seed, {&ct.polys[0]})[0]));
+        ct.polys[1] = std::move(expand(ctx.backend(), *ct.seed, {&ct.polys[0]})[0]);
     }
-    while (ct.polys.size() < count) ct.polys.push_back(r.poly(false));
     for (const auto& p : ct.polys)
         if (p.num_q() != ct.polys[0].num_q() || !p.ntt_form())
             Reader::fail("ciphertext polynomials disagree in level or form");
-    r.done();
     return ct;
 }
 
 Bytes serialize(const Context& ctx, const PublicKey& pk, Compression compression) {
     detail::check_key(ctx, pk.context_uid, "public key");
     Writer w(Kind::public_key, &ctx);
-    w.put<std::uint64_t>(pk.key_id);
-    const bool seeded = pk.seed && expands_to(ctx.backend(), *pk.seed, {&pk.a});
-    w.put<std::uint8_t>(seeded ? 1 : 0);
-    w.poly(pk.b);
-    if (seeded) w.seed(*pk.seed);
-    else w.poly(pk.a);
+    public_key_fields(w, pk);
     return w.finish(compression);
 }
 
@@ -440,106 +599,85 @@ PublicKey deserialize_public_key(const Context& ctx, const std::uint8_t* data, s
     Reader r(data, size, Kind::public_key, &ctx);
     PublicKey pk;
     pk.context_uid = ctx.uid();
-    pk.key_id = r.get<std::uint64_t>();
-    const std::uint8_t seeded = r.get<std::uint8_t>();
-    if (seeded > 1) Reader::fail("bad seed flag");
-    pk.b = r.poly(true);
-    if (seeded) {
-        pk.seed = r.seed();
-        pk.a = std::move(expand(ctx.backend(), *pk.seed, {&pk.b})[0]);
-    } else {
-        pk.a = r.poly(true);
-    }
+    public_key_fields(r, pk);
+    r.done();
+    if (pk.seed) pk.a = std::move(expand(ctx.backend(), *pk.seed, {&pk.b})[0]);
     for (const auto* p : {&pk.b, &pk.a})
         if (p->num_q() != ctx.rns().q_count() || p->num_p() != 1 || !p->ntt_form())
             Reader::fail("public key has the wrong shape");
-    r.done();
     return pk;
 }
 
-// The ternary coefficients (2 bits each, n / 4 bytes) when the key is ternary, as kasoku's keys are; else its residues.
 Bytes serialize(const Context& ctx, const SecretKey& sk, Compression compression) {
     detail::check_key(ctx, sk.context_uid(), "secret key");
     Writer w(Kind::secret_key, &ctx);
-    w.put<std::uint64_t>(sk.key_id());
+    StoredSecret s;
+    s.key_id = sk.key_id();
     std::vector<std::int64_t> t = ternary_coefficients(ctx, sk);
-    w.put<std::uint8_t>(t.empty() ? kSecretPoly : kSecretTernary);
     if (t.empty()) {
-        w.poly(sk.poly());
+        s.poly = sk.poly();
     } else {
-        std::vector<std::uint8_t> packed(t.size() / 4, 0);
+        s.form = kSecretTernary;
+        s.ternary.assign(t.size() / 4, 0);
         for (std::size_t i = 0; i < t.size(); ++i)
-            packed[i / 4] |= static_cast<std::uint8_t>((t[i] < 0 ? 2 : t[i]) << (2 * (i % 4)));
-        w.bytes(packed.data(), packed.size());
-        secure_wipe(packed.data(), packed.size());
+            s.ternary[i / 4] |= static_cast<std::uint8_t>((t[i] < 0 ? 2 : t[i]) << (2 * (i % 4)));
         secure_wipe(t.data(), t.size() * sizeof t[0]);
     }
+    secret_key_fields(w, std::as_const(s));
     return w.finish(compression);
 }
 
 SecretKey deserialize_secret_key(const Context& ctx, const std::uint8_t* data, std::size_t size) {
     Reader r(data, size, Kind::secret_key, &ctx);
-    const std::uint64_t id = r.get<std::uint64_t>();
-    const std::uint8_t form = r.get<std::uint8_t>();
-    rns::RnsPoly s;
-    if (form == kSecretPoly) {
-        s = r.poly(true);
-        if (s.num_q() != ctx.rns().q_count() || s.num_p() != ctx.rns().p_count() || !s.ntt_form())
-            Reader::fail("secret key has the wrong shape");
-    } else if (form == kSecretTernary) {
-        const std::size_t n = ctx.n();
-        const std::uint8_t* packed = r.take(n / 4);
-        std::vector<std::int64_t> t(n);
-        bool valid = true;
-        for (std::size_t i = 0; i < n; ++i) {
-            const int code = (packed[i / 4] >> (2 * (i % 4))) & 3;
-            valid = valid && code != 3;
-            t[i] = code == 2 ? -1 : code;
-        }
-        if (valid) {
-            s = ctx.backend().poly(ctx.rns().q_count(), ctx.rns().p_count(), true);
-            ctx.backend().from_signed(t.data(), s, {});
-        }
-        secure_wipe(t.data(), t.size() * sizeof t[0]);
-        if (!valid) Reader::fail("a ternary secret key holds a coefficient code 3");
-    } else {
-        Reader::fail("unknown secret-key form");
-    }
+    StoredSecret s;
+    secret_key_fields(r, s);
     r.done();
-    return SecretKey(std::move(s), ctx.uid(), id);
+    if (s.form == kSecretPoly) {
+        if (s.poly.num_q() != ctx.rns().q_count() || s.poly.num_p() != ctx.rns().p_count() || !s.poly.ntt_form())
+            Reader::fail("secret key has the wrong shape");
+        return SecretKey(std::move(s.poly), ctx.uid(), s.key_id);
+    }
+    const std::size_t n = ctx.n();
+    std::vector<std::int64_t> t(n);
+    bool valid = true;
+    for (std::size_t i = 0; i < n; ++i) {
+        const int code = (s.ternary[i / 4] >> (2 * (i % 4))) & 3;
+        valid = valid && code != 3;
+        t[i] = code == 2 ? -1 : code;
+    }
+    rns::RnsPoly poly;
+    if (valid) {
+        poly = ctx.backend().poly(ctx.rns().q_count(), ctx.rns().p_count(), true);
+        ctx.backend().from_signed(t.data(), poly, {});
+    }
+    secure_wipe(t.data(), t.size() * sizeof t[0]);
+    if (!valid) Reader::fail("a ternary secret key holds a coefficient code 3");
+    return SecretKey(std::move(poly), ctx.uid(), s.key_id);
 }
 
 Bytes serialize(const Context& ctx, const SwitchKey& key, Compression compression) {
     detail::check_key(ctx, key.context_uid, "key-switching key");
     Writer w(Kind::switch_key, &ctx);
-    w.put<std::uint64_t>(key.key_id);
-    w.switch_key(key);
+    w.value(key.key_id);
+    switch_key_fields(w, key, false);
     return w.finish(compression);
 }
 
 SwitchKey deserialize_switch_key(const Context& ctx, const std::uint8_t* data, std::size_t size) {
     Reader r(data, size, Kind::switch_key, &ctx);
-    SwitchKey k = r.switch_key(r.get<std::uint64_t>());
+    SwitchKey k;
+    k.context_uid = ctx.uid();
+    r.value(k.key_id);
+    switch_key_fields(r, k, false);
     r.done();
+    finish_key(ctx, k, false, true);
     return k;
 }
 
 Bytes serialize(const Context& ctx, const EvaluationKeys& keys, Compression compression) {
     detail::check_key(ctx, keys.context_uid, "evaluation keys");
     Writer w(Kind::evaluation_keys, &ctx);
-    w.put<std::uint64_t>(keys.key_id);
-    w.put<std::uint8_t>(keys.relin ? 1 : 0);
-    if (keys.relin) w.switch_key(*keys.relin);
-    w.put<std::uint32_t>(static_cast<std::uint32_t>(keys.galois.size()));
-    for (const auto& [g, k] : keys.galois) {
-        w.put<std::uint64_t>(g);
-        w.switch_key(*k);
-    }
-    w.put<std::uint8_t>(keys.to_sparse && keys.from_sparse ? 1 : 0);
-    if (keys.to_sparse && keys.from_sparse) {
-        w.switch_key(*keys.to_sparse);
-        w.switch_key(*keys.from_sparse);
-    }
+    evaluation_key_fields(w, keys);
     return w.finish(compression);
 }
 
@@ -548,30 +686,10 @@ EvaluationKeys deserialize_evaluation_keys(const Context& ctx, const std::uint8_
     Reader r(data, size, Kind::evaluation_keys, &ctx);
     EvaluationKeys ek;
     ek.context_uid = ctx.uid();
-    ek.key_id = r.get<std::uint64_t>();
-    // The Galois keys are read compact; whether they stay so is known after the last flag.
-    std::vector<std::pair<std::uint64_t, SwitchKey>> galois;
-    const std::uint8_t has_relin = r.get<std::uint8_t>();
-    if (has_relin > 1) Reader::fail("bad relinearisation-key flag");
-    if (has_relin) ek.relin = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
-    const std::uint32_t count = r.get<std::uint32_t>();
-    for (std::uint32_t i = 0; i < count; ++i) {
-        const std::uint64_t g = r.get<std::uint64_t>();
-        if (g % 2 == 0 || g >= 2 * ctx.n()) Reader::fail("invalid Galois element");
-        galois.emplace_back(g, r.switch_key(ek.key_id, false, false));
-    }
-    const std::uint8_t has_sparse = r.get<std::uint8_t>();
-    if (has_sparse > 1) Reader::fail("bad encapsulation-key flag");
-    if (has_sparse) {
-        ek.to_sparse = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id, true));
-        ek.from_sparse = std::make_shared<const SwitchKey>(r.switch_key(ek.key_id));
-    }
+    evaluation_key_fields(r, ek);  // the Galois keys read compact
     r.done();
-    const bool keep_compact = compact.value_or(has_sparse == 1 && ctx.backend().draws_key_limbs());
-    for (auto& [g, k] : galois) {
-        if (k.a.empty() && !keep_compact) expand_a(ctx, k);
-        ek.galois[g] = std::make_shared<const SwitchKey>(std::move(k));
-    }
+    // Whether they stay so is known once the encapsulation keys' flag is read.
+    if (!compact.value_or(ek.to_sparse && ctx.backend().draws_key_limbs())) r.expand_compact_keys();
     return ek;
 }
 

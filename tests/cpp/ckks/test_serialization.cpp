@@ -159,6 +159,24 @@ TEST(Serialization, KeysAreSeededAndTheSecretKeyTernary) {
     cvec want(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) want[i] = v[(i + 1) % v.size()];
     EXPECT_GT(precision_bits(e.decrypt(ev.rotate(e.encrypt(v), 1)), want), 20);
+    // A Galois key stored twice is refused: a set of one Galois key (key id 8, relinearisation flag 1, count 4, the
+    // entry, encapsulation flag 1) with its entry repeated.
+    EvaluationKeys one = *e.ek;
+    one.relin = nullptr;
+    one.galois = {*e.ek->galois.begin()};
+    const Bytes ob = serialize(*e.ctx, one);
+    EXPECT_EQ(deserialize_evaluation_keys(*e.ctx, ob.data(), ob.size()).galois.size(), 1u);
+    const Bytes twice = resealed(ob, [](Bytes& x) {
+        const Bytes entry(x.begin() + kHeader + 13, x.end() - 1);
+        x[kHeader + 9] = 2;
+        x.insert(x.end() - 1, entry.begin(), entry.end());
+    });
+    try {
+        deserialize_evaluation_keys(*e.ctx, twice.data(), twice.size());
+        ADD_FAILURE() << "a repeated Galois key was loaded";
+    } catch (const SerializationError& err) {
+        EXPECT_NE(std::string(err.what()).find("a Galois key appears twice"), std::string::npos) << err.what();
+    }
 }
 
 // b_j rounded to a multiple of the first prime q_0 where that error is negligible: its limb there is zero (one tag byte on
