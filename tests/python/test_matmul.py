@@ -83,7 +83,9 @@ def test_rectangular_and_blocked(mm, rng):
     big = ks.MatrixEncoder(ctx, 40)  # 40 x 40 > 512 slots: 3 x 3 blocks of 16 x 16
     assert (big.block, big.grid) == (16, 3)
     A, B = rng.random((40, 40)), rng.random((40, 40))
-    c = ks.matmul(ev, big.encrypt(A, keys.public), big.encrypt(B, keys.public))
+    steps = []
+    c = ks.matmul(ev, big.encrypt(A, keys.public), big.encrypt(B, keys.public), progress=lambda *s: steps.append(s))
+    assert steps == [(k, 3 * 16) for k in range(1, 3 * 16 + 1)]  # grid x block steps
     assert len(c.ciphertexts) == 9
     assert np.max(np.abs(big.decrypt(c, keys.secret)[0] - A @ B)) < BOUND
 

@@ -68,9 +68,10 @@ private:
     std::size_t rows_;
 };
 
-// The products A_i B_i of the g packed pairs (a: rows x d, b: d x d), three levels below the operands.
+// The products A_i B_i of the g packed pairs (a: rows x d, b: d x d), three levels below the operands. progress,
+// when given, is called after each of the grid x block steps (a block row of A times a block diagonal of B).
 EncryptedMatrix matmul(const ckks::Evaluator& ev, const EncryptedMatrix& a, const EncryptedMatrix& b, Exec exec = {},
-                       OpCounts* counts = nullptr);
+                       OpCounts* counts = nullptr, const Progress& progress = {});
 
 // Schoolbook baseline: a and b hold one ciphertext per element (row major, d x d); C_ij = sum_k A_ik B_kj with
 // d^3 tensor products, one relinearisation and one rescale per element.

@@ -252,7 +252,7 @@ std::vector<std::vector<double>> MatrixEncoder::decrypt(const EncryptedMatrix& m
 }
 
 EncryptedMatrix matmul(const ckks::Evaluator& ev0, const EncryptedMatrix& a, const EncryptedMatrix& b, Exec exec,
-                       OpCounts* counts) {
+                       OpCounts* counts, const Progress& progress) {
     if (!a.plan || !b.plan) throw ParameterError("matmul: an operand is empty; make it with MatrixEncoder.encrypt");
     const MatmulPlan& p = *a.plan;
     if (b.plan->d != p.d || b.plan->g != p.g || b.plan->ctx->uid() != p.ctx->uid())
@@ -318,6 +318,7 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev0, const EncryptedMatrix& a, con
                     auto& s = acc[i * G + j];
                     s = s ? ev.add(*s, t, exec) : std::move(t);
                 }
+            if (progress) progress(kb * K + k + 1, G * K);
         }
     }
     EncryptedMatrix out;

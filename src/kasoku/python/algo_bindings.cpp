@@ -184,18 +184,21 @@ void bind_algo(nb::module_& m) {
 
     m.def(
         "matmul",
-        [](const KEvaluator& e, const KMatrix& a, const KMatrix& b, TArg t,
-           bool return_counts) -> std::variant<KMatrix, std::tuple<KMatrix, Counts>> {
+        [](const KEvaluator& e, const KMatrix& a, const KMatrix& b, TArg t, bool return_counts,
+           nb::handle progress) -> std::variant<KMatrix, std::tuple<KMatrix, Counts>> {
             same_owner(a.owner, e.owner, "left operand");
             same_owner(b.owner, e.owner, "right operand");
             algo::OpCounts c;
-            KMatrix out{e.owner, algo::matmul(*e.ev, a.m, b.m, threads_arg(t), &c)};
+            KMatrix out{e.owner,
+                        algo::matmul(*e.ev, a.m, b.m, threads_arg(t), &c, python_progress(progress, "matmul", "step"))};
             if (return_counts) return std::make_tuple(std::move(out), counts_dict(c));
             return out;
         },
-        "ev"_a, "a"_a, "b"_a, "threads"_a = nb::none(), "return_counts"_a = false,
+        "ev"_a, "a"_a, "b"_a, "threads"_a = nb::none(), "return_counts"_a = false, "progress"_a = nb::none(),
         "The products A_i B_i of the packed pairs (depth 3). return_counts=True also returns the operations executed "
-        "(add, cmult, rot, mult, decompose, mod_down, rescale).",
+        "(add, cmult, rot, mult, decompose, mod_down, rescale). progress: None (a bar on stderr when it is a terminal "
+        "and the product takes over a second), True, False or a callable(done, total) called after each of the grid x "
+        "block steps; Ctrl-C ends it at the next step (KeyboardInterrupt).",
         ReleaseGil());
     m.def(
         "matmul_schoolbook",

@@ -63,9 +63,11 @@ private:
     std::map<std::string, std::weak_ptr<Owner>> twins_;
 };
 
-// A progress callback for a long call (key generation, a bootstrapper's plan) that writes "kasoku: <what> k/N" on
-// stderr, or none: on = true always, false never, None (nullopt) when stderr is a terminal. No GIL needed.
-kasoku::Progress stderr_progress(std::optional<bool> on, const std::string& what);
+// The progress callback of a long call (key generation, a bootstrapper's plan, matmul) from its `progress` argument
+// (kasoku._progress.reporter: None, True, False or a callable(done, total); a null handle is None): a tqdm bar on
+// stderr, the caller's callback, or none. Each step takes the GIL for the report, then checks for Ctrl-C and throws
+// (KeyboardInterrupt) if it came, so the call ends at that step. May be called with the GIL released.
+kasoku::Progress python_progress(nanobind::handle progress, const char* what, const char* unit);
 
 struct KContext {
     OwnerPtr owner;

@@ -164,18 +164,20 @@ void bind_functions(nb::module_& m) {
         "`output_level` (ctx.user_level with bootstrapping levels). Making one encodes its transforms (the memory of "
         "bootstrapping besides the Galois keys; a second one of the same context and config shares them, made at "
         "once); "
-        "ctx.keygen(bootstrapping=b) makes its keys. progress: a line per transform encoded on stderr (None: when "
-        "stderr is a terminal).")
+        "ctx.keygen(bootstrapping=b) makes its keys. progress: None (a bar on stderr when it is a terminal and the "
+        "plan "
+        "takes over a second), True (a bar), False (none) or a callable(done, total) called after each transform; "
+        "Ctrl-C ends it at the next transform (KeyboardInterrupt).")
         .def(
             "__init__",
             [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
                int log_message_ratio, double k_bound, std::size_t cos_degree, std::size_t slots, int arcsine_degree,
-               bool slot_to_coeff_first, TArg t, std::optional<bool> progress) {
+               bool slot_to_coeff_first, TArg t, nb::handle progress) {
                 const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle,   log_message_ratio,  k_bound,
                                                 cos_degree, slots,      arcsine_degree, slot_to_coeff_first};
                 new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(
                                                       c.owner->ctx, cfg, threads_arg(t),
-                                                      stderr_progress(progress, "bootstrapping plan, transforms"))};
+                                                      python_progress(progress, "bootstrapping plan", "transform"))};
             },
             "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 0,
             "k_bound"_a = 0.0, "cos_degree"_a = 0, "slots"_a = 0, "arcsine_degree"_a = 0,

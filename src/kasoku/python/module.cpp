@@ -59,21 +59,24 @@ std::shared_ptr<const kasoku::algo::Bootstrapper> Owner::default_bootstrapper() 
     if (!bootstrapper_)
         bootstrapper_ = std::make_shared<const kasoku::algo::Bootstrapper>(
             ctx, kasoku::algo::BootstrapConfig{}, kasoku::Exec{},
-            stderr_progress(std::nullopt, "bootstrapping plan, transforms"));
+            python_progress(nb::handle(), "bootstrapping plan", "transform"));
     return bootstrapper_;
 }
 
-kasoku::Progress stderr_progress(std::optional<bool> on, const std::string& what) {
-    if (on ? !*on : !isatty(STDERR_FILENO)) return {};
-    const bool tty = isatty(STDERR_FILENO), automatic = !on;
-    const auto start = std::chrono::steady_clock::now();
-    return [what, tty, automatic, start, shown = false](std::size_t done, std::size_t total) mutable {
-        // automatic: only calls that last (a line after the first second, then every step)
-        if (automatic && !shown && std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) return;
-        shown = true;
-        std::fprintf(stderr, "%skasoku: %s %zu/%zu%s", tty ? "\r" : "", what.c_str(), done, total,
-                     done == total || !tty ? "\n" : "");
-        std::fflush(stderr);
+kasoku::Progress python_progress(nb::handle progress, const char* what, const char* unit) {
+    nb::gil_scoped_acquire gil;  // the binding may have released it
+    nb::object fn = nb::module_::import_("kasoku._progress")
+                        .attr("reporter")(progress.ptr() ? nb::borrow(progress) : nb::none(), what, unit);
+    if (fn.is_none()) return {};
+    // Released with the GIL held, wherever the last copy of the callback goes.
+    std::shared_ptr<nb::object> held(new nb::object(std::move(fn)), [](nb::object* o) {
+        nb::gil_scoped_acquire g;
+        delete o;
+    });
+    return [held](std::size_t done, std::size_t total) {
+        nb::gil_scoped_acquire g;
+        (*held)(done, total);                                     // an exception of the callback ends the call
+        if (PyErr_CheckSignals() != 0) throw nb::python_error();  // Ctrl-C: KeyboardInterrupt at this step
     };
 }
 

@@ -479,7 +479,7 @@ void bind_objects(nb::module_& m) {
             [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
                std::vector<std::uint64_t> galois_elements, bool sum_slots,
                std::optional<std::vector<std::size_t>> matmul, std::variant<bool, const KBootstrapper*> bootstrapping,
-               TArg t, std::optional<bool> progress, std::optional<bool> compact_keys) {
+               TArg t, nb::handle progress, std::optional<bool> compact_keys) {
                 const auto& ctx = c.owner->ctx;
                 const bool boot =
                     std::holds_alternative<const KBootstrapper*>(bootstrapping) || std::get<bool>(bootstrapping);
@@ -513,7 +513,7 @@ void bind_objects(nb::module_& m) {
                 kp.public_ = KPublicKey{c.owner, std::make_shared<const PublicKey>(kg.public_key(*sk, th))};
                 EvaluationKeys keys =
                     kg.evaluation_keys(*sk, relin, rotations, conjugation, galois_elements, th,
-                                       stderr_progress(progress, "key generation, keys"),
+                                       python_progress(progress, "key generation", "key"),
                                        compact_keys.value_or(boot && ctx->backend().draws_key_limbs()));
                 if (boot && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(*sk, keys, th);
                 auto shared = std::make_shared<const EvaluationKeys>(std::move(keys));
@@ -530,9 +530,10 @@ void bind_objects(nb::module_& m) {
             "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
             "default h at the user level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
             "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that "
-            "one's; with boot_secret_weight, the encapsulation keys too). progress: a line per key made on stderr "
-            "(None: "
-            "when stderr is a terminal). compact_keys=True: the Galois keys keep their b-parts "
+            "one's; with boot_secret_weight, the encapsulation keys too). progress: None (a bar on stderr when it is a "
+            "terminal and key generation takes over a second), True (a bar), False (none) or a callable(done, total) "
+            "called after each key; Ctrl-C ends it at the next key (KeyboardInterrupt), with no key returned. "
+            "compact_keys=True: the Galois keys keep their b-parts "
             "only and each key switch draws the a-parts of its level from their seed (half the memory and about half "
             "the key generation time, key switches some 10 % slower; docs/BOOTSTRAPPING.md); None (default): compact "
             "for bootstrapping key sets on the CPU, whole otherwise (a GPU would draw them on the host at each use).",
