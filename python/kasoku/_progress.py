@@ -56,3 +56,38 @@ def reporter(progress: Progress, what: str, unit: str = "step") -> Optional[Call
             bar.close()
 
     return update
+
+
+class Steps:
+    """Named steps of a run whose number is not known ahead (the benchmarks): on a terminal a tqdm bar that counts
+    them and names the current one, elsewhere one line per step on ``stream``.  ``write`` prints a result line on
+    stdout without breaking the bar."""
+
+    def __init__(self, label: str, stream=None):
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.bar = None
+        if hasattr(self.stream, "isatty") and self.stream.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(desc=label, unit="step", file=self.stream, bar_format="{desc} [{n_fmt} steps, {elapsed}]")
+
+    def step(self, name: str) -> None:
+        """Step ``name`` begins."""
+        if self.bar is None:
+            print(f"[{self.label}] {name} ...", file=self.stream, flush=True)
+            return
+        self.bar.set_description_str(f"{self.label}: {name}")
+        self.bar.update(1)
+
+    def write(self, line: str) -> None:
+        """A result line on stdout (above the bar on a terminal)."""
+        if self.bar is None:
+            print(line, flush=True)
+        else:
+            self.bar.write(line, file=sys.stdout)
+
+    def close(self) -> None:
+        """The run is over: the bar (if any) is closed."""
+        if self.bar is not None:
+            self.bar.close()

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 import kasoku as ks
+from kasoku._progress import Steps
 
 
 def _timeit(fn, reps: int, sync=None):
@@ -64,6 +65,7 @@ def run(
     x = rng.uniform(-1, 1, ctx.slots)
     y = rng.uniform(-1, 1, ctx.slots)
     lines: list[dict] = []
+    steps = Steps(f"kasoku bench {params_name}", progress)
 
     def emit(op, times, **extra):
         rec = {
@@ -80,10 +82,9 @@ def run(
             **extra,
         }
         lines.append(rec)
-        print(json.dumps(rec), flush=True)
+        steps.write(json.dumps(rec))
 
-    def step(name):
-        print(f"[kasoku bench {params_name}] {name} ...", file=progress, flush=True)
+    step = steps.step
 
     step("KeyGen")
     keygen_reps = max(1, min(reps, 3)) if params.log_n >= 16 else reps
@@ -151,7 +152,7 @@ def run(
             "max_err_rotate_hoisted": err_rot,
         }
         lines.append(rec)
-        print(json.dumps(rec), flush=True)
+        steps.write(json.dumps(rec))
         del hkeys, hev, ha, outs
     if poly:
         for d in POLY_DEGREES:
@@ -184,7 +185,7 @@ def run(
     ]:
         rec = {"lib": "kasoku", "op": "size", "what": what, "params": params_name, "bytes": len(obj.to_bytes())}
         lines.append(rec)
-        print(json.dumps(rec), flush=True)
+        steps.write(json.dumps(rec))
     # precision of one MulRelinRescale on inputs in [-1, 1]
     got = ctx.decrypt(ev.multiply(a, b), keys.secret).real
     diff = np.abs(got - x * y)
@@ -200,7 +201,8 @@ def run(
         "mean_bits": float(-np.log2(mean)),
     }
     lines.append(rec)
-    print(json.dumps(rec), flush=True)
+    steps.write(json.dumps(rec))
+    steps.close()
     if json_path:
         with open(json_path, "w") as f:
             for rec in lines:

@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 import kasoku as ks
+from kasoku._progress import Steps
 from kasoku.bench import _timeit  # one warm-up call first (the first product also encodes its level's transforms)
 
 
@@ -45,14 +46,14 @@ def run(
     thread_counts = sorted({1, all_threads})
     rng = np.random.default_rng(2026)
     lines: list[dict] = []
+    steps = Steps(f"kasoku bench matmul {params_name}", progress)
 
     def emit(rec):
         rec = {"lib": "kasoku", "params": params_name, "simd": ks.simd_active(), "device": ctx.device, **rec}
         lines.append(rec)
-        print(json.dumps(rec), flush=True)
+        steps.write(json.dumps(rec))
 
-    def step(msg):
-        print(f"[kasoku bench matmul {params_name}] {msg}", file=progress, flush=True)
+    step = steps.step
 
     shapes = [(d, 1) for d in dims] + [(d, 8 if d < 64 else 2) for d in dims]
     if blocked:
@@ -135,6 +136,7 @@ def run(
                     }
                 )
             del skeys, sev
+    steps.close()
     if json_path:
         with open(json_path, "w") as f:
             for rec in lines:
