@@ -57,7 +57,7 @@ from ._kasoku import (  # noqa: F401
     trace_group_sizes,
 )
 
-from . import sched  # noqa: E402,F401  (ks.sched)
+from . import multiparty, sched  # noqa: E402,F401  (ks.multiparty, ks.sched)
 from .bigint import bigmul, bigmul_decimal  # noqa: E402
 from .client import Client  # noqa: E402  (needs httpx when used: pip install kasoku[serve])
 
@@ -108,6 +108,7 @@ __all__ = [
     "trace_galois_elements",
     "trace_group_sizes",
     "sched",
+    "multiparty",
     "bigmul",
     "bigmul_decimal",
     "__version__",

@@ -39,11 +39,23 @@ public:
     // when the parameters have no boot_secret_weight, or for keys of another secret key.
     void encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, Exec exec = {}) const;
 
+    // Shares of collective keys (multiparty: kasoku/mp/multiparty.hpp): the public and Galois keys of sk with their
+    // uniform parts drawn from a given public seed instead of a fresh one, so that the b-parts of several parties'
+    // keys under one seed add up to the key of the sum of their secrets.
+    PublicKey public_key(const SecretKey& sk, const Seed& common, Exec exec = {}) const;
+    SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, const Seed& common, Exec exec = {}) const;
+
 private:
-    // dnum pairs (b_j, a_j) with b_j = -a_j s_to + e_j + P g_j s_from: decrypts under s_to what was under s_from.
-    SwitchKey switch_key(const SecretKey& sk, const rns::RnsPoly& s_from, const rns::RnsPoly& s_to, Exec exec) const;
+    // dnum pairs (b_j, a_j) with b_j = -a_j s_to + e_j + P g_j s_from: decrypts under s_to what was under s_from; a_j
+    // is part j of `seed`.
+    SwitchKey switch_key(const SecretKey& sk, const rns::RnsPoly& s_from, const rns::RnsPoly& s_to, const Seed& seed,
+                         Exec exec) const;
     ContextPtr ctx_;
 };
+
+// The uniform polynomial that part `part` of a seed stands for, over q_0..q_{num_q-1} and p_0..p_{num_p-1}, NTT form
+// (the a-parts of seeded keys and ciphertexts; multiparty protocols draw their common parts with it).
+rns::RnsPoly uniform_poly(const Context& ctx, const Seed& seed, std::size_t part, std::size_t num_q, std::size_t num_p);
 
 class Encryptor {
 public:

@@ -21,13 +21,6 @@ RnsPoly small_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::
     return p;
 }
 
-// A fresh uniform part `out` drawn from a new seed, which is returned (the part's compact form on the wire).
-Seed sample_seeded(const rns::Backend& be, RnsPoly& out) {
-    const Seed seed = random_seed();
-    detail::sample_uniform(be, seed, 0, out);
-    return seed;
-}
-
 // Whether the b_j of a key over Q_m * P_k (nq = m + 1, np = k) may be rounded to multiples of the first prime q_0 (so
 // that their limb mod q_0 is zero and is not stored, Power2Round-style): the rounding adds |r_j| <= q_0 / 2 to each
 // b_j, and the key switch's output gains sum_j d_j r_j / P_k, below n * digits * (Q_j / 2) (q_0 / 2) / P_k for digits
@@ -74,7 +67,15 @@ SecretKey KeyGenerator::secret_key(Exec exec) const {
     return SecretKey(std::move(poly), ctx_->uid(), id);
 }
 
-PublicKey KeyGenerator::public_key(const SecretKey& sk, Exec exec) const {
+RnsPoly uniform_poly(const Context& ctx, const Seed& seed, std::size_t part, std::size_t num_q, std::size_t num_p) {
+    RnsPoly out = ctx.backend().poly(num_q, num_p, true);
+    detail::sample_uniform(ctx.backend(), seed, part, out);
+    return out;
+}
+
+PublicKey KeyGenerator::public_key(const SecretKey& sk, Exec exec) const { return public_key(sk, random_seed(), exec); }
+
+PublicKey KeyGenerator::public_key(const SecretKey& sk, const Seed& common, Exec exec) const {
     detail::check_key(*ctx_, sk.context_uid(), "secret key");
     exec = ctx_->exec(exec);
     const auto& r = ctx_->rns();
@@ -84,8 +85,8 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk, Exec exec) const {
     pk.context_uid = ctx_->uid();
     pk.key_id = sk.key_id();
     // Over Q * p_0: encryption divides its noise by p_0 (see Encryptor::encrypt).
-    pk.a = be.poly(r.q_count(), 1, true);
-    pk.seed = sample_seeded(be, pk.a);
+    pk.a = uniform_poly(*ctx_, common, 0, r.q_count(), 1);
+    pk.seed = common;
     pk.b = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), r.q_count(), 1, exec);
     RnsPoly s = sk.poly();
     s.truncate(r.q_count(), 1);
@@ -97,7 +98,8 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk, Exec exec) const {
     return pk;
 }
 
-SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, const RnsPoly& s_to, Exec exec) const {
+SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, const RnsPoly& s_to, const Seed& seed,
+                                   Exec exec) const {
     const auto& r = ctx_->rns();
     const auto& be = ctx_->backend();
     const std::size_t nq = s_to.num_q(), np = s_to.num_p();
@@ -106,7 +108,7 @@ SwitchKey KeyGenerator::switch_key(const SecretKey& sk, const RnsPoly& s_from, c
     SwitchKey key;
     key.context_uid = ctx_->uid();
     key.key_id = sk.key_id();
-    key.seed = random_seed();  // stands for every a_j: part j of the seed (detail::uniform_limb)
+    key.seed = seed;  // stands for every a_j: part j of the seed (detail::uniform_limb)
     const bool round = rounds_first_limb(r, nq, np);
     for (std::size_t j = 0; j < r.digits_at(nq); ++j) {
         RnsPoly a = be.poly(nq, np, true);
@@ -136,12 +138,16 @@ SwitchKey KeyGenerator::relin_key(const SecretKey& sk, Exec exec) const {
     exec = ctx_->exec(exec);
     RnsPoly s2;
     ctx_->backend().mul(sk.poly(), sk.poly(), s2, exec);
-    SwitchKey k = switch_key(sk, s2, sk.poly(), exec);
+    SwitchKey k = switch_key(sk, s2, sk.poly(), random_seed(), exec);
     s2.wipe();
     return k;
 }
 
 SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec) const {
+    return galois_key(sk, galois_elt, random_seed(), exec);
+}
+
+SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt, const Seed& common, Exec exec) const {
     detail::check_key(*ctx_, sk.context_uid(), "secret key");
     exec = ctx_->exec(exec);
     ctx_->check_galois_element(galois_elt, "galois_key");
@@ -149,7 +155,7 @@ SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt
     // which turns it into the key switch from s(X^g) to s that the automorphism needs.
     RnsPoly s_inv;
     ctx_->backend().automorphism(sk.poly(), galois_inverse(galois_elt, 2 * ctx_->n()), s_inv, exec);
-    SwitchKey k = switch_key(sk, sk.poly(), s_inv, exec);
+    SwitchKey k = switch_key(sk, sk.poly(), s_inv, common, exec);
     s_inv.wipe();
     return k;
 }
@@ -217,11 +223,11 @@ void KeyGenerator::encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, E
     // key of that shape (one digit), applied by the ordinary key switch at level 0 (Backend::key_switch).
     RnsPoly s = sk.poly(), s1 = small_poly(*ctx_, sparse, 1, 1, exec);
     s.truncate(1, 1);
-    ek.to_sparse = std::make_shared<const SwitchKey>(switch_key(sk, s, s1, exec));
+    ek.to_sparse = std::make_shared<const SwitchKey>(switch_key(sk, s, s1, random_seed(), exec));
     s.wipe();
     s1.wipe();
     RnsPoly s_sparse = small_poly(*ctx_, sparse, r.q_count(), r.p_count(), exec);
-    ek.from_sparse = std::make_shared<const SwitchKey>(switch_key(sk, s_sparse, sk.poly(), exec));
+    ek.from_sparse = std::make_shared<const SwitchKey>(switch_key(sk, s_sparse, sk.poly(), random_seed(), exec));
     s_sparse.wipe();
     secure_wipe(sparse.data(), sparse.size() * sizeof sparse[0]);
 }
@@ -265,8 +271,8 @@ Ciphertext Encryptor::encrypt_symmetric(const Plaintext& pt, const SecretKey& sk
     ct.scale = pt.scale;
     ct.context_uid = ctx_->uid();
     ct.key_id = sk.key_id();
-    RnsPoly a = be.poly(nq, 0, true);
-    ct.seed = sample_seeded(be, a);
+    ct.seed = random_seed();
+    RnsPoly a = uniform_poly(*ctx_, *ct.seed, 0, nq, 0);
     RnsPoly s = sk.poly();
     s.truncate(nq);
     RnsPoly c0 = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, 0, exec);

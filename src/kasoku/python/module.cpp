@@ -301,5 +301,6 @@ NB_MODULE(_kasoku, m) {
     kasoku_py::bind_algo(m);
     kasoku_py::bind_info(m);
     kasoku_py::bind_sched(m);
+    kasoku_py::bind_multiparty(m);
     kasoku_py::bind_hls(m);
 }

@@ -1,0 +1,174 @@
+// Multiparty CKKS: N parties each hold an additive share s_i of a secret s = s_1 + ... + s_N that nobody holds. They
+// make the collective public, relinearisation and Galois keys together (Mouchet, Troncoso-Pastoriza, Bossuat and
+// Hubaux, "Multiparty homomorphic encryption from ring-learning-with-errors", PETS 2021: CKG, RKG in two rounds, GKG),
+// anyone encrypts under the collective public key, a server evaluates with the collective evaluation keys, and the
+// parties decrypt together (collective decryption) or switch a result to one receiver's key (public-key switching,
+// PCKS). Thresholding: each party deals Shamir shares of its s_i, after which any t of the N parties decrypt or switch
+// (a share of a group is the party's Shamir share times its Lagrange coefficient for the group), and fewer than t
+// learn nothing of s.
+//
+// Parties run Party locally (its secret never leaves it: a Share holds only what the party sends); the aggregation
+// is plain functions of the shares that anyone may run (the service, one of the parties). Every share is bound to its
+// context's parameters, the session, the sending party, the protocol and round, and what it is about (the Galois
+// element, the ciphertext and group it decrypts): the aggregation refuses shares that disagree, a missing or
+// repeated party, and a group below the threshold, with ParameterError saying which.
+//
+// Security (docs/MULTIPARTY.md): semi-honest parties, any coalition of up to N - 1 (N-of-N) or t - 1 (threshold).
+// Decryption and key-switching shares carry smudging noise (noise flooding; Smudging below): CKKS decryption shares
+// without it reveal the ciphertext's noise, from which the secret follows (Li and Micciancio, EUROCRYPT 2021).
+// Every operation runs on the polynomial backend, so a GPU context runs the protocols too.
+#pragma once
+#include <complex>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "kasoku/ckks/context.hpp"
+#include "kasoku/ckks/objects.hpp"
+#include "kasoku/support/random.hpp"
+
+namespace kasoku::mp {
+
+// The protocols and rounds; shares of different ones never combine.
+enum class Protocol : std::uint8_t {
+    public_key = 1,    // CKG
+    relin_round1 = 2,  // RKG
+    relin_round2 = 3,
+    galois_key = 4,  // GKG
+    decryption = 5,  // collective decryption
+    key_switch = 6,  // PCKS
+    shamir = 7,      // thresholdizing: a Shamir share of one party's s_i, for one other party
+};
+const char* protocol_name(Protocol p);
+
+// A session: the common reference string (a public random seed every party knows; anyone draws it), the number of
+// parties and, once the parties have thresholdized their shares, the threshold t (0: N-of-N). The uniform parts of
+// every collective key are drawn from the CRS; the collective keys' key id (and so that of every ciphertext under
+// them) is derived from it.
+struct Session {
+    Seed crs{};
+    std::uint32_t parties = 0;
+    std::uint32_t threshold = 0;
+    // A fresh CRS from the OS CSPRNG. Throws ParameterError for fewer than 2 parties or a threshold outside 2..parties
+    // (0 allowed: N-of-N).
+    static Session random(std::uint32_t parties, std::uint32_t threshold = 0);
+    void check() const;  // the same checks
+    // The seed of one protocol's common parts (tag: the Galois element of a Galois key).
+    Seed common(Protocol p, std::uint64_t tag = 0) const;
+    std::uint64_t key_id() const;
+};
+
+// One party's message in one protocol round. It holds no secret (the Shamir shares excepted: each is meant for one
+// other party only, over a private channel).
+struct Share {
+    std::uint64_t fingerprint = 0;  // the context's parameters
+    std::uint64_t session = 0;      // Session::key_id
+    std::uint32_t party = 0;
+    Protocol protocol{};
+    std::uint64_t tag = 0;  // what it is about: Galois element; digest of the ciphertext, group and target; recipient
+    std::vector<rns::RnsPoly> polys;
+};
+
+// Noise flooding of decryption and key-switching shares: each party adds a discrete Gaussian of standard deviation
+// sigma = B sqrt(n) sqrt(queries / 2) 2^(s / 2) to its share, where B bounds the coefficients of the ciphertext's noise
+// e, n is the ring degree (B sqrt(n) bounds ||e||_2) and s the statistical security: over `queries` decryptions of
+// ciphertexts with such noise the Kullback-Leibler divergence between what the parties see and a view independent of
+// e (and so of s) is at most queries ||e||^2 / (2 sigma^2) <= 2^-s (Micciancio and Walter's criterion of s-bit
+// security for decision games, as Li, Micciancio, Schultz and Sorrell use for CKKS; the statistical distance is then
+// at most 2^-(s+1)/2 by Pinsker). One honest party's noise suffices: a coalition knows and removes its own. The price
+// is precision: each decrypted slot carries an error of standard deviation sigma sqrt(parties n) / scale (the slots sum
+// n coefficients), about s/2 + log2(B n sqrt(queries parties)) bits below the scale, so decrypt on a large scale
+// (decryption_precision_bits says what is left).
+struct Smudging {
+    int statistical_security = 40;
+    std::uint64_t queries = 1;
+    // B; 0: default_noise_bound. Pass a larger bound for noisier ciphertexts (after bootstrapping, long circuits).
+    double noise_bound = 0;
+    double sigma(const ckks::Context& ctx, const Session& session) const;
+};
+// 2^8 times the standard deviation of a rescale's rounding noise under the collective secret (sqrt((1 + n v) / 12),
+// v = 2/3 N the variance of a coefficient of s for N dense ternary shares): ciphertexts after encryption, products,
+// rotations and rescales of values within [-1, 1] stay far below it.
+double default_noise_bound(const ckks::Context& ctx, const Session& session);
+// log2(scale / (sigma sqrt(group n))): the bits the smudged sum leaves to the slots of a ciphertext at `scale` (the
+// standard deviation of a slot's error; the largest over many slots is 2-3 bits worse).
+double decryption_precision_bits(const ckks::Context& ctx, const Session& session, const Smudging& smudging,
+                                 double scale, std::size_t group);
+
+class Party {
+public:
+    // Draws the party's secret share (ternary, as KeyGenerator::secret_key). id: 1..session.parties, distinct in the
+    // session (Shamir's evaluation points). Throws ParameterError for a bad id or session.
+    Party(ckks::ContextPtr ctx, const Session& session, std::uint32_t id, Exec exec = {});
+    ~Party();
+    Party(const Party&) = delete;
+    Party& operator=(const Party&) = delete;
+    std::uint32_t id() const { return id_; }
+    const Session& session() const { return session_; }
+
+    // CKG: b_i = -a s_i + e_i, a from the CRS.
+    Share public_key_share(Exec exec = {}) const;
+    // RKG round 1: (-u_i a_j + P g_j s_i + e, s_i a_j + e') per digit j, for an ephemeral ternary u_i the party keeps
+    // for round 2. Round 2, from the sum of every party's round 1 (aggregate_relin_round1): (s_i h0_j + e,
+    // (u_i - s_i) h1_j + e'); u_i is wiped. Throws ParameterError when round 2 comes before round 1.
+    Share relin_round1(Exec exec = {});
+    Share relin_round2(const Share& round1_sum, Exec exec = {});
+    // GKG: the party's Galois key of element g with a_j from the CRS (KeyGenerator::galois_key with a common seed).
+    Share galois_key_share(std::uint64_t galois_elt, Exec exec = {}) const;
+
+    // Collective decryption: s c_1 + flood (s: the party's additive share, or within `group` its Shamir share times
+    // its Lagrange coefficient). The ciphertext must be relinearised (two parts). Throws ParameterError when the
+    // smudged values would keep less than one bit (decryption_precision_bits) or `group` is not a valid group.
+    Share decryption_share(const ckks::Ciphertext& ct, const Smudging& smudging = {},
+                           const std::vector<std::uint32_t>& group = {}, Exec exec = {}) const;
+    // PCKS to `to` (a receiver's public key of this context): (s c_1 + u to.b + flood, u to.a + e) for a fresh ternary
+    // u; the aggregated ciphertext decrypts under the receiver's secret key alone.
+    Share key_switch_share(const ckks::Ciphertext& ct, const ckks::PublicKey& to, const Smudging& smudging = {},
+                           const std::vector<std::uint32_t>& group = {}, Exec exec = {}) const;
+
+    // Thresholdizing (session.threshold = t): Shamir shares of s_i, s_i + r_1 x + ... + r_{t-1} x^{t-1} at x = each
+    // party's id, one for each party (its own included), each to be sent privately to that party. Then each party
+    // keeps the sum of the shares it received (receive_shamir_shares): its Shamir share of s.
+    std::vector<Share> shamir_shares(Exec exec = {}) const;
+    void receive_shamir_shares(const std::vector<Share>& received, Exec exec = {});
+    bool has_threshold_share() const { return shamir_.has_value(); }
+
+private:
+    // The secret this party contributes in `group` (its additive share, or lambda times its Shamir share).
+    rns::RnsPoly secret_for(const std::vector<std::uint32_t>& group, std::size_t num_q, Exec exec) const;
+    Share make_share(Protocol p, std::uint64_t tag) const;
+
+    ckks::ContextPtr ctx_;
+    Session session_;
+    std::uint32_t id_;
+    ckks::SecretKey s_;
+    std::optional<rns::RnsPoly> u_;       // RKG's ephemeral secret between the rounds
+    std::optional<rns::RnsPoly> shamir_;  // the Shamir share of s, once thresholdized
+};
+
+// ---- Aggregation: plain functions of public shares (the service or any party runs them).
+
+// The collective public key: (sum b_i, a), key id session.key_id().
+ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctx, const Session& session,
+                                     const std::vector<Share>& shares);
+// RKG: the sum of the round-1 shares (every party needs it for round 2), then the relinearisation key.
+Share aggregate_relin_round1(const ckks::ContextPtr& ctx, const Session& session, const std::vector<Share>& shares);
+ckks::SwitchKey aggregate_relin_key(const ckks::ContextPtr& ctx, const Session& session, const Share& round1_sum,
+                                    const std::vector<Share>& round2);
+// GKG: the Galois key of g (seeded: its a-parts are the CRS's).
+ckks::SwitchKey aggregate_galois_key(const ckks::ContextPtr& ctx, const Session& session, std::uint64_t galois_elt,
+                                     const std::vector<Share>& shares);
+// The evaluation keys a server needs, from the collective relinearisation and Galois keys.
+ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctx, const Session& session,
+                                     std::optional<ckks::SwitchKey> relin,
+                                     std::vector<std::pair<std::uint64_t, ckks::SwitchKey>> galois);
+// Collective decryption: the slots of ct from every party's share (N-of-N) or a group's (at least t parties, the
+// group being the shares' parties).
+std::vector<std::complex<double>> decrypt(const ckks::ContextPtr& ctx, const Session& session,
+                                          const ckks::Ciphertext& ct, const std::vector<Share>& shares,
+                                          Exec exec = {});
+// PCKS: ct under the receiver's key `to`.
+ckks::Ciphertext key_switch(const ckks::ContextPtr& ctx, const Session& session, const ckks::Ciphertext& ct,
+                            const ckks::PublicKey& to, const std::vector<Share>& shares, Exec exec = {});
+
+}  // namespace kasoku::mp

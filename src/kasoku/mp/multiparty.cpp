@@ -1,0 +1,662 @@
+#include "kasoku/mp/multiparty.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <numbers>
+#include <set>
+#include <string>
+
+#include "kasoku/arith/modarith.hpp"
+#include "kasoku/ckks/crypto.hpp"
+#include "kasoku/ckks/encoder.hpp"
+#include "kasoku/support/error.hpp"
+
+namespace kasoku::mp {
+
+using ckks::Ciphertext;
+using ckks::Context;
+using rns::RnsPoly;
+
+const char* protocol_name(Protocol p) {
+    switch (p) {
+        case Protocol::public_key: return "public-key generation (CKG)";
+        case Protocol::relin_round1: return "relinearisation-key generation, round 1 (RKG)";
+        case Protocol::relin_round2: return "relinearisation-key generation, round 2 (RKG)";
+        case Protocol::galois_key: return "Galois-key generation (GKG)";
+        case Protocol::decryption: return "collective decryption";
+        case Protocol::key_switch: return "public-key switching (PCKS)";
+        case Protocol::shamir: return "Shamir sharing";
+    }
+    return "an unknown protocol";
+}
+
+namespace {
+
+// SHA-256 of the pieces, first 8 bytes.
+class Digest {
+public:
+    Digest() : c_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
+        if (!c_ || EVP_DigestInit_ex(c_.get(), EVP_sha256(), nullptr) != 1) throw Error("SHA-256 failed to start");
+    }
+    template <class T>
+    Digest& add(const T& v) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        return bytes(&v, sizeof v);
+    }
+    Digest& bytes(const void* p, std::size_t n) {
+        EVP_DigestUpdate(c_.get(), p, n);
+        return *this;
+    }
+    Digest& poly(const rns::Backend& be, const RnsPoly& p) {
+        add(p.num_q()).add(p.num_p());
+        be.download(p, [&](const std::uint64_t* const* limbs) {
+            for (std::size_t l = 0; l < p.limbs(); ++l) bytes(limbs[l], p.n() * sizeof(std::uint64_t));
+        });
+        return *this;
+    }
+    // The whole digest (32 bytes).
+    Seed seed() {
+        Seed d;
+        unsigned len = 0;
+        EVP_DigestFinal_ex(c_.get(), d.data(), &len);
+        return d;
+    }
+    std::uint64_t value() {
+        const Seed d = seed();
+        std::uint64_t v;
+        std::memcpy(&v, d.data(), sizeof v);
+        return v;
+    }
+
+private:
+    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> c_;
+};
+
+// The tag of a decryption or key-switching share: the ciphertext's c_1, level and scale, the group (empty: N-of-N)
+// and the receiver's key.
+std::uint64_t ciphertext_tag(const Context& ctx, const Ciphertext& ct, const std::vector<std::uint32_t>& group,
+                             const ckks::PublicKey* to) {
+    Digest d;
+    d.add(ct.scale).add(ct.key_id).poly(ctx.backend(), ct.polys.at(1));
+    for (std::uint32_t g : group) d.add(g);
+    if (to) d.add(to->key_id).poly(ctx.backend(), to->b);
+    return d.value();
+}
+
+// Signed samples: ternary (uniform in {-1, 0, 1}) and rounded Gaussians of any width (Box-Muller on 53-bit uniforms,
+// cut at 6 sigma).
+std::vector<std::int64_t> ternary(std::size_t n, Prng& prng) {
+    std::vector<std::int64_t> t(n);
+    for (auto& v : t) {
+        std::uint64_t x;
+        do x = prng.next_u64() >> 62;  // 0..3, 3 rejected
+        while (x == 3);
+        v = static_cast<std::int64_t>(x) - 1;
+    }
+    return t;
+}
+
+std::vector<__int128> gaussian(std::size_t n, double sigma, Prng& prng) {
+    std::vector<__int128> e(n);
+    const auto unit = [&] { return (static_cast<double>(prng.next_u64() >> 11) + 0.5) * 0x1p-53; };
+    for (std::size_t i = 0; i < n; i += 2) {
+        double z[2];
+        do {
+            const double r = std::sqrt(-2.0 * std::log(unit())), t = 2.0 * std::numbers::pi * unit();
+            z[0] = r * std::cos(t);
+            z[1] = r * std::sin(t);
+        } while (std::fabs(z[0]) > 6.0 || std::fabs(z[1]) > 6.0);
+        e[i] = static_cast<__int128>(std::llround(z[0] * sigma));
+        if (i + 1 < n) e[i + 1] = static_cast<__int128>(std::llround(z[1] * sigma));
+    }
+    return e;
+}
+
+RnsPoly signed_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::size_t nq, std::size_t np,
+                    Exec exec) {
+    RnsPoly p = ctx.backend().poly(nq, np, true);
+    ctx.backend().from_signed(c.data(), p, exec);
+    return p;
+}
+
+RnsPoly gaussian_poly(const Context& ctx, double sigma, std::size_t nq, std::size_t np, Prng& prng, Exec exec) {
+    std::vector<__int128> e = gaussian(ctx.n(), sigma, prng);
+    RnsPoly p = ctx.backend().poly(nq, np, true);
+    ctx.backend().from_signed(e.data(), p, exec);
+    secure_wipe(e.data(), e.size() * sizeof e[0]);
+    return p;
+}
+
+// A polynomial whose limb over prime q is the constant c(q) (NTT form: every word c(q)).
+template <class F>
+RnsPoly constant_poly(const Context& ctx, std::size_t nq, std::size_t np, F&& c) {
+    const auto& r = ctx.rns();
+    RnsPoly p = ctx.backend().poly(nq, np, true);
+    ctx.backend().upload(p, [&](std::size_t l, std::uint64_t* d) {
+        const std::uint64_t v = c(r.prime(r.prime_index(l, nq)));
+        std::fill(d, d + ctx.n(), v);
+    });
+    return p;
+}
+
+// Lagrange coefficient of x_j at 0 over the group's points, mod q: prod_{m != j} x_m / (x_m - x_j).
+std::uint64_t lagrange(std::uint32_t j, const std::vector<std::uint32_t>& group, std::uint64_t q) {
+    const arith::Modulus m(q);
+    std::uint64_t num = 1, den = 1;
+    for (std::uint32_t x : group) {
+        if (x == j) continue;
+        num = arith::mul_mod(num, x % q, m);
+        den = arith::mul_mod(den, (x + q - j % q) % q, m);
+    }
+    return arith::mul_mod(num, arith::inv_mod(den, m), m);
+}
+
+void check_context(const Context& ctx, const Session& session) {
+    session.check();
+    (void)ctx;
+}
+
+// A group of parties: sorted, distinct ids of the session, at least the threshold.
+void check_group(const Session& session, const std::vector<std::uint32_t>& group, const char* op) {
+    if (group.empty()) return;
+    if (session.threshold == 0)
+        throw ParameterError(std::string(op) + ": a group of parties needs a threshold session (Session.threshold = t "
+                                               "and every party's shamir_shares exchanged first)");
+    if (!std::is_sorted(group.begin(), group.end()) ||
+        std::adjacent_find(group.begin(), group.end()) != group.end())
+        throw ParameterError(std::string(op) + ": the group must list distinct party ids in increasing order");
+    if (group.front() < 1 || group.back() > session.parties)
+        throw ParameterError(std::string(op) + ": the group names a party outside 1.." +
+                             std::to_string(session.parties));
+    if (group.size() < session.threshold)
+        throw ParameterError(std::string(op) + ": a group of " + std::to_string(group.size()) +
+                             " parties is below the threshold " + std::to_string(session.threshold) +
+                             "; at least t parties must take part");
+}
+
+// The shares of one protocol round: the same context, session, protocol and tag, distinct parties of the session.
+// Returns the parties, sorted.
+std::vector<std::uint32_t> check_shares(const Context& ctx, const Session& session, const std::vector<Share>& shares,
+                                        Protocol p, std::optional<std::uint64_t> tag, const char* op) {
+    check_context(ctx, session);
+    if (shares.empty()) throw ParameterError(std::string(op) + ": no shares given");
+    std::vector<std::uint32_t> ids;
+    for (const Share& s : shares) {
+        if (s.fingerprint != ctx.fingerprint())
+            throw ParameterError(std::string(op) + ": the share of party " + std::to_string(s.party) +
+                                 " was made with other parameters (another context)");
+        if (s.session != session.key_id())
+            throw ParameterError(std::string(op) + ": the share of party " + std::to_string(s.party) +
+                                 " belongs to another session (another CRS)");
+        if (s.protocol != p)
+            throw ParameterError(std::string(op) + ": the share of party " + std::to_string(s.party) + " is of " +
+                                 protocol_name(s.protocol) + ", not of " + protocol_name(p));
+        if (tag && s.tag != *tag)
+            throw ParameterError(std::string(op) + ": the share of party " + std::to_string(s.party) +
+                                 " was made for another " + (p == Protocol::galois_key ? "Galois element" : "object"));
+        if (s.party < 1 || s.party > session.parties)
+            throw ParameterError(std::string(op) + ": party " + std::to_string(s.party) + " is not one of the " +
+                                 std::to_string(session.parties) + " parties");
+        ids.push_back(s.party);
+    }
+    std::sort(ids.begin(), ids.end());
+    const auto twice = std::adjacent_find(ids.begin(), ids.end());
+    if (twice != ids.end())
+        throw ParameterError(std::string(op) + ": party " + std::to_string(*twice) + " sent two shares");
+    return ids;
+}
+
+void require_all(const Session& session, const std::vector<std::uint32_t>& ids, const char* op) {
+    if (ids.size() != session.parties)
+        throw ParameterError(std::string(op) + ": every one of the " + std::to_string(session.parties) +
+                             " parties must send a share; " + std::to_string(ids.size()) + " did");
+}
+
+// The sum of the shares' polynomials (all of one shape, checked).
+std::vector<RnsPoly> sum_polys(const Context& ctx, const std::vector<Share>& shares, const char* op) {
+    std::vector<RnsPoly> sum = shares[0].polys;
+    for (std::size_t i = 1; i < shares.size(); ++i) {
+        if (shares[i].polys.size() != sum.size())
+            throw ParameterError(std::string(op) + ": the shares have different numbers of polynomials");
+        for (std::size_t k = 0; k < sum.size(); ++k) {
+            if (!shares[i].polys[k].same_shape(sum[k]) || !shares[i].polys[k].ntt_form())
+                throw ParameterError(std::string(op) + ": the shares' polynomials have different shapes");
+            ctx.backend().add(sum[k], shares[i].polys[k], sum[k], {});
+        }
+    }
+    return sum;
+}
+
+// Which decryption or key-switching shares these are: N-of-N (tag of the empty group) or of the group of their
+// parties (at least t).
+void check_group_shares(const Context& ctx, const Session& session, const std::vector<Share>& shares,
+                        const Ciphertext& ct, const ckks::PublicKey* to, Protocol p, const char* op) {
+    const std::vector<std::uint32_t> ids = check_shares(ctx, session, shares, p, std::nullopt, op);
+    if (shares[0].tag == ciphertext_tag(ctx, ct, {}, to)) {
+        for (const Share& s : shares)
+            if (s.tag != shares[0].tag)
+                throw ParameterError(std::string(op) + ": the shares were made for different ciphertexts or groups");
+        require_all(session, ids, op);
+        return;
+    }
+    const std::uint64_t tag = ciphertext_tag(ctx, ct, ids, to);
+    for (const Share& s : shares)
+        if (s.tag != tag)
+            throw ParameterError(std::string(op) + ": the share of party " + std::to_string(s.party) +
+                                 " was made for another ciphertext" + (to ? " or receiver" : "") +
+                                 ", or for another group than the parties whose shares are here");
+    check_group(session, ids, op);
+}
+
+void check_ciphertext(const Context& ctx, const Session& session, const Ciphertext& ct, const char* op) {
+    if (ct.context_uid != ctx.uid() || ct.polys.empty() || ct.level() > ctx.max_level())
+        throw ParameterError(std::string(op) + ": the ciphertext belongs to another context or is malformed");
+    if (ct.size() != 2)
+        throw ParameterError(std::string(op) + ": relinearize the ciphertext first (it has " +
+                             std::to_string(ct.size()) + " parts)");
+    if (ct.key_id != session.key_id())
+        throw ParameterError(std::string(op) +
+                             ": the ciphertext is not under this session's collective key (another key id)");
+}
+
+}  // namespace
+
+// ---- Session
+
+Session Session::random(std::uint32_t parties, std::uint32_t threshold) {
+    Session s{random_seed(), parties, threshold};
+    s.check();
+    return s;
+}
+
+void Session::check() const {
+    if (parties < 2) throw ParameterError("a multiparty session needs at least 2 parties, not " + std::to_string(parties));
+    if (threshold != 0 && (threshold < 2 || threshold > parties))
+        throw ParameterError("the threshold t must be 0 (N-of-N) or in 2.." + std::to_string(parties) + ", not " +
+                             std::to_string(threshold));
+}
+
+Seed Session::common(Protocol p, std::uint64_t tag) const {
+    const char label[] = "kasoku multiparty CRS";
+    return Digest().bytes(label, sizeof label).bytes(crs.data(), crs.size()).add(p).add(tag).seed();
+}
+
+std::uint64_t Session::key_id() const {
+    Digest d;
+    const char label[] = "kasoku multiparty key id";
+    return d.bytes(label, sizeof label).bytes(crs.data(), crs.size()).add(parties).value();
+}
+
+// ---- Smudging
+
+double default_noise_bound(const Context& ctx, const Session& session) {
+    const double n = static_cast<double>(ctx.n()), v = 2.0 / 3.0 * session.parties;
+    return 256.0 * std::sqrt((1.0 + n * v) / 12.0);
+}
+
+double Smudging::sigma(const Context& ctx, const Session& session) const {
+    if (statistical_security < 0 || statistical_security > 128)
+        throw ParameterError("statistical_security must be in 0..128 bits, not " +
+                             std::to_string(statistical_security));
+    if (queries < 1) throw ParameterError("queries must be at least 1");
+    if (!(noise_bound >= 0) || !std::isfinite(noise_bound))
+        throw ParameterError("noise_bound must be a finite number >= 0 (0: the default)");
+    const double b = noise_bound > 0 ? noise_bound : default_noise_bound(ctx, session);
+    return b * std::sqrt(static_cast<double>(ctx.n())) * std::sqrt(static_cast<double>(queries) / 2.0) *
+           std::pow(2.0, statistical_security / 2.0);
+}
+
+double decryption_precision_bits(const Context& ctx, const Session& session, const Smudging& smudging, double scale,
+                                 std::size_t group) {
+    const double slot_sigma = smudging.sigma(ctx, session) * std::sqrt(static_cast<double>(group * ctx.n()));
+    return std::log2(scale / slot_sigma);
+}
+
+// ---- Party
+
+Party::Party(ckks::ContextPtr ctx, const Session& session, std::uint32_t id, Exec exec)
+    : ctx_(std::move(ctx)), session_(session), id_(id) {
+    session_.check();
+    if (id < 1 || id > session.parties)
+        throw ParameterError("a party's id must be in 1.." + std::to_string(session.parties) + ", not " +
+                             std::to_string(id));
+    s_ = ckks::KeyGenerator(ctx_).secret_key(exec);
+}
+
+Party::~Party() {
+    if (u_) u_->wipe();
+    if (shamir_) shamir_->wipe();
+}
+
+Share Party::make_share(Protocol p, std::uint64_t tag) const {
+    Share s;
+    s.fingerprint = ctx_->fingerprint();
+    s.session = session_.key_id();
+    s.party = id_;
+    s.protocol = p;
+    s.tag = tag;
+    return s;
+}
+
+Share Party::public_key_share(Exec exec) const {
+    Share out = make_share(Protocol::public_key, 0);
+    ckks::PublicKey pk = ckks::KeyGenerator(ctx_).public_key(s_, session_.common(Protocol::public_key), exec);
+    out.polys.push_back(std::move(pk.b));
+    return out;
+}
+
+Share Party::relin_round1(Exec exec) {
+    exec = ctx_->exec(exec);
+    const auto& r = ctx_->rns();
+    const auto& be = ctx_->backend();
+    const std::size_t nq = r.q_count(), np = r.p_count();
+    Prng prng;
+    std::vector<std::int64_t> u = ternary(ctx_->n(), prng);
+    if (u_) u_->wipe();
+    u_ = signed_poly(*ctx_, u, nq, np, exec);
+    secure_wipe(u.data(), u.size() * sizeof u[0]);
+    const Seed common = session_.common(Protocol::relin_round1);
+    Share out = make_share(Protocol::relin_round1, 0);
+    for (std::size_t j = 0; j < r.digits_at(nq); ++j) {
+        const RnsPoly a = ckks::uniform_poly(*ctx_, common, j, nq, np);
+        RnsPoly h0, h1;
+        be.mul(a, *u_, h0, exec);
+        be.negate(h0, h0, exec);
+        ctx_->keyswitcher().add_gadget(s_.poly(), j, h0, exec);  // -u a_j + P g_j s_i
+        be.add(h0, gaussian_poly(*ctx_, 3.2, nq, np, prng, exec), h0, exec);
+        be.mul(a, s_.poly(), h1, exec);  // s_i a_j + e'
+        be.add(h1, gaussian_poly(*ctx_, 3.2, nq, np, prng, exec), h1, exec);
+        out.polys.push_back(std::move(h0));
+        out.polys.push_back(std::move(h1));
+    }
+    return out;
+}
+
+Share Party::relin_round2(const Share& round1_sum, Exec exec) {
+    if (!u_)
+        throw ParameterError("relin_round2: this party has not run relin_round1 (or already ran round 2 for it)");
+    if (round1_sum.protocol != Protocol::relin_round1 || round1_sum.party != 0 ||
+        round1_sum.session != session_.key_id() || round1_sum.fingerprint != ctx_->fingerprint())
+        throw ParameterError("relin_round2: give it the sum of every party's round 1 of this session "
+                             "(aggregate_relin_round1), not one party's share");
+    exec = ctx_->exec(exec);
+    const auto& r = ctx_->rns();
+    const auto& be = ctx_->backend();
+    const std::size_t nq = r.q_count(), np = r.p_count(), digits = r.digits_at(nq);
+    if (round1_sum.polys.size() != 2 * digits)
+        throw ParameterError("relin_round2: the round-1 sum has the wrong number of polynomials");
+    Prng prng;
+    RnsPoly u_minus_s;
+    be.sub(*u_, s_.poly(), u_minus_s, exec);
+    Share out = make_share(Protocol::relin_round2, 0);
+    for (std::size_t j = 0; j < digits; ++j) {
+        const RnsPoly &h0 = round1_sum.polys[2 * j], &h1 = round1_sum.polys[2 * j + 1];
+        if (!h0.same_shape(s_.poly()) || !h1.same_shape(s_.poly()))
+            throw ParameterError("relin_round2: the round-1 sum's polynomials have the wrong shape");
+        RnsPoly g0, g1;
+        be.mul(h0, s_.poly(), g0, exec);  // s_i h0_j + e
+        be.add(g0, gaussian_poly(*ctx_, 3.2, nq, np, prng, exec), g0, exec);
+        be.mul(h1, u_minus_s, g1, exec);  // (u_i - s_i) h1_j + e'
+        be.add(g1, gaussian_poly(*ctx_, 3.2, nq, np, prng, exec), g1, exec);
+        out.polys.push_back(std::move(g0));
+        out.polys.push_back(std::move(g1));
+    }
+    u_minus_s.wipe();
+    u_->wipe();
+    u_.reset();
+    return out;
+}
+
+Share Party::galois_key_share(std::uint64_t galois_elt, Exec exec) const {
+    ctx_->check_galois_element(galois_elt, "galois_key_share", false);
+    Share out = make_share(Protocol::galois_key, galois_elt);
+    ckks::SwitchKey k =
+        ckks::KeyGenerator(ctx_).galois_key(s_, galois_elt, session_.common(Protocol::galois_key, galois_elt), exec);
+    out.polys = std::move(k.b);
+    return out;
+}
+
+RnsPoly Party::secret_for(const std::vector<std::uint32_t>& group, std::size_t num_q, Exec exec) const {
+    if (group.empty()) {
+        RnsPoly s = s_.poly();
+        s.truncate(num_q);
+        return s;
+    }
+    if (!shamir_)
+        throw ParameterError("this party has no threshold share yet: exchange shamir_shares and call "
+                             "receive_shamir_shares first");
+    if (!std::binary_search(group.begin(), group.end(), id_))
+        throw ParameterError("party " + std::to_string(id_) + " is not in the group it was asked to act for");
+    RnsPoly s = *shamir_;
+    s.truncate(num_q);
+    const RnsPoly lambda = constant_poly(*ctx_, num_q, 0, [&](std::uint64_t q) { return lagrange(id_, group, q); });
+    ctx_->backend().mul(s, lambda, s, exec);
+    return s;
+}
+
+Share Party::decryption_share(const Ciphertext& ct, const Smudging& smudging, const std::vector<std::uint32_t>& group,
+                              Exec exec) const {
+    check_ciphertext(*ctx_, session_, ct, "decryption_share");
+    check_group(session_, group, "decryption_share");
+    const std::size_t members = group.empty() ? session_.parties : group.size();
+    const double bits = decryption_precision_bits(*ctx_, session_, smudging, ct.scale, members);
+    if (bits < 1.0)
+        throw ParameterError(
+            "decryption_share: the smudging noise (sigma = 2^" +
+            std::to_string(std::log2(smudging.sigma(*ctx_, session_))) + " per party) would drown the values of a " +
+            "ciphertext at scale 2^" + std::to_string(std::log2(ct.scale)) +
+            "; decrypt a ciphertext on a larger scale (e.g. before its last rescale), or lower statistical_security "
+            "or queries");
+    exec = ctx_->exec(exec);
+    const auto& be = ctx_->backend();
+    const std::size_t nq = ct.polys[0].num_q();
+    Prng prng;
+    const RnsPoly s = secret_for(group, nq, exec);
+    RnsPoly h;
+    be.mul(ct.polys[1], s, h, exec);
+    be.add(h, gaussian_poly(*ctx_, smudging.sigma(*ctx_, session_), nq, 0, prng, exec), h, exec);
+    Share out = make_share(Protocol::decryption, ciphertext_tag(*ctx_, ct, group, nullptr));
+    out.polys.push_back(std::move(h));
+    return out;
+}
+
+Share Party::key_switch_share(const Ciphertext& ct, const ckks::PublicKey& to, const Smudging& smudging,
+                              const std::vector<std::uint32_t>& group, Exec exec) const {
+    check_ciphertext(*ctx_, session_, ct, "key_switch_share");
+    check_group(session_, group, "key_switch_share");
+    if (to.context_uid != ctx_->uid()) throw ParameterError("key_switch_share: the receiver's key is of another context");
+    exec = ctx_->exec(exec);
+    const auto& be = ctx_->backend();
+    const std::size_t nq = ct.polys[0].num_q();
+    Prng prng;
+    const RnsPoly s = secret_for(group, nq, exec);
+    std::vector<std::int64_t> uc = ternary(ctx_->n(), prng);
+    RnsPoly u = signed_poly(*ctx_, uc, nq, 0, exec);
+    secure_wipe(uc.data(), uc.size() * sizeof uc[0]);
+    RnsPoly b = to.b, a = to.a;
+    b.truncate(nq);
+    a.truncate(nq);
+    RnsPoly h0, ub, h1;
+    be.mul(ct.polys[1], s, h0, exec);  // s c_1 + u b' + flood
+    be.mul(u, b, ub, exec);
+    be.add(h0, ub, h0, exec);
+    be.add(h0, gaussian_poly(*ctx_, smudging.sigma(*ctx_, session_), nq, 0, prng, exec), h0, exec);
+    be.mul(u, a, h1, exec);  // u a' + e
+    be.add(h1, gaussian_poly(*ctx_, 3.2, nq, 0, prng, exec), h1, exec);
+    u.wipe();
+    Share out = make_share(Protocol::key_switch, ciphertext_tag(*ctx_, ct, group, &to));
+    out.polys.push_back(std::move(h0));
+    out.polys.push_back(std::move(h1));
+    return out;
+}
+
+std::vector<Share> Party::shamir_shares(Exec exec) const {
+    if (session_.threshold == 0)
+        throw ParameterError("shamir_shares: the session has no threshold (Session.threshold = t, 2 <= t <= N)");
+    exec = ctx_->exec(exec);
+    const auto& r = ctx_->rns();
+    const auto& be = ctx_->backend();
+    const std::size_t nq = r.q_count(), np = r.p_count();
+    // s_i + r_1 x + ... + r_{t-1} x^{t-1}, r_k uniform from a fresh seed (secret: wiped with the seed)
+    Seed seed = random_seed();
+    std::vector<RnsPoly> coef;
+    for (std::uint32_t k = 1; k < session_.threshold; ++k) coef.push_back(ckks::uniform_poly(*ctx_, seed, k, nq, np));
+    secure_wipe(seed.data(), seed.size());
+    std::vector<Share> out;
+    for (std::uint32_t x = 1; x <= session_.parties; ++x) {
+        const RnsPoly xs = constant_poly(*ctx_, nq, np, [&](std::uint64_t q) { return x % q; });
+        RnsPoly acc = coef.empty() ? s_.poly() : coef.back();
+        for (std::size_t k = coef.size(); k-- > 0;) {  // Horner: ((r_{t-1} x + r_{t-2}) x + ...) x + s_i
+            be.mul(acc, xs, acc, exec);
+            be.add(acc, k == 0 ? s_.poly() : coef[k - 1], acc, exec);
+        }
+        Share sh = make_share(Protocol::shamir, x);  // tag: the recipient
+        sh.polys.push_back(std::move(acc));
+        out.push_back(std::move(sh));
+    }
+    for (auto& c : coef) c.wipe();
+    return out;
+}
+
+void Party::receive_shamir_shares(const std::vector<Share>& received, Exec exec) {
+    const std::vector<std::uint32_t> ids =
+        check_shares(*ctx_, session_, received, Protocol::shamir, id_, "receive_shamir_shares");
+    require_all(session_, ids, "receive_shamir_shares");
+    std::vector<RnsPoly> sum = sum_polys(*ctx_, received, "receive_shamir_shares");
+    if (sum.size() != 1 || !sum[0].same_shape(s_.poly()))
+        throw ParameterError("receive_shamir_shares: the shares have the wrong shape");
+    if (shamir_) shamir_->wipe();
+    shamir_ = std::move(sum[0]);
+}
+
+// ---- Aggregation
+
+ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctxp, const Session& session, const std::vector<Share>& shares) {
+    const Context& ctx = *ctxp;
+    require_all(session, check_shares(ctx, session, shares, Protocol::public_key, 0, "aggregate_public_key"),
+                "aggregate_public_key");
+    std::vector<RnsPoly> sum = sum_polys(ctx, shares, "aggregate_public_key");
+    ckks::PublicKey pk;
+    pk.context_uid = ctx.uid();
+    pk.key_id = session.key_id();
+    pk.seed = session.common(Protocol::public_key);
+    pk.b = std::move(sum.at(0));
+    if (pk.b.num_q() != ctx.rns().q_count() || pk.b.num_p() != 1)
+        throw ParameterError("aggregate_public_key: the shares have the wrong shape");
+    pk.a = ckks::uniform_poly(ctx, *pk.seed, 0, ctx.rns().q_count(), 1);
+    return pk;
+}
+
+Share aggregate_relin_round1(const ckks::ContextPtr& ctxp, const Session& session, const std::vector<Share>& shares) {
+    const Context& ctx = *ctxp;
+    require_all(session, check_shares(ctx, session, shares, Protocol::relin_round1, 0, "aggregate_relin_round1"),
+                "aggregate_relin_round1");
+    Share out = shares[0];
+    out.party = 0;  // the sum: no party's, accepted by relin_round2
+    out.polys = sum_polys(ctx, shares, "aggregate_relin_round1");
+    return out;
+}
+
+ckks::SwitchKey aggregate_relin_key(const ckks::ContextPtr& ctxp, const Session& session, const Share& round1_sum,
+                                    const std::vector<Share>& round2) {
+    const Context& ctx = *ctxp;
+    require_all(session, check_shares(ctx, session, round2, Protocol::relin_round2, 0, "aggregate_relin_key"),
+                "aggregate_relin_key");
+    if (round1_sum.protocol != Protocol::relin_round1 || round1_sum.session != session.key_id() ||
+        round1_sum.fingerprint != ctx.fingerprint())
+        throw ParameterError("aggregate_relin_key: round1_sum is not this session's sum of round 1");
+    std::vector<RnsPoly> sum = sum_polys(ctx, round2, "aggregate_relin_key");
+    if (sum.size() != round1_sum.polys.size())
+        throw ParameterError("aggregate_relin_key: round 1 and round 2 have different numbers of polynomials");
+    ckks::SwitchKey k;
+    k.context_uid = ctx.uid();
+    k.key_id = session.key_id();
+    for (std::size_t j = 0; 2 * j < sum.size(); ++j) {
+        RnsPoly b;
+        ctx.backend().add(sum[2 * j], sum[2 * j + 1], b, {});  // s^2 P g_j - s h1_j + noise
+        k.b.push_back(std::move(b));
+        k.a.push_back(round1_sum.polys[2 * j + 1]);  // h1_j = s a_j + e
+    }
+    return k;
+}
+
+ckks::SwitchKey aggregate_galois_key(const ckks::ContextPtr& ctxp, const Session& session, std::uint64_t galois_elt,
+                                     const std::vector<Share>& shares) {
+    const Context& ctx = *ctxp;
+    require_all(session,
+                check_shares(ctx, session, shares, Protocol::galois_key, galois_elt, "aggregate_galois_key"),
+                "aggregate_galois_key");
+    ckks::SwitchKey k;
+    k.context_uid = ctx.uid();
+    k.key_id = session.key_id();
+    k.seed = session.common(Protocol::galois_key, galois_elt);
+    k.b = sum_polys(ctx, shares, "aggregate_galois_key");
+    for (std::size_t j = 0; j < k.b.size(); ++j)
+        k.a.push_back(ckks::uniform_poly(ctx, *k.seed, j, k.b[j].num_q(), k.b[j].num_p()));
+    return k;
+}
+
+ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctxp, const Session& session, std::optional<ckks::SwitchKey> relin,
+                                     std::vector<std::pair<std::uint64_t, ckks::SwitchKey>> galois) {
+    const Context& ctx = *ctxp;
+    ckks::EvaluationKeys ek;
+    ek.context_uid = ctx.uid();
+    ek.key_id = session.key_id();
+    const auto own = [&](const ckks::SwitchKey& k) {
+        if (k.context_uid != ctx.uid() || k.key_id != session.key_id())
+            throw ParameterError("evaluation_keys: a key is not this session's collective key");
+    };
+    if (relin) {
+        own(*relin);
+        ek.relin = std::make_shared<const ckks::SwitchKey>(std::move(*relin));
+    }
+    for (auto& [g, k] : galois) {
+        ctx.check_galois_element(g, "evaluation_keys", false);
+        own(k);
+        ek.galois[g] = std::make_shared<const ckks::SwitchKey>(std::move(k));
+    }
+    return ek;
+}
+
+std::vector<std::complex<double>> decrypt(const ckks::ContextPtr& ctxp, const Session& session, const Ciphertext& ct,
+                                          const std::vector<Share>& shares, Exec exec) {
+    const Context& ctx = *ctxp;
+    check_ciphertext(ctx, session, ct, "decrypt");
+    check_group_shares(ctx, session, shares, ct, nullptr, Protocol::decryption, "decrypt");
+    exec = ctx.exec(exec);
+    const auto& be = ctx.backend();
+    std::vector<RnsPoly> sum = sum_polys(ctx, shares, "decrypt");
+    if (sum.size() != 1 || !sum[0].same_shape(ct.polys[0]))
+        throw ParameterError("decrypt: the shares do not have the ciphertext's shape");
+    RnsPoly m;
+    be.add(ct.polys[0], sum[0], m, exec);  // c_0 + s c_1 + smudging
+    be.from_ntt(m, exec);
+    const ckks::Encoder enc(ctxp);
+    return enc.decode(m, m.num_q(), ct.scale);
+}
+
+Ciphertext key_switch(const ckks::ContextPtr& ctxp, const Session& session, const Ciphertext& ct, const ckks::PublicKey& to,
+                      const std::vector<Share>& shares, Exec exec) {
+    const Context& ctx = *ctxp;
+    check_ciphertext(ctx, session, ct, "key_switch");
+    if (to.context_uid != ctx.uid()) throw ParameterError("key_switch: the receiver's key is of another context");
+    check_group_shares(ctx, session, shares, ct, &to, Protocol::key_switch, "key_switch");
+    exec = ctx.exec(exec);
+    std::vector<RnsPoly> sum = sum_polys(ctx, shares, "key_switch");
+    if (sum.size() != 2 || !sum[0].same_shape(ct.polys[0]))
+        throw ParameterError("key_switch: the shares do not have the ciphertext's shape");
+    Ciphertext out;
+    out.context_uid = ctx.uid();
+    out.key_id = to.key_id;
+    out.scale = ct.scale;
+    RnsPoly c0;
+    ctx.backend().add(ct.polys[0], sum[0], c0, exec);
+    out.polys = {std::move(c0), std::move(sum[1])};
+    return out;
+}
+
+}  // namespace kasoku::mp

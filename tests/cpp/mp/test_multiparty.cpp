@@ -1,0 +1,199 @@
+// Multiparty CKKS: collective keys (CKG, RKG, GKG) that evaluate as single-party keys do, collective decryption with
+// smudging noise, public-key switching to a receiver, t-out-of-N thresholds, and the checks that bind each share to
+// its context, session, party, protocol and object.
+#include "kasoku/mp/multiparty.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "kasoku/ckks/crypto.hpp"
+#include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/support/error.hpp"
+#include "test_env.hpp"
+
+using namespace kasoku;
+using namespace kasoku::ckks;
+using kasoku::ckks::test::cvec;
+using kasoku::ckks::test::precision_bits;
+using kasoku::ckks::test::research_params;
+
+namespace {
+
+// N = 2^10, 55-bit scale (the smudged decryption needs room), 2 levels, two digits.
+ContextPtr make_context() {
+    Parameters p = research_params(10, 60, 55, 2, 60, 2);
+    p.dnum = 2;
+    return Context::create(p, 2);
+}
+
+cvec random_values(std::size_t n, unsigned seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    cvec v(n);
+    for (auto& x : v) x = {u(rng), 0.0};
+    return v;
+}
+
+struct Parties {
+    ContextPtr ctx;
+    mp::Session session;
+    std::vector<std::unique_ptr<mp::Party>> parties;
+    PublicKey pk;
+    Parties(ContextPtr c, std::uint32_t n, std::uint32_t t = 0) : ctx(std::move(c)), session(mp::Session::random(n, t)) {
+        for (std::uint32_t i = 1; i <= n; ++i) parties.push_back(std::make_unique<mp::Party>(ctx, session, i));
+        std::vector<mp::Share> shares;
+        for (auto& p : parties) shares.push_back(p->public_key_share());
+        pk = mp::aggregate_public_key(ctx, session, shares);
+    }
+    std::shared_ptr<const EvaluationKeys> evaluation_keys(const std::vector<std::uint64_t>& galois) {
+        std::vector<mp::Share> r1, r2;
+        for (auto& p : parties) r1.push_back(p->relin_round1());
+        const mp::Share sum = mp::aggregate_relin_round1(ctx, session, r1);
+        for (auto& p : parties) r2.push_back(p->relin_round2(sum));
+        std::vector<std::pair<std::uint64_t, SwitchKey>> gk;
+        for (std::uint64_t g : galois) {
+            std::vector<mp::Share> gs;
+            for (auto& p : parties) gs.push_back(p->galois_key_share(g));
+            gk.emplace_back(g, mp::aggregate_galois_key(ctx, session, g, gs));
+        }
+        return std::make_shared<const EvaluationKeys>(
+            mp::evaluation_keys(ctx, session, mp::aggregate_relin_key(ctx, session, sum, r2), std::move(gk)));
+    }
+    Ciphertext encrypt(const cvec& v) const {
+        return Encryptor(ctx).encrypt(Encoder(ctx).encode(v, ctx->default_scale(), ctx->user_level()), pk);
+    }
+    cvec decrypt(const Ciphertext& ct, const std::vector<std::uint32_t>& group = {}) const {
+        std::vector<mp::Share> shares;
+        for (auto& p : parties)
+            if (group.empty() || std::count(group.begin(), group.end(), p->id()))
+                shares.push_back(p->decryption_share(ct, {}, group));
+        return mp::decrypt(ctx, session, ct, shares);
+    }
+};
+
+template <class F>
+void expect_parameter_error(F&& f, const std::string& part) {
+    try {
+        f();
+        ADD_FAILURE() << "no ParameterError (expected one mentioning \"" << part << "\")";
+    } catch (const ParameterError& e) {
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+
+TEST(Multiparty, CollectiveKeysEvaluateAndDecryptTogether) {
+    Parties ps(make_context(), 3);
+    const ContextPtr& ctx = ps.ctx;
+    const std::uint64_t g1 = ctx->galois_element(1);
+    Evaluator ev(ctx, ps.evaluation_keys({g1}));
+    const cvec x = random_values(ctx->slots(), 1), y = random_values(ctx->slots(), 2);
+    const Ciphertext a = ps.encrypt(x), b = ps.encrypt(y);
+    EXPECT_EQ(a.key_id, ps.session.key_id());
+    cvec prod(x.size()), rot(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        prod[i] = x[i] * y[i];
+        rot[i] = x[(i + 1) % x.size()];
+    }
+    // The smudging leaves about log2(scale / (sigma sqrt(3 n))) bits (a slot's standard deviation; the worst of 512
+    // slots is 2-3 bits below); the ciphertexts' own noise is far smaller.
+    const double left = mp::decryption_precision_bits(*ctx, ps.session, {}, a.scale, 3);
+    EXPECT_GT(left, 12.0);
+    for (const auto& [ct, want] : {std::pair{a, x}, std::pair{ev.multiply(a, b), prod}, std::pair{ev.rotate(a, 1), rot}}) {
+        const double bits = precision_bits(ps.decrypt(ct), want);
+        EXPECT_GT(bits, left - 4.0);
+        EXPECT_LT(bits, left + 1.0);  // the flooding is there: without it these would be 30+ bits
+    }
+    // Without smudging (statistical_security = 0 and a tiny bound) the same decryption keeps the ciphertext's bits.
+    std::vector<mp::Share> plain;
+    const mp::Smudging none{.statistical_security = 0, .queries = 1, .noise_bound = 1.0};
+    for (auto& p : ps.parties) plain.push_back(p->decryption_share(a, none));
+    EXPECT_GT(precision_bits(mp::decrypt(ctx, ps.session, a, plain), x), 30.0);
+}
+
+TEST(Multiparty, PublicKeySwitchingHandsAResultToOneReceiver) {
+    Parties ps(make_context(), 3);
+    const ContextPtr& ctx = ps.ctx;
+    KeyGenerator kg(ctx);
+    const SecretKey receiver = kg.secret_key();
+    const PublicKey receiver_pk = kg.public_key(receiver);
+    const cvec x = random_values(ctx->slots(), 3);
+    const Ciphertext a = ps.encrypt(x);
+    std::vector<mp::Share> shares;
+    for (auto& p : ps.parties) shares.push_back(p->key_switch_share(a, receiver_pk));
+    const Ciphertext mine = mp::key_switch(ctx, ps.session, a, receiver_pk, shares);
+    EXPECT_EQ(mine.key_id, receiver.key_id());
+    const double left = mp::decryption_precision_bits(*ctx, ps.session, {}, a.scale, 3);
+    EXPECT_GT(precision_bits(Decryptor(ctx).decrypt(mine, receiver), x), left - 4.0);
+    // Shares for another receiver do not combine for this one.
+    const PublicKey other = kg.public_key(kg.secret_key());
+    expect_parameter_error([&] { mp::key_switch(ctx, ps.session, a, other, shares); }, "another ciphertext or receiver");
+}
+
+TEST(Multiparty, AnyTOfNDecryptAndFewerCannot) {
+    Parties ps(make_context(), 4, 2);
+    // Each party deals Shamir shares of its secret, one to each party.
+    std::vector<std::vector<mp::Share>> to(4);
+    for (auto& p : ps.parties)
+        for (mp::Share& s : p->shamir_shares()) to[s.tag - 1].push_back(std::move(s));
+    for (auto& p : ps.parties) p->receive_shamir_shares(to[p->id() - 1]);
+    const cvec x = random_values(ps.ctx->slots(), 4);
+    const Ciphertext a = ps.encrypt(x);
+    for (const std::vector<std::uint32_t>& group : {std::vector<std::uint32_t>{1, 3}, {2, 4}, {1, 2, 4}})
+        EXPECT_GT(precision_bits(ps.decrypt(a, group), x),
+                  mp::decryption_precision_bits(*ps.ctx, ps.session, {}, a.scale, group.size()) - 4.0);
+    // All N with their additive shares still works.
+    EXPECT_GT(precision_bits(ps.decrypt(a), x), mp::decryption_precision_bits(*ps.ctx, ps.session, {}, a.scale, 4) - 4);
+    // One party is below the threshold; a share made for one group does not serve another.
+    expect_parameter_error([&] { ps.parties[0]->decryption_share(a, {}, {1}); }, "below the threshold");
+    std::vector<mp::Share> mixed{ps.parties[0]->decryption_share(a, {}, {1, 2}),
+                                 ps.parties[2]->decryption_share(a, {}, {1, 3})};
+    expect_parameter_error([&] { mp::decrypt(ps.ctx, ps.session, a, mixed); }, "another group");
+    // The sum of t - 1 Lagrange-weighted shares is not the secret: the decryption is garbage.
+    std::vector<mp::Share> lone{ps.parties[0]->decryption_share(a, {}, {1, 2})};
+    expect_parameter_error([&] { mp::decrypt(ps.ctx, ps.session, a, lone); }, "another group");
+}
+
+TEST(Multiparty, SharesAreBoundToTheirContextSessionPartyAndRound) {
+    Parties ps(make_context(), 3);
+    const ContextPtr& ctx = ps.ctx;
+    std::vector<mp::Share> pks;
+    for (auto& p : ps.parties) pks.push_back(p->public_key_share());
+    // A party twice, a party missing, a share of another protocol, of another session, of another context.
+    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, {pks[0], pks[0], pks[1]}); },
+                           "party 1 sent two shares");
+    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, {pks[0], pks[1]}); }, "every one of the 3");
+    auto wrong = pks;
+    wrong[2] = ps.parties[2]->galois_key_share(ctx->galois_element(1));
+    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, wrong); }, "not of public-key generation");
+    const mp::Session other = mp::Session::random(3);
+    expect_parameter_error([&] { mp::aggregate_public_key(ctx, other, pks); }, "another session");
+    const ContextPtr ctx2 = Context::create(research_params(10, 60, 40, 2, 60, 2), 1);
+    mp::Party foreign(ctx2, ps.session, 3);
+    wrong = pks;
+    wrong[2] = foreign.public_key_share();
+    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, wrong); }, "other parameters");
+    // Galois shares of another element; round 2 before round 1, or fed one party's round 1.
+    std::vector<mp::Share> gs;
+    for (auto& p : ps.parties) gs.push_back(p->galois_key_share(ctx->galois_element(1)));
+    expect_parameter_error([&] { mp::aggregate_galois_key(ctx, ps.session, ctx->galois_element(2), gs); },
+                           "another Galois element");
+    const mp::Share r1 = ps.parties[0]->relin_round1();
+    expect_parameter_error([&] { ps.parties[1]->relin_round2(r1); }, "has not run relin_round1");
+    expect_parameter_error([&] { ps.parties[0]->relin_round2(r1); }, "the sum of every party's round 1");
+    // Party ids, sessions and groups out of range.
+    expect_parameter_error([&] { mp::Party(ctx, ps.session, 4); }, "must be in 1..3");
+    expect_parameter_error([&] { mp::Session::random(1); }, "at least 2 parties");
+    expect_parameter_error([&] { mp::Session::random(3, 4); }, "threshold t");
+    const Ciphertext a = ps.encrypt(random_values(ctx->slots(), 5));
+    expect_parameter_error([&] { ps.parties[0]->decryption_share(a, {}, {1, 2}); }, "needs a threshold session");
+    // A ciphertext of another key, and one whose scale the smudging would drown.
+    Ciphertext foreign_ct = a;
+    foreign_ct.key_id ^= 1;
+    expect_parameter_error([&] { ps.parties[0]->decryption_share(foreign_ct); }, "collective key");
+    Ciphertext small = a;
+    small.scale = std::ldexp(1.0, 30);
+    expect_parameter_error([&] { ps.parties[0]->decryption_share(small); }, "drown");
+}
