@@ -1,6 +1,6 @@
-"""Every public name of kasoku and of its modules kasoku.sched, kasoku.multiparty, kasoku.nn and kasoku.distributed (their __all__ where
-they have one), and every public method and property of their classes, says what it does: a docstring beyond the
-signature line nanobind writes for a compiled function."""
+"""Every public name of kasoku and of its modules kasoku.sched, kasoku.multiparty, kasoku.nn and kasoku.distributed
+(their __all__ where they have one), and every public method and property of their classes, says what it does: a
+docstring beyond the signature line nanobind writes for a compiled function."""
 
 import __future__
 import importlib
