@@ -165,8 +165,7 @@ ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctx, const Session&
 // Collective decryption: the slots of ct from every party's share (N-of-N) or a group's (at least t parties, the
 // group being the shares' parties).
 std::vector<std::complex<double>> decrypt(const ckks::ContextPtr& ctx, const Session& session,
-                                          const ckks::Ciphertext& ct, const std::vector<Share>& shares,
-                                          Exec exec = {});
+                                          const ckks::Ciphertext& ct, const std::vector<Share>& shares, Exec exec = {});
 // PCKS: ct under the receiver's key `to`.
 ckks::Ciphertext key_switch(const ckks::ContextPtr& ctx, const Session& session, const ckks::Ciphertext& ct,
                             const ckks::PublicKey& to, const std::vector<Share>& shares, Exec exec = {});

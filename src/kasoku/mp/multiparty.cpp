@@ -116,8 +116,7 @@ std::vector<__int128> gaussian(std::size_t n, double sigma, Prng& prng) {
     return e;
 }
 
-RnsPoly signed_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::size_t nq, std::size_t np,
-                    Exec exec) {
+RnsPoly signed_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::size_t nq, std::size_t np, Exec exec) {
     RnsPoly p = ctx.backend().poly(nq, np, true);
     ctx.backend().from_signed(c.data(), p, exec);
     return p;
@@ -164,10 +163,10 @@ void check_context(const Context& ctx, const Session& session) {
 void check_group(const Session& session, const std::vector<std::uint32_t>& group, const char* op) {
     if (group.empty()) return;
     if (session.threshold == 0)
-        throw ParameterError(std::string(op) + ": a group of parties needs a threshold session (Session.threshold = t "
-                                               "and every party's shamir_shares exchanged first)");
-    if (!std::is_sorted(group.begin(), group.end()) ||
-        std::adjacent_find(group.begin(), group.end()) != group.end())
+        throw ParameterError(std::string(op) +
+                             ": a group of parties needs a threshold session (Session.threshold = t "
+                             "and every party's shamir_shares exchanged first)");
+    if (!std::is_sorted(group.begin(), group.end()) || std::adjacent_find(group.begin(), group.end()) != group.end())
         throw ParameterError(std::string(op) + ": the group must list distinct party ids in increasing order");
     if (group.front() < 1 || group.back() > session.parties)
         throw ParameterError(std::string(op) + ": the group names a party outside 1.." +
@@ -274,7 +273,8 @@ Session Session::random(std::uint32_t parties, std::uint32_t threshold) {
 }
 
 void Session::check() const {
-    if (parties < 2) throw ParameterError("a multiparty session needs at least 2 parties, not " + std::to_string(parties));
+    if (parties < 2)
+        throw ParameterError("a multiparty session needs at least 2 parties, not " + std::to_string(parties));
     if (threshold != 0 && (threshold < 2 || threshold > parties))
         throw ParameterError("the threshold t must be 0 (N-of-N) or in 2.." + std::to_string(parties) + ", not " +
                              std::to_string(threshold));
@@ -377,12 +377,12 @@ Share Party::relin_round1(Exec exec) {
 }
 
 Share Party::relin_round2(const Share& round1_sum, Exec exec) {
-    if (!u_)
-        throw ParameterError("relin_round2: this party has not run relin_round1 (or already ran round 2 for it)");
+    if (!u_) throw ParameterError("relin_round2: this party has not run relin_round1 (or already ran round 2 for it)");
     if (round1_sum.protocol != Protocol::relin_round1 || round1_sum.party != 0 ||
         round1_sum.session != session_.key_id() || round1_sum.fingerprint != ctx_->fingerprint())
-        throw ParameterError("relin_round2: give it the sum of every party's round 1 of this session "
-                             "(aggregate_relin_round1), not one party's share");
+        throw ParameterError(
+            "relin_round2: give it the sum of every party's round 1 of this session "
+            "(aggregate_relin_round1), not one party's share");
     exec = ctx_->exec(exec);
     const auto& r = ctx_->rns();
     const auto& be = ctx_->backend();
@@ -427,8 +427,9 @@ RnsPoly Party::secret_for(const std::vector<std::uint32_t>& group, std::size_t n
         return s;
     }
     if (!shamir_)
-        throw ParameterError("this party has no threshold share yet: exchange shamir_shares and call "
-                             "receive_shamir_shares first");
+        throw ParameterError(
+            "this party has no threshold share yet: exchange shamir_shares and call "
+            "receive_shamir_shares first");
     if (!std::binary_search(group.begin(), group.end(), id_))
         throw ParameterError("party " + std::to_string(id_) + " is not in the group it was asked to act for");
     RnsPoly s = *shamir_;
@@ -468,7 +469,8 @@ Share Party::key_switch_share(const Ciphertext& ct, const ckks::PublicKey& to, c
                               const std::vector<std::uint32_t>& group, Exec exec) const {
     check_ciphertext(*ctx_, session_, ct, "key_switch_share");
     check_group(session_, group, "key_switch_share");
-    if (to.context_uid != ctx_->uid()) throw ParameterError("key_switch_share: the receiver's key is of another context");
+    if (to.context_uid != ctx_->uid())
+        throw ParameterError("key_switch_share: the receiver's key is of another context");
     exec = ctx_->exec(exec);
     const auto& be = ctx_->backend();
     const std::size_t nq = ct.polys[0].num_q();
@@ -535,7 +537,8 @@ void Party::receive_shamir_shares(const std::vector<Share>& received, Exec exec)
 
 // ---- Aggregation
 
-ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctxp, const Session& session, const std::vector<Share>& shares) {
+ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctxp, const Session& session,
+                                     const std::vector<Share>& shares) {
     const Context& ctx = *ctxp;
     require_all(session, check_shares(ctx, session, shares, Protocol::public_key, 0, "aggregate_public_key"),
                 "aggregate_public_key");
@@ -587,8 +590,7 @@ ckks::SwitchKey aggregate_relin_key(const ckks::ContextPtr& ctxp, const Session&
 ckks::SwitchKey aggregate_galois_key(const ckks::ContextPtr& ctxp, const Session& session, std::uint64_t galois_elt,
                                      const std::vector<Share>& shares) {
     const Context& ctx = *ctxp;
-    require_all(session,
-                check_shares(ctx, session, shares, Protocol::galois_key, galois_elt, "aggregate_galois_key"),
+    require_all(session, check_shares(ctx, session, shares, Protocol::galois_key, galois_elt, "aggregate_galois_key"),
                 "aggregate_galois_key");
     ckks::SwitchKey k;
     k.context_uid = ctx.uid();
@@ -600,7 +602,8 @@ ckks::SwitchKey aggregate_galois_key(const ckks::ContextPtr& ctxp, const Session
     return k;
 }
 
-ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctxp, const Session& session, std::optional<ckks::SwitchKey> relin,
+ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctxp, const Session& session,
+                                     std::optional<ckks::SwitchKey> relin,
                                      std::vector<std::pair<std::uint64_t, ckks::SwitchKey>> galois) {
     const Context& ctx = *ctxp;
     ckks::EvaluationKeys ek;
@@ -639,8 +642,8 @@ std::vector<std::complex<double>> decrypt(const ckks::ContextPtr& ctxp, const Se
     return enc.decode(m, m.num_q(), ct.scale);
 }
 
-Ciphertext key_switch(const ckks::ContextPtr& ctxp, const Session& session, const Ciphertext& ct, const ckks::PublicKey& to,
-                      const std::vector<Share>& shares, Exec exec) {
+Ciphertext key_switch(const ckks::ContextPtr& ctxp, const Session& session, const Ciphertext& ct,
+                      const ckks::PublicKey& to, const std::vector<Share>& shares, Exec exec) {
     const Context& ctx = *ctxp;
     check_ciphertext(ctx, session, ct, "key_switch");
     if (to.context_uid != ctx.uid()) throw ParameterError("key_switch: the receiver's key is of another context");

@@ -55,7 +55,8 @@ mp::Smudging smudging(int statistical_security, std::uint64_t queries, double no
 }
 
 constexpr const char* kSmudgingDoc =
-    " statistical_security (s bits, default 40), queries (decryptions the bound covers) and noise_bound (a bound on the "
+    " statistical_security (s bits, default 40), queries (decryptions the bound covers) and noise_bound (a bound on "
+    "the "
     "ciphertext's noise coefficients; 0: default_noise_bound) size the smudging noise: sigma = noise_bound sqrt(n) "
     "sqrt(queries / 2) 2^(s/2) (docs/MULTIPARTY.md). group: the ids of the t or more parties decrypting together in a "
     "threshold session (None: all N with their additive shares).";
@@ -88,25 +89,33 @@ void bind_multiparty(nb::module_& root) {
             "parties"_a, "threshold"_a = 0, "crs"_a = nb::none(),
             "A session of `parties` parties, threshold t (2..parties; 0: all must take part), with a fresh CRS or the "
             "32 bytes `crs` (to rebuild the session every party was given).")
-        .def_prop_ro("parties", [](const KSession& s) { return s.s.parties; }, "N.")
-        .def_prop_ro("threshold", [](const KSession& s) { return s.s.threshold; }, "t (0: N-of-N).")
+        .def_prop_ro(
+            "parties", [](const KSession& s) { return s.s.parties; }, "N.")
+        .def_prop_ro(
+            "threshold", [](const KSession& s) { return s.s.threshold; }, "t (0: N-of-N).")
         .def_prop_ro(
             "crs", [](const KSession& s) { return nb::bytes(reinterpret_cast<const char*>(s.s.crs.data()), 32); },
             "The common reference string (32 public bytes).")
-        .def_prop_ro("key_id", [](const KSession& s) { return s.s.key_id(); },
-                     "The key id of the collective keys and of every ciphertext under them.");
+        .def_prop_ro(
+            "key_id", [](const KSession& s) { return s.s.key_id(); },
+            "The key id of the collective keys and of every ciphertext under them.");
 
     nb::class_<KShare>(m, "Share",
                        "One party's message in one protocol round, bound to its context, session, party, protocol "
                        "and object. Holds no secret (a Shamir share excepted: it is for one other party only).")
-        .def_prop_ro("party", [](const KShare& s) { return s.share.party; }, "The sending party's id (0: a sum).")
+        .def_prop_ro(
+            "party", [](const KShare& s) { return s.share.party; }, "The sending party's id (0: a sum).")
         .def_prop_ro(
             "protocol", [](const KShare& s) { return std::string(mp::protocol_name(s.share.protocol)); },
             "The protocol and round it belongs to.")
-        .def_prop_ro("recipient", [](const KShare& s) {
-            if (s.share.protocol != mp::Protocol::shamir) throw ParameterError("only a Shamir share has a recipient");
-            return static_cast<std::uint32_t>(s.share.tag);
-        }, "The party a Shamir share is for.");
+        .def_prop_ro(
+            "recipient",
+            [](const KShare& s) {
+                if (s.share.protocol != mp::Protocol::shamir)
+                    throw ParameterError("only a Shamir share has a recipient");
+                return static_cast<std::uint32_t>(s.share.tag);
+            },
+            "The party a Shamir share is for.");
 
     nb::class_<KParty>(m, "Party",
                        "One party of a session, run where its data lives: it draws its secret share, which never "
@@ -118,14 +127,22 @@ void bind_multiparty(nb::module_& root) {
             },
             "ctx"_a, "session"_a, "id"_a, "threads"_a = nb::none(), ReleaseGil(),
             "Party `id` (1..N) of the session: draws its secret share.")
-        .def_prop_ro("id", [](const KParty& p) { return p.party->id(); }, "This party's id.")
-        .def_prop_ro("has_threshold_share", [](const KParty& p) { return p.party->has_threshold_share(); },
-                     "Whether the Shamir shares were received (receive_shamir_shares).")
+        .def_prop_ro(
+            "id", [](const KParty& p) { return p.party->id(); }, "This party's id.")
+        .def_prop_ro(
+            "has_threshold_share", [](const KParty& p) { return p.party->has_threshold_share(); },
+            "Whether the Shamir shares were received (receive_shamir_shares).")
         .def(
-            "public_key_share", [](const KParty& p, TArg t) { return KShare{p.owner, p.party->public_key_share(threads_arg(t))}; },
+            "public_key_share",
+            [](const KParty& p, TArg t) {
+                return KShare{p.owner, p.party->public_key_share(threads_arg(t))};
+            },
             "threads"_a = nb::none(), ReleaseGil(), "Its share of the collective public key (CKG).")
         .def(
-            "relin_round1", [](KParty& p, TArg t) { return KShare{p.owner, p.party->relin_round1(threads_arg(t))}; },
+            "relin_round1",
+            [](KParty& p, TArg t) {
+                return KShare{p.owner, p.party->relin_round1(threads_arg(t))};
+            },
             "threads"_a = nb::none(), ReleaseGil(),
             "Round 1 of the collective relinearisation key (RKG); the party keeps an ephemeral secret for round 2.")
         .def(
@@ -152,8 +169,7 @@ void bind_multiparty(nb::module_& root) {
                                                                  threads_arg(t))};
             },
             "ct"_a, "statistical_security"_a = 40, "queries"_a = 1, "noise_bound"_a = 0.0, "group"_a = nb::none(),
-            "threads"_a = nb::none(), ReleaseGil(),
-            kDecryptionShareDoc.c_str())
+            "threads"_a = nb::none(), ReleaseGil(), kDecryptionShareDoc.c_str())
         .def(
             "key_switch_share",
             [](const KParty& p, const KCiphertext& ct, const KPublicKey& to, int s, std::uint64_t q, double b,
@@ -164,8 +180,7 @@ void bind_multiparty(nb::module_& root) {
                                                                  group_of(std::move(group)), threads_arg(t))};
             },
             "ct"_a, "to"_a, "statistical_security"_a = 40, "queries"_a = 1, "noise_bound"_a = 0.0,
-            "group"_a = nb::none(), "threads"_a = nb::none(), ReleaseGil(),
-            kKeySwitchShareDoc.c_str())
+            "group"_a = nb::none(), "threads"_a = nb::none(), ReleaseGil(), kKeySwitchShareDoc.c_str())
         .def(
             "shamir_shares",
             [](const KParty& p, TArg t) {
@@ -197,7 +212,8 @@ void bind_multiparty(nb::module_& root) {
         [](const KContext& c, const KSession& s, const std::vector<const KShare*>& shares) {
             return KShare{c.owner, mp::aggregate_relin_round1(c.owner->ctx, s.s, shares_of(c.owner, shares))};
         },
-        "ctx"_a, "session"_a, "shares"_a, "The sum of every party's relin_round1 (each party's relin_round2 takes it).");
+        "ctx"_a, "session"_a, "shares"_a,
+        "The sum of every party's relin_round1 (each party's relin_round2 takes it).");
     m.def(
         "aggregate_relin_key",
         [](const KContext& c, const KSession& s, const KShare& sum, const std::vector<const KShare*>& shares) {
@@ -210,8 +226,8 @@ void bind_multiparty(nb::module_& root) {
     m.def(
         "aggregate_galois_key",
         [](const KContext& c, const KSession& s, std::uint64_t g, const std::vector<const KShare*>& shares) {
-            return KSwitchKey{c.owner, std::make_shared<const ckks::SwitchKey>(mp::aggregate_galois_key(
-                                           c.owner->ctx, s.s, g, shares_of(c.owner, shares)))};
+            return KSwitchKey{c.owner, std::make_shared<const ckks::SwitchKey>(
+                                           mp::aggregate_galois_key(c.owner->ctx, s.s, g, shares_of(c.owner, shares)))};
         },
         "ctx"_a, "session"_a, "galois_element"_a, "shares"_a,
         "The collective Galois key of an element from every party's galois_key_share.");
@@ -265,8 +281,9 @@ void bind_multiparty(nb::module_& root) {
         "log2(scale / (sigma sqrt(group n))): the bits the smudging leaves to the slots of a ciphertext at `scale` "
         "decrypted by `group` parties (the worst of many slots is 2-3 bits below).");
     m.def(
-        "default_noise_bound", [](const KContext& c, const KSession& s) { return mp::default_noise_bound(*c.owner->ctx, s.s); },
-        "ctx"_a, "session"_a, "The smudging's default bound on a ciphertext's noise coefficients (docs/MULTIPARTY.md).");
+        "default_noise_bound",
+        [](const KContext& c, const KSession& s) { return mp::default_noise_bound(*c.owner->ctx, s.s); }, "ctx"_a,
+        "session"_a, "The smudging's default bound on a ciphertext's noise coefficients (docs/MULTIPARTY.md).");
 }
 
 }  // namespace kasoku_py

@@ -40,7 +40,8 @@ struct Parties {
     mp::Session session;
     std::vector<std::unique_ptr<mp::Party>> parties;
     PublicKey pk;
-    Parties(ContextPtr c, std::uint32_t n, std::uint32_t t = 0) : ctx(std::move(c)), session(mp::Session::random(n, t)) {
+    Parties(ContextPtr c, std::uint32_t n, std::uint32_t t = 0)
+        : ctx(std::move(c)), session(mp::Session::random(n, t)) {
         for (std::uint32_t i = 1; i <= n; ++i) parties.push_back(std::make_unique<mp::Party>(ctx, session, i));
         std::vector<mp::Share> shares;
         for (auto& p : parties) shares.push_back(p->public_key_share());
@@ -101,7 +102,8 @@ TEST(Multiparty, CollectiveKeysEvaluateAndDecryptTogether) {
     // slots is 2-3 bits below); the ciphertexts' own noise is far smaller.
     const double left = mp::decryption_precision_bits(*ctx, ps.session, {}, a.scale, 3);
     EXPECT_GT(left, 12.0);
-    for (const auto& [ct, want] : {std::pair{a, x}, std::pair{ev.multiply(a, b), prod}, std::pair{ev.rotate(a, 1), rot}}) {
+    for (const auto& [ct, want] :
+         {std::pair{a, x}, std::pair{ev.multiply(a, b), prod}, std::pair{ev.rotate(a, 1), rot}}) {
         const double bits = precision_bits(ps.decrypt(ct), want);
         EXPECT_GT(bits, left - 4.0);
         EXPECT_LT(bits, left + 1.0);  // the flooding is there: without it these would be 30+ bits
@@ -129,7 +131,8 @@ TEST(Multiparty, PublicKeySwitchingHandsAResultToOneReceiver) {
     EXPECT_GT(precision_bits(Decryptor(ctx).decrypt(mine, receiver), x), left - 4.0);
     // Shares for another receiver do not combine for this one.
     const PublicKey other = kg.public_key(kg.secret_key());
-    expect_parameter_error([&] { mp::key_switch(ctx, ps.session, a, other, shares); }, "another ciphertext or receiver");
+    expect_parameter_error([&] { mp::key_switch(ctx, ps.session, a, other, shares); },
+                           "another ciphertext or receiver");
 }
 
 TEST(Multiparty, AnyTOfNDecryptAndFewerCannot) {
@@ -162,8 +165,11 @@ TEST(Multiparty, SharesAreBoundToTheirContextSessionPartyAndRound) {
     std::vector<mp::Share> pks;
     for (auto& p : ps.parties) pks.push_back(p->public_key_share());
     // A party twice, a party missing, a share of another protocol, of another session, of another context.
-    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, {pks[0], pks[0], pks[1]}); },
-                           "party 1 sent two shares");
+    expect_parameter_error(
+        [&] {
+            mp::aggregate_public_key(ctx, ps.session, {pks[0], pks[0], pks[1]});
+        },
+        "party 1 sent two shares");
     expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, {pks[0], pks[1]}); }, "every one of the 3");
     auto wrong = pks;
     wrong[2] = ps.parties[2]->galois_key_share(ctx->galois_element(1));
