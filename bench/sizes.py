@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Serialized sizes of kasoku's objects (format 4: packed, seeded; with and without zstd), and the time to write and
+"""Serialized sizes of kasoku's objects (format 5: packed, seeded; with and without zstd), and the time to write and
 read them back.
 
     .venv/bin/python bench/sizes.py --params H16 --out docs/data/sizes.jsonl

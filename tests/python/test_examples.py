@@ -66,3 +66,14 @@ def test_nn_example_runs():
     )
     assert out.returncode == 0, out.stderr
     assert "2/2 decisions as in the clear" in out.stdout and "layout packing" in out.stdout
+
+
+def test_multiparty_example_runs():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "multiparty.py")], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stderr
+    assert "decrypted by parties [1, 2] of 3" in out.stdout
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("mean:"))
+    enc, clear = float(line.split()[2]), float(line.split()[4])
+    assert abs(enc - clear) < 0.05  # the smudging leaves about 11 bits of values held as x / 10

@@ -69,6 +69,14 @@ struct Share {
     std::vector<rns::RnsPoly> polys;
 };
 
+// Shares given to an aggregation: pointers, since a share holds megabytes (pointers_to makes them from a vector).
+using Shares = std::vector<const Share*>;
+inline Shares pointers_to(const std::vector<Share>& shares) {
+    Shares out;
+    for (const Share& s : shares) out.push_back(&s);
+    return out;
+}
+
 // Noise flooding of decryption and key-switching shares: each party adds a discrete Gaussian of standard deviation
 // sigma = B sqrt(n) sqrt(queries / 2) 2^(s / 2) to its share, where B bounds the coefficients of the ciphertext's noise
 // e, n is the ring degree (B sqrt(n) bounds ||e||_2) and s the statistical security: over `queries` decryptions of
@@ -86,9 +94,10 @@ struct Smudging {
     double noise_bound = 0;
     double sigma(const ckks::Context& ctx, const Session& session) const;
 };
-// 2^8 times the standard deviation of a rescale's rounding noise under the collective secret (sqrt((1 + n v) / 12),
-// v = 2/3 N the variance of a coefficient of s for N dense ternary shares): ciphertexts after encryption, products,
-// rotations and rescales of values within [-1, 1] stay far below it.
+// 16 times the standard deviation of a rescale's rounding noise under the collective secret (sqrt((1 + n v) / 12),
+// v = 2/3 N the variance of a coefficient of s for N dense ternary shares): the noise of fresh encryptions and of
+// products, rotations and rescales of values within [-1, 1] stays within a few such deviations; pass a measured bound
+// for noisier ciphertexts (bootstrapped ones carry EvalMod's noise, 2^8 and more times larger).
 double default_noise_bound(const ckks::Context& ctx, const Session& session);
 // log2(scale / (sigma sqrt(group n))): the bits the smudged sum leaves to the slots of a ciphertext at `scale` (the
 // standard deviation of a slot's error; the largest over many slots is 2-3 bits worse).
@@ -130,7 +139,7 @@ public:
     // party's id, one for each party (its own included), each to be sent privately to that party. Then each party
     // keeps the sum of the shares it received (receive_shamir_shares): its Shamir share of s.
     std::vector<Share> shamir_shares(Exec exec = {}) const;
-    void receive_shamir_shares(const std::vector<Share>& received, Exec exec = {});
+    void receive_shamir_shares(const Shares& received, Exec exec = {});
     bool has_threshold_share() const { return shamir_.has_value(); }
 
 private:
@@ -149,15 +158,14 @@ private:
 // ---- Aggregation: plain functions of public shares (the service or any party runs them).
 
 // The collective public key: (sum b_i, a), key id session.key_id().
-ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctx, const Session& session,
-                                     const std::vector<Share>& shares);
+ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctx, const Session& session, const Shares& shares);
 // RKG: the sum of the round-1 shares (every party needs it for round 2), then the relinearisation key.
-Share aggregate_relin_round1(const ckks::ContextPtr& ctx, const Session& session, const std::vector<Share>& shares);
+Share aggregate_relin_round1(const ckks::ContextPtr& ctx, const Session& session, const Shares& shares);
 ckks::SwitchKey aggregate_relin_key(const ckks::ContextPtr& ctx, const Session& session, const Share& round1_sum,
-                                    const std::vector<Share>& round2);
+                                    const Shares& round2);
 // GKG: the Galois key of g (seeded: its a-parts are the CRS's).
 ckks::SwitchKey aggregate_galois_key(const ckks::ContextPtr& ctx, const Session& session, std::uint64_t galois_elt,
-                                     const std::vector<Share>& shares);
+                                     const Shares& shares);
 // The evaluation keys a server needs, from the collective relinearisation and Galois keys.
 ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctx, const Session& session,
                                      std::optional<ckks::SwitchKey> relin,
@@ -165,9 +173,9 @@ ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctx, const Session&
 // Collective decryption: the slots of ct from every party's share (N-of-N) or a group's (at least t parties, the
 // group being the shares' parties).
 std::vector<std::complex<double>> decrypt(const ckks::ContextPtr& ctx, const Session& session,
-                                          const ckks::Ciphertext& ct, const std::vector<Share>& shares, Exec exec = {});
+                                          const ckks::Ciphertext& ct, const Shares& shares, Exec exec = {});
 // PCKS: ct under the receiver's key `to`.
 ckks::Ciphertext key_switch(const ckks::ContextPtr& ctx, const Session& session, const ckks::Ciphertext& ct,
-                            const ckks::PublicKey& to, const std::vector<Share>& shares, Exec exec = {});
+                            const ckks::PublicKey& to, const Shares& shares, Exec exec = {});
 
 }  // namespace kasoku::mp

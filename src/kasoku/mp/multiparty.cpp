@@ -154,11 +154,6 @@ std::uint64_t lagrange(std::uint32_t j, const std::vector<std::uint32_t>& group,
     return arith::mul_mod(num, arith::inv_mod(den, m), m);
 }
 
-void check_context(const Context& ctx, const Session& session) {
-    session.check();
-    (void)ctx;
-}
-
 // A group of parties: sorted, distinct ids of the session, at least the threshold.
 void check_group(const Session& session, const std::vector<std::uint32_t>& group, const char* op) {
     if (group.empty()) return;
@@ -179,12 +174,14 @@ void check_group(const Session& session, const std::vector<std::uint32_t>& group
 
 // The shares of one protocol round: the same context, session, protocol and tag, distinct parties of the session.
 // Returns the parties, sorted.
-std::vector<std::uint32_t> check_shares(const Context& ctx, const Session& session, const std::vector<Share>& shares,
-                                        Protocol p, std::optional<std::uint64_t> tag, const char* op) {
-    check_context(ctx, session);
+std::vector<std::uint32_t> check_shares(const Context& ctx, const Session& session, const Shares& shares, Protocol p,
+                                        std::optional<std::uint64_t> tag, const char* op) {
+    session.check();
     if (shares.empty()) throw ParameterError(std::string(op) + ": no shares given");
     std::vector<std::uint32_t> ids;
-    for (const Share& s : shares) {
+    for (const Share* sp : shares) {
+        if (!sp) throw ParameterError(std::string(op) + ": a share is missing (null)");
+        const Share& s = *sp;
         if (s.fingerprint != ctx.fingerprint())
             throw ParameterError(std::string(op) + ": the share of party " + std::to_string(s.party) +
                                  " was made with other parameters (another context)");
@@ -216,15 +213,15 @@ void require_all(const Session& session, const std::vector<std::uint32_t>& ids, 
 }
 
 // The sum of the shares' polynomials (all of one shape, checked).
-std::vector<RnsPoly> sum_polys(const Context& ctx, const std::vector<Share>& shares, const char* op) {
-    std::vector<RnsPoly> sum = shares[0].polys;
+std::vector<RnsPoly> sum_polys(const Context& ctx, const Shares& shares, const char* op) {
+    std::vector<RnsPoly> sum = shares[0]->polys;
     for (std::size_t i = 1; i < shares.size(); ++i) {
-        if (shares[i].polys.size() != sum.size())
+        if (shares[i]->polys.size() != sum.size())
             throw ParameterError(std::string(op) + ": the shares have different numbers of polynomials");
         for (std::size_t k = 0; k < sum.size(); ++k) {
-            if (!shares[i].polys[k].same_shape(sum[k]) || !shares[i].polys[k].ntt_form())
+            if (!shares[i]->polys[k].same_shape(sum[k]) || !shares[i]->polys[k].ntt_form())
                 throw ParameterError(std::string(op) + ": the shares' polynomials have different shapes");
-            ctx.backend().add(sum[k], shares[i].polys[k], sum[k], {});
+            ctx.backend().add(sum[k], shares[i]->polys[k], sum[k], {});
         }
     }
     return sum;
@@ -232,20 +229,20 @@ std::vector<RnsPoly> sum_polys(const Context& ctx, const std::vector<Share>& sha
 
 // Which decryption or key-switching shares these are: N-of-N (tag of the empty group) or of the group of their
 // parties (at least t).
-void check_group_shares(const Context& ctx, const Session& session, const std::vector<Share>& shares,
-                        const Ciphertext& ct, const ckks::PublicKey* to, Protocol p, const char* op) {
+void check_group_shares(const Context& ctx, const Session& session, const Shares& shares, const Ciphertext& ct,
+                        const ckks::PublicKey* to, Protocol p, const char* op) {
     const std::vector<std::uint32_t> ids = check_shares(ctx, session, shares, p, std::nullopt, op);
-    if (shares[0].tag == ciphertext_tag(ctx, ct, {}, to)) {
-        for (const Share& s : shares)
-            if (s.tag != shares[0].tag)
+    if (shares[0]->tag == ciphertext_tag(ctx, ct, {}, to)) {
+        for (const Share* s : shares)
+            if (s->tag != shares[0]->tag)
                 throw ParameterError(std::string(op) + ": the shares were made for different ciphertexts or groups");
         require_all(session, ids, op);
         return;
     }
     const std::uint64_t tag = ciphertext_tag(ctx, ct, ids, to);
-    for (const Share& s : shares)
-        if (s.tag != tag)
-            throw ParameterError(std::string(op) + ": the share of party " + std::to_string(s.party) +
+    for (const Share* s : shares)
+        if (s->tag != tag)
+            throw ParameterError(std::string(op) + ": the share of party " + std::to_string(s->party) +
                                  " was made for another ciphertext" + (to ? " or receiver" : "") +
                                  ", or for another group than the parties whose shares are here");
     check_group(session, ids, op);
@@ -295,7 +292,7 @@ std::uint64_t Session::key_id() const {
 
 double default_noise_bound(const Context& ctx, const Session& session) {
     const double n = static_cast<double>(ctx.n()), v = 2.0 / 3.0 * session.parties;
-    return 256.0 * std::sqrt((1.0 + n * v) / 12.0);
+    return 16.0 * std::sqrt((1.0 + n * v) / 12.0);
 }
 
 double Smudging::sigma(const Context& ctx, const Session& session) const {
@@ -524,7 +521,7 @@ std::vector<Share> Party::shamir_shares(Exec exec) const {
     return out;
 }
 
-void Party::receive_shamir_shares(const std::vector<Share>& received, Exec exec) {
+void Party::receive_shamir_shares(const Shares& received, Exec exec) {
     const std::vector<std::uint32_t> ids =
         check_shares(*ctx_, session_, received, Protocol::shamir, id_, "receive_shamir_shares");
     require_all(session_, ids, "receive_shamir_shares");
@@ -537,8 +534,7 @@ void Party::receive_shamir_shares(const std::vector<Share>& received, Exec exec)
 
 // ---- Aggregation
 
-ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctxp, const Session& session,
-                                     const std::vector<Share>& shares) {
+ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctxp, const Session& session, const Shares& shares) {
     const Context& ctx = *ctxp;
     require_all(session, check_shares(ctx, session, shares, Protocol::public_key, 0, "aggregate_public_key"),
                 "aggregate_public_key");
@@ -554,18 +550,21 @@ ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctxp, const Session
     return pk;
 }
 
-Share aggregate_relin_round1(const ckks::ContextPtr& ctxp, const Session& session, const std::vector<Share>& shares) {
+Share aggregate_relin_round1(const ckks::ContextPtr& ctxp, const Session& session, const Shares& shares) {
     const Context& ctx = *ctxp;
     require_all(session, check_shares(ctx, session, shares, Protocol::relin_round1, 0, "aggregate_relin_round1"),
                 "aggregate_relin_round1");
-    Share out = shares[0];
+    Share out;
+    out.fingerprint = shares[0]->fingerprint;
+    out.session = shares[0]->session;
+    out.protocol = Protocol::relin_round1;
     out.party = 0;  // the sum: no party's, accepted by relin_round2
     out.polys = sum_polys(ctx, shares, "aggregate_relin_round1");
     return out;
 }
 
 ckks::SwitchKey aggregate_relin_key(const ckks::ContextPtr& ctxp, const Session& session, const Share& round1_sum,
-                                    const std::vector<Share>& round2) {
+                                    const Shares& round2) {
     const Context& ctx = *ctxp;
     require_all(session, check_shares(ctx, session, round2, Protocol::relin_round2, 0, "aggregate_relin_key"),
                 "aggregate_relin_key");
@@ -588,7 +587,7 @@ ckks::SwitchKey aggregate_relin_key(const ckks::ContextPtr& ctxp, const Session&
 }
 
 ckks::SwitchKey aggregate_galois_key(const ckks::ContextPtr& ctxp, const Session& session, std::uint64_t galois_elt,
-                                     const std::vector<Share>& shares) {
+                                     const Shares& shares) {
     const Context& ctx = *ctxp;
     require_all(session, check_shares(ctx, session, shares, Protocol::galois_key, galois_elt, "aggregate_galois_key"),
                 "aggregate_galois_key");
@@ -626,7 +625,7 @@ ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctxp, const Session
 }
 
 std::vector<std::complex<double>> decrypt(const ckks::ContextPtr& ctxp, const Session& session, const Ciphertext& ct,
-                                          const std::vector<Share>& shares, Exec exec) {
+                                          const Shares& shares, Exec exec) {
     const Context& ctx = *ctxp;
     check_ciphertext(ctx, session, ct, "decrypt");
     check_group_shares(ctx, session, shares, ct, nullptr, Protocol::decryption, "decrypt");
@@ -643,7 +642,7 @@ std::vector<std::complex<double>> decrypt(const ckks::ContextPtr& ctxp, const Se
 }
 
 Ciphertext key_switch(const ckks::ContextPtr& ctxp, const Session& session, const Ciphertext& ct,
-                      const ckks::PublicKey& to, const std::vector<Share>& shares, Exec exec) {
+                      const ckks::PublicKey& to, const Shares& shares, Exec exec) {
     const Context& ctx = *ctxp;
     check_ciphertext(ctx, session, ct, "key_switch");
     if (to.context_uid != ctx.uid()) throw ParameterError("key_switch: the receiver's key is of another context");

@@ -34,12 +34,12 @@ struct KParty {
     std::unique_ptr<mp::Party> party;
 };
 
-std::vector<mp::Share> shares_of(const OwnerPtr& owner, const std::vector<const KShare*>& in) {
-    std::vector<mp::Share> out;
+mp::Shares shares_of(const OwnerPtr& owner, const std::vector<const KShare*>& in) {
+    mp::Shares out;
     for (const KShare* s : in) {
         if (!s) throw ParameterError("shares: None is not a share");
         same_owner(s->owner, owner, "share");
-        out.push_back(s->share);
+        out.push_back(&s->share);
     }
     return out;
 }
@@ -105,6 +105,15 @@ void bind_multiparty(nb::module_& root) {
                        "and object. Holds no secret (a Shamir share excepted: it is for one other party only).")
         .def_prop_ro(
             "party", [](const KShare& s) { return s.share.party; }, "The sending party's id (0: a sum).")
+        .def_prop_ro(
+            "nbytes",
+            [](const KShare& s) {
+                std::size_t words = 0;
+                for (const auto& p : s.share.polys) words += p.limbs() * p.n();
+                return words * sizeof(std::uint64_t);
+            },
+            "Bytes of its polynomials in memory (8 per residue; bit-packed on a wire, about 5/8 of it for 40-bit "
+            "primes).")
         .def_prop_ro(
             "protocol", [](const KShare& s) { return std::string(mp::protocol_name(s.share.protocol)); },
             "The protocol and round it belongs to.")

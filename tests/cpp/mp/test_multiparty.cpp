@@ -45,21 +45,21 @@ struct Parties {
         for (std::uint32_t i = 1; i <= n; ++i) parties.push_back(std::make_unique<mp::Party>(ctx, session, i));
         std::vector<mp::Share> shares;
         for (auto& p : parties) shares.push_back(p->public_key_share());
-        pk = mp::aggregate_public_key(ctx, session, shares);
+        pk = mp::aggregate_public_key(ctx, session, mp::pointers_to(shares));
     }
     std::shared_ptr<const EvaluationKeys> evaluation_keys(const std::vector<std::uint64_t>& galois) {
         std::vector<mp::Share> r1, r2;
         for (auto& p : parties) r1.push_back(p->relin_round1());
-        const mp::Share sum = mp::aggregate_relin_round1(ctx, session, r1);
+        const mp::Share sum = mp::aggregate_relin_round1(ctx, session, mp::pointers_to(r1));
         for (auto& p : parties) r2.push_back(p->relin_round2(sum));
         std::vector<std::pair<std::uint64_t, SwitchKey>> gk;
         for (std::uint64_t g : galois) {
             std::vector<mp::Share> gs;
             for (auto& p : parties) gs.push_back(p->galois_key_share(g));
-            gk.emplace_back(g, mp::aggregate_galois_key(ctx, session, g, gs));
+            gk.emplace_back(g, mp::aggregate_galois_key(ctx, session, g, mp::pointers_to(gs)));
         }
-        return std::make_shared<const EvaluationKeys>(
-            mp::evaluation_keys(ctx, session, mp::aggregate_relin_key(ctx, session, sum, r2), std::move(gk)));
+        return std::make_shared<const EvaluationKeys>(mp::evaluation_keys(
+            ctx, session, mp::aggregate_relin_key(ctx, session, sum, mp::pointers_to(r2)), std::move(gk)));
     }
     Ciphertext encrypt(const cvec& v) const {
         return Encryptor(ctx).encrypt(Encoder(ctx).encode(v, ctx->default_scale(), ctx->user_level()), pk);
@@ -69,7 +69,7 @@ struct Parties {
         for (auto& p : parties)
             if (group.empty() || std::count(group.begin(), group.end(), p->id()))
                 shares.push_back(p->decryption_share(ct, {}, group));
-        return mp::decrypt(ctx, session, ct, shares);
+        return mp::decrypt(ctx, session, ct, mp::pointers_to(shares));
     }
 };
 
@@ -112,7 +112,7 @@ TEST(Multiparty, CollectiveKeysEvaluateAndDecryptTogether) {
     std::vector<mp::Share> plain;
     const mp::Smudging none{.statistical_security = 0, .queries = 1, .noise_bound = 1.0};
     for (auto& p : ps.parties) plain.push_back(p->decryption_share(a, none));
-    EXPECT_GT(precision_bits(mp::decrypt(ctx, ps.session, a, plain), x), 30.0);
+    EXPECT_GT(precision_bits(mp::decrypt(ctx, ps.session, a, mp::pointers_to(plain)), x), 30.0);
 }
 
 TEST(Multiparty, PublicKeySwitchingHandsAResultToOneReceiver) {
@@ -125,13 +125,13 @@ TEST(Multiparty, PublicKeySwitchingHandsAResultToOneReceiver) {
     const Ciphertext a = ps.encrypt(x);
     std::vector<mp::Share> shares;
     for (auto& p : ps.parties) shares.push_back(p->key_switch_share(a, receiver_pk));
-    const Ciphertext mine = mp::key_switch(ctx, ps.session, a, receiver_pk, shares);
+    const Ciphertext mine = mp::key_switch(ctx, ps.session, a, receiver_pk, mp::pointers_to(shares));
     EXPECT_EQ(mine.key_id, receiver.key_id());
     const double left = mp::decryption_precision_bits(*ctx, ps.session, {}, a.scale, 3);
     EXPECT_GT(precision_bits(Decryptor(ctx).decrypt(mine, receiver), x), left - 4.0);
     // Shares for another receiver do not combine for this one.
     const PublicKey other = kg.public_key(kg.secret_key());
-    expect_parameter_error([&] { mp::key_switch(ctx, ps.session, a, other, shares); },
+    expect_parameter_error([&] { mp::key_switch(ctx, ps.session, a, other, mp::pointers_to(shares)); },
                            "another ciphertext or receiver");
 }
 
@@ -141,7 +141,7 @@ TEST(Multiparty, AnyTOfNDecryptAndFewerCannot) {
     std::vector<std::vector<mp::Share>> to(4);
     for (auto& p : ps.parties)
         for (mp::Share& s : p->shamir_shares()) to[s.tag - 1].push_back(std::move(s));
-    for (auto& p : ps.parties) p->receive_shamir_shares(to[p->id() - 1]);
+    for (auto& p : ps.parties) p->receive_shamir_shares(mp::pointers_to(to[p->id() - 1]));
     const cvec x = random_values(ps.ctx->slots(), 4);
     const Ciphertext a = ps.encrypt(x);
     for (const std::vector<std::uint32_t>& group : {std::vector<std::uint32_t>{1, 3}, {2, 4}, {1, 2, 4}})
@@ -153,10 +153,10 @@ TEST(Multiparty, AnyTOfNDecryptAndFewerCannot) {
     expect_parameter_error([&] { ps.parties[0]->decryption_share(a, {}, {1}); }, "below the threshold");
     std::vector<mp::Share> mixed{ps.parties[0]->decryption_share(a, {}, {1, 2}),
                                  ps.parties[2]->decryption_share(a, {}, {1, 3})};
-    expect_parameter_error([&] { mp::decrypt(ps.ctx, ps.session, a, mixed); }, "another group");
-    // The sum of t - 1 Lagrange-weighted shares is not the secret: the decryption is garbage.
+    expect_parameter_error([&] { mp::decrypt(ps.ctx, ps.session, a, mp::pointers_to(mixed)); }, "another group");
+    // One party's share of a group of two does not decrypt alone.
     std::vector<mp::Share> lone{ps.parties[0]->decryption_share(a, {}, {1, 2})};
-    expect_parameter_error([&] { mp::decrypt(ps.ctx, ps.session, a, lone); }, "another group");
+    expect_parameter_error([&] { mp::decrypt(ps.ctx, ps.session, a, mp::pointers_to(lone)); }, "another group");
 }
 
 TEST(Multiparty, SharesAreBoundToTheirContextSessionPartyAndRound) {
@@ -167,25 +167,32 @@ TEST(Multiparty, SharesAreBoundToTheirContextSessionPartyAndRound) {
     // A party twice, a party missing, a share of another protocol, of another session, of another context.
     expect_parameter_error(
         [&] {
-            mp::aggregate_public_key(ctx, ps.session, {pks[0], pks[0], pks[1]});
+            mp::aggregate_public_key(ctx, ps.session, {&pks[0], &pks[0], &pks[1]});
         },
         "party 1 sent two shares");
-    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, {pks[0], pks[1]}); }, "every one of the 3");
+    expect_parameter_error(
+        [&] {
+            mp::aggregate_public_key(ctx, ps.session, {&pks[0], &pks[1]});
+        },
+        "every one of the 3");
     auto wrong = pks;
     wrong[2] = ps.parties[2]->galois_key_share(ctx->galois_element(1));
-    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, wrong); }, "not of public-key generation");
+    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, mp::pointers_to(wrong)); },
+                           "not of public-key generation");
     const mp::Session other = mp::Session::random(3);
-    expect_parameter_error([&] { mp::aggregate_public_key(ctx, other, pks); }, "another session");
+    expect_parameter_error([&] { mp::aggregate_public_key(ctx, other, mp::pointers_to(pks)); }, "another session");
     const ContextPtr ctx2 = Context::create(research_params(10, 60, 40, 2, 60, 2), 1);
     mp::Party foreign(ctx2, ps.session, 3);
     wrong = pks;
     wrong[2] = foreign.public_key_share();
-    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, wrong); }, "other parameters");
+    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, mp::pointers_to(wrong)); },
+                           "other parameters");
     // Galois shares of another element; round 2 before round 1, or fed one party's round 1.
     std::vector<mp::Share> gs;
     for (auto& p : ps.parties) gs.push_back(p->galois_key_share(ctx->galois_element(1)));
-    expect_parameter_error([&] { mp::aggregate_galois_key(ctx, ps.session, ctx->galois_element(2), gs); },
-                           "another Galois element");
+    expect_parameter_error(
+        [&] { mp::aggregate_galois_key(ctx, ps.session, ctx->galois_element(2), mp::pointers_to(gs)); },
+        "another Galois element");
     const mp::Share r1 = ps.parties[0]->relin_round1();
     expect_parameter_error([&] { ps.parties[1]->relin_round2(r1); }, "has not run relin_round1");
     expect_parameter_error([&] { ps.parties[0]->relin_round2(r1); }, "the sum of every party's round 1");
