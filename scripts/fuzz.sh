@@ -39,7 +39,7 @@ run_target() {
     cov=$(grep -o "cov: [0-9]*" build/fuzz/$kind.log | tail -1)
     echo "fuzz_$kind: $execs inputs, $cov edges, $(( $(date +%s) - start )) s, ${REPORT:-no crash, leak or sanitizer report}" | tee -a $log
 }
-for kind in parameters ciphertext public_key secret_key switch_key evaluation_keys; do
+for kind in parameters ciphertext public_key secret_key switch_key evaluation_keys share; do
     run_target $kind build/fuzz/seeds/$kind $bin/fuzz_$kind
 done
 # The service's bodies (Python: kasoku.service.wire and the ciphertexts they carry) with atheris, on the installed kasoku.

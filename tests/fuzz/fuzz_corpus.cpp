@@ -9,6 +9,7 @@
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/encoder.hpp"
 #include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/mp/multiparty.hpp"
 
 using namespace kasoku;
 using namespace kasoku::ckks;
@@ -39,6 +40,11 @@ int main(int argc, char** argv) {
     Encryptor e(ctx);
     const Ciphertext sym = e.encrypt_symmetric(pt, sk), pub = e.encrypt(pt, pk);
     const Ciphertext three = Evaluator(ctx, ek).tensor(pub, pub);
+    // Multiparty shares of a two-party session (2-of-2 thresholds for the Shamir shares).
+    const mp::Session session = mp::Session::random(2, 2);
+    mp::Party party(ctx, session, 1);
+    const std::vector<mp::Share> shares{party.public_key_share(), party.relin_round1(),
+                                        party.galois_key_share(ctx->galois_element(1)), party.shamir_shares()[1]};
     for (const Compression z : {Compression::none, Compression::zstd}) {
         const std::string sfx = z == Compression::zstd ? "-zstd" : "";
         write(dir, "parameters", "p" + sfx, serialize(c.params(), z));
@@ -49,6 +55,8 @@ int main(int argc, char** argv) {
         write(dir, "secret_key", "sk" + sfx, serialize(*ctx, sk, z));
         write(dir, "switch_key", "relin" + sfx, serialize(*ctx, *ek->relin, z));
         write(dir, "evaluation_keys", "ek" + sfx, serialize(*ctx, *ek, z));
+        for (std::size_t i = 0; i < shares.size(); ++i)
+            write(dir, "share", "share" + std::to_string(i) + sfx, mp::to_bytes(*ctx, shares[i], z));
     }
     return 0;
 }

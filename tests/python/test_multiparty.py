@@ -97,3 +97,23 @@ def test_shares_are_checked(ctx):
     other = ks.Context(ks.Parameters.named("T12"))
     with pytest.raises(ks.ParameterError, match="another context"):
         mp.aggregate_public_key(other, session, [sa, b.public_key_share()])
+
+
+def test_shares_travel_as_bytes(ctx):
+    """Parties in other processes send bytes: a share survives to_bytes/from_bytes, damaged bytes are refused."""
+    session = mp.Session(parties=2)
+    parties = [mp.Party(ctx, session, i) for i in (1, 2)]
+    sent = [p.public_key_share().to_bytes(compression="zstd") for p in parties]
+    pk = mp.aggregate_public_key(ctx, session, [mp.Share.from_bytes(ctx, b) for b in sent])
+    x = np.linspace(-1, 1, ctx.slots)
+    c = ctx.encrypt(x, pk)
+    shares = [mp.Share.from_bytes(ctx, p.decryption_share(c).to_bytes()) for p in parties]
+    assert shares[0].party == 1 and "decryption" in shares[0].protocol
+    z = mp.decrypt(ctx, session, c, shares)
+    assert bits(z.real, x) > mp.decryption_precision_bits(ctx, session, c.scale, 2) - 4
+    bad = bytearray(sent[0])
+    bad[len(bad) // 2] ^= 1
+    with pytest.raises(ks.SerializationError):
+        mp.Share.from_bytes(ctx, bytes(bad))
+    with pytest.raises(ks.SerializationError):
+        mp.Share.from_bytes(ctx, c.to_bytes())

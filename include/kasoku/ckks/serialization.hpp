@@ -32,6 +32,19 @@ Bytes serialize(const Context& ctx, const SecretKey& sk, Compression compression
 Bytes serialize(const Context& ctx, const SwitchKey& key, Compression compression = Compression::none);
 Bytes serialize(const Context& ctx, const EvaluationKeys& keys, Compression compression = Compression::none);
 
+// A record: polynomials and a few words of metadata under a type byte, in the same envelope; how the layers above ckks
+// store their objects (multiparty shares: kasoku/mp/multiparty.hpp). Loading checks the envelope, the type (another
+// one is refused), at most kMaxRecordWords words and max_polys polynomials, each fitting the parameters.
+struct Record {
+    std::uint8_t type = 0;
+    std::vector<std::uint64_t> words;
+    std::vector<rns::RnsPoly> polys;
+};
+inline constexpr std::size_t kMaxRecordWords = 16;
+Bytes serialize(const Context& ctx, const Record& record, Compression compression = Compression::none);
+Record deserialize_record(const Context& ctx, const std::uint8_t* data, std::size_t size, std::uint8_t type,
+                          std::size_t max_polys);
+
 Parameters deserialize_parameters(const std::uint8_t* data, std::size_t size);
 Ciphertext deserialize_ciphertext(const Context& ctx, const std::uint8_t* data, std::size_t size);
 PublicKey deserialize_public_key(const Context& ctx, const std::uint8_t* data, std::size_t size);

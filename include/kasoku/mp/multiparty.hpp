@@ -25,6 +25,7 @@
 
 #include "kasoku/ckks/context.hpp"
 #include "kasoku/ckks/objects.hpp"
+#include "kasoku/ckks/serialization.hpp"
 #include "kasoku/support/random.hpp"
 
 namespace kasoku::mp {
@@ -68,6 +69,14 @@ struct Share {
     std::uint64_t tag = 0;  // what it is about: Galois element; digest of the ciphertext, group and target; recipient
     std::vector<rns::RnsPoly> polys;
 };
+
+// A share on the wire: the project's integrity-checked format (a ckks::Record of type kShareRecord: session, party,
+// protocol, tag and the polynomials; the parameters' fingerprint in the envelope). share_from_bytes throws
+// SerializationError for damaged bytes, another kind of object, other parameters or an unknown protocol.
+inline constexpr std::uint8_t kShareRecord = 1;
+ckks::Bytes to_bytes(const ckks::Context& ctx, const Share& share,
+                     ckks::Compression compression = ckks::Compression::none);
+Share share_from_bytes(const ckks::Context& ctx, const std::uint8_t* data, std::size_t size);
 
 // Shares given to an aggregation: pointers, since a share holds megabytes (pointers_to makes them from a vector).
 using Shares = std::vector<const Share*>;

@@ -24,7 +24,8 @@ enum class Kind : std::uint8_t {
     public_key = 3,
     secret_key = 4,
     switch_key = 5,
-    evaluation_keys = 6
+    evaluation_keys = 6,
+    record = 7
 };
 
 const char* kind_name(Kind k) {
@@ -35,6 +36,7 @@ const char* kind_name(Kind k) {
         case Kind::secret_key: return "SecretKey";
         case Kind::switch_key: return "SwitchKey";
         case Kind::evaluation_keys: return "EvaluationKeys";
+        case Kind::record: return "record (a multiparty share or another object of the layers above)";
     }
     return "unknown object";
 }
@@ -494,6 +496,16 @@ void evaluation_key_fields(Io& io, K& keys) {
     }
 }
 
+// A record: its type, its words, its polynomials (every one may have special limbs).
+template <class Io, class R>
+void record_fields(Io& io, R& r, std::size_t max_polys) {
+    io.value(r.type);
+    io.size(r.words, 0, kMaxRecordWords, "a record holds too many words");
+    for (auto& w : r.words) io.value(w);
+    io.size(r.polys, 0, max_polys, "a record holds too many polynomials");
+    for (auto& p : r.polys) io.poly(p, true);
+}
+
 // A secret key as stored: its ternary coefficients, 2 bits each (0, 1, or 2 for -1), when it is ternary, as kasoku's
 // keys are; else its residues. Wiped on destruction.
 struct StoredSecret {
@@ -672,6 +684,24 @@ SwitchKey deserialize_switch_key(const Context& ctx, const std::uint8_t* data, s
     r.done();
     finish_key(ctx, k, false, true);
     return k;
+}
+
+Bytes serialize(const Context& ctx, const Record& record, Compression compression) {
+    Writer w(Kind::record, &ctx);
+    record_fields(w, record, record.polys.size());
+    return w.finish(compression);
+}
+
+Record deserialize_record(const Context& ctx, const std::uint8_t* data, std::size_t size, std::uint8_t type,
+                          std::size_t max_polys) {
+    Reader r(data, size, Kind::record, &ctx);
+    Record rec;
+    record_fields(r, rec, max_polys);
+    r.done();
+    if (rec.type != type)
+        Reader::fail("expected a record of type " + std::to_string(type) + ", found one of type " +
+                     std::to_string(rec.type));
+    return rec;
 }
 
 Bytes serialize(const Context& ctx, const EvaluationKeys& keys, Compression compression) {

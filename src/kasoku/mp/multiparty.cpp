@@ -261,6 +261,39 @@ void check_ciphertext(const Context& ctx, const Session& session, const Cipherte
 
 }  // namespace
 
+// ---- Shares as bytes
+
+ckks::Bytes to_bytes(const Context& ctx, const Share& share, ckks::Compression compression) {
+    if (share.fingerprint != ctx.fingerprint())
+        throw ParameterError("to_bytes: the share was made with other parameters than this context's");
+    ckks::Record r;
+    r.type = kShareRecord;
+    r.words = {share.session, share.party, static_cast<std::uint64_t>(share.protocol), share.tag};
+    r.polys = share.polys;
+    return ckks::serialize(ctx, r, compression);
+}
+
+Share share_from_bytes(const Context& ctx, const std::uint8_t* data, std::size_t size) {
+    // The most polynomials a share holds: RKG's two per digit.
+    ckks::Record r = ckks::deserialize_record(ctx, data, size, kShareRecord, 2 * ctx.rns().dnum());
+    const auto bad = [](const std::string& what) { throw SerializationError("cannot load a share: " + what); };
+    if (r.words.size() != 4) bad("it has " + std::to_string(r.words.size()) + " metadata words, not 4");
+    if (r.words[1] > 0xffffffffull) bad("party id out of range");
+    if (r.words[2] < static_cast<std::uint64_t>(Protocol::public_key) ||
+        r.words[2] > static_cast<std::uint64_t>(Protocol::shamir))
+        bad("unknown protocol " + std::to_string(r.words[2]));
+    for (const RnsPoly& p : r.polys)
+        if (!p.ntt_form()) bad("a share's polynomials are in NTT form");
+    Share s;
+    s.fingerprint = ctx.fingerprint();
+    s.session = r.words[0];
+    s.party = static_cast<std::uint32_t>(r.words[1]);
+    s.protocol = static_cast<Protocol>(r.words[2]);
+    s.tag = r.words[3];
+    s.polys = std::move(r.polys);
+    return s;
+}
+
 // ---- Session
 
 Session Session::random(std::uint32_t parties, std::uint32_t threshold) {

@@ -148,6 +148,8 @@ struct RealMatrices {
     std::vector<std::vector<double>> mats;
     std::size_t rows = 0, cols = 0;
 };  // -> list of 2-D float64
+// to_bytes(compression=None | "zstd"): ParameterError for anything else.
+kasoku::ckks::Compression compression_arg(const std::optional<std::string>& c);
 struct BytesOut {
     kasoku::ckks::Bytes b;
 };  // -> bytes

@@ -114,6 +114,23 @@ void bind_multiparty(nb::module_& root) {
             },
             "Bytes of its polynomials in memory (8 per residue; bit-packed on a wire, about 5/8 of it for 40-bit "
             "primes).")
+        .def(
+            "to_bytes",
+            [](const KShare& s, std::optional<std::string> c) {
+                return BytesOut{mp::to_bytes(*s.owner->ctx, s.share, compression_arg(c))};
+            },
+            "compression"_a = nb::none(),
+            "The share in the integrity-checked wire format (docs/SERIALIZATION.md), to send to the aggregator (a "
+            "Shamir share: to its recipient only); compression: None or \"zstd\".",
+            ReleaseGil())
+        .def_static(
+            "from_bytes",
+            [](const KContext& c, BytesIn b) {
+                return KShare{c.owner, mp::share_from_bytes(*c.owner->ctx, b.data, b.size)};
+            },
+            "ctx"_a, "data"_a,
+            "The share of to_bytes in the context ctx (SerializationError for damaged bytes or other parameters).",
+            ReleaseGil())
         .def_prop_ro(
             "protocol", [](const KShare& s) { return std::string(mp::protocol_name(s.share.protocol)); },
             "The protocol and round it belongs to.")

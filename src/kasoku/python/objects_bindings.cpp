@@ -57,19 +57,19 @@ K moved(const OwnerPtr& from, const std::string& device, const Value& v, Load lo
     return out;
 }
 
-// to_bytes(compression=None | "zstd").
-Compression compression_arg(const std::optional<std::string>& c) {
-    if (!c || *c == "none") return Compression::none;
-    if (*c == "zstd") return Compression::zstd;
-    throw ParameterError("compression must be None or \"zstd\" (got \"" + *c + "\")");
-}
-
 std::string describe_ct(const Ciphertext& ct) {
     return "Ciphertext(level=" + std::to_string(ct.level()) + ", scale=2^" + std::to_string(std::log2(ct.scale)) +
            ", size=" + std::to_string(ct.size()) + ")";
 }
 
 }  // namespace
+
+// to_bytes(compression=None | "zstd").
+Compression compression_arg(const std::optional<std::string>& c) {
+    if (!c || *c == "none") return Compression::none;
+    if (*c == "zstd") return Compression::zstd;
+    throw ParameterError("compression must be None or \"zstd\" (got \"" + *c + "\")");
+}
 
 void bind_objects(nb::module_& m) {
     // ---------------------------------------------------------------- Parameters

@@ -210,3 +210,41 @@ TEST(Multiparty, SharesAreBoundToTheirContextSessionPartyAndRound) {
     small.scale = std::ldexp(1.0, 30);
     expect_parameter_error([&] { ps.parties[0]->decryption_share(small); }, "drown");
 }
+
+TEST(Multiparty, SharesTravelAsCheckedBytes) {
+    Parties ps(make_context(), 3);
+    const ContextPtr& ctx = ps.ctx;
+    mp::Party& p = *ps.parties[1];
+    const Ciphertext a = ps.encrypt(random_values(ctx->slots(), 6));
+    const std::vector<mp::Share> shares{p.public_key_share(), p.relin_round1(),
+                                        p.galois_key_share(ctx->galois_element(1)), p.decryption_share(a)};
+    for (const mp::Share& s : shares)
+        for (Compression z : {Compression::none, Compression::zstd}) {
+            const Bytes b = mp::to_bytes(*ctx, s, z);
+            const mp::Share back = mp::share_from_bytes(*ctx, b.data(), b.size());
+            EXPECT_EQ(back.fingerprint, s.fingerprint);
+            EXPECT_EQ(back.session, s.session);
+            EXPECT_EQ(back.party, s.party);
+            EXPECT_EQ(back.protocol, s.protocol);
+            EXPECT_EQ(back.tag, s.tag);
+            ASSERT_EQ(back.polys.size(), s.polys.size());
+            for (std::size_t k = 0; k < s.polys.size(); ++k) EXPECT_EQ(back.polys[k], s.polys[k]);
+        }
+    // Collective decryption from shares that went through bytes.
+    std::vector<mp::Share> dec;
+    for (auto& q : ps.parties) {
+        const Bytes b = mp::to_bytes(*ctx, q->decryption_share(a));
+        dec.push_back(mp::share_from_bytes(*ctx, b.data(), b.size()));
+    }
+    EXPECT_GT(precision_bits(mp::decrypt(ctx, ps.session, a, mp::pointers_to(dec)), random_values(ctx->slots(), 6)),
+              mp::decryption_precision_bits(*ctx, ps.session, {}, a.scale, 3) - 4.0);
+    // Damaged bytes, another kind of object, other parameters.
+    Bytes b = mp::to_bytes(*ctx, shares[0]);
+    b[b.size() / 2] ^= 1;
+    EXPECT_THROW(mp::share_from_bytes(*ctx, b.data(), b.size()), SerializationError);
+    const Bytes ct_bytes = serialize(*ctx, a);
+    EXPECT_THROW(mp::share_from_bytes(*ctx, ct_bytes.data(), ct_bytes.size()), SerializationError);
+    const ContextPtr ctx2 = Context::create(research_params(10, 60, 40, 2, 60, 2), 1);
+    const Bytes good = mp::to_bytes(*ctx, shares[0]);
+    EXPECT_THROW(mp::share_from_bytes(*ctx2, good.data(), good.size()), SerializationError);
+}
