@@ -70,7 +70,7 @@ def main() -> int:
             "op": "size",
             "params": args.params,
             "what": what,
-            "format": 4,
+            "format": 5,
             "bytes": len(data),
             "zstd_bytes": len(obj.to_bytes(compression="zstd")),
             "write_ms": median_ms(lambda: obj.to_bytes(), args.reps),

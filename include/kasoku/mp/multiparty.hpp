@@ -94,7 +94,7 @@ inline Shares pointers_to(const std::vector<Share>& shares) {
 // security for decision games, as Li, Micciancio, Schultz and Sorrell use for CKKS; the statistical distance is then
 // at most 2^-(s+1)/2 by Pinsker). One honest party's noise suffices: a coalition knows and removes its own. The price
 // is precision: each decrypted slot carries an error of standard deviation sigma sqrt(parties n) / scale (the slots sum
-// n coefficients), about s/2 + log2(B n sqrt(queries parties)) bits below the scale, so decrypt on a large scale
+// n coefficients), about s/2 + log2(B n sqrt(queries parties / 2)) bits below the scale, so decrypt on a large scale
 // (decryption_precision_bits says what is left).
 struct Smudging {
     int statistical_security = 40;
