@@ -1,6 +1,7 @@
 """The examples stay true to the code: each runs to the end."""
 
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -77,3 +78,6 @@ def test_multiparty_example_runs():
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("mean:"))
     enc, clear = float(line.split()[2]), float(line.split()[4])
     assert abs(enc - clear) < 0.05  # the smudging leaves about 11 bits of values held as x / 10
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("gradient:"))
+    enc_g, clear_g = ([float(v) for v in part.split()] for part in re.findall(r"\[([^\]]*)\]", line))
+    assert max(abs(a - b) for a, b in zip(enc_g, clear_g)) < 2e-3  # the logistic-regression step
