@@ -24,7 +24,8 @@ parties).  A session of three parties, the keys a server needs, a computation an
 Thresholds: ``mp.Session(parties=N, threshold=t)``; each party sends ``p.shamir_shares()`` (one per party,
 ``share.recipient``) and receives the ones meant for it (``p.receive_shamir_shares(...)``); then any ``group`` of t
 or more decrypts (``p.decryption_share(c, group=[1, 3])``).  ``key_switch_share`` / :func:`key_switch` hand a result
-to one receiver's public key instead.  Decryption and key-switching shares carry smudging noise sized for
+to one receiver's public key instead, and ``refresh_share`` / :func:`refresh` bring a ciphertext back to the top level
+in one round (no bootstrapping keys).  Decryption and key-switching shares carry smudging noise sized for
 ``statistical_security`` bits (default 40): it costs precision, which :func:`decryption_precision_bits` states.
 """
 
@@ -42,6 +43,7 @@ aggregate_galois_key = _m.aggregate_galois_key
 evaluation_keys = _m.evaluation_keys
 decrypt = _m.decrypt
 key_switch = _m.key_switch
+refresh = _m.refresh
 decryption_precision_bits = _m.decryption_precision_bits
 default_noise_bound = _m.default_noise_bound
 
@@ -56,6 +58,7 @@ __all__ = [
     "evaluation_keys",
     "decrypt",
     "key_switch",
+    "refresh",
     "decryption_precision_bits",
     "default_noise_bound",
 ]

@@ -117,3 +117,19 @@ def test_shares_travel_as_bytes(ctx):
         mp.Share.from_bytes(ctx, bytes(bad))
     with pytest.raises(ks.SerializationError):
         mp.Share.from_bytes(ctx, c.to_bytes())
+
+
+def test_refresh_replaces_a_bootstrap(ctx):
+    """One round of shares brings a level-1 product back to the top level; level 0 has no room for the masks."""
+    session = mp.Session(parties=3)
+    parties = [mp.Party(ctx, session, i) for i in (1, 2, 3)]
+    pk, ek = keys_of(ctx, session, parties, steps=())
+    ev = ctx.evaluator(ek)
+    x = np.random.default_rng(3).uniform(-1, 1, ctx.slots)
+    sq = ev.square(ctx.encrypt(x, pk))
+    fresh = mp.refresh(ctx, session, sq, [p.refresh_share(sq) for p in parties])
+    assert fresh.level == ctx.max_level and sq.level == ctx.max_level - 1
+    z = mp.decrypt(ctx, session, fresh, [p.decryption_share(fresh) for p in parties])
+    assert bits(z.real, x * x) > mp.decryption_precision_bits(ctx, session, sq.scale, 3) - 4
+    with pytest.raises(ks.ParameterError, match="leaves the mask"):
+        parties[0].refresh_share(ev.square(sq))

@@ -2,8 +2,8 @@
 // make the collective public, relinearisation and Galois keys together (Mouchet, Troncoso-Pastoriza, Bossuat and
 // Hubaux, "Multiparty homomorphic encryption from ring-learning-with-errors", PETS 2021: CKG, RKG in two rounds, GKG),
 // anyone encrypts under the collective public key, a server evaluates with the collective evaluation keys, and the
-// parties decrypt together (collective decryption) or switch a result to one receiver's key (public-key switching,
-// PCKS). Thresholding: each party deals Shamir shares of its s_i, after which any t of the N parties decrypt or switch
+// parties decrypt together (collective decryption), switch a result to one receiver's key (public-key switching,
+// PCKS), or bring a ciphertext back to the top level in one round instead of bootstrapping it (refresh). Thresholding: each party deals Shamir shares of its s_i, after which any t of the N parties decrypt or switch
 // (a share of a group is the party's Shamir share times its Lagrange coefficient for the group), and fewer than t
 // learn nothing of s.
 //
@@ -39,6 +39,7 @@ enum class Protocol : std::uint8_t {
     decryption = 5,  // collective decryption
     key_switch = 6,  // PCKS
     shamir = 7,      // thresholdizing: a Shamir share of one party's s_i, for one other party
+    refresh = 8,     // interactive refresh (a one-round replacement of bootstrapping)
 };
 const char* protocol_name(Protocol p);
 
@@ -144,6 +145,15 @@ public:
     Share key_switch_share(const ckks::Ciphertext& ct, const ckks::PublicKey& to, const Smudging& smudging = {},
                            const std::vector<std::uint32_t>& group = {}, Exec exec = {}) const;
 
+    // Refresh (Mouchet et al.'s masked re-encryption, one round instead of a bootstrap): the party's share of bringing
+    // ct (relinearised, at a level l) back to the top level: (s c_1 + M + flood) over Q_l and (-s a - M + e) over
+    // Q_L, for a mask M uniform in [-2^(k-1), 2^(k-1)), 2^k <= Q_l / (4 N), and a common a from the CRS. The sum of the
+    // masks hides the values (|values| <= value_bound) statistically: it needs k - 1 >= log2(the coefficients' bound)
+    // + log2(n) + statistical_security bits of Q_l, and throws ParameterError saying how many are missing otherwise
+    // (refresh at a higher level, or with fewer levels used). The output carries the smudging as a decryption does.
+    Share refresh_share(const ckks::Ciphertext& ct, const Smudging& smudging = {}, double value_bound = 1.0,
+                        const std::vector<std::uint32_t>& group = {}, Exec exec = {}) const;
+
     // Thresholdizing (session.threshold = t): Shamir shares of s_i, s_i + r_1 x + ... + r_{t-1} x^{t-1} at x = each
     // party's id, one for each party (its own included), each to be sent privately to that party. Then each party
     // keeps the sum of the shares it received (receive_shamir_shares): its Shamir share of s.
@@ -183,6 +193,10 @@ ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctx, const Session&
 // group being the shares' parties).
 std::vector<std::complex<double>> decrypt(const ckks::ContextPtr& ctx, const Session& session,
                                           const ckks::Ciphertext& ct, const Shares& shares, Exec exec = {});
+// Refresh: ct's message again at the top level (ctx.max_level()), on the same scale, from every party's refresh_share
+// (or a group's): the masked values c_0 + sum h0 lifted exactly from Q_l to Q_L, plus sum h1, with the CRS's a.
+ckks::Ciphertext refresh(const ckks::ContextPtr& ctx, const Session& session, const ckks::Ciphertext& ct,
+                         const Shares& shares, Exec exec = {});
 // PCKS: ct under the receiver's key `to`.
 ckks::Ciphertext key_switch(const ckks::ContextPtr& ctx, const Session& session, const ckks::Ciphertext& ct,
                             const ckks::PublicKey& to, const Shares& shares, Exec exec = {});

@@ -30,6 +30,7 @@ const char* protocol_name(Protocol p) {
         case Protocol::decryption: return "collective decryption";
         case Protocol::key_switch: return "public-key switching (PCKS)";
         case Protocol::shamir: return "Shamir sharing";
+        case Protocol::refresh: return "refresh";
     }
     return "an unknown protocol";
 }
@@ -152,6 +153,70 @@ std::uint64_t lagrange(std::uint32_t j, const std::vector<std::uint32_t>& group,
         den = arith::mul_mod(den, (x + q - j % q) % q, m);
     }
     return arith::mul_mod(num, arith::inv_mod(den, m), m);
+}
+
+// ---- Multiword integers (little-endian 64-bit words) for the refresh's masks and its exact lift.
+using Words = std::vector<std::uint64_t>;
+
+Words mul_small(const Words& a, std::uint64_t m) {  // a * m
+    Words out(a.size() + 1, 0);
+    unsigned __int128 carry = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        carry += static_cast<unsigned __int128>(a[i]) * m;
+        out[i] = static_cast<std::uint64_t>(carry);
+        carry >>= 64;
+    }
+    out[a.size()] = static_cast<std::uint64_t>(carry);
+    return out;
+}
+
+void add_to(Words& a, const Words& b) {  // a += b (a at least as long as b, and the sum fits)
+    unsigned __int128 carry = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        carry += static_cast<unsigned __int128>(a[i]) + (i < b.size() ? b[i] : 0);
+        a[i] = static_cast<std::uint64_t>(carry);
+        carry >>= 64;
+    }
+}
+
+bool geq(const Words& a, const Words& b) {  // a >= b, equal lengths
+    for (std::size_t i = a.size(); i-- > 0;)
+        if (a[i] != b[i]) return a[i] > b[i];
+    return true;
+}
+
+void sub_from(Words& a, const Words& b) {  // a -= b (a >= b)
+    unsigned __int128 borrow = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const unsigned __int128 d = static_cast<unsigned __int128>(a[i]) - b[i] - borrow;
+        a[i] = static_cast<std::uint64_t>(d);
+        borrow = (d >> 64) ? 1 : 0;
+    }
+}
+
+std::uint64_t mod_small(const Words& a, std::uint64_t p) {  // a mod p, Horner from the top word
+    unsigned __int128 r = 0;
+    for (std::size_t i = a.size(); i-- > 0;) r = ((r << 64) | a[i]) % p;
+    return static_cast<std::uint64_t>(r);
+}
+
+double log2_words(const Words& a) {
+    double v = 0;
+    for (std::size_t i = a.size(); i-- > 0;) v = v * 0x1p64 + static_cast<double>(a[i]);
+    return std::log2(v);
+}
+
+// Q_l = q_0 ... q_l as words.
+Words product_of(const std::vector<std::uint64_t>& primes) {
+    Words q{1};
+    for (std::uint64_t p : primes) q = mul_small(q, p);
+    while (q.size() > 1 && q.back() == 0) q.pop_back();
+    return q;
+}
+
+// The mask's bits k: 2^k <= Q_l / (4 N).
+int mask_bits(const Words& q, std::uint32_t parties) {
+    return static_cast<int>(std::floor(log2_words(q) - 2.0 - std::log2(static_cast<double>(parties))));
 }
 
 // A group of parties: sorted, distinct ids of the session, at least the threshold.
@@ -280,7 +345,7 @@ Share share_from_bytes(const Context& ctx, const std::uint8_t* data, std::size_t
     if (r.words.size() != 4) bad("it has " + std::to_string(r.words.size()) + " metadata words, not 4");
     if (r.words[1] > 0xffffffffull) bad("party id out of range");
     if (r.words[2] < static_cast<std::uint64_t>(Protocol::public_key) ||
-        r.words[2] > static_cast<std::uint64_t>(Protocol::shamir))
+        r.words[2] > static_cast<std::uint64_t>(Protocol::refresh))
         bad("unknown protocol " + std::to_string(r.words[2]));
     for (const RnsPoly& p : r.polys)
         if (!p.ntt_form()) bad("a share's polynomials are in NTT form");
@@ -526,6 +591,80 @@ Share Party::key_switch_share(const Ciphertext& ct, const ckks::PublicKey& to, c
     return out;
 }
 
+Share Party::refresh_share(const Ciphertext& ct, const Smudging& smudging, double value_bound,
+                           const std::vector<std::uint32_t>& group, Exec exec) const {
+    check_ciphertext(*ctx_, session_, ct, "refresh_share");
+    check_group(session_, group, "refresh_share");
+    if (!(value_bound > 0) || !std::isfinite(value_bound))
+        throw ParameterError("refresh_share: value_bound must be a positive number");
+    exec = ctx_->exec(exec);
+    const auto& r = ctx_->rns();
+    const auto& be = ctx_->backend();
+    const std::size_t nq = ct.polys[0].num_q(), top = r.q_count(), n = ctx_->n();
+    const std::vector<std::uint64_t> ql(r.q_primes().begin(), r.q_primes().begin() + static_cast<long>(nq));
+    const int k = mask_bits(product_of(ql), session_.parties);
+    // What the mask hides, per coefficient: the message (|coefficients| <= value_bound scale) and the parties' floods.
+    const std::size_t members = group.empty() ? session_.parties : group.size();
+    const double sigma = smudging.sigma(*ctx_, session_);
+    const double hidden = std::log2(value_bound * ct.scale + 6.0 * sigma * std::sqrt(static_cast<double>(members)));
+    const double room = (k - 1) - hidden - std::log2(static_cast<double>(n));
+    if (room < smudging.statistical_security)
+        throw ParameterError("refresh_share: the ciphertext's modulus at level " + std::to_string(ct.level()) +
+                             " leaves the mask " + std::to_string(static_cast<int>(std::floor(room))) + " bits, " +
+                             std::to_string(smudging.statistical_security) +
+                             " needed to hide the values; refresh it at a higher level (about " +
+                             std::to_string(static_cast<int>(std::ceil(smudging.statistical_security - room))) +
+                             " more bits of modulus)");
+    if (decryption_precision_bits(*ctx_, session_, smudging, ct.scale, members) < 1.0)
+        throw ParameterError(
+            "refresh_share: the smudging noise would drown the values at this scale; see "
+            "decryption_share");
+    // The mask M = X - 2^(k-1), X uniform in [0, 2^k): its residues mod every prime of Q_L (h0 takes the first l + 1).
+    Prng prng;
+    const std::size_t words = static_cast<std::size_t>(k) / 64 + 1;
+    Words half(words, 0);
+    half[static_cast<std::size_t>(k - 1) / 64] = std::uint64_t{1} << ((k - 1) % 64);
+    std::vector<std::uint64_t> half_mod(top);
+    for (std::size_t i = 0; i < top; ++i) half_mod[i] = mod_small(half, r.q_primes()[i]);
+    std::vector<std::vector<std::uint64_t>> mask(top, std::vector<std::uint64_t>(n));
+    Words x(words);
+    for (std::size_t c = 0; c < n; ++c) {
+        for (auto& w : x) w = prng.next_u64();
+        if (k % 64) x.back() &= (std::uint64_t{1} << (k % 64)) - 1;  // k bits
+        else x.back() = 0;
+        for (std::size_t i = 0; i < top; ++i) {
+            const std::uint64_t q = r.q_primes()[i], xm = mod_small(x, q);
+            mask[i][c] = xm >= half_mod[i] ? xm - half_mod[i] : xm + q - half_mod[i];
+        }
+    }
+    secure_wipe(x.data(), x.size() * sizeof x[0]);
+    const auto upload_mask = [&](std::size_t limbs, bool negate) {
+        RnsPoly m = be.poly(limbs, 0, false);
+        be.upload(m, [&](std::size_t l, std::uint64_t* d) {
+            const std::uint64_t q = r.q_primes()[l];
+            for (std::size_t c = 0; c < n; ++c) d[c] = negate && mask[l][c] ? q - mask[l][c] : mask[l][c];
+        });
+        be.to_ntt(m, exec);
+        return m;
+    };
+    const RnsPoly s = secret_for(group, nq, exec), s_top = secret_for(group, top, exec);
+    RnsPoly h0, h1;
+    be.mul(ct.polys[1], s, h0, exec);  // s c_1 + M + flood over Q_l
+    be.add(h0, upload_mask(nq, false), h0, exec);
+    be.add(h0, gaussian_poly(*ctx_, sigma, nq, 0, prng, exec), h0, exec);
+    const RnsPoly a = ckks::uniform_poly(
+        *ctx_, session_.common(Protocol::refresh, ciphertext_tag(*ctx_, ct, {}, nullptr)), 0, top, 0);
+    be.mul(a, s_top, h1, exec);  // -s a - M + e over Q_L
+    be.negate(h1, h1, exec);
+    be.add(h1, upload_mask(top, true), h1, exec);
+    be.add(h1, gaussian_poly(*ctx_, 3.2, top, 0, prng, exec), h1, exec);
+    for (auto& m : mask) secure_wipe(m.data(), m.size() * sizeof m[0]);
+    Share out = make_share(Protocol::refresh, ciphertext_tag(*ctx_, ct, group, nullptr));
+    out.polys.push_back(std::move(h0));
+    out.polys.push_back(std::move(h1));
+    return out;
+}
+
 std::vector<Share> Party::shamir_shares(Exec exec) const {
     if (session_.threshold == 0)
         throw ParameterError("shamir_shares: the session has no threshold (Session.threshold = t, 2 <= t <= N)");
@@ -672,6 +811,79 @@ std::vector<std::complex<double>> decrypt(const ckks::ContextPtr& ctxp, const Se
     be.from_ntt(m, exec);
     const ckks::Encoder enc(ctxp);
     return enc.decode(m, m.num_q(), ct.scale);
+}
+
+Ciphertext refresh(const ckks::ContextPtr& ctxp, const Session& session, const Ciphertext& ct, const Shares& shares,
+                   Exec exec) {
+    const Context& ctx = *ctxp;
+    check_ciphertext(ctx, session, ct, "refresh");
+    check_group_shares(ctx, session, shares, ct, nullptr, Protocol::refresh, "refresh");
+    exec = ctx.exec(exec);
+    const auto& r = ctx.rns();
+    const auto& be = ctx.backend();
+    const std::size_t nq = ct.polys[0].num_q(), top = r.q_count(), n = ctx.n();
+    std::vector<RnsPoly> sum = sum_polys(ctx, shares, "refresh");
+    if (sum.size() != 2 || !sum[0].same_shape(ct.polys[0]) || sum[1].num_q() != top || sum[1].num_p() != 0)
+        throw ParameterError("refresh: the shares do not have the shapes of a refresh of this ciphertext");
+    RnsPoly v;
+    be.add(ct.polys[0], sum[0], v, exec);  // m + e + masks + floods over Q_l: no wrap, by the masks' range
+    be.from_ntt(v, exec);
+    // The exact centered lift of v from Q_l to Q_L (CRT over multiword integers on the host).
+    const std::vector<std::uint64_t> ql(r.q_primes().begin(), r.q_primes().begin() + static_cast<long>(nq));
+    const Words q = product_of(ql);
+    Words q_half = q;
+    for (std::size_t i = 0; i < q_half.size(); ++i)  // q / 2
+        q_half[i] = (q_half[i] >> 1) | (i + 1 < q_half.size() ? q_half[i + 1] << 63 : 0);
+    std::vector<Words> qhat(nq);
+    std::vector<std::uint64_t> qhat_inv(nq);
+    for (std::size_t i = 0; i < nq; ++i) {
+        std::vector<std::uint64_t> others;
+        for (std::size_t j = 0; j < nq; ++j)
+            if (j != i) others.push_back(ql[j]);
+        qhat[i] = product_of(others);
+        qhat[i].resize(q.size() + 1, 0);
+        const arith::Modulus m(ql[i]);
+        qhat_inv[i] = arith::inv_mod(mod_small(qhat[i], ql[i]), m);
+    }
+    std::vector<std::vector<std::uint64_t>> out(top, std::vector<std::uint64_t>(n));
+    be.download(v, [&](const std::uint64_t* const* limbs) {
+        Words acc(q.size() + 1), qq = q;
+        qq.resize(q.size() + 1, 0);
+        Words qh = q_half;
+        qh.resize(q.size() + 1, 0);
+        for (std::size_t c = 0; c < n; ++c) {
+            std::fill(acc.begin(), acc.end(), 0);
+            for (std::size_t i = 0; i < nq; ++i) {
+                const std::uint64_t y = arith::mul_mod(limbs[i][c], qhat_inv[i], arith::Modulus(ql[i]));
+                Words t = mul_small(qhat[i], y);
+                t.resize(acc.size(), 0);
+                add_to(acc, t);
+            }
+            while (geq(acc, qq)) sub_from(acc, qq);  // in [0, Q_l)
+            const bool negative = !geq(qh, acc);     // above Q_l / 2: acc - Q_l
+            if (negative) {
+                Words m = qq;
+                sub_from(m, acc);
+                acc = m;
+            }
+            for (std::size_t i = 0; i < top; ++i) {
+                const std::uint64_t p = r.q_primes()[i], res = mod_small(acc, p);
+                out[i][c] = negative && res ? p - res : res;
+            }
+        }
+    });
+    RnsPoly lifted = be.poly(top, 0, false);
+    be.upload(lifted, [&](std::size_t l, std::uint64_t* d) { std::copy(out[l].begin(), out[l].end(), d); });
+    be.to_ntt(lifted, exec);
+    Ciphertext fresh;
+    fresh.context_uid = ctx.uid();
+    fresh.key_id = ct.key_id;
+    fresh.scale = ct.scale;
+    be.add(lifted, sum[1], lifted, exec);
+    fresh.polys.push_back(std::move(lifted));
+    fresh.polys.push_back(
+        ckks::uniform_poly(ctx, session.common(Protocol::refresh, ciphertext_tag(ctx, ct, {}, nullptr)), 0, top, 0));
+    return fresh;
 }
 
 Ciphertext key_switch(const ckks::ContextPtr& ctxp, const Session& session, const Ciphertext& ct,

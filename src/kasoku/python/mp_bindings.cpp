@@ -208,6 +208,19 @@ void bind_multiparty(nb::module_& root) {
             "ct"_a, "to"_a, "statistical_security"_a = 40, "queries"_a = 1, "noise_bound"_a = 0.0,
             "group"_a = nb::none(), "threads"_a = nb::none(), ReleaseGil(), kKeySwitchShareDoc.c_str())
         .def(
+            "refresh_share",
+            [](const KParty& p, const KCiphertext& ct, int s, std::uint64_t q, double b, double value_bound,
+               std::optional<std::vector<std::uint32_t>> group, TArg t) {
+                same_owner(ct.owner, p.owner, "ciphertext");
+                return KShare{p.owner, p.party->refresh_share(ct.ct, smudging(s, q, b), value_bound,
+                                                              group_of(std::move(group)), threads_arg(t))};
+            },
+            "ct"_a, "statistical_security"_a = 40, "queries"_a = 1, "noise_bound"_a = 0.0, "value_bound"_a = 1.0,
+            "group"_a = nb::none(), "threads"_a = nb::none(), ReleaseGil(),
+            "Its share of refreshing ct (relinearised) to the top level in one round, instead of a bootstrap: ct's "
+            "values (abs <= value_bound) masked over Q_l and re-encrypted over Q_L. Raises ParameterError when ct's "
+            "level leaves the masks too few bits to hide the values (refresh at a higher level).")
+        .def(
             "shamir_shares",
             [](const KParty& p, TArg t) {
                 std::vector<KShare> out;
@@ -286,6 +299,16 @@ void bind_multiparty(nb::module_& root) {
         },
         "ctx"_a, "session"_a, "ct"_a, "shares"_a, "threads"_a = nb::none(),
         "The slots of ct (complex128 array) from every party's decryption_share, or those of a group of t or more.");
+    m.def(
+        "refresh",
+        [](const KContext& c, const KSession& s, const KCiphertext& ct, const std::vector<const KShare*>& shares,
+           TArg t) {
+            same_owner(ct.owner, c.owner, "ciphertext");
+            return wrap(c.owner, mp::refresh(c.owner->ctx, s.s, ct.ct, shares_of(c.owner, shares), threads_arg(t)));
+        },
+        "ctx"_a, "session"_a, "ct"_a, "shares"_a, "threads"_a = nb::none(),
+        "ct's message again at the top level (ctx.max_level), on its scale, from every party's refresh_share or a "
+        "group's: multiparty circuits of any depth without bootstrapping keys.");
     m.def(
         "key_switch",
         [](const KContext& c, const KSession& s, const KCiphertext& ct, const KPublicKey& to,

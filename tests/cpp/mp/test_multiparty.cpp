@@ -248,3 +248,46 @@ TEST(Multiparty, SharesTravelAsCheckedBytes) {
     const Bytes good = mp::to_bytes(*ctx, shares[0]);
     EXPECT_THROW(mp::share_from_bytes(*ctx2, good.data(), good.size()), SerializationError);
 }
+
+TEST(Multiparty, RefreshBringsACiphertextBackToTheTopInOneRound) {
+    Parties ps(make_context(), 3, 2);
+    const ContextPtr& ctx = ps.ctx;
+    Evaluator ev(ctx, ps.evaluation_keys({}));
+    const cvec x = random_values(ctx->slots(), 7);
+    const Ciphertext a = ps.encrypt(x);
+    const Ciphertext sq = ev.multiply(a, a);  // level 1: 115 bits of modulus, room for the masks
+    ASSERT_EQ(sq.level(), ctx->max_level() - 1);
+    std::vector<mp::Share> shares;
+    for (auto& p : ps.parties) shares.push_back(p->refresh_share(sq));
+    const Ciphertext fresh = mp::refresh(ctx, ps.session, sq, mp::pointers_to(shares));
+    EXPECT_EQ(fresh.level(), ctx->max_level());
+    EXPECT_EQ(fresh.key_id, ps.session.key_id());
+    cvec x2(x.size()), x3(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        x2[i] = x[i] * x[i];
+        x3[i] = x2[i] * x[i];
+    }
+    const double left = mp::decryption_precision_bits(*ctx, ps.session, {}, sq.scale, 3);
+    EXPECT_GT(precision_bits(ps.decrypt(fresh), x2), left - 4.0);
+    // The refreshed ciphertext computes on: a product that the level-1 one had no level left for after one more.
+    EXPECT_GT(precision_bits(ps.decrypt(ev.multiply(ev.multiply(fresh, a), fresh)),
+                             [&] {
+                                 cvec x5(x.size());
+                                 for (std::size_t i = 0; i < x.size(); ++i) x5[i] = x3[i] * x2[i];
+                                 return x5;
+                             }()),
+              left - 6.0);
+    // At level 0 the modulus (60 bits) has no room for masks that hide the values: refused, saying why.
+    const Ciphertext low = ev.multiply(sq, a);
+    ASSERT_EQ(low.level(), 0);
+    expect_parameter_error([&] { ps.parties[0]->refresh_share(low); }, "leaves the mask");
+    // A group of t = 2 refreshes too.
+    std::vector<std::vector<mp::Share>> to(3);
+    for (auto& p : ps.parties)
+        for (mp::Share& s : p->shamir_shares()) to[s.tag - 1].push_back(std::move(s));
+    for (auto& p : ps.parties) p->receive_shamir_shares(mp::pointers_to(to[p->id() - 1]));
+    std::vector<mp::Share> group{ps.parties[0]->refresh_share(sq, {}, 1.0, {1, 3}),
+                                 ps.parties[2]->refresh_share(sq, {}, 1.0, {1, 3})};
+    const Ciphertext by_two = mp::refresh(ctx, ps.session, sq, mp::pointers_to(group));
+    EXPECT_GT(precision_bits(ps.decrypt(by_two), x2), left - 4.0);
+}
