@@ -185,6 +185,50 @@ class Client:
         out = self.result_bytes(self.submit({"x": sample}, keys, model=model), timeout)["logits"]
         return out if ctx is None else Ciphertext.from_bytes(ctx, out)
 
+    # --- multiparty sessions (kasoku.multiparty; the server aggregates key shares, docs/MULTIPARTY.md) ---
+    def open_multiparty(self, parties: int, threshold: int = 0):
+        """Opens a session of `parties` parties on the server (it draws the CRS); returns (session id,
+        ks.multiparty.Session). Every party joins with the id (join_multiparty) and runs its own Party."""
+        d = self._send("POST", "/v1/multiparty", json={"parties": parties, "threshold": threshold}).json()
+        return d["session"], self._session_of(d)
+
+    def join_multiparty(self, session_id: str):
+        """The ks.multiparty.Session of a session opened on the server (its public CRS, N and t)."""
+        return self._session_of(self.multiparty_status(session_id))
+
+    def multiparty_status(self, session_id: str) -> dict:
+        """The session's CRS, N, t, key id and which parties sent which key shares (GET /v1/multiparty/{id})."""
+        return self._send("GET", f"/v1/multiparty/{session_id}").json()
+
+    def send_share(self, session_id: str, share) -> dict:
+        """Sends this party's key share (public key, relinearisation round 1 or 2, Galois key) to the session;
+        returns the session's status."""
+        return self._send("PUT", f"/v1/multiparty/{session_id}/shares", share.to_bytes(compression="zstd")).json()
+
+    def multiparty_public_key(self, session_id: str, ctx):
+        """The collective public key, once every party sent its share (ServiceError 409 before, naming who is
+        missing)."""
+        from . import PublicKey
+
+        return PublicKey.from_bytes(ctx, self._send("GET", f"/v1/multiparty/{session_id}/public_key").content)
+
+    def multiparty_relin_round1(self, session_id: str, ctx):
+        """The sum of every party's round-1 relinearisation share, which each party's relin_round2 takes."""
+        from .multiparty import Share
+
+        return Share.from_bytes(ctx, self._send("GET", f"/v1/multiparty/{session_id}/relin_round1").content)
+
+    def multiparty_keys(self, session_id: str) -> str:
+        """Aggregates the collective relinearisation and Galois keys into a key set of this client's; returns its id
+        for submit()."""
+        return self._send("POST", f"/v1/multiparty/{session_id}/keys").json()["keys"]
+
+    @staticmethod
+    def _session_of(d: dict):
+        from .multiparty import Session
+
+        return Session(parties=d["parties"], threshold=d["threshold"], crs=bytes.fromhex(d["crs"]))
+
     def status(self, job: int) -> dict:
         """A job's status without waiting for it (GET /v1/jobs/{job}): queued, done or failed."""
         return self._send("GET", f"/v1/jobs/{int(job)}").json()

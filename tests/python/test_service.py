@@ -398,3 +398,64 @@ def test_a_stored_model_runs_on_encrypted_samples_and_survives_a_restart(tmp_pat
         assert httpx.get(f"{srv.url}/v1/models/{mid}", headers={"Authorization": f"Bearer {c.token}"}).json() == rec
     finally:
         srv.stop()
+
+
+# Multiparty parameters (tests only): 55-bit levels, so that the smudged decryption keeps its bits.
+MP_PARAMS = ks.Parameters(
+    log_n=12, first_bits=60, scale_bits=55, levels=2, special_bits=60, special_primes=2, security=None
+)
+
+
+def test_the_service_aggregates_multiparty_keys(tmp_path):
+    """Three clients, one per party, make the collective keys through the server (it holds only public shares), a job
+    runs under them, and the parties decrypt its result together."""
+    from kasoku import multiparty as mp
+
+    data = tmp_path / "mp"
+    data.mkdir()
+    (data / "params.bin").write_bytes(MP_PARAMS.to_bytes())
+    srv = ServerProcess(data, "--params-file", str(data / "params.bin"), "--threads", "2", "--cost", "paper").start()
+    try:
+        clients = [ks.Client.register(srv.url, srv.admin_token) for _ in range(3)]
+        sid, session = clients[0].open_multiparty(parties=3)
+        ctx = clients[0].context()
+        parties = []
+        for i, c in enumerate(clients, 1):
+            joined = c.join_multiparty(sid)
+            assert joined.crs == session.crs and joined.key_id == session.key_id
+            parties.append(mp.Party(ctx, joined, i))  # each in its own process in practice
+        clients[0].send_share(sid, parties[0].public_key_share())
+        with pytest.raises(ks.ServiceError, match="parties \\[2, 3\\]"):
+            clients[0].multiparty_public_key(sid, ctx)
+        for c, p in zip(clients[1:], parties[1:]):
+            c.send_share(sid, p.public_key_share())
+        with pytest.raises(ks.ServiceError, match="already sent"):
+            clients[0].send_share(sid, parties[0].public_key_share())
+        pk = clients[1].multiparty_public_key(sid, ctx)
+        for c, p in zip(clients, parties):
+            c.send_share(sid, p.relin_round1())
+        r1 = clients[2].multiparty_relin_round1(sid, ctx)
+        g = ctx.galois_element(1)
+        for c, p in zip(clients, parties):
+            c.send_share(sid, p.relin_round2(r1))
+            c.send_share(sid, p.galois_key_share(g))
+        status = clients[0].multiparty_status(sid)
+        assert status["received"]["relin_round2"] == [1, 2, 3] and status["received"]["galois"] == {str(g): [1, 2, 3]}
+        kid = clients[0].multiparty_keys(sid)
+        x = np.random.default_rng(5).uniform(-1, 1, 64)
+        ct = ctx.encrypt(x, pk)
+        graph = ks.sched.Graph()
+        a = graph.input("a", ct.level)
+        graph.output(graph.multiply(graph.rotate(a, 1), a), "y")
+        out = clients[0].run({"a": ct}, kid, ctx, graph=graph)["y"]
+        z = mp.decrypt(ctx, session, out, [p.decryption_share(out) for p in parties]).real[:63]
+        want = (np.roll(x, -1) * x)[:63]
+        assert np.max(np.abs(z - want)) < 2.0 ** -(mp.decryption_precision_bits(ctx, session, out.scale, 3) - 4)
+        # The server refuses to aggregate what would show it a result, and shares of another session.
+        with pytest.raises(ks.ServiceError, match="key shares only"):
+            clients[0].send_share(sid, parties[0].decryption_share(out))
+        other = mp.Party(ctx, mp.Session(parties=3), 1)
+        with pytest.raises(ks.ServiceError, match="another session"):
+            clients[0].send_share(sid, other.public_key_share())
+    finally:
+        srv.stop()

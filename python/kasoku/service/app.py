@@ -26,7 +26,7 @@ try:
     from fastapi import FastAPI
     from starlette.concurrency import run_in_threadpool
 
-    from .api.routes import clients, jobs, keys, models, system
+    from .api.routes import clients, jobs, keys, models, multiparty, system
 except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError(
         "the kasoku service needs FastAPI and uvicorn: pip install 'kasoku[serve]' (make venv installs them)"
@@ -54,7 +54,7 @@ def create_app(cfg: Config, backend=None) -> FastAPI:
         "(docs/SERVING.md); every request but /health carries 'Authorization: Bearer <token>'.",
     )
     app.state.service = svc
-    for r in (system.router, clients.router, keys.router, models.router, jobs.router):
+    for r in (system.router, clients.router, keys.router, models.router, jobs.router, multiparty.router):
         app.include_router(r)
     return app
 

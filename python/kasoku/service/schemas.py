@@ -89,3 +89,20 @@ class JobStatus(BaseModel):
 class Busy(BaseModel):
     detail: str
     retry_after: float = Field(description="seconds after which a slot is likely free (also the Retry-After header)")
+
+
+class NewMultipartySession(BaseModel):
+    parties: int = Field(description="N, the number of parties (2 or more)")
+    threshold: int = Field(0, description="t: any t parties decrypt (2..N); 0: all N must")
+
+
+class MultipartySession(BaseModel):
+    session: str = Field(description="the session's id, which every party names")
+    crs: str = Field(description="the common reference string (32 bytes, hex): public; ks.multiparty.Session(crs=...)")
+    parties: int
+    threshold: int
+    key_id: int = Field(description="the key id of the collective keys and of every ciphertext under them")
+    received: dict = Field(
+        description="the parties whose shares the server holds, by step: public_key, relin_round1, relin_round2, "
+        "and galois (by Galois element)"
+    )

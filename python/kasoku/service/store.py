@@ -1,5 +1,5 @@
 """What the service keeps across restarts: clients (hashed tokens), key sets, models (kasoku.nn plans), accepted jobs
-and their results.
+and their results, multiparty sessions and the key shares their parties sent.
 
 SQLite (WAL, synchronous=FULL) holds the rows; request, key and result bytes are files written to a temporary name,
 fsync'ed and renamed before the row that points at them commits. A job is accepted (202) only after its row and
@@ -27,6 +27,11 @@ CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, client TE
                                  idempotency_key TEXT);
 CREATE TABLE IF NOT EXISTS models (id TEXT PRIMARY KEY, client TEXT NOT NULL, bytes INTEGER NOT NULL,
                                    created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS mp_sessions (id TEXT PRIMARY KEY, client TEXT NOT NULL, crs BLOB NOT NULL,
+                                        parties INTEGER NOT NULL, threshold INTEGER NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS mp_shares (session TEXT NOT NULL, step TEXT NOT NULL, tag INTEGER NOT NULL,
+                                      party INTEGER NOT NULL, bytes INTEGER NOT NULL,
+                                      PRIMARY KEY (session, step, tag, party));
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_idem ON jobs(client, idempotency_key);
 """
@@ -53,7 +58,7 @@ def _write(path: Path, data: bytes) -> None:
 class Store:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
-        for d in ("keys", "jobs", "models"):
+        for d in ("keys", "jobs", "models", "multiparty"):
             (self.root / d).mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.root / "kasoku.db", check_same_thread=False, isolation_level=None)
@@ -114,6 +119,38 @@ class Store:
         """The model's record, if it is this client's."""
         rows = self._q("SELECT bytes, created FROM models WHERE id = ? AND client = ?", (mid, client))
         return {"model": mid, "bytes": rows[0][0], "created": rows[0][1]} if rows else None
+
+    # --- multiparty sessions (kasoku.multiparty): the CRS and the parties' public key shares ---
+    def add_mp_session(self, client: str, crs: bytes, parties: int, threshold: int) -> str:
+        sid = "s" + secrets.token_hex(16)  # unguessable: the parties (other clients) name it to take part
+        self._q(
+            "INSERT INTO mp_sessions VALUES (?, ?, ?, ?, ?, ?)", (sid, client, crs, parties, threshold, time.time())
+        )
+        return sid
+
+    def mp_session(self, sid: str) -> dict | None:
+        rows = self._q("SELECT crs, parties, threshold FROM mp_sessions WHERE id = ?", (sid,))
+        return {"session": sid, "crs": rows[0][0], "parties": rows[0][1], "threshold": rows[0][2]} if rows else None
+
+    def mp_share_path(self, sid: str, step: str, tag: int, party: int) -> Path:
+        return self.root / "multiparty" / f"{sid}-{step}-{tag}-{party}.share"
+
+    def add_mp_share(self, sid: str, step: str, tag: int, party: int, data: bytes) -> bool:
+        """Keeps a party's share of a step (False: that party already sent it)."""
+        if self._q(
+            "SELECT 1 FROM mp_shares WHERE session = ? AND step = ? AND tag = ? AND party = ?", (sid, step, tag, party)
+        ):
+            return False
+        _write(self.mp_share_path(sid, step, tag, party), data)
+        try:
+            self._q("INSERT INTO mp_shares VALUES (?, ?, ?, ?, ?)", (sid, step, tag, party, len(data)))
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def mp_shares(self, sid: str) -> list[tuple[str, int, int]]:
+        """(step, tag, party) of every share the session holds."""
+        return [tuple(r) for r in self._q("SELECT step, tag, party FROM mp_shares WHERE session = ?", (sid,))]
 
     # --- jobs ---
     def request_path(self, jid: int) -> Path:

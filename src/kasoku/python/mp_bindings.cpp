@@ -106,6 +106,12 @@ void bind_multiparty(nb::module_& root) {
         .def_prop_ro(
             "party", [](const KShare& s) { return s.share.party; }, "The sending party's id (0: a sum).")
         .def_prop_ro(
+            "session", [](const KShare& s) { return s.share.session; }, "The key id of its session (Session.key_id).")
+        .def_prop_ro(
+            "tag", [](const KShare& s) { return s.share.tag; },
+            "What it is about: the Galois element of a Galois-key share, a digest of the ciphertext (and group) of a "
+            "decryption, key-switching or refresh share, the recipient of a Shamir share; 0 otherwise.")
+        .def_prop_ro(
             "nbytes",
             [](const KShare& s) {
                 std::size_t words = 0;
