@@ -54,6 +54,15 @@ def _status(svc, rec: dict) -> dict:
     }
 
 
+def _combine(fn, *args):
+    """An aggregation of the parties' shares; shares that do not combine (a party's share of the wrong shape) are the
+    parties' error, 422."""
+    try:
+        return fn(*args)
+    except ks.ParameterError as e:
+        raise HTTPException(422, f"the shares do not combine: {e}") from None
+
+
 def _load(svc, rec: dict, step: str, tag: int = 0) -> list:
     """Every party's share of a step, or 409 naming the parties still missing."""
     have = sorted(p for s, t, p in svc.store.mp_shares(rec["session"]) if s == step and t == tag)
@@ -84,8 +93,7 @@ def open_session(body: schemas.NewMultipartySession, svc: ServiceDep, cid: Clien
     "/{sid}", summary="A session: its CRS and which parties sent which shares", response_model=schemas.MultipartySession
 )
 def session_status(sid: str, svc: ServiceDep, _: ClientId):
-    rec, _session_obj = _session(svc, sid)
-    return _status(svc, rec)
+    return _status(svc, _session(svc, sid)[0])
 
 
 @router.put(
@@ -131,7 +139,7 @@ async def put_share(sid: str, request: Request, svc: ServiceDep, _: ClientId):
 )
 def public_key(sid: str, svc: ServiceDep, _: ClientId):
     rec, session = _session(svc, sid)
-    pk = mp.aggregate_public_key(svc.ctx, session, _load(svc, rec, "public_key"))
+    pk = _combine(mp.aggregate_public_key, svc.ctx, session, _load(svc, rec, "public_key"))
     return Response(pk.to_bytes(), media_type=OCTETS)
 
 
@@ -143,7 +151,7 @@ def public_key(sid: str, svc: ServiceDep, _: ClientId):
 )
 def relin_round1(sid: str, svc: ServiceDep, _: ClientId):
     rec, session = _session(svc, sid)
-    total = mp.aggregate_relin_round1(svc.ctx, session, _load(svc, rec, "relin_round1"))
+    total = _combine(mp.aggregate_relin_round1, svc.ctx, session, _load(svc, rec, "relin_round1"))
     return Response(total.to_bytes(), media_type=OCTETS)
 
 
@@ -166,7 +174,4 @@ async def keys(sid: str, svc: ServiceDep, cid: ClientId):
         kid = svc.store.add_keys(cid, data, True, sorted(galois))
         return svc.store.keys_of(cid, kid)
 
-    try:
-        return await run_in_threadpool(make)
-    except ks.ParameterError as e:
-        raise HTTPException(422, f"the shares do not combine: {e}") from None
+    return await run_in_threadpool(_combine, make)
