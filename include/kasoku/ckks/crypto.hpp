@@ -56,6 +56,11 @@ private:
 // The uniform polynomial that part `part` of a seed stands for, over q_0..q_{num_q-1} and p_0..p_{num_p-1}, NTT form
 // (the a-parts of seeded keys and ciphertexts; multiparty protocols draw their common parts with it).
 rns::RnsPoly uniform_poly(const Context& ctx, const Seed& seed, std::size_t part, std::size_t num_q, std::size_t num_p);
+// Fresh samples from the OS CSPRNG over the same limbs, NTT form: the error distribution of every key and encryption
+// (discrete Gaussian, sigma 3.2, cut at 6 sigma), and a uniform ternary polynomial (an encryption's ephemeral secret).
+// Multiparty protocols draw their errors and ephemeral secrets with them.
+rns::RnsPoly error_poly(const Context& ctx, std::size_t num_q, std::size_t num_p, Exec exec = {});
+rns::RnsPoly ternary_poly(const Context& ctx, std::size_t num_q, std::size_t num_p, Exec exec = {});
 
 class Encryptor {
 public:

@@ -58,6 +58,9 @@ public:
     // Exact CRT of the first t q-limbs (host pointers to n residues each): out[c] = the centered integer
     // (|x| <= q_0...q_{t-1} / 2) with those residues, as a double. Decoding reads messages this way.
     void compose_centered(const u64* const* limbs, std::size_t t, double* out) const;
+    // The same centered integers (they must be below q_0...q_{t-1} / 2) lifted exactly to the first `to` q-primes:
+    // out[i][c] = x_c mod q_i, for i < to (host pointers to n words each). An exact ModRaise from Q_{t-1} to Q_{to-1}.
+    void lift_centered(const u64* const* limbs, std::size_t t, std::size_t to, u64* const* out) const;
 
     // Permutation perm with (psi_g(a))[k] = a[perm[k]] in NTT (bit-reversed) order, for odd g < 2n; computed once per
     // element and cached. Throws ParameterError for an even g or g >= 2n.
@@ -80,6 +83,10 @@ private:
         std::vector<u64> qhat_inv, qhat_inv_shoup;
     };
     std::shared_ptr<const CrtTable> crt_table(std::size_t t) const;
+    // Calls visit(c, negative, magnitude) with the centered integer of coefficient c of the first t limbs as a sign
+    // and t + 1 little-endian words (compose_centered and lift_centered read it).
+    template <class Visit>
+    void for_each_centered(const u64* const* limbs, std::size_t t, const char* op, Visit&& visit) const;
     mutable std::mutex crt_mutex_;
     mutable std::unordered_map<std::size_t, std::shared_ptr<const CrtTable>> crt_cache_;
 };

@@ -73,6 +73,19 @@ RnsPoly uniform_poly(const Context& ctx, const Seed& seed, std::size_t part, std
     return out;
 }
 
+RnsPoly error_poly(const Context& ctx, std::size_t num_q, std::size_t num_p, Exec exec) {
+    Prng prng;
+    return small_poly(ctx, detail::sample_gaussian(ctx.n(), prng), num_q, num_p, ctx.exec(exec));
+}
+
+RnsPoly ternary_poly(const Context& ctx, std::size_t num_q, std::size_t num_p, Exec exec) {
+    Prng prng;
+    std::vector<std::int64_t> t = detail::sample_ternary(ctx.n(), 0, prng);
+    RnsPoly p = small_poly(ctx, t, num_q, num_p, ctx.exec(exec));
+    secure_wipe(t.data(), t.size() * sizeof t[0]);
+    return p;
+}
+
 PublicKey KeyGenerator::public_key(const SecretKey& sk, Exec exec) const { return public_key(sk, random_seed(), exec); }
 
 PublicKey KeyGenerator::public_key(const SecretKey& sk, const Seed& common, Exec exec) const {

@@ -88,19 +88,8 @@ std::uint64_t ciphertext_tag(const Context& ctx, const Ciphertext& ct, const std
     return d.value();
 }
 
-// Signed samples: ternary (uniform in {-1, 0, 1}) and rounded Gaussians of any width (Box-Muller on 53-bit uniforms,
-// cut at 6 sigma).
-std::vector<std::int64_t> ternary(std::size_t n, Prng& prng) {
-    std::vector<std::int64_t> t(n);
-    for (auto& v : t) {
-        std::uint64_t x;
-        do x = prng.next_u64() >> 62;  // 0..3, 3 rejected
-        while (x == 3);
-        v = static_cast<std::int64_t>(x) - 1;
-    }
-    return t;
-}
-
+// Rounded Gaussians of any width (the smudging's; Box-Muller on 53-bit uniforms, cut at 6 sigma). The keys' errors and
+// the ephemeral secrets come from ckks (error_poly, ternary_poly), as every key's do.
 std::vector<__int128> gaussian(std::size_t n, double sigma, Prng& prng) {
     std::vector<__int128> e(n);
     const auto unit = [&] { return (static_cast<double>(prng.next_u64() >> 11) + 0.5) * 0x1p-53; };
@@ -115,12 +104,6 @@ std::vector<__int128> gaussian(std::size_t n, double sigma, Prng& prng) {
         if (i + 1 < n) e[i + 1] = static_cast<__int128>(std::llround(z[1] * sigma));
     }
     return e;
-}
-
-RnsPoly signed_poly(const Context& ctx, const std::vector<std::int64_t>& c, std::size_t nq, std::size_t np, Exec exec) {
-    RnsPoly p = ctx.backend().poly(nq, np, true);
-    ctx.backend().from_signed(c.data(), p, exec);
-    return p;
 }
 
 RnsPoly gaussian_poly(const Context& ctx, double sigma, std::size_t nq, std::size_t np, Prng& prng, Exec exec) {
@@ -155,68 +138,11 @@ std::uint64_t lagrange(std::uint32_t j, const std::vector<std::uint32_t>& group,
     return arith::mul_mod(num, arith::inv_mod(den, m), m);
 }
 
-// ---- Multiword integers (little-endian 64-bit words) for the refresh's masks and its exact lift.
-using Words = std::vector<std::uint64_t>;
-
-Words mul_small(const Words& a, std::uint64_t m) {  // a * m
-    Words out(a.size() + 1, 0);
-    unsigned __int128 carry = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        carry += static_cast<unsigned __int128>(a[i]) * m;
-        out[i] = static_cast<std::uint64_t>(carry);
-        carry >>= 64;
-    }
-    out[a.size()] = static_cast<std::uint64_t>(carry);
-    return out;
-}
-
-void add_to(Words& a, const Words& b) {  // a += b (a at least as long as b, and the sum fits)
-    unsigned __int128 carry = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        carry += static_cast<unsigned __int128>(a[i]) + (i < b.size() ? b[i] : 0);
-        a[i] = static_cast<std::uint64_t>(carry);
-        carry >>= 64;
-    }
-}
-
-bool geq(const Words& a, const Words& b) {  // a >= b, equal lengths
-    for (std::size_t i = a.size(); i-- > 0;)
-        if (a[i] != b[i]) return a[i] > b[i];
-    return true;
-}
-
-void sub_from(Words& a, const Words& b) {  // a -= b (a >= b)
-    unsigned __int128 borrow = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        const unsigned __int128 d = static_cast<unsigned __int128>(a[i]) - b[i] - borrow;
-        a[i] = static_cast<std::uint64_t>(d);
-        borrow = (d >> 64) ? 1 : 0;
-    }
-}
-
-std::uint64_t mod_small(const Words& a, std::uint64_t p) {  // a mod p, Horner from the top word
+// A multiword integer (little-endian 64-bit words) mod p, Horner from the top word: the refresh's masks.
+std::uint64_t mod_small(const std::vector<std::uint64_t>& a, std::uint64_t p) {
     unsigned __int128 r = 0;
     for (std::size_t i = a.size(); i-- > 0;) r = ((r << 64) | a[i]) % p;
     return static_cast<std::uint64_t>(r);
-}
-
-double log2_words(const Words& a) {
-    double v = 0;
-    for (std::size_t i = a.size(); i-- > 0;) v = v * 0x1p64 + static_cast<double>(a[i]);
-    return std::log2(v);
-}
-
-// Q_l = q_0 ... q_l as words.
-Words product_of(const std::vector<std::uint64_t>& primes) {
-    Words q{1};
-    for (std::uint64_t p : primes) q = mul_small(q, p);
-    while (q.size() > 1 && q.back() == 0) q.pop_back();
-    return q;
-}
-
-// The mask's bits k: 2^k <= Q_l / (4 N).
-int mask_bits(const Words& q, std::uint32_t parties) {
-    return static_cast<int>(std::floor(log2_words(q) - 2.0 - std::log2(static_cast<double>(parties))));
 }
 
 // A group of parties: sorted, distinct ids of the session, at least the threshold.
@@ -449,11 +375,8 @@ Share Party::relin_round1(Exec exec) {
     const auto& r = ctx_->rns();
     const auto& be = ctx_->backend();
     const std::size_t nq = r.q_count(), np = r.p_count();
-    Prng prng;
-    std::vector<std::int64_t> u = ternary(ctx_->n(), prng);
     if (u_) u_->wipe();
-    u_ = signed_poly(*ctx_, u, nq, np, exec);
-    secure_wipe(u.data(), u.size() * sizeof u[0]);
+    u_ = ckks::ternary_poly(*ctx_, nq, np, exec);
     const Seed common = session_.common(Protocol::relin_round1);
     Share out = make_share(Protocol::relin_round1, 0);
     for (std::size_t j = 0; j < r.digits_at(nq); ++j) {
@@ -462,9 +385,9 @@ Share Party::relin_round1(Exec exec) {
         be.mul(a, *u_, h0, exec);
         be.negate(h0, h0, exec);
         ctx_->keyswitcher().add_gadget(s_.poly(), j, h0, exec);  // -u a_j + P g_j s_i
-        be.add(h0, gaussian_poly(*ctx_, 3.2, nq, np, prng, exec), h0, exec);
+        be.add(h0, ckks::error_poly(*ctx_, nq, np, exec), h0, exec);
         be.mul(a, s_.poly(), h1, exec);  // s_i a_j + e'
-        be.add(h1, gaussian_poly(*ctx_, 3.2, nq, np, prng, exec), h1, exec);
+        be.add(h1, ckks::error_poly(*ctx_, nq, np, exec), h1, exec);
         out.polys.push_back(std::move(h0));
         out.polys.push_back(std::move(h1));
     }
@@ -484,7 +407,6 @@ Share Party::relin_round2(const Share& round1_sum, Exec exec) {
     const std::size_t nq = r.q_count(), np = r.p_count(), digits = r.digits_at(nq);
     if (round1_sum.polys.size() != 2 * digits)
         throw ParameterError("relin_round2: the round-1 sum has the wrong number of polynomials");
-    Prng prng;
     RnsPoly u_minus_s;
     be.sub(*u_, s_.poly(), u_minus_s, exec);
     Share out = make_share(Protocol::relin_round2, 0);
@@ -494,9 +416,9 @@ Share Party::relin_round2(const Share& round1_sum, Exec exec) {
             throw ParameterError("relin_round2: the round-1 sum's polynomials have the wrong shape");
         RnsPoly g0, g1;
         be.mul(h0, s_.poly(), g0, exec);  // s_i h0_j + e
-        be.add(g0, gaussian_poly(*ctx_, 3.2, nq, np, prng, exec), g0, exec);
+        be.add(g0, ckks::error_poly(*ctx_, nq, np, exec), g0, exec);
         be.mul(h1, u_minus_s, g1, exec);  // (u_i - s_i) h1_j + e'
-        be.add(g1, gaussian_poly(*ctx_, 3.2, nq, np, prng, exec), g1, exec);
+        be.add(g1, ckks::error_poly(*ctx_, nq, np, exec), g1, exec);
         out.polys.push_back(std::move(g0));
         out.polys.push_back(std::move(g1));
     }
@@ -571,9 +493,7 @@ Share Party::key_switch_share(const Ciphertext& ct, const ckks::PublicKey& to, c
     const std::size_t nq = ct.polys[0].num_q();
     Prng prng;
     const RnsPoly s = secret_for(group, nq, exec);
-    std::vector<std::int64_t> uc = ternary(ctx_->n(), prng);
-    RnsPoly u = signed_poly(*ctx_, uc, nq, 0, exec);
-    secure_wipe(uc.data(), uc.size() * sizeof uc[0]);
+    RnsPoly u = ckks::ternary_poly(*ctx_, nq, 0, exec);
     RnsPoly b = to.b, a = to.a;
     b.truncate(nq);
     a.truncate(nq);
@@ -583,7 +503,7 @@ Share Party::key_switch_share(const Ciphertext& ct, const ckks::PublicKey& to, c
     be.add(h0, ub, h0, exec);
     be.add(h0, gaussian_poly(*ctx_, smudging.sigma(*ctx_, session_), nq, 0, prng, exec), h0, exec);
     be.mul(u, a, h1, exec);  // u a' + e
-    be.add(h1, gaussian_poly(*ctx_, 3.2, nq, 0, prng, exec), h1, exec);
+    be.add(h1, ckks::error_poly(*ctx_, nq, 0, exec), h1, exec);
     u.wipe();
     Share out = make_share(Protocol::key_switch, ciphertext_tag(*ctx_, ct, group, &to));
     out.polys.push_back(std::move(h0));
@@ -601,8 +521,9 @@ Share Party::refresh_share(const Ciphertext& ct, const Smudging& smudging, doubl
     const auto& r = ctx_->rns();
     const auto& be = ctx_->backend();
     const std::size_t nq = ct.polys[0].num_q(), top = r.q_count(), n = ctx_->n();
-    const std::vector<std::uint64_t> ql(r.q_primes().begin(), r.q_primes().begin() + static_cast<long>(nq));
-    const int k = mask_bits(product_of(ql), session_.parties);
+    // The masks' bits k: 2^k <= Q_l / (4 N), so that N of them and the values stay below Q_l / 2.
+    const int k = static_cast<int>(
+        std::floor(ctx_->log_modulus(ct.level()) - 2.0 - std::log2(static_cast<double>(session_.parties))));
     // What the mask hides, per coefficient: the message (|coefficients| <= value_bound scale) and the parties' floods.
     const std::size_t members = group.empty() ? session_.parties : group.size();
     const double sigma = smudging.sigma(*ctx_, session_);
@@ -622,12 +543,12 @@ Share Party::refresh_share(const Ciphertext& ct, const Smudging& smudging, doubl
     // The mask M = X - 2^(k-1), X uniform in [0, 2^k): its residues mod every prime of Q_L (h0 takes the first l + 1).
     Prng prng;
     const std::size_t words = static_cast<std::size_t>(k) / 64 + 1;
-    Words half(words, 0);
+    std::vector<std::uint64_t> half(words, 0);
     half[static_cast<std::size_t>(k - 1) / 64] = std::uint64_t{1} << ((k - 1) % 64);
     std::vector<std::uint64_t> half_mod(top);
     for (std::size_t i = 0; i < top; ++i) half_mod[i] = mod_small(half, r.q_primes()[i]);
     std::vector<std::vector<std::uint64_t>> mask(top, std::vector<std::uint64_t>(n));
-    Words x(words);
+    std::vector<std::uint64_t> x(words);
     for (std::size_t c = 0; c < n; ++c) {
         for (auto& w : x) w = prng.next_u64();
         if (k % 64) x.back() &= (std::uint64_t{1} << (k % 64)) - 1;  // k bits
@@ -657,7 +578,7 @@ Share Party::refresh_share(const Ciphertext& ct, const Smudging& smudging, doubl
     be.mul(a, s_top, h1, exec);  // -s a - M + e over Q_L
     be.negate(h1, h1, exec);
     be.add(h1, upload_mask(top, true), h1, exec);
-    be.add(h1, gaussian_poly(*ctx_, 3.2, top, 0, prng, exec), h1, exec);
+    be.add(h1, ckks::error_poly(*ctx_, top, 0, exec), h1, exec);
     for (auto& m : mask) secure_wipe(m.data(), m.size() * sizeof m[0]);
     Share out = make_share(Protocol::refresh, ciphertext_tag(*ctx_, ct, group, nullptr));
     out.polys.push_back(std::move(h0));
@@ -828,50 +749,11 @@ Ciphertext refresh(const ckks::ContextPtr& ctxp, const Session& session, const C
     RnsPoly v;
     be.add(ct.polys[0], sum[0], v, exec);  // m + e + masks + floods over Q_l: no wrap, by the masks' range
     be.from_ntt(v, exec);
-    // The exact centered lift of v from Q_l to Q_L (CRT over multiword integers on the host).
-    const std::vector<std::uint64_t> ql(r.q_primes().begin(), r.q_primes().begin() + static_cast<long>(nq));
-    const Words q = product_of(ql);
-    Words q_half = q;
-    for (std::size_t i = 0; i < q_half.size(); ++i)  // q / 2
-        q_half[i] = (q_half[i] >> 1) | (i + 1 < q_half.size() ? q_half[i + 1] << 63 : 0);
-    std::vector<Words> qhat(nq);
-    std::vector<std::uint64_t> qhat_inv(nq);
-    for (std::size_t i = 0; i < nq; ++i) {
-        std::vector<std::uint64_t> others;
-        for (std::size_t j = 0; j < nq; ++j)
-            if (j != i) others.push_back(ql[j]);
-        qhat[i] = product_of(others);
-        qhat[i].resize(q.size() + 1, 0);
-        const arith::Modulus m(ql[i]);
-        qhat_inv[i] = arith::inv_mod(mod_small(qhat[i], ql[i]), m);
-    }
+    // The exact centered lift of v from Q_l to Q_L, on the host.
     std::vector<std::vector<std::uint64_t>> out(top, std::vector<std::uint64_t>(n));
-    be.download(v, [&](const std::uint64_t* const* limbs) {
-        Words acc(q.size() + 1), qq = q;
-        qq.resize(q.size() + 1, 0);
-        Words qh = q_half;
-        qh.resize(q.size() + 1, 0);
-        for (std::size_t c = 0; c < n; ++c) {
-            std::fill(acc.begin(), acc.end(), 0);
-            for (std::size_t i = 0; i < nq; ++i) {
-                const std::uint64_t y = arith::mul_mod(limbs[i][c], qhat_inv[i], arith::Modulus(ql[i]));
-                Words t = mul_small(qhat[i], y);
-                t.resize(acc.size(), 0);
-                add_to(acc, t);
-            }
-            while (geq(acc, qq)) sub_from(acc, qq);  // in [0, Q_l)
-            const bool negative = !geq(qh, acc);     // above Q_l / 2: acc - Q_l
-            if (negative) {
-                Words m = qq;
-                sub_from(m, acc);
-                acc = m;
-            }
-            for (std::size_t i = 0; i < top; ++i) {
-                const std::uint64_t p = r.q_primes()[i], res = mod_small(acc, p);
-                out[i][c] = negative && res ? p - res : res;
-            }
-        }
-    });
+    std::vector<std::uint64_t*> rows;
+    for (auto& o : out) rows.push_back(o.data());
+    be.download(v, [&](const std::uint64_t* const* limbs) { r.lift_centered(limbs, nq, top, rows.data()); });
     RnsPoly lifted = be.poly(top, 0, false);
     be.upload(lifted, [&](std::size_t l, std::uint64_t* d) { std::copy(out[l].begin(), out[l].end(), d); });
     be.to_ntt(lifted, exec);

@@ -89,10 +89,11 @@ std::shared_ptr<const RnsContext::CrtTable> RnsContext::crt_table(std::size_t t)
     return c;
 }
 
-void RnsContext::compose_centered(const u64* const* limbs, std::size_t t, double* out) const {
-    if (t == 0 || t > q_.size()) throw InternalError("compose_centered: between 1 and L + 1 limbs");
+template <class Visit>
+void RnsContext::for_each_centered(const u64* const* limbs, std::size_t t, const char* op, Visit&& visit) const {
+    if (t == 0 || t > q_.size()) throw InternalError(std::string(op) + ": between 1 and L + 1 limbs");
     const std::size_t n = n_;
-    // into W-word integers, centered, then to double, with the CRT constants of t limbs (computed once)
+    // into W-word integers, centered, with the CRT constants of t limbs (computed once)
     const std::size_t W = t + 1;
     const std::shared_ptr<const CrtTable> crt = crt_table(t);
     const std::vector<u64>& Q = crt->Q;
@@ -113,11 +114,6 @@ void RnsContext::compose_centered(const u64* const* limbs, std::size_t t, double
             borrow = static_cast<u64>(d >> 64) ? 1 : 0;
         }
     };
-    auto to_double = [W](const u64* a) {
-        double x = 0;
-        for (std::size_t k = W; k-- > 0;) x = x * 18446744073709551616.0 + static_cast<double>(a[k]);
-        return x;
-    };
     std::vector<u64> acc(W), tmp(W);
     for (std::size_t c = 0; c < n; ++c) {
         std::fill(acc.begin(), acc.end(), 0);
@@ -134,11 +130,31 @@ void RnsContext::compose_centered(const u64* const* limbs, std::size_t t, double
         if (geq(acc.data(), half.data())) {
             tmp = Q;
             sub_in(tmp.data(), acc.data());
-            out[c] = -to_double(tmp.data());
+            visit(c, true, tmp);
         } else {
-            out[c] = to_double(acc.data());
+            visit(c, false, acc);
         }
     }
+}
+
+void RnsContext::compose_centered(const u64* const* limbs, std::size_t t, double* out) const {
+    for_each_centered(limbs, t, "compose_centered", [&](std::size_t c, bool negative, const std::vector<u64>& x) {
+        double v = 0;
+        for (std::size_t k = x.size(); k-- > 0;) v = v * 18446744073709551616.0 + static_cast<double>(x[k]);
+        out[c] = negative ? -v : v;
+    });
+}
+
+void RnsContext::lift_centered(const u64* const* limbs, std::size_t t, std::size_t to, u64* const* out) const {
+    if (to > q_.size()) throw InternalError("lift_centered: at most L + 1 target primes");
+    for_each_centered(limbs, t, "lift_centered", [&](std::size_t c, bool negative, const std::vector<u64>& x) {
+        for (std::size_t i = 0; i < to; ++i) {
+            arith::u128 r = 0;  // x mod q_i, from the top word
+            for (std::size_t k = x.size(); k-- > 0;) r = ((r << 64) | x[k]) % prime(i);
+            const u64 m = static_cast<u64>(r);
+            out[i][c] = negative && m ? prime(i) - m : m;
+        }
+    });
 }
 
 std::shared_ptr<const std::vector<std::uint32_t>> RnsContext::automorphism_permutation(u64 g) const {

@@ -35,7 +35,7 @@ def _session(svc, sid: str) -> tuple[dict, "mp.Session"]:
     return rec, mp.Session(parties=rec["parties"], threshold=rec["threshold"], crs=rec["crs"])
 
 
-def _status(svc, rec: dict) -> dict:
+def _status(svc, rec: dict, session: "mp.Session") -> dict:
     steps: dict = {"public_key": [], "relin_round1": [], "relin_round2": [], "galois": {}}
     for step, tag, party in svc.store.mp_shares(rec["session"]):
         if step == "galois":
@@ -49,7 +49,7 @@ def _status(svc, rec: dict) -> dict:
         "crs": rec["crs"].hex(),
         "parties": rec["parties"],
         "threshold": rec["threshold"],
-        "key_id": mp.Session(parties=rec["parties"], threshold=rec["threshold"], crs=rec["crs"]).key_id,
+        "key_id": session.key_id,
         "received": steps,
     }
 
@@ -86,14 +86,14 @@ def open_session(body: schemas.NewMultipartySession, svc: ServiceDep, cid: Clien
     except ks.ParameterError as e:
         raise HTTPException(422, str(e)) from None
     sid = svc.store.add_mp_session(cid, session.crs, session.parties, session.threshold)
-    return _status(svc, svc.store.mp_session(sid))
+    return _status(svc, svc.store.mp_session(sid), session)
 
 
 @router.get(
     "/{sid}", summary="A session: its CRS and which parties sent which shares", response_model=schemas.MultipartySession
 )
 def session_status(sid: str, svc: ServiceDep, _: ClientId):
-    return _status(svc, _session(svc, sid)[0])
+    return _status(svc, *_session(svc, sid))
 
 
 @router.put(
@@ -126,7 +126,7 @@ async def put_share(sid: str, request: Request, svc: ServiceDep, _: ClientId):
         tag = share.tag if step == "galois" else 0
         if not svc.store.add_mp_share(sid, step, tag, share.party, body):
             raise HTTPException(409, f"party {share.party} already sent its {step} share")
-        return _status(svc, rec)
+        return _status(svc, rec, session)
 
     return await run_in_threadpool(keep)
 
