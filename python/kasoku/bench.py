@@ -119,15 +119,15 @@ def run(
         hkeys = ctx.keygen(rotations=list(range(1, 17)), sum_slots=True, relin=False)
         hev = ctx.evaluator(hkeys.evaluation())
         ha = ctx.encrypt(x, hkeys.public)
-        steps = [ctx.galois_element(1 << i) for i in range(params.log_n - 1)]
-        h = hev.choose_trace_h(steps)
+        trace_steps = [ctx.galois_element(1 << i) for i in range(params.log_n - 1)]
+        h = hev.choose_trace_h(trace_steps)
         costs = hev.keyswitch_costs()
-        step(f"SumSlots (h = {h} of {len(steps)})")
+        step(f"SumSlots (h = {h} of {len(trace_steps)})")
         emit(
             "SumSlots",
             timeit(lambda: hev.sum_slots(ha), reps),
             h=h,
-            M=len(steps),
+            M=len(trace_steps),
             galois_keys=len(hkeys.galois),
             cost_model=costs,
             note="sum of all slots, h chosen by the cost model",

@@ -212,6 +212,20 @@ def test_cli_info_and_bench(tmp_path):
     assert {"KeyGen", "Encode", "Encrypt", "DecryptDecode", "Add", "MulRelinRescale", "Rotate", "NTT", "size"} <= ops
 
 
+def test_bench_hoisting_rows():
+    """`python -m kasoku bench --hoisting` (the GPU machine's h16-gpu step) gives its SumSlots, hoisted-rotation and
+    check rows, within the precision of T12."""
+    import io
+
+    from kasoku import bench
+
+    lines = bench.run("T12", 1, 1, None, progress=io.StringIO(), hoisting=True)
+    by_op = {r["op"]: r for r in lines}
+    assert {"SumSlots", "Rotate16Hoisted", "check"} <= set(by_op)
+    assert by_op["SumSlots"]["M"] == 11 and 1 <= by_op["SumSlots"]["h"] <= 11
+    assert by_op["check"]["max_err_sum_slots"] < 1e-2 and by_op["check"]["max_err_rotate_hoisted"] < 1e-3
+
+
 def test_demo_runs():
     out = subprocess.run([sys.executable, "-m", "kasoku", "demo"], capture_output=True, text=True, check=True).stdout
     assert "mean temperature" in out and "variance" in out
