@@ -44,6 +44,20 @@ def test_bootstrap_restores_levels_and_message(boot, rng):
         assert np.max(np.abs(ctx.decrypt(sq, keys.secret) - z * z)) < 2.0**-15
 
 
+def test_real_slots_bootstrap_with_one_evalmod(boot, rng):
+    """real=True: the same keys, the real parts back (imaginary ones dropped) as precisely (the C++ test counts the
+    EvalMod it saves)."""
+    ctx, b, keys, ev = boot
+    real = ks.Bootstrapper(ctx, real=True)
+    assert "real=True" in repr(real) and real.galois_elements() == b.galois_elements()
+    z = rng.uniform(-1, 1, ctx.slots) + 1j * rng.uniform(-1, 1, ctx.slots)
+    ct = ctx.encrypt(z, keys.public, level=0)
+    out = ev.bootstrap(ct, real)
+    assert out.level == real.output_level
+    got = ctx.decrypt(out, keys.secret)
+    assert np.max(np.abs(got - z.real)) < 2.0**-17
+
+
 def test_bootstrapping_keys_are_compact_by_default_and_whole_keys_give_the_same_bits(boot, rng):
     ctx, b, keys, ev = boot
     whole = ctx.keygen(bootstrapping=b, compact_keys=False)

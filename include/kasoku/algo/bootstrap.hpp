@@ -68,6 +68,13 @@ struct BootstrapConfig {
     // (few primes: cheap; the input must be at level >= stc_levels) and a final scaling (one level) replaces it at
     // the end; stc_levels 0: up to 3 of the user's levels.
     bool slot_to_coeff_first = false;
+    // Real slots: EvalMod runs once (on the real part of CoeffToSlot's output) instead of twice, and the output holds
+    // the real part of each input slot (imaginary parts are dropped). Full slots: the input is first projected on its
+    // real part at level 0 (z + conj(z), a key switch on q_0 alone), whose polynomial m(X) = m(X^-1) is determined by
+    // its lower half of coefficients, the ones EvalMod keeps; SlotToCoeff (its first map halving the constant
+    // coefficient's slot) and the conjugation sum m_low(X) + m_low(X^-1) rebuild it. SlotToCoeff first: only the
+    // second EvalMod is skipped. Sparse slots take one EvalMod anyway (this changes nothing there).
+    bool real = false;
 };
 
 // The butterfly stages of the encoding's special FFT on `slots` values (0: ctx.slots(); Encoder::fft_special;
@@ -174,6 +181,8 @@ private:
     BootstrapConfig cfg_;
     double k_bound_ = 0, ratio_ = 0;
     int doublings_ = 0;  // c = 2^doublings
+    // Real slots in full packing: the input projected on its real part at level 0, one EvalMod, the conjugation sum.
+    bool real_projection() const { return cfg_.real && !sparse() && !cfg_.slot_to_coeff_first; }
     int depth_ = 0, top_ = 0;
     std::size_t slots_ = 0;
     std::vector<std::uint64_t> trace_steps_;  // sparse: Galois elements of the rotations by s * 2^i

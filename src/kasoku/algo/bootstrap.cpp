@@ -273,6 +273,11 @@ Maps transform_maps(const ckks::Context& ctx, const Plan& plan, double cts_facto
             m.stc.front() = compose(tiled(std::move(m.stc.front()), 2 * s), join, 2 * s);
         }
     }
+    if (plan.cfg.real && s == all && !first) {
+        // SlotToCoeff after D = diag(1/2, 1, .., 1): out[j] = sum_r diag_r[j] D[j + r] in[j + r], so the entries that
+        // read slot 0 (the constant coefficient) are halved; the conjugation sum then counts it once.
+        for (auto& [r, v] : m.stc.front()) v[(all - static_cast<std::size_t>(r)) % all] *= 0.5;
+    }
     for (auto* list : {&m.cts, &m.stc})
         for (auto& d : *list) d = tiled(std::move(d), all);
     return m;
@@ -315,14 +320,16 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
                                      static_cast<double>(cos_.coeffs.size()),
                                      static_cast<double>(slots_),
                                      static_cast<double>(cfg_.arcsine_degree),
-                                     cfg_.slot_to_coeff_first ? 1.0 : 0.0};
+                                     cfg_.slot_to_coeff_first ? 1.0 : 0.0,
+                                     real_projection() ? 1.0 : 0.0};
     transforms_ = std::static_pointer_cast<const Transforms>(ctx_->shared("algo::Bootstrapper transforms", key, [&] {
         // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)); sparse: the trace's sum of g
         // copies -> (t_{gj} + i t_{g(j+s)}) / (q_0 (B + 1)) before the split (which halves it).
         const double gap = static_cast<double>(ctx_->slots()) / static_cast<double>(slots_);  // a power of two
         const double cts_factor = ctx_->scale_at(top_) / (q0 * (sparse() ? gap : 2.0) * range);
         // SlotToCoeff: sin(2 pi x) = sin(2 pi m / K) ~ 2 pi m / K -> m.
-        const Maps maps = transform_maps(*ctx_, plan, cts_factor, ratio_ / (2.0 * std::numbers::pi));
+        const double stc_factor = ratio_ / (2.0 * std::numbers::pi) * (real_projection() && !doublings_ ? 0.5 : 1.0);
+        const Maps maps = transform_maps(*ctx_, plan, cts_factor, stc_factor);
         auto t = std::make_shared<Transforms>();
         const std::size_t total = static_cast<std::size_t>(cfg_.cts_levels) +
                                   static_cast<std::size_t>(cfg_.stc_levels) + (cfg_.slot_to_coeff_first ? 1 : 0);
@@ -460,7 +467,15 @@ Ciphertext switch_from_sparse(const ckks::Evaluator& ev, const Ciphertext& a, Ex
 
 Ciphertext Bootstrapper::raise(const ckks::Evaluator& ev, const Ciphertext& ct, Exec exec) const {
     Ciphertext x = on_level(*ctx_, ev, ct, 0, exec);
-    for (int i = 0; i < doublings_; ++i) x = ev.add(x, x, exec);
+    int doublings = doublings_;
+    if (real_projection()) {
+        // 2 Re(z) = z + conj(z) (a key switch on q_0 alone) stands for the first doubling: from here on the message
+        // is a real one, whose polynomial's lower half determines it (without doublings the message is twice as
+        // large and SlotToCoeff halves it).
+        x = ev.add(x, ev.conjugate(x, exec), exec);
+        doublings = std::max(0, doublings - 1);
+    }
+    for (int i = 0; i < doublings; ++i) x = ev.add(x, x, exec);
     const bool encapsulated = ctx_->params().boot_secret_weight > 0;
     if (encapsulated) x = switch_to_sparse(ev, x, exec);
     Ciphertext raised = mod_raise(ev, x, top_, exec);
@@ -513,6 +528,8 @@ Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& 
     Ciphertext w;
     if (sparse()) {  // real already: one EvalMod
         w = eval_mod(cev, v, exec);
+    } else if (cfg_.real) {  // the real part a = v + conj(v) only: the lower half of the coefficients
+        w = eval_mod(cev, cev.add(v, cev.conjugate(v, exec), exec), exec);
     } else {
         // v = (a + i b) / 2 (both scaled by 1 / (B + 1)): a = v + conj(v), b = i (conj(v) - v).
         const Ciphertext vc = cev.conjugate(v, exec);
@@ -525,6 +542,9 @@ Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& 
     lap(&BootstrapTimes::eval_mod);
     if (cfg_.slot_to_coeff_first) return w;
     Ciphertext out = slot_to_coeff(cev, w, exec);
+    // Real slots: out is the lower half m_low of a real message's m (its constant coefficient halved), and
+    // m(X) = m_low(X) + m_low(X^-1): the conjugation of the slots.
+    if (real_projection()) out = cev.add(out, cev.conjugate(out, exec), exec);
     lap(&BootstrapTimes::slot_to_coeff);
     return out;
 }

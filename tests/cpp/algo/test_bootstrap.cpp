@@ -581,3 +581,60 @@ TEST(Bootstrap, SlotToCoeffFirstRunsOnTheInputsLevels) {
     }
     EXPECT_THROW(Bootstrapper(e.ctx, {.stc_levels = 3, .slot_to_coeff_first = true}), ParameterError);
 }
+
+TEST(Bootstrap, RealSlotsTakeOneEvalModAndKeepTheRealParts) {
+    auto& [e, full] = boot_env();
+    const Bootstrapper real(e.ctx, {.real = true});
+    EXPECT_FALSE(real.shares_transforms_with(full));  // its SlotToCoeff halves the constant coefficient's slot
+    EXPECT_EQ(real.galois_elements(), full.galois_elements());
+    EXPECT_EQ(Bootstrapper::galois_elements(*e.ctx, real.config()), real.galois_elements());
+    EXPECT_EQ(real.depth(), full.depth());
+    const cvec z = e.random(true);
+    cvec re(z.size());
+    for (std::size_t i = 0; i < z.size(); ++i) re[i] = z[i].real();
+    for (int level : {0, 2}) {
+        const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(level), level), e.pk);
+        OpCounts real_counts, full_counts;
+        const Ciphertext out = real.bootstrap(e.ev, ct, {}, &real_counts);
+        EXPECT_EQ(out.level(), real.output_level());
+        EXPECT_EQ(out.scale, e.ctx->scale_at(out.level()));
+        // The real parts, the imaginary ones dropped, as precise as the full bootstrap of the complex values.
+        const double bits = test::precision_bits(e.decrypt(out), re);
+        const double full_bits = test::precision_bits(e.decrypt(full.bootstrap(e.ev, ct, {}, &full_counts)), z);
+        EXPECT_GT(bits, 14.0) << "from level " << level;
+        EXPECT_GT(bits, full_bits - 1.0) << "from level " << level;
+        // One EvalMod fewer: its products are the difference.
+        EXPECT_EQ(full_counts.mult - real_counts.mult,
+                  plan_polynomial(full.cosine()).products + static_cast<std::size_t>(full.config().double_angle));
+    }
+}
+
+TEST(Bootstrap, RealSlotsWithoutDoublings) {
+    // K as large as q_0 / s_0 allows: no doubling before ModRaise, so the projection doubles the message instead.
+    auto& [e, full] = boot_env();
+    const double q0_over_s0 = static_cast<double>(e.ctx->rns().prime(0)) / e.ctx->scale_at(0);
+    const int log_k = static_cast<int>(std::floor(std::log2(q0_over_s0)));
+    const Bootstrapper real(e.ctx, {.log_message_ratio = log_k, .real = true}),
+        complex(e.ctx, {.log_message_ratio = log_k});
+    EXPECT_EQ(real.message_ratio(), q0_over_s0);
+    const cvec z = e.random(true);
+    cvec re(z.size());
+    for (std::size_t i = 0; i < z.size(); ++i) re[i] = z[i].real();
+    const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk);
+    const double bits = test::precision_bits(e.decrypt(real.bootstrap(e.ev, ct)), re);
+    EXPECT_GT(bits, test::precision_bits(e.decrypt(complex.bootstrap(e.ev, ct)), z) - 1.5);
+    EXPECT_GT(bits, 16.0);  // measured 20.9
+}
+
+TEST(Bootstrap, RealSlotsWithSlotToCoeffFirst) {
+    auto& se = sparse_env();
+    auto& e = se.env;
+    const Bootstrapper boot(e.ctx, {.arcsine_degree = 3, .slot_to_coeff_first = true, .real = true});
+    const cvec z = e.random(true);
+    cvec re(z.size());
+    for (std::size_t i = 0; i < z.size(); ++i) re[i] = z[i].real();
+    const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(2), 2), e.pk);
+    const Ciphertext out = boot.bootstrap(se.ev, ct);
+    EXPECT_EQ(out.level(), 2);
+    EXPECT_GT(test::precision_bits(e.decrypt(out), re), 24.0);
+}
