@@ -915,7 +915,7 @@ def load(data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 3
     _encode(steps, ctx, threads)
     boot = None
     if any(isinstance(st, Bootstrap) for st in steps):
-        boot = ks.Bootstrapper(ctx, slots=int(boot_slots), threads=threads)
+        boot = ks.Bootstrapper(ctx, slots=int(boot_slots), real=True, threads=threads)
     return CompiledModel(
         steps, output, in_shape, in_layout, in_unit, out_dim, out_layout, out_unit, params, ctx, boot, None
     )
@@ -1328,7 +1328,8 @@ def compile(
             )
         steps = _place_bootstraps(steps, ctx.user_level)
         held_periods = [where[s.input][1] for s in steps if isinstance(s, Bootstrap)]
-        bootstrapper = ks.Bootstrapper(ctx, slots=min(ctx.slots, max(held_periods)), threads=threads)
+        # activations are real: one EvalMod per full-slot bootstrap
+        bootstrapper = ks.Bootstrapper(ctx, slots=min(ctx.slots, max(held_periods)), real=True, threads=threads)
     units = _units(steps, peaks)
     for s, level in zip(steps, _levels(steps, ctx.user_level)[1]):
         s.level = level
