@@ -337,6 +337,21 @@ double decryption_precision_bits(const Context& ctx, const Session& session, con
     return std::log2(scale / slot_sigma);
 }
 
+namespace {
+// The shares that reveal a ciphertext's values (decryption, key switch to a receiver, refresh) carry the smudging
+// noise of every member: refused where it would leave less than one bit of the values.
+void check_not_drowned(const Context& ctx, const Session& session, const Smudging& smudging, const Ciphertext& ct,
+                       const std::vector<std::uint32_t>& group, const char* op) {
+    const std::size_t members = group.empty() ? session.parties : group.size();
+    if (decryption_precision_bits(ctx, session, smudging, ct.scale, members) >= 1.0) return;
+    throw ParameterError(
+        std::string(op) + ": the smudging noise (sigma = 2^" + std::to_string(std::log2(smudging.sigma(ctx, session))) +
+        " per party) would drown the values of a ciphertext at scale 2^" + std::to_string(std::log2(ct.scale)) +
+        "; use a ciphertext on a larger scale (e.g. before its last rescale), or lower "
+        "statistical_security or queries");
+}
+}  // namespace
+
 // ---- Party
 
 Party::Party(ckks::ContextPtr ctx, const Session& session, std::uint32_t id, Exec exec)
@@ -460,15 +475,7 @@ Share Party::decryption_share(const Ciphertext& ct, const Smudging& smudging, co
                               Exec exec) const {
     check_ciphertext(*ctx_, session_, ct, "decryption_share");
     check_group(session_, group, "decryption_share");
-    const std::size_t members = group.empty() ? session_.parties : group.size();
-    const double bits = decryption_precision_bits(*ctx_, session_, smudging, ct.scale, members);
-    if (bits < 1.0)
-        throw ParameterError(
-            "decryption_share: the smudging noise (sigma = 2^" +
-            std::to_string(std::log2(smudging.sigma(*ctx_, session_))) + " per party) would drown the values of a " +
-            "ciphertext at scale 2^" + std::to_string(std::log2(ct.scale)) +
-            "; decrypt a ciphertext on a larger scale (e.g. before its last rescale), or lower statistical_security "
-            "or queries");
+    check_not_drowned(*ctx_, session_, smudging, ct, group, "decryption_share");
     exec = ctx_->exec(exec);
     const auto& be = ctx_->backend();
     const std::size_t nq = ct.polys[0].num_q();
@@ -488,6 +495,7 @@ Share Party::key_switch_share(const Ciphertext& ct, const ckks::PublicKey& to, c
     check_group(session_, group, "key_switch_share");
     if (to.context_uid != ctx_->uid())
         throw ParameterError("key_switch_share: the receiver's key is of another context");
+    check_not_drowned(*ctx_, session_, smudging, ct, group, "key_switch_share");
     exec = ctx_->exec(exec);
     const auto& be = ctx_->backend();
     const std::size_t nq = ct.polys[0].num_q();
@@ -536,10 +544,7 @@ Share Party::refresh_share(const Ciphertext& ct, const Smudging& smudging, doubl
                              " needed to hide the values; refresh it at a higher level (about " +
                              std::to_string(static_cast<int>(std::ceil(smudging.statistical_security - room))) +
                              " more bits of modulus)");
-    if (decryption_precision_bits(*ctx_, session_, smudging, ct.scale, members) < 1.0)
-        throw ParameterError(
-            "refresh_share: the smudging noise would drown the values at this scale; see "
-            "decryption_share");
+    check_not_drowned(*ctx_, session_, smudging, ct, group, "refresh_share");
     // The mask M = X - 2^(k-1), X uniform in [0, 2^k): its residues mod every prime of Q_L (h0 takes the first l + 1).
     Prng prng;
     const std::size_t words = static_cast<std::size_t>(k) / 64 + 1;

@@ -209,6 +209,10 @@ TEST(Multiparty, SharesAreBoundToTheirContextSessionPartyAndRound) {
     Ciphertext small = a;
     small.scale = std::ldexp(1.0, 30);
     expect_parameter_error([&] { ps.parties[0]->decryption_share(small); }, "drown");
+    const auto receiver = KeyGenerator(ctx).secret_key();
+    const PublicKey to = KeyGenerator(ctx).public_key(receiver);
+    expect_parameter_error([&] { ps.parties[0]->key_switch_share(small, to); }, "key_switch_share: the smudging");
+    expect_parameter_error([&] { ps.parties[0]->refresh_share(small); }, "refresh_share: the smudging");
 }
 
 TEST(Multiparty, SharesTravelAsCheckedBytes) {
