@@ -2,6 +2,7 @@
 """Multiparty CKKS, per protocol step: one party's time and share size, and the aggregation of N shares.
 
     .venv/bin/python bench/multiparty.py --params H15 H16 --parties 3 10 50 --json docs/data/multiparty-zen3.jsonl
+    OMP_NUM_THREADS=1 bench/.venv-openfhe/bin/python bench/openfhe_multiparty.py --params H15 H16 --parties 3 10  # peer
 
 Every party does the same work, so one party's step is timed (median of --reps) and the aggregation is timed on N
 shares (the parties' shares made once: their count, not their values, sets the aggregation's cost).  The threshold
@@ -44,6 +45,7 @@ def run(params: str, n_parties: int, reps: int, threads: int) -> list[dict]:
         s, share = median_s(party_fn, reps)
         share0 = share[0] if isinstance(share, list) else share
         row = {
+            "lib": "kasoku",
             "params": params,
             "parties": n_parties,
             "step": name,
@@ -108,6 +110,13 @@ def run(params: str, n_parties: int, reps: int, threads: int) -> list[dict]:
         lambda: parties[0].key_switch_share(ct, receiver.public, **flood),
         lambda sh: mp.key_switch(ctx, session, ct, receiver.public, sh),
         lambda: [p.key_switch_share(ct, receiver.public, **flood) for p in parties],
+    )
+    low = ctx.encrypt(np.random.default_rng(2).uniform(-1, 1, ctx.slots), pk, level=3)
+    step(
+        "refresh from level 3 (one round)",
+        lambda: parties[0].refresh_share(low, **flood),
+        lambda sh: mp.refresh(ctx, session, low, sh),
+        lambda: [p.refresh_share(low, **flood) for p in parties],
     )
     step(f"Shamir dealing (t = {t}, all N shares)", parties[0].shamir_shares)
     for r in rows:

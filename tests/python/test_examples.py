@@ -81,3 +81,18 @@ def test_multiparty_example_runs():
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("gradient:"))
     enc_g, clear_g = ([float(v) for v in part.split()] for part in re.findall(r"\[([^\]]*)\]", line))
     assert max(abs(a - b) for a, b in zip(enc_g, clear_g)) < 2e-3  # the logistic-regression step
+
+
+def test_federated_example_runs_through_the_service():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "federated.py")], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stderr
+    assert "decrypted by hospitals [1, 2] of 3; the server held public shares only" in out.stdout
+    for name, tol in (("mean:", 0.05), ("variance:", 0.05)):
+        line = next(ln for ln in out.stdout.splitlines() if ln.startswith(name))
+        enc, clear = float(line.split()[2]), float(line.split()[4])
+        assert abs(enc - clear) < tol, line
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("gradient:"))
+    enc_g, clear_g = ([float(v) for v in part.split()] for part in re.findall(r"\[([^\]]*)\]", line))
+    assert max(abs(a - b) for a, b in zip(enc_g, clear_g)) < 2e-3
