@@ -19,8 +19,8 @@ counterpart.
 
 Parameters: N, the first prime, the 40-bit scaling primes and 3 digits as H15 / H16 (OpenFHE chooses its own 60-bit
 special primes); 128-bit HE Standard check as OpenFHE applies it (the line says when it refused and ran without).
-Checks, per run: the joint keys decrypt a product and a rotation of fresh inputs within 2^-8 (the line gives the error). Stdlib + numpy +
-openfhe only; Python 3.10.
+Checks, per run: the joint keys decrypt a product and a rotation of fresh inputs within 2^-8 (the line gives the
+error). Stdlib + numpy + openfhe only; Python 3.10.
 """
 
 import argparse
