@@ -45,6 +45,8 @@ def main(src: str, dst: str) -> int:
             label += ", StC first"
         if r.get("arcsine_degree"):
             label += f", arcsin {r['arcsine_degree']}"
+        if r.get("real"):
+            label += ", real slots"
         labels.append(label)
         if "stages_s" in r:
             left = 0.0

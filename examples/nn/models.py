@@ -1,5 +1,6 @@
-"""The networks Orion ships (orion.models: MLP, LoLA, LeNet-5), written as plain PyTorch modules with the same layer
-shapes, with x^2 activations; and scikit-learn's digits upsampled to 1 x 28 x 28 to train them on.
+"""The networks Orion ships (orion.models: MLP, LoLA, LeNet-5 with x^2 activations; ResNet-20 with ReLU), written as
+plain PyTorch modules with the same layer shapes; and scikit-learn's digits upsampled to 1 x 28 x 28 to train the
+first three on.
 
     from examples.nn.models import MLP, LoLA, LeNet5, digits, train
     (x_train, y_train), (x_test, y_test) = digits()
@@ -73,6 +74,50 @@ class LeNet5(nn.Module):
         x = self.flatten(x)
         x = self.act3(self.bn3(self.fc1(x)))
         return self.fc2(x)
+
+
+class BasicBlock(nn.Module):
+    """Two 3x3 convolutions with BatchNorm and ReLU, and the shortcut (a 1x1 convolution where the shape changes), as
+    orion.models.resnet's BasicBlock."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int = 1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or c_in != c_out:
+            self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False), nn.BatchNorm2d(c_out))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out)) + self.shortcut(x)
+        return F.relu(out)
+
+
+class ResNet20(nn.Module):
+    """ResNet-20 for 3 x 32 x 32 images (orion.models.ResNet20): a 3x3 convolution to 16 channels, three stages of
+    three blocks (16, 32, 64 channels; stride 2 at the second and third), global average pooling, a linear layer."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, stride=1, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        blocks, c_in = [], 16
+        for i, c in enumerate((16, 32, 64)):
+            for j in range(3):
+                blocks.append(BasicBlock(c_in, c, 2 if (i > 0 and j == 0) else 1))
+                c_in = c
+        self.layers = nn.Sequential(*blocks)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.linear = nn.Linear(64, num_classes)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.layers(x)
+        return self.linear(self.flatten(self.pool(x)))
 
 
 def digits(test_size: int = 360, seed: int = 0):

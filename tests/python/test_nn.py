@@ -303,6 +303,11 @@ def test_bad_models_are_refused_naming_the_layer():
     with pytest.raises(ks.ParameterError, match=r"layer 2 \(Square\) is past the last of the parameters' 1 levels"):
         ksnn.compile(model, x, params=ks.Parameters.for_circuit(1, slots=16))
 
+    # ResNet-20's feature maps: a convolution on 16 x 32 x 32 values is refused before a 2 GiB dense matrix is made.
+    big = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), ksnn.Square())
+    with pytest.raises(ks.ParameterError, match=r"layer 0 \(Conv2d\): an affine part from 16384 to 16384 .*not built"):
+        ksnn.compile(big, torch.rand(1, 16, 32, 32))
+
 
 def test_bootstraps_are_placed_where_the_levels_run_out():
     """Layers of 8 or more levels on parameters with four user levels between bootstraps (research parameters at

@@ -1385,11 +1385,24 @@ def _region(node, held, kinds):
     return sorted(region, key=order.get), sorted(ins, key=order.get)
 
 
+_PROBE_BYTES = 1 << 30  # the largest dense matrix of an affine part _probe derives
+
+
 def _probe(torch, gm, region, ins, ex, name) -> Affine:
     """y = sum_k W_k x_k + b of an affine region, found by running it on 0 and on each input's unit vectors in
     float64 (the first input: the one with the most weights)."""
     shapes = [tuple(ex[m].shape[1:]) for m in ins]
     dims = [int(np.prod(sh)) for sh in shapes]
+    out_dim = int(np.prod(tuple(ex[region[-1]].shape[1:])))
+    dense = 8 * out_dim * max(dims)
+    if dense > _PROBE_BYTES:
+        raise ks.ParameterError(
+            f"layer {name}: an affine part from {max(dims)} to {out_dim} values, whose matrix kasoku.nn would derive "
+            f"densely ({dense / 2**30:.1f} GiB, above the {_PROBE_BYTES / 2**30:.0f} GiB it allows); kasoku.nn is "
+            "built for tensors of up to a few thousand values (MLP, LoLA, LeNet-5), and convolutions on larger "
+            "feature maps (ResNet-20's 16 x 32 x 32) need a packing derived from the convolution's structure, which "
+            "is not built yet: use smaller inputs or fewer channels"
+        )
     zeros = {m: torch.zeros(1, *sh, dtype=torch.float64) for m, sh in zip(ins, shapes)}
     b = _run_nodes(torch, gm, region, zeros)[region[-1]].reshape(-1).numpy().copy()
     Ws = []
