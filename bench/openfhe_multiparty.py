@@ -19,7 +19,7 @@ counterpart.
 
 Parameters: N, the first prime, the 40-bit scaling primes and 3 digits as H15 / H16 (OpenFHE chooses its own 60-bit
 special primes); 128-bit HE Standard check as OpenFHE applies it (the line says when it refused and ran without).
-Checks, per run: the joint keys decrypt a product and a rotation of fresh inputs within 2^-8 (the line gives the
+Checks, per run: the joint keys decrypt a product and a rotation of fresh inputs within 2^-5 (the line gives the
 error). Stdlib + numpy + openfhe only; Python 3.10.
 """
 
@@ -202,7 +202,7 @@ def run(name, n_parties, threads):
     err = float(np.max(np.abs(got - np.roll(x * y, -1))))
     check = {"lib": "openfhe", "params": name, "parties": n_parties, "step": "check", "max_error": err}
     print(json.dumps(check), flush=True)
-    if not err < 2.0**-8:
+    if not err < 2.0**-5:
         raise SystemExit("OpenFHE's joint keys gave an error of %g" % err)
     return rows + [check]
 
