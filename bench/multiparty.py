@@ -2,7 +2,8 @@
 """Multiparty CKKS, per protocol step: one party's time and share size, and the aggregation of N shares.
 
     .venv/bin/python bench/multiparty.py --params H15 H16 --parties 3 10 50 --json run.jsonl
-    OMP_NUM_THREADS=1 bench/.venv-openfhe/bin/python bench/openfhe_multiparty.py --params H15 H16 --parties 3 10 50 --json run.jsonl  # peer
+    OMP_NUM_THREADS=1 bench/.venv-openfhe/bin/python bench/openfhe_multiparty.py \
+        --params H15 H16 --parties 3 10 50 --json run.jsonl       # the peer, OpenFHE's threshold CKKS
 
 Every party does the same work, so one party's step is timed (median of --reps) and the aggregation is timed on N
 shares (the parties' shares made once: their count, not their values, sets the aggregation's cost).  The threshold
