@@ -113,9 +113,9 @@ def test_parameter_validation():
         16,
         20,
         7,
-        50,
+        48,
         3,
-        1210,
+        1196,
     )
     assert ks.Parameters.from_bytes(h16.to_bytes()).levels == 20
     with pytest.raises(ks.ParameterError):

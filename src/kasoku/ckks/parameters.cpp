@@ -41,10 +41,12 @@ std::vector<std::string> Parameters::names() {
 Parameters Parameters::named(const std::string& name) {
     if (name == "T12") return make("T12", 12, 60, 40, 2, 60, 1, std::nullopt);
     if (name == "T13") return make("T13", 13, 60, 40, 2, 60, 1, 128);
-    // H15, H16: special primes of 50 bits, above their digits' moduli (5 and 7 primes: 220 and 300 bits) and below 2^50,
-    // where the AVX-512-IFMA kernels run (a key switch 19 % faster at H16 than with 60-bit ones, the same precision)
-    if (name == "H15") return make("H15", 15, 60, 40, 12, 50, 5, 128);
-    if (name == "H16") return make("H16", 16, 60, 40, 20, 50, 7, 128);
+    // H15, H16: special primes of 48 bits, above their digits' moduli (5 and 7 primes: 240 and 336 bits against 220 and
+    // 300) and below 2^48, where the AVX-512-IFMA kernels and the AVX2 body's double-precision NTT and dot products run
+    // (docs/PERFORMANCE.md: a key switch 19 % faster than with 60-bit primes on IFMA, 8-17 % faster than with 50-bit
+    // ones on AVX2, the same precision)
+    if (name == "H15") return make("H15", 15, 60, 40, 12, 48, 5, 128);
+    if (name == "H16") return make("H16", 16, 60, 40, 20, 48, 7, 128);
     if (name == "B13") return make("B13", 13, 60, 40, 1, 60, 1, 128);
     if (name == "M14") return make("M14", 14, 60, 40, 4, 60, 2, 128);
     if (name == "SCHED") return make("SCHED", 15, 60, 50, 7, 60, 1, 128);
@@ -82,7 +84,7 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
     if (dnum < 0 || dnum > depth + 1)
         throw ParameterError("for_circuit: dnum must be in 1..depth+1 (or 0/None: chosen), got " +
                              std::to_string(dnum));
-    const int kSpecial = 60, kIfmaSpecial = 50, kMaxScale = 55;
+    const int kSpecial = 60, kIfmaSpecial = 50, kDoubleSpecial = 48, kMaxScale = 55;
     int min_log_n = 10;
     while ((std::uint64_t{1} << (min_log_n - 1)) < slots) ++min_log_n;
     int best_qp = 0, best_scale = 0;  // for the error message: what N = 2^16 would need
@@ -96,15 +98,15 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
         const int lo = dnum > 0 ? dnum : std::min(3, depth + 1);
         const int hi = dnum > 0 ? dnum : depth + 1;
         const int bound = security ? max_log_qp_128(log_n) : 1 << 30;
-        // For each dnum (fewest digits first: faster), special primes of 50 bits where alpha of them exceed the largest
-        // digit's modulus (q_0's digit: first + (alpha - 1) scale bits; below 2^50 the AVX-512-IFMA kernels take them,
-        // a key switch 19 % faster at H16 on Zen 4), else of 60 bits, else of q_0's size: P stays above every digit's
-        // modulus, so key switching adds less noise than a rescaling, and the smaller P can let a smaller ring hold
-        // the circuit.
+        // For each dnum (fewest digits first: faster), special primes of 48 bits where alpha of them exceed the largest
+        // digit's modulus (q_0's digit: first + (alpha - 1) scale bits; below 2^48 the AVX-512-IFMA kernels and the
+        // AVX2 body's double-precision paths take them), else of 50 (IFMA only), else of 60 bits, else of q_0's size:
+        // P stays above every digit's modulus, so key switching adds less noise than a rescaling, and the smaller P
+        // can let a smaller ring hold the circuit.
         for (int d = lo; d <= hi; ++d) {
             const int alpha = (depth + 1 + d - 1) / d;
-            for (const int special : {kIfmaSpecial, kSpecial, first}) {
-                if (special == kIfmaSpecial && kIfmaSpecial * alpha < first + (alpha - 1) * scale) continue;
+            for (const int special : {kDoubleSpecial, kIfmaSpecial, kSpecial, first}) {
+                if (special < kSpecial && special * alpha < first + (alpha - 1) * scale) continue;
                 Parameters p{.log_n = log_n,
                              .first_bits = first,
                              .scale_bits = scale,
@@ -133,10 +135,12 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
                   << "rescaling; dnum = " << d << " digits of " << alpha << " primes, so " << alpha
                   << " special primes of " << special
                   << " bits (hybrid key switching: fewer digits are faster but need more special primes"
-                  << (special == kIfmaSpecial ? "; 50 bits: above the digits' moduli and below 2^50, where the "
-                                                "AVX-512-IFMA kernels run"
-                      : special < kSpecial    ? "; q_0's size, not 60 bits, to fit this ring"
-                                              : "")
+                  << (special == kDoubleSpecial ? "; 48 bits: above the digits' moduli and below 2^48, where the "
+                                                  "AVX-512-IFMA kernels and the AVX2 double-precision paths run"
+                      : special == kIfmaSpecial ? "; 50 bits: above the digits' moduli and below 2^50, where the "
+                                                  "AVX-512-IFMA kernels run"
+                      : special < kSpecial      ? "; q_0's size, not 60 bits, to fit this ring"
+                                                : "")
                   << ").";
                 p.rationale = r.str();
                 p.validate();

@@ -291,12 +291,13 @@ TEST(ParametersForCircuit, SecureSmallestAndAsAsked) {
     EXPECT_THROW(Parameters::for_circuit(4, 50), ParameterError);
     EXPECT_THROW(Parameters::for_circuit(4, 20, std::uint64_t{1} << 17), ParameterError);
     EXPECT_EQ(Parameters::for_circuit(4, 20, 5000).slots(), std::uint64_t{8192});
-    // results known to stay small (integer_bits) need a smaller q_0; special primes of q_0's size let N = 2^13 hold
-    // five 27-bit levels (60-bit ones would not)
+    // results known to stay small (integer_bits) need a smaller q_0; a 48-bit special prime lets N = 2^13 hold five
+    // 27-bit levels (a 60-bit one would not)
     const Parameters small = Parameters::for_circuit(5, 8, 2048, 128, 0, 8);
     EXPECT_EQ(small.log_n, 13);
     EXPECT_EQ(small.first_bits, small.scale_bits + 8);
-    EXPECT_EQ(small.special_bits, small.first_bits);
+    EXPECT_EQ(small.special_bits, 48);
+    EXPECT_GE(small.special_bits * small.special_primes, small.first_bits);  // above every digit's modulus
     EXPECT_LE(small.log_qp_bits(), Parameters::max_log_qp_128(13));
     EXPECT_EQ(Parameters::for_circuit(5, 8, 2048).first_bits, Parameters::for_circuit(5, 8, 2048).scale_bits + 20);
     EXPECT_THROW(Parameters::for_circuit(5, 8, 0, 128, 0, 0), ParameterError);

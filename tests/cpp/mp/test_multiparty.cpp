@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <numeric>
+#include <random>
 
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/evaluator.hpp"
@@ -294,4 +297,42 @@ TEST(Multiparty, RefreshBringsACiphertextBackToTheTopInOneRound) {
                                  ps.parties[2]->refresh_share(sq, {}, 1.0, {1, 3})};
     const Ciphertext by_two = mp::refresh(ctx, ps.session, sq, mp::pointers_to(group));
     EXPECT_GT(precision_bits(ps.decrypt(by_two), x2), left - 4.0);
+}
+
+TEST(Multiparty, EveryThresholdFromTwoToTenParties) {
+    // N = 2..10 parties, t = 2..N: a random group of t decrypts within the smudging's precision; the shares of t - 1
+    // of its members, summed as the decryption sums them, give garbage (errors of the values' size). t = 1 would be
+    // one party holding the collective secret: Session refuses it (a threshold is 2..N, or 0 for N of N).
+    const ContextPtr ctx = make_context();
+    const cvec x = random_values(ctx->slots(), 8);
+    std::mt19937_64 rng(9);
+    for (std::uint32_t n = 2; n <= 10; ++n)
+        for (std::uint32_t t = 2; t <= n; ++t) {
+            Parties ps(ctx, n, t);
+            std::vector<std::vector<mp::Share>> to(n);
+            for (auto& p : ps.parties)
+                for (mp::Share& s : p->shamir_shares()) to[s.tag - 1].push_back(std::move(s));
+            for (auto& p : ps.parties) p->receive_shamir_shares(mp::pointers_to(to[p->id() - 1]));
+            std::vector<std::uint32_t> ids(n);
+            std::iota(ids.begin(), ids.end(), 1u);
+            std::shuffle(ids.begin(), ids.end(), rng);
+            std::vector<std::uint32_t> group(ids.begin(), ids.begin() + t);
+            std::sort(group.begin(), group.end());
+            const Ciphertext a = ps.encrypt(x);
+            const double bound = mp::decryption_precision_bits(*ctx, ps.session, {}, a.scale, t);
+            EXPECT_GT(precision_bits(ps.decrypt(a, group), x), bound - 4.0) << n << " parties, t = " << t;
+            // t - 1 members' shares of that group, summed with c_0 as mp::decrypt sums a whole group's.
+            const auto& be = ctx->backend();
+            rns::RnsPoly m = a.polys[0];
+            for (std::size_t k = 0; k + 1 < group.size(); ++k) {
+                const mp::Share s = ps.parties[group[k] - 1]->decryption_share(a, {}, group);
+                be.add(m, s.polys[0], m, {});
+            }
+            be.from_ntt(m, {});
+            const cvec partial = Encoder(ctx).decode(m, m.num_q(), a.scale);
+            double err = 0;
+            for (std::size_t i = 0; i < x.size(); ++i) err = std::max(err, std::abs(partial[i] - x[i]));
+            EXPECT_GT(err, 1.0) << n << " parties, t - 1 = " << t - 1 << " shares: the values came back";
+        }
+    expect_parameter_error([] { mp::Session::random(3, 1); }, "threshold");
 }
