@@ -20,9 +20,10 @@ void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modu
 // Dot product with constants, the core of RNS base conversion: out[c] = sum_{i<s} y[i][c] * f[i] mod t,
 // for any y[i][c] < 2^61 (residues of other moduli) and constants f[i] < t. `out` must not alias y.
 // With `index` and `table` (entries < t), table[index[c]] is subtracted mod t: the overflow correction of an exact
-// base conversion, folded into the same pass.
+// base conversion, folded into the same pass. `small_sources`: every y[i][c] < 2^48 (the sources' primes are), which
+// lets a body take a faster path (the same residues).
 void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out,
-                   const std::uint8_t* index = nullptr, const u64* table = nullptr);
+                   const std::uint8_t* index = nullptr, const u64* table = nullptr, bool small_sources = false);
 // Sum of products of vectors, the key-switching inner product: out[c] = sum_{j<k} a[j][c] * b[j][c] (+ out[c] when
 // `accumulate`) mod q, for inputs below q < 2^61: one reduction per column instead of one per product. `out` may be
 // one of the inputs (each column is read before it is written).

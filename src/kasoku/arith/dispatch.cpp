@@ -129,8 +129,9 @@ void permute(const u64* src, const std::uint32_t* perm, std::size_t n, u64* out)
 }
 
 void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out,
-                   const std::uint8_t* index, const u64* table) {
-    active_kernels().dot_const(y, f, s, n, t, out, index, table);
+                   const std::uint8_t* index, const u64* table, bool small_sources) {
+    const KernelTable& k = active_kernels();
+    (small_sources ? k.dot_const_small : k.dot_const)(y, f, s, n, t, out, index, table);
 }
 
 void dot_mod(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,

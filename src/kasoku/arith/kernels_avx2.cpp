@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels_internal.hpp"
 #include "simd_avx2_internal.hpp"
@@ -294,6 +295,43 @@ void dot_fp_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::s
     dot_tail(a, b, k, n & ~std::size_t{3}, n, m, out, accumulate);
 }
 
+// Base-conversion dot product for sources below 2^48 and t < 2^48 in double precision: each y f reduced exactly into
+// (-t, t) by FpFma::mul_signed (its quotient is within 1/2 + 2^48 3 2^-53 < 1 of y f / t for y < 2^48), up to 16 summed
+// exactly, one reduction per column, then the overflow correction: the residues of dot_const_avx2.
+void dot_const_fp_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                       const std::uint8_t* index, const u64* table) {
+    if (m.value >= (u64{1} << FpFma::kMaxBits)) return dot_const_avx2(y, f, s, n, m, out, index, table);
+    constexpr std::size_t kTerms = 16;
+    const FpFma ar(m.value);
+    const __m256d zero = _mm256_setzero_pd();
+    const __m256i vt = set1(m.value);
+    std::vector<double> fd(f, f + s);
+    for (std::size_t c = 0; c + 4 <= n; c += 4) {
+        __m256d r = zero;
+        for (std::size_t j0 = 0; j0 < s; j0 += kTerms) {
+            const std::size_t j1 = std::min(s, j0 + kTerms);
+            for (std::size_t j = j0; j < j1; ++j)
+                r = _mm256_add_pd(r, ar.mul_signed(to_double(load(y[j] + c)), _mm256_broadcast_sd(&fd[j])));
+            const __m256d quot =
+                _mm256_round_pd(_mm256_mul_pd(r, ar.vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_fnmadd_pd(quot, ar.vq, r);
+            r = _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ), ar.vq));
+            r = FpFma::sub_if_ge(r, ar.vq);
+        }
+        __m256i ri = to_int(r);
+        if (index) {  // ri - table[index] mod t, as dot_const_avx2
+            std::int32_t idx4;
+            std::memcpy(&idx4, index + c, 4);
+            const __m256i sub = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(table),
+                                                       _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(idx4)), 8);
+            const __m256i d = _mm256_sub_epi64(ri, sub);
+            ri = _mm256_add_epi64(d, _mm256_and_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), d), vt));
+        }
+        store(out + c, ri);
+    }
+    dot_const_tail(y, f, s, n & ~std::size_t{3}, n, m, out, index, table);
+}
+
 void dot_any_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
                   bool accumulate) {
     if (m.value < (u64{1} << FpFma::kMaxBits)) dot_fp_avx2(a, b, k, n, m, out, accumulate);
@@ -435,6 +473,7 @@ const KernelTable kAvx2Kernels = {
     .mul_scalar = mul_scalar_avx2,
     .fma = fma_avx2,
     .dot_const = dot_const_avx2,
+    .dot_const_small = dot_const_fp_avx2,
     .dot = dot_any_avx2,
     .ntt_forward = ntt_forward_avx2,
     .ntt_inverse = ntt_inverse_avx2,

@@ -146,6 +146,7 @@ const KernelTable kAvx512Kernels = {
     .mul_scalar = mul_scalar_avx512,
     .fma = fma_avx512,
     .dot_const = dot_const_avx512,
+    .dot_const_small = dot_const_avx512,
     .dot = dot_avx512,
     .ntt_forward = ntt_forward_avx512,
     .ntt_inverse = ntt_inverse_avx512,

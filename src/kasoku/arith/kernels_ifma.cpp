@@ -124,6 +124,7 @@ const KernelTable kIfmaKernels = {
     .mul_scalar = mul_scalar_ifma,
     .fma = fma_ifma,
     .dot_const = dot_const_ifma,
+    .dot_const_small = dot_const_ifma,
     .dot = dot_ifma,
     .ntt_forward = ntt_forward_ifma,
     .ntt_inverse = ntt_inverse_ifma,

@@ -170,6 +170,7 @@ const KernelTable kScalarKernels = {
     .mul_scalar = mul_by_scalar,
     .fma = fma_scalar,
     .dot_const = dot_const_scalar,
+    .dot_const_small = dot_const_scalar,
     .dot = dot_scalar,
     .ntt_forward = ntt_forward_scalar,
     .ntt_inverse = ntt_inverse_scalar,

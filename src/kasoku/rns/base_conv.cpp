@@ -36,7 +36,10 @@ BaseConverter::BaseConverter(const std::vector<arith::Modulus>& source, const st
         for (std::size_t j = 0; j < s; ++j) qm = arith::mul_mod(qm, src_[j].value % dst_[t].value, dst_[t]);
         for (std::size_t v = 0; v <= s; ++v) q_mod_t_[t * (s + 1) + v] = arith::mul_mod(qm, v, dst_[t]);
     }
-    for (const auto& m : src_) inv_q_.push_back(1.0 / static_cast<double>(m.value));
+    for (const auto& m : src_) {
+        inv_q_.push_back(1.0 / static_cast<double>(m.value));
+        small_ = small_ && m.value < (u64{1} << 48);
+    }
 }
 
 void BaseConverter::overflow_count(const u64* const* y, std::size_t n, std::uint8_t* v) const {
@@ -58,7 +61,7 @@ void BaseConverter::convert_to(std::size_t t, const u64* const* y, std::size_t n
     const std::size_t s = src_.size();
     // minus v Q mod t for the overflow count v of each coefficient, in the same pass
     arith::dot_const_mod(y, factor_.data() + t * s, s, n, dst_[t], out, overflow,
-                         overflow ? q_mod_t_.data() + t * (s + 1) : nullptr);
+                         overflow ? q_mod_t_.data() + t * (s + 1) : nullptr, small_);
 }
 
 }  // namespace kasoku::rns

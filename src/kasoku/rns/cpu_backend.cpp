@@ -225,7 +225,9 @@ void CpuBackend::do_linear_combination(const std::vector<const RnsPoly*>& x, con
             src[t] = limb(*x[t], i);  // q-limb i is limb i whatever the term's level
             f[t] = c[t][i] % ring().prime(i);
         }
-        arith::dot_const_mod(src.data(), f.data(), x.size(), n_, ring().modulus(i), limb(out, i));
+        // the terms' residues are below q_i: below 2^48 when q_i is
+        arith::dot_const_mod(src.data(), f.data(), x.size(), n_, ring().modulus(i), limb(out, i), nullptr, nullptr,
+                             ring().prime(i) < (u64{1} << 48));
     });
 }
 

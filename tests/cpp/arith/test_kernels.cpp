@@ -126,6 +126,49 @@ TEST(Kernels, DotConstMatchesReference) {
     }
 }
 
+// dot_const_small (sources below 2^48: the AVX2 body's double-precision path for t < 2^48, its integer path above):
+// every body against the exact sums, with and without the overflow correction, with columns of the largest sources
+// and constants (the largest sums of a chunk of 16 terms and across chunks).
+TEST(Kernels, DotConstSmallSourcesMatchesReference) {
+    std::mt19937_64 rng(12);
+    auto bodies = bodies_under_test();
+    bodies.insert(bodies.begin(), &kernel_table(SimdLevel::scalar));
+    for (int bits : {30, 40, 45, 47, 48, 50, 60}) {
+        const Modulus m(generate_ntt_primes(bits, 1, 1024)[0]);
+        for (size_t s : {1, 2, 7, 8, 15, 16, 17, 33}) {
+            const size_t n = 67;
+            std::vector<std::vector<u64>> y(s, std::vector<u64>(n));
+            std::vector<const u64*> yp(s);
+            std::vector<u64> f(s);
+            for (size_t i = 0; i < s; ++i) {
+                for (auto& v : y[i]) v = rng() >> 16;  // < 2^48
+                y[i][0] = (u64{1} << 48) - 1;
+                y[i][1] = 0;
+                f[i] = i % 3 == 0 ? m.value - 1 : rng() % m.value;
+                yp[i] = y[i].data();
+            }
+            std::vector<u64> table(s + 1);
+            for (auto& v : table) v = rng() % m.value;
+            std::vector<std::uint8_t> index(n);
+            for (size_t c = 0; c < n; ++c) index[c] = static_cast<std::uint8_t>(rng() % (s + 1));
+            std::vector<u64> expect(n), got(n);
+            for (size_t c = 0; c < n; ++c)
+                for (size_t i = 0; i < s; ++i)
+                    expect[c] = add_mod(expect[c], reduce_128(static_cast<u128>(y[i][c]) * f[i], m), m.value);
+            for (bool corrected : {false, true}) {
+                if (corrected)
+                    for (size_t c = 0; c < n; ++c) expect[c] = sub_mod(expect[c], table[index[c]], m.value);
+                for (const KernelTable* k : bodies) {
+                    k->dot_const_small(yp.data(), f.data(), s, n, m, got.data(), corrected ? index.data() : nullptr,
+                                       corrected ? table.data() : nullptr);
+                    ASSERT_EQ(got, expect) << "body=" << k->name << " bits=" << bits << " s=" << s
+                                           << " corrected=" << corrected;
+                }
+            }
+        }
+    }
+}
+
 // dot (key-switching inner products): against products reduced one by one, every body, with and without
 // accumulation, in place (out = a[0]) and not, at q - 1 everywhere in some columns (the largest 128-bit sums).
 TEST(Kernels, DotMatchesReference) {
