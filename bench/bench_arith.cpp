@@ -141,26 +141,27 @@ void register_all() {
             // One target limb of a base conversion from 7 sources below 2^48 (H16's 48-bit special primes in ModDown,
             // a 40-bit digit in ModUp): the general kernel and the small-source one on the same data.
             for (bool small : {false, true})
-                add_bench(small ? "DotConstSmallS7" : "DotConstS7", k, bits, 16, [small](const KernelTable& k, Data& d) {
-                    static const auto src = [] {
-                        std::mt19937_64 rng(4);
-                        std::vector<std::vector<u64>> y(7, std::vector<u64>(std::size_t{1} << 16));
-                        for (auto& v : y)
-                            for (auto& x : v) x = rng() >> 17;  // < 2^47
-                        return y;
-                    }();
-                    static const std::vector<std::uint8_t> index = [] {
-                        std::vector<std::uint8_t> v(std::size_t{1} << 16);
-                        for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(i % 8);
-                        return v;
-                    }();
-                    const u64* y[7];
-                    for (int i = 0; i < 7; ++i) y[i] = src[i].data();
-                    const u64 q = d.t.q(), f[7] = {q - 1, q / 3, q / 5, q / 7, q / 11, q / 13, q / 17};
-                    const u64 table[8] = {0, q / 2, q / 3, q / 4, q / 5, q / 6, q / 7, q / 8};
-                    (small ? k.dot_const_small : k.dot_const)(y, f, 7, d.t.n(), d.t.modulus(), d.r.data(), index.data(),
-                                                              table);
-                });
+                add_bench(small ? "DotConstSmallS7" : "DotConstS7", k, bits, 16,
+                          [small](const KernelTable& k, Data& d) {
+                              static const auto src = [] {
+                                  std::mt19937_64 rng(4);
+                                  std::vector<std::vector<u64>> y(7, std::vector<u64>(std::size_t{1} << 16));
+                                  for (auto& v : y)
+                                      for (auto& x : v) x = rng() >> 17;  // < 2^47
+                                  return y;
+                              }();
+                              static const std::vector<std::uint8_t> index = [] {
+                                  std::vector<std::uint8_t> v(std::size_t{1} << 16);
+                                  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(i % 8);
+                                  return v;
+                              }();
+                              const u64* y[7];
+                              for (int i = 0; i < 7; ++i) y[i] = src[i].data();
+                              const u64 q = d.t.q(), f[7] = {q - 1, q / 3, q / 5, q / 7, q / 11, q / 13, q / 17};
+                              const u64 table[8] = {0, q / 2, q / 3, q / 4, q / 5, q / 6, q / 7, q / 8};
+                              (small ? k.dot_const_small : k.dot_const)(y, f, 7, d.t.n(), d.t.modulus(), d.r.data(),
+                                                                        index.data(), table);
+                          });
             // One target limb of H16's ModDown base conversion: 7 sources below 2^60 (the special primes),
             // with the overflow correction. 40-bit targets take the IFMA body's own dot product.
             add_bench("DotConst7", k, bits, 16, [](const KernelTable& k, Data& d) {

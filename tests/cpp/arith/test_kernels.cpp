@@ -161,8 +161,8 @@ TEST(Kernels, DotConstSmallSourcesMatchesReference) {
                 for (const KernelTable* k : bodies) {
                     k->dot_const_small(yp.data(), f.data(), s, n, m, got.data(), corrected ? index.data() : nullptr,
                                        corrected ? table.data() : nullptr);
-                    ASSERT_EQ(got, expect) << "body=" << k->name << " bits=" << bits << " s=" << s
-                                           << " corrected=" << corrected;
+                    ASSERT_EQ(got, expect)
+                        << "body=" << k->name << " bits=" << bits << " s=" << s << " corrected=" << corrected;
                 }
             }
         }
