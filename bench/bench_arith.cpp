@@ -99,6 +99,31 @@ void register_f60() {
     }
 }
 
+// Seven sources of 2^16 words (random, shifted right by `shift` bits), fixed factors and an overflow correction
+// table: one target limb of a base conversion by `dot` (a kernel table's dot_const or dot_const_small).
+using DotConst = void (*)(const u64* const*, const u64*, std::size_t, std::size_t, const Modulus&, u64*,
+                          const std::uint8_t*, const u64*);
+void dot_const7(DotConst dot, Data& d, int shift) {
+    static std::map<int, std::vector<std::vector<u64>>> sources;
+    auto& src = sources[shift];
+    if (src.empty()) {
+        std::mt19937_64 rng(3 + static_cast<unsigned>(shift));
+        src.assign(7, std::vector<u64>(std::size_t{1} << 16));
+        for (auto& v : src)
+            for (auto& x : v) x = rng() >> shift;
+    }
+    static const std::vector<std::uint8_t> index = [] {
+        std::vector<std::uint8_t> v(std::size_t{1} << 16);
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(i % 8);
+        return v;
+    }();
+    const u64* y[7];
+    for (int i = 0; i < 7; ++i) y[i] = src[static_cast<std::size_t>(i)].data();
+    const u64 q = d.t.q(), f[7] = {q - 1, q / 3, q / 5, q / 7, q / 11, q / 13, q / 17};
+    const u64 table[8] = {0, q / 2, q / 3, q / 4, q / 5, q / 6, q / 7, q / 8};
+    dot(y, f, 7, d.t.n(), d.t.modulus(), d.r.data(), index.data(), table);
+}
+
 void register_all() {
     for (SimdLevel level : simd_available()) {
         const KernelTable* k = &kernel_table(level);
@@ -138,51 +163,14 @@ void register_all() {
                     k.fma(d.c.data(), d.a.data(), d.r.data(), d.t.n(), d.t.modulus(), d.r.data());
                 });
             }
-            // One target limb of a base conversion from 7 sources below 2^48 (H16's 48-bit special primes in ModDown,
-            // a 40-bit digit in ModUp): the general kernel and the small-source one on the same data.
-            for (bool small : {false, true})
-                add_bench(small ? "DotConstSmallS7" : "DotConstS7", k, bits, 16,
-                          [small](const KernelTable& k, Data& d) {
-                              static const auto src = [] {
-                                  std::mt19937_64 rng(4);
-                                  std::vector<std::vector<u64>> y(7, std::vector<u64>(std::size_t{1} << 16));
-                                  for (auto& v : y)
-                                      for (auto& x : v) x = rng() >> 17;  // < 2^47
-                                  return y;
-                              }();
-                              static const std::vector<std::uint8_t> index = [] {
-                                  std::vector<std::uint8_t> v(std::size_t{1} << 16);
-                                  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(i % 8);
-                                  return v;
-                              }();
-                              const u64* y[7];
-                              for (int i = 0; i < 7; ++i) y[i] = src[i].data();
-                              const u64 q = d.t.q(), f[7] = {q - 1, q / 3, q / 5, q / 7, q / 11, q / 13, q / 17};
-                              const u64 table[8] = {0, q / 2, q / 3, q / 4, q / 5, q / 6, q / 7, q / 8};
-                              (small ? k.dot_const_small : k.dot_const)(y, f, 7, d.t.n(), d.t.modulus(), d.r.data(),
-                                                                        index.data(), table);
-                          });
-            // One target limb of H16's ModDown base conversion: 7 sources below 2^60 (the special primes),
-            // with the overflow correction. 40-bit targets take the IFMA body's own dot product.
-            add_bench("DotConst7", k, bits, 16, [](const KernelTable& k, Data& d) {
-                static const auto src = [] {
-                    std::mt19937_64 rng(3);
-                    std::vector<std::vector<u64>> y(7, std::vector<u64>(std::size_t{1} << 16));
-                    for (auto& v : y)
-                        for (auto& x : v) x = rng() >> 4;
-                    return y;
-                }();
-                static const std::vector<std::uint8_t> index = [] {
-                    std::vector<std::uint8_t> v(std::size_t{1} << 16);
-                    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(i % 8);
-                    return v;
-                }();
-                const u64* y[7];
-                for (int i = 0; i < 7; ++i) y[i] = src[i].data();
-                const u64 q = d.t.q(), f[7] = {q - 1, q / 3, q / 5, q / 7, q / 11, q / 13, q / 17};
-                const u64 table[8] = {0, q / 2, q / 3, q / 4, q / 5, q / 6, q / 7, q / 8};
-                k.dot_const(y, f, 7, d.t.n(), d.t.modulus(), d.r.data(), index.data(), table);
-            });
+            // One target limb of a base conversion with the overflow correction: H16's ModDown from its 7 special
+            // primes (sources below 2^60 as they were; 40-bit targets take the IFMA body's own dot product), and from 7
+            // sources below 2^47 (48-bit special primes, a 40-bit digit in ModUp) by the general kernel and the
+            // small-source one, on the same data.
+            add_bench("DotConst7", k, bits, 16, [](const KernelTable& k, Data& d) { dot_const7(k.dot_const, d, 4); });
+            add_bench("DotConstS7", k, bits, 16, [](const KernelTable& k, Data& d) { dot_const7(k.dot_const, d, 17); });
+            add_bench("DotConstSmallS7", k, bits, 16,
+                      [](const KernelTable& k, Data& d) { dot_const7(k.dot_const_small, d, 17); });
         }
     }
 }

@@ -34,6 +34,9 @@ import time
 import numpy as np
 import openfhe as ofhe
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from openfhe_ops import make_context  # noqa: E402  (bench/, run with the OpenFHE venv's Python)
+
 SETS = {  # kasoku's H15 / H16 (docs/PARAMS.md): log2 N, multiplicative depth (levels), first prime, scale, digits
     "H15": {"logn": 15, "depth": 12, "first_bits": 60, "scale_bits": 40, "dnum": 3},
     "H16": {"logn": 16, "depth": 20, "first_bits": 60, "scale_bits": 40, "dnum": 3},
@@ -45,31 +48,24 @@ def log(msg):
 
 
 def context(spec):
-    def build(security):
-        p = ofhe.CCParamsCKKSRNS()
-        p.SetMultiplicativeDepth(spec["depth"])
-        p.SetFirstModSize(spec["first_bits"])
-        p.SetScalingModSize(spec["scale_bits"])
-        p.SetRingDim(1 << spec["logn"])
-        p.SetBatchSize(1 << (spec["logn"] - 1))
-        p.SetScalingTechnique(ofhe.FIXEDMANUAL)
-        p.SetKeySwitchTechnique(ofhe.HYBRID)
-        p.SetNumLargeDigits(spec["dnum"])
-        p.SetSecurityLevel(security)
-        p.SetSecretKeyDist(ofhe.UNIFORM_TERNARY)
-        cc = ofhe.GenCryptoContext(p)
-        context.mode = str(p.GetMultipartyMode()).split(".")[-1]
-        for feature in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE, ofhe.ADVANCEDSHE, ofhe.MULTIPARTY):
-            cc.Enable(feature)
-        return cc
+    """bench/openfhe_ops.py's context for the spec (the same parameters as its H15/H16 runs) with MULTIPARTY enabled;
+    (cc, the security level it ran at); OpenFHE's multiparty mode is a fresh parameter object's default."""
+    cc, security, note = make_context(spec)
+    cc.Enable(ofhe.MULTIPARTY)
+    if note:
+        log(note)
+    return cc, security
 
-    try:
-        return build(ofhe.HEStd_128_classic), "HEStd_128_classic"
-    except RuntimeError as e:
-        if "does not comply with HE standards" not in str(e):
-            raise
-        log("OpenFHE refused N = 2^%d at HEStd_128_classic for its Q*P; running with HEStd_NotSet" % spec["logn"])
-        return build(ofhe.HEStd_NotSet), "HEStd_NotSet (OpenFHE's own Q*P is beyond its 128-bit table for this N)"
+
+MODE = str(ofhe.CCParamsCKKSRNS().GetMultipartyMode()).split(".")[-1]
+
+
+def chain_sum(add, shares, tags):
+    """OpenFHE's aggregation: shares summed one after the other, each addition naming the key tag of the share added."""
+    acc = shares[0]
+    for share, tag in zip(shares[1:], tags[1:]):
+        acc = add(acc, share, tag)
+    return acc
 
 
 def size(obj):
@@ -100,7 +96,7 @@ def run(name, n_parties, threads):
             "share_bytes": share_bytes,
             "threads": threads,
             "security": security,
-            "multiparty_mode": context.mode,
+            "multiparty_mode": MODE,
             "machine": platform.processor() or platform.machine(),
         }
         if aggregate_s is not None:
@@ -132,13 +128,8 @@ def run(name, n_parties, threads):
         times.append(t)
         shares.append(k)
 
-    def sum_round1():
-        acc = shares[0]
-        for i, k in enumerate(shares[1:], start=1):
-            acc = cc.MultiAddEvalKeys(acc, k, kps[i].publicKey.GetKeyTag())
-        return acc
-
-    agg, joint1 = timed(sum_round1)
+    tags = [kp.publicKey.GetKeyTag() for kp in kps]
+    agg, joint1 = timed(lambda: chain_sum(cc.MultiAddEvalKeys, shares, tags))
     row("relinearisation round 1 (RKG)", times, size(shares[0]), agg)
 
     # Round 2: every party's MultiMultEvalKey on the joint round-1 key; summed.
@@ -149,13 +140,7 @@ def run(name, n_parties, threads):
         times.append(t)
         shares2.append(k)
 
-    def sum_round2():
-        acc = shares2[0]
-        for k in shares2[1:]:
-            acc = cc.MultiAddEvalMultKeys(acc, k, tag)
-        return acc
-
-    agg, relin = timed(sum_round2)
+    agg, relin = timed(lambda: chain_sum(cc.MultiAddEvalMultKeys, shares2, [tag] * len(shares2)))
     row("relinearisation round 2 (RKG)", times, size(shares2[0]), agg)
     cc.InsertEvalMultKey([relin])
 
@@ -171,13 +156,7 @@ def run(name, n_parties, threads):
         times.append(t)
         maps.append(m)
 
-    def sum_rot():
-        acc = maps[0]
-        for i, m in enumerate(maps[1:], start=1):
-            acc = cc.MultiAddEvalAutomorphismKeys(acc, m, kps[i].publicKey.GetKeyTag())
-        return acc
-
-    agg, rot = timed(sum_rot)
+    agg, rot = timed(lambda: chain_sum(cc.MultiAddEvalAutomorphismKeys, maps, tags))
     row("Galois key, one element (GKG)", times, size(maps[0]), agg)
     cc.InsertEvalAutomorphismKey(rot, tag)
 

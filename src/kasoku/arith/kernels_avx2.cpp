@@ -120,6 +120,17 @@ inline void dot_columns(const u64* const* y, std::size_t s, std::size_t n, const
     }
 }
 
+// The overflow correction of an exact base conversion, four columns: r - table[index[0..3]] mod t for r < t (a borrow
+// makes the difference negative as a signed word).
+inline __m256i minus_table(__m256i r, const std::uint8_t* index, const u64* table, __m256i vt) {
+    std::int32_t idx4;
+    std::memcpy(&idx4, index, 4);
+    const __m256i sub = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(table),
+                                               _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(idx4)), 8);
+    const __m256i d = _mm256_sub_epi64(r, sub);
+    return _mm256_add_epi64(d, _mm256_and_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), d), vt));
+}
+
 // Base-conversion dot product with constants.
 void dot_const_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
                     const std::uint8_t* index, const u64* table) {
@@ -130,17 +141,7 @@ void dot_const_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_
             f_l = set1(f[i]);
             f_h = set1(f[i] >> 32);
         },
-        [&](std::size_t c, __m256i r) {
-            if (index) {  // r - table[index] mod t: a borrow makes the difference negative as a signed word
-                std::int32_t idx4;
-                std::memcpy(&idx4, index + c, 4);
-                const __m256i sub = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(table),
-                                                           _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(idx4)), 8);
-                const __m256i d = _mm256_sub_epi64(r, sub);
-                r = _mm256_add_epi64(d, _mm256_and_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), d), vt));
-            }
-            store(out + c, r);
-        });
+        [&](std::size_t c, __m256i r) { store(out + c, index ? minus_table(r, index + c, table, vt) : r); });
     dot_const_tail(y, f, s, n & ~std::size_t{3}, n, m, out, index, table);
 }
 
@@ -318,16 +319,8 @@ void dot_const_fp_avx2(const u64* const* y, const u64* f, std::size_t s, std::si
             r = _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ), ar.vq));
             r = FpFma::sub_if_ge(r, ar.vq);
         }
-        __m256i ri = to_int(r);
-        if (index) {  // ri - table[index] mod t, as dot_const_avx2
-            std::int32_t idx4;
-            std::memcpy(&idx4, index + c, 4);
-            const __m256i sub = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(table),
-                                                       _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(idx4)), 8);
-            const __m256i d = _mm256_sub_epi64(ri, sub);
-            ri = _mm256_add_epi64(d, _mm256_and_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), d), vt));
-        }
-        store(out + c, ri);
+        const __m256i ri = to_int(r);
+        store(out + c, index ? minus_table(ri, index + c, table, vt) : ri);
     }
     dot_const_tail(y, f, s, n & ~std::size_t{3}, n, m, out, index, table);
 }
