@@ -74,6 +74,12 @@ def _load(svc, rec: dict, step: str, tag: int = 0) -> list:
     ]
 
 
+def _aggregated(svc, sid: str, aggregate, step: str) -> Response:
+    """The session's shares of a one-round step combined by `aggregate`, as the bytes of what it makes."""
+    rec, session = _session(svc, sid)
+    return Response(_combine(aggregate, svc.ctx, session, _load(svc, rec, step)).to_bytes(), media_type=OCTETS)
+
+
 @router.post(
     "",
     summary="Open a multiparty session (the server draws its CRS)",
@@ -138,9 +144,7 @@ async def put_share(sid: str, request: Request, svc: ServiceDep, _: ClientId):
     responses=BINARY_RESULT,
 )
 def public_key(sid: str, svc: ServiceDep, _: ClientId):
-    rec, session = _session(svc, sid)
-    pk = _combine(mp.aggregate_public_key, svc.ctx, session, _load(svc, rec, "public_key"))
-    return Response(pk.to_bytes(), media_type=OCTETS)
+    return _aggregated(svc, sid, mp.aggregate_public_key, "public_key")
 
 
 @router.get(
@@ -150,9 +154,7 @@ def public_key(sid: str, svc: ServiceDep, _: ClientId):
     responses=BINARY_RESULT,
 )
 def relin_round1(sid: str, svc: ServiceDep, _: ClientId):
-    rec, session = _session(svc, sid)
-    total = _combine(mp.aggregate_relin_round1, svc.ctx, session, _load(svc, rec, "relin_round1"))
-    return Response(total.to_bytes(), media_type=OCTETS)
+    return _aggregated(svc, sid, mp.aggregate_relin_round1, "relin_round1")
 
 
 @router.post(
