@@ -19,9 +19,12 @@ the process's peak resident memory. One JSON line each, tagged with the CPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import pathlib
+import re
 import resource
 import statistics
 import subprocess
@@ -45,8 +48,24 @@ ORION_CONFIG = {
     "MLP": _ORION_SMALL,
     "LoLA": _ORION_SMALL,
     "LeNet5": {**_ORION_SMALL, "LogN": 14, "LogQ": [29] + [26] * 7},
+    # configs/resnet.yml of the Orion repository (its boot_params: LogP [61] * 8)
+    "ResNet20": {
+        "LogN": 16,
+        "LogQ": [55] + [40] * 10,
+        "LogP": [61, 61, 61],
+        "LogScale": 40,
+        "H": 16384,
+        "RingType": "standard",
+    },
 }
-ORION_CLASS = {"MLP": "MLP", "LoLA": "LoLA", "LeNet5": "LeNet"}
+ORION_BOOT = {"ResNet20": {"LogP": [61] * 8}}
+ORION_CLASS = {"MLP": "MLP", "LoLA": "LoLA", "LeNet5": "LeNet", "ResNet20": "ResNet20"}
+# ResNet-20 takes 3 x 32 x 32 images; the machine has no CIFAR-10, so its inputs are random tensors of that shape and
+# its weights PyTorch's initialisation with BatchNorm statistics gathered on them: timing, bootstraps, memory and logit
+# error against the same model in the clear, not accuracy
+CIFAR_SHAPED = {"ResNet20"}
+# ResNet-20's 21 transforms at N = 2^16 would hold tens of GB encoded: at most 1 GB kept, the others encoded at use
+COMPILE = {"ResNet20": {"max_encoded_bytes": 1 << 30}}
 
 
 def progress(msg: str) -> None:
@@ -86,7 +105,9 @@ def record(compile_s: float, keygen_s: float, enc: list, inf: list, got, want) -
 # ---------------------------------------------------------------- children (one library, one network)
 
 
-def child_kasoku(work: pathlib.Path, name: str, threads: int, images: int, device: str = "cpu") -> dict:
+def child_kasoku(
+    work: pathlib.Path, name: str, threads: int, images: int, device: str = "cpu", params: str | None = None
+) -> dict:
     import torch
 
     import kasoku as ks
@@ -96,13 +117,16 @@ def child_kasoku(work: pathlib.Path, name: str, threads: int, images: int, devic
     from examples.nn import models
 
     torch.set_num_threads(threads)
-    data = torch.load(work / "data.pt")
+    data = torch.load(work / _data_file(name))
     net = getattr(models, name)()
     net.load_state_dict(torch.load(work / f"{name}.pt"))
     net.eval()
     x = data["x_test"][:images]
     t = time.perf_counter()
-    plan = ksnn.compile(net, x[:1], calibration=data["x_cal"], threads=threads, device=device)
+    chosen = ks.Parameters.named(params) if params else None
+    plan = ksnn.compile(
+        net, x[:1], calibration=data["x_cal"], params=chosen, threads=threads, device=device, **COMPILE.get(name, {})
+    )
     compile_s = time.perf_counter() - t
     progress(f"kasoku {name}: compiled in {compile_s:.1f} s\n{plan}")
     t = time.perf_counter()
@@ -138,20 +162,32 @@ def child_orion(work: pathlib.Path, name: str, threads: int, images: int) -> dic
     import orion.models
 
     torch.set_num_threads(threads)
-    data = torch.load(work / "data.pt")
+    data = torch.load(work / _data_file(name))
     net = getattr(orion.models, ORION_CLASS[name])()
     state = torch.load(work / f"{name}.pt")
+    if name == "ResNet20":  # our blocks are one Sequential, Orion's three stages of three: layers.{3i+j} -> layers.i.j
+        state = {
+            re.sub(r"^layers\.(\d+)\.", lambda m: f"layers.{int(m[1]) // 3}.{int(m[1]) % 3}.", k): v
+            for k, v in state.items()
+        }
     missing, unexpected = net.load_state_dict(state, strict=False)
-    if unexpected or [k for k in missing if not k.endswith("num_batches_tracked")]:
+    # Orion's own buffers (BatchNorm's counter, its average pooling's fixed kernel) are not weights of the model
+    if unexpected or [k for k in missing if not (k.endswith("num_batches_tracked") or k.startswith("avgpool."))]:
         raise SystemExit(
             f"Orion's {ORION_CLASS[name]} does not take these weights: missing {missing}, unexpected {unexpected}"
         )
+    if isinstance(getattr(net, "pool", None), torch.nn.Identity):
+        # ResNet's CIFAR stem holds a torch Identity, on which orion.fit with a DataLoader fails (it sets batch sizes on
+        # every module it traced: AttributeError 'input_shape'); a plain function is the same and is traced through
+        del net._modules["pool"]
+        net.pool = lambda t: t
     net.eval()
     x = data["x_test"][:images]
     with torch.no_grad():
         want = net(x).numpy()
     config = {
         "ckks_params": ORION_CONFIG[name],
+        **({"boot_params": ORION_BOOT[name]} if name in ORION_BOOT else {}),
         "orion": {
             "margin": 2,
             "embedding_method": "hybrid",
@@ -171,8 +207,12 @@ def child_orion(work: pathlib.Path, name: str, threads: int, images: int) -> dic
     # would make it pack 256 images per transform)
     cal = torch.utils.data.TensorDataset(data["x_cal"], torch.zeros(len(data["x_cal"])))
     orion.fit(net, torch.utils.data.DataLoader(cal, batch_size=1))
-    level = orion.compile(net)  # packing, levels, diagonals and the rotation keys they need
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):  # Orion reports on stdout, where the parent reads this child's result
+        level = orion.compile(net)  # packing, levels, diagonals, bootstrap placement and the keys they need
     compile_s = time.perf_counter() - t
+    sys.stderr.write(said.getvalue())
+    boots = re.search(r"Network requires (\d+) bootstrap", said.getvalue())
     net.he()
     enc, inf, got = [], [], []
     for i in range(len(x)):
@@ -187,13 +227,17 @@ def child_orion(work: pathlib.Path, name: str, threads: int, images: int) -> dic
     c = ORION_CONFIG[name]
     return {
         **record(compile_s, keygen_s, enc, inf, got, want),
-        "bootstraps": 0,
+        "bootstraps": int(boots[1]) if boots else 0,
         "params": f"N=2^{c['LogN']} {c['RingType']}, {len(c['LogQ']) - 1} levels, scale 2^{c['LogScale']}, "
         f"log2(QP) {sum(c['LogQ']) + sum(c['LogP'])}",
     }
 
 
 # ---------------------------------------------------------------- driver
+
+
+def _data_file(name: str) -> str:
+    return "cifar-shaped.pt" if name in CIFAR_SHAPED else "data.pt"
 
 
 def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
@@ -204,8 +248,25 @@ def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
 
     (x_train, y_train), (x_test, y_test) = models.digits()
     torch.save({"x_cal": x_train[:256], "x_test": x_test, "y_test": y_test}, work / "data.pt")
+    g = torch.Generator().manual_seed(0)
+    x_rand = torch.rand(96, 3, 32, 32, generator=g)
+    torch.save({"x_cal": x_rand[:64], "x_test": x_rand[64:]}, work / "cifar-shaped.pt")
     for name in names:
         t = time.perf_counter()
+        if name in CIFAR_SHAPED:
+            torch.manual_seed(0)
+            net = getattr(models, name)()
+            net.train()
+            for m in net.modules():  # BatchNorm's statistics as the cumulative average over the calibration images
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.momentum = None
+            with torch.no_grad():
+                net(x_rand[:64])
+            torch.save(net.eval().state_dict(), work / f"{name}.pt")
+            progress(
+                f"{name}: initialised, BatchNorm statistics from 64 random images ({time.perf_counter() - t:.1f} s)"
+            )
+            continue
         net = models.train(getattr(models, name)(), x_train, y_train, epochs=epochs)
         torch.save(net.state_dict(), work / f"{name}.pt")
         progress(
@@ -215,7 +276,14 @@ def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
 
 
 def run_child(
-    python: str, lib: str, work: pathlib.Path, name: str, threads: int, images: int, device: str = "cpu"
+    python: str,
+    lib: str,
+    work: pathlib.Path,
+    name: str,
+    threads: int,
+    images: int,
+    device: str = "cpu",
+    params: str | None = None,
 ) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), GOMAXPROCS=str(threads), MKL_NUM_THREADS=str(threads))
     cmd = [
@@ -233,7 +301,7 @@ def run_child(
         str(images),
         "--device",
         device,
-    ]
+    ] + (["--params", params] if params else [])
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(work))
     sys.stderr.write(r.stderr[-4000:])
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
@@ -250,15 +318,17 @@ def main() -> int:
     ap.add_argument("--images", type=int, default=5, help="test images per network and library")
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--orion-python", help="the interpreter of a venv with orion-fhe (none: kasoku only)")
+    ap.add_argument("--libs", nargs="+", default=["kasoku", "orion"], choices=["kasoku", "orion"])
     ap.add_argument("--all-digits", action="store_true", help="kasoku on all 360 test images (decisions and errors)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="kasoku's device (Orion runs on the CPU)")
+    ap.add_argument("--params", help="kasoku's parameters by name (default: chosen by kasoku.nn.compile)")
     ap.add_argument("--out", help="append the JSON lines here too")
     ap.add_argument("--child", choices=["kasoku", "orion"], help=argparse.SUPPRESS)
     ap.add_argument("--work", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         if a.child == "kasoku":
-            rec = child_kasoku(pathlib.Path(a.work), a.models[0], a.threads, a.images, a.device)
+            rec = child_kasoku(pathlib.Path(a.work), a.models[0], a.threads, a.images, a.device, a.params)
         else:
             rec = child_orion(pathlib.Path(a.work), a.models[0], a.threads, a.images)
         print(json.dumps(rec), flush=True)
@@ -275,8 +345,8 @@ def main() -> int:
         work = pathlib.Path(tmp)
         train_all(work, a.models, a.epochs)
         for name in a.models:
-            libs = [("kasoku", sys.executable)]
-            if a.orion_python and not a.all_digits:
+            libs = [("kasoku", sys.executable)] if "kasoku" in a.libs else []
+            if a.orion_python and not a.all_digits and "orion" in a.libs:
                 libs.append(("orion", os.path.abspath(a.orion_python)))
             for lib, python in libs:
                 progress(f"{lib} {name} ...")
@@ -286,7 +356,9 @@ def main() -> int:
                     "threads": a.threads,
                     "cpu": host["cpu"],
                     "date": time.strftime("%Y-%m-%d"),
-                    **run_child(python, lib, work, name, a.threads, images, a.device if lib == "kasoku" else "cpu"),
+                    **run_child(
+                        python, lib, work, name, a.threads, images, *((a.device, a.params) if lib == "kasoku" else ())
+                    ),
                 }
                 failed |= "error" in rec
                 line = json.dumps(rec)

@@ -275,7 +275,7 @@ def test_a_convolution_after_a_convolution_shares_its_diagonals_across_channels(
     assert np.max(np.abs(plan.decrypt(plan.run(plan.encrypt(calibration[0]))) - want)) < 2e-3
 
 
-def test_bad_models_are_refused_naming_the_layer():
+def test_bad_models_are_refused_naming_the_layer(monkeypatch):
     x = torch.randn(1, 1, 4, 4)
     leaky = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.LeakyReLU())
     with pytest.raises(ks.ParameterError, match=r"layer 1 \(LeakyReLU\): .*not built yet"):
@@ -303,10 +303,13 @@ def test_bad_models_are_refused_naming_the_layer():
     with pytest.raises(ks.ParameterError, match=r"layer 2 \(Square\) is past the last of the parameters' 1 levels"):
         ksnn.compile(model, x, params=ks.Parameters.for_circuit(1, slots=16))
 
-    # ResNet-20's feature maps: a convolution on 16 x 32 x 32 values is refused before a 2 GiB dense matrix is made.
-    big = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), ksnn.Square())
-    with pytest.raises(ks.ParameterError, match=r"layer 0 \(Conv2d\): an affine part from 16384 to 16384 .*not built"):
-        ksnn.compile(big, torch.rand(1, 16, 32, 32))
+    # an affine part with more weights than kasoku.nn holds (the bound lowered here: a 64 x 64 layer has 4096)
+    monkeypatch.setattr(ksnn, "_PROBE_NONZEROS", 1000)
+    wide = nn.Sequential(nn.Flatten(), nn.Linear(64, 64), ksnn.Square())
+    with pytest.raises(
+        ks.ParameterError, match=r"layer 0 \(Flatten\), 1 \(Linear\): an affine part from 64 to 64 .* more than 1000"
+    ):
+        ksnn.compile(wide, torch.rand(1, 1, 8, 8))
 
 
 def test_bootstraps_are_placed_where_the_levels_run_out():
@@ -414,3 +417,72 @@ def test_an_input_outside_the_fitted_range_is_refused_before_encryption():
         plan.encrypt(100 * calibration[3])
     with pytest.raises(ks.ParameterError, match="compiled for 16"):
         plan.encrypt(torch.randn(2, 1, 4, 4))
+
+
+class _Block(nn.Module):
+    """A residual block with a strided 1x1 shortcut, a 5x5 convolution and global average pooling: the probes' hard
+    cases (spacings 3 and 5, a pooling every position of a plane reads)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3, stride=2, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.short = nn.Conv2d(4, 8, 1, stride=2)
+        self.wide = nn.Conv2d(8, 4, 5, padding=2)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(4, 3)
+        self.sq1, self.sq2 = ksnn.Square(), ksnn.Square()
+
+    def forward(self, x):
+        y = self.sq1(self.bn(self.conv(x)) + self.short(x))
+        return self.fc(torch.flatten(self.pool(self.sq2(self.wide(y))), 1))
+
+
+def test_feature_maps_probed_by_groups_give_the_unit_vectors_weights(monkeypatch):
+    """Above _PROBE_UNITS values a feature map is probed by groups of inputs (a channel's positions congruent modulo a
+    spacing) and the weights read off the responses: bit for bit those of one probe per input, for every spacing the
+    layers need and where none serves (global pooling: unit vectors)."""
+    torch.manual_seed(11)
+    model = _Block().eval()
+    x = torch.randn(8, 4, 16, 16)
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.running_var.uniform_(0.5, 2)
+    served = []  # the spacings whose groups gave a matrix
+    grouped_probe = ksnn._probe_groups
+
+    def probe_groups(linear, shape, spacing, out_dim):
+        W = grouped_probe(linear, shape, spacing, out_dim)
+        served.append((spacing, W is not None))
+        return W
+
+    monkeypatch.setattr(ksnn, "_probe_groups", probe_groups)
+    weights = {}
+    for units in (1 << 30, 0):
+        monkeypatch.setattr(ksnn, "_PROBE_UNITS", units)
+        plan = ksnn.compile(model, x[:1], calibration=x, params=ks.Parameters.for_circuit(6, slots=2048))
+        weights[units] = [W.toarray() for s in plan.steps if isinstance(s, ksnn.Affine) for W in s.Ws]
+    assert len(weights[0]) == 3  # conv + shortcut (one map of x), the 5x5, pool + linear
+    # conv + shortcut by spacing 3; the 5x5 refuses 3 and takes 5; the pooling reads whole planes: unit vectors
+    assert served == [(3, True), (3, False), (5, True), (3, False), (5, False)]
+    for grouped, units in zip(weights[0], weights[1 << 30]):
+        assert np.array_equal(grouped, units)
+    plan.keygen()
+    want = model(x[:1]).detach().numpy().reshape(-1)
+    assert np.max(np.abs(plan.decrypt(plan.run(plan.encrypt(x[0]))) - want)) < 1e-3
+
+
+def test_transforms_encoded_at_use_give_the_same_results():
+    """A plan whose transforms exceed the memory it may keep encoded encodes them at each use: the same ciphertext bit
+    for bit, the same rotation keys, and repr says which."""
+    torch.manual_seed(12)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), ksnn.Square(), nn.Flatten(), nn.Linear(4 * 64, 4)).eval()
+    x = torch.randn(4, 1, 8, 8)
+    plan = ksnn.compile(model, x[:1], calibration=x)
+    plan.keygen()
+    ct = plan.encrypt(x[0])
+    kept, galois = plan.run(ct).to_bytes(), plan.galois_elements()
+    ksnn._encode(plan.steps, plan.ctx, None, budget=0)
+    assert all(s.lts is None for s in plan.steps if isinstance(s, ksnn.Affine))
+    assert "encoded at use" in repr(plan) and plan.galois_elements() == galois
+    assert plan.run(ct).to_bytes() == kept

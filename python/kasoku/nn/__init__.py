@@ -94,7 +94,7 @@ class Affine:
     name: str
     inputs: list[int]  # value ids
     output: int
-    Ws: list[np.ndarray]
+    Ws: list[_SparseMatrix]
     b: np.ndarray
     layouts_in: list[np.ndarray]
     p_in: int
@@ -104,7 +104,8 @@ class Affine:
     diags: Any = None  # per input: offset -> values over one period
     sums: list[int] = field(default_factory=list)  # rotations of the rotate-and-sum (hybrid, shrinking)
     level: int = 0
-    lts: Any = None  # ks.LinearTransform per input
+    lts: Any = None  # ks.LinearTransform per input (None: encoded at each use, see _encode)
+    plans: Any = None  # per input: (baby steps, giant steps, Galois elements) of its transform
     bias: np.ndarray | None = None  # b at its slots, tiled to the slots
 
     @property
@@ -117,10 +118,10 @@ class Affine:
 
     def describe(self) -> str:
         rot = ""
-        if self.lts is not None:
-            baby = sum(len(lt.baby_steps) for lt in self.lts)
-            giant = sum(len(lt.giant_steps) for lt in self.lts)
-            rot = f", {baby} baby + {giant} giant rotations"
+        if self.plans is not None:
+            baby = sum(len(pl[0]) for pl in self.plans)
+            giant = sum(len(pl[1]) for pl in self.plans)
+            rot = f", {baby} baby + {giant} giant rotations" + ("" if self.lts is not None else ", encoded at use")
         sums = f" + {len(self.sums)} rotate-and-sum" if self.sums else ""
         ins = f"{len(self.Ws)} inputs, " if len(self.Ws) > 1 else ""
         return (
@@ -133,28 +134,43 @@ class Affine:
         return sum(W @ x for W, x in zip(self.Ws, xs)) + self.b
 
 
-def _hybrid(W: np.ndarray, layout_in: np.ndarray, p_in: int):
-    """The hybrid packing: output slots 0..d_out-1, its diagonals and rotate-and-sum steps."""
+def _hybrid(W: _SparseMatrix, layout_in: np.ndarray, p_in: int, build: bool = True):
+    """The hybrid packing: output slots 0..d_out-1, its diagonals (only their offsets unless `build`) and
+    rotate-and-sum steps. Diagonal r < p holds, at slot s, the weight of output s mod p on the input at slot
+    (s + r) mod q (the p_out x p_in matrix's rows repeated every p slots)."""
     d_out = W.shape[0]
     p = _pow2(d_out)
     q = max(p, p_in)
-    Wt = np.zeros((p, q))
-    Wt[:d_out, layout_in] = W
-    s = np.arange(q)
-    diags = {}
-    for r in range(p):
-        d = Wt[s % p, (s + r) % q]
-        if np.any(d):
-            diags[r] = d
+    rows, cols, vals = W.nonzero()
+    c = layout_in[cols]
+    r = (c - rows) % p  # each weight on the one diagonal r < p that meets its input slot c in the block of s
+    s = (c - r) % q
     sums = [p << i for i in range(int(math.log2(q // p)))]
-    return np.arange(d_out), p, diags, sums
+    if not build:
+        return np.arange(d_out), p, dict.fromkeys(np.unique(r).tolist()), sums
+    return np.arange(d_out), p, _diagonals(r, s, vals, q), sums
+
+
+def _diagonals(offsets: np.ndarray, slots: np.ndarray, values: np.ndarray, length: int) -> dict:
+    """{offset: the diagonal over `length` slots}, the values summed at their (offset, slot)."""
+    order = np.argsort(offsets, kind="stable")
+    offsets, slots, values = offsets[order], slots[order], values[order]
+    uniq, starts = np.unique(offsets, return_index=True)
+    diags = {}
+    for r, a, b in zip(uniq.tolist(), starts, list(starts[1:]) + [len(offsets)]):
+        d = np.zeros(length)
+        np.add.at(d, slots[a:b], values[a:b])
+        diags[int(r)] = d
+    return diags
 
 
 def _layout(W: np.ndarray, layout_in: np.ndarray, p_in: int, limit: int, zero: np.ndarray):
     """The layout packing, or None when the outputs share no pattern (a dense layer: the hybrid packing is cheaper).
     zero[s]: slot s of the input is known to hold 0 (no value is packed there and the steps before keep it 0)."""
     d_out = W.shape[0]
-    slots_of = [np.sort(layout_in[np.flatnonzero(W[o])]) for o in range(d_out)]
+    rows, cols, vals = W.nonzero()
+    starts = W.row_starts()  # the entries are sorted by row
+    slots_of = [np.sort(layout_in[cols[starts[o] : starts[o + 1]]]) for o in range(d_out)]
     anchor = np.array([s[0] if s.size else 0 for s in slots_of])
     pattern_of = [tuple((s - s[0]).tolist()) if s.size else () for s in slots_of]
     distinct = sorted(set(pattern_of), key=len, reverse=True)
@@ -211,7 +227,11 @@ def _layout(W: np.ndarray, layout_in: np.ndarray, p_in: int, limit: int, zero: n
         convolution) share diagonals. None when a group finds no room."""
         out_slot = np.zeros(d_out, dtype=np.int64)
         used, present = np.zeros(limit), np.zeros(p_in)
-        for (root, _), outs in order:
+        group_of = np.zeros(d_out, dtype=np.int64)
+        for g, (_, outs) in enumerate(order):
+            group_of[outs] = g
+        entry_group = group_of[rows]
+        for g, ((root, _), outs) in enumerate(order):
             a = virtual[outs]
             shifts = np.arange(-int(a.min()), limit - int(a.max()))  # those that keep the group inside
             if shifts.size == 0:
@@ -226,8 +246,8 @@ def _layout(W: np.ndarray, layout_in: np.ndarray, p_in: int, limit: int, zero: n
             out_slot[outs] = a + shifts[pick]
             used[out_slot[outs]] = 1.0
             if fewest:
-                for o in outs:
-                    present[(layout_in[np.flatnonzero(W[o])] - out_slot[o]) % p_in] = 1.0
+                mine = entry_group == g
+                present[(layout_in[cols[mine]] - out_slot[rows[mine]]) % p_in] = 1.0
         return out_slot
 
     first = place(limit, False)
@@ -237,42 +257,32 @@ def _layout(W: np.ndarray, layout_in: np.ndarray, p_in: int, limit: int, zero: n
     fewer = place(max(p_in, _pow2(int(first.max()) + 1)), True)
     out_slot = first if fewer is None else fewer
     p_out = max(p_in, _pow2(int(out_slot.max()) + 1))
-    diags: dict[int, np.ndarray] = {}
-    for o in range(d_out):
-        cols = np.flatnonzero(W[o])
-        for i, r in zip(cols, (layout_in[cols] - out_slot[o]) % p_in):
-            diags.setdefault(int(r), np.zeros(p_out))[out_slot[o]] = W[o, i]
-    return out_slot, p_out, diags
+    return out_slot, p_out, _diagonals((layout_in[cols] - out_slot[rows]) % p_in, out_slot[rows], vals, p_out)
 
 
 def _pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
     """Chooses the first input's packing with fewer rotations (about 2 sqrt(diagonals) for the BSGS, plus the
     rotate-and-sum), then reads the other inputs onto its output slots."""
     W, lay_in = step.Ws[0], step.layouts_in[0]
-    out, p_out, diags, sums = _hybrid(W, lay_in, step.p_in)
+    out, p_out, diags, sums = _hybrid(W, lay_in, step.p_in, build=False)
     best = (2 * math.sqrt(len(diags)) + len(sums), len(diags))
-    step.layout_out, step.p_out, first, step.sums, step.mode = out, p_out, diags, sums, "hybrid"
     lay = _layout(W, lay_in, step.p_in, slots, zero)
     if lay is not None and (2 * math.sqrt(len(lay[2])), len(lay[2])) < best:
         step.layout_out, step.p_out, first = lay
         step.sums, step.mode = [], "layout"
+    else:
+        step.layout_out, step.p_out, first, step.sums = _hybrid(W, lay_in, step.p_in)
+        step.mode = "hybrid"
     length = max(step.p_out, step.p_in)  # the period of the transforms' results (before the rotate-and-sum)
     step.diags = [first] + [
         _onto(Wk, lk, step.p_in, step.layout_out, length) for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])
     ]
 
 
-def _onto(W: np.ndarray, layout_in: np.ndarray, p_in: int, out_slot: np.ndarray, length: int) -> dict:
+def _onto(W: _SparseMatrix, layout_in: np.ndarray, p_in: int, out_slot: np.ndarray, length: int) -> dict:
     """The diagonals that put W x (x at layout_in, period p_in) at the given output slots of a vector of `length`."""
-    rows, cols = np.nonzero(W)
-    offsets = (layout_in[cols] - out_slot[rows]) % p_in
-    diags: dict[int, np.ndarray] = {}
-    for r in np.unique(offsets):
-        pick = offsets == r
-        d = np.zeros(length)
-        np.add.at(d, out_slot[rows[pick]], W[rows[pick], cols[pick]])
-        diags[int(r)] = d
-    return diags
+    rows, cols, vals = W.nonzero()
+    return _diagonals((layout_in[cols] - out_slot[rows]) % p_in, out_slot[rows], vals, length)
 
 
 @dataclass
@@ -677,15 +687,15 @@ class CompiledModel:
         g = set()
         for s in self.steps:
             if isinstance(s, Affine):
-                for lt in s.lts:
-                    g.update(lt.galois_elements())
+                for plan in s.plans:
+                    g.update(plan[2])
                 g.update(self.ctx.galois_element(k) for k in s.sums)
         if self.bootstrapper is not None:
             g.update(self.bootstrapper.galois_elements())
         return sorted(g)
 
     def __repr__(self) -> str:
-        rot = sum(len(lt.baby_steps) + len(lt.giant_steps) for s in self.steps if isinstance(s, Affine) for lt in s.lts)
+        rot = sum(len(pl[0]) + len(pl[1]) for s in self.steps if isinstance(s, Affine) for pl in s.plans)
         rot += sum(len(s.sums) for s in self.steps if isinstance(s, Affine))
         lines = [
             f"CompiledModel({self.in_shape} -> {self.out_dim}; {self.params!r})",
@@ -790,7 +800,7 @@ class CompiledModel:
             if isinstance(s, Affine):
                 ins = [c if c.level == s.level else ev.drop_level(c, s.level) for c in ins]
                 out = None
-                for lt, c in zip(s.lts, ins):
+                for lt, c in zip(s.lts or _transforms(s, self.ctx, threads), ins):
                     y = ev.apply(lt, c, threads=threads)
                     out = y if out is None else ev.add(out, y)
                 for r in s.sums:
@@ -838,11 +848,7 @@ class CompiledModel:
                 d.update(output=st.output, p_in=st.p_in, p_out=st.p_out, mode=st.mode, sums=list(st.sums))
                 arrays[f"{i}.b"], arrays[f"{i}.layout_out"] = st.b, np.asarray(st.layout_out)
                 for k, (W, lay, diags) in enumerate(zip(st.Ws, st.layouts_in, st.diags)):
-                    if isinstance(W, _SparseMatrix):  # a loaded plan's
-                        rows, cols, values = W.nonzero()
-                    else:  # sparse: a convolution's matrix is mostly zeros
-                        rows, cols = np.nonzero(W)
-                        values = W[rows, cols]
+                    rows, cols, values = W.nonzero()
                     arrays[f"{i}.W{k}.shape"] = np.array(W.shape, dtype=np.int64)
                     arrays[f"{i}.W{k}.rows"], arrays[f"{i}.W{k}.cols"] = rows, cols
                     arrays[f"{i}.W{k}.values"], arrays[f"{i}.layout_in{k}"] = values, lay
@@ -868,15 +874,19 @@ class CompiledModel:
         return self._clear(v / self.in_unit, check=False) * self.out_unit
 
 
+_ENCODED_BYTES = 4 << 30  # the most memory a plan's transforms keep encoded; the others are encoded at each use
 _PLAN_MAGIC = b"KASOKU-NN-PLAN\n"
 _PLAN_VERSION = 1
 
 
-def load(data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 30) -> CompiledModel:
+def load(
+    data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 30, max_encoded_bytes: int = _ENCODED_BYTES
+) -> CompiledModel:
     """A plan saved by CompiledModel.to_bytes, its transforms encoded for a context of its parameters on `device`
     (PyTorch is not needed). Raises ks.SerializationError, saying what is wrong, for bytes that are not such a plan
     (truncated, corrupted: each part is checked against its CRC, or inconsistent), or whose parts would take more
-    than max_bytes once decompressed. The weights stay sparse (row, column, value), as they were saved."""
+    than max_bytes once decompressed. The weights stay sparse (row, column, value), as they were saved.
+    max_encoded_bytes: as for compile."""
     data = bytes(data)
     if not data.startswith(_PLAN_MAGIC):
         raise ks.SerializationError("these bytes are not a kasoku.nn plan (CompiledModel.to_bytes makes one)")
@@ -912,7 +922,7 @@ def load(data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 3
         raise ks.SerializationError(f"the plan's bytes are damaged or incomplete ({type(e).__name__}: {e})") from None
     ctx = ks.Context(params, threads=threads, device=device)
     _check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx)
-    _encode(steps, ctx, threads)
+    _encode(steps, ctx, threads, max_encoded_bytes)
     boot = None
     if any(isinstance(st, Bootstrap) for st in steps):
         boot = ks.Bootstrapper(ctx, slots=int(boot_slots), real=True, threads=threads)
@@ -963,11 +973,34 @@ def _step_from(d: dict, i: int, arrays: dict):
 
 
 class _SparseMatrix:
-    """A loaded plan's weights as (row, column, value) triples, in the memory of their nonzeros (a convolution's matrix
-    is mostly zeros): what forward (W @ x), describe (shape) and to_bytes need."""
+    """An affine step's weights as (row, column, value) triples sorted by row, in the memory of their nonzeros (a
+    convolution's matrix is mostly zeros: ResNet-20's first block is 16384 x 16384 with 144 weights a row)."""
 
     def __init__(self, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray, values: np.ndarray):
-        self.shape, self.rows, self.cols, self.values = shape, rows, cols, values
+        order = np.lexsort((cols, rows))
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.rows, self.cols, self.values = rows[order], cols[order], np.asarray(values, dtype=np.float64)[order]
+
+    @classmethod
+    def from_dense(cls, W: np.ndarray) -> _SparseMatrix:
+        rows, cols = np.nonzero(W)
+        return cls(W.shape, rows, cols, W[rows, cols])
+
+    def toarray(self) -> np.ndarray:
+        out = np.zeros(self.shape)
+        out[self.rows, self.cols] = self.values
+        return out
+
+    @property
+    def nnz(self) -> int:
+        return len(self.values)
+
+    def row_starts(self) -> np.ndarray:
+        """Row o's entries are [starts[o], starts[o + 1])."""
+        return np.searchsorted(self.rows, np.arange(self.shape[0] + 1))
+
+    def __mul__(self, f: float) -> _SparseMatrix:
+        return _SparseMatrix(self.shape, self.rows, self.cols, self.values * f)
 
     @classmethod
     def from_arrays(cls, arrays: dict, key: str) -> _SparseMatrix:
@@ -1177,6 +1210,7 @@ def compile(
     bootstrap: bool = True,
     relu_eps: float = 1 / 64,
     relu_bits: int = 10,
+    max_encoded_bytes: int = _ENCODED_BYTES,
 ):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
     dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals (default:
@@ -1186,8 +1220,10 @@ def compile(
     levels run out (parameters that can bootstrap), or refuse such a model. relu_eps, relu_bits: ReLU is
     u (1 + sign u) / 2 on its input divided by its unit (the power of two above its peak, with the margin), the sign
     f_3 composed until abs(u) >= relu_eps reaches 2^-relu_bits (ks.sign_depth levels): within relu_eps times the unit
-    below relu_eps, within 2^-relu_bits times abs(x) above it. Raises ks.ParameterError naming the layer
-    for what it cannot compile."""
+    below relu_eps, within 2^-relu_bits times abs(x) above it. max_encoded_bytes: the memory the transforms may keep
+    encoded (the smallest first); the others are encoded at each use, for a few seconds each at N = 2^16 (a large
+    network's diagonals over Q * P would take tens of GB). Raises ks.ParameterError naming the layer for what it
+    cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()
     model = copy.deepcopy(model).eval().double()
@@ -1333,7 +1369,7 @@ def compile(
     units = _units(steps, peaks)
     for s, level in zip(steps, _levels(steps, ctx.user_level)[1]):
         s.level = level
-    _encode(steps, ctx, threads)
+    _encode(steps, ctx, threads, max_encoded_bytes)
     return CompiledModel(
         steps,
         out_id,
@@ -1350,21 +1386,37 @@ def compile(
     )
 
 
-def _encode(steps, ctx, threads) -> None:
-    """The affine steps' transforms and biases encoded for the context (at each step's level)."""
-    for s in steps:
-        if isinstance(s, Affine):
-            s.lts = [
-                ks.LinearTransform(
-                    ctx, {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()}, level=s.level, threads=threads
-                )
-                for diags in s.diags
-            ]
-            s.bias = None
-            if np.any(s.b):
-                bias = np.zeros(s.p_out)
-                bias[s.layout_out] = s.b
-                s.bias = np.tile(bias, ctx.slots // s.p_out)
+
+
+def _transforms(s: Affine, ctx, threads) -> list:
+    """The step's transforms, encoded for the context at its level (its diagonals tiled to the slots)."""
+    return [
+        ks.LinearTransform(
+            ctx, {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()}, level=s.level, threads=threads
+        )
+        for diags in s.diags
+    ]
+
+
+def _encode(steps, ctx, threads, budget: int = _ENCODED_BYTES) -> None:
+    """The affine steps' transform plans and biases for the context; their transforms encoded (at each step's level)
+    while they fit in `budget` bytes, the smallest first, and encoded at each use beyond it: a diagonal over
+    Q_level * P at N = 2^16 is up to 9 MB, ResNet-20's 21 transforms a few hundred each, more than a machine holds."""
+    affine = [s for s in steps if isinstance(s, Affine)]
+    p = ctx.params
+    size = {id(s): sum(len(d) for d in s.diags) * 8 * p.n * (s.level + 1 + p.special_primes) for s in affine}
+    for s in sorted(affine, key=lambda s: size[id(s)]):
+        s.plans = [ks.LinearTransform.plan(ctx, sorted(r for r, d in diags.items() if np.any(d))) for diags in s.diags]
+        s.lts = None
+        if size[id(s)] <= budget:
+            budget -= size[id(s)]
+            s.lts = _transforms(s, ctx, threads)
+    for s in affine:
+        s.bias = None
+        if np.any(s.b):
+            bias = np.zeros(s.p_out)
+            bias[s.layout_out] = s.b
+            s.bias = np.tile(bias, ctx.slots // s.p_out)
 
 
 def _region(node, held, kinds):
@@ -1385,33 +1437,119 @@ def _region(node, held, kinds):
     return sorted(region, key=order.get), sorted(ins, key=order.get)
 
 
-_PROBE_BYTES = 1 << 30  # the largest dense matrix of an affine part _probe derives
+_PROBE_NONZEROS = 1 << 26  # the most weights (nonzeros) of an affine part _probe derives: 1.5 GB of triples
+_PROBE_VALUES = 1 << 24  # values of one probe batch's widest tensor (128 MB in float64)
+_PROBE_UNITS = 4096  # inputs up to this size are probed by unit vectors; larger feature maps by spaced groups first
 
 
 def _probe(torch, gm, region, ins, ex, name) -> Affine:
-    """y = sum_k W_k x_k + b of an affine region, found by running it on 0 and on each input's unit vectors in
-    float64 (the first input: the one with the most weights)."""
+    """y = sum_k W_k x_k + b of an affine region, found by running it in float64 on 0 and on probes of each input (the
+    first input: the one with the most weights). A feature map (C, H, W, ...) larger than _PROBE_UNITS values is probed
+    by groups: the inputs of one channel at positions congruent modulo a spacing s (s = 3, 5, 9, ...), all at once, then
+    weighted by each coordinate + 1, which names the one input of the group an output reads (3 probes per group, C s^2
+    groups: 432 probes for ResNet-20's 16 x 32 x 32 instead of 16384). The result is checked on random inputs; a
+    spacing too small for the layer (two inputs of a group read by one output) fails the check and the next is tried,
+    unit vectors last."""
     shapes = [tuple(ex[m].shape[1:]) for m in ins]
     dims = [int(np.prod(sh)) for sh in shapes]
     out_dim = int(np.prod(tuple(ex[region[-1]].shape[1:])))
-    dense = 8 * out_dim * max(dims)
-    if dense > _PROBE_BYTES:
-        raise ks.ParameterError(
-            f"layer {name}: an affine part from {max(dims)} to {out_dim} values, whose matrix kasoku.nn would derive "
-            f"densely ({dense / 2**30:.1f} GiB, above the {_PROBE_BYTES / 2**30:.0f} GiB it allows); kasoku.nn is "
-            "built for tensors of up to a few thousand values (MLP, LoLA, LeNet-5), and convolutions on larger "
-            "feature maps (ResNet-20's 16 x 32 x 32) need a packing derived from the convolution's structure, which "
-            "is not built yet: use smaller inputs or fewer channels"
-        )
+    widest = max([out_dim] + dims + [int(np.prod(tuple(ex[n].shape[1:]))) for n in region if n in ex])
+    batch = max(1, _PROBE_VALUES // widest)
     zeros = {m: torch.zeros(1, *sh, dtype=torch.float64) for m, sh in zip(ins, shapes)}
     b = _run_nodes(torch, gm, region, zeros)[region[-1]].reshape(-1).numpy().copy()
     Ws = []
     for m, sh, d in zip(ins, shapes, dims):
-        env = {k: torch.zeros(d, *s2, dtype=torch.float64) for k, s2 in zip(ins, shapes)}
-        env[m] = torch.eye(d, dtype=torch.float64).reshape(d, *sh)
-        out = _run_nodes(torch, gm, region, env)[region[-1]].reshape(d, -1).numpy()
-        Ws.append((out - b).T.copy())
-    order = sorted(range(len(ins)), key=lambda k: -np.count_nonzero(Ws[k]))
+
+        def linear(X: np.ndarray, m=m, sh=sh) -> np.ndarray:
+            """The region's linear part on the rows of X (values of input m; the other inputs 0)."""
+            out = []
+            for start in range(0, len(X), batch):
+                n = min(batch, len(X) - start)
+                env = {k: torch.zeros(n, *s2, dtype=torch.float64) for k, s2 in zip(ins, shapes)}
+                env[m] = torch.from_numpy(np.ascontiguousarray(X[start : start + n])).reshape(n, *sh)
+                out.append(_run_nodes(torch, gm, region, env)[region[-1]].reshape(n, -1).numpy() - b)
+            return np.concatenate(out)
+
+        W = None
+        if len(sh) >= 2 and d > _PROBE_UNITS:
+            for spacing in (3, 5, 9, 17, 33):
+                if spacing >= max(sh[1:]):
+                    break
+                W = _probe_groups(linear, sh, spacing, out_dim)
+                if W is not None:
+                    r = np.random.default_rng(0).standard_normal((2, d))
+                    want = linear(r)
+                    got = np.stack([W @ v for v in r])
+                    bound = np.stack([_SparseMatrix(W.shape, W.rows, W.cols, np.abs(W.values)) @ np.abs(v) for v in r])
+                    if np.all(np.abs(got - want) <= 1e-9 * (bound + np.abs(want)) + 1e-300):
+                        break
+                    W = None
+        if W is None:
+            W = _probe_units(linear, d, out_dim, batch)
+        if W is None or W.nnz > _PROBE_NONZEROS:
+            raise ks.ParameterError(
+                f"layer {name}: an affine part from {d} to {out_dim} values with more than {_PROBE_NONZEROS} "
+                "weights (a dense layer that wide, or a convolution over that many channels); kasoku.nn holds "
+                "at most that many: use a smaller layer or fewer channels"
+            )
+        Ws.append(W)
+    order = sorted(range(len(ins)), key=lambda k: -Ws[k].nnz)
     step = Affine(name, [], 0, [Ws[k] for k in order], b, [], 0)
     ins[:] = [ins[k] for k in order]
     return step
+
+
+def _probe_units(linear, d: int, out_dim: int, batch: int) -> _SparseMatrix | None:
+    """The matrix from the region on each unit vector, a batch at a time, keeping the nonzeros (None past
+    _PROBE_NONZEROS of them)."""
+    rows, cols, vals, total = [], [], [], 0
+    for start in range(0, d, batch):
+        n = min(batch, d - start)
+        unit = np.zeros((n, d))
+        unit[np.arange(n), start + np.arange(n)] = 1.0
+        out = linear(unit)
+        i, o = np.nonzero(out)
+        total += len(i)
+        if total > _PROBE_NONZEROS:
+            return None
+        rows.append(o)
+        cols.append(start + i)
+        vals.append(out[i, o])
+    return _SparseMatrix((out_dim, d), np.concatenate(rows), np.concatenate(cols), np.concatenate(vals))
+
+
+def _probe_groups(linear, shape: tuple, spacing: int, out_dim: int) -> _SparseMatrix | None:
+    """The matrix of a feature map's region from grouped probes (see _probe), or None where an output's responses do not
+    name one input of a group (two of its inputs in one group: the spacing is too small)."""
+    d = int(np.prod(shape))
+    coords = np.unravel_index(np.arange(d), shape)  # channel, then the positions
+    spatial = coords[1:]
+    key = coords[0]
+    for c in spatial:
+        key = key * spacing + c % spacing
+    groups = np.unique(key)
+    k = 1 + len(spatial)  # probes per group: the group, then weighted by each coordinate + 1
+    X = np.zeros((len(groups) * k, d))
+    g = np.searchsorted(groups, key)
+    X[g * k, np.arange(d)] = 1.0
+    for j, c in enumerate(spatial):
+        X[g * k + 1 + j, np.arange(d)] = c + 1.0
+    R = linear(X).reshape(len(groups), k, out_dim)
+    base = R[:, 0]
+    gi, o = np.nonzero(base)
+    if np.count_nonzero(R[:, 1:]) != len(gi) * len(spatial):  # a coordinate probe answers where the group does not
+        return None
+    pos = []
+    for j, c in enumerate(spatial):
+        ratio = R[gi, 1 + j, o] / base[gi, o] - 1.0
+        p = np.rint(ratio)
+        if np.any(np.abs(ratio - p) > 1e-6) or np.any(p < 0) or np.any(p >= shape[1 + j]):
+            return None
+        pos.append(p.astype(np.int64))
+    # the one input of group gi at those positions: its channel and residues are the group's
+    first = np.zeros(len(groups), dtype=np.int64)
+    first[g[::-1]] = np.arange(d)[::-1]  # an input of each group: its channel
+    col = np.ravel_multi_index((coords[0][first[gi]], *pos), shape)
+    if np.any(key[col] != groups[gi]):
+        return None
+    return _SparseMatrix((out_dim, d), o, col, base[gi, o])

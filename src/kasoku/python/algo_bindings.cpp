@@ -98,7 +98,17 @@ void bind_algo(nb::module_& m) {
             "Rotation steps of the giant steps.")
         .def(
             "galois_elements", [](const KLinearTransform& l) { return l.lt->galois_elements(); },
-            "Exactly the Galois elements apply needs: pass them to ctx.keygen(galois_elements=...).");
+            "Exactly the Galois elements apply needs: pass them to ctx.keygen(galois_elements=...).")
+        .def_static(
+            "plan",
+            [](const KContext& c, const std::vector<std::int64_t>& offsets, std::optional<std::size_t> baby) {
+                const auto& ctx = *c.owner->ctx;
+                const auto p = algo::LinearTransform::plan_for(offsets, ctx.slots(), baby ? *baby : 0);
+                return std::make_tuple(p.babies, p.giants, algo::LinearTransform::galois_elements(ctx, p));
+            },
+            "ctx"_a, "offsets"_a, "baby"_a = nb::none(),
+            "(baby_steps, giant_steps, galois_elements) of a transform with these nonzero diagonals, without encoding "
+            "any: the keys a transform encoded later (at its use) will need.");
 
     nb::class_<KMatrix>(m, "EncryptedMatrix",
                         "g encrypted matrices packed by a MatrixEncoder (one or more ciphertexts).")
