@@ -5,12 +5,15 @@ the same images, the same thread count, each library and network in a process of
     .venv/bin/python bench/nn_peers.py --models MLP LoLA LeNet5 --threads 1 --images 5 \\
         --orion-python bench/.venv-orion/bin/python --out docs/data/nn-zen4.jsonl
     .venv/bin/python bench/nn_peers.py --models MLP --all-digits        # kasoku only: every digits test image
+    .venv/bin/python bench/nn_peers.py --models ResNet20 --params BOOT16 --threads 2 --images 1 \
+        --orion-python bench/.venv-orion/bin/python                     # 3 x 32 x 32, bootstrapping
 
 The networks (examples/nn/models.py, Orion's orion.models shapes, x^2 activations) are trained here in the clear on
 scikit-learn's digits upsampled to 28 x 28 (fixed seeds), and their weights loaded into Orion's own modules (same
 attribute names). kasoku compiles with its defaults (kasoku.nn.compile: parameters chosen for the plan); Orion with its
 repository's configs (MLP, LoLA: configs/mlp.yml and lola.yml, N = 2^13, 26-bit scale; LeNet-5: the same shape at
-N = 2^14 with 7 levels, as it has no config of its own). Both fit their ranges on the same 256 training images.
+N = 2^14 with 7 levels, as it has no config of its own; ResNet-20: configs/resnet.yml, N = 2^16 with bootstrapping).
+Both fit their ranges on the same 256 training images (ResNet-20: 64 random CIFAR-shaped images, see CIFAR_SHAPED).
 Per network and library: compile (trace, pack, parameters, encoded transforms), key generation, encryption, inference
 (median over the images), logit error against the clear model (max and mean over the images), argmax agreement, and
 the process's peak resident memory. One JSON line each, tagged with the CPU.
@@ -148,6 +151,7 @@ def child_kasoku(
     return {
         **record(compile_s, keygen_s, enc, inf, got, want),
         "bootstraps": plan.bootstraps,
+        "galois_keys": len(plan.galois_elements()),
         "params": f"N=2^{p.log_n}, {p.levels} levels, scale 2^{p.scale_bits}, log2(QP) {p.log_qp}",
         "simd": ks.simd_active(),
         "device": device if device == "cpu" else ks.cuda_info().get("name", device),

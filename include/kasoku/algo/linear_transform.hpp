@@ -44,8 +44,11 @@ public:
     // diagonals: offset r (any integer; taken mod slots) -> values (up to slots, zero padded). Encoded once, over
     // Q_level * P, for inputs at `level` with the canonical scale of that level: the result then has the
     // canonical scale of level - 1 (other input scales give an exact but non-canonical result scale).
+    // at_use: keep the diagonals' values (real ones as doubles) and encode each giant step's at its turn in apply,
+    // freeing them after: a giant step's encodings at a time instead of all (a diagonal over Q_level * P is up to
+    // 9 MB at N = 2^16, a convolution's hundreds of them), for the encoding time at every apply. Same results.
     LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level,
-                    std::size_t baby = 0, Exec exec = {});
+                    std::size_t baby = 0, Exec exec = {}, bool at_use = false);
     // A dense dim x dim matrix (row major, dim <= slots) acting on slots 0..dim-1: out[s] = sum_t m[s][t] in[t].
     // With dim = slots the product is cyclic over all slots.
     static LinearTransform from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,
@@ -79,10 +82,15 @@ private:
 
     struct Term {
         std::size_t baby;
-        ckks::Plaintext pt;  // Rot_{-giant}(diag), over Q_level * P (in its subring when periodic)
+        ckks::Plaintext pt;          // Rot_{-giant}(diag), over Q_level * P (in its subring when periodic)
+        std::vector<double> re, im;  // at_use: Rot_{-giant}(diag)'s values instead (im empty when it is real)
     };
+    ckks::Plaintext encoded(const Term& t, Exec exec) const;
+
     ckks::ContextPtr ctx_;
     int level_ = 0;
+    bool at_use_ = false;
+    double scale_ = 0;  // the diagonals' encoding scale
     std::size_t count_ = 0, bytes_ = 0;
     BsgsPlan plan_;
     std::vector<std::vector<Term>> terms_;  // per giant step

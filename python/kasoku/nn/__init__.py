@@ -101,11 +101,12 @@ class Affine:
     layout_out: Any = None  # np.ndarray once packed
     p_out: int = 0
     mode: str = "hybrid"
-    diags: Any = None  # per input: offset -> values over one period
+    diags: Any = None  # per input: offset -> values over one period (None: rebuilt from Ws at use, see _encode)
     sums: list[int] = field(default_factory=list)  # rotations of the rotate-and-sum (hybrid, shrinking)
     level: int = 0
     lts: Any = None  # ks.LinearTransform per input (None: encoded at each use, see _encode)
-    plans: Any = None  # per input: (baby steps, giant steps, Galois elements) of its transform
+    plans: Any = None  # per input: (baby steps, giant steps, Galois elements, baby) of its transform
+    count: int = 0  # diagonals, all inputs
     bias: np.ndarray | None = None  # b at its slots, tiled to the slots
 
     @property
@@ -126,7 +127,7 @@ class Affine:
         ins = f"{len(self.Ws)} inputs, " if len(self.Ws) > 1 else ""
         return (
             f"affine {self.d_in} -> {self.Ws[0].shape[0]} ({self.name}): {ins}{self.mode} packing, period "
-            f"{self.p_in} -> {self.p_out}, {sum(len(d) for d in self.diags)} diagonals{rot}{sums}, level "
+            f"{self.p_in} -> {self.p_out}, {self.count or sum(len(d) for d in self.diags)} diagonals{rot}{sums}, level "
             f"{self.level} -> {self.level - 1}"
         )
 
@@ -800,7 +801,7 @@ class CompiledModel:
             if isinstance(s, Affine):
                 ins = [c if c.level == s.level else ev.drop_level(c, s.level) for c in ins]
                 out = None
-                for lt, c in zip(s.lts or _transforms(s, self.ctx, threads), ins):
+                for lt, c in zip(s.lts or _transforms(s, self.ctx, threads, at_use=True), ins):
                     y = ev.apply(lt, c, threads=threads)
                     out = y if out is None else ev.add(out, y)
                 for r in s.sums:
@@ -847,7 +848,7 @@ class CompiledModel:
             if isinstance(st, Affine):
                 d.update(output=st.output, p_in=st.p_in, p_out=st.p_out, mode=st.mode, sums=list(st.sums))
                 arrays[f"{i}.b"], arrays[f"{i}.layout_out"] = st.b, np.asarray(st.layout_out)
-                for k, (W, lay, diags) in enumerate(zip(st.Ws, st.layouts_in, st.diags)):
+                for k, (W, lay, diags) in enumerate(zip(st.Ws, st.layouts_in, _diagonals_of(st))):
                     rows, cols, values = W.nonzero()
                     arrays[f"{i}.W{k}.shape"] = np.array(W.shape, dtype=np.int64)
                     arrays[f"{i}.W{k}.rows"], arrays[f"{i}.W{k}.cols"] = rows, cols
@@ -1386,31 +1387,50 @@ def compile(
     )
 
 
-
-
-def _transforms(s: Affine, ctx, threads) -> list:
-    """The step's transforms, encoded for the context at its level (its diagonals tiled to the slots)."""
+def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
+    """The step's transforms for the context at its level (its diagonals tiled to the slots): encoded, or (at_use)
+    holding the values and encoding each giant step's diagonals when apply reaches it."""
     return [
         ks.LinearTransform(
-            ctx, {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()}, level=s.level, threads=threads
+            ctx,
+            {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()},
+            level=s.level,
+            baby=(plan[3] or None) if plan else None,  # the split found when the plan was made
+            threads=threads,
+            at_use=at_use,
         )
-        for diags in s.diags
+        for diags, plan in zip(_diagonals_of(s), s.plans or [None] * len(s.Ws))
     ]
+
+
+def _diagonals_of(s: Affine) -> list:
+    """The step's diagonals per input, rebuilt from its weights where _encode dropped them (the layout packing's are
+    where each weight's input slot meets its output slot: the same values bit for bit)."""
+    if s.diags is not None:
+        return s.diags
+    length = max(s.p_out, s.p_in)
+    return [_onto(W, lay, s.p_in, s.layout_out, length) for W, lay in zip(s.Ws, s.layouts_in)]
 
 
 def _encode(steps, ctx, threads, budget: int = _ENCODED_BYTES) -> None:
     """The affine steps' transform plans and biases for the context; their transforms encoded (at each step's level)
-    while they fit in `budget` bytes, the smallest first, and encoded at each use beyond it: a diagonal over
-    Q_level * P at N = 2^16 is up to 9 MB, ResNet-20's 21 transforms a few hundred each, more than a machine holds."""
+    while they fit in `budget` bytes, the smallest first, and encoded at each use beyond it, a giant step's diagonals
+    at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB, and ResNet-20's 21 transforms hold about 10,600."""
     affine = [s for s in steps if isinstance(s, Affine)]
     p = ctx.params
-    size = {id(s): sum(len(d) for d in s.diags) * 8 * p.n * (s.level + 1 + p.special_primes) for s in affine}
+    for s in affine:
+        if s.diags is not None:
+            s.count = sum(len(d) for d in s.diags)
+    size = {id(s): s.count * 8 * p.n * (s.level + 1 + p.special_primes) for s in affine}
     for s in sorted(affine, key=lambda s: size[id(s)]):
-        s.plans = [ks.LinearTransform.plan(ctx, sorted(r for r, d in diags.items() if np.any(d))) for diags in s.diags]
+        diags = _diagonals_of(s)
+        s.plans = [ks.LinearTransform.plan(ctx, sorted(r for r, d in ds.items() if np.any(d))) for ds in diags]
         s.lts = None
         if size[id(s)] <= budget:
             budget -= size[id(s)]
             s.lts = _transforms(s, ctx, threads)
+        elif s.mode == "layout":  # rebuilt from the weights at each use: a float64 vector a diagonal less held
+            s.diags = None
     for s in affine:
         s.bias = None
         if np.any(s.b):

@@ -104,8 +104,8 @@ LinearTransform LinearTransform::from_matrix(ckks::ContextPtr ctx, const std::co
 }
 
 LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level,
-                                 std::size_t baby, Exec exec)
-    : ctx_(std::move(ctx)), level_(level) {
+                                 std::size_t baby, Exec exec, bool at_use)
+    : ctx_(std::move(ctx)), level_(level), at_use_(at_use) {
     if (level < 1 || level > ctx_->max_level())
         throw LevelError("a linear transform consumes one level: its level must be in 1.." +
                          std::to_string(ctx_->max_level()) + ", got " + std::to_string(level));
@@ -129,7 +129,7 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
     plan_ = plan_for(offsets, slots, baby);
     // Diagonals are encoded so that the rescale by q_level lands on the canonical scale of level - 1.
     const double q = static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(level)));
-    const double scale = ctx_->scale_at(level - 1) * q / ctx_->scale_at(level);
+    scale_ = ctx_->scale_at(level - 1) * q / ctx_->scale_at(level);
     ckks::Encoder enc(ctx_);
     exec = ctx_->exec(exec);
     terms_.resize(plan_.giants.size());
@@ -141,11 +141,28 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
         for (std::size_t s = 0; s < slots; ++s)
             rotated[s] = v[static_cast<std::size_t>(
                 floor_mod(static_cast<std::int64_t>(s) - giant, static_cast<std::int64_t>(slots)))];
+        if (at_use_) {
+            Term t{bi, {}, std::vector<double>(slots), {}};
+            for (std::size_t s = 0; s < slots; ++s) t.re[s] = rotated[s].real();
+            if (std::any_of(rotated.begin(), rotated.end(), [](auto x) { return x.imag() != 0.0; })) {
+                t.im.resize(slots);
+                for (std::size_t s = 0; s < slots; ++s) t.im[s] = rotated[s].imag();
+            }
+            bytes_ += (t.re.size() + t.im.size()) * sizeof(double);
+            terms_[gi].push_back(std::move(t));
+            continue;
+        }
         // A diagonal of period p < slots (most of bootstrapping's FFT factors) is kept in 2p words per limb.
-        ckks::Plaintext pt = enc.encode_compact(rotated, scale, level, true, exec);
+        ckks::Plaintext pt = enc.encode_compact(rotated, scale_, level, true, exec);
         bytes_ += pt.poly.words() * sizeof(std::uint64_t);
-        terms_[gi].push_back(Term{bi, std::move(pt)});
+        terms_[gi].push_back(Term{bi, std::move(pt), {}, {}});
     }
+}
+
+ckks::Plaintext LinearTransform::encoded(const Term& t, Exec exec) const {
+    cvec v(t.re.size());
+    for (std::size_t s = 0; s < v.size(); ++s) v[s] = {t.re[s], t.im.empty() ? 0.0 : t.im[s]};
+    return ckks::Encoder(ctx_).encode_compact(v, scale_, level_, true, exec);
 }
 
 std::vector<std::uint64_t> LinearTransform::galois_elements(const ckks::Context& ctx, const BsgsPlan& plan) {
@@ -200,13 +217,20 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
     for (std::size_t j = 0; j < plan_.giants.size(); ++j) {
         std::vector<const LazyCiphertext*> xs;
         std::vector<const ckks::Plaintext*> pts;
+        std::vector<ckks::Plaintext> now;  // at_use: this giant step's diagonals, encoded for this iteration only
+        if (at_use_) {
+            now.reserve(terms_[j].size());
+            for (const Term& t : terms_[j]) now.push_back(encoded(t, exec));
+        }
         Ciphertext acc0;
-        for (const Term& t : terms_[j]) {
+        for (std::size_t k = 0; k < terms_[j].size(); ++k) {
+            const Term& t = terms_[j][k];
+            const ckks::Plaintext& pt = at_use_ ? now[k] : t.pt;
             if (lazy[t.baby]) {
                 xs.push_back(&*lazy[t.baby]);
-                pts.push_back(&t.pt);
+                pts.push_back(&pt);
             } else {
-                ev.multiply_plain_accumulate(a, t.pt, acc0, exec);
+                ev.multiply_plain_accumulate(a, pt, acc0, exec);
             }
         }
         const std::uint64_t g = ctx_->galois_element(plan_.giants[j]);

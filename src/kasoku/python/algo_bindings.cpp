@@ -57,18 +57,21 @@ void bind_algo(nb::module_& m) {
         .def(
             "__init__",
             [](KLinearTransform* self, const KContext& c, const std::map<std::int64_t, Values>& diagonals,
-               std::optional<int> level, std::optional<std::size_t> baby, TArg t) {
+               std::optional<int> level, std::optional<std::size_t> baby, TArg t, bool at_use) {
                 const auto& ctx = c.owner->ctx;
                 std::map<std::int64_t, cvec> diags;
                 for (const auto& [k, v] : diagonals) diags[k] = v.get();
-                new (self) KLinearTransform{
-                    c.owner, std::make_shared<const algo::LinearTransform>(
-                                 ctx, diags, level ? *level : ctx->user_level(), baby ? *baby : 0, threads_arg(t))};
+                new (self) KLinearTransform{c.owner, std::make_shared<const algo::LinearTransform>(
+                                                         ctx, diags, level ? *level : ctx->user_level(),
+                                                         baby ? *baby : 0, threads_arg(t), at_use)};
             },
             "ctx"_a, "matrix_or_diagonals"_a, "level"_a = nb::none(), "baby"_a = nb::none(), "threads"_a = nb::none(),
+            "at_use"_a = false,
             "diagonals {r: values}: out[s] = sum_r values_r[s] * in[(s + r) mod slots]. level: the inputs' level "
             "(default "
-            "top). baby: baby steps per giant step (default: the cheapest split).",
+            "top). baby: baby steps per giant step (default: the cheapest split). at_use: keep the values and encode "
+            "each giant step's diagonals when apply reaches it (the memory of one giant step's encodings instead of "
+            "all; the same results).",
             ReleaseGil())
         .def(
             "__init__",
@@ -104,11 +107,12 @@ void bind_algo(nb::module_& m) {
             [](const KContext& c, const std::vector<std::int64_t>& offsets, std::optional<std::size_t> baby) {
                 const auto& ctx = *c.owner->ctx;
                 const auto p = algo::LinearTransform::plan_for(offsets, ctx.slots(), baby ? *baby : 0);
-                return std::make_tuple(p.babies, p.giants, algo::LinearTransform::galois_elements(ctx, p));
+                return std::make_tuple(p.babies, p.giants, algo::LinearTransform::galois_elements(ctx, p), p.n1);
             },
             "ctx"_a, "offsets"_a, "baby"_a = nb::none(),
-            "(baby_steps, giant_steps, galois_elements) of a transform with these nonzero diagonals, without encoding "
-            "any: the keys a transform encoded later (at its use) will need.");
+            "(baby_steps, giant_steps, galois_elements, baby) of a transform with these nonzero diagonals, without "
+            "encoding any: the keys a transform made later (at its use) will need, and the baby steps per giant step "
+            "that make it with the same split without searching again (0: every offset a baby step).");
 
     nb::class_<KMatrix>(m, "EncryptedMatrix",
                         "g encrypted matrices packed by a MatrixEncoder (one or more ciphertexts).")

@@ -171,6 +171,31 @@ TEST(LinearTransform, PeriodicDiagonalsAreKeptInTheirSubring) {
     EXPECT_GT(test::precision_bits(env2.decrypt(lt.apply(env2.ev, env2.encrypt(x))), want), 25);
 }
 
+// Encoded at use (each giant step's diagonals encoded when apply reaches it): the same ciphertext bit for bit, real
+// diagonals kept as one double per slot, complex ones as two.
+TEST(LinearTransform, EncodedAtUseGivesTheSameCiphertext) {
+    auto& e = *shared().env;
+    const std::size_t slots = e.ctx->slots();
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::map<std::int64_t, cvec> diags;
+    for (std::int64_t r : {0, 1, 2, 3, 9, 17, -5, 40}) {
+        auto& d = diags[r];
+        for (std::size_t s = 0; s < slots; ++s) d.emplace_back(u(e.rng), r == 3 ? u(e.rng) : 0.0);
+    }
+    const int level = e.ctx->max_level();
+    const LinearTransform kept(e.ctx, diags, level, 4);
+    test::Env env2(small_params(), {}, kept.galois_elements(), 7);
+    const LinearTransform whole(env2.ctx, diags, level, 4), at_use(env2.ctx, diags, level, 4, {}, true);
+    EXPECT_GT(whole.plan().giants.size(), 1u);
+    EXPECT_EQ(at_use.nbytes(), (diags.size() + 1) * slots * sizeof(double));
+    EXPECT_EQ(at_use.galois_elements(), whole.galois_elements());
+    const Ciphertext x = env2.encrypt(env2.random());
+    const Ciphertext a = whole.apply(env2.ev, x), b = at_use.apply(env2.ev, x);
+    ASSERT_EQ(a.polys.size(), b.polys.size());
+    for (std::size_t i = 0; i < a.polys.size(); ++i) EXPECT_TRUE(a.polys[i] == b.polys[i]) << "polynomial " << i;
+    EXPECT_EQ(a.scale, b.scale);
+}
+
 TEST(LinearTransform, Errors) {
     auto& e = *shared().env;
     std::map<std::int64_t, cvec> diags{{3, cvec(4, 1.0)}};
