@@ -1415,7 +1415,7 @@ def _diagonals_of(s: Affine) -> list:
 def _encode(steps, ctx, threads, budget: int = _ENCODED_BYTES) -> None:
     """The affine steps' transform plans and biases for the context; their transforms encoded (at each step's level)
     while they fit in `budget` bytes, the smallest first, and encoded at each use beyond it, a giant step's diagonals
-    at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB, and ResNet-20's 21 transforms hold about 10,600."""
+    at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB; ResNet-20's 21 transforms hold about 10,600."""
     affine = [s for s in steps if isinstance(s, Affine)]
     p = ctx.params
     for s in affine:
