@@ -982,11 +982,6 @@ class _SparseMatrix:
         self.shape = (int(shape[0]), int(shape[1]))
         self.rows, self.cols, self.values = rows[order], cols[order], np.asarray(values, dtype=np.float64)[order]
 
-    @classmethod
-    def from_dense(cls, W: np.ndarray) -> _SparseMatrix:
-        rows, cols = np.nonzero(W)
-        return cls(W.shape, rows, cols, W[rows, cols])
-
     def toarray(self) -> np.ndarray:
         out = np.zeros(self.shape)
         out[self.rows, self.cols] = self.values
@@ -1429,7 +1424,7 @@ def _encode(steps, ctx, threads, budget: int = _ENCODED_BYTES) -> None:
         if size[id(s)] <= budget:
             budget -= size[id(s)]
             s.lts = _transforms(s, ctx, threads)
-        elif s.mode == "layout":  # rebuilt from the weights at each use: a float64 vector a diagonal less held
+        elif s.mode == "layout":  # held as the sparse weights only; _diagonals_of rebuilds them at each use
             s.diags = None
     for s in affine:
         s.bias = None
