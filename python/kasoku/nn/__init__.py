@@ -165,11 +165,11 @@ def _diagonals(offsets: np.ndarray, slots: np.ndarray, values: np.ndarray, lengt
     return diags
 
 
-def _layout(W: np.ndarray, layout_in: np.ndarray, p_in: int, limit: int, zero: np.ndarray):
+def _layout(W: _SparseMatrix, layout_in: np.ndarray, p_in: int, limit: int, zero: np.ndarray):
     """The layout packing, or None when the outputs share no pattern (a dense layer: the hybrid packing is cheaper).
     zero[s]: slot s of the input is known to hold 0 (no value is packed there and the steps before keep it 0)."""
     d_out = W.shape[0]
-    rows, cols, vals = W.nonzero()
+    rows, cols, _ = W.nonzero()
     starts = W.row_starts()  # the entries are sorted by row
     slots_of = [np.sort(layout_in[cols[starts[o] : starts[o + 1]]]) for o in range(d_out)]
     anchor = np.array([s[0] if s.size else 0 for s in slots_of])
@@ -258,7 +258,7 @@ def _layout(W: np.ndarray, layout_in: np.ndarray, p_in: int, limit: int, zero: n
     fewer = place(max(p_in, _pow2(int(first.max()) + 1)), True)
     out_slot = first if fewer is None else fewer
     p_out = max(p_in, _pow2(int(out_slot.max()) + 1))
-    return out_slot, p_out, _diagonals((layout_in[cols] - out_slot[rows]) % p_in, out_slot[rows], vals, p_out)
+    return out_slot, p_out, _onto(W, layout_in, p_in, out_slot, p_out)
 
 
 def _pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
@@ -1399,8 +1399,8 @@ def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
 
 
 def _diagonals_of(s: Affine) -> list:
-    """The step's diagonals per input, rebuilt from its weights where _encode dropped them (the layout packing's are
-    where each weight's input slot meets its output slot: the same values bit for bit)."""
+    """The step's diagonals per input, rebuilt from its weights where _encode dropped them (the layout packing made
+    them by _onto too: the same values bit for bit)."""
     if s.diags is not None:
         return s.diags
     length = max(s.p_out, s.p_in)
