@@ -53,6 +53,12 @@ def poly_coeffs(d):
     return c
 
 
+def real_values(pt):
+    """The decoded real parts: GetRealPackedValueArray (an array, 1.6) or GetRealPackedValue (a list, 1.5)."""
+    get = getattr(pt, "GetRealPackedValueArray", None)
+    return get() if get else pt.GetRealPackedValue()
+
+
 def log(msg):
     print("[openfhe] " + msg, file=sys.stderr, flush=True)
 
@@ -220,7 +226,7 @@ def main():
 
     # --- correctness (untimed) -----------------------------------------------
     def err(ct, ref):
-        got = cc.Decrypt(sk, ct).GetRealPackedValueArray()[:slots]
+        got = np.asarray(real_values(cc.Decrypt(sk, ct)))[:slots]
         return float(np.max(np.abs(got - ref)))
 
     check = {
@@ -242,8 +248,8 @@ def main():
         ("Encrypt", lambda: cc.Encrypt(pk, pt1), "Encrypt(public key, plaintext)"),
         (
             "DecryptDecode",
-            lambda: cc.Decrypt(sk, c1).GetRealPackedValueArray(),
-            "Decrypt(sk, fresh ct) (decodes internally) + GetRealPackedValueArray()",
+            lambda: real_values(cc.Decrypt(sk, c1)),
+            "Decrypt(sk, fresh ct) (decodes internally) + GetRealPackedValueArray() (1.5: GetRealPackedValue())",
         ),
         ("Add", lambda: cc.EvalAdd(c1, c2), "EvalAdd of two fresh ciphertexts"),
         (
@@ -331,6 +337,7 @@ def main():
     emit(
         "params",
         openfhe_version=getattr(ofhe, "__version__", "?"),
+        openfhe_module=os.path.dirname(ofhe.__file__),  # which build: a wheel or one built from source
         ring_dim=cc.GetRingDimension(),
         batch_size=cc.GetBatchSize(),
         log2_q=round(log2_q, 2),

@@ -49,8 +49,8 @@ OPENFHE_REQUIREMENT = "openfhe>=1.6,<1.7"
 # supports exactly one, so only N, Q and dnum are imposed on the peers.
 PARAMS = {
     "T13": {"logn": 13, "depth": 2, "first_bits": 60, "scale_bits": 40, "special_bits": [60], "dnum": 3},
-    "H15": {"logn": 15, "depth": 12, "first_bits": 60, "scale_bits": 40, "special_bits": [50] * 5, "dnum": 3},
-    "H16": {"logn": 16, "depth": 20, "first_bits": 60, "scale_bits": 40, "special_bits": [50] * 7, "dnum": 3},
+    "H15": {"logn": 15, "depth": 12, "first_bits": 60, "scale_bits": 40, "special_bits": [48] * 5, "dnum": 3},
+    "H16": {"logn": 16, "depth": 20, "first_bits": 60, "scale_bits": 40, "special_bits": [48] * 7, "dnum": 3},
 }
 
 # Rows of the table, in order.  Indented rows are shown only when a library reports them.

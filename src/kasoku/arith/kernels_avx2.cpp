@@ -13,6 +13,49 @@ namespace kasoku::arith::detail {
 namespace {
 using namespace avx2;
 
+// Integers below 2^52 to doubles and back: the bits of 2^52 + x are those of 2^52 with x in the mantissa.
+inline __m256d to_double(__m256i x) {
+    const __m256i magic = _mm256_set1_epi64x(0x4330000000000000LL);
+    return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, magic)), _mm256_set1_pd(4503599627370496.0));
+}
+inline __m256i to_int(__m256d x) {
+    return _mm256_xor_si256(_mm256_castpd_si256(_mm256_add_pd(x, _mm256_set1_pd(4503599627370496.0))),
+                            _mm256_set1_epi64x(0x4330000000000000LL));
+}
+
+// Double-precision residue arithmetic for q < 2^48. A product y w of integers held as doubles is exact as h + l
+// (h = fl(y w), l = fma(y, w, -h)); with quot = round(fl(h fl(1/q))), |quot - y w / q| < 1/2 + 3 |y w / q| 2^-53 (three
+// roundings), which is below 1 for |y| <= kMaxFactor and w < q: then r = (h - quot q) + l is computed exactly (the
+// fnmadd's exact value is r - l, an integer below 2^50) and lies in (-q, q). The bound assumes IEEE double arithmetic
+// in its default rounding mode (round to nearest).
+struct FpFma {
+    static constexpr int kMaxBits = 48;
+    static constexpr double kMaxFactor = 1125899906842624.0;  // 2^50 < 2^53 / 6
+    __m256d vq, vqinv;
+    explicit FpFma(u64 q)
+        : vq(_mm256_set1_pd(static_cast<double>(q))), vqinv(_mm256_set1_pd(1.0 / static_cast<double>(q))) {}
+    static __m256d sub_if_ge(__m256d x, __m256d bound) {
+        return _mm256_sub_pd(x, _mm256_and_pd(_mm256_cmp_pd(x, bound, _CMP_GE_OQ), bound));
+    }
+    // y w mod q in (-q, q) for integers |y| <= kMaxFactor, 0 <= w < q.
+    __m256d mul_signed(__m256d y, __m256d w) const {
+        const __m256d h = _mm256_mul_pd(y, w);
+        const __m256d l = _mm256_fmsub_pd(y, w, h);  // y w - h, exact
+        const __m256d quot = _mm256_round_pd(_mm256_mul_pd(h, vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        return _mm256_add_pd(_mm256_fnmadd_pd(quot, vq, h), l);  // h - quot q is exact, then + l
+    }
+    // x mod q in (-q, q) for an integer |x| < 2^53 with |x| < 2^40 q: |quot - x / q| < 1/2 + 2^-52 |x / q| < 1, and
+    // x - quot q is exact (an integer below q).
+    __m256d reduce(__m256d x) const {
+        const __m256d quot = _mm256_round_pd(_mm256_mul_pd(x, vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        return _mm256_fnmadd_pd(quot, vq, x);
+    }
+    // r in (-q, q) to [0, q).
+    __m256d positive(__m256d r) const {
+        return _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, _mm256_setzero_pd(), _CMP_LT_OQ), vq));
+    }
+};
+
 void add_avx2(const u64* a, const u64* b, std::size_t n, u64 q, u64* out) {
     const __m256i vq = set1(q);
     elementwise<Lanes>(
@@ -41,9 +84,18 @@ void negate_avx2(const u64* a, std::size_t n, u64 q, u64* out) {
         [&](std::size_t i) { return neg_mod(a[i], q); });
 }
 
+// The products below take doubles for q < 2^48 (FpFma: the same residues with a quarter of the instructions of the
+// 32x32-bit products), the integer products above.
 void mul_avx2(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* out) {
-    const BarrettShift br(m.value, m.bits);
     std::size_t i = 0;
+    if (m.bits <= FpFma::kMaxBits) {
+        const FpFma ar(m.value);
+        for (; i + 4 <= n; i += 4)
+            store(out + i, to_int(ar.positive(ar.mul_signed(to_double(load(a + i)), to_double(load(b + i))))));
+        for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i], m);
+        return;
+    }
+    const BarrettShift br(m.value, m.bits);
     for (; i + 4 <= n; i += 4) {
         __m256i hi, lo;
         const __m256i vb = load(b + i);
@@ -54,9 +106,16 @@ void mul_avx2(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* 
 }
 
 void mul_scalar_avx2(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out) {
+    std::size_t i = 0;
+    if (q < (u64{1} << FpFma::kMaxBits)) {
+        const FpFma ar(q);
+        const __m256d vw = _mm256_set1_pd(static_cast<double>(w));
+        for (; i + 4 <= n; i += 4) store(out + i, to_int(ar.positive(ar.mul_signed(to_double(load(a + i)), vw))));
+        for (; i < n; ++i) out[i] = mul_shoup(a[i], w, wp, q);
+        return;
+    }
     const __m256i vw = set1(w), vw_h = set1(w >> 32), vwp = set1(wp), vwp_h = set1(wp >> 32);
     const __m256i vq = set1(q), vq_h = set1(q >> 32);
-    std::size_t i = 0;
     for (; i + 4 <= n; i += 4)
         store(out + i, sub_if_ge(mul_shoup_lazy(load(a + i), vw, vw_h, vwp, vwp_h, vq, vq_h), vq));
     for (; i < n; ++i) out[i] = mul_shoup(a[i], w, wp, q);
@@ -65,9 +124,19 @@ void mul_scalar_avx2(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out
 // a*b + c with one reduction: the product reduced lazily to [0, 3q), plus c in [0, 4q) (4q < 2^63), then
 // two conditional subtractions; one comparison fewer than mul followed by add, and one pass over memory.
 void fma_avx2(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out) {
+    std::size_t i = 0;
+    if (m.bits <= FpFma::kMaxBits) {  // a b in (-q, q), + c in (-q, 2q), then into [0, q)
+        const FpFma ar(m.value);
+        for (; i + 4 <= n; i += 4) {
+            const __m256d s =
+                _mm256_add_pd(ar.mul_signed(to_double(load(a + i)), to_double(load(b + i))), to_double(load(c + i)));
+            store(out + i, to_int(ar.positive(FpFma::sub_if_ge(s, ar.vq))));
+        }
+        for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
+        return;
+    }
     const BarrettShift br(m.value, m.bits);
     const __m256i v2q = set1(2 * m.value);
-    std::size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         __m256i hi, lo;
         const __m256i vb = load(b + i);
@@ -214,64 +283,84 @@ struct IntShoup {
     }
 };
 
-// Integers below 2^52 to doubles and back: the bits of 2^52 + x are those of 2^52 with x in the mantissa.
-inline __m256d to_double(__m256i x) {
-    const __m256i magic = _mm256_set1_epi64x(0x4330000000000000LL);
-    return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, magic)), _mm256_set1_pd(4503599627370496.0));
-}
-inline __m256i to_int(__m256d x) {
-    return _mm256_xor_si256(_mm256_castpd_si256(_mm256_add_pd(x, _mm256_set1_pd(4503599627370496.0))),
-                            _mm256_set1_epi64x(0x4330000000000000LL));
-}
-
-struct FpFma {
-    static constexpr int kMaxBits = 48;
+// The NTT's stages for q < 2^48 in double precision with signed lazy values: a forward butterfly is x + v, x - v for
+// v = y w in (-q, q), an inverse one u + v, (u - v) w; no comparisons. The values grow (by q a forward stage, doubling
+// an inverse one) and are brought back into (-q, q) by `reduce` at the stages that FpSchedule picks, just before a
+// multiplication's operand could pass kMaxFactor. The first stage reads the integers, the last writes them in [0, q)
+// (the inverse's also times n^-1, folded into its twiddle): no passes of their own. The outputs are the residues, so
+// the same bits as every other body.
+//   Reduce  forward: x and y reduced before the butterfly; inverse: u + v reduced after it.
+//   IntIn   the stage reads integers.
+//   Last    the inverse's last stage: x = (u + v) n^-1, y = (u - v) w n^-1 (the policy's own twiddle), written as
+//           integers in [0, q).
+template <bool Reduce, bool IntIn, bool Last>
+struct FpStage : FpFma {
     using V = __m256d;
     using Tw = __m256d;
-    __m256d vq, v2q, vqinv;
-    explicit FpFma(u64 q)
-        : vq(_mm256_set1_pd(static_cast<double>(q))),
-          v2q(_mm256_set1_pd(2.0 * static_cast<double>(q))),
-          vqinv(_mm256_set1_pd(1.0 / static_cast<double>(q))) {}
+    __m256d ninv, wlast;
+    explicit FpStage(u64 q, u64 n_inv = 0, u64 w_last = 0)
+        : FpFma(q),
+          ninv(_mm256_set1_pd(static_cast<double>(n_inv))),
+          wlast(_mm256_set1_pd(static_cast<double>(w_last))) {}
     static Tw broadcast(u64 w, u64) { return _mm256_set1_pd(static_cast<double>(w)); }
     static Tw gap2(const u64* w, const u64*) { return to_double(twiddles_gap2(w)); }
     static Tw gap1(const u64* w, const u64*) { return to_double(twiddles_gap1(w)); }
-    // The words hold doubles between the first conversion and the last stage (st_out stores integers again).
-    static V ld(const u64* p) { return _mm256_loadu_pd(reinterpret_cast<const double*>(p)); }
-    static void st(u64* p, V v) { _mm256_storeu_pd(reinterpret_cast<double*>(p), v); }
+    static V ld(const u64* p) {
+        if constexpr (IntIn) return to_double(load(p));
+        else return _mm256_loadu_pd(reinterpret_cast<const double*>(p));
+    }
+    static void st(u64* p, V v) {
+        if constexpr (Last) store(p, to_int(v));
+        else _mm256_storeu_pd(reinterpret_cast<double*>(p), v);
+    }
     static void st_out(u64* p, V v) { store(p, to_int(v)); }
     static V pair_lo(V a, V b) { return _mm256_permute2f128_pd(a, b, 0x20); }
     static V pair_hi(V a, V b) { return _mm256_permute2f128_pd(a, b, 0x31); }
     static V unpack_lo(V a, V b) { return _mm256_unpacklo_pd(a, b); }
     static V unpack_hi(V a, V b) { return _mm256_unpackhi_pd(a, b); }
-    static V sub_if_ge(V x, V bound) {
-        return _mm256_sub_pd(x, _mm256_and_pd(_mm256_cmp_pd(x, bound, _CMP_GE_OQ), bound));
-    }
-    // y w mod q in (-q, q) for y < 4q, w < q < 2^48: |round(h / q) - y w / q| < 1/2 + 4q 3 2^-53 < 1.
-    V mul_signed(V y, Tw w) const {
-        const V h = _mm256_mul_pd(y, w);
-        const V l = _mm256_fmsub_pd(y, w, h);  // y w - h, exact
-        const V quot = _mm256_round_pd(_mm256_mul_pd(h, vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        return _mm256_add_pd(_mm256_fnmadd_pd(quot, vq, h), l);  // h - quot q is exact (|.| < 2^53), then + l
-    }
-    V mul(V y, Tw w) const { return _mm256_add_pd(mul_signed(y, w), vq); }  // (0, 2q)
-    V reduce4(V x) const { return sub_if_ge(sub_if_ge(x, v2q), vq); }
+    V reduce4(V x) const { return positive(reduce(x)); }  // the forward transform's outputs, to [0, q)
     template <bool Forward>
     void butterfly(V& x, V& y, Tw w) const {
         if constexpr (Forward) {
-            const V u = sub_if_ge(x, v2q), v = mul(y, w);
-            x = _mm256_add_pd(u, v);
-            y = _mm256_sub_pd(_mm256_add_pd(u, v2q), v);
+            if constexpr (Reduce) x = reduce(x), y = reduce(y);
+            const V v = mul_signed(y, w);
+            y = _mm256_sub_pd(x, v);
+            x = _mm256_add_pd(x, v);
+        } else if constexpr (Last) {
+            const V s = _mm256_add_pd(x, y), d = _mm256_sub_pd(x, y);
+            x = positive(mul_signed(s, ninv));
+            y = positive(mul_signed(d, wlast));
         } else {
-            const V u = x, v = y;
-            x = sub_if_ge(_mm256_add_pd(u, v), v2q);
-            y = mul(_mm256_sub_pd(_mm256_add_pd(u, v2q), v), w);
+            const V s = _mm256_add_pd(x, y);
+            y = mul_signed(_mm256_sub_pd(x, y), w);
+            x = Reduce ? reduce(s) : s;
         }
     }
 };
 
-// Dot product of vectors for q < 2^48 in double precision: each product exactly reduced into (-q, q) as the NTT's
-// FpFma does (2 products, 2 FMAs, a rounding, where the integer column scheme takes 4 32x32-bit products and the
+// Which stages of a double-precision transform reduce, from bounds on |values| in units of q (the inputs: [0, q)).
+// Forward: a stage adds at most q; its operand y must stay within kMaxFactor, so a stage whose inputs could exceed it
+// reduces them first (back to q). Inverse: u + v doubles the bound and the operand u - v is at most twice the inputs'
+// bound, so a stage reduces its sums when the next stage's operand could exceed kMaxFactor.
+struct FpSchedule {
+    bool reduce[64] = {};
+    FpSchedule(u64 q, int log_n, bool forward) {
+        const double qd = static_cast<double>(q);
+        double b = 1;
+        for (int s = 0; s < log_n; ++s) {
+            if (forward) {
+                if (b * qd > FpFma::kMaxFactor) reduce[s] = true, b = 1;
+                b += 1;
+            } else {
+                b *= 2;
+                if (2 * b * qd > FpFma::kMaxFactor) reduce[s] = true, b = 1;
+            }
+        }
+    }
+};
+
+// Dot product of vectors for q < 2^48 in double precision: each product exactly reduced into (-q, q) by
+// FpFma::mul_signed (2 products, 2 FMAs, a rounding, where the integer column scheme takes 4 32x32-bit products and the
 // carries), up to 16 of them summed exactly (|sum| < 17 q < 2^53), the sum reduced once to [0, q): the same residues.
 void dot_fp_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
                  bool accumulate) {
@@ -284,12 +373,7 @@ void dot_fp_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::s
             const std::size_t j1 = std::min(k, j0 + kTerms);
             for (std::size_t j = j0; j < j1; ++j)
                 r = _mm256_add_pd(r, ar.mul_signed(to_double(load(a[j] + c)), to_double(load(b[j] + c))));
-            // r - round(r / q) q is exact and within q/2 + 1 of 0; then into [0, q)
-            const __m256d quot =
-                _mm256_round_pd(_mm256_mul_pd(r, ar.vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            r = _mm256_fnmadd_pd(quot, ar.vq, r);
-            r = _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ), ar.vq));
-            r = FpFma::sub_if_ge(r, ar.vq);
+            r = ar.positive(ar.reduce(r));  // |r| < 17 q before
         }
         store(out + c, to_int(r));
     }
@@ -297,7 +381,7 @@ void dot_fp_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::s
 }
 
 // Base-conversion dot product for sources below 2^48 and t < 2^48 in double precision: each y f reduced exactly into
-// (-t, t) by FpFma::mul_signed (its quotient is within 1/2 + 2^48 3 2^-53 < 1 of y f / t for y < 2^48), up to 16 summed
+// (-t, t) by FpFma::mul_signed (y < 2^48 is within its kMaxFactor), up to 16 summed
 // exactly, one reduction per column, then the overflow correction: the residues of dot_const_avx2.
 void dot_const_fp_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
                        const std::uint8_t* index, const u64* table) {
@@ -313,11 +397,7 @@ void dot_const_fp_avx2(const u64* const* y, const u64* f, std::size_t s, std::si
             const std::size_t j1 = std::min(s, j0 + kTerms);
             for (std::size_t j = j0; j < j1; ++j)
                 r = _mm256_add_pd(r, ar.mul_signed(to_double(load(y[j] + c)), _mm256_broadcast_sd(&fd[j])));
-            const __m256d quot =
-                _mm256_round_pd(_mm256_mul_pd(r, ar.vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            r = _mm256_fnmadd_pd(quot, ar.vq, r);
-            r = _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ), ar.vq));
-            r = FpFma::sub_if_ge(r, ar.vq);
+            r = ar.positive(ar.reduce(r));
         }
         const __m256i ri = to_int(r);
         store(out + c, index ? minus_table(ri, index + c, table, vt) : ri);
@@ -391,67 +471,89 @@ inline void gap1_stage(const A& ar, u64* a, std::size_t m, const u64* w, const u
 // stage. The same butterflies in the same order per word: the result is the same bits.
 constexpr std::size_t kNttBlock = 2048;
 
-template <class A>
-void ntt_forward_stages(const A& ar, u64* a, const NttTables& t) {
+// The stage loops, over a `run(s, f)` that calls f with the arithmetic policy of stage s (0 = the first): the
+// integer policy is the same at every stage, the double-precision one depends on the stage (FpStage). The forward
+// transform's first stage is one pass over the whole transform (it converts the inputs), as are the inverse's last.
+// (Two stages per pass over the whole transform, radix 4, measured no faster here: these transforms are bound by their
+// arithmetic, not by memory.)
+template <class Run>
+void ntt_forward_stages(Run run, u64* a, const NttTables& t) {
     const std::size_t n = t.n();
     const u64* w = t.root_powers();
     const u64* wp = t.root_shoup();
+    int s = 0;
     std::size_t m = 1, gap = n >> 1;
-    for (; gap >= 4 && 2 * gap > kNttBlock; m <<= 1, gap >>= 1) wide_stage<true>(ar, a, m, gap, w, wp, 0, n);
+    for (; gap >= 4 && (m == 1 || 2 * gap > kNttBlock); m <<= 1, gap >>= 1, ++s)
+        run(s, [&](const auto& ar) { wide_stage<true>(ar, a, m, gap, w, wp, 0, n); });
     const std::size_t block = std::min(n, kNttBlock);
     for (std::size_t lo = 0; lo < n; lo += block) {
-        std::size_t mb = m;
-        for (std::size_t g = gap; g >= 4; mb <<= 1, g >>= 1) wide_stage<true>(ar, a, mb, g, w, wp, lo, lo + block);
-        gap2_stage<true>(ar, a, mb, w, wp, lo, lo + block);
-        gap1_stage<true>(ar, a, 2 * mb, w, wp, lo, lo + block);
+        std::size_t mb = m, g = gap;
+        int sb = s;
+        for (; g >= 4; mb <<= 1, g >>= 1, ++sb)
+            run(sb, [&](const auto& ar) { wide_stage<true>(ar, a, mb, g, w, wp, lo, lo + block); });
+        run(sb, [&](const auto& ar) { gap2_stage<true>(ar, a, mb, w, wp, lo, lo + block); });
+        run(sb + 1, [&](const auto& ar) { gap1_stage<true>(ar, a, 2 * mb, w, wp, lo, lo + block); });
     }
 }
 
-template <class A>
-void ntt_inverse_stages(const A& ar, u64* a, const NttTables& t) {
+template <class Run>
+void ntt_inverse_stages(Run run, u64* a, const NttTables& t) {
     const std::size_t n = t.n();
     const u64* w = t.inv_root_powers();
     const u64* wp = t.inv_root_shoup();
     const std::size_t block = std::min(n, kNttBlock);
+    int s = 2;
     std::size_t m = n >> 3, gap = 4;
     for (std::size_t lo = 0; lo < n; lo += block) {
-        gap1_stage<false>(ar, a, n >> 1, w, wp, lo, lo + block);
-        gap2_stage<false>(ar, a, n >> 2, w, wp, lo, lo + block);
-        std::size_t mb = m;
-        for (std::size_t g = gap; mb >= 1 && 2 * g <= block; mb >>= 1, g <<= 1)
-            wide_stage<false>(ar, a, mb, g, w, wp, lo, lo + block);
+        run(0, [&](const auto& ar) { gap1_stage<false>(ar, a, n >> 1, w, wp, lo, lo + block); });
+        run(1, [&](const auto& ar) { gap2_stage<false>(ar, a, n >> 2, w, wp, lo, lo + block); });
+        std::size_t mb = m, g = gap;
+        for (int sb = s; mb > 1 && 2 * g <= block; mb >>= 1, g <<= 1, ++sb)
+            run(sb, [&](const auto& ar) { wide_stage<false>(ar, a, mb, g, w, wp, lo, lo + block); });
     }
-    while (m >= 1 && 2 * gap <= block) m >>= 1, gap <<= 1;
-    for (; m >= 1; m >>= 1, gap <<= 1) wide_stage<false>(ar, a, m, gap, w, wp, 0, n);
+    while (m > 1 && 2 * gap <= block) m >>= 1, gap <<= 1, ++s;
+    for (; m >= 1; m >>= 1, gap <<= 1, ++s)
+        run(s, [&](const auto& ar) { wide_stage<false>(ar, a, m, gap, w, wp, 0, n); });
 }
 
 void ntt_forward_avx2(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
     if (n < 16) return ntt_forward_scalar(a, t);
-    if (t.modulus().bits <= FpFma::kMaxBits) {
-        for (std::size_t i = 0; i < n; i += 4) FpFma::st(a + i, to_double(load(a + i)));
-        return ntt_forward_stages(FpFma(t.q()), a, t);
+    if (t.modulus().bits > FpFma::kMaxBits) {
+        const IntShoup ar(t.q());
+        return ntt_forward_stages([&](int, auto f) { f(ar); }, a, t);
     }
-    ntt_forward_stages(IntShoup(t.q()), a, t);
+    const FpSchedule sched(t.q(), t.log_n(), true);
+    const u64 q = t.q();
+    ntt_forward_stages(
+        [&](int s, auto f) {
+            if (s == 0) f(FpStage<false, true, false>(q));
+            else if (sched.reduce[s]) f(FpStage<true, false, false>(q));
+            else f(FpStage<false, false, false>(q));
+        },
+        a, t);
 }
 
 void ntt_inverse_avx2(u64* a, const NttTables& t) {
     const std::size_t n = t.n();
     if (n < 16) return ntt_inverse_scalar(a, t);
-    if (t.modulus().bits <= FpFma::kMaxBits) {
-        const FpFma ar(t.q());
-        for (std::size_t i = 0; i < n; i += 4) FpFma::st(a + i, to_double(load(a + i)));
-        ntt_inverse_stages(ar, a, t);
-        // times n^-1, to [0, q), back to integers
-        const __m256d ninv = _mm256_set1_pd(static_cast<double>(t.n_inv())), zero = _mm256_setzero_pd();
-        for (std::size_t i = 0; i < n; i += 4) {
-            const __m256d r = ar.mul_signed(FpFma::ld(a + i), ninv);
-            store(a + i, to_int(_mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ), ar.vq))));
-        }
-        return;
+    if (t.modulus().bits > FpFma::kMaxBits) {
+        const IntShoup ar(t.q());
+        ntt_inverse_stages([&](int, auto f) { f(ar); }, a, t);
+        return mul_scalar_avx2(a, t.n_inv(), t.n_inv_shoup(), n, t.q(), a);
     }
-    ntt_inverse_stages(IntShoup(t.q()), a, t);
-    mul_scalar_avx2(a, t.n_inv(), t.n_inv_shoup(), n, t.q(), a);
+    const FpSchedule sched(t.q(), t.log_n(), false);
+    const int last = t.log_n() - 1;
+    const u64 q = t.q(), w_last = mul_mod(t.inv_root_powers()[1], t.n_inv(), t.modulus());
+    ntt_inverse_stages(
+        [&](int s, auto f) {
+            if (s == last) f(FpStage<false, false, true>(q, t.n_inv(), w_last));
+            else if (s == 0 && sched.reduce[s]) f(FpStage<true, true, false>(q));
+            else if (s == 0) f(FpStage<false, true, false>(q));
+            else if (sched.reduce[s]) f(FpStage<true, false, false>(q));
+            else f(FpStage<false, false, false>(q));
+        },
+        a, t);
 }
 
 }  // namespace
