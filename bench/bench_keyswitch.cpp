@@ -116,11 +116,21 @@ int main(int argc, char** argv) {
 
     // Floors: the kernels alone on the primes each step uses.
     std::vector<std::size_t> q_idx(nq), p_idx(np), modup_targets;
+    std::vector<bool> modup_small;  // the conversion's sources all below 2^48 (as BaseConverter decides)
+    const auto below_2_48 = [&](std::size_t first, std::size_t last) {
+        for (std::size_t i = first; i < last; ++i)
+            if (R.prime(i) >= (u64{1} << 48)) return false;
+        return true;
+    };
     for (std::size_t i = 0; i < nq; ++i) q_idx[i] = i;
     for (std::size_t j = 0; j < np; ++j) p_idx[j] = nq + j;
     for (std::size_t d = 0; d < digits; ++d)
         for (std::size_t t = 0; t < nq + np; ++t)
-            if (t < d * alpha || t >= std::min(nq, (d + 1) * alpha)) modup_targets.push_back(t);
+            if (t < d * alpha || t >= std::min(nq, (d + 1) * alpha)) {
+                modup_targets.push_back(t);
+                modup_small.push_back(below_2_48(d * alpha, std::min(nq, (d + 1) * alpha)));
+            }
+    const bool moddown_small = below_2_48(nq, nq + np);
     Limbs lq(R, q_idx), lp(R, p_idx), lup(R, modup_targets);
     const std::size_t s = alpha;  // sources of a ModUp conversion (a full digit) and of ModDown (np)
     std::vector<const u64*> src7(std::max(s, np));
@@ -201,7 +211,8 @@ int main(int argc, char** argv) {
         [] {},
         [&] {
             for (std::size_t i = 0; i < lup.size(); ++i)
-                arith::dot_const_mod(src7.data(), f.data(), s, n, lup.ntt[i].modulus(), lup.y[i].data());
+                arith::dot_const_mod(src7.data(), f.data(), s, n, lup.ntt[i].modulus(), lup.y[i].data(), nullptr,
+                                     nullptr, modup_small[i]);
         });
     add(
         "floor", "NTT x" + std::to_string(lup.size()), "ModUp targets", [] {},
@@ -242,7 +253,7 @@ int main(int argc, char** argv) {
             for (int r = 0; r < 2; ++r)
                 for (std::size_t i = 0; i < lq.size(); ++i)
                     arith::dot_const_mod(src7.data(), f.data(), np, n, lq.ntt[i].modulus(), lq.y[i].data(),
-                                         overflow.data(), table.data());
+                                         overflow.data(), table.data(), moddown_small);
         });
     add(
         "floor", "NTT x" + std::to_string(2 * nq), "ModDown targets", [] {},

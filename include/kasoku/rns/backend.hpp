@@ -173,6 +173,11 @@ public:
     // modulus where security asks for one: bootstrapping's switch to a sparse secret, over q_0 * p_0); b and a are
     // then over Q_l * P_k.
     void key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const;
+    // key_switch(d, key) followed by mod_down(.., add_b, add_a, galois_elt, out_b, out_a) or, with `rescale` (g = 1, a key
+    // over all of P, l >= 1), by mod_down_rescale(.., add_b, add_a): the same results, in one call, so that a backend can
+    // run the inner product and ModDown limb by limb without the pair over Q_l * P in memory (the CPU backend does).
+    void key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
+                             u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
     // b = sum_e psi_{g_e}(<digits, key_e.b>), a likewise, over Q_l * P (keys over Q_m * P, m >= l); with c0 (over Q_l) also
     // c0_out = sum_e psi_{g_e}(c0). Each product limb is permuted and accumulated while it is in cache.
     void inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
@@ -221,6 +226,10 @@ protected:
                                 Exec exec) const = 0;
     virtual std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const = 0;
     virtual void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const = 0;
+    // Default: do_key_switch, then do_mod_down or (rescale) do_mod_down_rescale.
+    virtual void do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b,
+                                        const RnsPoly* add_a, u64 galois_elt, bool rescale, RnsPoly& out_b,
+                                        RnsPoly& out_a, Exec exec) const;
     virtual void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const = 0;
 

@@ -58,6 +58,14 @@ public:
     void mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const RnsPoly* add1, RnsPoly& out0, RnsPoly& out1,
                           Exec exec) const;
 
+    // ---- steps 1 to 3 in one call, for a key switch that shares nothing
+    // mod_down(switch_lazy(d, key), add0, add1, g, out0, out1) or, with `rescale` (g = 1), mod_down_rescale of it: the
+    // same results; the backend may run them limb by limb without the pair over Q_l * P in memory.
+    void switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add0, const RnsPoly* add1,
+                         std::uint64_t galois_elt, bool rescale, RnsPoly& out0, RnsPoly& out1, Exec exec) const {
+        be_.key_switch_mod_down(d, key, add0, add1, galois_elt, rescale, out0, out1, exec);
+    }
+
     // ---- key generation
     // b += P s on the q-limbs of digit j: the gadget term of key digit j (s and b over Q_m * P_k, NTT form, P the product
     // of b's special primes: all of them, or a prefix; s is secret).

@@ -159,7 +159,7 @@ Ciphertext Evaluator::key_switch(const Ciphertext& a, const SwitchKey& key, Exec
     // Not owned: the key outlives the call (a compact key's a-parts are expanded for it alone).
     const auto k =
         detail::usable_key(*ctx_, std::shared_ptr<const SwitchKey>(std::shared_ptr<const SwitchKey>(), &key));
-    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[1], *k, exec), &a.polys[0], nullptr, 1, exec);
+    return switch_finish(a, a.polys[1], *k, &a.polys[0], nullptr, 1, exec);
 }
 
 Ciphertext Evaluator::add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, Exec exec) const {
@@ -248,16 +248,14 @@ Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool 
     Ciphertext d = tensor_product(a0, b0, "multiply", exec);
     if (keys_->key_id != d.key_id)
         throw ParameterError("the evaluation keys belong to another secret key than the operands");
-    const auto& ks = ctx_->keyswitcher();
-    rns::LazyPolys lazy = ks.switch_lazy(d.polys[2], *relin_key(), exec);
     Ciphertext out;
     detail::stamp(out, d,
                   rescale_after ? d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(d.level())))
                                 : d.scale);
     out.polys.resize(2);
-    if (rescale_after)  // (d0 P + ks0) / (P q_l): ModDown and rescale in one base conversion.
-        ks.mod_down_rescale(std::move(lazy), &d.polys[0], &d.polys[1], out.polys[0], out.polys[1], exec);
-    else ks.mod_down(lazy, &d.polys[0], &d.polys[1], 1, out.polys[0], out.polys[1], exec);
+    // With a rescale, (d0 P + ks0) / (P q_l): ModDown and rescale in one base conversion.
+    ctx_->keyswitcher().switch_mod_down(d.polys[2], *relin_key(), &d.polys[0], &d.polys[1], 1, rescale_after,
+                                        out.polys[0], out.polys[1], exec);
     return out;
 }
 
@@ -460,8 +458,7 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
     Ciphertext out;
     detail::stamp(out, d, d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level()))));
     out.polys.resize(2);
-    ks.mod_down_rescale(ks.switch_lazy(d.polys[2], *relin_key(), exec), &sum[0], &sum[1], out.polys[0], out.polys[1],
-                        exec);
+    ks.switch_mod_down(d.polys[2], *relin_key(), &sum[0], &sum[1], 1, true, out.polys[0], out.polys[1], exec);
     return out;
 }
 
@@ -475,8 +472,7 @@ Ciphertext Evaluator::relinearize(const Ciphertext& a, Exec exec) const {
         throw ParameterError("the evaluation keys belong to another secret key than the operand");
     exec = ctx_->exec(exec);
     // c0 + ModDown(ks0), c1 + ModDown(ks1)
-    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[2], *relin_key(), exec), &a.polys[0], &a.polys[1], 1,
-                  exec);
+    return switch_finish(a, a.polys[2], *relin_key(), &a.polys[0], &a.polys[1], 1, exec);
 }
 
 Ciphertext Evaluator::rescale(const Ciphertext& a, Exec exec) const {
@@ -540,7 +536,16 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec ex
     const auto key = galois_key(g, a.key_id);
     exec = ctx_->exec(exec);
     // The key switches s -> s(X^{g^-1}); the automorphism comes last (see hoisting.cpp), on two polynomials over Q_l.
-    return finish(a, ctx_->keyswitcher().switch_lazy(a.polys[1], *key, exec), &a.polys[0], nullptr, g, exec);
+    return switch_finish(a, a.polys[1], *key, &a.polys[0], nullptr, g, exec);
+}
+
+Ciphertext Evaluator::switch_finish(const Ciphertext& like, const RnsPoly& d, const rns::GadgetKey& key,
+                                    const RnsPoly* add0, const RnsPoly* add1, std::uint64_t g, Exec exec) const {
+    Ciphertext out;
+    out.polys.resize(2);
+    ctx_->keyswitcher().switch_mod_down(d, key, add0, add1, g, false, out.polys[0], out.polys[1], exec);
+    detail::stamp(out, like, like.scale);
+    return out;
 }
 
 Ciphertext Evaluator::finish(const Ciphertext& like, const rns::LazyPolys& x, const RnsPoly* add0, const RnsPoly* add1,

@@ -344,6 +344,40 @@ void Backend::key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, Rns
     }
 }
 
+void Backend::key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
+                                  u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+    const char* op = "key_switch_mod_down";
+    check_mine(d, op);
+    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, op, "needs an NTT-form polynomial over Q_l");
+    check_key(*ring_, key, d.num_q(), rescale, op);
+    require(!rescale || (galois_elt == 1 && d.num_q() >= 2), op, "a rescale needs l >= 1 and no automorphism");
+    require(&out_b != &out_a, op, "the two outputs must be two polynomials");
+    for (const RnsPoly* add : {add_b, add_a}) {
+        if (!add) continue;
+        check_mine(*add, op);
+        require(add->num_q() == d.num_q() && add->num_p() == 0 && add->ntt_form(), op,
+                "an addend must be an NTT-form polynomial over Q_l");
+    }
+    if (key.compact() && !draws_key_limbs()) {
+        do_key_switch_mod_down(d, drawn(key), add_b, add_a, galois_elt, rescale, out_b, out_a, exec);
+    } else {
+        do_key_switch_mod_down(d, key, add_b, add_a, galois_elt, rescale, out_b, out_a, exec);
+    }
+}
+
+void Backend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
+                                     u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+    RnsPoly b, a;
+    const std::size_t kp = key.b_parts()[0].num_p();
+    shape(d.num_q(), kp, true, b);
+    shape(d.num_q(), kp, true, a);
+    do_key_switch(d, key, b, a, exec);
+    if (!rescale) return do_mod_down(b, a, add_b, add_a, galois_elt, out_b, out_a, exec);
+    do_mod_down_rescale(b, a, add_b, add_a, exec);
+    out_b = std::move(b);
+    out_a = std::move(a);
+}
+
 void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                             RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
     const char* op = "inner_product";

@@ -71,12 +71,11 @@ protected:
                      RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
     void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                              Exec exec) const override;
-    void mod_down_one(const RnsPoly& a, const RnsPoly* addend, const std::uint32_t* perm, RnsPoly& out,
-                      int threads) const;
-    void mod_down_rescale_one(RnsPoly& a, int threads) const;
     void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const override;
     std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const override;
     void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const override;
+    void do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
+                                u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
     void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
                           const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const override;
 
@@ -92,11 +91,16 @@ private:
     // Limb `limb` (of the Q_l * P basis) of ModUp(digit j), NTT form: d's own limb when it is one of the digit's,
     // else computed into scratch[0..n); returns where it is.
     const u64* mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t limb_index, u64* scratch) const;
-    // out = round(a / R) (+ addend, then permuted by perm) on the first `keep` q-limbs, R = the product of the primes of
-    // src_limbs; out may be a.
-    void divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
-                      const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out, int threads,
-                      const RnsPoly* addend = nullptr, const std::uint32_t* perm = nullptr) const;
+    // Limb l of a pair (b, a) over Q_l * P_k (num_q q-limbs): pointers to its words, or the words written into the two
+    // buffers given (n each) and pointers to those.
+    using PairLimbs = std::function<void(std::size_t l, u64* b_buf, u64* a_buf, const u64*& b, const u64*& a)>;
+    // (out_b, out_a) = round((b, a) / R) (+ the addends, then permuted by perm) on the first `keep` q-limbs, R = the
+    // product of the primes of src_limbs. The source limbs are taken first; then each output limb of both polynomials
+    // is taken, converted, transformed, combined and permuted while it is in cache. The outputs may be b and a.
+    void divide_exact(const PairLimbs& limbs, std::size_t num_q, const std::vector<std::size_t>& src_limbs,
+                      const BaseConverter& conv, const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out_b,
+                      RnsPoly& out_a, int threads, const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
+                      const std::uint32_t* perm = nullptr) const;
     void divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
                               int threads, const std::int64_t* addend = nullptr) const;
     const BaseConverter& digit_converter(std::size_t digit, std::size_t num_q) const {
@@ -359,76 +363,83 @@ void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, E
                          addend);
 }
 
-void CpuBackend::divide_exact(const RnsPoly& a, const std::vector<std::size_t>& src_limbs, const BaseConverter& conv,
-                              const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out, int threads,
-                              const RnsPoly* addend, const std::uint32_t* perm) const {
-    // round(a / R): a - [a]_R (exact, centered conversion) is divisible by R. Each output limb is converted,
-    // transformed, combined with a (and the addend) and permuted while it is in cache.
+void CpuBackend::divide_exact(const PairLimbs& limbs, std::size_t num_q, const std::vector<std::size_t>& src_limbs,
+                              const BaseConverter& conv, const u64* inv, const u64* inv_shoup, std::size_t keep,
+                              RnsPoly& out_b, RnsPoly& out_a, int threads, const RnsPoly* add_b, const RnsPoly* add_a,
+                              const std::uint32_t* perm) const {
+    // round(x / R): x - [x]_R (exact, centered conversion) is divisible by R.
     const std::size_t s = src_limbs.size();
-    RnsPoly y = poly(0, s, false);
+    RnsPoly y[2] = {poly(0, s, false), poly(0, s, false)};
     parallel_for(threads, s, [&](std::size_t j) {
         const std::size_t l = src_limbs[j];
-        std::copy(limb(a, l), limb(a, l) + n_, limb(y, j));
-        arith::ntt_inverse(limb(y, j), *ntt_[pidx(l, a.num_q())]);
+        u64* buf[2] = {limb(y[0], j), limb(y[1], j)};
+        const u64* x[2];
+        limbs(l, buf[0], buf[1], x[0], x[1]);
+        for (int h = 0; h < 2; ++h) {
+            if (x[h] != buf[h]) std::copy(x[h], x[h] + n_, buf[h]);
+            arith::ntt_inverse(buf[h], *ntt_[pidx(l, num_q)]);
+        }
     });
-    std::vector<u64*> yp(s);
-    for (std::size_t j = 0; j < s; ++j) yp[j] = limb(y, j);
-    conv.scale_source(yp.data(), n_, yp.data());
-    std::vector<std::uint8_t> v(n_);
-    conv.overflow_count(yp.data(), n_, v.data());
-    RnsPoly result = poly(keep, 0, true);  // written limb by limb: no copy of the kept limbs afterwards
+    std::vector<u64*> yp[2];
+    std::vector<std::uint8_t> v[2];
+    for (int h = 0; h < 2; ++h) {
+        for (std::size_t j = 0; j < s; ++j) yp[h].push_back(limb(y[h], j));
+        conv.scale_source(yp[h].data(), n_, yp[h].data());
+        v[h].resize(n_);
+        conv.overflow_count(yp[h].data(), n_, v[h].data());
+    }
+    RnsPoly result[2] = {poly(keep, 0, true), poly(keep, 0, true)};  // written limb by limb
+    const RnsPoly* add[2] = {add_b, add_a};
     const std::vector<u64>& q = ring().q_primes();
     parallel_for(threads, keep, [&](std::size_t i) {
-        AlignedWords scratch(perm ? n_ : 0);
-        u64* t = perm ? scratch.data() : limb(result, i);
-        conv.convert_to(i, yp.data(), n_, t, v.data());
-        arith::ntt_forward(t, *ntt_[i]);
-        arith::sub_mod(limb(a, i), t, n_, q[i], t);
-        arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, q[i], t);
-        if (addend) arith::add_mod(t, limb(*addend, i), n_, q[i], t);
-        if (perm) arith::permute(t, perm, n_, limb(result, i));
+        AlignedWords scratch((perm ? 3 : 2) * n_);
+        const u64* x[2];
+        limbs(i, scratch.data(), scratch.data() + n_, x[0], x[1]);
+        for (int h = 0; h < 2; ++h) {
+            u64* t = perm ? scratch.data() + 2 * n_ : limb(result[h], i);
+            conv.convert_to(i, yp[h].data(), n_, t, v[h].data());
+            arith::ntt_forward(t, *ntt_[i]);
+            arith::sub_mod(x[h], t, n_, q[i], t);
+            arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, q[i], t);
+            if (add[h]) arith::add_mod(t, limb(*add[h], i), n_, q[i], t);
+            if (perm) arith::permute(t, perm, n_, limb(result[h], i));
+        }
     });
-    out = std::move(result);
+    out_b = std::move(result[0]);
+    out_a = std::move(result[1]);
 }
 
-void CpuBackend::mod_down_one(const RnsPoly& a, const RnsPoly* addend, const std::uint32_t* perm, RnsPoly& out,
-                              int threads) const {
-    const std::size_t nq = a.num_q(), np = a.num_p();
-    std::vector<std::size_t> src(np);
-    for (std::size_t j = 0; j < np; ++j) src[j] = nq + j;  // the P limbs
-    divide_exact(a, src, t_.p_to_q[np], t_.p_inv[np].data(), t_.p_inv_shoup[np].data(), nq, out, threads, addend, perm);
+// The limbs of a pair held in memory.
+auto own_limbs(const RnsPoly& b, const RnsPoly& a) {
+    return [&b, &a](std::size_t l, u64*, u64*, const u64*& xb, const u64*& xa) {
+        xb = limb(b, l);
+        xa = limb(a, l);
+    };
+}
+// The source limbs of ModDown over Q_l * P_k (the special primes), and of ModDown with a rescale (those and q_l).
+std::vector<std::size_t> special_limbs(std::size_t nq, std::size_t np, bool and_last_q) {
+    std::vector<std::size_t> src;
+    for (std::size_t j = 0; j < np; ++j) src.push_back(nq + j);
+    if (and_last_q) src.push_back(nq - 1);
+    return src;
 }
 
-// The pair one polynomial after the other, each limb by limb on the whole team.
 void CpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                              u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
-    const std::uint32_t* p = perm ? perm->data() : nullptr;
-    if (&out_b == &a) {  // b's result would overwrite a before it is read
-        RnsPoly tmp;
-        mod_down_one(b, add_b, p, tmp, exec.threads);
-        mod_down_one(a, add_a, p, out_a, exec.threads);
-        out_b = std::move(tmp);
-        return;
-    }
-    mod_down_one(b, add_b, p, out_b, exec.threads);
-    mod_down_one(a, add_a, p, out_a, exec.threads);
-}
-
-void CpuBackend::mod_down_rescale_one(RnsPoly& a, int threads) const {
-    const std::size_t l = a.num_q() - 1, np = a.num_p();
-    std::vector<std::size_t> src(np + 1);
-    for (std::size_t j = 0; j < np; ++j) src[j] = l + 1 + j;  // the P limbs, then q_l
-    src.back() = l;
-    divide_exact(a, src, t_.pq_to_q[l], t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(), l, a, threads);
+    const std::size_t nq = b.num_q(), np = b.num_p();
+    divide_exact(own_limbs(b, a), nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
+                 t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, add_b, add_a,
+                 perm ? perm->data() : nullptr);
 }
 
 void CpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                                      Exec exec) const {
     if (add_b) do_add_times_p(*add_b, b, 0, b.num_q(), exec);
     if (add_a) do_add_times_p(*add_a, a, 0, a.num_q(), exec);
-    mod_down_rescale_one(b, exec.threads);
-    mod_down_rescale_one(a, exec.threads);
+    const std::size_t nq = b.num_q(), l = nq - 1;
+    divide_exact(own_limbs(b, a), nq, special_limbs(nq, b.num_p(), true), t_.pq_to_q[l], t_.pq_inv[l].data(),
+                 t_.pq_inv_shoup[l].data(), l, b, a, exec.threads);
 }
 
 void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const {
@@ -541,6 +552,43 @@ void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& 
         key_limbs(key, t, nq, pidx(t, nq), digits, n_, drawn, kb, ka);
         dot_digits<2>(dt, {kb.data(), ka.data()}, {limb(b, t), limb(a, t)}, false, n_, ring().modulus(pidx(t, nq)));
     });
+}
+
+// The key switch and ModDown limb by limb: each limb of the pair <ModUp(d), key> is made (ModUp of every digit at that
+// limb, the inner products with the key's b and a halves) when divide_exact takes it, the special primes' (and, with a
+// rescale, q_l's) first, so that the pair over Q_l * P is never in memory. With a rescale the addends join as P add
+// (as in do_mod_down_rescale), else after the division (as in do_mod_down).
+void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b,
+                                        const RnsPoly* add_a, u64 galois_elt, bool rescale, RnsPoly& out_b,
+                                        RnsPoly& out_a, Exec exec) const {
+    const std::size_t nq = d.num_q(), np = key.b_parts()[0].num_p(), digits = ring().digits_at(nq);
+    const Decomposed dec = decompose(d, exec.threads);
+    const std::vector<u64>& q = ring().q_primes();
+    const RnsPoly* add[2] = {add_b, add_a};
+    const PairLimbs limbs = [&](std::size_t t, u64* b_buf, u64* a_buf, const u64*& xb, const u64*& xa) {
+        AlignedWords tmp(digits * n_), drawn;
+        std::vector<const u64*> dt(digits), kb, ka;
+        for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
+        key_limbs(key, t, nq, pidx(t, nq), digits, n_, drawn, kb, ka);
+        dot_digits<2>(dt, {kb.data(), ka.data()}, {b_buf, a_buf}, false, n_, ring().modulus(pidx(t, nq)));
+        if (rescale && t < nq)
+            for (int h = 0; h < 2; ++h)
+                if (add[h]) {
+                    u64* x = h == 0 ? b_buf : a_buf;
+                    arith::mul_scalar_mod(limb(*add[h], t), t_.p_mod_q[t], t_.p_mod_q_shoup[t], n_, q[t], tmp.data());
+                    arith::add_mod(x, tmp.data(), n_, q[t], x);
+                }
+        xb = b_buf;
+        xa = a_buf;
+    };
+    if (rescale) {
+        const std::size_t l = nq - 1;
+        return divide_exact(limbs, nq, special_limbs(nq, np, true), t_.pq_to_q[l], t_.pq_inv[l].data(),
+                            t_.pq_inv_shoup[l].data(), l, out_b, out_a, exec.threads);
+    }
+    const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
+    divide_exact(limbs, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(), t_.p_inv_shoup[np].data(),
+                 nq, out_b, out_a, exec.threads, add_b, add_a, perm ? perm->data() : nullptr);
 }
 
 void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,

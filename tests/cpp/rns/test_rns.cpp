@@ -599,6 +599,58 @@ TEST(KeySwitch, FusedHoistedAndReferenceInnerProductsAgree) {
     }
 }
 
+// Steps 1 to 3 in one call (the CPU backend's limb-by-limb pipeline) against switch_lazy and mod_down / mod_down_rescale:
+// the same bits, with and without addends and automorphism, at every level, with a key over a prefix of P (key_switch's
+// other use), and the operand's own polynomials as outputs.
+TEST(KeySwitch, SwitchModDownEqualsItsSteps) {
+    for (std::size_t alpha : {1u, 2u, 3u}) {
+        Fixture f(5, 3, alpha);
+        std::mt19937_64 rng(30 + alpha);
+        const KeySwitcher ks(*f.be);
+        const GadgetKey key = f.random_key(rng);
+        GadgetKey prefix;  // over Q * p_0
+        for (std::size_t j = 0; j < key.b.size(); ++j) {
+            prefix.b.push_back(f.random(f.ring->q_count(), 1, rng, true));
+            prefix.a.push_back(f.random(f.ring->q_count(), 1, rng, true));
+        }
+        const u64 g = 5;
+        for (std::size_t nq : {5u, 3u, 2u, 1u}) {
+            const RnsPoly d = f.random(nq, 0, rng, true), c0 = f.random(nq, 0, rng, true),
+                          c1 = f.random(nq, 0, rng, true);
+            for (const GadgetKey* k : std::vector<const GadgetKey*>{&key, &prefix})
+                for (bool rescale : {false, true}) {
+                    if (rescale && (nq < 2 || k == &prefix)) continue;
+                    for (int adds = 0; adds < 3; ++adds) {
+                        const RnsPoly* a0 = adds > 0 ? &c0 : nullptr;
+                        const RnsPoly* a1 = adds > 1 ? &c1 : nullptr;
+                        const u64 ge = rescale ? 1 : (adds == 1 ? g : 1);
+                        RnsPoly e0, e1, o0, o1;
+                        LazyPolys x = ks.switch_lazy(d, *k, 1);
+                        if (rescale) ks.mod_down_rescale(std::move(x), a0, a1, e0, e1, 1);
+                        else ks.mod_down(x, a0, a1, ge, e0, e1, 1);
+                        ks.switch_mod_down(d, *k, a0, a1, ge, rescale, o0, o1, 2);
+                        ASSERT_EQ(o0, e0) << "alpha " << alpha << " nq " << nq << " rescale " << rescale << " adds "
+                                          << adds << " prefix " << (k == &prefix);
+                        ASSERT_EQ(o1, e1);
+                    }
+                }
+            RnsPoly o0 = c0, o1 = c1, e0, e1;  // outputs that are the addends
+            ks.mod_down(ks.switch_lazy(d, key, 1), &c0, &c1, g, e0, e1, 1);
+            ks.switch_mod_down(d, key, &o0, &o1, g, false, o0, o1, 2);
+            ASSERT_EQ(o0, e0);
+            ASSERT_EQ(o1, e1);
+        }
+        RnsPoly o0, o1;
+        const RnsPoly d = f.random(1, 0, rng, true);
+        EXPECT_THROW(ks.switch_mod_down(d, key, nullptr, nullptr, 1, true, o0, o1, 1),
+                     InternalError);  // no q_l to drop
+        EXPECT_THROW(ks.switch_mod_down(f.random(3, 0, rng, true), key, nullptr, nullptr, g, true, o0, o1, 1),
+                     InternalError);  // a rescale with an automorphism
+        EXPECT_THROW(ks.switch_mod_down(f.random(3, 0, rng, true), key, nullptr, nullptr, 1, false, o0, o0, 1),
+                     InternalError);
+    }
+}
+
 // Step 3 variants of the key-switching unit against the backend steps they fuse.
 TEST(KeySwitch, ModDownVariantsEqualTheirSteps) {
     Fixture f(5, 3, 3);
