@@ -178,6 +178,12 @@ public:
     // run the inner product and ModDown limb by limb without the pair over Q_l * P in memory (the CPU backend does).
     void key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
                              u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
+    // The sum form of hoisting in one call: inner_product(mod_up(d), terms, c0) followed by mod_down with the sum of c0's
+    // images as addend, i.e. out_b = round(sum_e psi_{g_e}(<ModUp(d), key_e.b>) / P) + sum_e psi_{g_e}(c0), out_a
+    // likewise without c0; the same results, and a backend may run it limb by limb without the digits or the pair over
+    // Q_l * P in memory (the CPU backend does).
+    void key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0, RnsPoly& out_b,
+                                 RnsPoly& out_a, Exec exec) const;
     // b = sum_e psi_{g_e}(<digits, key_e.b>), a likewise, over Q_l * P (keys over Q_m * P, m >= l); with c0 (over Q_l) also
     // c0_out = sum_e psi_{g_e}(c0). Each product limb is permuted and accumulated while it is in cache.
     void inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
@@ -226,6 +232,9 @@ protected:
                                 Exec exec) const = 0;
     virtual std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const = 0;
     virtual void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const = 0;
+    // Default: do_mod_up, do_inner_product, do_mod_down.
+    virtual void do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
+                                            RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
     // Default: do_key_switch, then do_mod_down or (rescale) do_mod_down_rescale.
     virtual void do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b,
                                         const RnsPoly* add_a, u64 galois_elt, bool rescale, RnsPoly& out_b,

@@ -66,6 +66,13 @@ public:
         be_.key_switch_mod_down(d, key, add0, add1, galois_elt, rescale, out0, out1, exec);
     }
 
+    // mod_down(inner_product_sum(decompose(d), terms, c0), nullptr, nullptr, 1, out0, out1): the same results; the
+    // backend may run them limb by limb without the digits or the pair over Q_l * P in memory.
+    void switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0, RnsPoly& out0,
+                             RnsPoly& out1, Exec exec) const {
+        be_.key_switch_sum_mod_down(d, terms, c0, out0, out1, exec);
+    }
+
     // ---- key generation
     // b += P s on the q-limbs of digit j: the gadget term of key digit j (s and b over Q_m * P_k, NTT form, P the product
     // of b's special primes: all of them, or a prefix; s is secret).

@@ -205,12 +205,16 @@ Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::v
     if (elts.empty()) throw ParameterError("apply_galois_sum_hoisted needs at least one automorphism");
     for (u64 g : elts) ctx_->check_galois_element(g, "apply_galois_sum_hoisted", false);
     exec = ctx_->exec(exec);
+    detail::check_relinearised(a, "key switching");
     const auto keys = detail::galois_keys(*this, elts, a.key_id, true);
-    const Decomposition d = decompose(a, exec);
     std::vector<rns::KeyTerm> terms;
     for (std::size_t e = 0; e < elts.size(); ++e) terms.push_back({keys[e].get(), elts[e]});
-    return finish(a, ctx_->keyswitcher().inner_product_sum(d.digits, terms, d.input.polys[0], exec), nullptr, nullptr,
-                  1, exec);
+    // decompose, inner_product_sum and mod_down in one backend call
+    Ciphertext out;
+    out.polys.resize(2);
+    ctx_->keyswitcher().switch_sum_mod_down(a.polys[1], terms, a.polys[0], out.polys[0], out.polys[1], exec);
+    detail::stamp(out, a, a.scale);
+    return out;
 }
 
 }  // namespace kasoku::ckks

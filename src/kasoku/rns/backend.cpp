@@ -378,6 +378,44 @@ void Backend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, con
     out_a = std::move(a);
 }
 
+void Backend::key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
+                                      RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+    const char* op = "key_switch_sum_mod_down";
+    check_mine(d, op);
+    check_mine(c0, op);
+    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0 && !terms.empty(), op,
+            "needs an NTT-form polynomial over Q_l and at least one key");
+    require(c0.num_q() == d.num_q() && c0.num_p() == 0 && c0.ntt_form(), op,
+            "c0 must be an NTT-form polynomial over Q_l");
+    require(&out_b != &out_a, op, "the two outputs must be two polynomials");
+    for (const KeyTerm& t : terms) {
+        require(t.key != nullptr, op, "null key");
+        check_key(*ring_, *t.key, d.num_q(), true, op);
+    }
+    if (draws_key_limbs() ||
+        std::none_of(terms.begin(), terms.end(), [](const KeyTerm& t) { return t.key->compact(); })) {
+        do_key_switch_sum_mod_down(d, terms, c0, out_b, out_a, exec);
+        return;
+    }
+    std::vector<GadgetKey> keys;  // the compact keys' a-parts, drawn for this call
+    keys.reserve(terms.size());
+    std::vector<KeyTerm> whole = terms;
+    for (KeyTerm& t : whole)
+        if (t.key->compact()) t.key = &keys.emplace_back(drawn(*t.key));
+    do_key_switch_sum_mod_down(d, whole, c0, out_b, out_a, exec);
+}
+
+void Backend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
+                                         RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+    const std::vector<RnsPoly> digits = do_mod_up(d, exec);
+    RnsPoly b, a, c0_sum;
+    shape(d.num_q(), ring_->p_count(), true, b);
+    shape(d.num_q(), ring_->p_count(), true, a);
+    shape(c0, c0_sum);
+    do_inner_product(digits, terms, b, a, &c0, &c0_sum, exec);
+    do_mod_down(b, a, &c0_sum, nullptr, 1, out_b, out_a, exec);
+}
+
 void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                             RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
     const char* op = "inner_product";

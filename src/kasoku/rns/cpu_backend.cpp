@@ -78,6 +78,8 @@ protected:
                                 u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
     void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
                           const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const override;
+    void do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
+                                    RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
 
 private:
     // Hybrid key-switching decomposition of d (NTT form over Q_l): the digits in coefficient form, pre-scaled for base
@@ -107,6 +109,13 @@ private:
         return t_.digit_converter(ring(), digit, num_q);
     }
     std::size_t pidx(std::size_t limb_index, std::size_t num_q) const { return ring().prime_index(limb_index, num_q); }
+    std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> permutations(
+        const std::vector<KeyTerm>& terms) const;
+    // Limb t (of Q_l * P, nq q-limbs) of b = sum_e psi_{g_e}(<digits, key_e.b>) and a likewise, from the digits' limbs at
+    // t (perms[e]: g_e's permutation, null for 1); with c0 (its limb t) also c0_out = sum_e psi_{g_e}(c0).
+    void inner_product_limb(std::size_t t, std::size_t nq, const std::vector<const u64*>& dt,
+                            const std::vector<KeyTerm>& terms, const std::vector<const std::uint32_t*>& perms, u64* b,
+                            u64* a, const u64* c0, u64* c0_out) const;
 
     std::size_t n_;
     std::vector<std::unique_ptr<arith::NttTables>> ntt_;
@@ -591,55 +600,93 @@ void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, 
                  nq, out_b, out_a, exec.threads, add_b, add_a, perm ? perm->data() : nullptr);
 }
 
-void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
-                                  RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
-    const std::size_t nq = digits[0].num_q(), np = ring().p_count();
+std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> CpuBackend::permutations(
+    const std::vector<KeyTerm>& terms) const {
     std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> perms;
     perms.reserve(terms.size());
     for (const KeyTerm& e : terms)
         perms.push_back(e.galois_elt == 1 ? nullptr : ring().automorphism_permutation(e.galois_elt));
+    return perms;
+}
+
+void CpuBackend::inner_product_limb(std::size_t t, std::size_t nq, const std::vector<const u64*>& dt,
+                                    const std::vector<KeyTerm>& terms, const std::vector<const std::uint32_t*>& perms,
+                                    u64* b, u64* a, const u64* c0, u64* c0_out) const {
+    const Modulus& m = ring().modulus(pidx(t, nq));
+    const u64 q = m.value;
+    // dst (+)= src[p] (no p: src itself): the first key writes, the others add (branch-free, values < q < 2^63).
+    auto permute_into = [&](u64* dst, const u64* src, const std::uint32_t* p, bool first) {
+        if (first && p) {
+            for (std::size_t k = 0; k < n_; ++k) dst[k] = src[p[k]];
+        } else if (first) {
+            std::copy(src, src + n_, dst);
+        } else if (p) {
+            for (std::size_t k = 0; k < n_; ++k) {
+                const u64 v = dst[k] + src[p[k]];
+                dst[k] = v - (q & (0 - static_cast<u64>(v >= q)));
+            }
+        } else {
+            arith::add_mod(dst, src, n_, q, dst);
+        }
+    };
+    AlignedWords tmp, drawn;
+    std::vector<const u64*> kb, ka;
+    // Each product limb is permuted while still in cache. (Done in blocks, which an automorphism maps onto blocks,
+    // the products would stay in L1, but the short streams prefetch worse: sum_slots was ~14% slower at H16.)
+    for (std::size_t e = 0; e < terms.size(); ++e) {
+        key_limbs(*terms[e].key, t, nq, pidx(t, nq), dt.size(), n_, drawn, kb, ka);
+        const std::uint32_t* p = perms[e];
+        if (!p) {  // the product is the result: accumulate it in place
+            dot_digits<1>(dt, {kb.data()}, {b}, e > 0, n_, m);
+            dot_digits<1>(dt, {ka.data()}, {a}, e > 0, n_, m);
+        } else {
+            if (tmp.empty()) tmp.resize(n_);
+            dot_digits<1>(dt, {kb.data()}, {tmp.data()}, false, n_, m);
+            permute_into(b, tmp.data(), p, e == 0);
+            dot_digits<1>(dt, {ka.data()}, {tmp.data()}, false, n_, m);
+            permute_into(a, tmp.data(), p, e == 0);
+        }
+        if (c0) permute_into(c0_out, c0, p, e == 0);
+    }
+}
+
+void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
+                                  RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
+    const std::size_t nq = digits[0].num_q(), np = ring().p_count();
+    const auto owned = permutations(terms);
+    std::vector<const std::uint32_t*> perms;
+    for (const auto& p : owned) perms.push_back(p ? p->data() : nullptr);
     // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1.
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
-        const Modulus& m = ring().modulus(pidx(t, nq));
-        const u64 q = m.value;
         std::vector<const u64*> dt(digits.size());
         for (std::size_t j = 0; j < digits.size(); ++j) dt[j] = limb(digits[j], t);
-        // dst (+)= src[p] (no p: src itself): the first key writes, the others add (branch-free, values < q < 2^63).
-        auto permute_into = [&](u64* dst, const u64* src, const std::uint32_t* p, bool first) {
-            if (first && p) {
-                for (std::size_t k = 0; k < n_; ++k) dst[k] = src[p[k]];
-            } else if (first) {
-                std::copy(src, src + n_, dst);
-            } else if (p) {
-                for (std::size_t k = 0; k < n_; ++k) {
-                    const u64 v = dst[k] + src[p[k]];
-                    dst[k] = v - (q & (0 - static_cast<u64>(v >= q)));
-                }
-            } else {
-                arith::add_mod(dst, src, n_, q, dst);
-            }
-        };
-        const u64* c0_limb = c0 && t < nq ? limb(*c0, t) : nullptr;
-        AlignedWords tmp, drawn;
-        std::vector<const u64*> kb, ka;
-        // Each product limb is permuted while still in cache. (Done in blocks, which an automorphism maps onto blocks,
-        // the products would stay in L1, but the short streams prefetch worse: sum_slots was ~14% slower at H16.)
-        for (std::size_t e = 0; e < terms.size(); ++e) {
-            key_limbs(*terms[e].key, t, nq, pidx(t, nq), digits.size(), n_, drawn, kb, ka);
-            const std::uint32_t* p = perms[e] ? perms[e]->data() : nullptr;
-            if (!p) {  // the product is the result: accumulate it in place
-                dot_digits<1>(dt, {kb.data()}, {limb(b, t)}, e > 0, n_, m);
-                dot_digits<1>(dt, {ka.data()}, {limb(a, t)}, e > 0, n_, m);
-            } else {
-                if (tmp.empty()) tmp.resize(n_);
-                dot_digits<1>(dt, {kb.data()}, {tmp.data()}, false, n_, m);
-                permute_into(limb(b, t), tmp.data(), p, e == 0);
-                dot_digits<1>(dt, {ka.data()}, {tmp.data()}, false, n_, m);
-                permute_into(limb(a, t), tmp.data(), p, e == 0);
-            }
-            if (c0_limb) permute_into(limb(*c0_out, t), c0_limb, p, e == 0);
-        }
+        const bool with_c0 = c0 && t < nq;
+        inner_product_limb(t, nq, dt, terms, perms, limb(b, t), limb(a, t), with_c0 ? limb(*c0, t) : nullptr,
+                           with_c0 ? limb(*c0_out, t) : nullptr);
     });
+}
+
+// The sum form in one pass: each limb of the sum over the keys is made (ModUp of every digit at that limb, then
+// inner_product_limb) when divide_exact takes it, and the sum of c0's images with it, which that limb's ModDown adds.
+void CpuBackend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
+                                            RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+    const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq);
+    const Decomposed dec = decompose(d, exec.threads);
+    const auto owned = permutations(terms);
+    std::vector<const std::uint32_t*> perms;
+    for (const auto& p : owned) perms.push_back(p ? p->data() : nullptr);
+    RnsPoly c0_sum = poly(nq, 0, true);  // written limb by limb, each before its ModDown reads it
+    const PairLimbs limbs = [&](std::size_t t, u64* b_buf, u64* a_buf, const u64*& xb, const u64*& xa) {
+        AlignedWords tmp(digits * n_);
+        std::vector<const u64*> dt(digits);
+        for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
+        inner_product_limb(t, nq, dt, terms, perms, b_buf, a_buf, t < nq ? limb(c0, t) : nullptr,
+                           t < nq ? limb(c0_sum, t) : nullptr);
+        xb = b_buf;
+        xa = a_buf;
+    };
+    divide_exact(limbs, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(), t_.p_inv_shoup[np].data(),
+                 nq, out_b, out_a, exec.threads, &c0_sum, nullptr, nullptr);
 }
 
 }  // namespace

@@ -651,6 +651,31 @@ TEST(KeySwitch, SwitchModDownEqualsItsSteps) {
     }
 }
 
+// The sum form in one call against its three steps: the same bits, one key or several, with and without g = 1.
+TEST(KeySwitch, SwitchSumModDownEqualsItsSteps) {
+    for (std::size_t alpha : {1u, 2u, 3u}) {
+        Fixture f(5, 3, alpha);
+        std::mt19937_64 rng(40 + alpha);
+        const KeySwitcher ks(*f.be);
+        const GadgetKey k1 = f.random_key(rng), k2 = f.random_key(rng);
+        const std::vector<std::vector<KeyTerm>> sums = {
+            {{&k1, 5}}, {{&k1, 1}}, {{&k1, 5}, {&k2, 25}}, {{&k2, 1}, {&k1, 125}, {&k2, 5}}};
+        for (std::size_t nq : {5u, 3u, 1u})
+            for (const auto& terms : sums) {
+                const RnsPoly d = f.random(nq, 0, rng, true), c0 = f.random(nq, 0, rng, true);
+                RnsPoly e0, e1, o0, o1;
+                ks.mod_down(ks.inner_product_sum(ks.decompose(d, 1), terms, c0, 1), nullptr, nullptr, 1, e0, e1, 1);
+                ks.switch_sum_mod_down(d, terms, c0, o0, o1, 2);
+                ASSERT_EQ(o0, e0) << "alpha " << alpha << " nq " << nq << " terms " << terms.size();
+                ASSERT_EQ(o1, e1);
+            }
+        RnsPoly o0, o1;
+        const RnsPoly d = f.random(3, 0, rng, true);
+        EXPECT_THROW(ks.switch_sum_mod_down(d, {}, d, o0, o1, 1), InternalError);
+        EXPECT_THROW(ks.switch_sum_mod_down(d, {{&k1, 5}}, f.random(2, 0, rng, true), o0, o1, 1), InternalError);
+    }
+}
+
 // Step 3 variants of the key-switching unit against the backend steps they fuse.
 TEST(KeySwitch, ModDownVariantsEqualTheirSteps) {
     Fixture f(5, 3, 3);
