@@ -253,6 +253,9 @@ private:
     // special primes) and addends over Q_l, all NTT form.
     void check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                                  std::size_t min_q, bool p_prefix, const char* op, const char* pair_message) const;
+    // The terms as the do_* calls take them: unless this backend draws compact keys' a-limbs itself, every compact key
+    // replaced by one with its a-parts drawn into `keys` (for the call).
+    std::vector<KeyTerm> usable_terms(const std::vector<KeyTerm>& terms, std::vector<GadgetKey>& keys) const;
 
     std::shared_ptr<const RnsContext> ring_;
     std::shared_ptr<const PolyMemory> memory_;

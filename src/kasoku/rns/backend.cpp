@@ -392,17 +392,8 @@ void Backend::key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTer
         require(t.key != nullptr, op, "null key");
         check_key(*ring_, *t.key, d.num_q(), true, op);
     }
-    if (draws_key_limbs() ||
-        std::none_of(terms.begin(), terms.end(), [](const KeyTerm& t) { return t.key->compact(); })) {
-        do_key_switch_sum_mod_down(d, terms, c0, out_b, out_a, exec);
-        return;
-    }
-    std::vector<GadgetKey> keys;  // the compact keys' a-parts, drawn for this call
-    keys.reserve(terms.size());
-    std::vector<KeyTerm> whole = terms;
-    for (KeyTerm& t : whole)
-        if (t.key->compact()) t.key = &keys.emplace_back(drawn(*t.key));
-    do_key_switch_sum_mod_down(d, whole, c0, out_b, out_a, exec);
+    std::vector<GadgetKey> keys;
+    do_key_switch_sum_mod_down(d, usable_terms(terms, keys), c0, out_b, out_a, exec);
 }
 
 void Backend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
@@ -439,17 +430,17 @@ void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vecto
                 "c0 must be an NTT-form polynomial over Q_l, with its own output");
         shape(*c0, *c0_out);
     }
-    if (draws_key_limbs() ||
-        std::none_of(terms.begin(), terms.end(), [](const KeyTerm& t) { return t.key->compact(); })) {
-        do_inner_product(digits, terms, b, a, c0, c0_out, exec);
-        return;
-    }
-    std::vector<GadgetKey> keys;  // the compact keys' a-parts, drawn for this call
-    keys.reserve(terms.size());
+    std::vector<GadgetKey> keys;
+    do_inner_product(digits, usable_terms(terms, keys), b, a, c0, c0_out, exec);
+}
+
+std::vector<KeyTerm> Backend::usable_terms(const std::vector<KeyTerm>& terms, std::vector<GadgetKey>& keys) const {
     std::vector<KeyTerm> whole = terms;
+    if (draws_key_limbs()) return whole;
+    keys.reserve(terms.size());  // the compact keys' a-parts, drawn for this call (no reallocation: pointers are kept)
     for (KeyTerm& t : whole)
         if (t.key->compact()) t.key = &keys.emplace_back(drawn(*t.key));
-    do_inner_product(digits, whole, b, a, c0, c0_out, exec);
+    return whole;
 }
 
 std::vector<__int128> centered_q0(const Backend& be, const RnsPoly& p, Exec exec) {
