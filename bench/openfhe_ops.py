@@ -59,6 +59,14 @@ def real_values(pt):
     return get() if get else pt.GetRealPackedValue()
 
 
+def module_folder(module):
+    """The module's folder relative to the repository root when it is inside it (a venv of bench/), else its name."""
+    folder = os.path.dirname(os.path.abspath(module.__file__))
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    inside = os.path.commonpath([folder, repo]) == repo
+    return os.path.relpath(folder, repo) if inside else os.path.basename(folder)
+
+
 def log(msg):
     print("[openfhe] " + msg, file=sys.stderr, flush=True)
 
@@ -337,7 +345,8 @@ def main():
     emit(
         "params",
         openfhe_version=getattr(ofhe, "__version__", "?"),
-        openfhe_module=os.path.dirname(ofhe.__file__),  # which build: a wheel or one built from source
+        # which build (a wheel or one built from source): its folder, relative to the repository when inside it
+        openfhe_module=module_folder(ofhe),
         ring_dim=cc.GetRingDimension(),
         batch_size=cc.GetBatchSize(),
         log2_q=round(log2_q, 2),

@@ -253,6 +253,13 @@ private:
     // special primes) and addends over Q_l, all NTT form.
     void check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                                  std::size_t min_q, bool p_prefix, const char* op, const char* pair_message) const;
+    // Addends over Q_l (num_q q-limbs), NTT form, or null.
+    void check_addends(const RnsPoly* add_b, const RnsPoly* add_a, std::size_t num_q, const char* op) const;
+    // The operand of a key switch: an NTT-form polynomial over Q_l of this backend (and a ring with special primes).
+    void check_switched(const RnsPoly& d, const char* op) const;
+    // The key as the do_* calls take it: key itself, or (a compact key, and a backend that does not draw a-limbs itself)
+    // one with its a-parts drawn into `storage`.
+    const GadgetKey& usable_key(const GadgetKey& key, GadgetKey& storage) const;
     // The terms as the do_* calls take them: unless this backend draws compact keys' a-limbs itself, every compact key
     // replaced by one with its a-parts drawn into `keys` (for the call).
     std::vector<KeyTerm> usable_terms(const std::vector<KeyTerm>& terms, std::vector<GadgetKey>& keys) const;

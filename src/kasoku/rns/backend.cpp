@@ -261,12 +261,27 @@ void Backend::check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const 
                     x->num_p() == b.num_p(),
                 op, pair_message);
     }
+    check_addends(add_b, add_a, b.num_q(), op);
+}
+
+void Backend::check_addends(const RnsPoly* add_b, const RnsPoly* add_a, std::size_t num_q, const char* op) const {
     for (const RnsPoly* add : {add_b, add_a}) {
         if (!add) continue;
         check_mine(*add, op);
-        require(add->num_q() == b.num_q() && add->num_p() == 0 && add->ntt_form(), op,
+        require(add->num_q() == num_q && add->num_p() == 0 && add->ntt_form(), op,
                 "an addend must be an NTT-form polynomial over Q_l");
     }
+}
+
+void Backend::check_switched(const RnsPoly& d, const char* op) const {
+    check_mine(d, op);
+    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, op, "needs an NTT-form polynomial over Q_l");
+}
+
+const GadgetKey& Backend::usable_key(const GadgetKey& key, GadgetKey& storage) const {
+    if (!key.compact() || draws_key_limbs()) return key;
+    storage = drawn(key);
+    return storage;
 }
 
 void Backend::mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
@@ -324,45 +339,30 @@ GadgetKey Backend::drawn(const GadgetKey& key) const {
 }
 
 std::vector<RnsPoly> Backend::mod_up(const RnsPoly& d, Exec exec) const {
-    check_mine(d, "mod_up");
-    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, "mod_up", "needs an NTT-form polynomial over Q_l");
+    check_switched(d, "mod_up");
     return do_mod_up(d, exec);
 }
 
 void Backend::key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
-    check_mine(d, "key_switch");
-    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, "key_switch",
-            "needs an NTT-form polynomial over Q_l");
+    check_switched(d, "key_switch");
     check_key(*ring_, key, d.num_q(), false, "key_switch");
     const std::size_t kp = key.b_parts()[0].num_p();
     shape(d.num_q(), kp, true, b);
     shape(d.num_q(), kp, true, a);
-    if (key.compact() && !draws_key_limbs()) {
-        do_key_switch(d, drawn(key), b, a, exec);
-    } else {
-        do_key_switch(d, key, b, a, exec);
-    }
+    GadgetKey storage;
+    do_key_switch(d, usable_key(key, storage), b, a, exec);
 }
 
 void Backend::key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
                                   u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const char* op = "key_switch_mod_down";
-    check_mine(d, op);
-    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, op, "needs an NTT-form polynomial over Q_l");
+    check_switched(d, op);
     check_key(*ring_, key, d.num_q(), rescale, op);
     require(!rescale || (galois_elt == 1 && d.num_q() >= 2), op, "a rescale needs l >= 1 and no automorphism");
     require(&out_b != &out_a, op, "the two outputs must be two polynomials");
-    for (const RnsPoly* add : {add_b, add_a}) {
-        if (!add) continue;
-        check_mine(*add, op);
-        require(add->num_q() == d.num_q() && add->num_p() == 0 && add->ntt_form(), op,
-                "an addend must be an NTT-form polynomial over Q_l");
-    }
-    if (key.compact() && !draws_key_limbs()) {
-        do_key_switch_mod_down(d, drawn(key), add_b, add_a, galois_elt, rescale, out_b, out_a, exec);
-    } else {
-        do_key_switch_mod_down(d, key, add_b, add_a, galois_elt, rescale, out_b, out_a, exec);
-    }
+    check_addends(add_b, add_a, d.num_q(), op);
+    GadgetKey storage;
+    do_key_switch_mod_down(d, usable_key(key, storage), add_b, add_a, galois_elt, rescale, out_b, out_a, exec);
 }
 
 void Backend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
@@ -381,10 +381,9 @@ void Backend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, con
 void Backend::key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
                                       RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const char* op = "key_switch_sum_mod_down";
-    check_mine(d, op);
+    check_switched(d, op);
     check_mine(c0, op);
-    require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0 && !terms.empty(), op,
-            "needs an NTT-form polynomial over Q_l and at least one key");
+    require(!terms.empty(), op, "needs at least one key");
     require(c0.num_q() == d.num_q() && c0.num_p() == 0 && c0.ntt_form(), op,
             "c0 must be an NTT-form polynomial over Q_l");
     require(&out_b != &out_a, op, "the two outputs must be two polynomials");

@@ -109,8 +109,15 @@ private:
         return t_.digit_converter(ring(), digit, num_q);
     }
     std::size_t pidx(std::size_t limb_index, std::size_t num_q) const { return ring().prime_index(limb_index, num_q); }
-    std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> permutations(
-        const std::vector<KeyTerm>& terms) const;
+    using Permutation = std::shared_ptr<const std::vector<std::uint32_t>>;
+    // Each term's permutation (null for g = 1), kept alive by `owned`.
+    std::vector<const std::uint32_t*> permutations(const std::vector<KeyTerm>& terms,
+                                                   std::vector<Permutation>& owned) const;
+    // The limbs at t of every digit's ModUp (mod_up_limb), made in scratch (digits * n words) where they must be.
+    std::vector<const u64*> mod_up_limbs(const Decomposed& dec, std::size_t t, u64* scratch) const;
+    // Limb t (of Q_l * P_k) of the pair <ModUp(d), key>, written to b and a; scratch as for mod_up_limbs.
+    void key_switch_limb(const Decomposed& dec, const GadgetKey& key, std::size_t t, u64* b, u64* a,
+                         u64* scratch) const;
     // Limb t (of Q_l * P, nq q-limbs) of b = sum_e psi_{g_e}(<digits, key_e.b>) and a likewise, from the digits' limbs at
     // t (perms[e]: g_e's permutation, null for 1); with c0 (its limb t) also c0_out = sum_e psi_{g_e}(c0).
     void inner_product_limb(std::size_t t, std::size_t nq, const std::vector<const u64*>& dt,
@@ -555,12 +562,25 @@ void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& 
     const std::size_t nq = d.num_q(), np = key.b_parts()[0].num_p(), digits = ring().digits_at(nq);
     const Decomposed dec = decompose(d, exec.threads);
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
-        AlignedWords tmp(digits * n_), drawn;
-        std::vector<const u64*> dt(digits), kb, ka;
-        for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
-        key_limbs(key, t, nq, pidx(t, nq), digits, n_, drawn, kb, ka);
-        dot_digits<2>(dt, {kb.data(), ka.data()}, {limb(b, t), limb(a, t)}, false, n_, ring().modulus(pidx(t, nq)));
+        AlignedWords tmp(digits * n_);
+        key_switch_limb(dec, key, t, limb(b, t), limb(a, t), tmp.data());
     });
+}
+
+std::vector<const u64*> CpuBackend::mod_up_limbs(const Decomposed& dec, std::size_t t, u64* scratch) const {
+    std::vector<const u64*> dt(ring().digits_at(dec.num_q));
+    for (std::size_t j = 0; j < dt.size(); ++j) dt[j] = mod_up_limb(dec, j, t, scratch + j * n_);
+    return dt;
+}
+
+void CpuBackend::key_switch_limb(const Decomposed& dec, const GadgetKey& key, std::size_t t, u64* b, u64* a,
+                                 u64* scratch) const {
+    const std::size_t nq = dec.num_q;
+    const std::vector<const u64*> dt = mod_up_limbs(dec, t, scratch);
+    AlignedWords drawn;
+    std::vector<const u64*> kb, ka;
+    key_limbs(key, t, nq, pidx(t, nq), dt.size(), n_, drawn, kb, ka);
+    dot_digits<2>(dt, {kb.data(), ka.data()}, {b, a}, false, n_, ring().modulus(pidx(t, nq)));
 }
 
 // The key switch and ModDown limb by limb: each limb of the pair <ModUp(d), key> is made (ModUp of every digit at that
@@ -575,12 +595,9 @@ void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, 
     const std::vector<u64>& q = ring().q_primes();
     const RnsPoly* add[2] = {add_b, add_a};
     const PairLimbs limbs = [&](std::size_t t, u64* b_buf, u64* a_buf, const u64*& xb, const u64*& xa) {
-        AlignedWords tmp(digits * n_), drawn;
-        std::vector<const u64*> dt(digits), kb, ka;
-        for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
-        key_limbs(key, t, nq, pidx(t, nq), digits, n_, drawn, kb, ka);
-        dot_digits<2>(dt, {kb.data(), ka.data()}, {b_buf, a_buf}, false, n_, ring().modulus(pidx(t, nq)));
-        if (rescale && t < nq)
+        AlignedWords tmp(digits * n_);
+        key_switch_limb(dec, key, t, b_buf, a_buf, tmp.data());
+        if (rescale && t < nq)  // tmp, its ModUp limbs used, takes P add
             for (int h = 0; h < 2; ++h)
                 if (add[h]) {
                     u64* x = h == 0 ? b_buf : a_buf;
@@ -600,12 +617,13 @@ void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, 
                  nq, out_b, out_a, exec.threads, add_b, add_a, perm ? perm->data() : nullptr);
 }
 
-std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> CpuBackend::permutations(
-    const std::vector<KeyTerm>& terms) const {
-    std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> perms;
-    perms.reserve(terms.size());
-    for (const KeyTerm& e : terms)
-        perms.push_back(e.galois_elt == 1 ? nullptr : ring().automorphism_permutation(e.galois_elt));
+std::vector<const std::uint32_t*> CpuBackend::permutations(const std::vector<KeyTerm>& terms,
+                                                           std::vector<Permutation>& owned) const {
+    std::vector<const std::uint32_t*> perms;
+    for (const KeyTerm& e : terms) {
+        owned.push_back(e.galois_elt == 1 ? nullptr : ring().automorphism_permutation(e.galois_elt));
+        perms.push_back(owned.back() ? owned.back()->data() : nullptr);
+    }
     return perms;
 }
 
@@ -653,9 +671,8 @@ void CpuBackend::inner_product_limb(std::size_t t, std::size_t nq, const std::ve
 void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
     const std::size_t nq = digits[0].num_q(), np = ring().p_count();
-    const auto owned = permutations(terms);
-    std::vector<const std::uint32_t*> perms;
-    for (const auto& p : owned) perms.push_back(p ? p->data() : nullptr);
+    std::vector<Permutation> owned;
+    const std::vector<const std::uint32_t*> perms = permutations(terms, owned);
     // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1.
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
         std::vector<const u64*> dt(digits.size());
@@ -672,16 +689,13 @@ void CpuBackend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<
                                             RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq);
     const Decomposed dec = decompose(d, exec.threads);
-    const auto owned = permutations(terms);
-    std::vector<const std::uint32_t*> perms;
-    for (const auto& p : owned) perms.push_back(p ? p->data() : nullptr);
+    std::vector<Permutation> owned;
+    const std::vector<const std::uint32_t*> perms = permutations(terms, owned);
     RnsPoly c0_sum = poly(nq, 0, true);  // written limb by limb, each before its ModDown reads it
     const PairLimbs limbs = [&](std::size_t t, u64* b_buf, u64* a_buf, const u64*& xb, const u64*& xa) {
         AlignedWords tmp(digits * n_);
-        std::vector<const u64*> dt(digits);
-        for (std::size_t j = 0; j < digits; ++j) dt[j] = mod_up_limb(dec, j, t, tmp.data() + j * n_);
-        inner_product_limb(t, nq, dt, terms, perms, b_buf, a_buf, t < nq ? limb(c0, t) : nullptr,
-                           t < nq ? limb(c0_sum, t) : nullptr);
+        inner_product_limb(t, nq, mod_up_limbs(dec, t, tmp.data()), terms, perms, b_buf, a_buf,
+                           t < nq ? limb(c0, t) : nullptr, t < nq ? limb(c0_sum, t) : nullptr);
         xb = b_buf;
         xa = a_buf;
     };
