@@ -7,6 +7,8 @@ import torch.nn as nn
 
 import kasoku as ks
 import kasoku.nn as ksnn
+import kasoku.nn.probe
+import kasoku.nn.runtime
 from conftest import small_boot_params
 
 
@@ -304,7 +306,7 @@ def test_bad_models_are_refused_naming_the_layer(monkeypatch):
         ksnn.compile(model, x, params=ks.Parameters.for_circuit(1, slots=16))
 
     # an affine part with more weights than kasoku.nn holds (the bound lowered here: a 64 x 64 layer has 4096)
-    monkeypatch.setattr(ksnn, "_PROBE_NONZEROS", 1000)
+    monkeypatch.setattr(kasoku.nn.probe, "_PROBE_NONZEROS", 1000)
     wide = nn.Sequential(nn.Flatten(), nn.Linear(64, 64), ksnn.Square())
     with pytest.raises(
         ks.ParameterError, match=r"layer 0 \(Flatten\), 1 \(Linear\): an affine part from 64 to 64 .* more than 1000"
@@ -449,17 +451,17 @@ def test_feature_maps_probed_by_groups_give_the_unit_vectors_weights(monkeypatch
         model.bn.running_mean.uniform_(-1, 1)
         model.bn.running_var.uniform_(0.5, 2)
     served = []  # the spacings whose groups gave a matrix
-    grouped_probe = ksnn._probe_groups
+    grouped_probe = kasoku.nn.probe._probe_groups
 
     def probe_groups(linear, shape, spacing, out_dim):
         W = grouped_probe(linear, shape, spacing, out_dim)
         served.append((spacing, W is not None))
         return W
 
-    monkeypatch.setattr(ksnn, "_probe_groups", probe_groups)
+    monkeypatch.setattr(kasoku.nn.probe, "_probe_groups", probe_groups)
     weights = {}
     for units in (1 << 30, 0):
-        monkeypatch.setattr(ksnn, "_PROBE_UNITS", units)
+        monkeypatch.setattr(kasoku.nn.probe, "_PROBE_UNITS", units)
         plan = ksnn.compile(model, x[:1], calibration=x, params=ks.Parameters.for_circuit(6, slots=2048))
         weights[units] = [W.toarray() for s in plan.steps if isinstance(s, ksnn.Affine) for W in s.Ws]
     assert len(weights[0]) == 3  # conv + shortcut (one map of x), the 5x5, pool + linear
@@ -482,7 +484,7 @@ def test_transforms_encoded_at_use_give_the_same_results():
     plan.keygen()
     ct = plan.encrypt(x[0])
     kept, galois = plan.run(ct).to_bytes(), plan.galois_elements()
-    ksnn._encode(plan.steps, plan.ctx, None, budget=0)
+    kasoku.nn.runtime._encode(plan.steps, plan.ctx, None, budget=0)
     assert all(s.lts is None for s in plan.steps if isinstance(s, ksnn.Affine))
     assert "encoded at use" in repr(plan) and plan.galois_elements() == galois
     assert plan.run(ct).to_bytes() == kept

@@ -1,0 +1,210 @@
+"""compile: a PyTorch model traced, its affine parts probed and packed, its activations approximated, its parameters
+chosen and its bootstraps placed, into a CompiledModel."""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+
+import numpy as np
+
+import kasoku as ks
+
+from .activations import _F3, _SMOOTH, _degree_for
+from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2
+from .packing import _input_layout, _pack_affine
+from .placement import _choose_params, _first_past, _place_bootstraps, _units
+from .probe import _probe
+from .runtime import _ENCODED_BYTES, CompiledModel, _encode
+from .trace import _classify, _lower_max_pools, _name, _region, _run_nodes, _tensor_inputs, _torch, _trace
+
+
+def compile(
+    model,
+    example_input,
+    calibration=None,
+    params=None,
+    precision_bits: int | None = None,
+    device: str = "cpu",
+    threads=None,
+    margin: float = 0.25,
+    activation_error: float = 1e-3,
+    max_activation_depth: int = 6,
+    bootstrap: bool = True,
+    relu_eps: float = 1 / 64,
+    relu_bits: int = 10,
+    max_encoded_bytes: int = _ENCODED_BYTES,
+):
+    """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
+    dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals (default:
+    the example input), widened by `margin` on each side. params: a ks.Parameters, or None for the smallest 128-bit
+    set with the plan's depth and slots at `precision_bits` (Parameters.for_circuit; precision_bits None: the most the
+    smallest ring gives), or a bootstrapping preset when none holds the depth. bootstrap: place bootstraps where the
+    levels run out (parameters that can bootstrap), or refuse such a model. relu_eps, relu_bits: ReLU is
+    u (1 + sign u) / 2 on its input divided by its unit (the power of two above its peak, with the margin), the sign
+    f_3 composed until abs(u) >= relu_eps reaches 2^-relu_bits (ks.sign_depth levels): within relu_eps times the unit
+    below relu_eps, within 2^-relu_bits times abs(x) above it. max_encoded_bytes: the memory the transforms may keep
+    encoded (the smallest first); the others are encoded at each use, for a few seconds each at N = 2^16 (a large
+    network's diagonals over Q * P would take tens of GB). Raises ks.ParameterError naming the layer for what it
+    cannot compile."""
+    torch = _torch()
+    t0 = time.perf_counter()
+    model = copy.deepcopy(model).eval().double()
+    x0 = torch.as_tensor(example_input, dtype=torch.float64)
+    if x0.dim() >= 2 and x0.shape[0] == 1:
+        x0 = x0[0]
+    in_shape = tuple(x0.shape)
+    gm = _trace(torch, model)
+    _lower_max_pools(torch, gm, x0)
+    modules = dict(gm.named_modules())
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != 1:
+        raise ks.ParameterError(f"kasoku.nn compiles models of one input, this one has {len(placeholders)}")
+    nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    outputs = [n for n in gm.graph.nodes if n.op == "output"][0].all_input_nodes
+    if len(outputs) != 1 or outputs[0].op == "placeholder":
+        raise ks.ParameterError("kasoku.nn compiles models with one output tensor computed from the input")
+    kinds = {}
+    for n in nodes:
+        kinds[n] = _classify(torch, n, modules)
+        if isinstance(kinds[n], tuple) and kinds[n][0] == "unsupported":
+            raise ks.ParameterError(f"layer {_name(n, modules)}: {kinds[n][1]}")
+        if kinds[n] != "affine" and len(_tensor_inputs(n)) != 1:
+            raise ks.ParameterError(f"layer {_name(n, modules)}: an activation reads one tensor")
+    # The values the plan holds as ciphertexts: the input, every activation's output, and the tensors activations and
+    # the output read (affine ones: each is computed from the activations before it in one transform, so that every
+    # run of affine layers, branches and joins included, costs one level).
+    acts = [n for n in nodes if kinds[n] != "affine"]
+    held = [placeholders[0]] + acts
+    held += [m for m in [_tensor_inputs(a)[0] for a in acts] + outputs if m not in held]
+    held = [n for n in gm.graph.nodes if n in held]  # in graph order: every value after the ones it reads
+    vid = {n: i for i, n in enumerate(held)}
+    cal = torch.as_tensor(calibration, dtype=torch.float64) if calibration is not None else x0[None]
+    cal = cal.reshape(-1, *in_shape)
+    with torch.no_grad():
+        ex = _run_nodes(torch, gm, nodes, {placeholders[0]: x0[None]})
+        calv = _run_nodes(torch, gm, nodes, {placeholders[0]: cal})
+    absmax = {n: float(t.abs().max()) for n, t in calv.items()}
+    for n in nodes:  # the largest value the calibration shows anywhere: q_0 holds it
+        peak = absmax[n]
+        if not peak < 2.0**30:
+            raise ks.ParameterError(
+                f"layer {_name(n, modules)}: the calibration data drives its outputs to {peak:.3g} (2^"
+                f"{math.log2(peak) if math.isfinite(peak) else math.inf:.0f}), beyond the 2^30 CKKS holds above its "
+                "scale: scale the inputs or the weights down (values near 1 keep every level's precision)"
+            )
+    in_layout = _input_layout(in_shape)
+    dim0 = int(np.prod(in_shape))
+    peaks = {vid[m]: absmax[m] * (1 + margin) for m in held}  # with the margin
+    # where each held value sits: index i at slot layout[i] of a vector of `period`; zero: slots known to hold 0
+    where = {0: (in_layout, _pow2(dim0), ~np.isin(np.arange(_pow2(dim0)), in_layout))}
+    steps: list = []
+    with torch.no_grad():
+        for n in held[1:]:
+            step: Affine | Activation
+            if kinds[n] == "affine":
+                region, ins = _region(n, held, kinds)
+                step = _probe(torch, gm, region, ins, ex, ", ".join(_name(m, modules) for m in region))
+                step.inputs, step.output = [vid[m] for m in ins], vid[n]
+                step.layouts_in = [where[i][0] for i in step.inputs]
+                step.p_in = max(where[i][1] for i in step.inputs)
+                main = where[step.inputs[0]]
+                zero = np.tile(main[2], step.p_in // main[1])
+                _pack_affine(step, 2 * max(step.p_in, _pow2(step.Ws[0].shape[0])), zero)
+                z = np.ones(step.p_out, dtype=bool)  # the transform writes only its outputs' slots
+                z[step.layout_out] = False
+                where[vid[n]] = (step.layout_out, step.p_out, z)
+            else:
+                src = _tensor_inputs(n)[0]
+                kind, name = kinds[n], _name(n, modules)
+                lay, per, z = where[vid[src]]
+                if kind[0] == "relu":  # u (1 + f_3^k(u)): k sign steps, then the join
+                    prev = vid[src]
+                    k = ks.sign_depth(relu_eps, relu_bits) // 3
+                    for i in range(k):
+                        sid = len(peaks)
+                        peaks[sid] = 1.0
+                        steps.append(
+                            Activation(
+                                f"{name} sign step {i + 1}/{k}",
+                                "sign",
+                                poly=ks.Polynomial(_F3),
+                                degree=7,
+                                input=prev,
+                                output=sid,
+                            )
+                        )
+                        where[sid] = (lay, per, z)  # f_3(0) = 0
+                        prev = sid
+                    steps.append(ReluJoin(name, [vid[src], prev], vid[n]))
+                    where[vid[n]] = (lay, per, z)
+                    continue
+                if kind == "square":
+                    step = Activation(name, "square")
+                elif kind[0] == "power":
+                    step = Activation(
+                        name, "power", poly=ks.Polynomial(kind[1]), degree=len(kind[1]) - 1, coeffs=list(kind[1])
+                    )
+                    z = z if kind[1][0] == 0 else np.zeros_like(z)
+                else:  # Chebyshev on the calibration's range, widened
+                    lo, hi = float(calv[src].min()), float(calv[src].max())
+                    pad = margin * max(hi - lo, 1e-6)
+                    interval = (lo - pad, hi + pad)
+                    fn = _SMOOTH[kind[1]]
+                    poly = _degree_for(fn, interval, max_activation_depth, activation_error)
+                    step = Activation(name, "chebyshev", fn=fn, interval=interval, poly=poly, degree=poly.degree)
+                    z = np.zeros_like(z)  # f(0) != 0 in the slots between the values
+                step.input, step.output = vid[src], vid[n]
+                where[vid[n]] = (lay, per, z)
+            steps.append(step)
+    out_id = vid[outputs[0]]
+    out_dim = int(np.prod(ex[outputs[0]].shape[1:]))
+    depth = _depth(steps)
+    slots = max([_pow2(dim0)] + [max(s.p_in, s.p_out) for s in steps if isinstance(s, Affine)])
+    if params is None or params == "auto":
+        integer_bits = min(30, max(8, math.ceil(math.log2(2 * max(peaks.values()) + 1e-300)) + 1))
+        params = _choose_params(steps, depth, slots, precision_bits, bootstrap, integer_bits)
+    ctx = ks.Context(params, threads=threads, device=device)
+    if ctx.slots < slots:
+        raise ks.ParameterError(
+            f"the model packs vectors of {slots} values, the parameters have {ctx.slots} slots: "
+            "pass parameters with a larger ring, or params=None"
+        )
+    bootstrapper = None
+    if ctx.user_level < depth:
+        p = ctx.params
+        if not bootstrap or not (p.boot_levels > 0 or p.hamming_weight > 0 or p.boot_secret_weight > 0):
+            why = (
+                "bootstrap=False"
+                if not bootstrap
+                else "the parameters cannot bootstrap (no sparse secret, no bootstrapping levels)"
+            )
+            raise ks.ParameterError(
+                f"layer {_first_past(steps, ctx.user_level)} is past the last of the parameters' "
+                f"{ctx.user_level} levels (the model needs {depth}) and {why}: pass parameters "
+                "with more levels or bootstrapping (e.g. BOOT16), or params=None to have them "
+                "chosen"
+            )
+        steps = _place_bootstraps(steps, ctx.user_level)
+        held_periods = [where[s.input][1] for s in steps if isinstance(s, Bootstrap)]
+        # activations are real: one EvalMod per full-slot bootstrap
+        bootstrapper = ks.Bootstrapper(ctx, slots=min(ctx.slots, max(held_periods)), real=True, threads=threads)
+    units = _units(steps, peaks)
+    for s, level in zip(steps, _levels(steps, ctx.user_level)[1]):
+        s.level = level
+    _encode(steps, ctx, threads, max_encoded_bytes)
+    return CompiledModel(
+        steps,
+        out_id,
+        in_shape,
+        in_layout,
+        units[0],
+        out_dim,
+        where[out_id][0],
+        units[out_id],
+        params,
+        ctx,
+        bootstrapper,
+        time.perf_counter() - t0,
+    )

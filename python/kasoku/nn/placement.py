@@ -1,0 +1,132 @@
+"""Levels, bootstraps and parameters: where bootstraps go, the unit each held value is divided by (a bootstrapped
+value must be within [-1, 1]), and the parameters chosen for a plan."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import kasoku as ks
+
+from .ir import Activation, Affine, Bootstrap, ReluJoin, _levels, _unit
+
+
+def _place_bootstraps(steps, top: int) -> list:
+    """The steps with a bootstrap of each value a step reads at the last moment: where the step needs more levels
+    than the value has left (the fewest bootstraps on a chain; a refreshed value serves every later reader)."""
+    level, out = {0: top}, []
+    for st in steps:
+        if st.depth > top:
+            raise ks.ParameterError(
+                f"layer {st.name} takes {st.depth} levels, more than the {top} a bootstrap gives "
+                "back: use parameters with more user levels, or a lower-degree activation"
+            )
+        for i in st.inputs:
+            if level[i] < st.depth:
+                out.append(Bootstrap(f"bootstrap before {st.name}", i))
+                level[i] = top
+        level[st.output] = min(level[i] for i in st.inputs) - st.depth
+        out.append(st)
+    return out
+
+
+def _units(steps, peaks: dict) -> dict:
+    """Each held value's unit: the plan holds it divided by that power of two. A value that is bootstrapped must be
+    within [-1, 1] (bootstrapping's sine is precise only there), so its unit is the power of two at or above its peak
+    (with the margin), set by the step that makes it (weights, bias and polynomials divided by it, the readers'
+    multiplied) or, for x^2, by its input's unit (squared); every other value keeps 1, its full precision."""
+    made = {s.output: s for s in steps if not isinstance(s, Bootstrap)}
+    units = dict.fromkeys(peaks, 1.0)
+
+    def need(v, at_least):  # v must be held divided by at least `at_least` (a power of two)
+        if units[v] >= at_least:
+            return
+        step = made.get(v)
+        if isinstance(step, Activation) and step.kind == "square":
+            need(step.input, 2.0 ** math.ceil(math.log2(at_least) / 2))
+        elif isinstance(step, ReluJoin):
+            need(step.inputs[0], 2 * at_least)
+        elif isinstance(step, Activation) and step.kind == "sign":
+            raise ks.ParameterError(f"{step.name}: a sign step's output cannot be scaled")  # |f_3| <= 1: never asked
+        else:
+            units[v] = at_least
+
+    for s in steps:
+        if isinstance(s, Bootstrap):
+            need(s.input, _unit(peaks[s.input]))
+        elif isinstance(s, ReluJoin):  # the sign reads the ReLU's input in [-1, 1]
+            need(s.inputs[0], _unit(peaks[s.inputs[0]]))
+    for s in steps:  # the units the steps fix: x^2 squares its input's, a ReLU halves it, a sign step is 1
+        if isinstance(s, Activation) and s.kind == "square":
+            units[s.output] = units[s.input] ** 2
+        elif isinstance(s, ReluJoin):
+            units[s.output] = units[s.inputs[0]] / 2
+    for s in steps:  # scale what each step computes to its output's unit, from its inputs'
+        if isinstance(s, Affine):
+            out = units[s.output]
+            for k, i in enumerate(s.inputs):
+                f = units[i] / out
+                if f != 1.0:
+                    s.Ws[k] = s.Ws[k] * f
+                    s.diags[k] = {r: d * f for r, d in s.diags[k].items()}
+            s.b = s.b / out
+        elif (
+            isinstance(s, Activation)
+            and s.kind not in ("square", "sign")
+            and (units[s.input], units[s.output]) != (1.0, 1.0)
+        ):
+            s.s_in, out = units[s.input], units[s.output]
+            if s.kind == "power":
+                s.poly = ks.Polynomial([c * s.s_in**i / out for i, c in enumerate(s.coeffs)])
+            else:  # the same degree on the scaled interval: the same depth
+                f, si = s.fn, s.s_in
+                s.interval = (s.interval[0] / si, s.interval[1] / si)
+                s.fn = lambda u, f=f, si=si, out=out: f(si * u) / out
+                s.poly = ks.chebyshev(lambda v, g=s.fn: g(np.real(np.asarray(v))), s.interval, s.degree)
+    return units
+
+
+def _first_past(steps, levels: int) -> str:
+    """The name of the first step that needs a level beyond `levels`."""
+    at = _levels(steps, levels)[1]
+    return next((st.name for st, level in zip(steps, at) if level < st.depth), steps[-1].name)
+
+
+def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: bool, integer_bits: int):
+    """Parameters.for_circuit for the plan (q_0 integer_bits above the scale: the largest value with the margin, and
+    at least 8, the room a product at level 1 needs before its rescale). precision_bits None: the most precision (up
+    to 20 bits) that the smallest ring holding the plan at 8 bits gives with the same number of primes (so at the same
+    speed). A plan no 128-bit ring holds: the bootstrapping preset (BOOT16, 9 levels between bootstraps, or BOOT16L,
+    14) that needs fewer bootstraps, when bootstrap is on."""
+
+    def fit(bits, d=depth):  # None where no 128-bit ring holds it
+        try:
+            return ks.Parameters.for_circuit(d, bits, slots=slots, integer_bits=integer_bits)
+        except ks.ParameterError:
+            return None
+
+    try:
+        params = ks.Parameters.for_circuit(depth, precision_bits or 8, slots=slots, integer_bits=integer_bits)
+    except ks.ParameterError as e:
+        if bootstrap:
+            presets = [ks.Parameters.named(n) for n in ("BOOT16", "BOOT16L")]
+            usable = [p for p in presets if max(st.depth for st in steps) <= p.levels and p.slots >= slots]
+            if usable:
+                return min(
+                    usable, key=lambda p: sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, p.levels))
+                )
+        most = next((d for d in range(depth - 1, -1, -1) if fit(precision_bits or 8, d)), -1)
+        raise ks.ParameterError(
+            f"layer {_first_past(steps, most)} is past the {most} levels a 128-bit ring holds at {precision_bits or 8} "
+            f"bits (the model needs {depth} levels and {slots} slots; {e}) and "
+            + ("bootstrap=False" if not bootstrap else "no bootstrapping preset holds its widest step")
+            + ": use fewer or lower-degree activations (x^2 is one level), fewer precision_bits, or bootstrap=True"
+        ) from e
+    if precision_bits is None:
+        size = (params.log_n, params.levels + 1 + params.special_primes)
+        for bits in range(20, 8, -1):
+            p = fit(bits)
+            if p is not None and (p.log_n, p.levels + 1 + p.special_primes) == size:
+                return p
+    return params

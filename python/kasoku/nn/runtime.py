@@ -1,0 +1,293 @@
+"""The compiled model: keys, encryption, the encrypted run, decryption, and the transforms encoded for a context
+(kept, or encoded at each use beyond a memory budget)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import kasoku as ks
+
+from .ir import Activation, Affine, Bootstrap, ReluJoin, _levels, _pow2
+from .packing import _diagonals_of
+from .persist import _check_plan, read_plan, write_plan
+
+
+class CompiledModel:
+    """A model compiled for encrypted inference: its steps, parameters, context, transforms and keys (see compile)."""
+
+    def __init__(
+        self,
+        steps,
+        output,
+        in_shape,
+        in_layout,
+        in_unit,
+        out_dim,
+        out_layout,
+        out_unit,
+        params,
+        ctx,
+        bootstrapper,
+        compile_s,
+    ):
+        self.steps = steps  # in an order where every value is made before it is read; value 0 is the input
+        self.output = output  # the value id of the logits
+        self.in_shape = tuple(in_shape)
+        self.in_dim = int(np.prod(in_shape))
+        self.in_layout = np.asarray(in_layout)  # the slot of each input value
+        self.in_unit = in_unit  # the input is encrypted divided by it (a power of two: every held value is in [-1, 1])
+        self.out_dim = out_dim
+        self.out_layout = np.asarray(out_layout)  # the slot of each output value
+        self.out_unit = out_unit  # decryption multiplies by it
+        self.params = params
+        self.ctx = ctx
+        self.bootstrapper = bootstrapper  # a ks.Bootstrapper when the plan bootstraps
+        self.compile_s = compile_s
+        self.keys = None
+        self.evaluator = None
+
+    @property
+    def depth(self) -> int:
+        """The levels the plan takes (between bootstraps, where it has them)."""
+        return self.ctx.user_level - min(_levels(self.steps, self.ctx.user_level)[0].values())
+
+    @property
+    def bootstraps(self) -> int:
+        """Bootstraps one inference runs."""
+        return sum(isinstance(s, Bootstrap) for s in self.steps)
+
+    @property
+    def p_in(self) -> int:
+        """Slots the input occupies: the power of two at or above its size."""
+        return _pow2(self.in_dim)
+
+    def galois_elements(self) -> list[int]:
+        """The Galois elements of every rotation the plan runs (keygen makes exactly their keys)."""
+        g = set()
+        for s in self.steps:
+            if isinstance(s, Affine):
+                for plan in s.plans:
+                    g.update(plan[2])
+                g.update(self.ctx.galois_element(k) for k in s.sums)
+        if self.bootstrapper is not None:
+            g.update(self.bootstrapper.galois_elements())
+        return sorted(g)
+
+    def __repr__(self) -> str:
+        rot = sum(len(pl[0]) + len(pl[1]) for s in self.steps if isinstance(s, Affine) for pl in s.plans)
+        rot += sum(len(s.sums) for s in self.steps if isinstance(s, Affine))
+        lines = [
+            f"CompiledModel({self.in_shape} -> {self.out_dim}; {self.params!r})",
+            f"  depth {self.depth} of {self.ctx.user_level} levels, "
+            f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}; {rot} rotations per "
+            f"inference, "
+            f"{len(self.galois_elements())} Galois keys; "
+            + ("loaded from bytes" if self.compile_s is None else f"compiled in {self.compile_s:.1f} s"),
+        ]
+        lines += ["  " + s.describe() for s in self.steps]
+        return "\n".join(lines)
+
+    # -- client side
+    def keygen(self, progress=None):
+        """Secret, public, relinearisation and exactly the Galois keys the plan needs (kept by the plan too)."""
+        self.keys = self.ctx.keygen(
+            galois_elements=self.galois_elements(), bootstrapping=self.bootstrapper or False, progress=progress
+        )
+        self.evaluator = self.ctx.evaluator(self.keys.evaluation())
+        return self.keys
+
+    def pack(self, x) -> np.ndarray:
+        """A sample (shaped like the example input, with or without its batch dimension of 1) as slot values."""
+        v = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
+        if v.size != self.in_dim:
+            raise ks.ParameterError(
+                f"the input has {v.size} values; the model was compiled for {self.in_dim} "
+                f"(shape {self.in_shape}): encrypt one sample at a time"
+            )
+        out = np.zeros(self.p_in)
+        out[self.in_layout] = v / self.in_unit
+        return np.tile(out, self.ctx.slots // self.p_in)
+
+    def encrypt(self, x, key=None, check: bool = True):
+        """One sample, encrypted (client side). check: first run the plan in the clear on it and refuse an input that
+        takes an approximated activation outside the range it was fitted on (its result would be garbage)."""
+        if check:
+            self.check(x)
+        key = key if key is not None else self._keys("encrypt").public
+        return self.ctx.encrypt(self.pack(x), key)
+
+    def check(self, x) -> None:
+        """Raises ks.ParameterError, naming the layer, when x drives an approximated activation outside its fitted
+        interval (the client holds x in the clear; this is the plan's arithmetic without the encryption)."""
+        self._clear(self.pack(x)[: self.p_in][self.in_layout], check=True)
+
+    def _clear(self, x: np.ndarray, check: bool) -> np.ndarray:
+        vals = {0: x}
+        for s in self.steps:
+            if check and isinstance(s, Activation) and s.kind == "chebyshev":
+                v, (lo, hi) = vals[s.input], s.interval
+                if v.min() < lo or v.max() > hi:
+                    u = s.s_in
+                    raise ks.ParameterError(
+                        f"layer {s.name}: this input gives it values in [{u * v.min():.4g}, {u * v.max():.4g}], "
+                        f"outside the interval [{u * lo:.4g}, {u * hi:.4g}] fitted on the calibration data, where "
+                        "its polynomial is garbage: compile with calibration data that covers such inputs (or a "
+                        "larger margin)"
+                    )
+            ins = [vals[i] for i in s.inputs]
+            vals[s.output] = s.forward(ins) if isinstance(s, (Affine, ReluJoin)) else s.forward(ins[0])
+        return vals[self.output]
+
+    def decrypt(self, ct, key=None) -> np.ndarray:
+        """Client side: the model's outputs (logits) from run's ciphertext, read from the slots the plan put them in,
+        with `key` (default: the secret key of keygen)."""
+        key = key if key is not None else self._keys("decrypt").secret
+        return np.real(self.ctx.decrypt(ct, key))[self.out_layout] * self.out_unit
+
+    def _keys(self, what):
+        if self.keys is None:
+            raise ks.MissingKeyError(f"{what} needs keys: call plan.keygen() first (or pass key=)")
+        return self.keys
+
+    # -- server side
+    def use(self, evaluation_keys):
+        """Sets the evaluation keys that run() computes with (a server's: keys.evaluation() from the client)."""
+        self.evaluator = self.ctx.evaluator(evaluation_keys)
+
+    def check_input(self, ct) -> None:
+        """Raises ks.LevelError for a ciphertext below the level the plan reads its input at."""
+        if ct.level < self.ctx.user_level:
+            raise ks.LevelError(
+                f"the model reads its input at level {self.ctx.user_level} or above (plan.encrypt puts it there), this "
+                f"ciphertext is at level {ct.level}"
+            )
+
+    def run(self, ct, threads=None, evaluator=None):
+        """The model on an encrypted sample: the logits, encrypted (evaluation keys only). evaluator: one of the
+        plan's context with other evaluation keys than plan.use set (a server holding several clients' keys)."""
+        ev = evaluator if evaluator is not None else self.evaluator
+        if ev is None:
+            raise ks.MissingKeyError("run needs the evaluation keys: plan.keygen() (client) or plan.use(keys) (server)")
+        self.check_input(ct)
+        last = {}  # value -> the last step that reads it (then it is dropped)
+        for k, s in enumerate(self.steps):
+            for i in s.inputs:
+                last[i] = k
+        vals = {0: ct}
+        for k, s in enumerate(self.steps):
+            ins = [vals[i] for i in s.inputs]
+            if isinstance(s, Affine):
+                ins = [c if c.level == s.level else ev.drop_level(c, s.level) for c in ins]
+                out = None
+                for lt, c in zip(s.lts or _transforms(s, self.ctx, threads, at_use=True), ins):
+                    y = ev.apply(lt, c, threads=threads)
+                    out = y if out is None else ev.add(out, y)
+                for r in s.sums:
+                    out = ev.add(out, ev.rotate(out, r, threads=threads))
+                if s.bias is not None:
+                    out = ev.add_plain(out, s.bias)
+            elif isinstance(s, Bootstrap):
+                out = ev.bootstrap(ins[0], self.bootstrapper, threads=threads)
+            elif isinstance(s, ReluJoin):
+                prod = ev.multiply(ins[0], ins[1], threads=threads)
+                out = ev.add(ev.drop_level(ins[0], prod.level), prod)
+            elif s.kind == "square":
+                out = ev.square(ins[0], threads=threads)
+            else:
+                out = ev.evaluate_polynomial(ins[0], s.poly, threads=threads)
+            vals[s.output] = out
+            for i in s.inputs:
+                if last[i] == k and i != self.output:
+                    del vals[i]
+        return vals[self.output]
+
+    # -- saved and loaded
+    def to_bytes(self) -> bytes:
+        """The plan as bytes (kasoku.nn.load reads them): parameters, steps, folded weights, diagonals, polynomials and
+        layouts; no key and nothing of PyTorch. What a server needs to run the model (the encrypted-compute service
+        stores it: POST /v1/models), and what a client needs to encrypt for it and decrypt its logits."""
+        return write_plan(self)
+
+    def forward_clear(self, x) -> np.ndarray:
+        """The plan in plain arithmetic (the affine maps and the polynomials it evaluates): what run() computes
+        without the encryption's noise."""
+        v = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
+        return self._clear(v / self.in_unit, check=False) * self.out_unit
+
+
+_ENCODED_BYTES = 4 << 30  # the most memory a plan's transforms keep encoded; the others are encoded at each use
+
+
+def load(
+    data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 30, max_encoded_bytes: int = _ENCODED_BYTES
+) -> CompiledModel:
+    """A plan saved by CompiledModel.to_bytes, its transforms encoded for a context of its parameters on `device`
+    (PyTorch is not needed). Raises ks.SerializationError, saying what is wrong, for bytes that are not such a plan
+    (truncated, corrupted: each part is checked against its CRC, or inconsistent), or whose parts would take more
+    than max_bytes once decompressed. The weights stay sparse (row, column, value), as they were saved.
+    max_encoded_bytes: as for compile."""
+    f = read_plan(data, max_bytes)
+    steps, output, in_layout, out_layout = f["steps"], f["output"], f["in_layout"], f["out_layout"]
+    ctx = ks.Context(f["params"], threads=threads, device=device)
+    _check_plan(steps, output, f["in_shape"], in_layout, f["out_dim"], out_layout, ctx)
+    _encode(steps, ctx, threads, max_encoded_bytes)
+    boot = None
+    if any(isinstance(st, Bootstrap) for st in steps):
+        boot = ks.Bootstrapper(ctx, slots=int(f["boot_slots"]), real=True, threads=threads)
+    return CompiledModel(
+        steps,
+        output,
+        f["in_shape"],
+        in_layout,
+        f["in_unit"],
+        f["out_dim"],
+        out_layout,
+        f["out_unit"],
+        f["params"],
+        ctx,
+        boot,
+        None,
+    )
+
+
+def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
+    """The step's transforms for the context at its level (its diagonals tiled to the slots): encoded, or (at_use)
+    holding the values and encoding each giant step's diagonals when apply reaches it."""
+    return [
+        ks.LinearTransform(
+            ctx,
+            {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()},
+            level=s.level,
+            baby=(plan[3] or None) if plan else None,  # the split found when the plan was made
+            threads=threads,
+            at_use=at_use,
+        )
+        for diags, plan in zip(_diagonals_of(s), s.plans or [None] * len(s.Ws))
+    ]
+
+
+def _encode(steps, ctx, threads, budget: int = _ENCODED_BYTES) -> None:
+    """The affine steps' transform plans and biases for the context; their transforms encoded (at each step's level)
+    while they fit in `budget` bytes, the smallest first, and encoded at each use beyond it, a giant step's diagonals
+    at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB; ResNet-20's 21 transforms hold about 10,600."""
+    affine = [s for s in steps if isinstance(s, Affine)]
+    p = ctx.params
+    for s in affine:
+        if s.diags is not None:
+            s.count = sum(len(d) for d in s.diags)
+    size = {id(s): s.count * 8 * p.n * (s.level + 1 + p.special_primes) for s in affine}
+    for s in sorted(affine, key=lambda s: size[id(s)]):
+        diags = _diagonals_of(s)
+        s.plans = [ks.LinearTransform.plan(ctx, sorted(r for r, d in ds.items() if np.any(d))) for ds in diags]
+        s.lts = None
+        if size[id(s)] <= budget:
+            budget -= size[id(s)]
+            s.lts = _transforms(s, ctx, threads)
+        elif s.mode == "layout":  # held as the sparse weights only; _diagonals_of rebuilds them at each use
+            s.diags = None
+    for s in affine:
+        s.bias = None
+        if np.any(s.b):
+            bias = np.zeros(s.p_out)
+            bias[s.layout_out] = s.b
+            s.bias = np.tile(bias, ctx.slots // s.p_out)
