@@ -1,5 +1,7 @@
 """kasoku.nn: PyTorch models compiled for encrypted inference, every layer kind against PyTorch in the clear."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +11,7 @@ import kasoku as ks
 import kasoku.nn as ksnn
 import kasoku.nn.probe
 import kasoku.nn.runtime
+from kasoku.nn.activations import sign_stages
 from conftest import small_boot_params
 
 
@@ -358,18 +361,19 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
     assert out.to_bytes() == plan.run(ct).to_bytes()
 
 
-def test_relu_by_sign_steps_with_bootstraps_between_them():
-    """ReLU is u (1 + sign u) / 2 on its input held in [-1, 1], the sign f_3 composed (5 steps of 3 levels for
-    eps 1/16): on four levels between bootstraps, a bootstrap before each step but the first; the encrypted result is
-    the plan's arithmetic, within relu_eps times the input's unit of the exact ReLU."""
+def test_relu_by_sign_stages_with_bootstraps_between_them():
+    """ReLU is u (1 + sign u) / 2 on its input held in [-1, 1], the sign a composite of minimax polynomials: on four
+    levels between bootstraps, stages of at most four levels each (eps 1/16: degrees 3, 7, 7), three bootstraps (the
+    fewest); the encrypted result is the plan's arithmetic, within relu_eps times the input's unit of the exact
+    ReLU."""
     torch.manual_seed(10)
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
     params = small_boot_params(4)
     calibration = torch.randn(64, 1, 4, 4)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2, relu_eps=1 / 16)
     signs = [s for s in plan.steps if isinstance(s, ksnn.Activation) and s.kind == "sign"]
-    assert len(signs) == ks.sign_depth(1 / 16, 10) // 3 == 5
-    assert plan.bootstraps == 5 and "u (1 + sign u)" in repr(plan)
+    assert [s.poly.degree for s in signs] == [len(c) - 1 for c in sign_stages(1 / 16, 10, 4)] == [3, 7, 7]
+    assert plan.bootstraps == 3 and "u (1 + sign u)" in repr(plan)
     plan.keygen()
     for x in calibration[:2]:
         want = model(x[None]).detach().numpy().reshape(-1)
@@ -379,16 +383,123 @@ def test_relu_by_sign_steps_with_bootstraps_between_them():
         assert np.max(np.abs(got - want)) < 0.05
 
 
+@pytest.mark.parametrize("eps, bits, levels", [(1 / 64, 10, 9), (1 / 16, 10, 8), (1 / 128, 12, 11), (0.25, 12, 5)])
+def test_sign_stages_are_within_their_bound_in_the_fewest_levels(eps, bits, levels):
+    """The composite minimax sign: within 2^-bits of sign(x) where eps <= |x| <= 1, never above 1 + 2^-bits in
+    magnitude, odd, in the levels found (Cheon, Kim and Kim's f_3 takes 3 levels a step: 21 levels for 1/64 and 10
+    bits, ks.sign_depth); one level fewer does not reach the bound with any stages."""
+    from numpy.polynomial import chebyshev
+
+    stages = sign_stages(eps, bits)
+    assert sum(math.ceil(math.log2(len(c))) for c in stages) == levels <= ks.sign_depth(eps, bits)
+    x = np.linspace(-1, 1, 200001)
+    y = x.copy()
+    for c in stages:
+        assert np.all(c[0::2] == 0)  # odd
+        y = chebyshev.chebval(y, c)
+    far = np.abs(x) >= eps
+    assert np.max(np.abs(y[far] - np.sign(x[far]))) <= 2.0**-bits
+    assert np.max(np.abs(y)) <= 1 + 2.0**-bits
+    # no sequence of stages (each the minimax polynomial of degree 2^k - 1 on what the ones before leave) in one
+    # level fewer reaches the bound
+    from kasoku.nn.activations import _minimax_stage
+
+    def reach(a, depths):  # the error of the composite of these stage depths
+        for j, k in enumerate(depths):
+            _, lo, hi = _minimax_stage(round(a, 12), (1 << k) - 1)
+            if j == len(depths) - 1:
+                return max(1 - lo, hi - 1)
+            a = lo / hi
+
+    def sequences(total):
+        if total == 0:
+            yield ()
+        for k in range(2, min(6, total) + 1):
+            for rest in sequences(total - k):
+                yield (k, *rest)
+
+    assert all(reach(eps, s) > 2.0**-bits for d in range(2, levels) for s in sequences(d))
+    with pytest.raises(ks.ParameterError, match="at least 2"):
+        sign_stages(eps, bits, 1)
+
+
+def test_bootstraps_placed_over_the_graph_are_the_fewest():
+    """Bootstrap placement against an exhaustive search on small random graphs of squares, sign stages and joins
+    (each step may refresh any of its inputs first; a refreshed value serves every later reader): the fewest
+    bootstraps every time, and never more than placing them at the last moment, which a fan-out defeats."""
+    from kasoku.nn.ir import Activation, ReluJoin, _levels
+    from kasoku.nn.placement import _place_bootstraps
+
+    def greedy(steps, top):  # at the last moment: a value is refreshed where a reader needs more than it has
+        level, count = {0: top}, 0
+        for st in steps:
+            for i in st.inputs:
+                if level[i] < st.depth:
+                    level[i], count = top, count + 1
+            level[st.output] = min(level[i] for i in st.inputs) - st.depth
+        return count
+
+    def fewest(steps, top):
+        pairs = [(t, i) for t, st in enumerate(steps) for i in sorted(set(st.inputs))]
+        best = None
+        for mask in range(1 << len(pairs)):
+            level, ok, count = {0: top}, True, 0
+            chosen = {pairs[b] for b in range(len(pairs)) if mask >> b & 1}
+            for t, st in enumerate(steps):
+                for i in sorted(set(st.inputs)):
+                    if (t, i) in chosen:
+                        level[i], count = top, count + 1
+                at = min(level[i] for i in st.inputs)
+                if at < st.depth:
+                    ok = False
+                    break
+                level[st.output] = at - st.depth
+            if ok and (best is None or count < best):
+                best = count
+        return best
+
+    def sign(d, i, o):
+        return Activation(f"s{o}", "sign", poly=ks.Polynomial([0.0] + [0.5] * d), degree=d, input=i, output=o)
+
+    # a fan-out: v at level 2 of 3 feeds two squares each followed by a two-level sign; at the last moment both
+    # squares' outputs are refreshed, where refreshing v once serves both branches
+    fan = [Activation("v", "square", input=0, output=2), Activation("b", "square", input=2, output=3), sign(3, 3, 4)]
+    fan += [Activation("c", "square", input=2, output=5), sign(3, 5, 6)]
+    assert greedy(fan, 3) == 2 and fewest(fan, 3) == 1
+    assert sum(type(s).__name__ == "Bootstrap" for s in _place_bootstraps(fan, 3)) == 1
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        top = int(rng.integers(3, 6))
+        steps, values = [], [0]
+        for o in range(1, 8):
+            if len(values) > 1 and rng.random() < 0.3:
+                a, b = rng.choice(values, 2, replace=False)
+                steps.append(ReluJoin(f"j{o}", [int(a), int(b)], o))
+            else:
+                i = int(rng.choice(values))
+                steps.append(
+                    sign(int(rng.choice([1, 3, 7])), i, o)
+                    if rng.random() < 0.6
+                    else Activation(f"q{o}", "square", input=i, output=o)
+                )
+            values.append(o)
+        placed = _place_bootstraps(steps, top)
+        count = sum(type(s).__name__ == "Bootstrap" for s in placed)
+        assert count == fewest(steps, top) <= greedy(steps, top)
+        level, at = _levels(placed, top)
+        assert all(a >= s.depth for s, a in zip(placed, at))
+
+
 def test_max_pooling_is_pairwise_maxima_by_relu():
     """MaxPool2d(2) is max(a, b) = b + relu(a - b) over the window in pairs: two ReLUs deep (three maxima, each its
-    sign steps), within relu_eps times its input's unit of the exact maximum; padding is refused."""
+    sign stages), within relu_eps times its input's unit of the exact maximum; padding is refused."""
     torch.manual_seed(12)
     model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 3)).eval()
     params = small_boot_params(4)
     calibration = torch.randn(64, 1, 4, 4)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, threads=2, relu_eps=1 / 16)
     signs = [s for s in plan.steps if isinstance(s, ksnn.Activation) and s.kind == "sign"]
-    assert len(signs) == 3 * ks.sign_depth(1 / 16, 10) // 3  # three maxima
+    assert len(signs) == 3 * len(sign_stages(1 / 16, 10, 4))  # three maxima
     assert "0_diff" in repr(plan) or "1_diff" in repr(plan)
     plan.keygen()
     for x in calibration[:2]:

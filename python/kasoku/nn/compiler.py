@@ -11,7 +11,7 @@ import numpy as np
 
 import kasoku as ks
 
-from .activations import _F3, _SMOOTH, _degree_for
+from .activations import _SMOOTH, _STAGE_DEPTH, _degree_for, sign_polynomials
 from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2
 from .packing import _input_layout, _pack_affine
 from .placement import _choose_params, _first_past, _place_bootstraps, _units
@@ -42,9 +42,10 @@ def compile(
     set with the plan's depth and slots at `precision_bits` (Parameters.for_circuit; precision_bits None: the most the
     smallest ring gives), or a bootstrapping preset when none holds the depth. bootstrap: place bootstraps where the
     levels run out (parameters that can bootstrap), or refuse such a model. relu_eps, relu_bits: ReLU is
-    u (1 + sign u) / 2 on its input divided by its unit (the power of two above its peak, with the margin), the sign
-    f_3 composed until abs(u) >= relu_eps reaches 2^-relu_bits (ks.sign_depth levels): within relu_eps times the unit
-    below relu_eps, within 2^-relu_bits times abs(x) above it. max_encoded_bytes: the memory the transforms may keep
+    u (1 + sign u) / 2 on its input divided by its unit (the power of two above its peak, with the margin), the sign a
+    composite of minimax polynomials within 2^-relu_bits of it where abs(u) >= relu_eps, in the fewest levels
+    (activations.sign_stages: 9 levels for 1/64 and 10 bits): within relu_eps times the unit below relu_eps, within
+    2^-relu_bits times abs(x) above it. max_encoded_bytes: the memory the transforms may keep
     encoded (the smallest first); the others are encoded at each use, for a few seconds each at N = 2^16 (a large
     network's diagonals over Q * P would take tens of GB). Raises ks.ParameterError naming the layer for what it
     cannot compile."""
@@ -100,6 +101,8 @@ def compile(
     # where each held value sits: index i at slot layout[i] of a vector of `period`; zero: slots known to hold 0
     where = {0: (in_layout, _pow2(dim0), ~np.isin(np.arange(_pow2(dim0)), in_layout))}
     steps: list = []
+    # a sign stage fits between two bootstraps of the parameters given (the presets params=None picks hold 6 levels)
+    stage_depth = _STAGE_DEPTH if params is None or params == "auto" else max(2, min(_STAGE_DEPTH, params.levels))
     with torch.no_grad():
         for n in held[1:]:
             step: Affine | Activation
@@ -119,23 +122,23 @@ def compile(
                 src = _tensor_inputs(n)[0]
                 kind, name = kinds[n], _name(n, modules)
                 lay, per, z = where[vid[src]]
-                if kind[0] == "relu":  # u (1 + f_3^k(u)): k sign steps, then the join
+                if kind[0] == "relu":  # u (1 + p_m(...p_1(u))): the sign's stages, then the join
                     prev = vid[src]
-                    k = ks.sign_depth(relu_eps, relu_bits) // 3
-                    for i in range(k):
+                    stages = sign_polynomials(relu_eps, relu_bits, stage_depth)
+                    for i, poly in enumerate(stages):
                         sid = len(peaks)
                         peaks[sid] = 1.0
                         steps.append(
                             Activation(
-                                f"{name} sign step {i + 1}/{k}",
+                                f"{name} sign stage {i + 1}/{len(stages)}",
                                 "sign",
-                                poly=ks.Polynomial(_F3),
-                                degree=7,
+                                poly=poly,
+                                degree=poly.degree,
                                 input=prev,
                                 output=sid,
                             )
                         )
-                        where[sid] = (lay, per, z)  # f_3(0) = 0
+                        where[sid] = (lay, per, z)  # odd: p(0) = 0
                         prev = sid
                     steps.append(ReluJoin(name, [vid[src], prev], vid[n]))
                     where[vid[n]] = (lay, per, z)

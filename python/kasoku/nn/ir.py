@@ -78,7 +78,7 @@ class Activation:
     """A slot-wise polynomial: x^2 exactly, or the Chebyshev interpolant of a function on an interval."""
 
     name: str
-    kind: str  # "square", "chebyshev", "power" (a user polynomial) or "sign" (f_3 on a held value, no units)
+    kind: str  # "square", "chebyshev", "power" (a user polynomial) or "sign" (a stage of ReLU's sign, no units)
     fn: Any = None  # numpy function (chebyshev)
     interval: tuple[float, float] = (-1.0, 1.0)
     degree: int = 2
@@ -103,7 +103,7 @@ class Activation:
         elif self.kind == "power":
             what = f"polynomial of degree {self.poly.degree}"
         elif self.kind == "sign":
-            what = "f_3 (a sign step)"
+            what = f"odd minimax polynomial of degree {self.poly.degree}"
         else:
             lo, hi = self.interval[0] * self.s_in, self.interval[1] * self.s_in
             what = f"Chebyshev degree {self.poly.degree} on [{lo:.3g}, {hi:.3g}]"
@@ -141,8 +141,8 @@ class Bootstrap:
 
 @dataclass
 class ReluJoin:
-    """The end of a ReLU: u + u s for u the input (held divided by its unit, in [-1, 1]) and s its sign (f_3
-    composed): 2 relu(u) where abs(u) >= eps, held with half the input's unit. One level (a product)."""
+    """The end of a ReLU: u + u s for u the input (held divided by its unit, in [-1, 1]) and s its sign (the sign
+    stages composed): 2 relu(u) where abs(u) >= eps, held with half the input's unit. One level (a product)."""
 
     name: str
     inputs: list[int]  # [u, s]

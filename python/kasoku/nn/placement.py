@@ -12,21 +12,70 @@ import kasoku as ks
 from .ir import Activation, Affine, Bootstrap, ReluJoin, _levels, _unit
 
 
+_STATES = 4096  # the most level assignments _place_bootstraps keeps after each step (the cheapest)
+
+
+def _work(st) -> float:
+    """A step's cost per limb of its operand, in key switches or products: what the placement weighs the levels of
+    the steps by (an operation at level l works on l + 1 limbs)."""
+    if isinstance(st, Affine):
+        count = st.count or (sum(len(d) for d in st.diags) if st.diags is not None else 1)
+        return 2.0 * math.sqrt(count) + len(st.sums)
+    if isinstance(st, Activation) and st.kind != "square":
+        return math.sqrt(2.0 * st.poly.degree) + math.log2(st.poly.degree + 1)
+    return 1.0
+
+
 def _place_bootstraps(steps, top: int) -> list:
-    """The steps with a bootstrap of each value a step reads at the last moment: where the step needs more levels
-    than the value has left (the fewest bootstraps on a chain; a refreshed value serves every later reader)."""
-    level, out = {0: top}, []
+    """The steps with bootstraps placed over the whole graph: the fewest bootstraps such that every step finds the
+    levels it needs, then the least work (each step's _work times the limbs it runs on). A dynamic program over the
+    steps in order whose state is the level of every value still to be read (a residual branch's input and a ReLU's
+    input with the main line): before a step, any of its inputs may be bootstrapped to `top` (once refreshed, a value
+    serves every later reader). At most _STATES states are kept after each step, the cheapest."""
     for st in steps:
         if st.depth > top:
             raise ks.ParameterError(
                 f"layer {st.name} takes {st.depth} levels, more than the {top} a bootstrap gives "
                 "back: use parameters with more user levels, or a lower-degree activation"
             )
+    last: dict[int, int] = {}  # value -> the last step that reads it
+    for t, st in enumerate(steps):
         for i in st.inputs:
-            if level[i] < st.depth:
-                out.append(Bootstrap(f"bootstrap before {st.name}", i))
-                level[i] = top
-        level[st.output] = min(level[i] for i in st.inputs) - st.depth
+            last[i] = t
+    states: dict[tuple, tuple] = {((0, top),): ((0, 0.0), None, ())}  # levels -> (cost, previous levels, refreshed)
+    history = []
+    for t, st in enumerate(steps):
+        ins = sorted(set(st.inputs))
+        work = _work(st)
+        nxt: dict[tuple, tuple] = {}
+        for state, (cost, _, _) in states.items():
+            level = dict(state)
+            low = [i for i in ins if level[i] < top]
+            for mask in range(1 << len(low)):
+                fresh = tuple(i for b, i in enumerate(low) if mask >> b & 1)
+                at = min(top if i in fresh else level[i] for i in ins)
+                if at < st.depth:
+                    continue
+                after = {v: (top if v in fresh else lv) for v, lv in level.items() if last.get(v, -1) > t}
+                if last.get(st.output, -1) > t:
+                    after[st.output] = at - st.depth
+                key = tuple(sorted(after.items()))
+                c = (cost[0] + len(fresh), cost[1] + work * (at + 1))
+                if key not in nxt or c < nxt[key][0]:
+                    nxt[key] = (c, state, fresh)
+        if len(nxt) > _STATES:
+            nxt = dict(sorted(nxt.items(), key=lambda kv: kv[1][0])[:_STATES])
+        history.append(nxt)
+        states = nxt
+    key = min(states, key=lambda k: states[k][0])
+    refresh = []
+    for t in range(len(steps) - 1, -1, -1):
+        _, prev, fresh = history[t][key]
+        refresh.append(fresh)
+        key = prev
+    out = []
+    for st, fresh in zip(steps, reversed(refresh)):
+        out += [Bootstrap(f"bootstrap before {st.name}", i) for i in fresh]
         out.append(st)
     return out
 
@@ -48,7 +97,7 @@ def _units(steps, peaks: dict) -> dict:
         elif isinstance(step, ReluJoin):
             need(step.inputs[0], 2 * at_least)
         elif isinstance(step, Activation) and step.kind == "sign":
-            raise ks.ParameterError(f"{step.name}: a sign step's output cannot be scaled")  # |f_3| <= 1: never asked
+            raise ks.ParameterError(f"{step.name}: a sign stage's output cannot be scaled")  # |sign| <= 1: never asked
         else:
             units[v] = at_least
 
@@ -57,7 +106,7 @@ def _units(steps, peaks: dict) -> dict:
             need(s.input, _unit(peaks[s.input]))
         elif isinstance(s, ReluJoin):  # the sign reads the ReLU's input in [-1, 1]
             need(s.inputs[0], _unit(peaks[s.inputs[0]]))
-    for s in steps:  # the units the steps fix: x^2 squares its input's, a ReLU halves it, a sign step is 1
+    for s in steps:  # the units the steps fix: x^2 squares its input's, a ReLU halves it, a sign stage is 1
         if isinstance(s, Activation) and s.kind == "square":
             units[s.output] = units[s.input] ** 2
         elif isinstance(s, ReluJoin):

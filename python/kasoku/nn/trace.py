@@ -162,7 +162,7 @@ def _trace(torch, model):
 def _lower_max_pools(torch, gm, x) -> None:
     """Each max-pooling (MaxPool1d/2d, F.max_pool1d/2d) rewritten in the graph as what the plan evaluates: the window's
     elements as strided slices (affine), reduced in pairs by max(a, b) = b + relu(a - b), so that a k x k window costs
-    ceil(log2(k^2)) ReLUs one after the other (ReLU's sign steps, levels and precision). Raises ks.ParameterError for
+    ceil(log2(k^2)) ReLUs one after the other (ReLU's sign stages, levels and precision). Raises ks.ParameterError for
     padding (max-pooling pads with -infinity), dilation, ceil_mode or return_indices."""
     nn, F = torch.nn, torch.nn.functional
     modules = dict(gm.named_modules())
