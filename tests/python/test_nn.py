@@ -197,6 +197,52 @@ def test_the_server_runs_on_evaluation_keys_alone():
         server.run(low)
 
 
+def test_keys_are_made_for_the_levels_the_plan_rotates_at():
+    """plan.keygen makes each Galois key for the highest level the plan rotates by it (a transform's steps at its
+    level, its rotate-and-sum one below, bootstrapping's at the top): smaller keys, the same results; key_bytes (in
+    repr before any key is made) is the memory keygen's keys take; a key set made for lower levels is refused by the
+    service's check and raises LevelError above them."""
+    from kasoku.service.core.models import missing_keys
+
+    torch.manual_seed(13)
+    for model, params in (
+        (
+            nn.Sequential(
+                nn.Flatten(), nn.Linear(16, 8), ksnn.Square(), nn.Linear(8, 8), ksnn.Square(), nn.Linear(8, 4)
+            ),
+            None,
+        ),
+        (nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4)), small_boot_params(4)),
+    ):
+        model.eval()
+        x = torch.randn(16, 1, 4, 4)
+        plan = ksnn.compile(model, x[:1], calibration=x, params=params, threads=2, relu_eps=1 / 16)
+        levels = plan.galois_levels()
+        affine = [s for s in plan.steps if isinstance(s, ksnn.Affine)]
+        assert any(lv < plan.ctx.max_level for lv in levels.values())
+        for s in affine:
+            for g in s.plans[0][2]:
+                assert levels[g] >= s.level
+        assert f"{plan.key_bytes() / 1e9:.2f} GB of evaluation keys" in repr(plan)
+        keys = plan.keygen()
+        ev = keys.evaluation()
+        assert plan.key_bytes() == ev.nbytes
+        assert {g: lv for g, lv in ev.galois_levels.items()} == levels
+        assert missing_keys(plan, ev) is None
+        got = plan.decrypt(plan.run(plan.encrypt(x[0])))
+        assert np.max(np.abs(got - model(x[:1]).detach().numpy().reshape(-1))) < 0.05
+        g, lv = min(levels.items(), key=lambda item: item[1])
+        if params is not None:  # bootstrapping: every transform at the user level, far below the top
+            assert lv == plan.ctx.user_level < plan.ctx.max_level
+            continue
+        assert lv < plan.ctx.user_level  # the last transforms' keys serve only the levels below the input's
+        fewer = plan.ctx.keygen(galois_levels={**levels, g: lv - 1} if lv > 0 else {h: 0 for h in levels})
+        assert "lower levels" in missing_keys(plan, fewer.evaluation())
+        step = next(k for k in range(1, plan.ctx.slots) if plan.ctx.galois_element(k) == g)
+        with pytest.raises(ks.LevelError, match=f"serves levels up to {lv}"):
+            plan.evaluator.rotate(plan.encrypt(x[0]), step)
+
+
 def test_a_damaged_plan_is_refused_with_a_clear_error():
     torch.manual_seed(4)
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), ksnn.Square(), nn.Linear(4, 3)).eval()

@@ -4,6 +4,7 @@
 #pragma once
 #include <complex>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "kasoku/ckks/context.hpp"
@@ -22,17 +23,21 @@ public:
     SwitchKey relin_key(const SecretKey& sk, Exec exec = {}) const;
     // Key for the automorphism X -> X^galois_elt (rotation: Context::galois_element(step); conjugation: 2n-1).
     // It switches from s to s(X^{g^-1}), so that the evaluator permutes after the inner product (hoisting). Throws
-    // ParameterError for an even galois_elt or one >= 2n.
-    SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec = {}) const;
+    // ParameterError for an even galois_elt or one >= 2n. max_level >= 0: the key serves levels up to max_level only,
+    // over Q_max_level * P with the digits of Q_max_level (fewer limbs and digits: a key that a computation uses only
+    // low in the chain is that much smaller); -1: every level. Throws ParameterError for a level above the top.
+    SwitchKey galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec = {}, int max_level = -1) const;
     // Relinearisation key plus Galois keys for the given rotation steps, conjugation and Galois elements
     // (e.g. trace_galois_elements(...)). Throws as galois_key.
     // progress, when given, is called after each key with (keys made, keys to make). compact: each Galois key keeps
     // its b-parts and the seed of its a-parts only (half the memory), and each key switch draws the a-limbs of its
     // level from the seed (ChaCha20; slower key switches, measured in docs/BOOTSTRAPPING.md). The relinearisation key,
-    // one key used by every product, stays whole.
+    // one key used by every product, stays whole. galois_levels: element -> the highest level its key serves
+    // (galois_key's max_level), for elements of the list above; the others serve every level.
     EvaluationKeys evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,
                                    bool conjugation, const std::vector<std::uint64_t>& galois_elements = {},
-                                   Exec exec = {}, const Progress& progress = {}, bool compact = false) const;
+                                   Exec exec = {}, const Progress& progress = {}, bool compact = false,
+                                   const std::map<std::uint64_t, int>& galois_levels = {}) const;
     // The encapsulation keys of bootstrapping into ek (Parameters::boot_secret_weight nonzero coefficients in an
     // ephemeral secret s', drawn here and wiped): to_sparse (s -> s' over q_0 * p_0, the smallest modulus, where a
     // sparse secret keeps its security) and from_sparse (s' -> s, an ordinary key under s). Throws ParameterError

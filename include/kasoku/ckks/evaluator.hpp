@@ -270,9 +270,9 @@ private:
                  std::int64_t k, rns::RnsPoly* out, Exec exec) const;
     // tensor() with `op` naming the caller in its errors; exec already resolved.
     Ciphertext tensor_product(const Ciphertext& a, const Ciphertext& b, const char* op, Exec exec) const;
-    // The Galois key of galois_elt for an operand under key_id (detail::galois_keys' errors), and the relinearisation
-    // key, as the backend reads them (a compact key's a-parts expanded).
-    std::shared_ptr<const rns::GadgetKey> galois_key(std::uint64_t galois_elt, std::uint64_t key_id) const;
+    // The Galois key of galois_elt for an operand under key_id at `level` (detail::galois_keys' errors), and the
+    // relinearisation key, as the backend reads them (a compact key's a-parts expanded).
+    std::shared_ptr<const rns::GadgetKey> galois_key(std::uint64_t galois_elt, std::uint64_t key_id, int level) const;
     std::shared_ptr<const rns::GadgetKey> relin_key() const;
     // psi_g(x.c0 + ModDown(x.b) + add0), psi_g(ModDown(x.a) + add1) with a's metadata.
     Ciphertext finish(const Ciphertext& like, const rns::LazyPolys& x, const rns::RnsPoly* add0,

@@ -63,15 +63,38 @@ class CompiledModel:
 
     def galois_elements(self) -> list[int]:
         """The Galois elements of every rotation the plan runs (keygen makes exactly their keys)."""
-        g = set()
+        return sorted(self.galois_levels())
+
+    def galois_levels(self) -> dict[int, int]:
+        """Each Galois element the plan rotates by, with the highest level it rotates at: a transform's baby and giant
+        steps at the transform's level, its rotate-and-sum one level below; bootstrapping's at the top. keygen makes
+        each key for those levels only (over Q_level * P, with the digits of Q_level)."""
+        levels: dict[int, int] = {}
         for s in self.steps:
             if isinstance(s, Affine):
-                for plan in s.plans:
-                    g.update(plan[2])
-                g.update(self.ctx.galois_element(k) for k in s.sums)
+                uses = [(g, s.level) for plan in s.plans for g in plan[2]]
+                uses += [(self.ctx.galois_element(k), s.level - 1) for k in s.sums]
+                for g, level in uses:
+                    levels[g] = max(level, levels.get(g, -1))
         if self.bootstrapper is not None:
-            g.update(self.bootstrapper.galois_elements())
-        return sorted(g)
+            levels.update(dict.fromkeys(self.bootstrapper.galois_elements(), self.ctx.max_level))
+        return levels
+
+    def key_bytes(self) -> int:
+        """The memory of the evaluation keys keygen makes, from their shapes (before any is made): the
+        relinearisation key, each Galois key over Q_level * P with the digits of Q_level (its b-parts only where
+        keygen makes them compact: bootstrapping key sets on the CPU), bootstrapping's encapsulation keys."""
+        p = self.params
+        compact = self.bootstrapper is not None and self.ctx.device == "cpu"
+
+        def words(nq: int, parts: int) -> int:  # a key over Q_(nq - 1) * P: one pair of parts per digit
+            return -(-nq // p.alpha) * (nq + p.special_primes) * p.n * parts
+
+        top = self.ctx.max_level
+        total = words(top + 1, 2) + sum(words(lv + 1, 1 if compact else 2) for lv in self.galois_levels().values())
+        if self.bootstrapper is not None and p.boot_secret_weight > 0:
+            total += 2 * p.n * 2 + words(top + 1, 2)  # to the sparse secret (q_0 * p_0, one digit), and back
+        return 8 * total
 
     def __repr__(self) -> str:
         rot = sum(len(pl[0]) + len(pl[1]) for s in self.steps if isinstance(s, Affine) for pl in s.plans)
@@ -81,7 +104,7 @@ class CompiledModel:
             f"  depth {self.depth} of {self.ctx.user_level} levels, "
             f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}; {rot} rotations per "
             f"inference, "
-            f"{len(self.galois_elements())} Galois keys; "
+            f"{len(self.galois_elements())} Galois keys, {self.key_bytes() / 1e9:.2f} GB of evaluation keys; "
             + ("loaded from bytes" if self.compile_s is None else f"compiled in {self.compile_s:.1f} s"),
         ]
         lines += ["  " + s.describe() for s in self.steps]
@@ -89,9 +112,10 @@ class CompiledModel:
 
     # -- client side
     def keygen(self, progress=None):
-        """Secret, public, relinearisation and exactly the Galois keys the plan needs (kept by the plan too)."""
+        """Secret, public, relinearisation and exactly the Galois keys the plan needs, each for the levels it is used
+        at (galois_levels), kept by the plan too."""
         self.keys = self.ctx.keygen(
-            galois_elements=self.galois_elements(), bootstrapping=self.bootstrapper or False, progress=progress
+            galois_levels=self.galois_levels(), bootstrapping=self.bootstrapper or False, progress=progress
         )
         self.evaluator = self.ctx.evaluator(self.keys.evaluation())
         return self.keys

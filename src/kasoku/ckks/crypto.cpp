@@ -156,8 +156,23 @@ SwitchKey KeyGenerator::relin_key(const SecretKey& sk, Exec exec) const {
     return k;
 }
 
-SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec) const {
-    return galois_key(sk, galois_elt, random_seed(), exec);
+SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt, Exec exec, int max_level) const {
+    if (max_level < 0) return galois_key(sk, galois_elt, random_seed(), exec);
+    detail::check_key(*ctx_, sk.context_uid(), "secret key");
+    exec = ctx_->exec(exec);
+    ctx_->check_galois_element(galois_elt, "galois_key");
+    const int top = static_cast<int>(ctx_->rns().q_count()) - 1;
+    if (max_level > top)
+        throw ParameterError("galois_key: level " + std::to_string(max_level) + " is above the top level " +
+                             std::to_string(top));
+    // Over Q_max_level * P: the secrets' first max_level + 1 q-limbs and every special limb.
+    RnsPoly s = sk.poly(), s_inv;
+    s.truncate(static_cast<std::size_t>(max_level) + 1, ctx_->rns().p_count());
+    ctx_->backend().automorphism(s, galois_inverse(galois_elt, 2 * ctx_->n()), s_inv, exec);
+    SwitchKey k = switch_key(sk, s, s_inv, random_seed(), exec);
+    s.wipe();
+    s_inv.wipe();
+    return k;
 }
 
 SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt, const Seed& common, Exec exec) const {
@@ -176,7 +191,8 @@ SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt
 EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin,
                                              const std::vector<std::int64_t>& rotations, bool conjugation,
                                              const std::vector<std::uint64_t>& galois_elements, Exec exec,
-                                             const Progress& progress, bool compact) const {
+                                             const Progress& progress, bool compact,
+                                             const std::map<std::uint64_t, int>& galois_levels) const {
     EvaluationKeys ek;
     ek.context_uid = ctx_->uid();
     ek.key_id = sk.key_id();
@@ -196,7 +212,10 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin,
         return std::make_shared<const SwitchKey>(std::move(k));
     };
     if (relin) ek.relin = keep(relin_key(sk, exec), false);
-    for (std::uint64_t g : elts) ek.galois[g] = keep(galois_key(sk, g, exec), compact);
+    for (std::uint64_t g : elts) {
+        const auto lv = galois_levels.find(g);
+        ek.galois[g] = keep(galois_key(sk, g, exec, lv == galois_levels.end() ? -1 : lv->second), compact);
+    }
     return ek;
 }
 

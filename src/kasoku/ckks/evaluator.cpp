@@ -504,8 +504,8 @@ Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, Exec exec) cons
     return linear_combination_at({&a}, {1.0}, 0.0, level, 0.0, exec);
 }
 
-std::shared_ptr<const rns::GadgetKey> Evaluator::galois_key(std::uint64_t g, std::uint64_t key_id) const {
-    return detail::galois_keys(*this, {g}, key_id, true).front();
+std::shared_ptr<const rns::GadgetKey> Evaluator::galois_key(std::uint64_t g, std::uint64_t key_id, int level) const {
+    return detail::galois_keys(*this, {g}, key_id, level, true).front();
 }
 
 std::shared_ptr<const rns::GadgetKey> Evaluator::relin_key() const { return detail::usable_key(*ctx_, keys_->relin); }
@@ -533,7 +533,7 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec ex
     const Count count(*this, {.rot = 1, .decompose = 1, .mod_down = 1});
     check(a, "operand");
     detail::check_relinearised(a, "rotation");
-    const auto key = galois_key(g, a.key_id);
+    const auto key = galois_key(g, a.key_id, a.level());
     exec = ctx_->exec(exec);
     // The key switches s -> s(X^{g^-1}); the automorphism comes last (see hoisting.cpp), on two polynomials over Q_l.
     return switch_finish(a, a.polys[1], *key, &a.polys[0], nullptr, g, exec);

@@ -53,7 +53,7 @@ LazyCiphertext lazy_of(const Decomposition& d, rns::LazyPolys&& x) {
 LazyCiphertext Evaluator::inner_product_lazy(const Decomposition& d, u64 g, Exec exec) const {
     const Count count(*this, {.rot = 1});
     check_decomposition(*ctx_, d);
-    const auto key = galois_key(g, d.input.key_id);
+    const auto key = galois_key(g, d.input.key_id, d.input.level());
     exec = ctx_->exec(exec);
     return lazy_of(d, ctx_->keyswitcher().inner_product_sum(d.digits, {{key.get(), g}}, d.input.polys[0], exec));
 }
@@ -140,14 +140,20 @@ Ciphertext Evaluator::mod_down(LazyCiphertext&& x, Exec exec) const {
 // The Galois keys of elts, all checked before any is expanded (expand = false: only checked).
 std::vector<std::shared_ptr<const rns::GadgetKey>> detail::galois_keys(const Evaluator& ev,
                                                                        const std::vector<u64>& elts,
-                                                                       std::uint64_t key_id, bool expand) {
+                                                                       std::uint64_t key_id, int level, bool expand) {
     const EvaluationKeys* ek = ev.keys();
     for (u64 g : elts) {
         if (!ek || !ek->galois.count(g))
             throw MissingKeyError("no Galois key for element " + std::to_string(g) +
                                   "; generate it with ctx.keygen(galois_elements=[" + std::to_string(g) + ", ...])");
-        if (ek->galois.at(g)->key_id != key_id)
-            throw ParameterError("the Galois key belongs to another secret key than the operand");
+        const SwitchKey& k = *ek->galois.at(g);
+        if (k.key_id != key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
+        const int serves = k.b.empty() ? -1 : static_cast<int>(k.b[0].num_q()) - 1;
+        if (level > serves)
+            throw LevelError("the Galois key of element " + std::to_string(g) + " serves levels up to " +
+                             std::to_string(serves) + " (made so by keygen's galois_levels); the operand is at level " +
+                             std::to_string(level) + ": drop_level it first, or make the key for level " +
+                             std::to_string(level));
     }
     std::vector<std::shared_ptr<const rns::GadgetKey>> keys;
     if (expand)
@@ -164,7 +170,7 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
     std::vector<u64> switched;
     for (u64 g : elts)
         if (g != 1) switched.push_back(g);
-    detail::galois_keys(*this, switched, a.key_id,
+    detail::galois_keys(*this, switched, a.key_id, a.level(),
                         false);  // all keys checked before any work, each expanded at its use
     if (switched.empty()) return std::vector<Ciphertext>(elts.size(), a);
     const Decomposition d = decompose(a, exec);
@@ -176,7 +182,7 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
             continue;
         }
         // As in apply_galois: inner products, ModDown, then the automorphism on the two polynomials over Q_l.
-        const auto key = galois_key(g, a.key_id);
+        const auto key = galois_key(g, a.key_id, a.level());
         out.push_back(finish(a, ks.inner_product(d.digits, *key, exec), &a.polys[0], nullptr, g, exec));
     }
     return out;
@@ -206,7 +212,7 @@ Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::v
     for (u64 g : elts) ctx_->check_galois_element(g, "apply_galois_sum_hoisted", false);
     exec = ctx_->exec(exec);
     detail::check_relinearised(a, "key switching");
-    const auto keys = detail::galois_keys(*this, elts, a.key_id, true);
+    const auto keys = detail::galois_keys(*this, elts, a.key_id, a.level(), true);
     std::vector<rns::KeyTerm> terms;
     for (std::size_t e = 0; e < elts.size(); ++e) terms.push_back({keys[e].get(), elts[e]});
     // decompose, inner_product_sum and mod_down in one backend call

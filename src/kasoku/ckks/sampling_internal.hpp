@@ -31,10 +31,11 @@ void sample_uniform(const rns::Backend& be, const Seed& seed, std::size_t part, 
 // The key as the backend reads it: the key itself, or for a compact key (a-parts dropped: evaluation_keys(...,
 // compact)) its b-parts with a drawer of its a-parts' limbs from its seed (GadgetKey::a_limb; crypto.cpp).
 std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key);
-// The Galois keys of elts for an operand under key_id, every one checked (MissingKeyError naming the element,
-// ParameterError for another secret key's) before any is expanded; expand = false: checked only (hoisting.cpp).
+// The Galois keys of elts for an operand under key_id at `level`, every one checked (MissingKeyError naming the
+// element, ParameterError for another secret key's, LevelError for a key made for lower levels: keygen's
+// galois_levels) before any is expanded; expand = false: checked only (hoisting.cpp).
 std::vector<std::shared_ptr<const rns::GadgetKey>> galois_keys(const Evaluator& ev,
                                                                const std::vector<std::uint64_t>& elts,
-                                                               std::uint64_t key_id, bool expand);
+                                                               std::uint64_t key_id, int level, bool expand);
 
 }  // namespace kasoku::ckks::detail

@@ -48,6 +48,9 @@ constexpr std::uint8_t kFlagZstd = 1;
 constexpr std::size_t kMaxExpansion = 16, kMinExpansionBytes = std::size_t{1} << 20;
 // A limb's tag: its residues bit-packed, or all zero (not stored).
 constexpr std::uint8_t kLimbPacked = 0, kLimbZero = 1;
+// A key-switching key's shape: over Q * P (every digit), the one-digit key over q_0 * p_0 (bootstrapping's switch to
+// its sparse secret), or over Q_m * P with the digits of Q_m for some m (a Galois key made for the lower levels).
+enum class KeyShape : std::uint8_t { full, small, any_level };
 // A secret key's form: an RNS polynomial, or its ternary coefficients (2 bits each: 0, 1, or 2 for -1).
 constexpr std::uint8_t kSecretPoly = 0, kSecretTernary = 1;
 
@@ -204,9 +207,9 @@ public:
             }
         });
     }
-    // A key-switching key of a key set (small: the one-digit key over q_0 * p_0; the Reader's draw_a: whether a
-    // seeded key's a-parts are drawn at once).
-    void key(const std::shared_ptr<const SwitchKey>& k, std::uint64_t, bool small, bool);
+    // A key-switching key of a key set (its KeyShape; the Reader's draw_a: whether a seeded key's a-parts are drawn at
+    // once).
+    void key(const std::shared_ptr<const SwitchKey>& k, std::uint64_t, KeyShape shape, bool);
     template <class Map, class Fn>
     void entries(const Map& m, const char*, Fn&& fn) {  // a count, then fn(key, value) for each entry
         value(static_cast<std::uint32_t>(m.size()));
@@ -370,7 +373,7 @@ public:
     }
     // A key of a key set; draw_a = false: a seeded key stays compact until expand_compact_keys (its a-parts drawn at
     // each use: KeyGenerator::evaluation_keys' compact keys).
-    void key(std::shared_ptr<const SwitchKey>& k, std::uint64_t key_id, bool small, bool draw_a);
+    void key(std::shared_ptr<const SwitchKey>& k, std::uint64_t key_id, KeyShape shape, bool draw_a);
     // The keys of the last argument read compact: their a-parts drawn now.
     void expand_compact_keys() {
         for (const auto& k : compact_) expand_a(*ctx_, *k);
@@ -466,12 +469,12 @@ void public_key_fields(Io& io, K& pk) {
     else io.poly(pk.a, true);
 }
 
-// The digits' b_j, each followed by its a_j, or after the seed that stands for every a_j (small: the one-digit key to
-// the sparse secret).
+// The digits' b_j, each followed by its a_j, or after the seed that stands for every a_j.
 template <class Io, class K>
-void switch_key_fields(Io& io, K& k, bool small) {
-    const std::size_t digits = small ? 1 : io.context().rns().dnum();
-    io.size(k.b, digits, digits, "key-switching key has the wrong number of digits");
+void switch_key_fields(Io& io, K& k, KeyShape shape) {
+    const std::size_t dnum = io.context().rns().dnum();
+    io.size(k.b, shape == KeyShape::full ? dnum : 1, shape == KeyShape::small ? 1 : dnum,
+            "key-switching key has the wrong number of digits");
     const bool seeded = io.seeded(k.seed, parts_of(k.a));
     if (seeded) io.seed(k.seed);
     io.resize(k.a, seeded ? 0 : k.b.size());
@@ -484,15 +487,16 @@ void switch_key_fields(Io& io, K& k, bool small) {
 template <class Io, class K>
 void evaluation_key_fields(Io& io, K& keys) {
     io.value(keys.key_id);
-    if (io.flag(keys.relin != nullptr, "relinearisation-key flag")) io.key(keys.relin, keys.key_id, false, true);
+    if (io.flag(keys.relin != nullptr, "relinearisation-key flag"))
+        io.key(keys.relin, keys.key_id, KeyShape::full, true);
     io.entries(keys.galois, "a Galois key", [&](auto& g, auto& key) {
         io.value(g);
         io.check(g % 2 == 1 && g < 2 * io.context().n(), "invalid Galois element");
-        io.key(key, keys.key_id, false, false);
+        io.key(key, keys.key_id, KeyShape::any_level, false);
     });
     if (io.flag(keys.to_sparse && keys.from_sparse, "encapsulation-key flag")) {
-        io.key(keys.to_sparse, keys.key_id, true, true);
-        io.key(keys.from_sparse, keys.key_id, false, true);
+        io.key(keys.to_sparse, keys.key_id, KeyShape::small, true);
+        io.key(keys.from_sparse, keys.key_id, KeyShape::full, true);
     }
 }
 
@@ -531,14 +535,21 @@ void secret_key_fields(Io& io, S& s) {
     else io.bytes(s.ternary, io.context().n() / 4);
 }
 
-void Writer::key(const std::shared_ptr<const SwitchKey>& k, std::uint64_t, bool small, bool) {
-    switch_key_fields(*this, *k, small);
+void Writer::key(const std::shared_ptr<const SwitchKey>& k, std::uint64_t, KeyShape shape, bool) {
+    switch_key_fields(*this, *k, shape);
 }
 
 // Shape checks after a key's fields; a seeded key's a-parts drawn now or (compact) kept for later.
-void finish_key(const Context& ctx, SwitchKey& k, bool small, bool draw_a) {
+void finish_key(const Context& ctx, SwitchKey& k, KeyShape shape, bool draw_a) {
     const auto& r = ctx.rns();
-    const std::size_t nq = small ? 1 : r.q_count(), np = small ? 1 : r.p_count();
+    const bool small = shape == KeyShape::small;
+    std::size_t nq = small ? 1 : r.q_count();
+    const std::size_t np = small ? 1 : r.p_count();
+    if (shape == KeyShape::any_level) {  // over Q_m * P with the digits of Q_m (KeyGenerator::galois_key's max_level)
+        nq = k.b.empty() ? 0 : k.b[0].num_q();
+        if (nq == 0 || k.b.size() != r.digits_at(nq))
+            Reader::fail("key-switching key has the wrong number of digits for its levels");
+    }
     for (const auto& parts : {&k.b, &k.a})
         for (const auto& p : *parts)
             if (p.num_q() != nq || p.num_p() != np || !p.ntt_form())
@@ -546,12 +557,12 @@ void finish_key(const Context& ctx, SwitchKey& k, bool small, bool draw_a) {
     if (k.seed && draw_a) expand_a(ctx, k);
 }
 
-void Reader::key(std::shared_ptr<const SwitchKey>& k, std::uint64_t key_id, bool small, bool draw_a) {
+void Reader::key(std::shared_ptr<const SwitchKey>& k, std::uint64_t key_id, KeyShape shape, bool draw_a) {
     auto fresh = std::make_shared<SwitchKey>();
     fresh->context_uid = ctx_->uid();
     fresh->key_id = key_id;
-    switch_key_fields(*this, *fresh, small);
-    finish_key(*ctx_, *fresh, small, draw_a);
+    switch_key_fields(*this, *fresh, shape);
+    finish_key(*ctx_, *fresh, shape, draw_a);
     if (fresh->seed && !draw_a) compact_.push_back(fresh);
     k = std::move(fresh);
 }
@@ -671,7 +682,7 @@ Bytes serialize(const Context& ctx, const SwitchKey& key, Compression compressio
     detail::check_key(ctx, key.context_uid, "key-switching key");
     Writer w(Kind::switch_key, &ctx);
     w.value(key.key_id);
-    switch_key_fields(w, key, false);
+    switch_key_fields(w, key, KeyShape::any_level);
     return w.finish(compression);
 }
 
@@ -680,9 +691,9 @@ SwitchKey deserialize_switch_key(const Context& ctx, const std::uint8_t* data, s
     SwitchKey k;
     k.context_uid = ctx.uid();
     r.value(k.key_id);
-    switch_key_fields(r, k, false);
+    switch_key_fields(r, k, KeyShape::any_level);
     r.done();
-    finish_key(ctx, k, false, true);
+    finish_key(ctx, k, KeyShape::any_level, true);
     return k;
 }
 

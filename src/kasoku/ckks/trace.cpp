@@ -152,7 +152,7 @@ Ciphertext Evaluator::trace(const Ciphertext& a, const std::vector<u64>& automor
         }
     }
     const auto groups = trace_group_elements(automorphisms, static_cast<std::size_t>(h), 2 * ctx_->n());
-    for (auto& g : groups) detail::galois_keys(*this, g, a.key_id, false);  // every key present before any work
+    for (auto& g : groups) detail::galois_keys(*this, g, a.key_id, a.level(), false);  // every key present first
     Ciphertext c = a;
     for (auto& g : groups) {
         Ciphertext s = apply_galois_sum_hoisted(c, g, exec);

@@ -277,6 +277,30 @@ void bind_objects(nb::module_& m) {
             },
             "The Galois elements it has keys for (Context.galois_element turns a rotation step into one).")
         .def_prop_ro(
+            "galois_levels",
+            [](const KEvaluationKeys& k) {
+                std::map<std::uint64_t, int> levels;
+                for (auto& [e, key] : k.keys->galois) levels[e] = static_cast<int>(key->b.at(0).num_q()) - 1;
+                return levels;
+            },
+            "dict: Galois element -> the highest level its key serves (the top, or keygen's galois_levels).")
+        .def_prop_ro(
+            "nbytes",
+            [](const KEvaluationKeys& k) {
+                std::size_t words = 0;
+                const auto add = [&](const std::shared_ptr<const SwitchKey>& key) {
+                    if (!key) return;
+                    for (const auto& p : key->b) words += p.words();
+                    for (const auto& p : key->a) words += p.words();
+                };
+                add(k.keys->relin);
+                for (auto& [e, key] : k.keys->galois) add(key);
+                add(k.keys->to_sparse);
+                add(k.keys->from_sparse);
+                return words * sizeof(std::uint64_t);
+            },
+            "The memory the keys hold (8 bytes a residue; a compact key's b-parts only).")
+        .def_prop_ro(
             "has_relin", [](const KEvaluationKeys& k) { return static_cast<bool>(k.keys->relin); },
             "Whether the relinearisation key is there (products need it).")
         .def(
@@ -479,7 +503,8 @@ void bind_objects(nb::module_& m) {
             [](const KContext& c, std::vector<std::int64_t> rotations, bool conjugation, bool relin,
                std::vector<std::uint64_t> galois_elements, bool sum_slots,
                std::optional<std::vector<std::size_t>> matmul, std::variant<bool, const KBootstrapper*> bootstrapping,
-               TArg t, nb::handle progress, std::optional<bool> compact_keys) {
+               TArg t, nb::handle progress, std::optional<bool> compact_keys,
+               std::map<std::uint64_t, int> galois_levels) {
                 const auto& ctx = c.owner->ctx;
                 const bool boot =
                     std::holds_alternative<const KBootstrapper*>(bootstrapping) || std::get<bool>(bootstrapping);
@@ -500,12 +525,24 @@ void bind_objects(nb::module_& m) {
                     for (auto e : algo::MatrixEncoder(ctx, d, g, rows).galois_elements()) galois_elements.push_back(e);
                 }
                 for (std::uint64_t g : galois_elements) ctx->check_galois_element(g, "keygen");
+                const int top = static_cast<int>(ctx->rns().q_count()) - 1;
+                for (const auto& [g, level] : galois_levels) {
+                    ctx->check_galois_element(g, "keygen");
+                    if (level < 0 || level > top)
+                        throw ParameterError("galois_levels: level " + std::to_string(level) + " of element " +
+                                             std::to_string(g) + " is outside 0.." + std::to_string(top));
+                }
                 if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the user level
                     const std::size_t M = static_cast<std::size_t>(ctx->params().log_n - 1);
                     const std::size_t h =
                         best_trace_h(Evaluator(ctx, nullptr).keyswitch_costs(ctx->user_level(), th), M);
                     for (std::uint64_t g : trace_galois_elements(ctx->params(), M, h)) galois_elements.push_back(g);
                 }
+                // An element asked for otherwise (rotations, elements, bootstrapping, ...) gets a key for every level.
+                for (std::uint64_t g : galois_elements) galois_levels.erase(g);
+                for (std::int64_t step : rotations) galois_levels.erase(ctx->galois_element(step));
+                if (conjugation) galois_levels.erase(ctx->conjugation_element());
+                for (const auto& [g, level] : galois_levels) galois_elements.push_back(g);
                 KeyGenerator kg(ctx);
                 auto sk = std::make_shared<const SecretKey>(kg.secret_key(th));
                 KKeyPair kp;
@@ -514,7 +551,7 @@ void bind_objects(nb::module_& m) {
                 EvaluationKeys keys =
                     kg.evaluation_keys(*sk, relin, rotations, conjugation, galois_elements, th,
                                        python_progress(progress, "key generation", "key"),
-                                       compact_keys.value_or(boot && ctx->backend().draws_key_limbs()));
+                                       compact_keys.value_or(boot && ctx->backend().draws_key_limbs()), galois_levels);
                 if (boot && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(*sk, keys, th);
                 auto shared = std::make_shared<const EvaluationKeys>(std::move(keys));
                 if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
@@ -525,7 +562,7 @@ void bind_objects(nb::module_& m) {
             "rotations"_a = std::vector<std::int64_t>{}, "conjugation"_a = false, "relin"_a = true,
             "galois_elements"_a = std::vector<std::uint64_t>{}, "sum_slots"_a = false, "matmul"_a = nb::none(),
             "bootstrapping"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(),
-            "compact_keys"_a = nb::none(),
+            "compact_keys"_a = nb::none(), "galois_levels"_a = std::map<std::uint64_t, int>{},
             "Makes a secret key, a public key, the relinearisation key and Galois keys for the rotation steps, "
             "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
             "default h at the user level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
@@ -536,7 +573,11 @@ void bind_objects(nb::module_& m) {
             "compact_keys=True: the Galois keys keep their b-parts "
             "only and each key switch draws the a-parts of its level from their seed (half the memory and about half "
             "the key generation time, key switches some 10 % slower; docs/BOOTSTRAPPING.md); None (default): compact "
-            "for bootstrapping key sets on the CPU, whole otherwise (a GPU would draw them on the host at each use).",
+            "for bootstrapping key sets on the CPU, whole otherwise (a GPU would draw them on the host at each use). "
+            "galois_levels={element: level}: adds the key of each element for the levels up to `level` only, over "
+            "Q_level * P with the digits of Q_level (a key a computation uses low in the chain is that much smaller; "
+            "rotating a ciphertext above it raises LevelError); an element also asked for otherwise gets a key for "
+            "every level.",
             ReleaseGil())
         .def(
             "encode",

@@ -90,6 +90,19 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
               serialize(*cpu.ctx, cpu.ev.key_switch(a1, *cpu.ek->relin)));
     same(cpu.ev.key_switch(a1, cut(*cpu.ek->relin, cpu.ctx->rns(), 2, np)),
          ev.key_switch(a1_2, cut(*ek->relin, ctx->rns(), 2, np)), "key_switch (a key for levels <= 1)");
+    {  // Galois keys for levels <= 1 only (KeyGenerator::galois_key's max_level): every rotation path at level 1
+        auto low_keys = [&](const EvaluationKeys& k, const rns::RnsContext& r) {
+            auto out = std::make_shared<EvaluationKeys>(k);
+            for (auto& [g, key] : out->galois) key = std::make_shared<const SwitchKey>(cut(*key, r, 2, np));
+            return out;
+        };
+        const Evaluator low_cpu(cpu.ctx, low_keys(*cpu.ek, cpu.ctx->rns())), low_other(ctx, low_keys(*ek, ctx->rns()));
+        same(low_cpu.rotate(a1, 1), low_other.rotate(a1_2, 1), "rotate, a key for levels <= 1");
+        same(low_cpu.rotate_hoisted(a1, {1, 2, 3})[1], low_other.rotate_hoisted(a1_2, {1, 2, 3})[1],
+             "rotate_hoisted, keys for levels <= 1");
+        same(low_cpu.rotate_sum_hoisted(a1, {1, 2}), low_other.rotate_sum_hoisted(a1_2, {1, 2}),
+             "rotate_sum_hoisted, keys for levels <= 1");
+    }
     const Ciphertext a0 = cpu.ev.drop_level(a, 0), a0_2 = ev.drop_level(a2, 0);
     same(cpu.ev.key_switch(a0, cut(*cpu.ek->relin, cpu.ctx->rns(), 1, 1)),
          ev.key_switch(a0_2, cut(*ek->relin, ctx->rns(), 1, 1)), "key_switch (a key over q_0 * p_0)");

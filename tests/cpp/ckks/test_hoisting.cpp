@@ -319,6 +319,66 @@ TEST_P(Hoisting, MissingKeyNamesTheElement) {
     EXPECT_EQ(ev.apply_galois_hoisted(c, {1})[0].polys, c.polys);  // the identity is allowed where nothing is switched
 }
 
+// Galois keys made for the lower levels (KeyGenerator::galois_key's max_level): over Q_1 * P with the digits of Q_1,
+// fewer words than a key for every level; at levels 0 and 1 every key-switching path rotates (whole and compact,
+// serialized and read back to the same bits); above level 1 each raises LevelError naming the key's levels.
+TEST_P(Hoisting, KeysForLowerLevelsServeThemAlone) {
+    Env& e = env();
+    const std::vector<std::int64_t> steps = {1, -2, 5};
+    std::map<std::uint64_t, int> levels;
+    std::vector<std::uint64_t> elts;
+    for (auto s : steps) elts.push_back(e.ctx->galois_element(s)), levels[elts.back()] = 1;
+    for (const bool compact : {false, true}) {
+        const auto low = std::make_shared<const EvaluationKeys>(
+            KeyGenerator(e.ctx).evaluation_keys(e.sk, true, {}, false, elts, {}, {}, compact, levels));
+        const SwitchKey& k = *low->galois.at(elts[0]);
+        ASSERT_EQ(k.b[0].num_q(), 2u);
+        EXPECT_EQ(k.b.size(), e.ctx->rns().digits_at(2));
+        EXPECT_LT(k.b.size() * k.b[0].words(),
+                  e.ek->galois.at(elts[0])->b.size() * e.ek->galois.at(elts[0])->b[0].words());
+        const Evaluator ev(e.ctx, low);
+        const auto v = e.random(true);
+        const auto c = e.encrypt(v);
+        for (int level : {1, 0}) {
+            const auto x = e.ev.drop_level(c, level);
+            const auto hoisted = ev.rotate_hoisted(x, steps);
+            cvec sum(v.size());
+            for (std::size_t i = 0; i < steps.size(); ++i) {
+                const auto want = rotated(v, steps[i]);
+                for (std::size_t j = 0; j < v.size(); ++j) sum[j] += want[j];
+                EXPECT_GT(precision_bits(e.decrypt(ev.rotate(x, steps[i])), want), 20) << level << " " << steps[i];
+                EXPECT_GT(precision_bits(e.decrypt(hoisted[i]), want), 20) << level << " " << steps[i];
+            }
+            EXPECT_GT(precision_bits(e.decrypt(ev.apply_galois_sum_hoisted(x, elts)), sum), 18) << level;
+            EXPECT_GT(
+                precision_bits(e.decrypt(ev.mod_down(ev.inner_product_lazy(ev.decompose(x), elts[2]))), rotated(v, 5)),
+                20)
+                << level;
+        }
+        const auto high = e.ev.drop_level(c, 2);
+        try {
+            ev.rotate(high, 1);
+            ADD_FAILURE() << "expected LevelError";
+        } catch (const LevelError& err) {
+            EXPECT_NE(std::string(err.what()).find("serves levels up to 1"), std::string::npos) << err.what();
+        }
+        EXPECT_THROW(ev.rotate_hoisted(high, steps), LevelError);
+        EXPECT_THROW(ev.apply_galois_sum_hoisted(high, elts), LevelError);
+        EXPECT_THROW(ev.inner_product_lazy(ev.decompose(high), elts[0]), LevelError);
+        // serialized and read back (whole and compact): the same rotations, bit for bit
+        const Bytes bytes = serialize(*e.ctx, *low);
+        const auto x = e.ev.drop_level(c, 1);
+        for (const bool read_compact : {false, true}) {
+            const auto back = std::make_shared<const EvaluationKeys>(
+                deserialize_evaluation_keys(*e.ctx, bytes.data(), bytes.size(), read_compact));
+            EXPECT_EQ(back->galois.at(elts[0])->b[0].num_q(), 2u);
+            EXPECT_EQ(Evaluator(e.ctx, back).rotate(x, 5).polys, ev.rotate(x, 5).polys);
+        }
+        EXPECT_LT(bytes.size(), serialize(*e.ctx, *e.ek).size());
+    }
+    EXPECT_THROW(KeyGenerator(e.ctx).galois_key(e.sk, elts[0], {}, e.ctx->max_level() + 1), ParameterError);
+}
+
 TEST_P(Hoisting, CostModelIsMeasured) {
     Env& e = env();
     const KeySwitchCosts c = e.ev.keyswitch_costs(e.ctx->max_level(), 1);

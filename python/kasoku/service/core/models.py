@@ -42,11 +42,12 @@ def info(mid: str, plan: ksnn.CompiledModel) -> dict:
 
 def missing_keys(plan: ksnn.CompiledModel, keys) -> str | None:
     """What the key set lacks for the plan (None: nothing)."""
-    gone = sorted(set(plan.galois_elements()) - set(keys.galois_elements))
+    have = keys.galois_levels
+    gone = sorted(g for g, level in plan.galois_levels().items() if have.get(g, -1) < level)
     if gone:
         return (
-            f"the key set lacks {len(gone)} of the model's Galois keys (elements {gone[:8]}): plan.keygen() makes "
-            "every key the model needs"
+            f"the key set lacks {len(gone)} of the model's Galois keys, or has them for lower levels only (elements "
+            f"{gone[:8]}): plan.keygen() makes every key the model needs"
         )
     if not keys.has_relin and any(not isinstance(s, ksnn.Affine) for s in plan.steps):
         return "the key set has no relinearisation key, which the model's activations need"
