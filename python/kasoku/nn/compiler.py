@@ -174,7 +174,7 @@ def compile(
             f"the model packs vectors of {slots} values, the parameters have {ctx.slots} slots: "
             "pass parameters with a larger ring, or params=None"
         )
-    bootstrapper = None
+    bootstrapper, input_level = None, ctx.user_level
     if ctx.user_level < depth:
         p = ctx.params
         if not bootstrap or not (p.boot_levels > 0 or p.hamming_weight > 0 or p.boot_secret_weight > 0):
@@ -189,12 +189,12 @@ def compile(
                 "with more levels or bootstrapping (e.g. BOOT16), or params=None to have them "
                 "chosen"
             )
-        steps = _place_bootstraps(steps, ctx.user_level)
+        steps, input_level = _place_bootstraps(steps, ctx.user_level)
         held_periods = [where[s.input][1] for s in steps if isinstance(s, Bootstrap)]
         # activations are real: one EvalMod per full-slot bootstrap
         bootstrapper = ks.Bootstrapper(ctx, slots=min(ctx.slots, max(held_periods)), real=True, threads=threads)
     units = _units(steps, peaks)
-    for s, level in zip(steps, _levels(steps, ctx.user_level)[1]):
+    for s, level in zip(steps, _levels(steps, ctx.user_level, input_level)[1]):
         s.level = level
     _encode(steps, ctx, threads, max_encoded_bytes)
     return CompiledModel(
@@ -210,4 +210,5 @@ def compile(
         ctx,
         bootstrapper,
         time.perf_counter() - t0,
+        input_level,
     )

@@ -205,10 +205,10 @@ class _SparseMatrix:
         return np.bincount(self.rows, weights=self.values * x[self.cols], minlength=self.shape[0])
 
 
-def _levels(steps, top: int) -> tuple[dict, list[int]]:
-    """With the input at level `top`: the level of every value, and each step's (the lowest of its inputs': the
-    others are dropped to it)."""
-    level, at = {0: top}, []
+def _levels(steps, top: int, start: int | None = None) -> tuple[dict, list[int]]:
+    """With the input at level `start` (default `top`) and bootstraps landing at `top`: the level of every value, and
+    each step's (the lowest of its inputs': the others are dropped to it)."""
+    level, at = {0: top if start is None else start}, []
     for st in steps:
         at.append(min(level[i] for i in st.inputs))
         level[st.output] = top if isinstance(st, Bootstrap) else at[-1] - st.depth

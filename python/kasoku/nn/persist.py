@@ -29,6 +29,7 @@ def write_plan(plan) -> bytes:
         "out_unit": plan.out_unit,
         "output": plan.output,
         "bootstrap_slots": None if plan.bootstrapper is None else plan.bootstrapper.slots,
+        "input_level": plan.input_level,
         "steps": [],
     }
     arrays = {
@@ -93,6 +94,7 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
         in_layout, out_layout = arrays["in_layout"].astype(np.int64), arrays["out_layout"].astype(np.int64)
         in_shape, output = [int(v) for v in meta["in_shape"]], int(meta["output"])
         boot_slots = meta["bootstrap_slots"]
+        input_level = None if meta.get("input_level") is None else int(meta["input_level"])
         in_unit, out_unit, out_dim = float(meta["in_unit"]), float(meta["out_unit"]), int(meta["out_dim"])
     except ks.SerializationError:
         raise
@@ -106,6 +108,7 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
         in_shape=in_shape,
         output=output,
         boot_slots=boot_slots,
+        input_level=input_level,
         in_unit=in_unit,
         out_unit=out_unit,
         out_dim=out_dim,
@@ -153,9 +156,10 @@ def _step_from(d: dict, i: int, arrays: dict):
     return st
 
 
-def _check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx) -> None:
-    """A loaded plan's steps read only values made before them, at levels the context has, with slots and layouts
-    within the ring: what run() and the transforms' encoding assume."""
+def _check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx, input_level=None) -> None:
+    """A loaded plan's steps read only values made before them, at levels the context has (the input at input_level,
+    default the top user level), with slots and layouts within the ring: what run() and the transforms' encoding
+    assume."""
 
     def bad(what):
         raise ks.SerializationError(f"the plan is inconsistent: {what}")
@@ -165,7 +169,9 @@ def _check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx) ->
         bad("the input layout does not fit the ring")
     if in_layout.max(initial=0) >= p_in:
         bad("the input layout does not fit its period")
-    for st, level in zip(steps, _levels(steps, ctx.user_level)[1]):
+    if input_level is not None and not 0 <= input_level <= ctx.user_level:
+        bad(f"the input is read at level {input_level}, outside 0..{ctx.user_level}")
+    for st, level in zip(steps, _levels(steps, ctx.user_level, input_level)[1]):
         if any(i not in made for i in st.inputs):
             bad(f"step {st.name} reads a value no earlier step makes")
         if st.level != level or not 0 <= level <= ctx.user_level:

@@ -26,12 +26,14 @@ def _work(st) -> float:
     return 1.0
 
 
-def _place_bootstraps(steps, top: int) -> list:
-    """The steps with bootstraps placed over the whole graph: the fewest bootstraps such that every step finds the
-    levels it needs, then the least work (each step's _work times the limbs it runs on). A dynamic program over the
-    steps in order whose state is the level of every value still to be read (a residual branch's input and a ReLU's
-    input with the main line): before a step, any of its inputs may be bootstrapped to `top` (once refreshed, a value
-    serves every later reader). At most _STATES states are kept after each step, the cheapest."""
+def _place_bootstraps(steps, top: int) -> tuple[list, int]:
+    """The steps with bootstraps placed over the whole graph, and the level to encrypt the input at: the fewest
+    bootstraps such that every step finds the levels it needs, then the least work (each step's _work times the limbs
+    it runs on; the input is encrypted no higher than it needs to be, which also makes the first transform's keys
+    smaller). A dynamic program over the steps in order whose state is the level of every value still to be read (a
+    residual branch's input and a ReLU's input with the main line): before a step, any of its inputs may be
+    bootstrapped to `top` (once refreshed, a value serves every later reader). At most _STATES states are kept after
+    each step, the cheapest."""
     for st in steps:
         if st.depth > top:
             raise ks.ParameterError(
@@ -42,7 +44,8 @@ def _place_bootstraps(steps, top: int) -> list:
     for t, st in enumerate(steps):
         for i in st.inputs:
             last[i] = t
-    states: dict[tuple, tuple] = {((0, top),): ((0, 0.0), None, ())}  # levels -> (cost, previous levels, refreshed)
+    # levels of the live values -> (cost, previous levels, refreshed); the input at any level up to the top
+    states: dict[tuple, tuple] = {((0, lv),): ((0, 0.0), None, ()) for lv in range(top + 1)}
     history = []
     for t, st in enumerate(steps):
         ins = sorted(set(st.inputs))
@@ -77,7 +80,7 @@ def _place_bootstraps(steps, top: int) -> list:
     for st, fresh in zip(steps, reversed(refresh)):
         out += [Bootstrap(f"bootstrap before {st.name}", i) for i in fresh]
         out.append(st)
-    return out
+    return out, dict(key)[0]
 
 
 def _units(steps, peaks: dict) -> dict:
@@ -163,7 +166,7 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
             usable = [p for p in presets if max(st.depth for st in steps) <= p.levels and p.slots >= slots]
             if usable:
                 return min(
-                    usable, key=lambda p: sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, p.levels))
+                    usable, key=lambda p: sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, p.levels)[0])
                 )
         most = next((d for d in range(depth - 1, -1, -1) if fit(precision_bits or 8, d)), -1)
         raise ks.ParameterError(

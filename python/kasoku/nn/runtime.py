@@ -29,6 +29,7 @@ class CompiledModel:
         ctx,
         bootstrapper,
         compile_s,
+        input_level=None,
     ):
         self.steps = steps  # in an order where every value is made before it is read; value 0 is the input
         self.output = output  # the value id of the logits
@@ -43,13 +44,15 @@ class CompiledModel:
         self.ctx = ctx
         self.bootstrapper = bootstrapper  # a ks.Bootstrapper when the plan bootstraps
         self.compile_s = compile_s
+        # the level the input is encrypted at (a bootstrapping plan's: no higher than its first steps need)
+        self.input_level = ctx.user_level if input_level is None else int(input_level)
         self.keys = None
         self.evaluator = None
 
     @property
     def depth(self) -> int:
         """The levels the plan takes (between bootstraps, where it has them)."""
-        return self.ctx.user_level - min(_levels(self.steps, self.ctx.user_level)[0].values())
+        return self.ctx.user_level - min(_levels(self.steps, self.ctx.user_level, self.input_level)[0].values())
 
     @property
     def bootstraps(self) -> int:
@@ -101,7 +104,7 @@ class CompiledModel:
         rot += sum(len(s.sums) for s in self.steps if isinstance(s, Affine))
         lines = [
             f"CompiledModel({self.in_shape} -> {self.out_dim}; {self.params!r})",
-            f"  depth {self.depth} of {self.ctx.user_level} levels, "
+            f"  depth {self.depth} of {self.ctx.user_level} levels (the input at {self.input_level}), "
             f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}; {rot} rotations per "
             f"inference, "
             f"{len(self.galois_elements())} Galois keys, {self.key_bytes() / 1e9:.2f} GB of evaluation keys; "
@@ -138,7 +141,7 @@ class CompiledModel:
         if check:
             self.check(x)
         key = key if key is not None else self._keys("encrypt").public
-        return self.ctx.encrypt(self.pack(x), key)
+        return self.ctx.encrypt(self.pack(x), key, level=self.input_level)
 
     def check(self, x) -> None:
         """Raises ks.ParameterError, naming the layer, when x drives an approximated activation outside its fitted
@@ -180,9 +183,9 @@ class CompiledModel:
 
     def check_input(self, ct) -> None:
         """Raises ks.LevelError for a ciphertext below the level the plan reads its input at."""
-        if ct.level < self.ctx.user_level:
+        if ct.level < self.input_level:
             raise ks.LevelError(
-                f"the model reads its input at level {self.ctx.user_level} or above (plan.encrypt puts it there), this "
+                f"the model reads its input at level {self.input_level} or above (plan.encrypt puts it there), this "
                 f"ciphertext is at level {ct.level}"
             )
 
@@ -197,7 +200,7 @@ class CompiledModel:
         for k, s in enumerate(self.steps):
             for i in s.inputs:
                 last[i] = k
-        vals = {0: ct}
+        vals = {0: ct if ct.level == self.input_level else ev.drop_level(ct, self.input_level)}
         for k, s in enumerate(self.steps):
             ins = [vals[i] for i in s.inputs]
             if isinstance(s, Affine):
@@ -253,7 +256,7 @@ def load(
     f = read_plan(data, max_bytes)
     steps, output, in_layout, out_layout = f["steps"], f["output"], f["in_layout"], f["out_layout"]
     ctx = ks.Context(f["params"], threads=threads, device=device)
-    _check_plan(steps, output, f["in_shape"], in_layout, f["out_dim"], out_layout, ctx)
+    _check_plan(steps, output, f["in_shape"], in_layout, f["out_dim"], out_layout, ctx, f["input_level"])
     _encode(steps, ctx, threads, max_encoded_bytes)
     boot = None
     if any(isinstance(st, Bootstrap) for st in steps):
@@ -271,6 +274,7 @@ def load(
         ctx,
         boot,
         None,
+        f["input_level"],
     )
 
 
