@@ -71,18 +71,40 @@ void fma_avx512(const u64* a, const u64* b, const u64* c, std::size_t n, const M
     for (; i < n; ++i) out[i] = reduce_128(static_cast<u128>(a[i]) * b[i] + c[i], m);
 }
 
-// out[c] = sum_i y[i][c] f[i] mod t. Per chunk of up to 8 terms the 128-bit sum is kept as five 64-bit
-// column sums of 32x32-bit partial products (no carries inside the loop): with y < 2^61 and f < t < 2^61,
-// x_l f_h and x_h f_l are below 2^61, so 8 of them still fit in 64 bits. The sum is then below 8 2^61 t, its
-// high word below t, and it is reduced as hi (2^64 mod t) + lo with one Shoup and one Barrett step.
+// Up to 8 products of 32x32-bit halves summed as five 64-bit column sums (ll_lo, ll_hi: the low and high words of
+// the low products; lh, hl; hh), reduced modulo t: for factors below 2^61 each partial product is below 2^61 (ll
+// below 2^64, split), so 8 of them fit in 64 bits; the 128-bit sum is below 8 2^61 t, its high word below t, and
+// it is reduced as hi (2^64 mod t) + lo with one Shoup and one Barrett step, to [0, t).
+struct ColumnSums {
+    __m512i vt, v2t, vr64, vr64p, vbar, m32;
+    ShoupDq sh;
+    explicit ColumnSums(u64 t)
+        : vt(set1(t)),
+          v2t(set1(2 * t)),
+          vr64(set1(static_cast<u64>((static_cast<u128>(1) << 64) % t))),
+          vr64p(set1(shoup(static_cast<u64>((static_cast<u128>(1) << 64) % t), t))),
+          vbar(set1(~u64{0} / t)),  // floor(2^64 / t), t not a power of two
+          m32(set1(0xffffffffULL)),
+          sh(t) {}
+    __m512i reduce(__m512i ll_lo, __m512i ll_hi, __m512i lh, __m512i hl, __m512i hh) const {
+        // sum = ll_lo + (ll_hi + lh + hl) 2^32 + hh 2^64, carried into (hi, lo)
+        __m512i mid = _mm512_add_epi64(_mm512_and_si512(lh, m32), _mm512_and_si512(hl, m32));
+        mid = _mm512_add_epi64(mid, _mm512_add_epi64(ll_hi, _mm512_srli_epi64(ll_lo, 32)));
+        const __m512i lo = _mm512_or_si512(_mm512_slli_epi64(mid, 32), _mm512_and_si512(ll_lo, m32));
+        __m512i hi = _mm512_add_epi64(hh, _mm512_srli_epi64(lh, 32));
+        hi = _mm512_add_epi64(hi, _mm512_add_epi64(_mm512_srli_epi64(hl, 32), _mm512_srli_epi64(mid, 32)));
+        // hi (2^64 mod t) in [0, 2t) by Shoup, lo mod t in [0, 2t) by one-word Barrett
+        const __m512i a = sh.mul_lazy(hi, vr64, vr64p);
+        const __m512i b = _mm512_sub_epi64(lo, _mm512_mullo_epi64(mul_hi(lo, vbar), vt));
+        return sub_if_ge(sub_if_ge(_mm512_add_epi64(a, b), v2t), vt);
+    }
+};
+
+// out[c] = sum_i y[i][c] f[i] mod t, in chunks of up to 8 terms (ColumnSums; y < 2^61, f < t < 2^61).
 void dot_const_avx512(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
                       const std::uint8_t* index, const u64* table) {
-    const u64 t = m.value;
-    const u64 r64 = static_cast<u64>((static_cast<u128>(1) << 64) % t);  // 2^64 mod t
-    const __m512i vt = set1(t), v2t = set1(2 * t), vr64 = set1(r64), vr64p = set1(shoup(r64, t));
-    const __m512i vbar = set1(~u64{0} / t);  // floor(2^64 / t), t not a power of two
-    const __m512i m32 = set1(0xffffffffULL);
-    const ShoupDq sh(t);
+    const ColumnSums sums(m.value);
+    const __m512i vt = sums.vt, m32 = sums.m32;
     const TableLookup lookup(table, s + 1);
     std::size_t c = 0;
     for (; c + 8 <= n; c += 8) {
@@ -100,17 +122,7 @@ void dot_const_avx512(const u64* const* y, const u64* f, std::size_t s, std::siz
                 hl = _mm512_add_epi64(hl, _mm512_mul_epu32(x_h, f_l));
                 hh = _mm512_add_epi64(hh, _mm512_mul_epu32(x_h, f_h));
             }
-            // sum = ll_lo + (ll_hi + lh + hl) 2^32 + hh 2^64, carried into (hi, lo)
-            __m512i mid = _mm512_add_epi64(_mm512_and_si512(lh, m32), _mm512_and_si512(hl, m32));
-            mid = _mm512_add_epi64(mid, _mm512_add_epi64(ll_hi, _mm512_srli_epi64(ll_lo, 32)));
-            const __m512i lo = _mm512_or_si512(_mm512_slli_epi64(mid, 32), _mm512_and_si512(ll_lo, m32));
-            __m512i hi = _mm512_add_epi64(hh, _mm512_srli_epi64(lh, 32));
-            hi = _mm512_add_epi64(hi, _mm512_add_epi64(_mm512_srli_epi64(hl, 32), _mm512_srli_epi64(mid, 32)));
-            // hi (2^64 mod t) in [0, 2t) by Shoup, lo mod t in [0, 2t) by one-word Barrett
-            const __m512i a = sh.mul_lazy(hi, vr64, vr64p);
-            const __m512i b = _mm512_sub_epi64(lo, _mm512_mullo_epi64(mul_hi(lo, vbar), vt));
-            const __m512i part = sub_if_ge(sub_if_ge(_mm512_add_epi64(a, b), v2t), vt);
-            r = sub_if_ge(_mm512_add_epi64(r, part), vt);
+            r = sub_if_ge(_mm512_add_epi64(r, sums.reduce(ll_lo, ll_hi, lh, hl, hh)), vt);
         }
         if (index) r = sub_table_mod(r, index + c, lookup, vt);
         store(out + c, r);
@@ -118,9 +130,34 @@ void dot_const_avx512(const u64* const* y, const u64* f, std::size_t s, std::siz
     dot_const_tail(y, f, s, c, n, m, out, index, table);
 }
 
+// out[c] = sum_j a[j][c] b[j][c] (+ out[c]) mod q: per 8 columns, each chunk of up to 8 terms summed as ColumnSums
+// (four 32x32-bit products a term, no reduction) and reduced once, where a product and a fused multiply-add reduce
+// every term. Every column's terms are read before its result is stored (out may be a[0]).
 void dot_avx512(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
                 bool accumulate) {
-    dot_by_fma(mul_avx512, fma_avx512, a, b, k, n, m, out, accumulate);
+    const ColumnSums sums(m.value);
+    const __m512i vq = sums.vt, m32 = sums.m32;
+    std::size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m512i r = accumulate ? load(out + c) : _mm512_setzero_si512();
+        for (std::size_t j0 = 0; j0 < k; j0 += 8) {
+            const std::size_t j1 = j0 + 8 < k ? j0 + 8 : k;
+            __m512i ll_lo = _mm512_setzero_si512(), ll_hi = ll_lo, lh = ll_lo, hl = ll_lo, hh = ll_lo;
+            for (std::size_t j = j0; j < j1; ++j) {
+                const __m512i x = load(a[j] + c), y = load(b[j] + c);
+                const __m512i x_h = _mm512_srli_epi64(x, 32), y_h = _mm512_srli_epi64(y, 32);
+                const __m512i ll = _mm512_mul_epu32(x, y);
+                ll_lo = _mm512_add_epi64(ll_lo, _mm512_and_si512(ll, m32));
+                ll_hi = _mm512_add_epi64(ll_hi, _mm512_srli_epi64(ll, 32));
+                lh = _mm512_add_epi64(lh, _mm512_mul_epu32(x, y_h));
+                hl = _mm512_add_epi64(hl, _mm512_mul_epu32(x_h, y));
+                hh = _mm512_add_epi64(hh, _mm512_mul_epu32(x_h, y_h));
+            }
+            r = sub_if_ge(_mm512_add_epi64(r, sums.reduce(ll_lo, ll_hi, lh, hl, hh)), vq);
+        }
+        store(out + c, r);
+    }
+    dot_tail(a, b, k, c, n, m, out, accumulate);
 }
 
 void ntt_forward_avx512(u64* a, const NttTables& t) {

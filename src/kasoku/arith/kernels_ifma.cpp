@@ -107,9 +107,57 @@ void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_
     dot_const_tail(y, f, s, c, n, m, out, index, table);
 }
 
+// out[c] = sum_j a[j][c] b[j][c] (+ out[c]) mod q for q < 2^50: the low and high 52-bit halves of the products
+// (each below 2^100) summed apart in two pairs of accumulators (L: each half < 2^52, H: < 2^48), reduced once per
+// 2048 terms as L mod 2^52 + 2^52 (H' mod 2^52) + 2^104 (H' >> 52) with H' = H + (L >> 52), three Shoup products
+// by 1, 2^52 mod q and 2^104 mod q (as dot_const_ifma), where a product and a fused multiply-add reduce every term.
+// Every column's terms are read before its result is stored (out may be a[0]).
 void dot_ifma(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
               bool accumulate) {
-    dot_by_fma(mul_ifma, fma_ifma, a, b, k, n, m, out, accumulate);
+    if (!fits(m.value)) return kAvx512Kernels.dot(a, b, k, n, m, out, accumulate);
+    const u64 t = m.value;
+    const u64 c52 = static_cast<u64>((static_cast<u128>(1) << 52) % t);
+    const u64 c104 = static_cast<u64>((static_cast<u128>(c52) * c52) % t);
+    const ShoupIfma sh(t);
+    const __m512i w1 = set1(1), w1p = set1(shoup(1, t) >> 12), w52 = set1(c52), w52p = set1(shoup(c52, t) >> 12);
+    const __m512i w104 = set1(c104), w104p = set1(shoup(c104, t) >> 12);
+    const __m512i vt = set1(t), v2t = set1(2 * t), m52 = mask52(), zero = _mm512_setzero_si512();
+    constexpr std::size_t kBlock = 2048;  // terms per reduction: L < 2^11 2^52 in each of two accumulators
+    std::size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m512i r = accumulate ? load(out + c) : zero;
+        for (std::size_t j0 = 0; j0 < k; j0 += kBlock) {
+            const std::size_t j1 = j0 + kBlock < k ? j0 + kBlock : k;
+            __m512i la = zero, lb = zero, ha = zero, hb = zero;
+            std::size_t j = j0;
+            for (; j + 2 <= j1; j += 2) {
+                const __m512i x0 = load(a[j] + c), y0 = load(b[j] + c);
+                const __m512i x1 = load(a[j + 1] + c), y1 = load(b[j + 1] + c);
+                la = madd52lo(la, x0, y0);
+                ha = madd52hi(ha, x0, y0);
+                lb = madd52lo(lb, x1, y1);
+                hb = madd52hi(hb, x1, y1);
+            }
+            if (j < j1) {
+                const __m512i x0 = load(a[j] + c), y0 = load(b[j] + c);
+                la = madd52lo(la, x0, y0);
+                ha = madd52hi(ha, x0, y0);
+            }
+            const __m512i l = _mm512_add_epi64(_mm512_and_si512(la, m52), _mm512_and_si512(lb, m52));
+            const __m512i h = _mm512_add_epi64(
+                _mm512_add_epi64(ha, hb),
+                _mm512_add_epi64(_mm512_add_epi64(_mm512_srli_epi64(la, 52), _mm512_srli_epi64(lb, 52)),
+                                 _mm512_srli_epi64(l, 52)));
+            const __m512i r0 = sh.mul_lazy(_mm512_and_si512(l, m52), w1, w1p);
+            const __m512i r1 = sh.mul_lazy(_mm512_and_si512(h, m52), w52, w52p);
+            const __m512i r2 = sh.mul_lazy(_mm512_srli_epi64(h, 52), w104, w104p);
+            __m512i part = sub_if_ge(_mm512_add_epi64(r0, r1), v2t);           // [0, 2t)
+            part = sub_if_ge(sub_if_ge(_mm512_add_epi64(part, r2), v2t), vt);  // [0, 4t) -> [0, t)
+            r = sub_if_ge(_mm512_add_epi64(r, part), vt);
+        }
+        store(out + c, r);
+    }
+    dot_tail(a, b, k, c, n, m, out, accumulate);
 }
 
 }  // namespace

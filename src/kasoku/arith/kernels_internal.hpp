@@ -55,16 +55,6 @@ void dot_scalar(const u64* const* a, const u64* const* b, std::size_t k, std::si
                 bool accumulate);
 void dot_tail(const u64* const* a, const u64* const* b, std::size_t k, std::size_t c, std::size_t n, const Modulus& m,
               u64* out, bool accumulate);
-// The dot product of vectors as a product and k - 1 fused multiply-adds (each reduced): the bodies that have no
-// dot-product loop of their own (AVX-512DQ, IFMA) keep these calls, whose speed was measured on their machines.
-template <class Mul, class Fma>
-void dot_by_fma(Mul mul, Fma fma, const u64* const* a, const u64* const* b, std::size_t k, std::size_t n,
-                const Modulus& m, u64* out, bool accumulate) {
-    for (std::size_t j = 0; j < k; ++j) {
-        if (j == 0 && !accumulate) mul(a[j], b[j], n, m, out);
-        else fma(a[j], b[j], out, n, m, out);
-    }
-}
 // Scalar NTTs, used by the SIMD bodies for sizes below one vector block (n < 16).
 void ntt_forward_scalar(u64* a, const NttTables& t);
 void ntt_inverse_scalar(u64* a, const NttTables& t);
