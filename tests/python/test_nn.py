@@ -233,9 +233,11 @@ def test_keys_are_made_for_the_levels_the_plan_rotates_at():
         assert np.max(np.abs(got - model(x[:1]).detach().numpy().reshape(-1))) < 0.05
         g, lv = min(levels.items(), key=lambda item: item[1])
         if params is not None:  # bootstrapping: every transform below the user level, far below the top
-            assert plan.input_level < plan.ctx.user_level and max(
-                lv for g, lv in levels.items() if g not in plan.bootstrapper.galois_elements()
-            ) < plan.ctx.user_level
+            assert (
+                plan.input_level < plan.ctx.user_level
+                and max(lv for g, lv in levels.items() if g not in plan.bootstrapper.galois_elements())
+                < plan.ctx.user_level
+            )
             continue
         assert lv < plan.ctx.user_level  # the last transforms' keys serve only the levels below the input's
         fewer = plan.ctx.keygen(galois_levels={**levels, g: lv - 1} if lv > 0 else {h: 0 for h in levels})
@@ -407,6 +409,35 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
     ct = plan.encrypt(calibration[0])
     out = loaded.run(ks.Ciphertext.from_bytes(loaded.ctx, ct.to_bytes()))
     assert out.to_bytes() == plan.run(ct).to_bytes()
+
+
+def test_bootstrapping_parameters_are_chosen_for_the_plan():
+    """A plan no 128-bit ring holds gets N = 2^16 bootstrapping parameters with the fewest user levels that give the
+    fewest bootstraps: every set 128-bit secure, the fewest key-switching digits for bootstrapping primes of 50 bits
+    or more, then the largest such primes; a chain of ReLU blocks of 11 levels takes 11 (one bootstrap a block), not
+    14."""
+    from kasoku.nn.ir import Activation, Affine, ReluJoin
+    from kasoku.nn.placement import _bootstrapping_params, _choose_params
+
+    for levels in range(6, 15):
+        p = _bootstrapping_params(levels)
+        assert p.levels == levels and p.security == 128 and p.log_qp <= 1772 and p.boot_bits >= 50
+        fewer = p.dnum - 1
+        if fewer >= 3:  # one digit fewer leaves no room for 50-bit bootstrapping primes
+            alpha = -(-(1 + levels + 14) // fewer)
+            assert 60 + 40 * levels + 14 * 50 + alpha * 50 > 1772
+    assert _bootstrapping_params(12).dnum == 3 and _bootstrapping_params(14).dnum == 4
+
+    def sign(d, i, o):
+        return Activation(f"s{o}", "sign", poly=ks.Polynomial([0.0] + [0.5] * d), degree=d, input=i, output=o)
+
+    steps, v = [], 0
+    for block in range(6):  # affine, ReLU (sign stages of 4 and 5 levels, the join): 11 levels a block
+        a = Affine(f"a{block}", [v], v + 1, [], np.zeros(1), [], 1, diags=[{0: np.ones(1)}])
+        steps += [a, sign(15, v + 1, v + 2), sign(31, v + 2, v + 3), ReluJoin(f"r{block}", [v + 1, v + 3], v + 4)]
+        v += 4
+    p = _choose_params(steps, 66, 1 << 15, None, True, 20)
+    assert p.levels == 11 and p.log_n == 16
 
 
 def test_relu_by_sign_stages_with_bootstraps_between_them():

@@ -145,12 +145,45 @@ def _first_past(steps, levels: int) -> str:
     return next((st.name for st, level in zip(steps, at) if level < st.depth), steps[-1].name)
 
 
+_BOOT_LEVELS = 14  # what the default ks.Bootstrapper takes: CoeffToSlot 3, EvalMod 8, SlotToCoeff 3
+
+
+def _bootstrapping_params(levels: int):
+    """N = 2^16 parameters with `levels` user levels of 40 bits above q_0 (60 bits), the default bootstrapper's 14
+    levels and an ephemeral sparse secret of weight 32 (as BOOT16), at 128-bit security, with the smallest keys: the
+    fewest key-switching digits (3, then 4, 5, 6) for which the bootstrapping primes still get 50 bits or more, and
+    then as many bits as fit (up to 55: bootstrapping's precision), with special primes as large as them (P as large
+    as the largest digit). None where none fits."""
+    primes = 1 + levels + _BOOT_LEVELS
+    for dnum in (3, 4, 5, 6):
+        alpha = -(-primes // dnum)
+        for bits in range(55, 49, -1):
+            try:
+                return ks.Parameters(
+                    log_n=16,
+                    first_bits=60,
+                    scale_bits=40,
+                    levels=levels,
+                    special_bits=max(bits, 50),
+                    special_primes=alpha,
+                    dnum=dnum,
+                    boot_levels=_BOOT_LEVELS,
+                    boot_bits=bits,
+                    boot_secret_weight=32,
+                    security=128,
+                )
+            except ks.ParameterError:
+                continue
+    return None
+
+
 def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: bool, integer_bits: int):
     """Parameters.for_circuit for the plan (q_0 integer_bits above the scale: the largest value with the margin, and
     at least 8, the room a product at level 1 needs before its rescale). precision_bits None: the most precision (up
     to 20 bits) that the smallest ring holding the plan at 8 bits gives with the same number of primes (so at the same
-    speed). A plan no 128-bit ring holds: the bootstrapping preset (BOOT16, 9 levels between bootstraps, or BOOT16L,
-    14) that needs fewer bootstraps, when bootstrap is on."""
+    speed). A plan no 128-bit ring holds, when bootstrap is on: bootstrapping parameters (_bootstrapping_params) with
+    the fewest user levels between bootstraps that give the fewest bootstraps (fewer levels: smaller keys, cheaper
+    steps, each from the deepest step's depth up to 14)."""
 
     def fit(bits, d=depth):  # None where no 128-bit ring holds it
         try:
@@ -162,12 +195,16 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
         params = ks.Parameters.for_circuit(depth, precision_bits or 8, slots=slots, integer_bits=integer_bits)
     except ks.ParameterError as e:
         if bootstrap:
-            presets = [ks.Parameters.named(n) for n in ("BOOT16", "BOOT16L")]
-            usable = [p for p in presets if max(st.depth for st in steps) <= p.levels and p.slots >= slots]
-            if usable:
-                return min(
-                    usable, key=lambda p: sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, p.levels)[0])
-                )
+            best = None
+            for levels in range(max(st.depth for st in steps), _BOOT_LEVELS + 1):
+                p = _bootstrapping_params(levels)
+                if p is None or p.slots < slots:
+                    continue
+                count = sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, levels)[0])
+                if best is None or count < best[0]:
+                    best = (count, p)
+            if best is not None:
+                return best[1]
         most = next((d for d in range(depth - 1, -1, -1) if fit(precision_bits or 8, d)), -1)
         raise ks.ParameterError(
             f"layer {_first_past(steps, most)} is past the {most} levels a 128-bit ring holds at {precision_bits or 8} "
