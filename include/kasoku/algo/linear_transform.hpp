@@ -6,7 +6,10 @@
 //
 // The baby rotations Rot_{unit*i}(in) share one decomposition (ModUp) and stay in the Q_l * P basis; the
 // diagonals, encoded over Q_l * P, multiply them there, so each giant step costs one ModDown. The giant
-// rotations are summed lazily too, with one final ModDown, then one rescale.
+// rotations are summed lazily too, with one final ModDown, then one rescale. Low in the chain, where P has more
+// limbs than Q_l and the diagonals far outnumber the baby steps, each baby rotation is brought down to Q_l (one
+// ModDown each) and the diagonals, encoded over Q_l alone, multiply it there: fewer limbs to encode, keep and
+// multiply (ProductBasis).
 //
 // Errors: the constructor throws LevelError for a level outside 1..max_level and ParameterError for a diagonal with
 // more values than slots or no nonzero diagonal (from_matrix / matrix_diagonals: for dim outside 1..slots); apply
@@ -39,6 +42,11 @@ struct BsgsPlan {
 // baby > 0 forces n1.
 BsgsPlan plan_bsgs(const std::vector<std::int64_t>& offsets, std::size_t baby = 0);
 
+// Where the diagonals multiply the baby rotations: over Q_l * P (hoisted, lazy: no ModDown per baby step), over Q_l
+// (one ModDown per baby step, diagonals of l + 1 limbs instead of l + 1 + k), or the cheaper of the two by
+// LinearTransform::cheaper_basis. The results agree to the rounding of the products (not bit for bit).
+enum class ProductBasis { automatic, extended, level };
+
 class LinearTransform {
 public:
     // diagonals: offset r (any integer; taken mod slots) -> values (up to slots, zero padded). Encoded once, over
@@ -47,8 +55,10 @@ public:
     // at_use: keep the diagonals' values (real ones as doubles) and encode each giant step's at its turn in apply,
     // freeing them after: a giant step's encodings at a time instead of all (a diagonal over Q_level * P is up to
     // 9 MB at N = 2^16, a convolution's hundreds of them), for the encoding time at every apply. Same results.
+    // products: ProductBasis (automatic: cheaper_basis).
     LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level,
-                    std::size_t baby = 0, Exec exec = {}, bool at_use = false);
+                    std::size_t baby = 0, Exec exec = {}, bool at_use = false,
+                    ProductBasis products = ProductBasis::automatic);
     // A dense dim x dim matrix (row major, dim <= slots) acting on slots 0..dim-1: out[s] = sum_t m[s][t] in[t].
     // With dim = slots the product is cyclic over all slots.
     static LinearTransform from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,
@@ -59,6 +69,15 @@ public:
 
     // The BSGS split the constructor uses for these offsets (taken mod slots), without encoding anything.
     static BsgsPlan plan_for(const std::vector<std::int64_t>& offsets, std::size_t slots, std::size_t baby = 0);
+    // The basis with fewer limb passes for `diagonals` diagonals of `plan` at `level`, in units of one limb of a
+    // product (an NTT of a limb is taken as 12 of them, as measured on the CPU backend at N = 2^16): over Q_l * P each
+    // diagonal multiplies k = special primes more limbs of both polynomials and is encoded over k more (an NTT each:
+    // at every apply when encoded at use, else held as k more limbs of memory); over Q_l each baby rotation adds a
+    // ModDown of the pair (an inverse NTT of its k special limbs and a forward NTT of its l + 1 q-limbs, each
+    // polynomial). It does not depend on at_use, so that a transform kept encoded and one encoded at use give the
+    // same bits.
+    static ProductBasis cheaper_basis(const ckks::Context& ctx, const BsgsPlan& plan, std::size_t diagonals, int level);
+    ProductBasis products() const { return products_; }
     // Exactly the Galois elements apply() needs.
     std::vector<std::uint64_t> galois_elements() const;
     static std::vector<std::uint64_t> galois_elements(const ckks::Context& ctx, const BsgsPlan& plan);
@@ -82,7 +101,7 @@ private:
 
     struct Term {
         std::size_t baby;
-        ckks::Plaintext pt;          // Rot_{-giant}(diag), over Q_level * P (in its subring when periodic)
+        ckks::Plaintext pt;          // Rot_{-giant}(diag), over Q_level * P or Q_level (in its subring when periodic)
         std::vector<double> re, im;  // at_use: Rot_{-giant}(diag)'s values instead (im empty when it is real)
     };
     ckks::Plaintext encoded(const Term& t, Exec exec) const;
@@ -90,7 +109,8 @@ private:
     ckks::ContextPtr ctx_;
     int level_ = 0;
     bool at_use_ = false;
-    double scale_ = 0;  // the diagonals' encoding scale
+    ProductBasis products_ = ProductBasis::extended;  // extended or level, once chosen
+    double scale_ = 0;                                // the diagonals' encoding scale
     std::size_t count_ = 0, bytes_ = 0;
     BsgsPlan plan_;
     std::vector<std::vector<Term>> terms_;  // per giant step

@@ -75,9 +75,14 @@ public:
     // operation needs a key switch for it. The one check of every operation that takes Galois elements.
     void check_galois_element(std::uint64_t g, const char* op, bool identity_allowed = true) const;
 
-    // Encoder tables (HEAAN-style special FFT): rot_group_[j] = 5^j mod 2n, ksi_[k] = exp(2 pi i k / 2n).
+    // Encoder tables (HEAAN-style special FFT): rot_group_[j] = 5^j mod 2n, ksi_[k] = exp(2 pi i k / 2n), and each
+    // stage's twiddles in order: for the stage of `len` points (2 <= len <= slots), entry len / 2 + j (j < len / 2)
+    // of fft_twiddles() is ksi[(rot_group[j] mod 4 len) 2n / (4 len)], of fft_twiddles_inverse() ksi[(4 len -
+    // (rot_group[j] mod 4 len)) 2n / (4 len)].
     const std::vector<std::uint64_t>& rot_group() const { return rot_group_; }
     const std::vector<std::complex<double>>& ksi() const { return ksi_; }
+    const std::vector<std::complex<double>>& fft_twiddles() const { return fft_tw_; }
+    const std::vector<std::complex<double>>& fft_twiddles_inverse() const { return fft_tw_inv_; }
 
     // The key-switching costs Evaluator::keyswitch_costs measured for (level, threads), kept with the context (they
     // describe its parameters on this machine) and released with it. Thread-safe.
@@ -107,7 +112,7 @@ private:
     std::uint64_t uid_, fingerprint_;
     std::vector<double> log_q_prefix_, scales_;
     std::vector<std::uint64_t> rot_group_;
-    std::vector<std::complex<double>> ksi_;
+    std::vector<std::complex<double>> ksi_, fft_tw_, fft_tw_inv_;
 };
 
 using ContextPtr = std::shared_ptr<const Context>;

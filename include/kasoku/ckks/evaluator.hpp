@@ -95,6 +95,12 @@ public:
     // acc.scale = a.scale * pt.scale. No rescale: a sum of plaintext products is rescaled once. Throws LevelError when
     // pt is at another level, ParameterError when acc's level, size, key or scale differs from the product's.
     void multiply_plain_accumulate(const Ciphertext& a, const Plaintext& pt, Ciphertext& acc, Exec exec = {}) const;
+    // sum_i xs[i] * pts[i] in one pass over the limbs (Backend::sum_of_products), no rescale: xs of one level, size,
+    // key and scale, pts at their level (encode or encode_extended) with one scale. Throws ParameterError for no
+    // terms or terms that differ, LevelError for a plaintext at another level, ScaleError when the scale no longer
+    // fits.
+    Ciphertext multiply_plain_sum(const std::vector<const Ciphertext*>& xs, const std::vector<const Plaintext*>& pts,
+                                  Exec exec = {}) const;
     // sum_i coeffs[i] * xs[i] + constant with one rescale: the terms are taken to the lowest level l among xs (limbs
     // dropped), each multiplied by its coefficient as an integer constant at the scale that makes the rescaled sum
     // land on scale_at(l - 1) whatever each term's scale. Real parts are constant products; imaginary parts are

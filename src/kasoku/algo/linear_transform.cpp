@@ -74,6 +74,17 @@ BsgsPlan plan_bsgs(const std::vector<std::int64_t>& offsets, std::size_t baby) {
     return p;
 }
 
+ProductBasis LinearTransform::cheaper_basis(const ckks::Context& ctx, const BsgsPlan& plan, std::size_t diagonals,
+                                            int level) {
+    constexpr double kNtt = 12.0;  // an NTT of a limb, in limb products
+    const double k = static_cast<double>(ctx.rns().p_count()), q = static_cast<double>(level) + 1.0;
+    double babies = 0;
+    for (auto s : plan.babies) babies += ctx.galois_element(s) != 1;
+    const double extended = static_cast<double>(diagonals) * k * (2.0 + kNtt);
+    const double down = babies * 2.0 * kNtt * (k + q);
+    return down < extended ? ProductBasis::level : ProductBasis::extended;
+}
+
 BsgsPlan LinearTransform::plan_for(const std::vector<std::int64_t>& offsets, std::size_t slots, std::size_t baby) {
     std::set<std::int64_t> s;
     for (auto r : offsets) s.insert(signed_offset(r, slots));
@@ -104,7 +115,7 @@ LinearTransform LinearTransform::from_matrix(ckks::ContextPtr ctx, const std::co
 }
 
 LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level,
-                                 std::size_t baby, Exec exec, bool at_use)
+                                 std::size_t baby, Exec exec, bool at_use, ProductBasis products)
     : ctx_(std::move(ctx)), level_(level), at_use_(at_use) {
     if (level < 1 || level > ctx_->max_level())
         throw LevelError("a linear transform consumes one level: its level must be in 1.." +
@@ -127,6 +138,8 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
     offsets.reserve(diags.size());
     for (const auto& kv : diags) offsets.push_back(kv.first);
     plan_ = plan_for(offsets, slots, baby);
+    products_ = products != ProductBasis::automatic ? products : cheaper_basis(*ctx_, plan_, diags.size(), level);
+    const bool extended = products_ == ProductBasis::extended;
     // Diagonals are encoded so that the rescale by q_level lands on the canonical scale of level - 1.
     const double q = static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(level)));
     scale_ = ctx_->scale_at(level - 1) * q / ctx_->scale_at(level);
@@ -153,7 +166,7 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
             continue;
         }
         // A diagonal of period p < slots (most of bootstrapping's FFT factors) is kept in 2p words per limb.
-        ckks::Plaintext pt = enc.encode_compact(rotated, scale_, level, true, exec);
+        ckks::Plaintext pt = enc.encode_compact(rotated, scale_, level, extended, exec);
         bytes_ += pt.poly.words() * sizeof(std::uint64_t);
         terms_[gi].push_back(Term{bi, std::move(pt), {}, {}});
     }
@@ -162,7 +175,7 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
 ckks::Plaintext LinearTransform::encoded(const Term& t, Exec exec) const {
     cvec v(t.re.size());
     for (std::size_t s = 0; s < v.size(); ++s) v[s] = {t.re[s], t.im.empty() ? 0.0 : t.im[s]};
-    return ckks::Encoder(ctx_).encode_compact(v, scale_, level_, true, exec);
+    return ckks::Encoder(ctx_).encode_compact(v, scale_, level_, products_ == ProductBasis::extended, exec);
 }
 
 std::vector<std::uint64_t> LinearTransform::galois_elements(const ckks::Context& ctx, const BsgsPlan& plan) {
@@ -201,28 +214,31 @@ Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const ckks::Decompo
 Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, const ckks::Decomposition* d,
                                 Exec exec) const {
     check_level(a);
-    // Baby steps: hoisted inner products, left in Q_l * P.
+    const bool extended = products_ == ProductBasis::extended;
+    // Baby steps: hoisted inner products, left in Q_l * P (extended) or brought down to Q_l.
     std::vector<std::optional<LazyCiphertext>> lazy(plan_.babies.size());
+    std::vector<std::optional<Ciphertext>> down(plan_.babies.size());
     for (std::size_t i = 0; i < plan_.babies.size(); ++i) {
         const std::uint64_t g = ctx_->galois_element(plan_.babies[i]);
         if (g == 1) continue;
-        lazy[i] = ev.inner_product_lazy(*d, g, exec);
+        if (extended) lazy[i] = ev.inner_product_lazy(*d, g, exec);
+        else down[i] = ev.mod_down(ev.inner_product_lazy(*d, g, exec), exec);
     }
     std::optional<LazyCiphertext> total;  // giant rotations and the giant step 0, summed before their one ModDown
-    Ciphertext plain;                     // products of the input itself (baby and giant step 0)
+    Ciphertext plain;                     // products over Q_l of the giant step 0 (the input's own, extended)
     auto add_total = [&](LazyCiphertext&& x) {
         if (total) ev.add_lazy_inplace(*total, x, exec);
         else total = std::move(x);
     };
     for (std::size_t j = 0; j < plan_.giants.size(); ++j) {
         std::vector<const LazyCiphertext*> xs;
-        std::vector<const ckks::Plaintext*> pts;
+        std::vector<const Ciphertext*> cts;
+        std::vector<const ckks::Plaintext*> pts, cpts;
         std::vector<ckks::Plaintext> now;  // at_use: this giant step's diagonals, encoded for this iteration only
         if (at_use_) {
             now.reserve(terms_[j].size());
             for (const Term& t : terms_[j]) now.push_back(encoded(t, exec));
         }
-        Ciphertext acc0;
         for (std::size_t k = 0; k < terms_[j].size(); ++k) {
             const Term& t = terms_[j][k];
             const ckks::Plaintext& pt = at_use_ ? now[k] : t.pt;
@@ -230,26 +246,27 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
                 xs.push_back(&*lazy[t.baby]);
                 pts.push_back(&pt);
             } else {
-                ev.multiply_plain_accumulate(a, pt, acc0, exec);
+                cts.push_back(down[t.baby] ? &*down[t.baby] : &a);
+                cpts.push_back(&pt);
             }
         }
+        // The products over Q_l (the input's own; every one over Q_l), then those in Q_l * P and their ModDown.
+        Ciphertext cj;
+        if (!cts.empty()) cj = ev.multiply_plain_sum(cts, cpts, exec);
         const std::uint64_t g = ctx_->galois_element(plan_.giants[j]);
         if (g == 1) {
             if (!xs.empty()) add_total(ev.multiply_plain_sum_lazy(xs, pts, exec));
-            plain = std::move(acc0);
+            plain = std::move(cj);
             continue;
         }
-        Ciphertext cj;
         if (!xs.empty()) {
-            cj = ev.mod_down(ev.multiply_plain_sum_lazy(xs, pts, exec), exec);
-            if (!acc0.polys.empty()) cj = ev.add(cj, acc0, exec);
-        } else {
-            cj = std::move(acc0);
+            Ciphertext x = ev.mod_down(ev.multiply_plain_sum_lazy(xs, pts, exec), exec);
+            cj = cj.polys.empty() ? std::move(x) : ev.add(x, cj, exec);
         }
         add_total(ev.inner_product_lazy(ev.decompose(cj, exec), g, exec));
     }
     if (!total) return ev.rescale(plain, exec);
-    // ModDown, the products of the input and the rescale in one base conversion
+    // ModDown, the products of the giant step 0 and the rescale in one base conversion
     return ev.mod_down_rescale(std::move(*total), plain.polys.empty() ? nullptr : &plain, exec);
 }
 

@@ -108,6 +108,16 @@ Context::Context(const Parameters& params, int threads, const rns::BackendFactor
         double angle = 2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(m);
         ksi_[k] = {std::cos(angle), std::sin(angle)};
     }
+    fft_tw_.resize(slots);
+    fft_tw_inv_.resize(slots);
+    for (std::uint64_t len = 2; len <= slots; len <<= 1) {
+        const std::uint64_t lenq = len << 2;
+        for (std::uint64_t j = 0; j < len / 2; ++j) {
+            const std::uint64_t r = rot_group_[j] & (lenq - 1);
+            fft_tw_[len / 2 + j] = ksi_[r * (m / lenq)];
+            fft_tw_inv_[len / 2 + j] = ksi_[(lenq - r) * (m / lenq)];
+        }
+    }
 }
 
 std::size_t Context::check_level(int level) const {

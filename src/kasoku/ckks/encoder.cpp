@@ -21,17 +21,18 @@ void bit_reverse(std::vector<std::complex<double>>& v) {
 }
 }  // namespace
 
+// The butterflies read each stage's twiddles in order from the context's tables (Context::fft_twiddles): the same
+// values as ksi[(rot[j] mod 4 len) 2n / 4 len], without a division per butterfly.
 void Encoder::fft_special(std::vector<std::complex<double>>& v) const {
-    const std::size_t n = v.size(), m = 2 * ctx_->n();
-    const auto& rot = ctx_->rot_group();
-    const auto& ksi = ctx_->ksi();
+    const std::size_t n = v.size();
+    const std::complex<double>* tw = ctx_->fft_twiddles().data();
     bit_reverse(v);
     for (std::size_t len = 2; len <= n; len <<= 1) {
-        const std::size_t lenh = len >> 1, lenq = len << 2;
+        const std::size_t lenh = len >> 1;
+        const std::complex<double>* w_len = tw + lenh;
         for (std::size_t i = 0; i < n; i += len)
             for (std::size_t j = 0; j < lenh; ++j) {
-                const std::size_t idx = (rot[j] % lenq) * (m / lenq);
-                auto u = v[i + j], w = v[i + j + lenh] * ksi[idx];
+                auto u = v[i + j], w = v[i + j + lenh] * w_len[j];
                 v[i + j] = u + w;
                 v[i + j + lenh] = u - w;
             }
@@ -39,16 +40,15 @@ void Encoder::fft_special(std::vector<std::complex<double>>& v) const {
 }
 
 void Encoder::fft_special_inv(std::vector<std::complex<double>>& v) const {
-    const std::size_t n = v.size(), m = 2 * ctx_->n();
-    const auto& rot = ctx_->rot_group();
-    const auto& ksi = ctx_->ksi();
+    const std::size_t n = v.size();
+    const std::complex<double>* tw = ctx_->fft_twiddles_inverse().data();
     for (std::size_t len = n; len >= 2; len >>= 1) {
-        const std::size_t lenh = len >> 1, lenq = len << 2;
+        const std::size_t lenh = len >> 1;
+        const std::complex<double>* w_len = tw + lenh;
         for (std::size_t i = 0; i < n; i += len)
             for (std::size_t j = 0; j < lenh; ++j) {
-                const std::size_t idx = (lenq - (rot[j] % lenq)) * (m / lenq);
                 auto u = v[i + j] + v[i + j + lenh];
-                auto w = (v[i + j] - v[i + j + lenh]) * ksi[idx];
+                auto w = (v[i + j] - v[i + j + lenh]) * w_len[j];
                 v[i + j] = u;
                 v[i + j + lenh] = w;
             }

@@ -312,6 +312,40 @@ void Evaluator::multiply_plain_accumulate(const Ciphertext& a, const Plaintext& 
     if (first) detail::stamp(acc, a, scale);
 }
 
+Ciphertext Evaluator::multiply_plain_sum(const std::vector<const Ciphertext*>& xs,
+                                         const std::vector<const Plaintext*>& pts, Exec exec) const {
+    const Count count(*this, {.add = xs.empty() ? 0 : xs.size() - 1, .cmult = xs.size()});
+    if (xs.empty() || xs.size() != pts.size())
+        throw ParameterError("multiply_plain_sum: give as many plaintexts as ciphertexts (at least one)");
+    const Ciphertext& x0 = *xs[0];
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        check(*xs[i], "operand");
+        detail::check_plain(*ctx_, *pts[i]);
+        if (xs[i]->level() != x0.level() || xs[i]->size() != x0.size() || xs[i]->key_id != x0.key_id ||
+            !same_scale(xs[i]->scale, x0.scale) || !same_scale(pts[i]->scale, pts[0]->scale))
+            throw ParameterError("multiply_plain_sum: the terms differ in level, size, key or scale");
+        if (pts[i]->level() != x0.level())
+            throw LevelError("multiply_plain_sum: a plaintext is at level " + std::to_string(pts[i]->level()) +
+                             " and the ciphertexts at level " + std::to_string(x0.level()));
+    }
+    const double scale = x0.scale * pts[0]->scale;
+    check_scale_fits(scale, x0.level(), "multiply_plain_sum");
+    exec = ctx_->exec(exec);
+    std::vector<std::vector<const RnsPoly*>> terms(xs.size());
+    std::vector<const RnsPoly*> polys;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        for (const auto& p : xs[i]->polys) terms[i].push_back(&p);
+        polys.push_back(&pts[i]->poly);
+    }
+    Ciphertext out;
+    out.polys.resize(x0.size());
+    std::vector<RnsPoly*> parts;
+    for (auto& p : out.polys) parts.push_back(&p);
+    ctx_->backend().sum_of_products(terms, polys, parts, false, exec);
+    detail::stamp(out, x0, scale);
+    return out;
+}
+
 Ciphertext Evaluator::linear_combination(const std::vector<const Ciphertext*>& xs,
                                          const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
                                          Exec exec) const {

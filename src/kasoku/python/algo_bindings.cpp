@@ -57,21 +57,29 @@ void bind_algo(nb::module_& m) {
         .def(
             "__init__",
             [](KLinearTransform* self, const KContext& c, const std::map<std::int64_t, Values>& diagonals,
-               std::optional<int> level, std::optional<std::size_t> baby, TArg t, bool at_use) {
+               std::optional<int> level, std::optional<std::size_t> baby, TArg t, bool at_use,
+               std::optional<std::string> products) {
                 const auto& ctx = c.owner->ctx;
                 std::map<std::int64_t, cvec> diags;
                 for (const auto& [k, v] : diagonals) diags[k] = v.get();
+                algo::ProductBasis basis = algo::ProductBasis::automatic;
+                if (products && *products == "extended") basis = algo::ProductBasis::extended;
+                else if (products && *products == "level") basis = algo::ProductBasis::level;
+                else if (products)
+                    throw ParameterError("products must be None, \"extended\" or \"level\", not \"" + *products + "\"");
                 new (self) KLinearTransform{c.owner, std::make_shared<const algo::LinearTransform>(
                                                          ctx, diags, level ? *level : ctx->user_level(),
-                                                         baby ? *baby : 0, threads_arg(t), at_use)};
+                                                         baby ? *baby : 0, threads_arg(t), at_use, basis)};
             },
             "ctx"_a, "matrix_or_diagonals"_a, "level"_a = nb::none(), "baby"_a = nb::none(), "threads"_a = nb::none(),
-            "at_use"_a = false,
+            "at_use"_a = false, "products"_a = nb::none(),
             "diagonals {r: values}: out[s] = sum_r values_r[s] * in[(s + r) mod slots]. level: the inputs' level "
             "(default "
             "top). baby: baby steps per giant step (default: the cheapest split). at_use: keep the values and encode "
             "each giant step's diagonals when apply reaches it (the memory of one giant step's encodings instead of "
-            "all; the same results).",
+            "all; the same results). products: where the diagonals multiply the baby rotations, \"extended\" (over "
+            "Q_l * P, no ModDown per baby step), \"level\" (over Q_l: a ModDown per baby step, diagonals of fewer "
+            "limbs) or None (the cheaper: low levels with many diagonals take \"level\").",
             ReleaseGil())
         .def(
             "__init__",
@@ -93,6 +101,12 @@ void bind_algo(nb::module_& m) {
         .def_prop_ro(
             "diagonal_count", [](const KLinearTransform& l) { return l.lt->diagonal_count(); },
             "Nonzero diagonals of the matrix.")
+        .def_prop_ro(
+            "products",
+            [](const KLinearTransform& l) {
+                return std::string(l.lt->products() == algo::ProductBasis::level ? "level" : "extended");
+            },
+            "Where its diagonals multiply the baby rotations: \"extended\" (Q_l * P) or \"level\" (Q_l).")
         .def_prop_ro(
             "baby_steps", [](const KLinearTransform& l) { return l.lt->plan().babies; },
             "Rotation steps of the hoisted baby steps.")

@@ -196,6 +196,51 @@ TEST(LinearTransform, EncodedAtUseGivesTheSameCiphertext) {
     EXPECT_EQ(a.scale, b.scale);
 }
 
+// The two product bases: the diagonals multiply the hoisted baby rotations over Q_l * P, or each baby rotation brought
+// down to Q_l; both give the map (to the rounding of the products), kept or encoded at use the same bits, and the
+// diagonals over Q_l hold l + 1 limbs instead of l + 1 + k. Automatic: the level basis low in the chain with many
+// diagonals (k = 4 special primes above 2 q-limbs), the extended one at the top with few.
+TEST(LinearTransform, BothProductBasesGiveTheMap) {
+    const Parameters p = test::research_params(10, 60, 40, 4, 60, 4);
+    std::mt19937_64 rng(21);
+    std::uniform_real_distribution<double> u(-1, 1);
+    const std::size_t slots = std::size_t{1} << 9;
+    std::map<std::int64_t, cvec> many, few;
+    for (std::int64_t r = -40; r < 40; ++r) {
+        auto& d = many[r];
+        for (std::size_t s = 0; s < slots; ++s) d.emplace_back(u(rng), r == 3 ? u(rng) : 0.0);
+    }
+    for (std::int64_t r : {0, 1, 2}) few[r] = many[r];
+    auto ctx0 = Context::create(p, 1);
+    std::set<std::uint64_t> elts;
+    for (int level : {1, 4})
+        for (const auto* d : {&many, &few})
+            for (auto g : LinearTransform(ctx0, *d, level).galois_elements()) elts.insert(g);
+    test::Env e(p, {}, {elts.begin(), elts.end()}, 9, 1);
+    EXPECT_EQ(LinearTransform(e.ctx, many, 1).products(), ProductBasis::level);
+    EXPECT_EQ(LinearTransform(e.ctx, few, 4).products(), ProductBasis::extended);
+    const cvec x = e.random(true);
+    cvec want(slots, 0.0);
+    for (const auto& [r, d] : many)
+        for (std::size_t s = 0; s < slots; ++s)
+            want[s] += d[s] * x[(s + slots + static_cast<std::size_t>(r + static_cast<std::int64_t>(slots))) % slots];
+    for (int level : {1, 4}) {
+        const Ciphertext in = e.ev.drop_level(e.encrypt(x), level);
+        for (auto basis : {ProductBasis::extended, ProductBasis::level}) {
+            const LinearTransform kept(e.ctx, many, level, 0, {}, false, basis);
+            const LinearTransform at_use(e.ctx, many, level, 0, {}, true, basis);
+            EXPECT_EQ(kept.products(), basis);
+            const Ciphertext y = kept.apply(e.ev, in);
+            EXPECT_EQ(y.level(), level - 1);
+            EXPECT_NEAR(y.scale, e.ctx->scale_at(level - 1), 1e-6 * y.scale);
+            EXPECT_GT(test::precision_bits(e.decrypt(y), want), 20) << "level " << level;
+            EXPECT_EQ(at_use.apply(e.ev, in).polys, y.polys) << "level " << level;
+            const std::size_t limbs = static_cast<std::size_t>(level) + 1 + (basis == ProductBasis::level ? 0 : 4);
+            EXPECT_EQ(kept.nbytes(), many.size() * limbs * e.ctx->n() * sizeof(std::uint64_t));
+        }
+    }
+}
+
 TEST(LinearTransform, Errors) {
     auto& e = *shared().env;
     std::map<std::int64_t, cvec> diags{{3, cvec(4, 1.0)}};
