@@ -302,7 +302,7 @@ def test_a_convolution_is_packed_by_its_layout():
     calibration = torch.randn(4, 1, 28, 28)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
     conv = plan.steps[0]
-    assert conv.mode == "layout" and len(conv.diags[0]) <= 20
+    assert conv.mode == "layout" and conv.count == len(conv.offsets[0]) <= 20
     plan.keygen()
     want = model(calibration[:1]).detach().numpy().reshape(-1)
     assert np.max(np.abs(plan.decrypt(plan.run(plan.encrypt(calibration[0]))) - want)) < 2e-3
@@ -324,10 +324,48 @@ def test_a_convolution_after_a_convolution_shares_its_diagonals_across_channels(
     calibration = torch.randn(4, 1, 16, 16)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
     conv2 = [s for s in plan.steps if isinstance(s, ksnn.Affine)][1]
-    assert conv2.mode == "layout" and len(conv2.diags[0]) <= 4 * 3 * 3
+    assert conv2.mode == "layout" and conv2.count == len(conv2.offsets[0]) <= 4 * 3 * 3
     plan.keygen()
     want = model(calibration[:1]).detach().numpy().reshape(-1)
     assert np.max(np.abs(plan.decrypt(plan.run(plan.encrypt(calibration[0]))) - want)) < 2e-3
+
+
+def test_dropped_diagonals_are_rebuilt_bit_for_bit(monkeypatch):
+    """The packing keeps each affine step's offsets and drops its diagonals' values; rebuilt from the weights (a
+    hybrid step's first input by the hybrid packing, the rest by the layout's placement) they are the packing's own,
+    bit for bit, for a hybrid step, a layout step and a join of two inputs."""
+    import kasoku.nn.packing as packing
+
+    made = {}
+    summarize = packing._summarize
+
+    def keep(step):
+        made[step.name] = [dict(d) for d in step.diags]
+        summarize(step)
+
+    monkeypatch.setattr(packing, "_summarize", keep)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv2d(2, 4, 3, padding=1), nn.Conv2d(4, 2, 3, padding=1)
+            self.fc = nn.Linear(2 * 8 * 8, 5)
+
+        def forward(self, x):
+            y = self.c1(x)
+            return self.fc((self.c2(y * y) + x).flatten(1))
+
+    torch.manual_seed(14)
+    x = torch.randn(8, 2, 8, 8)
+    plan = ksnn.compile(Net().eval(), x[:1], calibration=x, threads=2)
+    steps = [s for s in plan.steps if isinstance(s, ksnn.Affine)]
+    assert {s.mode for s in steps} == {"layout", "hybrid"} and max(len(s.Ws) for s in steps) == 2
+    for s in steps:
+        assert s.diags is None
+        rebuilt = packing._diagonals_of(s)
+        assert [sorted(d) for d in rebuilt] == [sorted(d) for d in made[s.name]]
+        for got, want in zip(rebuilt, made[s.name]):
+            assert all(np.array_equal(got[r], want[r]) for r in want)
 
 
 def test_bad_models_are_refused_naming_the_layer(monkeypatch):

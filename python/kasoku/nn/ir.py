@@ -39,7 +39,8 @@ class Affine:
     layout_out: Any = None  # np.ndarray once packed
     p_out: int = 0
     mode: str = "hybrid"
-    diags: Any = None  # per input: offset -> values over one period (None: rebuilt from Ws at use, see _encode)
+    diags: Any = None  # per input: offset -> values over one period (None: rebuilt from Ws, packing._diagonals_of)
+    offsets: Any = None  # per input: the offsets of its nonzero diagonals
     sums: list[int] = field(default_factory=list)  # rotations of the rotate-and-sum (hybrid, shrinking)
     level: int = 0
     lts: Any = None  # ks.LinearTransform per input (None: encoded at each use, see _encode)
@@ -65,7 +66,7 @@ class Affine:
         ins = f"{len(self.Ws)} inputs, " if len(self.Ws) > 1 else ""
         return (
             f"affine {self.d_in} -> {self.Ws[0].shape[0]} ({self.name}): {ins}{self.mode} packing, period "
-            f"{self.p_in} -> {self.p_out}, {self.count or sum(len(d) for d in self.diags)} diagonals{rot}{sums}, level "
+            f"{self.p_in} -> {self.p_out}, {self.count} diagonals{rot}{sums}, level "
             f"{self.level} -> {self.level - 1}"
         )
 
@@ -169,7 +170,9 @@ class _SparseMatrix:
     def __init__(self, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray, values: np.ndarray):
         order = np.lexsort((cols, rows))
         self.shape = (int(shape[0]), int(shape[1]))
-        self.rows, self.cols, self.values = rows[order], cols[order], np.asarray(values, dtype=np.float64)[order]
+        index = np.int32 if max(self.shape) < 2**31 else np.int64  # 16 bytes a weight instead of 24
+        self.rows, self.cols = rows[order].astype(index), cols[order].astype(index)
+        self.values = np.asarray(values, dtype=np.float64)[order]
 
     def toarray(self) -> np.ndarray:
         out = np.zeros(self.shape)

@@ -153,6 +153,15 @@ def _pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
     step.diags = [first] + [
         _onto(Wk, lk, step.p_in, step.layout_out, length) for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])
     ]
+    _summarize(step)
+
+
+def _summarize(step: Affine) -> None:
+    """Keeps the offsets and count of the step's diagonals and drops their values: _diagonals_of rebuilds them from
+    the weights, bit for bit, where they are needed (a large network's diagonals are GB; its weights a fraction)."""
+    step.offsets = [sorted(r for r, d in ds.items() if np.any(d)) for ds in step.diags]
+    step.count = sum(len(ds) for ds in step.diags)
+    step.diags = None
 
 
 def _onto(W: _SparseMatrix, layout_in: np.ndarray, p_in: int, out_slot: np.ndarray, length: int) -> dict:
@@ -177,9 +186,13 @@ def _input_layout(shape) -> np.ndarray:
 
 
 def _diagonals_of(s: Affine) -> list:
-    """The step's diagonals per input, rebuilt from its weights where _encode dropped them (the layout packing made
-    them by _onto too: the same values bit for bit)."""
+    """The step's diagonals per input, rebuilt from its weights where they were dropped (_summarize): by the packing
+    that made them (_hybrid for a hybrid step's first input, _onto for the rest), the same values bit for bit."""
     if s.diags is not None:
         return s.diags
     length = max(s.p_out, s.p_in)
-    return [_onto(W, lay, s.p_in, s.layout_out, length) for W, lay in zip(s.Ws, s.layouts_in)]
+    first = _hybrid(s.Ws[0], s.layouts_in[0], s.p_in)[2] if s.mode == "hybrid" else None
+    return [
+        first if k == 0 and first is not None else _onto(W, lay, s.p_in, s.layout_out, length)
+        for k, (W, lay) in enumerate(zip(s.Ws, s.layouts_in))
+    ]

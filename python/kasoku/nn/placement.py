@@ -19,8 +19,7 @@ def _work(st) -> float:
     """A step's cost per limb of its operand, in key switches or products: what the placement weighs the levels of
     the steps by (an operation at level l works on l + 1 limbs)."""
     if isinstance(st, Affine):
-        count = st.count or (sum(len(d) for d in st.diags) if st.diags is not None else 1)
-        return 2.0 * math.sqrt(count) + len(st.sums)
+        return 2.0 * math.sqrt(max(st.count, 1)) + len(st.sums)
     if isinstance(st, Activation) and st.kind != "square":
         return math.sqrt(2.0 * st.poly.degree) + math.log2(st.poly.degree + 1)
     return 1.0
@@ -119,9 +118,8 @@ def _units(steps, peaks: dict) -> dict:
             out = units[s.output]
             for k, i in enumerate(s.inputs):
                 f = units[i] / out
-                if f != 1.0:
+                if f != 1.0:  # the diagonals (dropped after packing) are rebuilt from the weights
                     s.Ws[k] = s.Ws[k] * f
-                    s.diags[k] = {r: d * f for r, d in s.diags[k].items()}
             s.b = s.b / out
         elif (
             isinstance(s, Activation)

@@ -8,7 +8,7 @@ import numpy as np
 import kasoku as ks
 
 from .ir import Activation, Affine, Bootstrap, ReluJoin, _levels, _pow2
-from .packing import _diagonals_of
+from .packing import _diagonals_of, _summarize
 from .persist import _check_plan, read_plan, write_plan
 
 
@@ -278,6 +278,17 @@ def load(
     )
 
 
+def _encoded_bytes(s: Affine, ctx) -> int:
+    """The memory of the step's transforms encoded: each diagonal over Q_level * P or Q_level (its plan's product
+    basis), in its subring where its period is below the slots (2 period words a limb)."""
+    p = ctx.params
+    words = min(p.n, 2 * max(s.p_out, s.p_in))
+    return sum(
+        len(offs) * 8 * words * (s.level + 1 + (p.special_primes if plan[4] == "extended" else 0))
+        for offs, plan in zip(s.offsets, s.plans)
+    )
+
+
 def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
     """The step's transforms for the context at its level (its diagonals tiled to the slots): encoded, or (at_use)
     holding the values and encoding each giant step's diagonals when apply reaches it."""
@@ -297,22 +308,19 @@ def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
 def _encode(steps, ctx, threads, budget: int = _ENCODED_BYTES) -> None:
     """The affine steps' transform plans and biases for the context; their transforms encoded (at each step's level)
     while they fit in `budget` bytes, the smallest first, and encoded at each use beyond it, a giant step's diagonals
-    at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB; ResNet-20's 21 transforms hold about 10,600."""
+    at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB; ResNet-20's 21 transforms hold about 10,000.
+    The diagonals' values are then dropped (rebuilt from the weights where needed)."""
     affine = [s for s in steps if isinstance(s, Affine)]
-    p = ctx.params
     for s in affine:
-        if s.diags is not None:
-            s.count = sum(len(d) for d in s.diags)
-    size = {id(s): s.count * 8 * p.n * (s.level + 1 + p.special_primes) for s in affine}
+        if s.offsets is None:  # a loaded plan's
+            _summarize(s)
+        s.plans = [ks.LinearTransform.plan(ctx, offs, level=s.level) for offs in s.offsets]
+    size = {id(s): _encoded_bytes(s, ctx) for s in affine}
     for s in sorted(affine, key=lambda s: size[id(s)]):
-        diags = _diagonals_of(s)
-        s.plans = [ks.LinearTransform.plan(ctx, sorted(r for r, d in ds.items() if np.any(d))) for ds in diags]
         s.lts = None
         if size[id(s)] <= budget:
             budget -= size[id(s)]
             s.lts = _transforms(s, ctx, threads)
-        elif s.mode == "layout":  # held as the sparse weights only; _diagonals_of rebuilds them at each use
-            s.diags = None
     for s in affine:
         s.bias = None
         if np.any(s.b):

@@ -118,15 +118,20 @@ void bind_algo(nb::module_& m) {
             "Exactly the Galois elements apply needs: pass them to ctx.keygen(galois_elements=...).")
         .def_static(
             "plan",
-            [](const KContext& c, const std::vector<std::int64_t>& offsets, std::optional<std::size_t> baby) {
+            [](const KContext& c, const std::vector<std::int64_t>& offsets, std::optional<std::size_t> baby, int level) {
                 const auto& ctx = *c.owner->ctx;
                 const auto p = algo::LinearTransform::plan_for(offsets, ctx.slots(), baby ? *baby : 0);
-                return std::make_tuple(p.babies, p.giants, algo::LinearTransform::galois_elements(ctx, p), p.n1);
+                const bool low = algo::LinearTransform::cheaper_basis(ctx, p, offsets.size(), level) ==
+                                 algo::ProductBasis::level;
+                return std::make_tuple(p.babies, p.giants, algo::LinearTransform::galois_elements(ctx, p), p.n1,
+                                       std::string(low ? "level" : "extended"));
             },
-            "ctx"_a, "offsets"_a, "baby"_a = nb::none(),
-            "(baby_steps, giant_steps, galois_elements, baby) of a transform with these nonzero diagonals, without "
-            "encoding any: the keys a transform made later (at its use) will need, and the baby steps per giant step "
-            "that make it with the same split without searching again (0: every offset a baby step).");
+            "ctx"_a, "offsets"_a, "baby"_a = nb::none(), "level"_a = 1,
+            "(baby_steps, giant_steps, galois_elements, baby, products) of a transform with these nonzero diagonals "
+            "at `level`, without encoding any: the keys a transform made later (at its use) will need, the baby steps "
+            "per giant step that make it with the same split without searching again (0: every offset a baby step), "
+            "and the product basis it takes by default (\"extended\": diagonals over Q_level * P; \"level\": over "
+            "Q_level).");
 
     nb::class_<KMatrix>(m, "EncryptedMatrix",
                         "g encrypted matrices packed by a MatrixEncoder (one or more ciphertexts).")
