@@ -70,6 +70,12 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
     same(cpu.ev.multiply_plain(a, x), ev.multiply_plain(a2, x), "multiply_plain");
     same(cpu.ev.add_scalar(cpu.ev.sub(a, a), 0.25), ev.add_scalar(ev.sub(a2, a2), 0.25), "sub + add_scalar");
     same(lt1.apply(cpu.ev, a), lt2.apply(ev, a2), "linear transform");
+    {  // the product basis of low levels: baby rotations brought down to Q_l, diagonals over Q_l (kasoku.nn's)
+        const algo::LinearTransform l1(cpu.ctx, lt_diags, 1, 0, {}, false, algo::ProductBasis::level),
+            l2(ctx, lt_diags, 1, 0, {}, false, algo::ProductBasis::level);
+        same(l1.apply(cpu.ev, cpu.ev.drop_level(a, 1)), l2.apply(ev, ev.drop_level(a2, 1)),
+             "linear transform, products over Q_l");
+    }
     same(cpu.ev.multiply_by_i(a), ev.multiply_by_i(a2), "multiply_by_i");
     same(algo::mod_raise(cpu.ev, cpu.ev.drop_level(a, 0)), algo::mod_raise(ev, ev.drop_level(a2, 0)),
          "mod_raise (bootstrapping)");
