@@ -83,12 +83,14 @@ class CompiledModel:
             levels.update(dict.fromkeys(self.bootstrapper.galois_elements(), self.ctx.max_level))
         return levels
 
-    def key_bytes(self) -> int:
+    def key_bytes(self, compact: bool | None = None) -> int:
         """The memory of the evaluation keys keygen makes, from their shapes (before any is made): the
         relinearisation key, each Galois key over Q_level * P with the digits of Q_level (its b-parts only where
-        keygen makes them compact: bootstrapping key sets on the CPU), bootstrapping's encapsulation keys."""
+        keygen makes them compact: bootstrapping key sets on the CPU; compact=True/False: as if so), bootstrapping's
+        encapsulation keys."""
         p = self.params
-        compact = self.bootstrapper is not None and self.ctx.device == "cpu"
+        if compact is None:
+            compact = self.bootstrapper is not None and self.ctx.device == "cpu"
 
         def words(nq: int, parts: int) -> int:  # a key over Q_(nq - 1) * P: one pair of parts per digit
             return -(-nq // p.alpha) * (nq + p.special_primes) * p.n * parts
@@ -98,6 +100,24 @@ class CompiledModel:
         if self.bootstrapper is not None and p.boot_secret_weight > 0:
             total += 2 * p.n * 2 + words(top + 1, 2)  # to the sparse secret (q_0 * p_0, one digit), and back
         return 8 * total
+
+    def memory(self) -> dict[str, int]:
+        """What the plan holds and needs, in bytes: the evaluation keys (key_bytes), the bootstrapping plan, the
+        transforms kept encoded, the sparse weights, and on a GPU (keys whole there, and a bootstrap's hoisted baby
+        steps: 16 ciphertexts over Q * P at the top) the device memory an inference needs, an estimate."""
+        p = self.params
+        affine = [s for s in self.steps if isinstance(s, Affine)]
+        boot = self.bootstrapper.plan_nbytes if self.bootstrapper is not None else 0
+        kept = sum(lt.nbytes for s in affine if s.lts is not None for lt in s.lts)
+        weights = sum(a.nbytes for s in affine for W in s.Ws for a in W.nonzero())
+        working = 16 * 2 * (self.ctx.max_level + 1 + p.special_primes) * p.n * 8
+        return {
+            "keys": self.key_bytes(),
+            "bootstrap_plan": boot,
+            "transforms": kept,
+            "weights": weights,
+            "gpu": self.key_bytes(compact=False) + boot + kept + working,
+        }
 
     def __repr__(self) -> str:
         rot = sum(len(pl[0]) + len(pl[1]) for s in self.steps if isinstance(s, Affine) for pl in s.plans)
@@ -110,6 +130,12 @@ class CompiledModel:
             f"{len(self.galois_elements())} Galois keys, {self.key_bytes() / 1e9:.2f} GB of evaluation keys; "
             + ("loaded from bytes" if self.compile_s is None else f"compiled in {self.compile_s:.1f} s"),
         ]
+        m = {k: v / 1e9 for k, v in self.memory().items()}
+        lines.append(
+            f"  memory: {m['keys']:.2f} GB of keys, {m['bootstrap_plan']:.2f} GB bootstrapping plan, "
+            f"{m['transforms']:.2f} GB of transforms kept encoded, {m['weights']:.2f} GB of weights; on a GPU about "
+            f"{m['gpu']:.1f} GB of device memory"
+        )
         lines += ["  " + s.describe() for s in self.steps]
         return "\n".join(lines)
 

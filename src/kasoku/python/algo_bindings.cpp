@@ -102,6 +102,9 @@ void bind_algo(nb::module_& m) {
             "diagonal_count", [](const KLinearTransform& l) { return l.lt->diagonal_count(); },
             "Nonzero diagonals of the matrix.")
         .def_prop_ro(
+            "nbytes", [](const KLinearTransform& l) { return l.lt->nbytes(); },
+            "Memory of its encoded diagonals (periodic ones in their subring; at_use: the values kept instead).")
+        .def_prop_ro(
             "products",
             [](const KLinearTransform& l) {
                 return std::string(l.lt->products() == algo::ProductBasis::level ? "level" : "extended");
@@ -118,11 +121,12 @@ void bind_algo(nb::module_& m) {
             "Exactly the Galois elements apply needs: pass them to ctx.keygen(galois_elements=...).")
         .def_static(
             "plan",
-            [](const KContext& c, const std::vector<std::int64_t>& offsets, std::optional<std::size_t> baby, int level) {
+            [](const KContext& c, const std::vector<std::int64_t>& offsets, std::optional<std::size_t> baby,
+               int level) {
                 const auto& ctx = *c.owner->ctx;
                 const auto p = algo::LinearTransform::plan_for(offsets, ctx.slots(), baby ? *baby : 0);
-                const bool low = algo::LinearTransform::cheaper_basis(ctx, p, offsets.size(), level) ==
-                                 algo::ProductBasis::level;
+                const bool low =
+                    algo::LinearTransform::cheaper_basis(ctx, p, offsets.size(), level) == algo::ProductBasis::level;
                 return std::make_tuple(p.babies, p.giants, algo::LinearTransform::galois_elements(ctx, p), p.n1,
                                        std::string(low ? "level" : "extended"));
             },
