@@ -247,6 +247,20 @@ def test_keys_are_made_for_the_levels_the_plan_rotates_at():
             plan.evaluator.rotate(plan.encrypt(x[0]), step)
 
 
+def test_many_images_in_flight_give_each_ones_result():
+    """run_many: images in flight on several workers give, each, the bytes run gives it alone."""
+    torch.manual_seed(15)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Square(), nn.Linear(8, 3)).eval()
+    x = torch.randn(6, 1, 4, 4)
+    plan = ksnn.compile(model, x[:1], calibration=x, threads=2)
+    plan.keygen()
+    cts = [plan.encrypt(v) for v in x[:4]]
+    alone = [plan.run(ct, threads=1).to_bytes() for ct in cts]
+    assert [out.to_bytes() for out in plan.run_many(cts, workers=2)] == alone
+    with pytest.raises(ks.LevelError):
+        plan.run_many([cts[0], plan.evaluator.drop_level(cts[1], 0)])
+
+
 def test_a_damaged_plan_is_refused_with_a_clear_error():
     torch.manual_seed(4)
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), ksnn.Square(), nn.Linear(4, 3)).eval()
