@@ -465,15 +465,15 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
 
 def test_bootstrapping_parameters_are_chosen_for_the_plan():
     """A plan no 128-bit ring holds gets N = 2^16 bootstrapping parameters with the fewest user levels that give the
-    fewest bootstraps: every set 128-bit secure, the fewest key-switching digits for bootstrapping primes of 50 bits
-    or more, then the largest such primes; a chain of ReLU blocks of 11 levels takes 11 (one bootstrap a block), not
-    14."""
+    fewest bootstraps: every set 128-bit secure, every prime but q_0 below 2^50, the fewest key-switching digits that
+    fit; a chain of ReLU blocks of 11 levels takes 11 (one bootstrap a block), not 14."""
     from kasoku.nn.ir import Activation, Affine, ReluJoin
     from kasoku.nn.placement import _bootstrapping_params, _choose_params
 
     for levels in range(6, 15):
         p = _bootstrapping_params(levels)
-        assert p.levels == levels and p.security == 128 and p.log_qp <= 1772 and p.boot_bits >= 50
+        assert p.levels == levels and p.security == 128 and p.log_qp <= 1772
+        assert p.boot_bits == p.special_bits == 50 and max(p.scale_bits, p.boot_bits, p.special_bits) <= 50
         fewer = p.dnum - 1
         if fewer >= 3:  # one digit fewer leaves no room for 50-bit bootstrapping primes
             alpha = -(-(1 + levels + 14) // fewer)

@@ -148,30 +148,29 @@ _BOOT_LEVELS = 14  # what the default ks.Bootstrapper takes: CoeffToSlot 3, Eval
 
 def _bootstrapping_params(levels: int):
     """N = 2^16 parameters with `levels` user levels of 40 bits above q_0 (60 bits), the default bootstrapper's 14
-    levels and an ephemeral sparse secret of weight 32 (as BOOT16), at 128-bit security, with the smallest keys: the
-    fewest key-switching digits (3, then 4, 5, 6) for which the bootstrapping primes still get 50 bits or more, and
-    then as many bits as fit (up to 55: bootstrapping's precision), with special primes as large as them (P as large
-    as the largest digit). None where none fits."""
+    levels of 50 bits and an ephemeral sparse secret of weight 32 (as BOOT16), at 128-bit security, with the smallest
+    keys: the fewest key-switching digits (3, then 4, 5, 6) that fit, with special primes of 50 bits (P as large as
+    the largest digit). Every prime but q_0 is below 2^50, where the AVX-512-IFMA kernels take it: a bootstrap 12 %
+    faster than with 53-bit primes (Zen 5, one thread), for 17 bits of precision instead of 20 (mean; 15 and 18
+    worst). None where none fits."""
     primes = 1 + levels + _BOOT_LEVELS
     for dnum in (3, 4, 5, 6):
-        alpha = -(-primes // dnum)
-        for bits in range(55, 49, -1):
-            try:
-                return ks.Parameters(
-                    log_n=16,
-                    first_bits=60,
-                    scale_bits=40,
-                    levels=levels,
-                    special_bits=max(bits, 50),
-                    special_primes=alpha,
-                    dnum=dnum,
-                    boot_levels=_BOOT_LEVELS,
-                    boot_bits=bits,
-                    boot_secret_weight=32,
-                    security=128,
-                )
-            except ks.ParameterError:
-                continue
+        try:
+            return ks.Parameters(
+                log_n=16,
+                first_bits=60,
+                scale_bits=40,
+                levels=levels,
+                special_bits=50,
+                special_primes=-(-primes // dnum),
+                dnum=dnum,
+                boot_levels=_BOOT_LEVELS,
+                boot_bits=50,
+                boot_secret_weight=32,
+                security=128,
+            )
+        except ks.ParameterError:
+            continue
     return None
 
 
