@@ -321,6 +321,16 @@ STEPS = [
         cuda=True,
     ),
     Step(
+        "nn-resnet-gpu",
+        540,
+        'kasoku.nn\'s ResNet-20 end to end on the GPU (ksnn.compile(..., device="cuda")): latency of 3 images, '
+        "bootstraps, device memory (bench/nn_peers.py, CIFAR-shaped random inputs)",
+        lambda r: [
+            r.py("bench/nn_peers.py", "--models", "ResNet20", "--libs", "kasoku", "--device", "cuda", "--images", "3")
+        ],
+        cuda=True,
+    ),
+    Step(
         "nn-peers",
         300,
         "kasoku.nn beside Orion on one CPU thread: MLP and LoLA (LeNet-5: the step nn-peers-lenet)",
