@@ -102,9 +102,8 @@ def _sign_stages(eps: float, bits: int, max_depth: int) -> tuple[np.ndarray, ...
     target = 2.0**-bits
     depths = range(2, max_depth + 1)  # a stage of depth k: degree 2^k - 1
 
-    def stage(a: float, k: int):
-        c, lo, hi = _minimax_stage(round(a, 12), (1 << k) - 1)
-        return c, lo, hi
+    def stage(a: float, k: int):  # the stage of depth k on [a, 1]: (coefficients, lo, hi)
+        return _minimax_stage(round(a, 12), (1 << k) - 1)
 
     best: dict[int, tuple[float, tuple[np.ndarray, ...]]] = {0: (eps, ())}  # depth -> (a reached, stages)
     for depth in range(2, 61):
