@@ -1,6 +1,6 @@
-"""The networks Orion ships (orion.models: MLP, LoLA, LeNet-5 with x^2 activations; ResNet-20 with ReLU), written as
-plain PyTorch modules with the same layer shapes; and scikit-learn's digits upsampled to 1 x 28 x 28 to train the
-first three on.
+"""The networks Orion ships (orion.models: MLP, LoLA, LeNet-5 with x^2 activations; ResNet-20, -32 and -44 with
+ReLU), written as plain PyTorch modules with the same layer shapes; and scikit-learn's digits upsampled to 1 x 28 x 28
+to train the first three on.
 
     from examples.nn.models import MLP, LoLA, LeNet5, digits, train
     (x_train, y_train), (x_test, y_test) = digits()
@@ -96,17 +96,19 @@ class BasicBlock(nn.Module):
         return F.relu(out)
 
 
-class ResNet20(nn.Module):
-    """ResNet-20 for 3 x 32 x 32 images (orion.models.ResNet20): a 3x3 convolution to 16 channels, three stages of
-    three blocks (16, 32, 64 channels; stride 2 at the second and third), global average pooling, a linear layer."""
+class CifarResNet(nn.Module):
+    """The CIFAR ResNets of He et al. for 3 x 32 x 32 images (orion.models.ResNet20, ResNet32, ResNet44): a 3x3
+    convolution to 16 channels, three stages of n blocks (16, 32, 64 channels; stride 2 at the first block of the second
+    and third), global average pooling, a linear layer: 6n + 2 layers with weights. The blocks are one Sequential
+    (layers.0 .. layers.{3n-1}); Orion's are three stages of n (layers.{i}.{j})."""
 
-    def __init__(self, num_classes: int = 10):
+    def __init__(self, n: int, num_classes: int = 10):
         super().__init__()
         self.conv1 = nn.Conv2d(3, 16, 3, stride=1, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)
         blocks, c_in = [], 16
         for i, c in enumerate((16, 32, 64)):
-            for j in range(3):
+            for j in range(n):
                 blocks.append(BasicBlock(c_in, c, 2 if (i > 0 and j == 0) else 1))
                 c_in = c
         self.layers = nn.Sequential(*blocks)
@@ -118,6 +120,27 @@ class ResNet20(nn.Module):
         x = F.relu(self.bn1(self.conv1(x)))
         x = self.layers(x)
         return self.linear(self.flatten(self.pool(x)))
+
+
+class ResNet20(CifarResNet):
+    """ResNet-20 (orion.models.ResNet20): three stages of three blocks."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__(3, num_classes)
+
+
+class ResNet32(CifarResNet):
+    """ResNet-32 (orion.models.ResNet32): three stages of five blocks."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__(5, num_classes)
+
+
+class ResNet44(CifarResNet):
+    """ResNet-44 (orion.models.ResNet44): three stages of seven blocks."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__(7, num_classes)
 
 
 def digits(test_size: int = 360, seed: int = 0):
