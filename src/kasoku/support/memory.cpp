@@ -44,7 +44,12 @@ struct Pool {
 };
 thread_local Pool pool;
 
-std::size_t round_up(std::size_t bytes) { return bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign; }
+// A block's size class: 64-byte multiples, and below a huge page's size; whole huge pages above it (the span such a
+// block takes anyway), so that polynomials of a few limbs more or fewer (a level apart) reuse each other's blocks.
+std::size_t round_up(std::size_t bytes) {
+    if (bytes >= kHugePage) return (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    return bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
+}
 }  // namespace
 
 void* pool_allocate(std::size_t bytes) {
@@ -62,12 +67,10 @@ void* pool_allocate(std::size_t bytes) {
         }
     }
     const bool huge = bytes >= kHugePage;
-    // aligned_alloc wants a multiple of the alignment; the tail past `bytes` is never touched (no memory behind it).
-    const std::size_t span = huge ? (bytes + kHugePage - 1) / kHugePage * kHugePage : bytes;
-    void* p = std::aligned_alloc(huge ? kHugePage : kAlign, span);
+    void* p = std::aligned_alloc(huge ? kHugePage : kAlign, bytes);  // bytes: a multiple of the alignment
     if (!p) throw std::bad_alloc();
 #if defined(MADV_HUGEPAGE)
-    if (huge) madvise(p, span, MADV_HUGEPAGE);  // advice only: without THP it fails and nothing changes
+    if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it fails and nothing changes
 #endif
     return p;
 }

@@ -11,6 +11,7 @@
 #include "kasoku/rns/backend.hpp"
 #include "kasoku/rns/base_conv.hpp"
 #include "kasoku/rns/keyswitch.hpp"
+#include "kasoku/support/aligned.hpp"
 #include "kasoku/support/error.hpp"
 
 using namespace kasoku;
@@ -713,4 +714,23 @@ TEST(KeySwitch, ModDownVariantsEqualTheirSteps) {
     EXPECT_EQ(o0, b2);
     EXPECT_EQ(o1, a2);
     EXPECT_EQ(o0.num_q(), nq - 1);
+}
+
+// The per-thread block pool (support/memory.cpp): a block of whole huge pages serves any request within its span once
+// freed (a polynomial a few limbs larger or smaller, a level apart), so that a bootstrap's levels reuse each other's
+// memory instead of faulting in fresh pages. Not under the sanitizers, which bypass the pool.
+TEST(BlockPool, ReusesAFreedBlockForRequestsWithinItsSpan) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "the sanitizer builds bypass the pool";
+#else
+    const std::size_t mib = std::size_t{1} << 20;
+    void* a = kasoku::detail::pool_allocate(9 * mib / 2);  // 4.5 MiB: a span of 6 MiB
+    kasoku::detail::pool_free(a, 9 * mib / 2);
+    void* b = kasoku::detail::pool_allocate(5 * mib);  // within the same span
+    EXPECT_EQ(a, b);
+    kasoku::detail::pool_free(b, 5 * mib);
+    void* c = kasoku::detail::pool_allocate(7 * mib);  // past it: another block
+    EXPECT_NE(c, b);
+    kasoku::detail::pool_free(c, 7 * mib);
+#endif
 }
