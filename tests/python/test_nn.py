@@ -490,6 +490,10 @@ def test_bootstrapping_parameters_are_chosen_for_the_plan():
         v += 4
     p = _choose_params(steps, 66, 1 << 15, None, True, 20)
     assert p.levels == 11 and p.log_n == 16
+    # three blocks (33 levels) fit one N = 2^16 chain at 8 bits, with every key over its 34 primes: bootstrapped too
+    assert ks.Parameters.for_circuit(33, 8, slots=1 << 15, integer_bits=20).log_n == 16
+    assert _choose_params(steps[:12], 33, 1 << 15, None, True, 20).boot_levels == 14
+    assert _choose_params(steps[:12], 33, 1 << 15, None, False, 20).boot_levels == 0
 
 
 def test_relu_by_sign_stages_with_bootstraps_between_them():

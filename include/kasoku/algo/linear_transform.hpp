@@ -55,10 +55,11 @@ public:
     // at_use: keep the diagonals' values (real ones as doubles) and encode each giant step's at its turn in apply,
     // freeing them after: a giant step's encodings at a time instead of all (a diagonal over Q_level * P is up to
     // 9 MB at N = 2^16, a convolution's hundreds of them), for the encoding time at every apply. Same results.
-    // products: ProductBasis (automatic: cheaper_basis).
-    LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level,
-                    std::size_t baby = 0, Exec exec = {}, bool at_use = false,
-                    ProductBasis products = ProductBasis::automatic);
+    // products: ProductBasis (automatic: cheaper_basis). diagonals is taken by value: pass it moved, and each diagonal
+    // is released once encoded (or, at_use, kept as doubles), so that a transform of thousands of diagonals does not
+    // hold two copies of them.
+    LinearTransform(ckks::ContextPtr ctx, std::map<std::int64_t, cvec> diagonals, int level, std::size_t baby = 0,
+                    Exec exec = {}, bool at_use = false, ProductBasis products = ProductBasis::automatic);
     // A dense dim x dim matrix (row major, dim <= slots) acting on slots 0..dim-1: out[s] = sum_t m[s][t] in[t].
     // With dim = slots the product is cyclic over all slots.
     static LinearTransform from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,

@@ -186,13 +186,15 @@ def _input_layout(shape) -> np.ndarray:
 
 
 def _diagonals_of(s: Affine) -> list:
-    """The step's diagonals per input, rebuilt from its weights where they were dropped (_summarize): by the packing
-    that made them (_hybrid for a hybrid step's first input, _onto for the rest), the same values bit for bit."""
+    """The step's diagonals per input, rebuilt from its weights where they were dropped (_summarize)."""
+    return [_diagonals_of_input(s, k) for k in range(len(s.Ws))]
+
+
+def _diagonals_of_input(s: Affine, k: int) -> dict:
+    """Input k's diagonals: kept, or rebuilt by the packing that made them (_hybrid for a hybrid step's first input,
+    _onto for the rest), the same values bit for bit."""
     if s.diags is not None:
-        return s.diags
-    length = max(s.p_out, s.p_in)
-    first = _hybrid(s.Ws[0], s.layouts_in[0], s.p_in)[2] if s.mode == "hybrid" else None
-    return [
-        first if k == 0 and first is not None else _onto(W, lay, s.p_in, s.layout_out, length)
-        for k, (W, lay) in enumerate(zip(s.Ws, s.layouts_in))
-    ]
+        return s.diags[k]
+    if k == 0 and s.mode == "hybrid":
+        return _hybrid(s.Ws[0], s.layouts_in[0], s.p_in)[2]
+    return _onto(s.Ws[k], s.layouts_in[k], s.p_in, s.layout_out, max(s.p_out, s.p_in))

@@ -178,9 +178,9 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
     """Parameters.for_circuit for the plan (q_0 integer_bits above the scale: the largest value with the margin, and
     at least 8, the room a product at level 1 needs before its rescale). precision_bits None: the most precision (up
     to 20 bits) that the smallest ring holding the plan at 8 bits gives with the same number of primes (so at the same
-    speed). A plan no 128-bit ring holds, when bootstrap is on: bootstrapping parameters (_bootstrapping_params) with
-    the fewest user levels between bootstraps that give the fewest bootstraps (fewer levels: smaller keys, cheaper
-    steps, each from the deepest step's depth up to 14)."""
+    speed). A plan no 128-bit ring holds, or one that would need N = 2^16 and more than 14 levels, when bootstrap is
+    on: bootstrapping parameters (_bootstrapping_params) with the fewest user levels between bootstraps that give the
+    fewest bootstraps (fewer levels: smaller keys, cheaper steps, each from the deepest step's depth up to 14)."""
 
     def fit(bits, d=depth):  # None where no 128-bit ring holds it
         try:
@@ -188,20 +188,22 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
         except ks.ParameterError:
             return None
 
+    def bootstrapping():  # the fewest user levels that give the fewest bootstraps; None where none holds the plan
+        best = None
+        for levels in range(max(st.depth for st in steps), _BOOT_LEVELS + 1):
+            p = _bootstrapping_params(levels)
+            if p is None or p.slots < slots:
+                continue
+            count = sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, levels)[0])
+            if best is None or count < best[0]:
+                best = (count, p)
+        return None if best is None else best[1]
+
     try:
         params = ks.Parameters.for_circuit(depth, precision_bits or 8, slots=slots, integer_bits=integer_bits)
     except ks.ParameterError as e:
-        if bootstrap:
-            best = None
-            for levels in range(max(st.depth for st in steps), _BOOT_LEVELS + 1):
-                p = _bootstrapping_params(levels)
-                if p is None or p.slots < slots:
-                    continue
-                count = sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, levels)[0])
-                if best is None or count < best[0]:
-                    best = (count, p)
-            if best is not None:
-                return best[1]
+        if bootstrap and (p := bootstrapping()) is not None:
+            return p
         most = next((d for d in range(depth - 1, -1, -1) if fit(precision_bits or 8, d)), -1)
         raise ks.ParameterError(
             f"layer {_first_past(steps, most)} is past the {most} levels a 128-bit ring holds at {precision_bits or 8} "
@@ -209,6 +211,11 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
             + ("bootstrap=False" if not bootstrap else "no bootstrapping preset holds its widest step")
             + ": use fewer or lower-degree activations (x^2 is one level), fewer precision_bits, or bootstrap=True"
         ) from e
+    # A plan deeper than bootstrapping parameters hold between bootstraps, in the largest ring: one chain of all its
+    # levels holds every key over all of them and runs every step on them (a CNN of four ReLUs: 45 levels of 31 bits,
+    # dnum 6, 16.7 GB of keys), where bootstrapping runs its steps on a few levels with smaller keys.
+    if bootstrap and params.log_n >= 16 and depth > _BOOT_LEVELS and (p := bootstrapping()) is not None:
+        return p
     if precision_bits is None:
         size = (params.log_n, params.levels + 1 + params.special_primes)
         for bits in range(20, 8, -1):

@@ -8,7 +8,7 @@ import numpy as np
 import kasoku as ks
 
 from .ir import Activation, Affine, Bootstrap, ReluJoin, _levels, _pow2
-from .packing import _diagonals_of, _summarize
+from .packing import _diagonals_of_input, _summarize
 from .persist import _check_plan, read_plan, write_plan
 
 
@@ -146,6 +146,7 @@ class CompiledModel:
         self.keys = self.ctx.keygen(
             galois_levels=self.galois_levels(), bootstrapping=self.bootstrapper or False, progress=progress
         )
+        _release_freed()
         self.evaluator = self.ctx.evaluator(self.keys.evaluation())
         return self.keys
 
@@ -300,6 +301,7 @@ def load(
     boot = None
     if any(isinstance(st, Bootstrap) for st in steps):
         boot = ks.Bootstrapper(ctx, slots=int(f["boot_slots"]), real=True, threads=threads)
+    _release_freed()
     return CompiledModel(
         steps,
         output,
@@ -317,6 +319,17 @@ def load(
     )
 
 
+def _release_freed() -> None:
+    """Returns the memory the process has freed to the system (glibc's malloc_trim; elsewhere nothing): compiling a
+    large network frees hundreds of MB of small objects, which would otherwise stay resident under what comes next."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def _encoded_bytes(s: Affine, ctx) -> int:
     """The memory of the step's transforms encoded: each diagonal over Q_level * P or Q_level (its plan's product
     basis), in its subring where its period is below the slots (2 period words a limb)."""
@@ -330,18 +343,26 @@ def _encoded_bytes(s: Affine, ctx) -> int:
 
 def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
     """The step's transforms for the context at its level (its diagonals tiled to the slots): encoded, or (at_use)
-    holding the values and encoding each giant step's diagonals when apply reaches it."""
-    return [
-        ks.LinearTransform(
-            ctx,
-            {r: np.tile(d, ctx.slots // d.size) for r, d in diags.items()},
-            level=s.level,
-            baby=(plan[3] or None) if plan else None,  # the split found when the plan was made
-            threads=threads,
-            at_use=at_use,
+    holding the values and encoding each giant step's diagonals when apply reaches it. One input's diagonals at a
+    time, each released once its transform holds them (a large transform's are hundreds of MB)."""
+    out = []
+    for k, plan in enumerate(s.plans or [None] * len(s.Ws)):
+        diags = {
+            r: d if d.size == ctx.slots else np.tile(d, ctx.slots // d.size)
+            for r, d in _diagonals_of_input(s, k).items()
+        }
+        out.append(
+            ks.LinearTransform(
+                ctx,
+                diags,
+                level=s.level,
+                baby=(plan[3] or None) if plan else None,  # the split found when the plan was made
+                threads=threads,
+                at_use=at_use,
+            )
         )
-        for diags, plan in zip(_diagonals_of(s), s.plans or [None] * len(s.Ws))
-    ]
+        del diags
+    return out
 
 
 def _encode(steps, ctx, threads, budget: int = _ENCODED_BYTES) -> None:

@@ -114,21 +114,28 @@ LinearTransform LinearTransform::from_matrix(ckks::ContextPtr ctx, const std::co
     return LinearTransform(std::move(ctx), matrix_diagonals(m, dim, slots), level, baby, exec);
 }
 
-LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64_t, cvec>& diagonals, int level,
+LinearTransform::LinearTransform(ckks::ContextPtr ctx, std::map<std::int64_t, cvec> diagonals, int level,
                                  std::size_t baby, Exec exec, bool at_use, ProductBasis products)
     : ctx_(std::move(ctx)), level_(level), at_use_(at_use) {
     if (level < 1 || level > ctx_->max_level())
         throw LevelError("a linear transform consumes one level: its level must be in 1.." +
                          std::to_string(ctx_->max_level()) + ", got " + std::to_string(level));
     const std::size_t slots = ctx_->slots();
-    // Merge offsets equal mod slots, drop zero diagonals.
-    std::map<std::int64_t, cvec> diags;
-    for (const auto& [r, v] : diagonals) {
+    // Merge offsets equal mod slots, drop zero diagonals (a full diagonal moved, not copied).
+    for (const auto& [r, v] : diagonals)
         if (v.size() > slots)
             throw ParameterError("diagonal " + std::to_string(r) + " has " + std::to_string(v.size()) +
                                  " values, but there are " + std::to_string(slots) + " slots");
+    std::map<std::int64_t, cvec> diags;
+    for (auto it = diagonals.begin(); it != diagonals.end(); it = diagonals.erase(it)) {
+        cvec& v = it->second;
         if (std::all_of(v.begin(), v.end(), [](auto x) { return x == std::complex<double>(0.0); })) continue;
-        auto& d = diags[signed_offset(r, slots)];
+        const std::int64_t r = signed_offset(it->first, slots);
+        if (v.size() == slots && !diags.count(r)) {
+            diags.emplace(r, std::move(v));
+            continue;
+        }
+        auto& d = diags[r];
         if (d.empty()) d.assign(slots, 0.0);
         for (std::size_t s = 0; s < v.size(); ++s) d[s] += v[s];
     }
@@ -147,7 +154,8 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, const std::map<std::int64
     exec = ctx_->exec(exec);
     terms_.resize(plan_.giants.size());
     std::size_t k = 0;
-    for (const auto& [r, v] : diags) {
+    for (auto it = diags.begin(); it != diags.end(); it = diags.erase(it)) {  // each released once made a term
+        const cvec& v = it->second;
         const auto [bi, gi] = plan_.split[k++];
         const std::int64_t giant = plan_.giants[gi];
         cvec rotated(slots);  // Rot_{-giant}(diag)[s] = diag[(s - giant) mod slots]

@@ -68,7 +68,7 @@ void bind_algo(nb::module_& m) {
                 else if (products)
                     throw ParameterError("products must be None, \"extended\" or \"level\", not \"" + *products + "\"");
                 new (self) KLinearTransform{c.owner, std::make_shared<const algo::LinearTransform>(
-                                                         ctx, diags, level ? *level : ctx->user_level(),
+                                                         ctx, std::move(diags), level ? *level : ctx->user_level(),
                                                          baby ? *baby : 0, threads_arg(t), at_use, basis)};
             },
             "ctx"_a, "matrix_or_diagonals"_a, "level"_a = nb::none(), "baby"_a = nb::none(), "threads"_a = nb::none(),
