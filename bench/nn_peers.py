@@ -168,11 +168,12 @@ def child_kasoku(
         got.append(plan.decrypt(out))
         progress(f"kasoku {name}: image {i + 1}/{len(x)}: {inf[-1]:.3f} s")
     throughput = None
-    if len(cts) > 1 and threads > 1 and device == "cpu":  # images in flight, one thread each
+    if len(cts) > 1 and threads > 1 and device == "cpu":  # images in flight, one thread each (two rounds of workers)
+        batch = cts[: 2 * threads]
         t = time.perf_counter()
-        plan.run_many(cts, workers=threads, threads=1)
-        throughput = len(cts) / (time.perf_counter() - t)
-        progress(f"kasoku {name}: {len(cts)} images on {threads} workers: {throughput:.3f} images/s")
+        plan.run_many(batch, workers=threads, threads=1)
+        throughput = len(batch) / (time.perf_counter() - t)
+        progress(f"kasoku {name}: {len(batch)} images on {threads} workers: {throughput:.3f} images/s")
     with torch.no_grad():
         want = net(x).numpy()
     p = plan.params
