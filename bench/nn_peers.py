@@ -127,6 +127,43 @@ def record(compile_s: float, keygen_s: float, enc: list, inf: list, got, want) -
     }
 
 
+class DeviceMemory:
+    """The GPU's used memory sampled every 0.1 s (nvidia-smi) while the block runs: peak_gb is the peak above what
+    was in use when it began (other processes' and the driver's)."""
+
+    def __init__(self) -> None:
+        self.base = self.peak = self._used()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    @staticmethod
+    def _used() -> int:
+        out = subprocess.run(
+            ["nvidia-smi", "--id=0", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return int(out.split()[0]) << 20  # MiB
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.1):
+            self.peak = max(self.peak, self._used())
+
+    def __enter__(self) -> DeviceMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._used())
+
+    @property
+    def peak_gb(self) -> float:
+        return (self.peak - self.base) / 1e9
+
+
 # ---------------------------------------------------------------- children (one library, one network)
 
 
@@ -147,6 +184,23 @@ def child_kasoku(
     net.load_state_dict(torch.load(work / f"{name}.pt"))
     net.eval()
     x = data["x_test"][:images]
+    gpu = None
+    if device == "cuda":
+        try:
+            gpu = DeviceMemory()
+        except (OSError, subprocess.CalledProcessError, ValueError, IndexError) as e:
+            progress(f"kasoku {name}: no device memory readings ({e})")
+    with gpu or contextlib.nullcontext():
+        rec = _kasoku_run(ks, ksnn, net, data, x, name, threads, device, params)
+    if gpu is not None:
+        rec["device_peak_gb"] = gpu.peak_gb
+        progress(f"kasoku {name}: device memory peak {gpu.peak_gb:.2f} GB")
+    return rec
+
+
+def _kasoku_run(ks, ksnn, net, data, x, name: str, threads: int, device: str, params: str | None) -> dict:
+    import torch
+
     t = time.perf_counter()
     chosen = ks.Parameters.named(params) if params else None
     plan = ksnn.compile(

@@ -282,11 +282,22 @@ class CompiledModel:
         return self._clear(v / self.in_unit, check=False) * self.out_unit
 
 
-_ENCODED_BYTES = 4 << 30  # the most memory a plan's transforms keep encoded; the others are encoded at each use
+_ENCODED_BYTES = 4 << 30  # the most host memory a plan's transforms keep encoded; the others are encoded at each use
+
+
+def _encoded_budget(ctx, max_encoded_bytes: int | None) -> int:
+    """The memory the transforms may keep encoded: max_encoded_bytes, or by default 4 GiB on the CPU (a laptop's 16 GB
+    also holds the keys) and half the device's memory on a GPU (encoding at use there is host work and a copy per
+    diagonal, which would cost more than the GPU's arithmetic)."""
+    if max_encoded_bytes is not None:
+        return max_encoded_bytes
+    if ctx.device == "cuda":
+        return ks.cuda_info().get("memory_bytes", 0) // 2 or _ENCODED_BYTES
+    return _ENCODED_BYTES
 
 
 def load(
-    data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 30, max_encoded_bytes: int = _ENCODED_BYTES
+    data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 30, max_encoded_bytes: int | None = None
 ) -> CompiledModel:
     """A plan saved by CompiledModel.to_bytes, its transforms encoded for a context of its parameters on `device`
     (PyTorch is not needed). Raises ks.SerializationError, saying what is wrong, for bytes that are not such a plan
@@ -297,7 +308,7 @@ def load(
     steps, output, in_layout, out_layout = f["steps"], f["output"], f["in_layout"], f["out_layout"]
     ctx = ks.Context(f["params"], threads=threads, device=device)
     _check_plan(steps, output, f["in_shape"], in_layout, f["out_dim"], out_layout, ctx, f["input_level"])
-    _encode(steps, ctx, threads, max_encoded_bytes)
+    _encode(steps, ctx, threads, _encoded_budget(ctx, max_encoded_bytes))
     boot = None
     if any(isinstance(st, Bootstrap) for st in steps):
         boot = ks.Bootstrapper(ctx, slots=int(f["boot_slots"]), real=True, threads=threads)
