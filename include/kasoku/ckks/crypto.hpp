@@ -10,6 +10,7 @@
 #include "kasoku/ckks/context.hpp"
 #include "kasoku/ckks/encoder.hpp"
 #include "kasoku/ckks/objects.hpp"
+#include "kasoku/support/random.hpp"
 
 namespace kasoku::ckks {
 
@@ -67,6 +68,48 @@ rns::RnsPoly uniform_poly(const Context& ctx, const Seed& seed, std::size_t part
 rns::RnsPoly error_poly(const Context& ctx, std::size_t num_q, std::size_t num_p, Exec exec = {});
 rns::RnsPoly ternary_poly(const Context& ctx, std::size_t num_q, std::size_t num_p, Exec exec = {});
 
+// ---- Noise flooding: decryptions safe to share (IND-CPA-D)
+// A CKKS decryption is m + e, and e is a function of the secret key: with one decrypted result and its ciphertext,
+// anyone solves c_0 + c_1 s = Encode(values) for s (Li and Micciancio, EUROCRYPT 2021; tests/cpp/ckks/
+// test_security.cpp does it). Flooding adds a discrete Gaussian of standard deviation
+//     sigma = B sqrt(n) sqrt(queries / 2) 2^(s / 2)
+// to m + e before decoding, where B bounds the root mean square of e's coefficients (B sqrt(n) bounds ||e||_2), and s
+// is the statistical security: over `queries` decryptions of ciphertexts with such noise, the Kullback-Leibler
+// divergence between what is revealed and a view independent of e (and so of the key) is at most
+// queries ||e||^2 / (2 sigma^2) <= 2^-s (Micciancio and Walter's criterion of s-bit security for decision games, the
+// sizing of Li, Micciancio, Schultz and Sorrell, CRYPTO 2022). Multiparty decryption shares use the same sizing
+// (mp::Smudging). The price is precision: each slot's error has standard deviation sigma sqrt(n) / scale.
+struct Flooding {
+    int statistical_security = 40;  // s, 0..128
+    std::uint64_t queries = 1;      // decryptions of ciphertexts under this key that will be shared, at least 1
+    // B; 0: estimated from the ciphertext (Decryptor::estimate_noise_bound). A bound from the caller should be the
+    // noise of the computation that made the ciphertext, measured on known values (Decryptor::noise) with a margin.
+    double noise_bound = 0;
+    // refuse a flood that leaves fewer bits than this in the slots (flooding_precision_bits)
+    double min_precision_bits = 1;
+};
+// The flooding standard deviation above. Throws ParameterError for s outside 0..128, queries < 1 or a bound that is
+// not a finite number > 0.
+double flooding_sigma(std::size_t n, double noise_bound, int statistical_security, std::uint64_t queries);
+// log2(scale / (sigma sqrt(shares n))): the bits left to the slots of a ciphertext at `scale` after `shares` floods of
+// standard deviation sigma (the standard deviation of a slot's error; the largest over many slots is 2-3 bits worse).
+double flooding_precision_bits(std::size_t n, double sigma, double scale, std::size_t shares = 1);
+// 16 times the standard deviation of a rescale's rounding noise, sqrt((1 + n v) / 12), for a secret whose
+// coefficients have variance v (2/3 for a uniform ternary secret, h / n for Hamming weight h): a floor for the noise
+// of any ciphertext that has been rescaled (fresh encryptions carry about as much).
+double rounding_noise_bound(std::size_t n, double secret_variance);
+// A discrete Gaussian of standard deviation sigma (rounded Box-Muller, cut at 6 sigma) over q_0..q_{num_q-1}, NTT
+// form: the flooding noise (here and in multiparty shares).
+rns::RnsPoly flooding_noise(const Context& ctx, double sigma, std::size_t num_q, Prng& prng, Exec exec = {});
+
+// A flooded decryption: the values, and what the flood cost.
+struct FloodedDecryption {
+    std::vector<std::complex<double>> values;
+    double noise_bound = 0;     // the B used (given, or estimated)
+    double sigma = 0;           // the flood's standard deviation per coefficient
+    double precision_bits = 0;  // flooding_precision_bits at the ciphertext's scale
+};
+
 class Encryptor {
 public:
     explicit Encryptor(ContextPtr ctx) : ctx_(std::move(ctx)) {}
@@ -84,9 +127,27 @@ public:
     explicit Decryptor(ContextPtr ctx) : ctx_(std::move(ctx)), encoder_(ctx_) {}
     // Decrypts and decodes into slots() complex values. Throws ParameterError for a malformed ciphertext or one
     // encrypted under another secret key.
+    // Exact: for the secret key's holder only. Anyone who sees these values beside the ciphertext can recover the
+    // secret key; decrypt with a Flooding for values that will be shared.
     std::vector<std::complex<double>> decrypt(const Ciphertext& ct, const SecretKey& sk, Exec exec = {}) const;
+    // Flooded (safe to share, within flood's queries): the exact decryption plus flooding noise sized by
+    // flooding_sigma for flood.noise_bound, or for the estimate below when it is 0. Throws ParameterError as
+    // decrypt, as flooding_sigma, or when the flood would leave fewer than flood.min_precision_bits bits at the
+    // ciphertext's scale (saying the scale that would keep them).
+    FloodedDecryption decrypt(const Ciphertext& ct, const SecretKey& sk, const Flooding& flood, Exec exec = {}) const;
+    // The root mean square of the ciphertext's noise coefficients, given the values it should hold (none: zero, the
+    // OpenFHE way of running a computation once on an encryption of zero): || c_0 + c_1 s - Encode(expected) || /
+    // sqrt(n). A bound for Flooding::noise_bound, measured on the computation that will be flooded.
+    double noise(const Ciphertext& ct, const SecretKey& sk, const std::vector<std::complex<double>>& expected = {},
+                 Exec exec = {}) const;
+    // An estimate of that noise from the ciphertext alone: the imaginary parts of its decoded slots are pure noise
+    // when its values are real (their mean square times scale^2 2 / n is the noise's), and an overestimate otherwise
+    // (complex values: more flooding, never less); 8 times that, and at least rounding_noise_bound for this key.
+    double estimate_noise_bound(const Ciphertext& ct, const SecretKey& sk, Exec exec = {}) const;
 
 private:
+    // c_0 + c_1 s (+ c_2 s^2) over the first `limbs` q-limbs, NTT form, after the checks decrypt states.
+    rns::RnsPoly phase(const Ciphertext& ct, const SecretKey& sk, std::size_t limbs, Exec exec) const;
     ContextPtr ctx_;
     Encoder encoder_;
 };

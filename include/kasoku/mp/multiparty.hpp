@@ -87,15 +87,11 @@ inline Shares pointers_to(const std::vector<Share>& shares) {
     return out;
 }
 
-// Noise flooding of decryption and key-switching shares: each party adds a discrete Gaussian of standard deviation
-// sigma = B sqrt(n) sqrt(queries / 2) 2^(s / 2) to its share, where B bounds the coefficients of the ciphertext's noise
-// e, n is the ring degree (B sqrt(n) bounds ||e||_2) and s the statistical security: over `queries` decryptions of
-// ciphertexts with such noise the Kullback-Leibler divergence between what the parties see and a view independent of
-// e (and so of s) is at most queries ||e||^2 / (2 sigma^2) <= 2^-s (Micciancio and Walter's criterion of s-bit
-// security for decision games, as Li, Micciancio, Schultz and Sorrell use for CKKS; the statistical distance is then
-// at most 2^-(s+1)/2 by Pinsker). One honest party's noise suffices: a coalition knows and removes its own. The price
-// is precision: each decrypted slot carries an error of standard deviation sigma sqrt(parties n) / scale (the slots sum
-// n coefficients), about s/2 + log2(B n sqrt(queries parties / 2)) bits below the scale, so decrypt on a large scale
+// Noise flooding of decryption and key-switching shares: each party adds a discrete Gaussian of the standard deviation
+// ckks::flooding_sigma gives (ckks/crypto.hpp: B sqrt(n) sqrt(queries / 2) 2^(s / 2), the one sizing of single-key and
+// multiparty decryption), where B bounds the coefficients of the ciphertext's noise and s is the statistical
+// security. One honest party's noise suffices: a coalition knows and removes its own. The price is precision: each
+// decrypted slot carries an error of standard deviation sigma sqrt(parties n) / scale, so decrypt on a large scale
 // (decryption_precision_bits says what is left).
 struct Smudging {
     int statistical_security = 40;

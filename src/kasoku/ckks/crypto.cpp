@@ -317,23 +317,125 @@ Ciphertext Encryptor::encrypt_symmetric(const Plaintext& pt, const SecretKey& sk
     return ct;
 }
 
-std::vector<std::complex<double>> Decryptor::decrypt(const Ciphertext& ct, const SecretKey& sk, Exec exec) const {
+// ---- Noise flooding
+
+double flooding_sigma(std::size_t n, double noise_bound, int statistical_security, std::uint64_t queries) {
+    if (statistical_security < 0 || statistical_security > 128)
+        throw ParameterError("statistical_security must be in 0..128 bits, not " +
+                             std::to_string(statistical_security));
+    if (queries < 1) throw ParameterError("queries must be at least 1");
+    if (!(noise_bound > 0) || !std::isfinite(noise_bound))
+        throw ParameterError("the noise bound must be a finite number > 0, not " + std::to_string(noise_bound));
+    return noise_bound * std::sqrt(static_cast<double>(n)) * std::sqrt(static_cast<double>(queries) / 2.0) *
+           std::pow(2.0, statistical_security / 2.0);
+}
+
+double flooding_precision_bits(std::size_t n, double sigma, double scale, std::size_t shares) {
+    return std::log2(scale / (sigma * std::sqrt(static_cast<double>(shares * n))));
+}
+
+double rounding_noise_bound(std::size_t n, double secret_variance) {
+    return 16.0 * std::sqrt((1.0 + static_cast<double>(n) * secret_variance) / 12.0);
+}
+
+RnsPoly flooding_noise(const Context& ctx, double sigma, std::size_t num_q, Prng& prng, Exec exec) {
+    std::vector<__int128> e = detail::sample_wide_gaussian(ctx.n(), sigma, prng);
+    RnsPoly p = ctx.backend().poly(num_q, 0, true);
+    ctx.backend().from_signed(e.data(), p, ctx.exec(exec));
+    secure_wipe(e.data(), e.size() * sizeof e[0]);
+    return p;
+}
+
+// ---- Decryptor
+
+RnsPoly Decryptor::phase(const Ciphertext& ct, const SecretKey& sk, std::size_t limbs, Exec exec) const {
     detail::check_key(*ctx_, sk.context_uid(), "secret key");
     detail::check_ciphertext(*ctx_, ct, "ciphertext");
     if (ct.key_id != sk.key_id())
         throw ParameterError(
             "this ciphertext was encrypted under another key than the secret key given; "
             "decrypt it with the secret key of the key pair that encrypted it");
-    exec = ctx_->exec(exec);
-    const auto& be = ctx_->backend();
-    // Only the limbs that determine the message are needed: m = c0 + c1 s (+ c2 s^2) on those.
-    const std::size_t t = encoder_.limbs_for_scale(ct.scale, ct.level());
-    RnsPoly m = be.poly(t, 0, true);
+    RnsPoly m = ctx_->backend().poly(limbs, 0, true);
     std::vector<const RnsPoly*> c;
     for (const auto& p : ct.polys) c.push_back(&p);
-    be.horner(c, sk.poly(), m, exec);
-    be.from_ntt(m, exec);
+    ctx_->backend().horner(c, sk.poly(), m, exec);  // c0 + c1 s (+ c2 s^2), NTT form
+    return m;
+}
+
+std::vector<std::complex<double>> Decryptor::decrypt(const Ciphertext& ct, const SecretKey& sk, Exec exec) const {
+    exec = ctx_->exec(exec);
+    // Only the limbs that determine the message are needed.
+    const std::size_t t = encoder_.limbs_for_scale(ct.scale, ct.level());
+    RnsPoly m = phase(ct, sk, t, exec);
+    ctx_->backend().from_ntt(m, exec);
     auto out = encoder_.decode(m, t, ct.scale);
+    m.wipe();
+    return out;
+}
+
+double Decryptor::noise(const Ciphertext& ct, const SecretKey& sk, const std::vector<std::complex<double>>& expected,
+                        Exec exec) const {
+    exec = ctx_->exec(exec);
+    const std::size_t t = static_cast<std::size_t>(ct.level()) + 1;
+    RnsPoly m = phase(ct, sk, t, exec);
+    if (!expected.empty()) {
+        const Plaintext pt = encoder_.encode(expected, ct.scale, ct.level(), exec);
+        ctx_->backend().sub(m, pt.poly, m, exec);
+    }
+    ctx_->backend().from_ntt(m, exec);
+    // The noise's slots, over the scale; Parseval over the n/2 slots (each root and its conjugate have one modulus):
+    // sum_i e_i^2 = (2 / n) sum_j |e(zeta_j)|^2.
+    const auto z = encoder_.decode(m, encoder_.limbs_for_scale(ct.scale, ct.level()), ct.scale);
+    m.wipe();
+    double sum = 0;
+    for (const auto& v : z) sum += std::norm(v);
+    const double n = static_cast<double>(ctx_->n());
+    return ct.scale * std::sqrt(2.0 * sum / n / n);
+}
+
+double Decryptor::estimate_noise_bound(const Ciphertext& ct, const SecretKey& sk, Exec exec) const {
+    const auto z = decrypt(ct, sk, exec);
+    double sum = 0;
+    for (const auto& v : z) sum += v.imag() * v.imag();
+    const double n = static_cast<double>(ctx_->n());
+    // E |e(zeta)|^2 = n rms^2 splits evenly between the real and imaginary parts of a slot, so that
+    // rms = scale sqrt(2 mean(Im z^2) / n) where the values are real.
+    const double rms = ct.scale * std::sqrt(2.0 * sum / static_cast<double>(z.size()) / n);
+    const int h = ctx_->params().hamming_weight;
+    const double variance = h > 0 ? static_cast<double>(h) / n : 2.0 / 3.0;
+    return std::max(8.0 * rms, rounding_noise_bound(ctx_->n(), variance));
+}
+
+FloodedDecryption Decryptor::decrypt(const Ciphertext& ct, const SecretKey& sk, const Flooding& flood,
+                                     Exec exec) const {
+    exec = ctx_->exec(exec);
+    if (!(flood.noise_bound >= 0) || !std::isfinite(flood.noise_bound))
+        throw ParameterError("Flooding::noise_bound must be a finite number >= 0 (0: estimated), not " +
+                             std::to_string(flood.noise_bound));
+    FloodedDecryption out;
+    out.noise_bound = flood.noise_bound > 0 ? flood.noise_bound : estimate_noise_bound(ct, sk, exec);
+    out.sigma = flooding_sigma(ctx_->n(), out.noise_bound, flood.statistical_security, flood.queries);
+    out.precision_bits = flooding_precision_bits(ctx_->n(), out.sigma, ct.scale);
+    if (!(out.precision_bits >= flood.min_precision_bits)) {
+        const double need = std::log2(ct.scale) + flood.min_precision_bits - out.precision_bits;
+        throw ParameterError(
+            "decrypt: flooding for " + std::to_string(flood.statistical_security) + "-bit security over " +
+            std::to_string(flood.queries) + " queries (sigma = 2^" + std::to_string(std::log2(out.sigma)) +
+            ", noise bound 2^" + std::to_string(std::log2(out.noise_bound)) + ") would leave " +
+            std::to_string(out.precision_bits) + " bits at this ciphertext's scale 2^" +
+            std::to_string(std::log2(ct.scale)) + ", and at least " + std::to_string(flood.min_precision_bits) +
+            " were asked: compute to a scale of 2^" + std::to_string(static_cast<int>(std::ceil(need))) +
+            " or more before decrypting, or ask for fewer queries or bits of security");
+    }
+    // The flood (|f| <= 6 sigma) fits the limbs that hold the message's scale with 64 bits of headroom.
+    const std::size_t t = encoder_.limbs_for_scale(std::max(ct.scale, 6.0 * out.sigma), ct.level());
+    RnsPoly m = phase(ct, sk, t, exec);
+    Prng prng;
+    RnsPoly f = flooding_noise(*ctx_, out.sigma, t, prng, exec);
+    ctx_->backend().add(m, f, m, exec);
+    f.wipe();
+    ctx_->backend().from_ntt(m, exec);
+    out.values = encoder_.decode(m, t, ct.scale);
     m.wipe();
     return out;
 }

@@ -1,76 +1,147 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numbers>
+#include <string>
 
+#include "kasoku/support/error.hpp"
 #include "sampling_internal.hpp"
 
 namespace kasoku::ckks::detail {
 
+namespace {
+
+// 1 where a < b, else 0, for a, b < 2^63: the sign bit of a - b (no comparison the compiler could turn into a branch).
+inline std::uint64_t less_63(std::uint64_t a, std::uint64_t b) { return (a - b) >> 63; }
+
+// Sorts a[0..n) ascending (n a power of two) with Batcher's bitonic network: the same compare-exchanges, in the same
+// order, whatever the values, each a masked swap (values below 2^63).
+void bitonic_sort(std::uint64_t* a, std::size_t n) {
+    for (std::size_t k = 2; k <= n; k <<= 1)
+        for (std::size_t j = k >> 1; j > 0; j >>= 1)
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::size_t l = i ^ j;
+                if (l <= i) continue;  // a public index, as every other branch here
+                const bool up = (i & k) == 0;
+                const std::uint64_t swap = up ? less_63(a[l], a[i]) : less_63(a[i], a[l]);
+                const std::uint64_t t = (a[i] ^ a[l]) & (0 - swap);
+                a[i] ^= t;
+                a[l] ^= t;
+            }
+}
+
+}  // namespace
+
+void ternary_from_bytes(const std::uint8_t* b, std::size_t n, std::int64_t* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::int64_t>(b[i] % 3) - 1;  // % 3: a multiplication
+}
+
+void fixed_weight_from_words(const std::uint64_t* r, std::size_t n, int hamming_weight, std::int64_t* out,
+                             std::uint64_t* scratch) {
+    // Each position gets a random 61-bit key (bits 3..63 of its word) and a label in its two low bits: 1 (+1) or 2
+    // (-1) by its word's bit 0 for the first hamming_weight positions, 0 for the others. Sorted by key, the labels
+    // land on a uniformly random set of positions (two equal keys, which would favour the lower label, have
+    // probability below n^2 / 2^62), and every step is data-independent.
+    const auto h = static_cast<std::size_t>(hamming_weight);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t label = i < h ? 1 + (r[i] & 1) : 0;
+        scratch[i] = ((r[i] >> 1) & ~std::uint64_t{3}) | label;
+    }
+    bitonic_sort(scratch, n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t v = scratch[i] & 3;
+        out[i] = static_cast<std::int64_t>(v & 1) - static_cast<std::int64_t>(v >> 1);
+    }
+}
+
 std::vector<std::int64_t> sample_ternary(std::size_t n, int hamming_weight, Prng& prng) {
     std::vector<std::int64_t> s(n, 0);
-    std::vector<std::uint8_t> buf(4096);
-    std::size_t pos = buf.size();
-    auto byte = [&]() {
-        if (pos == buf.size()) {
-            prng.fill(buf.data(), buf.size());
-            pos = 0;
-        }
-        return buf[pos++];
-    };
     if (hamming_weight == 0) {
-        for (std::size_t i = 0; i < n; ++i) {
-            std::uint8_t b;
-            do b = byte();
-            while (b >= 255);  // 255 = 3 * 85: reject to stay uniform
-            s[i] = static_cast<std::int64_t>(b % 3) - 1;
+        // Uniform bytes below 255 = 3 * 85: whether a byte is rejected depends only on that byte, which is dropped.
+        std::vector<std::uint8_t> b(n), buf(4096);
+        std::size_t pos = buf.size(), k = 0;
+        while (k < n) {
+            if (pos == buf.size()) {
+                prng.fill(buf.data(), buf.size());
+                pos = 0;
+            }
+            const std::uint8_t v = buf[pos++];
+            b[k] = v;
+            k += v < 255;
         }
+        ternary_from_bytes(b.data(), n, s.data());
+        secure_wipe(b.data(), b.size());
         secure_wipe(buf.data(), buf.size());
         return s;
     }
-    // Fixed Hamming weight: Fisher-Yates choice of positions, random signs.
-    std::vector<std::uint32_t> idx(n);
-    for (std::size_t i = 0; i < n; ++i) idx[i] = static_cast<std::uint32_t>(i);
-    for (int k = 0; k < hamming_weight; ++k) {
-        const std::uint64_t range = n - k, limit = UINT64_MAX - UINT64_MAX % range;
-        std::uint64_t r;
-        do r = prng.next_u64();
-        while (r >= limit);
-        std::swap(idx[k], idx[k + r % range]);
-        s[idx[k]] = (byte() & 1) ? 1 : -1;
-    }
-    secure_wipe(idx.data(), idx.size() * sizeof idx[0]);
+    if ((n & (n - 1)) != 0 || static_cast<std::size_t>(hamming_weight) > n)
+        throw ParameterError("a secret of Hamming weight " + std::to_string(hamming_weight) +
+                             " needs n a power of two " + "at least as large (n = " + std::to_string(n) + ")");
+    std::vector<std::uint64_t> r(n), scratch(n);
+    prng.fill(r.data(), n * sizeof(std::uint64_t));
+    fixed_weight_from_words(r.data(), n, hamming_weight, s.data(), scratch.data());
+    secure_wipe(r.data(), n * sizeof(std::uint64_t));
+    secure_wipe(scratch.data(), n * sizeof(std::uint64_t));
     return s;
 }
 
-std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng) {
-    constexpr double sigma = 3.2;
-    constexpr int bound = 19;  // 6 sigma
-    // Cumulative table of |x| for x in 0..bound (x = 0 counted once), scaled to 2^63.
-    static const std::array<std::uint64_t, bound + 1> cdf = [] {
-        std::array<double, bound + 1> w{};
+const std::array<std::uint64_t, kGaussianBound + 1>& gaussian_cdf() {
+    // Cumulative probabilities of |x| for x in 0..bound (x = 0 counted once, the others twice: the sign is a bit of
+    // its own), scaled to 2^63.
+    static const std::array<std::uint64_t, kGaussianBound + 1> cdf = [] {
+        constexpr double sigma = kGaussianSigma;
+        std::array<double, kGaussianBound + 1> w{};
         double total = 0;
-        for (int x = 0; x <= bound; ++x) {
+        for (int x = 0; x <= kGaussianBound; ++x) {
             w[x] = std::exp(-static_cast<double>(x * x) / (2 * sigma * sigma)) * (x == 0 ? 1.0 : 2.0);
             total += w[x];
         }
-        std::array<std::uint64_t, bound + 1> c{};
+        std::array<std::uint64_t, kGaussianBound + 1> c{};
         double acc = 0;
-        for (int x = 0; x <= bound; ++x) {
+        for (int x = 0; x <= kGaussianBound; ++x) {
             acc += w[x] / total;
-            c[x] = x == bound ? (1ull << 63) : static_cast<std::uint64_t>(std::ldexp(acc, 63));
+            c[x] = x == kGaussianBound ? (1ull << 63) : static_cast<std::uint64_t>(std::ldexp(acc, 63));
         }
         return c;
     }();
+    return cdf;
+}
+
+void gaussian_from_words(const std::uint64_t* r, std::size_t n, std::int64_t* out) {
+    // |x| = the number of table entries at or below the word's top 63 bits, counted over the whole table (no early
+    // exit, no index that depends on the value); the sign from bit 0, applied by a mask.
+    const auto& cdf = gaussian_cdf();
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t u = r[i] >> 1;
+        std::uint64_t x = 0;
+        for (int k = 0; k < kGaussianBound; ++k) x += less_63(u, cdf[k]) ^ 1;
+        const std::uint64_t neg = 0 - (r[i] & 1);
+        out[i] = static_cast<std::int64_t>((x ^ neg) - neg);
+    }
+}
+
+std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng) {
     std::vector<std::int64_t> e(n);
     std::vector<std::uint64_t> r(n);
     prng.fill(r.data(), n * sizeof(std::uint64_t));
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t u = r[i] >> 1;  // 63 bits for the magnitude, bit 0 for the sign
-        int x = 0;
-        while (x < bound && u >= cdf[x]) ++x;
-        e[i] = (r[i] & 1) ? -x : x;
-    }
+    gaussian_from_words(r.data(), n, e.data());
     secure_wipe(r.data(), r.size() * sizeof r[0]);
+    return e;
+}
+
+std::vector<__int128> sample_wide_gaussian(std::size_t n, double sigma, Prng& prng) {
+    std::vector<__int128> e(n);
+    const auto unit = [&] { return (static_cast<double>(prng.next_u64() >> 11) + 0.5) * 0x1p-53; };
+    for (std::size_t i = 0; i < n; i += 2) {
+        double z[2];
+        do {
+            const double r = std::sqrt(-2.0 * std::log(unit())), t = 2.0 * std::numbers::pi * unit();
+            z[0] = r * std::cos(t);
+            z[1] = r * std::sin(t);
+        } while (std::fabs(z[0]) > 6.0 || std::fabs(z[1]) > 6.0);
+        e[i] = static_cast<__int128>(std::llround(z[0] * sigma));
+        if (i + 1 < n) e[i + 1] = static_cast<__int128>(std::llround(z[1] * sigma));
+    }
     return e;
 }
 

@@ -2,6 +2,7 @@
 // (never installed). Randomness:
 // support/random.hpp.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -17,10 +18,30 @@ class Evaluator;
 
 namespace kasoku::ckks::detail {
 
-// Uniform ternary {-1, 0, 1}^n, or exactly `hamming_weight` nonzero (+-1) coefficients when > 0.
+// The samplers of secrets and errors run in constant time: no branch and no memory index depends on a value drawn
+// (the loops, table scans and sorting network below do the same work whatever the random words; rejection decides
+// only on a word that is then dropped). docs/SECURITY.md says how this is checked (bench/dudect_sampling.cpp).
+
+// Uniform ternary {-1, 0, 1}^n, or exactly `hamming_weight` nonzero (+-1) coefficients when > 0 (n a power of two).
 std::vector<std::int64_t> sample_ternary(std::size_t n, int hamming_weight, Prng& prng);
 // Discrete Gaussian, sigma = 3.2, bounded at 6 sigma (|e| <= 19).
 std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng);
+// A rounded Gaussian of any width (the flooding noise: Box-Muller on 53-bit uniforms, cut at 6 sigma; libm's log,
+// cos and sin are not constant-time: docs/SECURITY.md).
+std::vector<__int128> sample_wide_gaussian(std::size_t n, double sigma, Prng& prng);
+// The samplers' cores, from given random words (tested, and timed by the constant-time measurement):
+inline constexpr double kGaussianSigma = 3.2;
+inline constexpr int kGaussianBound = 19;
+// the table of gaussian_from_words: P(|x| <= k) for k = 0..bound (x = 0 once, the others for both signs), times 2^63
+const std::array<std::uint64_t, kGaussianBound + 1>& gaussian_cdf();
+// one word per coefficient: |x| from its top 63 bits against the whole table, the sign from bit 0
+void gaussian_from_words(const std::uint64_t* r, std::size_t n, std::int64_t* out);
+// bytes below 255: byte % 3 - 1
+void ternary_from_bytes(const std::uint8_t* b, std::size_t n, std::int64_t* out);
+// one word per position, n a power of two, scratch of n words: hamming_weight +-1 at uniformly random positions,
+// chosen by sorting random keys with a bitonic network (the same compare-exchanges whatever the words)
+void fixed_weight_from_words(const std::uint64_t* r, std::size_t n, int hamming_weight, std::int64_t* out,
+                             std::uint64_t* scratch);
 // The uniform parts a seed stands for (keys' and fresh ciphertexts' a-parts; any form: uniform in NTT form is
 // uniform). Part `part`'s residues mod the prime of index `prime` (RnsContext::prime) are stream (part, prime) of the
 // seed, so that any limb is drawn alone: a compact key's a-parts limb by limb where a key switch reads them.

@@ -19,6 +19,10 @@ namespace kasoku::mp {
 
 using ckks::Ciphertext;
 using ckks::Context;
+using ckks::flooding_noise;
+using ckks::flooding_precision_bits;
+using ckks::flooding_sigma;
+using ckks::rounding_noise_bound;
 using rns::RnsPoly;
 
 const char* protocol_name(Protocol p) {
@@ -86,32 +90,6 @@ std::uint64_t ciphertext_tag(const Context& ctx, const Ciphertext& ct, const std
     for (std::uint32_t g : group) d.add(g);
     if (to) d.add(to->key_id).poly(ctx.backend(), to->b);
     return d.value();
-}
-
-// Rounded Gaussians of any width (the smudging's; Box-Muller on 53-bit uniforms, cut at 6 sigma). The keys' errors and
-// the ephemeral secrets come from ckks (error_poly, ternary_poly), as every key's do.
-std::vector<__int128> gaussian(std::size_t n, double sigma, Prng& prng) {
-    std::vector<__int128> e(n);
-    const auto unit = [&] { return (static_cast<double>(prng.next_u64() >> 11) + 0.5) * 0x1p-53; };
-    for (std::size_t i = 0; i < n; i += 2) {
-        double z[2];
-        do {
-            const double r = std::sqrt(-2.0 * std::log(unit())), t = 2.0 * std::numbers::pi * unit();
-            z[0] = r * std::cos(t);
-            z[1] = r * std::sin(t);
-        } while (std::fabs(z[0]) > 6.0 || std::fabs(z[1]) > 6.0);
-        e[i] = static_cast<__int128>(std::llround(z[0] * sigma));
-        if (i + 1 < n) e[i + 1] = static_cast<__int128>(std::llround(z[1] * sigma));
-    }
-    return e;
-}
-
-RnsPoly gaussian_poly(const Context& ctx, double sigma, std::size_t nq, std::size_t np, Prng& prng, Exec exec) {
-    std::vector<__int128> e = gaussian(ctx.n(), sigma, prng);
-    RnsPoly p = ctx.backend().poly(nq, np, true);
-    ctx.backend().from_signed(e.data(), p, exec);
-    secure_wipe(e.data(), e.size() * sizeof e[0]);
-    return p;
 }
 
 // A polynomial whose limb over prime q is the constant c(q) (NTT form: every word c(q)).
@@ -315,26 +293,19 @@ std::uint64_t Session::key_id() const {
 // ---- Smudging
 
 double default_noise_bound(const Context& ctx, const Session& session) {
-    const double n = static_cast<double>(ctx.n()), v = 2.0 / 3.0 * session.parties;
-    return 16.0 * std::sqrt((1.0 + n * v) / 12.0);
+    return rounding_noise_bound(ctx.n(), 2.0 / 3.0 * session.parties);
 }
 
 double Smudging::sigma(const Context& ctx, const Session& session) const {
-    if (statistical_security < 0 || statistical_security > 128)
-        throw ParameterError("statistical_security must be in 0..128 bits, not " +
-                             std::to_string(statistical_security));
-    if (queries < 1) throw ParameterError("queries must be at least 1");
     if (!(noise_bound >= 0) || !std::isfinite(noise_bound))
         throw ParameterError("noise_bound must be a finite number >= 0 (0: the default)");
-    const double b = noise_bound > 0 ? noise_bound : default_noise_bound(ctx, session);
-    return b * std::sqrt(static_cast<double>(ctx.n())) * std::sqrt(static_cast<double>(queries) / 2.0) *
-           std::pow(2.0, statistical_security / 2.0);
+    return flooding_sigma(ctx.n(), noise_bound > 0 ? noise_bound : default_noise_bound(ctx, session),
+                          statistical_security, queries);
 }
 
 double decryption_precision_bits(const Context& ctx, const Session& session, const Smudging& smudging, double scale,
                                  std::size_t group) {
-    const double slot_sigma = smudging.sigma(ctx, session) * std::sqrt(static_cast<double>(group * ctx.n()));
-    return std::log2(scale / slot_sigma);
+    return flooding_precision_bits(ctx.n(), smudging.sigma(ctx, session), scale, group);
 }
 
 namespace {
@@ -483,7 +454,7 @@ Share Party::decryption_share(const Ciphertext& ct, const Smudging& smudging, co
     const RnsPoly s = secret_for(group, nq, exec);
     RnsPoly h;
     be.mul(ct.polys[1], s, h, exec);
-    be.add(h, gaussian_poly(*ctx_, smudging.sigma(*ctx_, session_), nq, 0, prng, exec), h, exec);
+    be.add(h, flooding_noise(*ctx_, smudging.sigma(*ctx_, session_), nq, prng, exec), h, exec);
     Share out = make_share(Protocol::decryption, ciphertext_tag(*ctx_, ct, group, nullptr));
     out.polys.push_back(std::move(h));
     return out;
@@ -509,7 +480,7 @@ Share Party::key_switch_share(const Ciphertext& ct, const ckks::PublicKey& to, c
     be.mul(ct.polys[1], s, h0, exec);  // s c_1 + u b' + flood
     be.mul(u, b, ub, exec);
     be.add(h0, ub, h0, exec);
-    be.add(h0, gaussian_poly(*ctx_, smudging.sigma(*ctx_, session_), nq, 0, prng, exec), h0, exec);
+    be.add(h0, flooding_noise(*ctx_, smudging.sigma(*ctx_, session_), nq, prng, exec), h0, exec);
     be.mul(u, a, h1, exec);  // u a' + e
     be.add(h1, ckks::error_poly(*ctx_, nq, 0, exec), h1, exec);
     u.wipe();
@@ -577,7 +548,7 @@ Share Party::refresh_share(const Ciphertext& ct, const Smudging& smudging, doubl
     RnsPoly h0, h1;
     be.mul(ct.polys[1], s, h0, exec);  // s c_1 + M + flood over Q_l
     be.add(h0, upload_mask(nq, false), h0, exec);
-    be.add(h0, gaussian_poly(*ctx_, sigma, nq, 0, prng, exec), h0, exec);
+    be.add(h0, flooding_noise(*ctx_, sigma, nq, prng, exec), h0, exec);
     const RnsPoly a = ckks::uniform_poly(
         *ctx_, session_.common(Protocol::refresh, ciphertext_tag(*ctx_, ct, {}, nullptr)), 0, top, 0);
     be.mul(a, s_top, h1, exec);  // -s a - M + e over Q_L

@@ -433,6 +433,43 @@ void bind_objects(nb::module_& m) {
             ReleaseGil());
 
     // ---------------------------------------------------------------- Context
+    nb::class_<Flooding>(m, "Flooding",
+                         "Noise flooding for a decryption safe to share (Context.decrypt(..., flood=)): a discrete "
+                         "Gaussian of sigma = noise_bound sqrt(n) sqrt(queries / 2) 2^(statistical_security / 2) added "
+                         "before decoding (docs/SECURITY.md). noise_bound 0: estimated from the ciphertext.")
+        .def(
+            "__init__",
+            [](Flooding* f, int s, std::uint64_t q, double b, double bits) {
+                new (f) Flooding{.statistical_security = s, .queries = q, .noise_bound = b, .min_precision_bits = bits};
+            },
+            "statistical_security"_a = 40, "queries"_a = 1, "noise_bound"_a = 0.0, "min_precision_bits"_a = 1.0)
+        .def_rw("statistical_security", &Flooding::statistical_security)
+        .def_rw("queries", &Flooding::queries)
+        .def_rw("noise_bound", &Flooding::noise_bound)
+        .def_rw("min_precision_bits", &Flooding::min_precision_bits)
+        .def("__repr__", [](const Flooding& f) {
+            return "Flooding(statistical_security=" + std::to_string(f.statistical_security) +
+                   ", queries=" + std::to_string(f.queries) + ", noise_bound=" + std::to_string(f.noise_bound) +
+                   ", min_precision_bits=" + std::to_string(f.min_precision_bits) + ")";
+        });
+    nb::class_<FloodedDecryption>(
+        m, "FloodedDecryption",
+        "A flooded decryption: values (complex128), the noise_bound and flood sigma used, and "
+        "the precision_bits the flood leaves (a slot error's standard deviation, in bits "
+        "below 1).")
+        .def_prop_ro("values", [](const FloodedDecryption& d) { return ComplexArray{d.values}; })
+        .def_ro("noise_bound", &FloodedDecryption::noise_bound)
+        .def_ro("sigma", &FloodedDecryption::sigma)
+        .def_ro("precision_bits", &FloodedDecryption::precision_bits)
+        .def("__repr__", [](const FloodedDecryption& d) {
+            return "FloodedDecryption(" + std::to_string(d.values.size()) + " values, sigma=2^" +
+                   std::to_string(std::log2(d.sigma)) + ", precision_bits=" + std::to_string(d.precision_bits) + ")";
+        });
+    m.def("flooding_sigma", &flooding_sigma, "n"_a, "noise_bound"_a, "statistical_security"_a = 40, "queries"_a = 1,
+          "The flooding standard deviation noise_bound sqrt(n) sqrt(queries / 2) 2^(statistical_security / 2), the one "
+          "sizing of single-key and multiparty decryption.");
+    m.def("flooding_precision_bits", &flooding_precision_bits, "n"_a, "sigma"_a, "scale"_a, "shares"_a = 1,
+          "log2(scale / (sigma sqrt(shares n))): the bits a flood leaves to the slots.");
     nb::class_<KContext>(m, "Context",
                          "Parameters plus every precomputed table; makes keys, ciphertexts and evaluators.")
         .def(
@@ -614,19 +651,65 @@ void bind_objects(nb::module_& m) {
             ReleaseGil())
         .def(
             "decrypt",
-            [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, std::optional<std::size_t> slots,
-               TArg t) {
+            [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, std::optional<std::size_t> slots, TArg t,
+               nb::object flood) -> nb::object {
                 same_owner(ct.owner, c.owner, "ciphertext");
                 same_owner(sk.owner, c.owner, "secret key");
                 if (slots && (*slots == 0 || *slots > c.owner->ctx->slots()))
                     throw ParameterError("slots must be in 1.." + std::to_string(c.owner->ctx->slots()) + ", got " +
                                          std::to_string(*slots));
-                cvec v = Decryptor(c.owner->ctx).decrypt(ct.ct, *sk.key, threads_arg(t));
-                if (slots) v.resize(*slots);
-                return ComplexArray{std::move(v)};
+                const int th = threads_arg(t);
+                if (flood.is_none() || (nb::isinstance<nb::bool_>(flood) && !nb::cast<bool>(flood))) {
+                    cvec v;
+                    {
+                        nb::gil_scoped_release release;
+                        v = Decryptor(c.owner->ctx).decrypt(ct.ct, *sk.key, th);
+                    }
+                    if (slots) v.resize(*slots);
+                    return nb::cast(ComplexArray{std::move(v)});
+                }
+                Flooding f;
+                if (nb::isinstance<nb::bool_>(flood)) f = Flooding{};
+                else if (nb::isinstance<Flooding>(flood)) f = nb::cast<Flooding>(flood);
+                else throw ParameterError("flood must be None, True, False or a kasoku.Flooding");
+                FloodedDecryption d;
+                {
+                    nb::gil_scoped_release release;
+                    d = Decryptor(c.owner->ctx).decrypt(ct.ct, *sk.key, f, th);
+                }
+                if (slots) d.values.resize(*slots);
+                return nb::cast(std::move(d));
             },
-            "ct"_a, "secret_key"_a, "slots"_a = nb::none(), "threads"_a = nb::none(),
-            "Decrypts and decodes: complex128 array of length ctx.slots (slots=s: the first s, for sparse packing).",
+            "ct"_a, "secret_key"_a, "slots"_a = nb::none(), "threads"_a = nb::none(), "flood"_a = nb::none(),
+            "Decrypts and decodes: complex128 array of length ctx.slots (slots=s: the first s, for sparse packing). "
+            "Exact by default, which is for the key holder's eyes only: anyone who sees the values beside the "
+            "ciphertext can solve for the secret key (docs/SECURITY.md). flood=True or a Flooding: values safe to "
+            "share (noise flooding sized for the Flooding's statistical security, queries and noise bound), returned "
+            "as a FloodedDecryption (values, noise_bound, sigma, precision_bits); raises ParameterError when the "
+            "flood would leave fewer than its min_precision_bits at the ciphertext's scale.")
+        .def(
+            "noise",
+            [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, std::optional<Values> expected, TArg t) {
+                same_owner(ct.owner, c.owner, "ciphertext");
+                same_owner(sk.owner, c.owner, "secret key");
+                return Decryptor(c.owner->ctx)
+                    .noise(ct.ct, *sk.key, expected ? expected->get() : cvec{}, threads_arg(t));
+            },
+            "ct"_a, "secret_key"_a, "expected"_a = nb::none(), "threads"_a = nb::none(),
+            "The root mean square of the ciphertext's noise coefficients, given the values it should hold (None: "
+            "zero, e.g. the computation run once on an encryption of zero): a noise_bound for Flooding.",
+            ReleaseGil())
+        .def(
+            "estimate_noise_bound",
+            [](const KContext& c, const KCiphertext& ct, const KSecretKey& sk, TArg t) {
+                same_owner(ct.owner, c.owner, "ciphertext");
+                same_owner(sk.owner, c.owner, "secret key");
+                return Decryptor(c.owner->ctx).estimate_noise_bound(ct.ct, *sk.key, threads_arg(t));
+            },
+            "ct"_a, "secret_key"_a, "threads"_a = nb::none(),
+            "The noise bound flood=True uses: 8 times the noise's root mean square as the imaginary parts of the "
+            "decoded slots show it (exact for real values, an overestimate for complex ones), at least a rescale's "
+            "rounding noise.",
             ReleaseGil())
         .def(
             "evaluator",
