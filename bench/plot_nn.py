@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Encrypted inference beside Orion, from the JSON lines of bench/nn_peers.py: per network, the median inference time
-(log scale) and the max logit error of each library, one panel per thread count.
+(log scale) and the max logit error of each library, one panel per thread count, and below it the peak resident
+memory (the bootstrapping networks' lines carry it; a run's last line for each library, network and thread count).
 
     .venv/bin/python bench/plot_nn.py docs/data/nn-zen4.jsonl docs/nn-zen4.png
 """
@@ -21,15 +22,19 @@ def main(src: str, dst: str) -> int:
     rows = [r for r in rows if "inference_s" in r]
     if not rows:
         raise SystemExit(f"no inference lines in {src}")
+    last = {(r["threads"], r["lib"], r["model"]): r for r in rows}
     threads = sorted({r["threads"] for r in rows})
     models = list(dict.fromkeys(r["model"] for r in rows))
     libs = list(dict.fromkeys(r["lib"] for r in rows))
-    fig, axes = plt.subplots(1, len(threads), figsize=(5.2 * len(threads), 3.6), squeeze=False)
+    memory = any(r.get("peak_gb") for r in rows)
+    fig, axes = plt.subplots(
+        2 if memory else 1, len(threads), figsize=(5.2 * len(threads), 6.6 if memory else 3.6), squeeze=False
+    )
     width = 0.8 / len(libs)
     for ax, t in zip(axes[0], threads):
         for k, lib in enumerate(libs):
             for m, model in enumerate(models):
-                r = next((r for r in rows if r["threads"] == t and r["lib"] == lib and r["model"] == model), None)
+                r = last.get((t, lib, model))
                 if r is None:
                     continue
                 x = m + (k - (len(libs) - 1) / 2) * width
@@ -48,6 +53,17 @@ def main(src: str, dst: str) -> int:
         ax.set_ylabel("seconds per inference (median)")
         ax.set_title(f"{rows[0]['cpu']}, {t} thread{'s' if t > 1 else ''}", fontsize=9)
         ax.legend(fontsize=8, loc="upper left")
+    for ax, t in zip(axes[1] if memory else [], threads):
+        for k, lib in enumerate(libs):
+            for m, model in enumerate(models):
+                r = last.get((t, lib, model))
+                if r is None or not r.get("peak_gb"):
+                    continue
+                x = m + (k - (len(libs) - 1) / 2) * width
+                ax.bar(x, r["peak_gb"], width, color=COLORS.get(lib, "#777"))
+                ax.text(x, r["peak_gb"] * 1.02, f"{r['peak_gb']:.1f} GB", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(models)), models)
+        ax.set_ylabel("peak resident memory (GB)")
     fig.tight_layout()
     fig.savefig(dst, dpi=120)
     return 0

@@ -188,6 +188,9 @@ def test_tokens_keep_clients_apart(server, alice_keys):
     with pytest.raises(ks.ServiceError) as e:
         ks.Client.register(server.url, alice.token)  # a client's token is not the admin's
     assert e.value.status == 401
+    # the store keeps tokens hashed: neither client's token is in it
+    store = b"".join(f.read_bytes() for f in server.data.rglob("*") if f.is_file())
+    assert alice.token.encode() not in store and bob.token.encode() not in store
     alice.close()
     bob.close()
 
@@ -229,6 +232,16 @@ def test_bad_input_gets_a_clear_4xx_and_the_server_goes_on(tmp_path, alice_keys)
             "outputs": [[1, "y"]],
         }
         expect(400, wire.job_request(kid, {"x": good}, graph=dangling), "operand")
+        # a graph is bounded in tasks (413) and in depth (422), and must be acyclic, before it runs
+        x0 = {"op": "input", "name": "x", "level": 7}
+        big = {"nodes": [x0] * (wire.MAX_NODES + 1), "outputs": [[0, "y"]]}
+        expect(413, wire.job_request(kid, {"x": good}, graph=big), "at most")
+        chain = [x0] + [{"op": "add", "inputs": [i, i]} for i in range(wire.MAX_DEPTH + 1)]
+        expect(
+            422, wire.job_request(kid, {"x": good}, graph={"nodes": chain, "outputs": [[len(chain) - 1, "y"]]}), "deep"
+        )
+        loop = {"nodes": [x0, {"op": "add", "inputs": [0, 2]}, {"op": "add", "inputs": [1, 0]}], "outputs": [[2, "y"]]}
+        expect(400, wire.job_request(kid, {"x": good}, graph=loop), "cycle")
         low = {
             "nodes": [{"op": "input", "name": "x", "level": 3}, {"op": "square", "inputs": [0]}],
             "outputs": [[1, "y"]],

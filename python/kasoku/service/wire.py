@@ -28,7 +28,8 @@ import kasoku as ks
 MAGIC = b"KSW1"
 MAX_HEADER = 1 << 20  # bytes of JSON
 MAX_BLOBS = 64
-MAX_NODES = 4096
+MAX_NODES = 4096  # a graph's tasks (413 beyond)
+MAX_DEPTH = 1024  # its longest path of operations (422 beyond)
 MAX_NAME = 64
 MAX_ORDER = 32
 MAX_DEGREE = 255
@@ -40,6 +41,10 @@ COMPUTATIONS = ("exp", "polynomial")
 
 class BadRequest(ValueError):
     """A body the service cannot use; the message says what is wrong (HTTP 400)."""
+
+
+class TooLarge(BadRequest):
+    """A job larger than the service takes (HTTP 413): more than MAX_NODES tasks."""
 
 
 def pack(header: dict, blobs: list[bytes]) -> bytes:
@@ -129,8 +134,10 @@ def _graph(g) -> tuple[list[dict], list[tuple[int, str]]]:
     if not isinstance(g, dict) or not isinstance(g.get("nodes"), list) or not isinstance(g.get("outputs"), list):
         raise BadRequest("'graph' must be an object with 'nodes' (a list) and 'outputs' (a list of [node id, name])")
     raw = g["nodes"]
-    if not 0 < len(raw) <= MAX_NODES:
-        raise BadRequest(f"a graph has 1..{MAX_NODES} nodes, got {len(raw)}")
+    if len(raw) > MAX_NODES:
+        raise TooLarge(f"a graph has at most {MAX_NODES} nodes, got {len(raw)}: split the job")
+    if not raw:
+        raise BadRequest("a graph has 1 or more nodes")
     nodes = []
     for i, n in enumerate(raw):
         if not isinstance(n, dict) or n.get("op") not in OPS:
@@ -155,7 +162,33 @@ def _graph(g) -> tuple[list[dict], list[tuple[int, str]]]:
         outs.append((_int(o[0], "an output's node id", 0, len(raw) - 1), _name(o[1], "an output's name")))
     if not 0 < len(outs) <= MAX_BLOBS or len({n for _, n in outs}) != len(outs):
         raise BadRequest(f"a graph has 1..{MAX_BLOBS} outputs with distinct names")
+    _check_depth(nodes)
     return nodes, outs
+
+
+def _check_depth(nodes: list[dict]) -> None:
+    """The longest path of operations (Kahn's order, no recursion): a cycle is a BadRequest, a depth past MAX_DEPTH a
+    ParameterError (422), both before anything runs."""
+    users: list[list[int]] = [[] for _ in nodes]
+    waiting = [len(n["inputs"]) for n in nodes]
+    for i, n in enumerate(nodes):
+        for j in n["inputs"]:
+            users[j].append(i)
+    depth = [0] * len(nodes)
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    done = 0
+    while ready:
+        i = ready.pop()
+        done += 1
+        for u in users[i]:
+            depth[u] = max(depth[u], depth[i] + 1)
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    if done != len(nodes):
+        raise BadRequest("the graph has a cycle: every node's inputs must come before it")
+    if max(depth) > MAX_DEPTH:
+        raise ks.ParameterError(f"the graph is {max(depth)} operations deep; the service takes at most {MAX_DEPTH}")
 
 
 def parse_job(body: bytes) -> tuple[JobSpec, list[memoryview]]:

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ... import schemas
+from ... import schemas, wire
 from ...core.service import ERRORS_400, ERRORS_422, Busy
 from ..deps import ClientId, JobId, JobRecord, ServiceDep, job_record, read_body
 from ...schemas import BINARY_BODY, BINARY_RESULT, OCTETS
@@ -22,7 +22,10 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
     openapi_extra=BINARY_BODY,
     summary="Submit a job (a job envelope: kasoku.service.wire); with an Idempotency-Key header, a repeated "
     "submission returns the job the first one made",
-    responses={429: {"model": schemas.Busy, "description": "the queue is full: retry after Retry-After seconds"}},
+    responses={
+        413: {"description": "the body or the graph is larger than the service takes"},
+        429: {"model": schemas.Busy, "description": "the queue is full: retry after Retry-After seconds"},
+    },
 )
 async def submit(
     request: Request,
@@ -41,6 +44,8 @@ async def submit(
         )
     except LookupError as e:
         raise HTTPException(404, str(e)) from None
+    except wire.TooLarge as e:
+        raise HTTPException(413, str(e)) from None
     except ERRORS_400 as e:
         raise HTTPException(400, str(e)) from None
     except ERRORS_422 as e:
