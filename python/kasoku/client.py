@@ -17,7 +17,7 @@ import time
 import uuid
 from typing import Mapping
 
-from .errors import RetryLater, ServiceError
+from .errors import ParameterError, RetryLater, ServiceError
 
 
 def _httpx():
@@ -121,7 +121,13 @@ class Client:
 
     # --- keys and jobs ---
     def register_keys(self, keys, compression: str | None = "zstd") -> str:
-        """Uploads an EvaluationKeys (no secret) once; returns the key set's id for submit()."""
+        """Uploads an EvaluationKeys (no secret) once; returns the key set's id for submit(). Anything else (a KeyPair,
+        a SecretKey) raises ParameterError before a byte is sent: the secret key stays on the client."""
+        if not isinstance(keys, (bytes, bytearray)) and type(keys).__name__ != "EvaluationKeys":
+            raise ParameterError(
+                f"register_keys takes EvaluationKeys (keys.evaluation()) or their bytes, not a {type(keys).__name__}: "
+                "the secret key never leaves the client"
+            )
         data = keys if isinstance(keys, (bytes, bytearray)) else keys.to_bytes(compression=compression)
         return self._send("POST", "/v1/keys", bytes(data)).json()["keys"]
 

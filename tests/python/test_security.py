@@ -76,3 +76,12 @@ def test_multiparty_shares_use_the_same_sizing(setup):
     assert mp.decryption_precision_bits(ctx, session, 2.0**55, 3) == pytest.approx(
         ks.flooding_precision_bits(ctx.params.n, sigma, 2.0**55, 3)
     )
+
+
+def test_the_client_never_sends_a_secret_key(setup):
+    ctx, keys, *_ = setup
+    c = ks.Client("http://127.0.0.1:9", "token")  # nothing listens there: a request would fail differently
+    for wrong in (keys, keys.secret):
+        with pytest.raises(ks.ParameterError, match="never leaves the client"):
+            c.register_keys(wrong)
+    assert c.bytes_sent == 0
