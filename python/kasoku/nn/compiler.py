@@ -16,7 +16,7 @@ from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2
 from .packing import _input_layout, _pack_affine
 from .placement import _choose_params, _first_past, _place_bootstraps, _units
 from .probe import _probe
-from .runtime import CompiledModel, _encode, _encoded_budget, _release_freed
+from .runtime import CompiledModel, _encode, _release_freed
 from .trace import _classify, _lower_max_pools, _name, _region, _run_nodes, _tensor_inputs, _torch, _trace
 
 
@@ -209,7 +209,7 @@ def compile(
     units = _units(steps, peaks)
     for s, level in zip(steps, _levels(steps, ctx.user_level, input_level)[1]):
         s.level = level
-    _encode(steps, ctx, threads, _encoded_budget(ctx, max_encoded_bytes))
+    _encode(steps, ctx, threads, max_encoded_bytes)
     _release_freed()
     return CompiledModel(
         steps,

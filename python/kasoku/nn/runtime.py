@@ -285,17 +285,6 @@ class CompiledModel:
 _ENCODED_BYTES = 4 << 30  # the most host memory a plan's transforms keep encoded; the others are encoded at each use
 
 
-def _encoded_budget(ctx, max_encoded_bytes: int | None) -> int:
-    """The memory the transforms may keep encoded: max_encoded_bytes, or by default 4 GiB on the CPU (a laptop's 16 GB
-    also holds the keys) and half the device's memory on a GPU (encoding at use there is host work and a copy per
-    diagonal, which would cost more than the GPU's arithmetic)."""
-    if max_encoded_bytes is not None:
-        return max_encoded_bytes
-    if ctx.device == "cuda":
-        return ks.cuda_info().get("memory_bytes", 0) // 2 or _ENCODED_BYTES
-    return _ENCODED_BYTES
-
-
 def load(
     data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 30, max_encoded_bytes: int | None = None
 ) -> CompiledModel:
@@ -308,7 +297,7 @@ def load(
     steps, output, in_layout, out_layout = f["steps"], f["output"], f["in_layout"], f["out_layout"]
     ctx = ks.Context(f["params"], threads=threads, device=device)
     _check_plan(steps, output, f["in_shape"], in_layout, f["out_dim"], out_layout, ctx, f["input_level"])
-    _encode(steps, ctx, threads, _encoded_budget(ctx, max_encoded_bytes))
+    _encode(steps, ctx, threads, max_encoded_bytes)
     boot = None
     if any(isinstance(st, Bootstrap) for st in steps):
         boot = ks.Bootstrapper(ctx, slots=int(f["boot_slots"]), real=True, threads=threads)
@@ -376,11 +365,15 @@ def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
     return out
 
 
-def _encode(steps, ctx, threads, budget: int = _ENCODED_BYTES) -> None:
+def _encode(steps, ctx, threads, budget: int | None = None) -> None:
     """The affine steps' transform plans and biases for the context; their transforms encoded (at each step's level)
     while they fit in `budget` bytes, the smallest first, and encoded at each use beyond it, a giant step's diagonals
     at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB; ResNet-20's 21 transforms hold about 10,000.
-    The diagonals' values are then dropped (rebuilt from the weights where needed)."""
+    The diagonals' values are then dropped (rebuilt from the weights where needed). budget None: 4 GiB on the CPU (a
+    laptop's 16 GB also holds the keys), half the device's memory on a GPU (encoding at use there is host work and a
+    copy per diagonal, which would cost more than the GPU's arithmetic)."""
+    if budget is None:
+        budget = (ctx.device == "cuda" and ks.cuda_info().get("memory_bytes", 0) // 2) or _ENCODED_BYTES
     affine = [s for s in steps if isinstance(s, Affine)]
     for s in affine:
         if s.offsets is None:  # a loaded plan's
