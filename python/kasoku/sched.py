@@ -147,8 +147,10 @@ def run(
 ) -> RunResult:
     """Runs the job stream for real: each job starts at its arrival (ms after the call) on `inputs`, tasks run on
     this machine's threads (None: all cores) with the thread counts the policy gives. `cost` gives the priorities
-    and the kasoku policy's estimates; None measures one for ctx's parameters (once per process)."""
-    from . import hardware_threads
+    and the kasoku policy's estimates; None measures one for ctx's parameters (once per process). `ev` needs the
+    relinearisation key for products and the Galois keys of `graph.rotation_steps()` for rotations (MissingKeyError
+    names every missing step)."""
+    from ._kasoku import hardware_threads
 
     t = hardware_threads() if threads is None else int(threads)
     if cost is None:

@@ -92,9 +92,11 @@ def expected_output(spec: str, x: np.ndarray):
     return None
 
 
-def _real_setup(params):
+def _real_setup(params, graphs):
+    """Context, keys (with the Galois keys of every graph's rotations), evaluator, input values and their ciphertext."""
     ctx = ks.Context(params)
-    keys = ctx.keygen()
+    steps = sorted({s for g in graphs for s in g.rotation_steps()})
+    keys = ctx.keygen(rotations=steps)
     ev = ctx.evaluator(keys.evaluation())
     x = np.random.default_rng(7).uniform(-1, 1, ctx.slots)
     ct = ctx.encrypt(x, keys.public)
@@ -126,7 +128,7 @@ def run(
     cm = _cost_model(cost, params, threads, save_cost, reps)
     if job_slowdown is not None:
         cm = cm.with_job_slowdown(job_slowdown)
-    real = _real_setup(params) if executor == "real" else None
+    real = _real_setup(params, built.values()) if executor == "real" else None
     rows, curves = [], {}
     out = open(json_path, "a") if json_path else None
     trace = open(trace_path, "a") if trace_path else None

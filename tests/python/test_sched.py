@@ -181,9 +181,42 @@ def test_run_rejects_a_wrong_level_and_missing_keys(small):
     with pytest.raises(ks.LevelError, match="level"):
         sched.run(sched.maclaurin_exp(level=4), ctx, ev, {"x": ct}, threads=2, cost=sched.CostModel.from_paper())
     g = sched.Graph()
-    g.output(g.rotate(g.input("x", 5), 3))
-    with pytest.raises(ks.MissingKeyError, match="Galois"):
+    x5 = g.input("x", 5)
+    g.output(g.add(g.rotate(x5, 3), g.rotate(g.rotate(x5, -2), 3)))
+    assert g.rotation_steps() == [-2, 3]
+    with pytest.raises(ks.MissingKeyError, match=r"rotates by -2, 3 slot\(s\) without their Galois keys"):
         sched.run(g, ctx, ev, {"x": ct}, threads=2, cost=sched.CostModel.from_paper())
+
+
+@pytest.mark.parametrize("name", ["matmul", "random"])
+def test_graphs_with_rotations_run_for_real_with_their_keys(small, name):
+    """Every graph runs on the real executor once the keys of its rotation steps are made: the outputs of the
+    matrix-product and random graphs equal a plain evaluation of the same nodes on the decrypted inputs."""
+    ctx, _, _, x, _ = small
+    g = sched.matmul_like(d=3, level=5) if name == "matmul" else sched.random_dag(tasks=24, seed=2, level=5)
+    assert g.rotation_steps()  # both rotate
+    keys = ctx.keygen(rotations=g.rotation_steps())
+    ev, ct = ctx.evaluator(keys.evaluation()), ctx.encrypt(x, keys.public)
+    inputs = {n["name"]: ct for n in g.nodes if n["op"] == "input"}
+    r = sched.run(g, ctx, ev, inputs, threads=2, policy="kasoku", arrivals=[0, 0], keep_outputs=2)
+    # the same graph in the clear: slot vectors through the same nodes
+    vals: list = []
+    for n in g.nodes:
+        a = [vals[i] for i in n["inputs"]]
+        op = n["op"]
+        vals.append(
+            x if op == "input"
+            else a[0] * a[1] if op == "multiply"
+            else a[0] * a[0] if op == "square"
+            else a[0] * n["constant"] if op == "multiply_plain"
+            else a[0] + a[1] if op == "add"
+            else a[0] + n["constant"] if op == "add_plain"
+            else np.roll(a[0], -n["step"])
+        )
+    for out in r.outputs:
+        for node, oname in g.outputs:
+            got = ctx.decrypt(out[oname], keys.secret)
+            assert np.max(np.abs(got - vals[node])) < 1e-3 * max(1.0, np.max(np.abs(vals[node])))
 
 
 def test_cli_schedule_sim(tmp_path, capsys):
@@ -354,3 +387,13 @@ def test_cli_trace_and_its_report(tmp_path, capsys):
     (tmp_path / "bad.jsonl").write_text('{"x": 1}\n')
     assert main(["schedule", "--trace-report", str(tmp_path / "bad.jsonl")]) != 0
     assert "not a trace of `schedule --trace`" in capsys.readouterr().err
+
+
+def test_cli_real_executor_makes_the_keys_of_the_graphs_rotations(capsys):
+    """python -m kasoku schedule --executor real runs graphs that rotate: it makes their Galois keys."""
+    from kasoku.__main__ import main
+
+    args = ["schedule", "--executor", "real", "--graph", "matmul:3,random:24:2", "--cost", "paper", "--D", "50"]
+    assert main([*args, "--jobs", "2", "--window", "1,2", "--policy", "kasoku", "--threads", "2"]) == 0
+    rows = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
+    assert [r["graph"] for r in rows] == ["matmul:3", "random:24:2"] and all(r["executor"] == "real" for r in rows)

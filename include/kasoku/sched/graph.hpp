@@ -69,6 +69,8 @@ public:
     // Successor lists and a topological order (inputs first).
     std::vector<std::vector<int>> successors() const;
     std::vector<int> topological_order() const;
+    // The distinct steps of its rotations, ascending: what keygen(rotations=...) needs for the graph to run.
+    std::vector<std::int64_t> rotation_steps() const;
 
 private:
     int add_node(Node n);

@@ -107,6 +107,9 @@ void bind_sched(nb::module_& parent) {
         .def("aligns", &Graph::aligns, "node"_a,
              "Whether the task's operands are at different levels (it brings the higher one down first).")
         .def("topological_order", &Graph::topological_order, "Node ids, every node after its operands.")
+        .def("rotation_steps", &Graph::rotation_steps,
+             "The distinct steps of the graph's rotations, ascending: keygen(rotations=g.rotation_steps()) makes "
+             "the Galois keys it needs to run.")
         .def("__len__", &Graph::size)
         .def_prop_ro(
             "nodes",

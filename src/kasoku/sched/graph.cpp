@@ -169,6 +169,15 @@ int Graph::task_nq(int id) const {
     return (n.op == OpKind::input ? n.level : operand_level(n, nodes_)) + 1;
 }
 
+std::vector<std::int64_t> Graph::rotation_steps() const {
+    std::vector<std::int64_t> steps;
+    for (const Node& n : nodes_)
+        if (n.op == OpKind::rotate) steps.push_back(n.step);
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    return steps;
+}
+
 bool Graph::aligns(int id) const {
     check_id(id, "aligns");
     const Node& n = nodes_[id];

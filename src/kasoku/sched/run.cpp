@@ -49,13 +49,17 @@ std::vector<detail::CtPtr> detail::check_inputs(const Graph& g, const ckks::Eval
             if (!ev.keys() || !ev.keys()->relin)
                 throw MissingKeyError("scheduler: node " + std::to_string(i) + " (" + op_name(n.op) +
                                       ") needs the relinearisation key; make the evaluator from keys with relin=True");
-        } else if (n.op == OpKind::rotate) {
-            const auto elt = ev.context().galois_element(n.step);
-            if (!ev.keys() || !ev.keys()->galois.count(elt))
-                throw MissingKeyError("scheduler: node " + std::to_string(i) + " rotates by " + std::to_string(n.step) +
-                                      " and needs the Galois key of element " + std::to_string(elt) +
-                                      "; add the step to keygen(rotations=[...])");
         }
+    }
+    // Every missing Galois key at once, so that one keygen call fixes the graph.
+    std::vector<std::int64_t> missing;
+    for (std::int64_t step : g.rotation_steps())
+        if (!ev.keys() || !ev.keys()->galois.count(ev.context().galois_element(step))) missing.push_back(step);
+    if (!missing.empty()) {
+        std::string list;
+        for (std::int64_t s : missing) list += (list.empty() ? "" : ", ") + std::to_string(s);
+        throw MissingKeyError("scheduler: the graph rotates by " + list + " slot(s) without their Galois keys; make "
+                              "the keys with keygen(rotations=graph.rotation_steps())");
     }
     if (used != inputs.size())
         for (const auto& [name, ct] : inputs) {
