@@ -125,11 +125,11 @@ def simulate(
 _measured: dict = {}
 
 
-def measured_cost_model(params, threads: int, reps: int = 3) -> CostModel:
-    """CostModel.measure(params, threads), measured once per process and parameter set."""
-    key = (repr(params), threads)
+def measured_cost_model(params, threads: int, reps: int = 3, mix: Sequence[Graph] = ()) -> CostModel:
+    """CostModel.measure(params, threads, mix=mix), measured once per process, parameter set and operation mix."""
+    key = (repr(params), threads, tuple(tuple(n["op"] for n in g.nodes) for g in mix))
     if key not in _measured:
-        _measured[key] = CostModel.measure(params, max_threads=threads, reps=reps)
+        _measured[key] = CostModel.measure(params, max_threads=threads, reps=reps, mix=list(mix))
     return _measured[key]
 
 
@@ -147,14 +147,15 @@ def run(
 ) -> RunResult:
     """Runs the job stream for real: each job starts at its arrival (ms after the call) on `inputs`, tasks run on
     this machine's threads (None: all cores) with the thread counts the policy gives. `cost` gives the priorities
-    and the kasoku policy's estimates; None measures one for ctx's parameters (once per process). `ev` needs the
+    and the kasoku policy's estimates; None measures one for ctx's parameters and the graph's operation mix (once
+    per process). `ev` needs the
     relinearisation key for products and the Galois keys of `graph.rotation_steps()` for rotations (MissingKeyError
     names every missing step)."""
     from ._kasoku import hardware_threads
 
     t = hardware_threads() if threads is None else int(threads)
     if cost is None:
-        cost = measured_cost_model(ctx.params, t)
+        cost = measured_cost_model(ctx.params, t, mix=[graph])
     raw, outputs = _s.run(
         graph, ev, dict(inputs), cost, t, policy, _arrivals(arrivals), _window(window), int(keep_outputs)
     )

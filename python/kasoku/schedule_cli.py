@@ -25,7 +25,7 @@ PAPER_TABLE6 = {
 }
 
 
-def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = 3):
+def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = 3, mix=()):
     if spec == "paper":
         cm = sched.CostModel.from_paper()
     elif spec == "measure":
@@ -33,7 +33,11 @@ def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = 3
             f"measuring the cost model at {params.name or 'the parameters'} on {threads} threads ...", file=sys.stderr
         )
         cm = sched.CostModel.measure(
-            params, max_threads=threads, reps=reps, progress=lambda d, t: print(f"  {d}/{t}", end="\r", file=sys.stderr)
+            params,
+            max_threads=threads,
+            reps=reps,
+            progress=lambda d, t: print(f"  {d}/{t}", end="\r", file=sys.stderr),
+            mix=list(mix),  # contention measured beside the streams' own operations
         )
         print(file=sys.stderr)
     else:
@@ -125,7 +129,7 @@ def run(
 ) -> list[dict]:
     params = ks.Parameters.named(params_name)
     built = {spec: make_graph(spec, 7 if cost == "paper" else params.levels) for spec in graphs}
-    cm = _cost_model(cost, params, threads, save_cost, reps)
+    cm = _cost_model(cost, params, threads, save_cost, reps, built.values())
     if job_slowdown is not None:
         cm = cm.with_job_slowdown(job_slowdown)
     real = _real_setup(params, built.values()) if executor == "real" else None

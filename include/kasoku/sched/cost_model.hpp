@@ -51,13 +51,14 @@ public:
     // the scale and takes a few ms, folded into the task (§7.1).
     static CostModel from_paper();
     // Times every task kind on this machine at params, for nq = 2..levels+1 and 1..max_threads threads (median of
-    // `reps`); the load curves with 1, 2, 4, ..., max_threads concurrent one-thread tasks (multiply for the
-    // key-switching tasks and multiply_plain, add for add and add_plain); the overhead of one dispatch; and the
-    // alignment of an operand one level up (kasoku keeps canonical scales, so that is a constant product and a
-    // rescale: an add across levels minus an add at one level).
-    // progress(done, total) if given.
+    // `reps`); the contention: per team width w = 1, 2, 4, ... and m = 2, 4, ... teams of w threads (up to
+    // max_threads busy), each task kind on one team at the top level while the m - 1 others run the stream's operation
+    // mix (the tasks of the graphs in `mix`, round and round; empty: every kind in turn), its median over its time
+    // alone giving the load table's point (w, busy = m w); the overhead of one dispatch; and the alignment of an
+    // operand one level up (kasoku keeps canonical scales, so that is a constant product and a rescale: an add across
+    // levels minus an add at one level). progress(done, total) if given.
     static CostModel measure(const ckks::Parameters& params, int max_threads, int reps = 3,
-                             const std::function<void(int, int)>& progress = {});
+                             const std::function<void(int, int)>& progress = {}, const std::vector<Graph>& mix = {});
     static CostModel from_json(const std::string& text);  // SerializationError on a malformed file
     static CostModel load(const std::string& path);
     std::string to_json() const;

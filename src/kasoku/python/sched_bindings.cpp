@@ -161,7 +161,8 @@ void bind_sched(nb::module_& parent) {
         .def_static("from_paper", &CostModel::from_paper, "The source's Xeon Phi 7230F tables (seed 001 Tables 1-5).")
         .def_static(
             "measure",
-            [](const ckks::Parameters& p, int max_threads, int reps, const std::optional<nb::callable>& progress) {
+            [](const ckks::Parameters& p, int max_threads, int reps, const std::optional<nb::callable>& progress,
+               const std::vector<Graph>& mix) {
                 std::function<void(int, int)>
                     cb;  // the callable is the caller's: no reference counting without the GIL
                 if (progress)
@@ -169,10 +170,13 @@ void bind_sched(nb::module_& parent) {
                         nb::gil_scoped_acquire g;
                         f(d, t);
                     };
-                return CostModel::measure(p, max_threads, reps, cb);
+                return CostModel::measure(p, max_threads, reps, cb, mix);
             },
             "params"_a, "max_threads"_a = 0, "reps"_a = 3, "progress"_a.none() = nb::none(),
-            "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores).",
+            "mix"_a = std::vector<Graph>{},
+            "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores), and "
+            "each kind under contention: on a team of w threads while other teams of w threads run the tasks of the "
+            "graphs in `mix` (the stream's operation mix; empty: every kind in turn), up to max_threads busy.",
             ReleaseGil())
         .def_static("from_json", &CostModel::from_json, "text"_a, "A cost model from to_json's text.")
         .def_static(

@@ -1,6 +1,7 @@
 #include "kasoku/sched/cost_model.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -275,7 +276,7 @@ CostModel CostModel::from_paper() {
 
 // --- Measurement on this machine ---
 CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, int reps,
-                             const std::function<void(int, int)>& progress) {
+                             const std::function<void(int, int)>& progress, const std::vector<Graph>& mix) {
     max_threads = resolve_threads(max_threads);
     if (reps < 1) throw ParameterError("CostModel.measure: reps must be >= 1, got " + std::to_string(reps));
     if (params.levels < 1) throw ParameterError("CostModel.measure: the parameters need at least one level to rescale");
@@ -317,10 +318,14 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         return time_fn([&] { return run_op(op, ct, t); }, n);
     };
 
-    std::vector<int> loads;
-    for (int b = 2; b <= max_threads; b *= 2) loads.push_back(b);
-    if (max_threads > 1 && loads.back() != max_threads) loads.push_back(max_threads);
-    const int total = top * kTaskKinds + (top - 1) + 2 * static_cast<int>(loads.size()) + 1;
+    // Contention points: per team width w (1, 2, 4, ..., max_threads), m = 2, 4, ... teams of w threads (and the
+    // most that fit): busy = m * w threads.
+    std::vector<std::pair<int, int>> points;  // (width, teams)
+    for (int w = 1; w <= max_threads; w *= 2) {
+        for (int m = 2; m * w <= max_threads; m *= 2) points.emplace_back(w, m);
+        if (const int most = max_threads / w; most > 1 && (most & (most - 1)) != 0) points.emplace_back(w, most);
+    }
+    const int total = top * kTaskKinds + (top - 1) + static_cast<int>(points.size()) + 1;
     int done = 0;
     auto tick = [&] {
         ++done;
@@ -351,34 +356,42 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         align.ms.push_back(std::move(row));
         tick();
     }
-    // Load: b concurrent one-thread tasks at the top level; factor = their median time over one task's alone.
+    // Contention: each task kind timed on a team of w threads at the top level while m - 1 other teams of w threads
+    // run the stream's operation mix (the tasks of `mix`, in order, round and round) beside it; the factor is its
+    // median over its time alone. Microbenchmarks only: nothing here looks at a stream's results.
+    std::vector<OpKind> kinds;
+    for (const Graph& g : mix)
+        for (const Node& n : g.nodes())
+            if (n.op != OpKind::input) kinds.push_back(n.op);
+    if (kinds.empty())
+        for (int k = 0; k < kTaskKinds; ++k) kinds.push_back(kind_at(k));  // no stream given: every kind in turn
     std::array<LoadTable, kTaskKinds> load;
-    for (OpKind probe : {OpKind::multiply, OpKind::add}) {
-        LoadCurve c{{1, 1.0}};
-        const double alone = ops[kind_index(probe)].ms.back()[0];
-        for (int b : loads) {
-            std::vector<std::vector<double>> per(b);
-            std::vector<std::thread> th;
-            th.reserve(static_cast<std::size_t>(b));
-            const int n = std::max(reps, 3) * (probe == OpKind::add ? 20 : 1);
-            for (int i = 0; i < b; ++i)
-                th.emplace_back([&, i] {
-                    for (int r = 0; r < n; ++r) {
-                        auto t0 = std::chrono::steady_clock::now();
-                        run_op(probe, ct_top, 1);
-                        per[i].push_back(
-                            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-                    }
-                });
-            for (auto& x : th) x.join();
-            std::vector<double> all;
-            for (auto& v : per) all.insert(all.end(), v.begin(), v.end());
-            c.emplace_back(b, std::max(median(all) / alone, 1.0));
-            tick();
-        }
+    for (int k = 0; k < kTaskKinds; ++k) load[k] = {{1, {{1, 1.0}}}};
+    for (auto [w, m] : points) {
+        std::atomic<bool> stop{false};
+        std::atomic<int> started{0};
+        std::vector<std::thread> others;
+        others.reserve(static_cast<std::size_t>(m - 1));
+        for (int i = 0; i < m - 1; ++i)
+            others.emplace_back([&, i] {
+                for (std::size_t j = static_cast<std::size_t>(i) * 7 % kinds.size(); !stop; j = (j + 1) % kinds.size()) {
+                    run_op(kinds[j], ct_top, w);
+                    if (j == static_cast<std::size_t>(i) * 7 % kinds.size()) started.fetch_add(1);
+                }
+            });
+        while (started.load() < m - 1) std::this_thread::yield();  // every other team past its first task
         for (int k = 0; k < kTaskKinds; ++k) {
-            if (is_light(kind_at(k)) == is_light(probe)) load[k] = {{1, c}};
+            const OpKind op = kind_at(k);
+            const int n = std::max(reps, 3) * (is_light(op) ? 20 : 1);
+            const double loaded = time_op(op, ct_top, w, n);
+            const double alone = ops[k].ms.back()[static_cast<std::size_t>(w - 1)];
+            auto& rows = load[k];
+            if (rows.back().first != w) rows.emplace_back(w, LoadCurve{{w, 1.0}});
+            rows.back().second.emplace_back(m * w, std::max(loaded / alone, 1.0));
         }
+        stop = true;
+        for (auto& t : others) t.join();
+        tick();
     }
     const double overhead = measure_overhead_ms(max_threads, 51);
     tick();

@@ -484,6 +484,21 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
     EXPECT_EQ(align.nq_min, 2);
     ASSERT_EQ(align.ms.size(), static_cast<std::size_t>(params.levels - 1));
     for (const auto& row : align.ms) EXPECT_EQ(row.size(), 2u);
+    // Contention on 2 threads: every kind's width-1 curve has its point alone (1, 1) and beside a second team running
+    // the stream's mix (2, factor >= 1); a 2-thread team fills the machine, so it has no second point.
+    const CostModel loaded = CostModel::measure(params, 2, 1, {}, {g});
+    for (OpKind op : {OpKind::multiply, OpKind::square, OpKind::multiply_plain, OpKind::add, OpKind::add_plain,
+                      OpKind::rotate}) {
+        const auto& rows = loaded.load_table(op);
+        ASSERT_EQ(rows.size(), 1u) << op_name(op);
+        EXPECT_EQ(rows[0].first, 1);
+        ASSERT_EQ(rows[0].second.size(), 2u) << op_name(op);
+        EXPECT_EQ(rows[0].second[0], (std::pair<int, double>{1, 1.0}));
+        EXPECT_EQ(rows[0].second[1].first, 2);
+        EXPECT_GE(rows[0].second[1].second, 1.0);
+        EXPECT_DOUBLE_EQ(loaded.load_factor(op, 2, 1), rows[0].second[1].second);
+    }
+    EXPECT_EQ(CostModel::from_json(loaded.to_json()).to_json(), loaded.to_json());
     for (Policy p : all_policies()) {
         StreamOptions o;
         o.threads = 2;
