@@ -135,6 +135,9 @@ def sanitizer_runs(r: Run) -> list[list[str]]:
     return cmds
 
 
+SCHED_GRAPHS = "exp,poly:15,matmul:3"  # seed 001's e^x and two graphs it was not written for (one rotates)
+
+
 def sched_study(r: Run, d_values: str, seeds: int, jobs: int, window: str, threads: int, cost: str) -> list[list[str]]:
     # dynamic twice per seed: the A/A interval of the comparison (schedule --compare).
     return [
@@ -142,6 +145,8 @@ def sched_study(r: Run, d_values: str, seeds: int, jobs: int, window: str, threa
             "schedule",
             "--executor",
             "real",
+            "--graph",
+            SCHED_GRAPHS,
             "--threads",
             str(threads),
             "--cost",
@@ -172,6 +177,8 @@ def sched_sim(r: Run, threads: str, d_values: str, jobs: str, window: str, seeds
             "schedule",
             "--executor",
             "sim",
+            "--graph",
+            SCHED_GRAPHS,
             "--threads",
             threads,
             "--cost",
@@ -289,7 +296,8 @@ STEPS = [
     Step(
         "ncu",
         240,
-        "every kernel of one H16 multiply, one H16 rotate and one B13 batch of 100 multiplies (ncu, CSV)",
+        "every kernel of one H16 multiply, one H16 rotate and one B13 batch of 100 multiplies (ncu, CSV: time, "
+        "DRAM bytes read and written, SM and DRAM throughput)",
         lambda r: [
             [
                 "ncu",
@@ -299,7 +307,10 @@ STEPS = [
                 "--print-units",
                 "base",
                 "--metrics",
-                "gpu__time_duration.sum",
+                # time, measured DRAM bytes (read, written) and SM throughput per kernel: the counted bytes' ratio
+                # to the measured ones, and which kernels are bound by instructions rather than memory
+                "gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
+                "sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed",
                 "--log-file",
                 str(r.out / f"ncu-{op}.csv"),
                 r.python,
@@ -431,6 +442,8 @@ STEPS = [
                 "schedule",
                 "--executor",
                 "sim",
+                "--graph",
+                SCHED_GRAPHS,  # the contention is measured beside these graphs' operations
                 "--cost",
                 "measure",
                 "--threads",
@@ -450,6 +463,8 @@ STEPS = [
                 "schedule",
                 "--executor",
                 "sim",
+                "--graph",
+                SCHED_GRAPHS,
                 "--cost",
                 "paper",
                 "--threads",
@@ -468,8 +483,9 @@ STEPS = [
     Step(
         "sched-real",
         570,
-        "seed 001: the e^x stream on 16 real threads, every policy, dynamic twice (A/A)",
-        lambda r: sched_study(r, "60,80,120", 1, 300, "51,250", 16, str(r.out / "sched-cost.json")),
+        "seed 001: e^x, poly:15 and matmul:3 streams on 16 real threads at three loads, every policy, dynamic twice "
+        "(A/A), traced",
+        lambda r: sched_study(r, "60,80,120", 1, 60, "11,50", 16, str(r.out / "sched-cost.json")),
         dry=lambda r: sched_study(r, "60", 1, 4, "1,4", 2, str(r.out / "sched-cost.json")),
     ),
     Step(
@@ -477,7 +493,7 @@ STEPS = [
         240,
         "seed 001: the simulator with the measured cost model, same streams, the comparisons and the "
         "trace report (measured against expected per task kind, first divergence per stream)",
-        lambda r: sched_sim(r, "16", "60,80,120", "300", "51,250", "5"),
+        lambda r: sched_sim(r, "16", "60,80,120", "60", "11,50", "1"),
         dry=lambda r: sched_sim(r, "2", "60", "4", "1,4", "1"),
     ),
     Step(
@@ -605,6 +621,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "out"), help="folder of the results (default $OUT or out)")
     ap.add_argument("--build-dir", default=None, help="build folder (default build/device; dry run: build/cpp)")
     ap.add_argument("--list", action="store_true", help="print the steps and exit")
+    ap.add_argument("--call", default=None, help="the device call's label, on every line (e.g. 1, 2)")
+    ap.add_argument(
+        "--commit",
+        default=os.environ.get("KASOKU_COMMIT"),
+        help="the library's commit on every line (default $KASOKU_COMMIT, else git's HEAD there, which the device's "
+        "copy of the tree may not have moved)",
+    )
     ap.add_argument("--package", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.package:
@@ -632,6 +655,10 @@ def main(argv=None) -> int:
         env["PYTHONPATH"] = f"{build / 'pkg'}:{env.get('PYTHONPATH', '')}"
     r = Run(out=out, build=build, dry=args.dry_run, python=sys.executable, env=env)
     r.labels = machine(out)
+    if args.commit:
+        r.labels["commit"] = args.commit
+    if args.call:
+        r.labels["call"] = args.call
     print(f"[device run] {r.labels['gpu']} | {r.labels['host']} | commit {r.labels['commit']} -> {out}", flush=True)
     r.has_desilo = subprocess.run([r.python, "-c", "import desilofhe"], env=env, capture_output=True).returncode == 0
     r.has_orion = subprocess.run([r.python, "-c", "import orion, torch"], env=env, capture_output=True).returncode == 0

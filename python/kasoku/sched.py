@@ -57,6 +57,9 @@ class StreamResult:
         self.tasks = [
             (t.job, t.node, t.op, t.nq, t.threads, t.ready_ms, t.start_ms, t.end_ms, t.expected_ms) for t in raw.tasks
         ]
+        # what the dispatcher learnt: observed / estimated task time per kind and thread count (the kasoku policy
+        # multiplies its estimates by it)
+        self.corrections: list[dict] = list(raw.corrections)
 
     @property
     def mean_busy_threads(self) -> float:
@@ -84,6 +87,7 @@ class StreamResult:
             "mean_busy_threads": self.mean_busy_threads,
             "mean_jobs_in_flight": self.mean_jobs_in_flight,
             "threads_used": {str(i): n for i, n in enumerate(self.threads_used) if i and n},
+            "corrections": {f"{c['op']}/{c['threads']}": round(c["factor"], 3) for c in self.corrections},
         }
 
     def __repr__(self) -> str:
@@ -116,9 +120,12 @@ def simulate(
     policy: str = "kasoku",
     arrivals: Sequence[float] | None = None,
     window: tuple[int, int] | None = None,
+    truth: CostModel | None = None,
 ) -> StreamResult:
-    """Discrete-event simulation of a job stream on `threads` threads, driven by the cost model."""
-    raw = _s.simulate(graph, cost, int(threads), policy, _arrivals(arrivals), _window(window))
+    """Discrete-event simulation of a job stream on `threads` threads, driven by the cost model. With `truth`, the
+    tasks take its times while the dispatcher estimates with `cost` (a model that is off, e.g. cost.scaled(1.3)):
+    what the kasoku policy's correction learns (StreamResult.corrections)."""
+    raw = _s.simulate(graph, cost, int(threads), policy, _arrivals(arrivals), _window(window), truth)
     return StreamResult(raw, policy, int(threads), "simulated")
 
 

@@ -205,12 +205,18 @@ def test_graphs_with_rotations_run_for_real_with_their_keys(small, name):
         a = [vals[i] for i in n["inputs"]]
         op = n["op"]
         vals.append(
-            x if op == "input"
-            else a[0] * a[1] if op == "multiply"
-            else a[0] * a[0] if op == "square"
-            else a[0] * n["constant"] if op == "multiply_plain"
-            else a[0] + a[1] if op == "add"
-            else a[0] + n["constant"] if op == "add_plain"
+            x
+            if op == "input"
+            else a[0] * a[1]
+            if op == "multiply"
+            else a[0] * a[0]
+            if op == "square"
+            else a[0] * n["constant"]
+            if op == "multiply_plain"
+            else a[0] + a[1]
+            if op == "add"
+            else a[0] + n["constant"]
+            if op == "add_plain"
             else np.roll(a[0], -n["step"])
         )
     for out in r.outputs:

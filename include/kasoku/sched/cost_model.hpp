@@ -87,6 +87,9 @@ public:
     // explains fixed-half's lead by fewer jobs in flight; this prices that explanation (docs/SCHEDULING.md).
     double job_slowdown() const { return job_slowdown_; }
     CostModel with_job_slowdown(double s) const;
+    // The same model with every time (tasks, alignment, overhead) times f > 0: a machine that much slower, or a model
+    // that far off (simulate's `truth`).
+    CostModel scaled(double f) const;
     double job_factor(int jobs_in_flight) const { return 1.0 + job_slowdown_ * std::max(jobs_in_flight, 0); }
     const std::string& name() const { return name_; }
     const std::string& machine() const { return machine_; }

@@ -56,6 +56,9 @@ struct SchedulerView {
     // when they started). Empty: unknown.
     std::vector<std::pair<double, int>> releases;
     const CostModel* cost = nullptr;
+    // What the executor has learnt of the head's kind: the ratio of its tasks' observed times to the cost model's
+    // estimates, by thread count (index n - 1). Null, or n past its end: 1 (the model as it is).
+    const std::vector<double>* correction = nullptr;
 };
 // The view of a head task and a list of other ready tasks (the aggregates computed from the list).
 SchedulerView make_view(int total_threads, int busy_threads, int running_tasks, const ReadyTask& head,
@@ -76,6 +79,8 @@ int paper_demand(const ReadyTask& t);
 //   2. the n with the lowest price: its expected finish (counting the wait for running tasks to free threads,
 //      `releases`) plus 16 * E * n * estimate(n) / T, its thread-milliseconds charged to the E = jobs in the system
 //      beyond F / 4; when that n is not free yet, wait.
+// Its estimates are the cost model's times the view's `correction`: the executor's running ratio of observed to
+// estimated times per kind and thread count, so that a model measured on an idle machine corrects itself.
 int decide_threads(Policy policy, const SchedulerView& view);
 
 // Arrival times (ms from 0) of `jobs` jobs with exponential inter-arrival times of mean mean_ms:
@@ -109,11 +114,22 @@ struct StreamResult {
     double span_ms = 0;                                      // first arrival to last finish, all jobs
     std::vector<int> threads_used;             // histogram: tasks run with 1, 2, ... threads (index 0 unused)
     std::vector<TaskRecord> tasks;             // every task, in start order (the trace of the stream)
+    // What the dispatcher learnt by the end: per task kind and thread count with finished tasks, the ratio of their
+    // observed times to the cost model's estimates (a running mean in log space) and how many tasks it has seen.
+    struct Correction {
+        OpKind op = OpKind::add;
+        int threads = 1, tasks = 0;
+        double factor = 1;
+    };
+    std::vector<Correction> corrections;
     std::vector<double> latencies_ms() const;  // measured jobs, in job order
 };
 
-// Discrete-event simulation: tasks progress at 1 / load_factor(busy threads) of their unloaded speed.
-StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions& opts);
+// Discrete-event simulation: tasks progress at 1 / load_factor(busy threads) of their unloaded speed. The dispatcher
+// estimates with `cost`; the tasks take the times of `truth` when given (a model that is off: what the kasoku policy's
+// correction learns), of `cost` otherwise.
+StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions& opts,
+                      const CostModel* truth = nullptr);
 
 struct RunResult {
     StreamResult stream;

@@ -214,6 +214,9 @@ void bind_sched(nb::module_& parent) {
         .def_prop_ro("hardware_threads", &CostModel::hardware_threads)
         .def_prop_ro("overhead_ms", &CostModel::overhead_ms)
         .def_prop_ro("job_slowdown", &CostModel::job_slowdown)
+        .def("scaled", &CostModel::scaled, "f"_a,
+             "The same model with every time (tasks, alignment, overhead) times f: a machine that much slower, or a "
+             "model that far off (simulate's truth=).")
         .def("with_job_slowdown", &CostModel::with_job_slowdown, "s"_a,
              "A copy where every task also slows by 1 + s * (jobs in flight): a what-if beyond the source's tables.")
         .def_prop_ro("nq_min", &CostModel::nq_min)
@@ -255,16 +258,31 @@ void bind_sched(nb::module_& parent) {
         .def_ro("span_ms", &StreamResult::span_ms)
         .def_ro("threads_used", &StreamResult::threads_used)
         .def_ro("tasks", &StreamResult::tasks, "every task, in start order (the stream's trace)")
+        .def_prop_ro(
+            "corrections",
+            [](const StreamResult& r) {
+                nb::list l;
+                for (const auto& c : r.corrections) {
+                    nb::dict d;
+                    d["op"] = op_name(c.op);
+                    d["threads"] = c.threads;
+                    d["tasks"] = c.tasks;
+                    d["factor"] = c.factor;
+                    l.append(d);
+                }
+                return l;
+            },
+            "what the dispatcher learnt: per task kind and thread count, the ratio of observed to estimated task "
+            "times (the kasoku policy's correction) and the tasks it was learnt from")
         .def("latencies_ms", &StreamResult::latencies_ms);
 
     m.def(
         "simulate",
         [](const Graph& g, const CostModel& c, int threads, const std::string& policy,
-           std::optional<std::vector<double>> arrivals, std::optional<std::pair<int, int>> window) {
-            return simulate(g, c, options(threads, policy, std::move(arrivals), window));
-        },
+           std::optional<std::vector<double>> arrivals, std::optional<std::pair<int, int>> window,
+           const CostModel* truth) { return simulate(g, c, options(threads, policy, std::move(arrivals), window), truth); },
         "graph"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(), "window"_a.none() = nb::none(),
-        ReleaseGil());
+        "truth"_a.none() = nb::none(), ReleaseGil());
 
     m.def(
         "run",

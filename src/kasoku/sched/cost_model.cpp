@@ -176,6 +176,18 @@ CostModel CostModel::with_job_slowdown(double s) const {
     return c;
 }
 
+CostModel CostModel::scaled(double f) const {
+    if (!(f > 0) || !std::isfinite(f)) throw ParameterError("cost model: a scale factor must be finite and > 0");
+    CostModel c = *this;
+    for (auto& t : c.ops_)
+        for (auto& row : t.ms)
+            for (double& v : row) v *= f;
+    for (auto& row : c.align_.ms)
+        for (double& v : row) v *= f;
+    c.overhead_ms_ *= f;
+    return c;
+}
+
 double CostModel::align_ms(int nq, int threads) const { return align_.ms.empty() ? 0.0 : lookup(align_, nq, threads); }
 
 double CostModel::load_factor(OpKind op, int busy_threads, double mean_width) const {

@@ -24,6 +24,10 @@ struct Placement {
     int job, node, threads;
     double start_ms, expected_end_ms;
     std::size_t trace_entry = 0;  // batch streams: its entry in result.tasks
+    // What the correction learns from: the width of the running tasks and the jobs in flight when it started, and the
+    // integral of busy threads over time then (Dispatcher::busy_area_), so that its end can price the load it saw.
+    double width = 1, busy_area = 0;
+    int jobs_in_flight = 0;
 };
 
 // What the dispatcher needs of a graph, computed once per graph: successors, each node's priority (the longest path,
@@ -54,6 +58,8 @@ public:
     int busy_threads() const { return busy_; }
     int running_tasks() const { return running_; }
     int jobs_in_flight() const { return in_flight_; }
+    // The learnt ratios of observed to estimated task times (StreamResult::corrections).
+    std::vector<StreamResult::Correction> corrections() const;
 
     StreamResult result;  // batch streams: arrival/start/finish per job, every task (tasks), busy_thread_ms and
                           // threads_used as tasks run
@@ -87,6 +93,11 @@ private:
     std::multimap<double, int> ends_;  // running tasks: expected end -> threads
     int busy_ = 0, running_ = 0, in_system_ = 0, in_flight_ = 0, others_paper_ = 0;
     std::array<int, kTaskKinds> busy_by_kind_{};
+    void advance(double now);  // busy_area_ up to now
+    double busy_area_ = 0, last_ms_ = 0;
+    // Per kind and thread count (index n - 1): log of the observed / estimated ratio's running mean, and tasks seen.
+    std::array<std::vector<double>, kTaskKinds> log_ratio_{}, correction_{};
+    std::array<std::vector<int>, kTaskKinds> seen_{};
 };
 
 // Runs task n on its operands with the evaluator (b is used by the two-operand tasks only): the real executor's

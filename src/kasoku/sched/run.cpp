@@ -225,6 +225,7 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
     runners.join();
     if (error) std::rethrow_exception(error);
     result.stream = std::move(d.result);
+    result.stream.corrections = d.corrections();
     detail::summarise(result.stream, opts.window);
     return result;
 }

@@ -17,12 +17,18 @@ constexpr const char* kPolicyNames[] = {"fixed-1", "fixed-half", "fixed-full", "
 
 // kasoku's estimate of a task's time on n threads started now: the start-up overhead plus the unloaded time, its
 // alignment included, slowed by the load it would run under and by the model's job factor.
-double estimate_ms(const SchedulerView& v, int n) {
+double model_ms(const SchedulerView& v, int n) {
     const CostModel& c = *v.cost;
     const int busy = v.busy_threads + n;
     const double width = double(busy) / (std::max(v.running_tasks, 0) + 1);
     return c.overhead_ms() + c.loaded_task_ms(v.head.op, v.head.nq, v.head.align, n, busy, width) *
                                  c.job_factor(v.jobs_in_flight + v.head_starts_job);
+}
+// ... times what the executor has learnt of such tasks.
+double estimate_ms(const SchedulerView& v, int n) {
+    const auto* c = v.correction;
+    const double f = c && static_cast<std::size_t>(n) <= c->size() ? (*c)[static_cast<std::size_t>(n) - 1] : 1.0;
+    return model_ms(v, n) * f;
 }
 }  // namespace
 
@@ -163,6 +169,19 @@ Dispatcher::Dispatcher(const CostModel& cost, Policy policy, int threads)
     : cost_(cost), policy_(policy), threads_(threads) {
     if (threads < 1) throw ParameterError("scheduler: threads must be >= 1, got " + std::to_string(threads));
     result.threads_used.assign(threads + 1, 0);
+    for (int k = 0; k < kTaskKinds; ++k) {
+        log_ratio_[k].assign(threads, 0.0);
+        correction_[k].assign(threads, 1.0);
+        seen_[k].assign(threads, 0);
+    }
+}
+
+std::vector<StreamResult::Correction> Dispatcher::corrections() const {
+    std::vector<StreamResult::Correction> out;
+    for (int k = 0; k < kTaskKinds; ++k)
+        for (int n = 1; n <= threads_; ++n)
+            if (seen_[k][n - 1]) out.push_back({static_cast<OpKind>(k + 1), n, seen_[k][n - 1], correction_[k][n - 1]});
+    return out;
 }
 
 Dispatcher::Dispatcher(const Graph& g, const CostModel& cost, Policy policy, int threads, std::size_t jobs)
@@ -221,11 +240,14 @@ std::vector<Placement> Dispatcher::place(double now) {
         v.head_starts_job = !job.started;
         v.others = static_cast<int>(ready_.size()) - 1;
         v.others_paper_demand = others_paper_ - paper_demand(head);
-        if (policy_ == Policy::kasoku)
+        if (policy_ == Policy::kasoku) {
             for (const auto& [end, th] : ends_) v.releases.emplace_back(std::max(end - now, 0.0), th);
+            v.correction = &correction_[static_cast<int>(head.op) - 1];
+        }
         const int n = decide_threads(policy_, v);
         if (n < 1) break;
         const double expected = estimate_ms(v, n);
+        advance(now);
         ready_.erase(ready_.begin());
         others_paper_ -= paper_demand(head);
         busy_ += n;
@@ -239,7 +261,9 @@ std::vector<Placement> Dispatcher::place(double now) {
             entry = result.tasks.size();
             result.tasks.push_back({head.job, head.node, head.op, head.nq, n, head.ready_ms, now, -1, expected});
         }
-        out.push_back({head.job, head.node, n, now, now + expected, entry});
+        out.push_back({head.job, head.node, n, now, now + expected, entry,
+                       double(busy_) / running_,  // the mean width of the running tasks, this one included
+                       busy_area_, in_flight_});
         ends_.emplace(now + expected, n);
     }
     return out;
@@ -261,7 +285,12 @@ void Dispatcher::abort(int job) {
     }
 }
 
+void Dispatcher::advance(double now) {
+    if (now > last_ms_) busy_area_ += busy_ * (now - last_ms_), last_ms_ = now;
+}
+
 void Dispatcher::finish(const Placement& p, double now) {
+    advance(now);
     busy_ -= p.threads;
     Job& j = jobs_.at(p.job);
     busy_by_kind_[static_cast<int>(j.plan->g.nodes()[p.node].op) - 1] -= p.threads;
@@ -273,6 +302,24 @@ void Dispatcher::finish(const Placement& p, double now) {
             break;
         }
     result.busy_thread_ms += p.threads * (now - p.start_ms);
+    if (const double took = now - p.start_ms; took > 0) {
+        // The model's time for the task under the load it ran beside (the mean of the busy threads over its run), and
+        // the running mean of log(observed / that) over the first 16 tasks of a kind and thread count, then an
+        // exponential one of weight 1/16: it settles fast and follows a load that changes. The simulator's own tasks
+        // thus teach it next to nothing; a real machine teaches it where the model is wrong. Ratios are clamped to
+        // [1/4, 4] so that one stalled task (a page fault storm, a preempted runner) cannot swing it.
+        const Graph& g = j.plan->g;
+        const OpKind op = g.nodes()[p.node].op;
+        const int busy = std::max(static_cast<int>(std::lround((busy_area_ - p.busy_area) / took)), p.threads);
+        const double model = cost_.overhead_ms() + cost_.loaded_task_ms(op, g.task_nq(p.node), g.aligns(p.node),
+                                                                        p.threads, busy, p.width) *
+                                                       cost_.job_factor(p.jobs_in_flight);
+        const int k = static_cast<int>(op) - 1, i = p.threads - 1;
+        const double r = std::clamp(took / model, 0.25, 4.0);
+        const int seen = ++seen_[k][i];
+        log_ratio_[k][i] += (std::log(r) - log_ratio_[k][i]) / std::min(seen, 16);
+        correction_[k][i] = std::exp(log_ratio_[k][i]);
+    }
     if (batch_plan_ && p.trace_entry < result.tasks.size()) result.tasks[p.trace_entry].end_ms = now;
     if (!j.aborted)
         for (int s : j.plan->succ[p.node])
@@ -334,7 +381,8 @@ std::vector<double> StreamResult::latencies_ms() const {
 }
 
 // --- Discrete-event simulation ---
-StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions& opts) {
+StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions& opts, const CostModel* truth) {
+    const CostModel& real = truth ? *truth : cost;
     const auto arrivals = detail::checked_arrivals(opts);
     detail::Dispatcher d(g, cost, opts.policy, opts.threads, arrivals.size());
     struct Running {
@@ -353,20 +401,20 @@ StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions
             const OpKind op = g.nodes()[p.node].op;
             const int nq = g.task_nq(p.node);
             const bool align = g.aligns(p.node);
-            const double ms = cost.task_ms(op, nq, align, p.threads);
-            running.push_back({p, op, nq, align, ms, cost.overhead_ms() + ms});
+            const double ms = real.task_ms(op, nq, align, p.threads);
+            running.push_back({p, op, nq, align, ms, real.overhead_ms() + ms});
         }
         if (running.empty() && next == arrivals.size()) break;
         const int busy = d.busy_threads();
         const double width = running.empty() ? 1.0 : double(busy) / running.size();
         std::vector<double> rate(running.size());
-        const double job_factor = cost.job_factor(d.jobs_in_flight());
+        const double job_factor = real.job_factor(d.jobs_in_flight());
         double dt = next < arrivals.size() ? arrivals[next] - now : std::numeric_limits<double>::infinity();
         std::size_t first_done = running.size();
         for (std::size_t i = 0; i < running.size(); ++i) {
             // the task's own mix of curves (its operation, its alignment)
             const Running& r = running[i];
-            rate[i] = r.task_ms / (cost.loaded_task_ms(r.op, r.nq, r.align, r.p.threads, busy, width) * job_factor);
+            rate[i] = r.task_ms / (real.loaded_task_ms(r.op, r.nq, r.align, r.p.threads, busy, width) * job_factor);
             const double t = running[i].work / rate[i];
             if (t < dt) dt = t, first_done = i;
         }
@@ -386,6 +434,7 @@ StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions
         }
     }
     StreamResult r = std::move(d.result);
+    r.corrections = d.corrections();
     for (std::size_t j = 0; j < arrivals.size(); ++j) r.arrival_ms[j] = arrivals[j];
     detail::summarise(r, opts.window);
     return r;

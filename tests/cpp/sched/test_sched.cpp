@@ -432,6 +432,33 @@ TEST(SchedSimulate, PaperModelKasokuBeatsTheSourcesPoliciesWhenLoaded) {
     EXPECT_LT(k.p95_ms, best_p95);
 }
 
+// The kasoku policy's correction: tasks that take 1.5x what the model says teach the dispatcher a factor near 1.5 per
+// kind and thread count; the model's own times teach it about 1 (the load a task ran under is priced in).
+TEST(SchedSimulate, KasokuCorrectsAModelThatIsOff) {
+    const CostModel cm = CostModel::from_paper(), slow = cm.scaled(1.5);
+    EXPECT_DOUBLE_EQ(slow.time_ms(OpKind::multiply, 5, 3), 1.5 * cm.time_ms(OpKind::multiply, 5, 3));
+    EXPECT_THROW(cm.scaled(0), ParameterError);
+    const Graph g = maclaurin_exp(6, 7);
+    StreamOptions o;
+    o.threads = 126;
+    o.arrivals_ms = poisson_arrivals(70, 400, 1);
+    o.window = {51, 350};
+    for (const CostModel* truth : {static_cast<const CostModel*>(nullptr), &slow}) {
+        const double want = truth ? 1.5 : 1.0;
+        for (Policy p : {Policy::kasoku, Policy::dynamic}) {
+            o.policy = p;
+            const auto r = simulate(g, cm, o, truth);
+            int checked = 0;
+            for (const auto& c : r.corrections) {
+                if (c.tasks < 32) continue;
+                ++checked;
+                EXPECT_NEAR(c.factor, want, 0.1 * want) << op_name(c.op) << " on " << c.threads << " threads";
+            }
+            EXPECT_GE(checked, 3) << policy_name(p);
+        }
+    }
+}
+
 TEST(SchedSimulate, PaperModelKasokuHoldsOnOtherGraphs) {
     // docs/SCHEDULING.md: on graphs other than e^x, kasoku's makespan and p95 are within 1% of the best of the
     // source's four policies (or better) at every D, on the source's tables at 126 threads (full streams: 2300 jobs,
