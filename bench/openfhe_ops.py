@@ -42,7 +42,7 @@ import openfhe as ofhe
 OPENFHE_AUX_BITS = 60
 
 
-# The Chebyshev series of `--poly`: the same on both sides (python/kasoku/bench.py): uniform in [-1, 1], divided by
+# The Chebyshev series of `--poly`: the same on both sides (python/kasoku/cli/bench.py): uniform in [-1, 1], divided by
 # i^2 from i = 2 on (as a smooth function's coefficients decay), seeded by the degree.
 POLY_DEGREES = (7, 15, 31, 63, 127, 255)
 

@@ -18,6 +18,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ._kasoku import hardware_threads
 from ._kasoku import sched as _s
 
 Graph = _s.Graph
@@ -158,8 +159,6 @@ def run(
     per process). `ev` needs the
     relinearisation key for products and the Galois keys of `graph.rotation_steps()` for rotations (MissingKeyError
     names every missing step)."""
-    from ._kasoku import hardware_threads
-
     t = hardware_threads() if threads is None else int(threads)
     if cost is None:
         cost = measured_cost_model(ctx.params, t, mix=[graph])

@@ -53,7 +53,7 @@ def seeds(out: Path) -> None:
     g = ks.sched.Graph()
     x = g.input("x", 2)
     g.output(g.add_plain(g.multiply_plain(g.rotate(g.square(x), 1), 0.5), 1.0), "y")
-    from kasoku.client import graph_dict
+    from kasoku.service.client import graph_dict
 
     bodies = {
         "exp": wire.job_request("k1", {"x": ct}, computation={"name": "exp", "order": 6}),

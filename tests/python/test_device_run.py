@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kasoku.bench import _timeit
+from kasoku.cli.bench import _timeit
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "cpp"

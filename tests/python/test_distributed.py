@@ -1,5 +1,5 @@
-"""ks.distributed on a Ray cluster of several nodes on this machine (a head and two worker nodes, each its own raylet):
-a 200-job stream gives the local executor's results bit for bit, and the service runs its jobs there
+"""kasoku.service.ray_executor on a Ray cluster of several nodes on this machine (a head and two worker nodes, each its
+own raylet): a 200-job stream gives the local executor's results bit for bit, and the service runs its jobs there
 (docs/SERVING.md)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import kasoku as ks
 ray = pytest.importorskip("ray", reason="the distributed tests need Ray (make venv installs it)")
 from ray.cluster_utils import Cluster as RayTestCluster  # noqa: E402
 
-from kasoku import distributed  # noqa: E402
+from kasoku.service import ray_executor  # noqa: E402
 
 PARAMS = ks.Parameters(log_n=12, first_bits=60, scale_bits=40, levels=7, security=None)
 
@@ -47,7 +47,7 @@ def test_a_200_job_stream_on_three_nodes_matches_the_local_executor_bit_for_bit(
             want[ids[d["id"]]] = d["outputs"]["exp"].to_bytes()
     local.close()
 
-    cl = distributed.Cluster(ctx, cost=cost)
+    cl = ray_executor.Cluster(ctx, cost=cost)
     assert cl.nodes == 3
     kid = cl.add_keys(keys.evaluation())
     got = {n: out["exp"].to_bytes() for n, out in cl.stream(g, ({"x": ct} for ct in cts), keys=kid, window=32)}

@@ -217,7 +217,7 @@ def test_bench_hoisting_rows():
     check rows, within the precision of T12."""
     import io
 
-    from kasoku import bench
+    from kasoku.cli import bench
 
     lines = bench.run("T12", 1, 1, None, progress=io.StringIO(), hoisting=True)
     by_op = {r["op"]: r for r in lines}

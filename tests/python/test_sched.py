@@ -310,7 +310,7 @@ def test_cli_schedule_policy_list(tmp_path, capsys):
 
 
 def test_cli_compare_pairs_runs_of_one_stream(tmp_path, capsys):
-    from kasoku import schedule_cli
+    from kasoku.cli import schedule_cli
     from kasoku.__main__ import main
 
     def row(d, seed, pol, mk, p95):

@@ -112,7 +112,7 @@ def test_the_openapi_file_in_docs_is_the_servers():
 def test_the_graph_schema_is_the_librarys():
     """One schema (ks.sched.op_schema, from the C++ graph): the client writes it, the service checks it, the library
     reads it back to the same graph; a field another operation has is refused."""
-    from kasoku.client import graph_dict
+    from kasoku.service.client import graph_dict
 
     schema = ks.sched.op_schema()
     assert wire.OPS == tuple(schema) == ("input", "multiply", "square", "multiply_plain", "add", "add_plain", "rotate")

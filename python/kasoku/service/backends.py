@@ -1,5 +1,5 @@
 """Where the service runs its jobs: the contract (ExecutorBackend) and this machine's cores (LocalBackend, the online
-executor of ks.sched); a Ray cluster is kasoku.distributed.RayBackend. Both take checked jobs and report ended ones
+executor of ks.sched); a Ray cluster is ray_executor.RayBackend. Both take checked jobs and report ended ones
 with their outputs as bytes. This module imports neither the service nor Ray, so both can import it."""
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from .client import Client
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -28,8 +30,6 @@ class ServerProcess:
 
     def start(self, timeout: float = 600) -> "ServerProcess":
         """Starts it and returns once it answers /health (TimeoutError with its log otherwise)."""
-        from kasoku.client import Client
-
         self.data.mkdir(parents=True, exist_ok=True)
         with open(self.data / "server.log", "ab") as log:
             self.proc = subprocess.Popen(

@@ -25,9 +25,9 @@ ERRORS_422 = (ks.ParameterError, ks.LevelError, ks.MissingKeyError, ks.ScaleErro
 
 
 def make_backend(cfg: Config) -> ExecutorBackend:
-    """The executor the configuration names: this machine's cores, or a Ray cluster (kasoku.distributed)."""
+    """The executor the configuration names: this machine's cores, or a Ray cluster (kasoku.service.ray_executor)."""
     if cfg.executor == "ray":
-        from kasoku.distributed import RayBackend
+        from ..ray_executor import RayBackend  # here: it needs Ray (kasoku[distributed]), the local executor not
 
         cost = cfg.cost if cfg.cost in ("measure", "paper") else ks.sched.CostModel.load(cfg.cost)
         return RayBackend(cfg.params, address=cfg.ray_address, policy=cfg.policy, cost=cost)  # measure: per node

@@ -17,7 +17,12 @@ import time
 import uuid
 from typing import Mapping
 
-from .errors import ParameterError, RetryLater, ServiceError
+from kasoku import sched
+from kasoku._kasoku import Ciphertext, Context, Parameters, PublicKey
+from kasoku.errors import ParameterError, RetryLater, ServiceError
+from kasoku.multiparty import Session, Share
+
+from . import wire
 
 
 def _httpx():
@@ -31,9 +36,7 @@ def _httpx():
 def graph_dict(graph) -> dict:
     """A ks.sched.Graph as the job header's 'graph': each node's op, inputs and its operation's own fields
     (ks.sched.op_schema; constants as [re, im])."""
-    import kasoku as ks
-
-    schema = ks.sched.op_schema()
+    schema = sched.op_schema()
     nodes = []
     for n in graph.nodes:
         d = {"op": n["op"], "inputs": list(n["inputs"])}
@@ -109,14 +112,10 @@ class Client:
 
     def parameters(self):
         """The server's CKKS Parameters (GET /v1/params); context() makes a Context of them."""
-        from . import Parameters
-
         return Parameters.from_bytes(self._send("GET", "/v1/params").content)
 
     def context(self, threads: int = 0):
         """A context for the server's parameters (to make keys and encrypt here)."""
-        from . import Context
-
         return Context(self.parameters(), threads=threads)
 
     # --- keys and jobs ---
@@ -146,8 +145,6 @@ class Client:
         id. While the server answers "retry later" or cannot be reached (a restart), waits and tries again, for up
         to retry_for seconds (0: raise at once); every try carries the same Idempotency-Key, so a submission whose
         answer was lost is not accepted twice."""
-        from .service import wire
-
         blobs = {
             k: (bytes(v) if isinstance(v, (bytes, bytearray, memoryview)) else v.to_bytes()) for k, v in inputs.items()
         }
@@ -186,8 +183,6 @@ class Client:
     def infer(self, model: str, sample, keys: str, ctx=None, timeout: float = 300.0):
         """The stored model on an encrypted sample (plan.encrypt(x)): the encrypted logits, a Ciphertext of ctx (the
         plan's context, plan.ctx; plan.decrypt reads it), or their bytes when ctx is None."""
-        from . import Ciphertext
-
         out = self.result_bytes(self.submit({"x": sample}, keys, model=model), timeout)["logits"]
         return out if ctx is None else Ciphertext.from_bytes(ctx, out)
 
@@ -214,14 +209,10 @@ class Client:
     def multiparty_public_key(self, session_id: str, ctx):
         """The collective public key, once every party sent its share (ServiceError 409 before, naming who is
         missing)."""
-        from . import PublicKey
-
         return PublicKey.from_bytes(ctx, self._send("GET", f"/v1/multiparty/{session_id}/public_key").content)
 
     def multiparty_relin_round1(self, session_id: str, ctx):
         """The sum of every party's round-1 relinearisation share, which each party's relin_round2 takes."""
-        from .multiparty import Share
-
         return Share.from_bytes(ctx, self._send("GET", f"/v1/multiparty/{session_id}/relin_round1").content)
 
     def multiparty_keys(self, session_id: str) -> str:
@@ -231,8 +222,6 @@ class Client:
 
     @staticmethod
     def _session_of(d: dict):
-        from .multiparty import Session
-
         return Session(parties=d["parties"], threshold=d["threshold"], crs=bytes.fromhex(d["crs"]))
 
     def status(self, job: int) -> dict:
@@ -242,8 +231,6 @@ class Client:
     def result_bytes(self, job: int, timeout: float = 300.0) -> dict[str, bytes]:
         """The job's outputs as bytes, waiting up to `timeout` seconds for it to end (ServiceError 422 if it
         failed; TimeoutError if it has not ended). Rides over a server restart (the job is kept)."""
-        from .service import wire
-
         httpx = _httpx()
         deadline = time.monotonic() + timeout
         status = "unknown"
@@ -267,8 +254,6 @@ class Client:
 
     def result(self, job: int, ctx, timeout: float = 300.0) -> dict:
         """The job's outputs as Ciphertexts of ctx (the server's parameters)."""
-        from . import Ciphertext
-
         return {k: Ciphertext.from_bytes(ctx, v) for k, v in self.result_bytes(job, timeout).items()}
 
     def run(self, inputs: Mapping, keys: str, ctx, graph=None, computation=None, timeout: float = 300.0) -> dict:

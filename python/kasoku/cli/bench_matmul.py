@@ -18,7 +18,7 @@ import numpy as np
 
 import kasoku as ks
 from kasoku._progress import Steps
-from kasoku.bench import _timeit  # one warm-up call first (the first product also encodes its level's transforms)
+from kasoku.cli.bench import _timeit  # one warm-up call first (the first product also encodes its level's transforms)
 
 
 def _errors(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, float]:

@@ -1,8 +1,8 @@
-"""ks.distributed: kasoku jobs on a Ray cluster (docs/SERVING.md).
+"""kasoku.service.ray_executor: kasoku jobs on a Ray cluster (docs/SERVING.md).
 
     import kasoku as ks
-    from kasoku import distributed
-    cl = distributed.Cluster(ctx, address="auto")              # or None: a Ray instance on this machine
+    from kasoku.service import ray_executor
+    cl = ray_executor.Cluster(ctx, address="auto")             # or None: a Ray instance on this machine
     kid = cl.add_keys(keys.evaluation())                       # sent to each node once, when a job first needs it
     outs = cl.map(ks.sched.maclaurin_exp(), [{"x": ct} for ct in cts], keys=kid)   # list of {name: Ciphertext}
 
@@ -20,13 +20,15 @@ import threading
 from typing import Iterable, Mapping
 
 import kasoku as ks
-from kasoku.service.backends import Ended, Job, cost_model, ended
+from .backends import Ended, Job, cost_model, ended
 
 try:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 except ImportError as e:  # pragma: no cover - the message is the point
-    raise ImportError("kasoku.distributed needs Ray: pip install 'kasoku[distributed]' (make venv installs it)") from e
+    raise ImportError(
+        "kasoku.service.ray_executor needs Ray: pip install 'kasoku[distributed]' (make venv installs it)"
+    ) from e
 
 
 @ray.remote
