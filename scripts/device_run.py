@@ -135,6 +135,33 @@ def sanitizer_runs(r: Run) -> list[list[str]]:
     return cmds
 
 
+LATTIGO = ROOT / "bench" / ".lattigo" / "lattigo-bootstrap"
+
+
+def boot_ifma(r: Run, params: str, reps: str) -> list[list[str]]:
+    """kasoku's bootstrap at 2^15 and 2^12 slots, then Lattigo's (when its binary was carried), one thread each."""
+    cmds = [
+        r.py("bench/bootstrap.py", "--params", params, "--threads", "1", "--reps", reps),
+        r.py("bench/bootstrap.py", "--params", params, "--slots", "4096", "--threads", "1", "--reps", reps),
+    ]
+    if LATTIGO.exists():
+        cmds.append(
+            r.py(
+                "bench/lattigo_bootstrap.py",
+                "--binary",
+                str(LATTIGO),
+                "--cases",
+                "dense",
+                "dense-slots4096",
+                "--threads",
+                "1",
+                "--reps",
+                reps,
+            )
+        )
+    return cmds
+
+
 SCHED_GRAPHS = "exp,poly:15,matmul:3"  # seed 001's e^x and two graphs it was not written for (one rotates)
 
 
@@ -432,6 +459,15 @@ STEPS = [
             r.py("bench/bootstrap.py", "--params", "BOOT16", "--threads", str(t), "--reps", "2") for t in THREADS
         ],
         dry=lambda r: [r.py("bench/bootstrap.py", "--log-n", "10", "--threads", str(t), "--reps", "1") for t in (1, 2)],
+    ),
+    Step(
+        "boot-ifma",
+        420,
+        "issue 62 on the host's AVX-512 IFMA, one thread, same call: kasoku's BOOT16 bootstrap (2^15 slots and 2^12 "
+        "sparse slots) beside Lattigo v6's dense-secret set (the same slot counts; its static binary from "
+        "bench/lattigo_bootstrap.py --setup, carried as bench/.lattigo/lattigo-bootstrap)",
+        lambda r: boot_ifma(r, "BOOT16", "2"),
+        dry=lambda r: [r.py("bench/bootstrap.py", "--log-n", "10", "--threads", "1", "--reps", "1")],
     ),
     Step(
         "sched-cost",
