@@ -2,9 +2,11 @@
 // backend seam (rns::KeySwitcher, rns::Backend), beside its floor: the same kernel calls on the same primes with none
 // of the glue (scaling, copies, allocation), and the bytes of key every inner product must read at the measured
 // streaming bandwidth.
-//   build/cpp/bench/bench_keyswitch [--params H16] [--reps 7] [--json out.jsonl]
+//   build/cpp/bench/bench_keyswitch [--params H16] [--reps 7] [--threads 1] [--json out.jsonl]
 // Prints one JSON line per step (median, min, max over the repetitions; every repetition runs every step once, in
-// turn) and a markdown table. One thread; the kernel body is the one KASOKU_SIMD selects.
+// turn) and a markdown table. The steps of a rotation and a multiplication run on --threads threads (default 1), the
+// floors on one; the kernel body is the one KASOKU_SIMD selects. Run it with --threads 1 and 2 (..16) to see which
+// step stops scaling.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -73,19 +75,20 @@ u64 stream_read(const std::vector<const u64*>& limbs, std::size_t n) {
 
 int main(int argc, char** argv) {
     std::string params_name = "H16", json;
-    int reps = 7;
+    int reps = 7, T = 1;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--params" && i + 1 < argc) params_name = argv[++i];
         else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
         else if (a == "--json" && i + 1 < argc) json = argv[++i];
+        else if (a == "--threads" && i + 1 < argc) T = std::max(1, std::atoi(argv[++i]));
         else {
-            std::fprintf(stderr, "usage: %s [--params H16] [--reps 7] [--json out.jsonl]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--params H16] [--reps 7] [--threads 1] [--json out.jsonl]\n", argv[0]);
             return 2;
         }
     }
     const Parameters params = Parameters::named(params_name);
-    const ContextPtr ctx = Context::create(params, 1);
+    const ContextPtr ctx = Context::create(params, T);
     const rns::Backend& be = ctx->backend();
     const rns::KeySwitcher& ks = ctx->keyswitcher();
     const rns::RnsContext& R = be.ring();
@@ -155,32 +158,32 @@ int main(int argc, char** argv) {
         "rotate", "total", "ev.rotate(ct, 1)", [] {}, [&] { res = ev.rotate(ct, 1); });
     add(
         "rotate", "decompose: INTT", "backend.from_ntt(c1)", [&] { work = ct.polys[1]; },
-        [&] { be.from_ntt(work, 1); });
+        [&] { be.from_ntt(work, T); });
     add(
         "rotate", "ModUp (INTT, scale, conversion, NTT)", "keyswitcher.decompose(c1)", [&] { mod_up.clear(); },
-        [&] { mod_up = ks.decompose(ct.polys[1], 1); });
+        [&] { mod_up = ks.decompose(ct.polys[1], T); });
     add(
         "rotate", "inner product with the key", "keyswitcher.inner_product(digits, key)",
         [&] {
-            if (mod_up.empty()) mod_up = ks.decompose(ct.polys[1], 1);
+            if (mod_up.empty()) mod_up = ks.decompose(ct.polys[1], T);
         },
-        [&] { lazy = ks.inner_product(mod_up, gkey, 1); });
+        [&] { lazy = ks.inner_product(mod_up, gkey, T); });
     add(
         "rotate", "ModUp + inner product, fused", "keyswitcher.switch_lazy(c1, key)", [] {},
-        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, 1); });
+        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, T); });
     add(
         "rotate", "ModDown + c0 + automorphism", "keyswitcher.mod_down(x, c0, g)",
-        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, 1); },
-        [&] { ks.mod_down(lazy, &ct.polys[0], nullptr, g, out0, out1, 1); });
+        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, T); },
+        [&] { ks.mod_down(lazy, &ct.polys[0], nullptr, g, out0, out1, T); });
     add(
         "rotate", "ModDown + c0 (no automorphism)", "keyswitcher.mod_down(x, c0, 1)",
-        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, 1); },
-        [&] { ks.mod_down(lazy, &ct.polys[0], nullptr, 1, out0, out1, 1); });
+        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, T); },
+        [&] { ks.mod_down(lazy, &ct.polys[0], nullptr, 1, out0, out1, T); });
     add(
         "rotate", "automorphism alone (2 polys)", "backend.automorphism x2", [] {},
         [&] {
-            be.automorphism(ct.polys[0], g, out0, 1);
-            be.automorphism(ct.polys[1], g, out1, 1);
+            be.automorphism(ct.polys[0], g, out0, T);
+            be.automorphism(ct.polys[1], g, out1, T);
         });
     // ---- one relinearisation inside MulRelinRescale: tensor -> key switch of d2 -> ModDown fused with the rescale
     add(
@@ -188,18 +191,18 @@ int main(int argc, char** argv) {
     add(
         "multiply", "tensor (3 mul + 1 fma)", "backend.mul/fma", [] {},
         [&] {
-            be.mul(ct.polys[0], ct.polys[0], out0, 1);
-            be.mul(ct.polys[0], ct.polys[1], out1, 1);
-            be.fma(ct.polys[1], ct.polys[0], out1, out1, 1);
-            be.mul(ct.polys[1], ct.polys[1], work, 1);
+            be.mul(ct.polys[0], ct.polys[0], out0, T);
+            be.mul(ct.polys[0], ct.polys[1], out1, T);
+            be.fma(ct.polys[1], ct.polys[0], out1, out1, T);
+            be.mul(ct.polys[1], ct.polys[1], work, T);
         });
     add(
         "multiply", "ModUp + inner product, fused", "keyswitcher.switch_lazy(d2, relin key)", [] {},
-        [&] { lazy = ks.switch_lazy(ct.polys[1], rkey, 1); });
+        [&] { lazy = ks.switch_lazy(ct.polys[1], rkey, T); });
     add(
         "multiply", "ModDown + rescale, fused", "keyswitcher.mod_down_rescale(x, d0, d1)",
-        [&] { lazy = ks.switch_lazy(ct.polys[1], rkey, 1); },
-        [&] { ks.mod_down_rescale(std::move(lazy), &ct.polys[0], &ct.polys[1], out0, out1, 1); });
+        [&] { lazy = ks.switch_lazy(ct.polys[1], rkey, T); },
+        [&] { ks.mod_down_rescale(std::move(lazy), &ct.polys[0], &ct.polys[1], out0, out1, T); });
     // ---- floors: kernel calls alone
     add(
         "floor", "INTT x" + std::to_string(nq), "q-primes", [] {},
@@ -291,9 +294,9 @@ int main(int argc, char** argv) {
     for (const Step& st : steps) {
         char line[512];
         std::snprintf(line, sizeof line,
-                      "{\"op\": \"%s/%s\", \"what\": \"%s\", \"params\": \"%s\", \"threads\": 1, \"simd\": \"%s\", "
+                      "{\"op\": \"%s/%s\", \"what\": \"%s\", \"params\": \"%s\", \"threads\": %d, \"simd\": \"%s\", "
                       "\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d}",
-                      st.group.c_str(), st.name.c_str(), st.what.c_str(), params_name.c_str(),
+                      st.group.c_str(), st.name.c_str(), st.what.c_str(), params_name.c_str(), st.group == "floor" ? 1 : T,
                       arith::active_kernels().name, median(st.ms), *std::min_element(st.ms.begin(), st.ms.end()),
                       *std::max_element(st.ms.begin(), st.ms.end()), reps);
         std::puts(line);

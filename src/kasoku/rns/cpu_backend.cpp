@@ -400,10 +400,18 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, std::size_t num_q, const s
     std::vector<std::uint8_t> v[2];
     for (int h = 0; h < 2; ++h) {
         for (std::size_t j = 0; j < s; ++j) yp[h].push_back(limb(y[h], j));
-        conv.scale_source(yp[h].data(), n_, yp[h].data());
         v[h].resize(n_);
-        conv.overflow_count(yp[h].data(), n_, v[h].data());
     }
+    // The scaling and the overflow counts, coefficient-wise, in chunks of both polynomials across the threads (on one
+    // thread of the team they were a tenth of a key switch, which capped its speed-up on two threads).
+    const std::size_t chunk = std::min<std::size_t>(n_, 4096), chunks = n_ / chunk;
+    parallel_for(threads, 2 * chunks, [&](std::size_t job) {
+        const std::size_t h = job / chunks, c0 = (job % chunks) * chunk;
+        std::vector<u64*> part(s);
+        for (std::size_t j = 0; j < s; ++j) part[j] = yp[h][j] + c0;
+        conv.scale_source(part.data(), chunk, part.data());
+        conv.overflow_count(part.data(), chunk, v[h].data() + c0);
+    });
     RnsPoly result[2] = {poly(keep, 0, true), poly(keep, 0, true)};  // written limb by limb
     const RnsPoly* add[2] = {add_b, add_a};
     const std::vector<u64>& q = ring().q_primes();
@@ -484,11 +492,16 @@ CpuBackend::Decomposed CpuBackend::decompose(const RnsPoly& d, int threads) cons
     dec.ntt = &d;
     dec.scaled = d;
     do_from_ntt(dec.scaled, threads);
-    parallel_for(threads, ring().digits_at(d.num_q()), [&](std::size_t j) {
+    // Each digit's limbs scaled, in chunks of coefficients so that the threads share the work evenly (three digits
+    // on two threads would leave one idle a third of the time).
+    const std::size_t digits = ring().digits_at(d.num_q()), chunk = std::min<std::size_t>(n_, 4096),
+                      chunks = n_ / chunk;
+    parallel_for(threads, digits * chunks, [&](std::size_t job) {
+        const std::size_t j = job / chunks, c0 = (job % chunks) * chunk;
         const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, d.num_q());
-        std::vector<u64*> y(m);
-        for (std::size_t i = 0; i < m; ++i) y[i] = limb(dec.scaled, begin + i);
-        digit_converter(j, d.num_q()).scale_source(y.data(), n_, y.data());
+        u64* y[kMaxDigitPrimes];
+        for (std::size_t i = 0; i < m; ++i) y[i] = limb(dec.scaled, begin + i) + c0;
+        digit_converter(j, d.num_q()).scale_source(y, chunk, y);
     });
     return dec;
 }
