@@ -87,7 +87,7 @@ def run(
     for i in range(reps):
         progress(f"bootstrap {i + 1}/{reps}")
         t = time.perf_counter()
-        out, stage = ev.bootstrap_profile(ct, boot)
+        out, stage, counts = ev.bootstrap_profile(ct, boot, return_counts=True)
         ctx.synchronize()
         times.append(time.perf_counter() - t)
         stages.append(stage)
@@ -110,6 +110,7 @@ def run(
         "median_s": statistics.median(times),
         "min_s": min(times),
         "stages_s": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
+        "counts": counts,  # the operations of one bootstrap: rot (key switches), decompose (ModUps), mod_down, ...
         "plan_s": plan_s,
         "plan_bytes": getattr(boot, "plan_nbytes", None),
         "plan_peak_rss_bytes": plan_rss,

@@ -9,12 +9,16 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
+#include <variant>
 
 #include "bindings_internal.hpp"
 #include "kasoku/algo/functions.hpp"
@@ -331,20 +335,33 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
             ReleaseGil())
         .def(
             "bootstrap_profile",
-            [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t) {
+            [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t, bool return_counts)
+                -> std::variant<std::pair<KCiphertext, std::map<std::string, double>>,
+                                std::tuple<KCiphertext, std::map<std::string, double>, std::map<std::string, std::size_t>>> {
                 same_owner(a.owner, e.owner, "ciphertext");
                 if (b) same_owner(b->owner, e.owner, "bootstrapper");
                 const auto boot = b ? b->boot : e.owner->default_bootstrapper();
                 algo::BootstrapTimes times;
-                KCiphertext out = wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t), nullptr, &times));
-                return std::make_pair(std::move(out),
-                                      std::map<std::string, double>{{"raise", times.raise},
-                                                                    {"coeff_to_slot", times.coeff_to_slot},
-                                                                    {"eval_mod", times.eval_mod},
-                                                                    {"slot_to_coeff", times.slot_to_coeff}});
+                algo::OpCounts counts;
+                KCiphertext out = wrap(e.owner, boot->bootstrap(*e.ev, a.ct, threads_arg(t), &counts, &times));
+                std::map<std::string, double> secs{{"raise", times.raise},
+                                                   {"coeff_to_slot", times.coeff_to_slot},
+                                                   {"eval_mod", times.eval_mod},
+                                                   {"slot_to_coeff", times.slot_to_coeff}};
+                if (!return_counts) return std::make_pair(std::move(out), std::move(secs));
+                return std::make_tuple(std::move(out), std::move(secs),
+                                       std::map<std::string, std::size_t>{{"add", counts.add},
+                                                                          {"cmult", counts.cmult},
+                                                                          {"rot", counts.rot},
+                                                                          {"mult", counts.mult},
+                                                                          {"decompose", counts.decompose},
+                                                                          {"mod_down", counts.mod_down},
+                                                                          {"rescale", counts.rescale}});
             },
-            "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
-            "bootstrap, and the seconds of each stage: (ciphertext, {raise, coeff_to_slot, eval_mod, slot_to_coeff}).",
+            "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(), "return_counts"_a = false,
+            "bootstrap, and the seconds of each stage: (ciphertext, {raise, coeff_to_slot, eval_mod, slot_to_coeff}); "
+            "return_counts=True adds the operations it ran (add, cmult, rot, mult, decompose, mod_down, rescale: a "
+            "rotation or relinearisation is a key switch, decompose its ModUp, mod_down its ModDown).",
             ReleaseGil())
         .def(
             "linear_combination",
