@@ -226,3 +226,26 @@ def test_ctrl_c_ends_a_long_call_at_its_next_step():
         ks.Bootstrapper(ctx, progress=fail)
     with pytest.raises(TypeError, match="progress must be"):
         ctx.keygen(rotations=[1], progress="yes")
+
+
+# The operations of one bootstrap at boot_params(), its budget: a change that adds a key switch (rot), a ModUp
+# (decompose), a ModDown or a product fails here. A change that removes some on purpose updates the numbers.
+BOOTSTRAP_BUDGET = {
+    "full": {"add": 170, "cmult": 120, "decompose": 43, "mod_down": 43, "mult": 32, "rescale": 52, "rot": 47},
+    "slots=64": {"add": 90, "cmult": 65, "decompose": 27, "mod_down": 27, "mult": 16, "rescale": 29, "rot": 35},
+    "real": {"add": 121, "cmult": 98, "decompose": 29, "mod_down": 29, "mult": 16, "rescale": 29, "rot": 49},
+}
+
+
+@pytest.mark.parametrize("kind", list(BOOTSTRAP_BUDGET))
+def test_a_bootstrap_runs_its_budget_of_operations(kind):
+    ctx = ks.Context(boot_params(), threads=2)
+    kw = {"full": {}, "slots=64": {"slots": 64}, "real": {"real": True}}[kind]
+    b = ks.Bootstrapper(ctx, **kw)
+    keys = ctx.keygen(bootstrapping=b)
+    ev = ctx.evaluator(keys.evaluation())
+    z = np.linspace(-0.9, 0.9, b.slots)
+    ct = ctx.encrypt(z, keys.public, level=b.input_level, slots=b.slots)
+    out, _, counts = ev.bootstrap_profile(ct, b, return_counts=True)
+    assert counts == BOOTSTRAP_BUDGET[kind], f"{kind}: {counts}"
+    assert np.max(np.abs(ctx.decrypt(out, keys.secret, slots=b.slots).real - z)) < 2.0**-14
