@@ -296,9 +296,10 @@ int main(int argc, char** argv) {
         std::snprintf(line, sizeof line,
                       "{\"op\": \"%s/%s\", \"what\": \"%s\", \"params\": \"%s\", \"threads\": %d, \"simd\": \"%s\", "
                       "\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d}",
-                      st.group.c_str(), st.name.c_str(), st.what.c_str(), params_name.c_str(), st.group == "floor" ? 1 : T,
-                      arith::active_kernels().name, median(st.ms), *std::min_element(st.ms.begin(), st.ms.end()),
-                      *std::max_element(st.ms.begin(), st.ms.end()), reps);
+                      st.group.c_str(), st.name.c_str(), st.what.c_str(), params_name.c_str(),
+                      st.group == "floor" ? 1 : T, arith::active_kernels().name, median(st.ms),
+                      *std::min_element(st.ms.begin(), st.ms.end()), *std::max_element(st.ms.begin(), st.ms.end()),
+                      reps);
         std::puts(line);
         if (out) out << line << "\n";
     }

@@ -11,8 +11,8 @@
 //         32 x 32-bit products in base conversions. Twice the limbs for the same modulus.
 #include <cstdint>
 
-#include "kasoku/arith/modarith.hpp"
 #include "../src/kasoku/gpu/bodies.hpp"
+#include "kasoku/arith/modarith.hpp"
 
 using u32 = std::uint32_t;
 using u64 = std::uint64_t;
@@ -32,10 +32,10 @@ extern "C" __global__ void bfly_f64(double* x, double* y, const double* w, const
     double u = x[i];
     if (u >= two_q) u -= two_q;
     const double b = y[i], hi = b * w[i];
-    const double lo = __fma_rn(b, w[i], -hi);     // b w = hi + lo exactly
-    const double k = rint(b * wq[i]);             // quotient estimate: |b w / q - k| < 1
-    const double v = __fma_rn(-k, q, hi) + lo;    // b w - k q in (-q, 2q), exact below 2^52
-    x[i] = u + v + q;                             // < 4q: the lazy range
+    const double lo = __fma_rn(b, w[i], -hi);   // b w = hi + lo exactly
+    const double k = rint(b * wq[i]);           // quotient estimate: |b w / q - k| < 1
+    const double v = __fma_rn(-k, q, hi) + lo;  // b w - k q in (-q, 2q), exact below 2^52
+    x[i] = u + v + q;                           // < 4q: the lazy range
     y[i] = u - v + two_q;
 }
 
@@ -73,7 +73,7 @@ extern "C" __global__ void copy_bfly_u32(u32* x, u32* y, const u32* w, const u32
 constexpr int kTerms = 8;
 
 extern "C" __global__ void conv_u64(const u64* y, const u64* f, u64* out, u64 q, u64 ratio_lo, u64 ratio_hi,
-                                   unsigned n) {
+                                    unsigned n) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     kasoku::arith::u128 acc = 0;
 #pragma unroll

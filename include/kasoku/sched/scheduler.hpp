@@ -112,8 +112,8 @@ struct StreamResult {
     double p50_ms = 0, p95_ms = 0, p99_ms = 0, mean_ms = 0;  // latencies (finish - arrival) of the measured jobs
     double busy_thread_ms = 0;                               // sum over tasks of threads * duration
     double span_ms = 0;                                      // first arrival to last finish, all jobs
-    std::vector<int> threads_used;             // histogram: tasks run with 1, 2, ... threads (index 0 unused)
-    std::vector<TaskRecord> tasks;             // every task, in start order (the trace of the stream)
+    std::vector<int> threads_used;  // histogram: tasks run with 1, 2, ... threads (index 0 unused)
+    std::vector<TaskRecord> tasks;  // every task, in start order (the trace of the stream)
     // What the dispatcher learnt by the end: per task kind and thread count with finished tasks, the ratio of their
     // observed times to the cost model's estimates (a running mean in log space) and how many tasks it has seen.
     struct Correction {

@@ -336,8 +336,9 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
         .def(
             "bootstrap_profile",
             [](const KEvaluator& e, const KCiphertext& a, const KBootstrapper* b, TArg t, bool return_counts)
-                -> std::variant<std::pair<KCiphertext, std::map<std::string, double>>,
-                                std::tuple<KCiphertext, std::map<std::string, double>, std::map<std::string, std::size_t>>> {
+                -> std::variant<
+                    std::pair<KCiphertext, std::map<std::string, double>>,
+                    std::tuple<KCiphertext, std::map<std::string, double>, std::map<std::string, std::size_t>>> {
                 same_owner(a.owner, e.owner, "ciphertext");
                 if (b) same_owner(b->owner, e.owner, "bootstrapper");
                 const auto boot = b ? b->boot : e.owner->default_bootstrapper();

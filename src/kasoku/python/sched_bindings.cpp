@@ -280,7 +280,9 @@ void bind_sched(nb::module_& parent) {
         "simulate",
         [](const Graph& g, const CostModel& c, int threads, const std::string& policy,
            std::optional<std::vector<double>> arrivals, std::optional<std::pair<int, int>> window,
-           const CostModel* truth) { return simulate(g, c, options(threads, policy, std::move(arrivals), window), truth); },
+           const CostModel* truth) {
+            return simulate(g, c, options(threads, policy, std::move(arrivals), window), truth);
+        },
         "graph"_a, "cost"_a, "threads"_a, "policy"_a, "arrivals"_a.none() = nb::none(), "window"_a.none() = nb::none(),
         "truth"_a.none() = nb::none(), ReleaseGil());
 

@@ -396,7 +396,8 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
             others.emplace_back([&, i] {
                 const auto& cts = own[static_cast<std::size_t>(i) + 1];
                 std::size_t c = 0;
-                for (std::size_t j = static_cast<std::size_t>(i) * 7 % kinds.size(); !stop; j = (j + 1) % kinds.size()) {
+                for (std::size_t j = static_cast<std::size_t>(i) * 7 % kinds.size(); !stop;
+                     j = (j + 1) % kinds.size()) {
                     run_op(kinds[j], cts[c++ % cts.size()], w);
                     if (j == static_cast<std::size_t>(i) * 7 % kinds.size()) started.fetch_add(1);
                 }

@@ -58,7 +58,8 @@ std::vector<detail::CtPtr> detail::check_inputs(const Graph& g, const ckks::Eval
     if (!missing.empty()) {
         std::string list;
         for (std::int64_t s : missing) list += (list.empty() ? "" : ", ") + std::to_string(s);
-        throw MissingKeyError("scheduler: the graph rotates by " + list + " slot(s) without their Galois keys; make "
+        throw MissingKeyError("scheduler: the graph rotates by " + list +
+                              " slot(s) without their Galois keys; make "
                               "the keys with keygen(rotations=graph.rotation_steps())");
     }
     if (used != inputs.size())

@@ -311,9 +311,9 @@ void Dispatcher::finish(const Placement& p, double now) {
         const Graph& g = j.plan->g;
         const OpKind op = g.nodes()[p.node].op;
         const int busy = std::max(static_cast<int>(std::lround((busy_area_ - p.busy_area) / took)), p.threads);
-        const double model = cost_.overhead_ms() + cost_.loaded_task_ms(op, g.task_nq(p.node), g.aligns(p.node),
-                                                                        p.threads, busy, p.width) *
-                                                       cost_.job_factor(p.jobs_in_flight);
+        const double model = cost_.overhead_ms() +
+                             cost_.loaded_task_ms(op, g.task_nq(p.node), g.aligns(p.node), p.threads, busy, p.width) *
+                                 cost_.job_factor(p.jobs_in_flight);
         const int k = static_cast<int>(op) - 1, i = p.threads - 1;
         const double r = std::clamp(took / model, 0.25, 4.0);
         const int seen = ++seen_[k][i];

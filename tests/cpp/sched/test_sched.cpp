@@ -514,8 +514,8 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
     // Contention on 2 threads: every kind's width-1 curve has its point alone (1, 1) and beside a second team running
     // the stream's mix (2, factor >= 1); a 2-thread team fills the machine, so it has no second point.
     const CostModel loaded = CostModel::measure(params, 2, 1, {}, {g});
-    for (OpKind op : {OpKind::multiply, OpKind::square, OpKind::multiply_plain, OpKind::add, OpKind::add_plain,
-                      OpKind::rotate}) {
+    for (OpKind op :
+         {OpKind::multiply, OpKind::square, OpKind::multiply_plain, OpKind::add, OpKind::add_plain, OpKind::rotate}) {
         const auto& rows = loaded.load_table(op);
         ASSERT_EQ(rows.size(), 1u) << op_name(op);
         EXPECT_EQ(rows[0].first, 1);
