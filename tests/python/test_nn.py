@@ -410,6 +410,16 @@ def test_bad_models_are_refused_naming_the_layer(monkeypatch):
     with pytest.raises(ks.ParameterError, match=r"layer 2 \(Square\) is past the last of the parameters' 1 levels"):
         ksnn.compile(model, x, params=ks.Parameters.for_circuit(1, slots=16))
 
+    # a batch as the example input (what a new user passes first): the error says to pass one sample and the batch
+    # as calibration=, and that works
+    mlp = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), ksnn.Square())
+    batch = torch.rand(256, 1, 4, 4)
+    with pytest.raises(ks.ParameterError, match=r"batch of 256 samples.*example_input\[0\].*calibration="):
+        ksnn.compile(mlp, batch)
+    with pytest.raises(ks.ParameterError, match=r"does not run on example_input \(shape \(3, 3\)\) as one sample"):
+        ksnn.compile(mlp, torch.rand(3, 3))
+    assert ksnn.compile(mlp, batch[0], calibration=batch).in_shape == (4, 4)  # its leading 1 taken as the batch
+
     # an affine part with more weights than kasoku.nn holds (the bound lowered here: a 64 x 64 layer has 4096)
     monkeypatch.setattr(kasoku.nn.probe, "_PROBE_NONZEROS", 1000)
     wide = nn.Sequential(nn.Flatten(), nn.Linear(64, 64), ksnn.Square())

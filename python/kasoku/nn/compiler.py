@@ -34,6 +34,33 @@ def _bootstrapper(ctx, held: int, threads):
     return best[1]
 
 
+def _check_one_sample(torch, model, x0) -> None:
+    """The model runs on example_input as one sample (a batch of one), or ks.ParameterError says what to pass instead:
+    the mistake a new user makes first is a batch of samples as the example, which PyTorch reports deep inside a
+    layer ("mat1 and mat2 shapes cannot be multiplied")."""
+    with torch.no_grad():
+        try:
+            model(x0[None])
+            return
+        except Exception as e:  # noqa: BLE001 (any failure of the model on this input is reported below)
+            error = f"{type(e).__name__}: {e}"
+        if x0.dim() >= 2:
+            try:
+                model(x0)
+            except Exception:  # noqa: BLE001, S110 (not a batch either: the general message follows)
+                pass
+            else:
+                raise ks.ParameterError(
+                    f"example_input has shape {tuple(x0.shape)}, which the model takes as a batch of {x0.shape[0]} "
+                    f"samples: compile wants one sample, e.g. example_input[0] (shape {tuple(x0.shape[1:])}); pass the "
+                    "batch as calibration=... to fix the activations' ranges from it"
+                )
+    raise ks.ParameterError(
+        f"the model does not run on example_input (shape {tuple(x0.shape)}) as one sample ({error}); pass one input "
+        "sample, without a batch dimension or with a batch dimension of 1"
+    )
+
+
 def compile(
     model,
     example_input,
@@ -69,6 +96,7 @@ def compile(
     x0 = torch.as_tensor(example_input, dtype=torch.float64)
     if x0.dim() >= 2 and x0.shape[0] == 1:
         x0 = x0[0]
+    _check_one_sample(torch, model, x0)
     in_shape = tuple(x0.shape)
     gm = _trace(torch, model)
     _lower_max_pools(torch, gm, x0)
