@@ -29,10 +29,19 @@ def test_dry_run_skips_cuda_steps_and_runs_the_rest(tmp_path):
     listed = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "device_run.py"), "--list"], capture_output=True, text=True, check=True
     ).stdout.split()
-    assert set(steps) <= set(listed) and len(steps) == 21
+    assert set(steps) <= set(listed) and len(steps) == 22
     for name in ("sanitizers", "h16-gpu", "boot16-gpu", "ncu", "m14-gpu", "nn-gpu", "nn-resnet-gpu"):
         assert steps[name]["status"] == "skipped" and "CUDA" in steps[name]["why"], steps[name]
-    for name in ("gpu-tests", "b13-batches", "cpu-threads", "boot16-threads", "sched-cost", "sched-real", "sched-sim"):
+    for name in (
+        "gpu-tests",
+        "b13-batches",
+        "cpu-threads",
+        "boot16-threads",
+        "boot-ifma",
+        "sched-cost",
+        "sched-real",
+        "sched-sim",
+    ):
         assert steps[name]["status"] == "ok", steps[name]
         assert steps[name]["json_lines"] > 0, steps[name]
     lines = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
@@ -48,6 +57,11 @@ def test_steps_run_in_the_order_given_and_limits_are_checked(tmp_path):
     r = subprocess.run([*script, "--steps", "ncu,h16-gpu", "--limit", "ncu=5"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert [json.loads(x)["step"] for x in (tmp_path / "steps.jsonl").read_text().splitlines()] == ["ncu", "h16-gpu"]
+    # every line carries the call and the library's commit given (the device's copy of .git may lag the tree)
+    r = subprocess.run([*script, "--steps", "h16-gpu", "--call", "7", "--commit", "abc1234"], capture_output=True)
+    assert r.returncode == 0
+    last = json.loads((tmp_path / "steps.jsonl").read_text().splitlines()[-1])
+    assert last["call"] == "7" and last["commit"] == "abc1234"
     for bad in ("nope=5", "ncu=soon"):
         r = subprocess.run([*script, "--steps", "ncu", "--limit", bad], capture_output=True, text=True)
         assert r.returncode == 2 and "STEP=SECONDS" in r.stderr, r.stderr
