@@ -182,6 +182,23 @@ def test_for_circuit_runs_its_depth_with_its_precision(depth, bits, rng):
     assert -np.log2(np.max(np.abs(got - np.prod(xs, axis=0)))) >= bits
 
 
+@pytest.mark.parametrize("degree,total", [(31, 1.0), (31, 16.0), (63, 2.0)])
+def test_for_polynomial_delivers_its_bits_at_the_output(degree, total, rng):
+    """for_circuit promises its bits for each product of values up to 1; a series whose coefficients sum to 16 keeps
+    about 16.6 of 20 there. for_polynomial adds the bits the coefficients cost, and the output has the bits asked."""
+    coeffs = rng.uniform(-1, 1, degree + 1)
+    coeffs *= total / np.sum(np.abs(coeffs))
+    poly = ks.Polynomial(coeffs, basis="chebyshev")
+    params = ks.Parameters.for_polynomial(poly, precision_bits=20)
+    assert params.levels == poly.depth and params.security == 128
+    ctx = ks.Context(params, threads=2)
+    keys = ctx.keygen()
+    x = rng.uniform(-1, 1, ctx.slots)
+    out = ctx.evaluator(keys.evaluation()).evaluate_polynomial(ctx.encrypt(x, keys.public), poly)
+    err = np.max(np.abs(ctx.decrypt(out, keys.secret).real - np.polynomial.chebyshev.chebval(x, coeffs)))
+    assert -np.log2(err) >= 20
+
+
 def test_for_circuit_says_what_cannot_be_had():
     with pytest.raises(ks.ParameterError, match="bootstrapping"):
         ks.Parameters.for_circuit(depth=40, precision_bits=20)
