@@ -135,8 +135,7 @@ void bind_objects(nb::module_& m) {
                 return Parameters::for_circuit(poly.depth(), precision_bits + extra, slots.value_or(0), security,
                                                dnum.value_or(0));
             },
-            "poly"_a, "precision_bits"_a = 20, "slots"_a = nb::none(), "security"_a.none() = 128,
-            "dnum"_a = nb::none(),
+            "poly"_a, "precision_bits"_a = 20, "slots"_a = nb::none(), "security"_a.none() = 128, "dnum"_a = nb::none(),
             "for_circuit for evaluating `poly` (Evaluator.evaluate_polynomial) with `precision_bits` bits at its "
             "output: its depth, and ceil(log2(sum |c_i|)) + 1 bits more than precision_bits for the coefficients' "
             "growth of the error.")
