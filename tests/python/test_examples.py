@@ -89,10 +89,14 @@ def test_federated_example_runs_through_the_service():
     )
     assert out.returncode == 0, out.stderr
     assert "decrypted by hospitals [1, 2] of 3; the server held public shares only" in out.stdout
-    for name, tol in (("mean:", 0.05), ("variance:", 0.05)):
+    # The smudging noise of the decryption leaves about `bits` bits of each decrypted value, and the example scales the
+    # mean back by 10 and the variance by 100: 4 times that error is a bound the runs keep (measured: the variance
+    # 0.005-0.073 off at 11.3 bits, i.e. up to 1.8 times 100 * 2^-11.3).
+    bits = float(re.search(r"the smudging leaves about ([\d.]+) bits", out.stdout).group(1))
+    for name, scale in (("mean:", 10), ("variance:", 100)):
         line = next(ln for ln in out.stdout.splitlines() if ln.startswith(name))
         enc, clear = float(line.split()[2]), float(line.split()[4])
-        assert abs(enc - clear) < tol, line
+        assert abs(enc - clear) < 4 * scale * 2.0**-bits, line
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("gradient:"))
     enc_g, clear_g = ([float(v) for v in part.split()] for part in re.findall(r"\[([^\]]*)\]", line))
     assert max(abs(a - b) for a, b in zip(enc_g, clear_g)) < 2e-3
