@@ -160,12 +160,12 @@ int main(int argc, char** argv) {
         "rotate", "decompose: INTT", "backend.from_ntt(c1)", [&] { work = ct.polys[1]; },
         [&] { be.from_ntt(work, T); });
     add(
-        "rotate", "ModUp (INTT, scale, conversion, NTT)", "keyswitcher.decompose(c1)", [&] { mod_up.clear(); },
-        [&] { mod_up = ks.decompose(ct.polys[1], T); });
+        "rotate", "ModUp (INTT, scale, conversion, NTT)", "backend.mod_up(c1)", [&] { mod_up.clear(); },
+        [&] { mod_up = be.mod_up(ct.polys[1], T); });
     add(
         "rotate", "inner product with the key", "keyswitcher.inner_product(digits, key)",
         [&] {
-            if (mod_up.empty()) mod_up = ks.decompose(ct.polys[1], T);
+            if (mod_up.empty()) mod_up = be.mod_up(ct.polys[1], T);
         },
         [&] { lazy = ks.inner_product(mod_up, gkey, T); });
     add(

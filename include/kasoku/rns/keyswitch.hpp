@@ -1,7 +1,8 @@
 // Hybrid key switching (Han-Ki; seed 000 Alg. 2.4.1-2.4.4, hoisting after Alg. 3.2.1), written once for every
 // backend as whole-polynomial operations, in the three steps of seed 000:
 //
-//   1. decompose:      split c1 into dnum digits of alpha primes and ModUp each to Q_l * P (shareable: hoisting);
+//   1. ModUp:          split c1 into dnum digits of alpha primes and extend each to Q_l * P (Backend::mod_up; the
+//                      decomposition that hoisted key switches share);
 //   2. inner product:  the digits times the key digits, summed (and permuted by an automorphism), still over
 //                      Q_l * P, where sums of key switches and plaintext products can be taken (lazy ModDown);
 //   3. ModDown:        divide by P back to Q_l (fused with an automorphism, the addition of c0, or a rescale).
@@ -29,9 +30,8 @@ public:
     explicit KeySwitcher(const Backend& backend) : be_(backend) {}
     const Backend& backend() const { return be_; }
 
-    // ---- step 1
-    // ModUp of every digit of d (NTT form over Q_l): digit j over Q_l * P, NTT form.
-    std::vector<RnsPoly> decompose(const RnsPoly& d, Exec exec) const { return be_.mod_up(d, exec); }
+    // ---- step 1 is the backend's: Backend::mod_up(d) gives every digit of d over Q_l * P (the decomposition that
+    // hoisted key switches share; ckks::Evaluator::decompose wraps it with its level and key checks).
 
     // ---- step 2 (results over Q_l * P; c0 of a result is empty unless said otherwise)
     // <ModUp(d), key>: steps 1 and 2 fused limb by limb, for a key switch that shares nothing.
@@ -48,30 +48,18 @@ public:
     LazyPolys multiply_plain_sum(const std::vector<const LazyPolys*>& xs, const std::vector<const RnsPoly*>& pts,
                                  Exec exec) const;
 
-    // ---- step 3 (add0, add1 over Q_l, may be null; empty or null terms are zero)
-    // out0 = psi_g(round(x.b / P) + x.c0 + add0), out1 = psi_g(round(x.a / P) + add1) over Q_l (g = 1: no automorphism).
+    // ---- step 3 (add_b, add_a over Q_l, may be null; empty or null terms are zero)
+    // out_b = psi_g(round(x.b / P) + x.c0 + add_b), out_a = psi_g(round(x.a / P) + add_a) over Q_l (g = 1: no automorphism).
     // The automorphism comes last, on two polynomials over Q_l: keys switch to s(X^{g^-1}) for that (keygen).
-    void mod_down(const LazyPolys& x, const RnsPoly* add0, const RnsPoly* add1, std::uint64_t galois_elt, RnsPoly& out0,
-                  RnsPoly& out1, Exec exec) const;
-    // out0 = round((x.b + P (x.c0 + add0)) / (P q_l)), out1 = round((x.a + P add1) / (P q_l)) over Q_{l-1}: ModDown,
+    void mod_down(const LazyPolys& x, const RnsPoly* add_b, const RnsPoly* add_a, std::uint64_t galois_elt,
+                  RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
+    // out_b = round((x.b + P (x.c0 + add_b)) / (P q_l)), out_a = round((x.a + P add_a) / (P q_l)) over Q_{l-1}: ModDown,
     // the additions and a rescale in one base conversion per polynomial. Consumes x.
-    void mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const RnsPoly* add1, RnsPoly& out0, RnsPoly& out1,
+    void mod_down_rescale(LazyPolys&& x, const RnsPoly* add_b, const RnsPoly* add_a, RnsPoly& out_b, RnsPoly& out_a,
                           Exec exec) const;
 
-    // ---- steps 1 to 3 in one call, for a key switch that shares nothing
-    // mod_down(switch_lazy(d, key), add0, add1, g, out0, out1) or, with `rescale` (g = 1), mod_down_rescale of it: the
-    // same results; the backend may run them limb by limb without the pair over Q_l * P in memory.
-    void switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add0, const RnsPoly* add1,
-                         std::uint64_t galois_elt, bool rescale, RnsPoly& out0, RnsPoly& out1, Exec exec) const {
-        be_.key_switch_mod_down(d, key, add0, add1, galois_elt, rescale, out0, out1, exec);
-    }
-
-    // mod_down(inner_product_sum(decompose(d), terms, c0), nullptr, nullptr, 1, out0, out1): the same results; the
-    // backend may run them limb by limb without the digits or the pair over Q_l * P in memory.
-    void switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0, RnsPoly& out0,
-                             RnsPoly& out1, Exec exec) const {
-        be_.key_switch_sum_mod_down(d, terms, c0, out0, out1, exec);
-    }
+    // ---- steps 1 to 3 in one call, for a key switch that shares nothing: the backend's key_switch_mod_down and
+    // key_switch_sum_mod_down (fused limb by limb there).
 
     // ---- key generation
     // b += P s on the q-limbs of digit j: the gadget term of key digit j (s and b over Q_m * P_k, NTT form, P the product

@@ -254,7 +254,7 @@ Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool 
                                 : d.scale);
     out.polys.resize(2);
     // With a rescale, (d0 P + ks0) / (P q_l): ModDown and rescale in one base conversion.
-    ctx_->keyswitcher().switch_mod_down(d.polys[2], *relin_key(), &d.polys[0], &d.polys[1], 1, rescale_after,
+    ctx_->backend().key_switch_mod_down(d.polys[2], *relin_key(), &d.polys[0], &d.polys[1], 1, rescale_after,
                                         out.polys[0], out.polys[1], exec);
     return out;
 }
@@ -488,11 +488,11 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
     RnsPoly sum[2];
     combine(xs, coeffs, constant, static_cast<std::size_t>(a.level()) + 1, d.scale, &d, k, sum, exec);
     if (k != 1) ctx_->backend().mul_constant(d.polys[2], ctx_->rns().signed_residues(k), d.polys[2], exec);
-    const auto& ks = ctx_->keyswitcher();
     Ciphertext out;
     detail::stamp(out, d, d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level()))));
     out.polys.resize(2);
-    ks.switch_mod_down(d.polys[2], *relin_key(), &sum[0], &sum[1], 1, true, out.polys[0], out.polys[1], exec);
+    ctx_->backend().key_switch_mod_down(d.polys[2], *relin_key(), &sum[0], &sum[1], 1, true, out.polys[0], out.polys[1],
+                                        exec);
     return out;
 }
 
@@ -574,19 +574,19 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec ex
 }
 
 Ciphertext Evaluator::switch_finish(const Ciphertext& like, const RnsPoly& d, const rns::GadgetKey& key,
-                                    const RnsPoly* add0, const RnsPoly* add1, std::uint64_t g, Exec exec) const {
+                                    const RnsPoly* add_b, const RnsPoly* add_a, std::uint64_t g, Exec exec) const {
     Ciphertext out;
     out.polys.resize(2);
-    ctx_->keyswitcher().switch_mod_down(d, key, add0, add1, g, false, out.polys[0], out.polys[1], exec);
+    ctx_->backend().key_switch_mod_down(d, key, add_b, add_a, g, false, out.polys[0], out.polys[1], exec);
     detail::stamp(out, like, like.scale);
     return out;
 }
 
-Ciphertext Evaluator::finish(const Ciphertext& like, const rns::LazyPolys& x, const RnsPoly* add0, const RnsPoly* add1,
-                             std::uint64_t g, Exec exec) const {
+Ciphertext Evaluator::finish(const Ciphertext& like, const rns::LazyPolys& x, const RnsPoly* add_b,
+                             const RnsPoly* add_a, std::uint64_t g, Exec exec) const {
     Ciphertext out;
     out.polys.resize(2);
-    ctx_->keyswitcher().mod_down(x, add0, add1, g, out.polys[0], out.polys[1], exec);
+    ctx_->keyswitcher().mod_down(x, add_b, add_a, g, out.polys[0], out.polys[1], exec);
     detail::stamp(out, like, like.scale);
     return out;
 }

@@ -30,7 +30,7 @@ Decomposition Evaluator::decompose(const Ciphertext& a, Exec exec) const {
     exec = ctx_->exec(exec);
     Decomposition d;
     d.input = a;
-    d.digits = ctx_->keyswitcher().decompose(d.input.polys[1], exec);
+    d.digits = ctx_->backend().mod_up(d.input.polys[1], exec);
     return d;
 }
 
@@ -218,7 +218,7 @@ Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::v
     // decompose, inner_product_sum and mod_down in one backend call
     Ciphertext out;
     out.polys.resize(2);
-    ctx_->keyswitcher().switch_sum_mod_down(a.polys[1], terms, a.polys[0], out.polys[0], out.polys[1], exec);
+    ctx_->backend().key_switch_sum_mod_down(a.polys[1], terms, a.polys[0], out.polys[0], out.polys[1], exec);
     detail::stamp(out, a, a.scale);
     return out;
 }

@@ -82,17 +82,17 @@ protected:
                                     RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
 
 private:
-    // Hybrid key-switching decomposition of d (NTT form over Q_l): the digits in coefficient form, pre-scaled for base
-    // conversion, from which any limb of ModUp(digit j) is produced.
-    struct Decomposed {
+    // What ModUp starts from (d in NTT form over Q_l): its limbs back in coefficient form, each scaled for its digit's
+    // base conversion, from which any limb of ModUp(digit j) is produced when a fused pipeline reads it.
+    struct ModUpSources {
         std::size_t num_q = 0;
         const RnsPoly* ntt = nullptr;  // d itself: the ModUp limbs inside a digit are d's own
         RnsPoly scaled;                // y_i = [d]_{q_i} (Q_j/q_i)^-1 mod q_i, coefficient form
     };
-    Decomposed decompose(const RnsPoly& d, int threads) const;
+    ModUpSources mod_up_sources(const RnsPoly& d, int threads) const;
     // Limb `limb` (of the Q_l * P basis) of ModUp(digit j), NTT form: d's own limb when it is one of the digit's,
     // else computed into scratch[0..n); returns where it is.
-    const u64* mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t limb_index, u64* scratch) const;
+    const u64* mod_up_limb(const ModUpSources& dec, std::size_t digit, std::size_t limb_index, u64* scratch) const;
     // Limb l of a pair (b, a) over Q_l * P_k (num_q q-limbs): pointers to its words, or the words written into the two
     // buffers given (n each) and pointers to those.
     using PairLimbs = std::function<void(std::size_t l, u64* b_buf, u64* a_buf, const u64*& b, const u64*& a)>;
@@ -114,9 +114,9 @@ private:
     std::vector<const std::uint32_t*> permutations(const std::vector<KeyTerm>& terms,
                                                    std::vector<Permutation>& owned) const;
     // The limbs at t of every digit's ModUp (mod_up_limb), made in scratch (digits * n words) where they must be.
-    std::vector<const u64*> mod_up_limbs(const Decomposed& dec, std::size_t t, u64* scratch) const;
+    std::vector<const u64*> mod_up_limbs(const ModUpSources& dec, std::size_t t, u64* scratch) const;
     // Limb t (of Q_l * P_k) of the pair <ModUp(d), key>, written to b and a; scratch as for mod_up_limbs.
-    void key_switch_limb(const Decomposed& dec, const GadgetKey& key, std::size_t t, u64* b, u64* a,
+    void key_switch_limb(const ModUpSources& dec, const GadgetKey& key, std::size_t t, u64* b, u64* a,
                          u64* scratch) const;
     // Limb t (of Q_l * P, nq q-limbs) of b = sum_e psi_{g_e}(<digits, key_e.b>) and a likewise, from the digits' limbs at
     // t (perms[e]: g_e's permutation, null for 1); with c0 (its limb t) also c0_out = sum_e psi_{g_e}(c0).
@@ -486,8 +486,8 @@ void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first,
 
 // ---------------------------------------------------------------- key switching
 
-CpuBackend::Decomposed CpuBackend::decompose(const RnsPoly& d, int threads) const {
-    Decomposed dec;
+CpuBackend::ModUpSources CpuBackend::mod_up_sources(const RnsPoly& d, int threads) const {
+    ModUpSources dec;
     dec.num_q = d.num_q();
     dec.ntt = &d;
     dec.scaled = d;
@@ -506,7 +506,7 @@ CpuBackend::Decomposed CpuBackend::decompose(const RnsPoly& d, int threads) cons
     return dec;
 }
 
-const u64* CpuBackend::mod_up_limb(const Decomposed& dec, std::size_t digit, std::size_t t, u64* out) const {
+const u64* CpuBackend::mod_up_limb(const ModUpSources& dec, std::size_t digit, std::size_t t, u64* out) const {
     const std::size_t begin = ring().digit_begin(digit), m = ring().digit_size(digit, dec.num_q);
     if (t >= begin && t < begin + m) return limb(*dec.ntt, t);  // a limb of the digit itself
     const u64* y[kMaxDigitPrimes];                              // m <= alpha <= kMaxDigitPrimes (RnsContext)
@@ -519,7 +519,7 @@ const u64* CpuBackend::mod_up_limb(const Decomposed& dec, std::size_t digit, std
 
 std::vector<RnsPoly> CpuBackend::do_mod_up(const RnsPoly& d, Exec exec) const {
     const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq);
-    const Decomposed dec = decompose(d, exec.threads);
+    const ModUpSources dec = mod_up_sources(d, exec.threads);
     std::vector<RnsPoly> out;
     out.reserve(digits);
     for (std::size_t j = 0; j < digits; ++j) out.push_back(poly(nq, np, true));
@@ -573,20 +573,20 @@ void key_limbs(const GadgetKey& key, std::size_t t, std::size_t nq, std::size_t 
 void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
     // Over Q_l * P_k, the key's special primes (all of P, or a prefix).
     const std::size_t nq = d.num_q(), np = key.b_parts()[0].num_p(), digits = ring().digits_at(nq);
-    const Decomposed dec = decompose(d, exec.threads);
+    const ModUpSources dec = mod_up_sources(d, exec.threads);
     parallel_for(exec.threads, nq + np, [&](std::size_t t) {
         AlignedWords tmp(digits * n_);
         key_switch_limb(dec, key, t, limb(b, t), limb(a, t), tmp.data());
     });
 }
 
-std::vector<const u64*> CpuBackend::mod_up_limbs(const Decomposed& dec, std::size_t t, u64* scratch) const {
+std::vector<const u64*> CpuBackend::mod_up_limbs(const ModUpSources& dec, std::size_t t, u64* scratch) const {
     std::vector<const u64*> dt(ring().digits_at(dec.num_q));
     for (std::size_t j = 0; j < dt.size(); ++j) dt[j] = mod_up_limb(dec, j, t, scratch + j * n_);
     return dt;
 }
 
-void CpuBackend::key_switch_limb(const Decomposed& dec, const GadgetKey& key, std::size_t t, u64* b, u64* a,
+void CpuBackend::key_switch_limb(const ModUpSources& dec, const GadgetKey& key, std::size_t t, u64* b, u64* a,
                                  u64* scratch) const {
     const std::size_t nq = dec.num_q;
     const std::vector<const u64*> dt = mod_up_limbs(dec, t, scratch);
@@ -604,7 +604,7 @@ void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, 
                                         const RnsPoly* add_a, u64 galois_elt, bool rescale, RnsPoly& out_b,
                                         RnsPoly& out_a, Exec exec) const {
     const std::size_t nq = d.num_q(), np = key.b_parts()[0].num_p(), digits = ring().digits_at(nq);
-    const Decomposed dec = decompose(d, exec.threads);
+    const ModUpSources dec = mod_up_sources(d, exec.threads);
     const std::vector<u64>& q = ring().q_primes();
     const RnsPoly* add[2] = {add_b, add_a};
     const PairLimbs limbs = [&](std::size_t t, u64* b_buf, u64* a_buf, const u64*& xb, const u64*& xa) {
@@ -701,7 +701,7 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
 void CpuBackend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
                                             RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq);
-    const Decomposed dec = decompose(d, exec.threads);
+    const ModUpSources dec = mod_up_sources(d, exec.threads);
     std::vector<Permutation> owned;
     const std::vector<const std::uint32_t*> perms = permutations(terms, owned);
     RnsPoly c0_sum = poly(nq, 0, true);  // written limb by limb, each before its ModDown reads it

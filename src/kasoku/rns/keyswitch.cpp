@@ -47,28 +47,28 @@ LazyPolys KeySwitcher::multiply_plain_sum(const std::vector<const LazyPolys*>& x
     return out;
 }
 
-void KeySwitcher::mod_down(const LazyPolys& x, const RnsPoly* add0, const RnsPoly* add1, std::uint64_t galois_elt,
-                           RnsPoly& out0, RnsPoly& out1, Exec exec) const {
-    RnsPoly both;  // x.c0 + add0 when there are two addends
-    const RnsPoly* c0 = x.c0.empty() ? add0 : &x.c0;
-    if (add0 && !x.c0.empty()) {
-        be_.add(x.c0, *add0, both, exec);
+void KeySwitcher::mod_down(const LazyPolys& x, const RnsPoly* add_b, const RnsPoly* add_a, std::uint64_t galois_elt,
+                           RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
+    RnsPoly both;  // x.c0 + add_b when there are two addends
+    const RnsPoly* c0 = x.c0.empty() ? add_b : &x.c0;
+    if (add_b && !x.c0.empty()) {
+        be_.add(x.c0, *add_b, both, exec);
         c0 = &both;
     }
-    be_.mod_down(x.b, x.a, c0, add1, galois_elt, out0, out1, exec);
+    be_.mod_down(x.b, x.a, c0, add_a, galois_elt, out_b, out_a, exec);
 }
 
-void KeySwitcher::mod_down_rescale(LazyPolys&& x, const RnsPoly* add0, const RnsPoly* add1, RnsPoly& out0,
-                                   RnsPoly& out1, Exec exec) const {
-    RnsPoly b = std::move(x.b), a = std::move(x.a), both;  // x.c0 + add0 when there are two addends
-    const RnsPoly* c0 = x.c0.empty() ? add0 : &x.c0;
-    if (add0 && !x.c0.empty()) {
-        be_.add(x.c0, *add0, both, exec);
+void KeySwitcher::mod_down_rescale(LazyPolys&& x, const RnsPoly* add_b, const RnsPoly* add_a, RnsPoly& out_b,
+                                   RnsPoly& out_a, Exec exec) const {
+    RnsPoly b = std::move(x.b), a = std::move(x.a), both;  // x.c0 + add_b when there are two addends
+    const RnsPoly* c0 = x.c0.empty() ? add_b : &x.c0;
+    if (add_b && !x.c0.empty()) {
+        be_.add(x.c0, *add_b, both, exec);
         c0 = &both;
     }
-    be_.mod_down_rescale(b, a, c0, add1, exec);
-    out0 = std::move(b);
-    out1 = std::move(a);
+    be_.mod_down_rescale(b, a, c0, add_a, exec);
+    out_b = std::move(b);
+    out_a = std::move(a);
 }
 
 void KeySwitcher::add_gadget(const RnsPoly& s, std::size_t digit, RnsPoly& b, Exec exec) const {

@@ -556,7 +556,7 @@ TEST(KeySwitch, FusedHoistedAndReferenceInnerProductsAgree) {
         const GadgetKey k1 = f.random_key(rng), k2 = f.random_key(rng);
         for (std::size_t nq : {5u, 3u, 1u}) {
             const RnsPoly d = f.random(nq, 0, rng, true), c0 = f.random(nq, 0, rng, true);
-            const std::vector<RnsPoly> digits = ks.decompose(d, 2);
+            const std::vector<RnsPoly> digits = f.be->mod_up(d, 2);
             const LazyPolys fused = ks.switch_lazy(d, k1, 2), hoisted = ks.inner_product(digits, k1, 1);
             ASSERT_EQ(fused.b, hoisted.b) << "alpha " << alpha << " nq " << nq;
             ASSERT_EQ(fused.a, hoisted.a);
@@ -629,7 +629,7 @@ TEST(KeySwitch, SwitchModDownEqualsItsSteps) {
                         LazyPolys x = ks.switch_lazy(d, *k, 1);
                         if (rescale) ks.mod_down_rescale(std::move(x), a0, a1, e0, e1, 1);
                         else ks.mod_down(x, a0, a1, ge, e0, e1, 1);
-                        ks.switch_mod_down(d, *k, a0, a1, ge, rescale, o0, o1, 2);
+                        f.be->key_switch_mod_down(d, *k, a0, a1, ge, rescale, o0, o1, 2);
                         ASSERT_EQ(o0, e0) << "alpha " << alpha << " nq " << nq << " rescale " << rescale << " adds "
                                           << adds << " prefix " << (k == &prefix);
                         ASSERT_EQ(o1, e1);
@@ -637,17 +637,17 @@ TEST(KeySwitch, SwitchModDownEqualsItsSteps) {
                 }
             RnsPoly o0 = c0, o1 = c1, e0, e1;  // outputs that are the addends
             ks.mod_down(ks.switch_lazy(d, key, 1), &c0, &c1, g, e0, e1, 1);
-            ks.switch_mod_down(d, key, &o0, &o1, g, false, o0, o1, 2);
+            f.be->key_switch_mod_down(d, key, &o0, &o1, g, false, o0, o1, 2);
             ASSERT_EQ(o0, e0);
             ASSERT_EQ(o1, e1);
         }
         RnsPoly o0, o1;
         const RnsPoly d = f.random(1, 0, rng, true);
-        EXPECT_THROW(ks.switch_mod_down(d, key, nullptr, nullptr, 1, true, o0, o1, 1),
+        EXPECT_THROW(f.be->key_switch_mod_down(d, key, nullptr, nullptr, 1, true, o0, o1, 1),
                      InternalError);  // no q_l to drop
-        EXPECT_THROW(ks.switch_mod_down(f.random(3, 0, rng, true), key, nullptr, nullptr, g, true, o0, o1, 1),
+        EXPECT_THROW(f.be->key_switch_mod_down(f.random(3, 0, rng, true), key, nullptr, nullptr, g, true, o0, o1, 1),
                      InternalError);  // a rescale with an automorphism
-        EXPECT_THROW(ks.switch_mod_down(f.random(3, 0, rng, true), key, nullptr, nullptr, 1, false, o0, o0, 1),
+        EXPECT_THROW(f.be->key_switch_mod_down(f.random(3, 0, rng, true), key, nullptr, nullptr, 1, false, o0, o0, 1),
                      InternalError);
     }
 }
@@ -665,15 +665,15 @@ TEST(KeySwitch, SwitchSumModDownEqualsItsSteps) {
             for (const auto& terms : sums) {
                 const RnsPoly d = f.random(nq, 0, rng, true), c0 = f.random(nq, 0, rng, true);
                 RnsPoly e0, e1, o0, o1;
-                ks.mod_down(ks.inner_product_sum(ks.decompose(d, 1), terms, c0, 1), nullptr, nullptr, 1, e0, e1, 1);
-                ks.switch_sum_mod_down(d, terms, c0, o0, o1, 2);
+                ks.mod_down(ks.inner_product_sum(f.be->mod_up(d, 1), terms, c0, 1), nullptr, nullptr, 1, e0, e1, 1);
+                f.be->key_switch_sum_mod_down(d, terms, c0, o0, o1, 2);
                 ASSERT_EQ(o0, e0) << "alpha " << alpha << " nq " << nq << " terms " << terms.size();
                 ASSERT_EQ(o1, e1);
             }
         RnsPoly o0, o1;
         const RnsPoly d = f.random(3, 0, rng, true);
-        EXPECT_THROW(ks.switch_sum_mod_down(d, {}, d, o0, o1, 1), InternalError);
-        EXPECT_THROW(ks.switch_sum_mod_down(d, {{&k1, 5}}, f.random(2, 0, rng, true), o0, o1, 1), InternalError);
+        EXPECT_THROW(f.be->key_switch_sum_mod_down(d, {}, d, o0, o1, 1), InternalError);
+        EXPECT_THROW(f.be->key_switch_sum_mod_down(d, {{&k1, 5}}, f.random(2, 0, rng, true), o0, o1, 1), InternalError);
     }
 }
 
