@@ -234,10 +234,10 @@ def test_the_check_sees_each_kind_of_violation(tmp_path):
         "kasoku/service/client.py": "from kasoku.errors import Error\nfrom . import wire\n",
         "kasoku/service/wire.py": "import kasoku as ks\nimport kasoku.nn as ksnn\n",
         "kasoku/service/app.py": "",
-        "kasoku/service/ray_executor.py": "from .backends import Job\n",
-        "kasoku/service/backends.py": "import kasoku as ks\n",
+        "kasoku/service/ray_executor.py": "from .executors import Job\n",
+        "kasoku/service/executors.py": "import kasoku as ks\n",
         "kasoku/service/core/__init__.py": "",
-        "kasoku/service/core/service.py": "def make():\n    from ..ray_executor import RayBackend\n",
+        "kasoku/service/core/service.py": "def make():\n    from ..ray_executor import RayExecutor\n",
         "kasoku/cli/__init__.py": "from kasoku.cli import bench\ndef main():\n    from kasoku.service import app\n",
         "kasoku/cli/bench.py": "import kasoku as ks\nfrom kasoku.service.client import graph_dict\n",
         "kasoku/__main__.py": "from kasoku.cli import main\n",
@@ -255,13 +255,13 @@ def test_the_check_sees_each_kind_of_violation(tmp_path):
         "upward: kasoku imports kasoku.service.client at module level",
     )
     check(
-        {"kasoku/service/backends.py": "def f():\n    from kasoku.service.core import service\n"},
+        {"kasoku/service/executors.py": "def f():\n    from kasoku.service.core import service\n"},
         "a loop through imports inside functions",
     )
     check(
         {
             "kasoku/service/ray_executor.py": "from .core.service import make\n",
-            "kasoku/service/core/service.py": "from ..ray_executor import RayBackend\n",
+            "kasoku/service/core/service.py": "from ..ray_executor import RayExecutor\n",
         },
         "a loop of module-level imports: kasoku.service.core.service <-> kasoku.service.ray_executor",
     )

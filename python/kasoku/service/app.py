@@ -35,9 +35,9 @@ except ImportError as e:  # pragma: no cover - the message is the point
 __all__ = ["Config", "create_app", "from_env", "main", "openapi"]
 
 
-def create_app(cfg: Config, backend=None) -> FastAPI:
-    """The application of a configuration (backend: an ExecutorBackend to use instead of the configured one)."""
-    svc = Service(cfg, backend)
+def create_app(cfg: Config, executor=None) -> FastAPI:
+    """The application of a configuration (executor: a JobExecutor to use instead of the configured one)."""
+    svc = Service(cfg, executor)
 
     @asynccontextmanager
     async def lifespan(app):

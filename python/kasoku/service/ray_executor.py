@@ -20,7 +20,7 @@ import threading
 from typing import Iterable, Mapping
 
 import kasoku as ks
-from .backends import Ended, Job, cost_model, ended
+from .executors import Ended, Job, cost_model, ended
 
 try:
     import ray
@@ -199,9 +199,9 @@ class Cluster:
         self.workers = []
 
 
-class RayBackend:
+class RayExecutor:
     """The service's executor on a Ray cluster (python -m kasoku serve --executor ray): a
-    kasoku.service.backends.ExecutorBackend."""
+    kasoku.service.executors.JobExecutor."""
 
     name = "ray"
 
@@ -260,4 +260,4 @@ class RayBackend:
         self.cluster.shutdown()
 
 
-__all__ = ["Cluster", "NodeWorker", "RayBackend"]
+__all__ = ["Cluster", "NodeWorker", "RayExecutor"]

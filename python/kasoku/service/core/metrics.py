@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..backends import Ended
+from ..executors import Ended
 
 
 class Metrics:

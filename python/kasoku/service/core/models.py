@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import kasoku as ks
 import kasoku.nn as ksnn
 
-from ..backends import Ended
+from ..executors import Ended
 from ..store import Store
 from .lru import Lru
 

@@ -13,7 +13,7 @@ import numpy as np
 import kasoku as ks
 
 from .. import wire
-from ..backends import Ended, ExecutorBackend, Job, LocalBackend, cost_model
+from ..executors import Ended, JobExecutor, Job, LocalExecutor, cost_model
 from ..store import Store
 from .config import Config, admin_token
 from .lru import Lru
@@ -24,19 +24,19 @@ ERRORS_400 = (wire.BadRequest, ks.SerializationError)
 ERRORS_422 = (ks.ParameterError, ks.LevelError, ks.MissingKeyError, ks.ScaleError)
 
 
-def make_backend(cfg: Config) -> ExecutorBackend:
+def make_executor(cfg: Config) -> JobExecutor:
     """The executor the configuration names: this machine's cores, or a Ray cluster (kasoku.service.ray_executor)."""
     if cfg.executor == "ray":
-        from ..ray_executor import RayBackend  # here: it needs Ray (kasoku[distributed]), the local executor not
+        from ..ray_executor import RayExecutor  # here: it needs Ray (kasoku[distributed]), the local executor not
 
         cost = cfg.cost if cfg.cost in ("measure", "paper") else ks.sched.CostModel.load(cfg.cost)
-        return RayBackend(cfg.params, address=cfg.ray_address, policy=cfg.policy, cost=cost)  # measure: per node
+        return RayExecutor(cfg.params, address=cfg.ray_address, policy=cfg.policy, cost=cost)  # measure: per node
     threads = ks.hardware_threads() if cfg.threads == 0 else cfg.threads
-    return LocalBackend(cost_model(cfg.params, threads, cfg.cost, cache=cfg.data), threads, cfg.policy)
+    return LocalExecutor(cost_model(cfg.params, threads, cfg.cost, cache=cfg.data), threads, cfg.policy)
 
 
 class Service:
-    def __init__(self, cfg: Config, backend=None):
+    def __init__(self, cfg: Config, executor=None):
         self.cfg = cfg
         self.ctx = ks.Context(cfg.params)
         self.store = Store(cfg.data)
@@ -50,7 +50,7 @@ class Service:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = threading.Event()
         self._collector: threading.Thread | None = None
-        self.backend = backend
+        self.executor = executor
         self.models = Models(self.store, cfg.threads, cfg.model_cache, cfg.key_cache)
         self.runner: ModelRunner | None = None
         self.recovered = 0
@@ -58,8 +58,8 @@ class Service:
     # --- life cycle ---
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        if self.backend is None:
-            self.backend = make_backend(self.cfg)
+        if self.executor is None:
+            self.executor = make_executor(self.cfg)
         self.runner = ModelRunner(self.cfg.threads)
         for jid, client, _ in self.store.unfinished():  # accepted before a restart: run again
             self.in_flight += 1
@@ -77,22 +77,22 @@ class Service:
         self._stop.set()
         if self._collector:
             self._collector.join()
-        if self.backend:
-            self.backend.close()
+        if self.executor:
+            self.executor.close()
         if self.runner:
             self.runner.close()
         self.store.close()
 
     def _collect(self) -> None:
         while not self._stop.is_set():
-            for e in self.backend.poll(0.2) + self.runner.poll():
+            for e in self.executor.poll(0.2) + self.runner.poll():
                 self._ended(e)
 
     def _queue(self, job: Job | ModelJob) -> None:
         if isinstance(job, ModelJob):
             self.runner.submit(job)
         else:
-            self.backend.submit(job)
+            self.executor.submit(job)
 
     def _ended(self, e: Ended) -> None:
         result = None if e.outputs is None else wire.result_body(e.outputs)
@@ -189,14 +189,14 @@ class Service:
                 "latency_ms": m.latency_ms(),
                 "uptime_s": time.time() - m.started,
             }
-        body.update(self.backend.status())
+        body.update(self.executor.status())
         body["model_jobs_waiting"] = self.runner.pending if self.runner else 0
         return body
 
     def retry_after(self) -> float:
         """Seconds until a slot is likely free: the recent mean run time per job over the executor's threads."""
         run = float(np.mean(self.metrics.run_s)) if self.metrics.run_s else 1.0
-        threads = max(1, self.backend.threads)
+        threads = max(1, self.executor.threads)
         return max(0.05, run * max(1, self.in_flight - self.cfg.capacity + 1) / threads)
 
     async def wait(self, jid: int, timeout_s: float) -> None:

@@ -1,5 +1,5 @@
-"""Where the service runs its jobs: the contract (ExecutorBackend) and this machine's cores (LocalBackend, the online
-executor of ks.sched); a Ray cluster is ray_executor.RayBackend. Both take checked jobs and report ended ones
+"""Where the service runs its jobs: the contract (JobExecutor) and this machine's cores (LocalExecutor, the online
+executor of ks.sched); a Ray cluster is ray_executor.RayExecutor. Both take checked jobs and report ended ones
 with their outputs as bytes. This module imports neither the service nor Ray, so both can import it."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class Job:
     jid: int
     graph: ks.sched.Graph
     keys_id: str
-    keys_path: Path  # the key set's bytes (a remote backend ships them once per node)
+    keys_path: Path  # the key set's bytes (a remote executor ships them once per node)
     evaluator: ks.Evaluator  # the key set, loaded here (the job was checked against it)
     inputs: dict  # name -> ks.Ciphertext
     blobs: dict = field(default_factory=dict)  # name -> the ciphertext's bytes as received
@@ -69,8 +69,8 @@ def ended(
     return out
 
 
-class ExecutorBackend(Protocol):
-    """What the service asks of an executor (kasoku.service.core.make_backend chooses one)."""
+class JobExecutor(Protocol):
+    """What the service asks of an executor (kasoku.service.core.make_executor chooses one)."""
 
     name: str
 
@@ -91,7 +91,7 @@ class ExecutorBackend(Protocol):
         """Stops the executor (jobs not ended are lost; the store runs them again at the next start)."""
 
 
-class LocalBackend:
+class LocalExecutor:
     """The jobs' tasks on this machine's threads under a scheduling policy (ks.sched.Executor)."""
 
     name = "local"
