@@ -74,12 +74,11 @@ void bind_algo(nb::module_& m) {
             "ctx"_a, "matrix_or_diagonals"_a, "level"_a = nb::none(), "baby"_a = nb::none(), "threads"_a = nb::none(),
             "at_use"_a = false, "products"_a = nb::none(),
             "diagonals {r: values}: out[s] = sum_r values_r[s] * in[(s + r) mod slots]. level: the inputs' level "
-            "(default "
-            "top). baby: baby steps per giant step (default: the cheapest split). at_use: keep the values and encode "
-            "each giant step's diagonals when apply reaches it (the memory of one giant step's encodings instead of "
-            "all; the same results). products: where the diagonals multiply the baby rotations, \"extended\" (over "
-            "Q_l * P, no ModDown per baby step), \"level\" (over Q_l: a ModDown per baby step, diagonals of fewer "
-            "limbs) or None (the cheaper: low levels with many diagonals take \"level\").",
+            "(default top). baby: baby steps per giant step (default: the cheapest split). at_use: keep the values and "
+            "encode each giant step's diagonals when apply reaches it (the memory of one giant step's encodings "
+            "instead of all; the same results). products: where the diagonals multiply the baby rotations, "
+            "\"extended\" (over Q_l * P, no ModDown per baby step), \"level\" (over Q_l: a ModDown per baby step, "
+            "diagonals of fewer limbs) or None (the cheaper: low levels with many diagonals take \"level\").",
             ReleaseGil())
         .def(
             "__init__",
@@ -160,8 +159,7 @@ void bind_algo(nb::module_& m) {
     nb::class_<KMatrixEncoder>(
         m, "MatrixEncoder",
         "Packs g d x d matrices per ciphertext (V[g*j + i] = M_i[j // d][j % d], tiled); larger matrices (g = 1, d*d > "
-        "slots) "
-        "become blocks. rows: the rows of rectangular left operands (rows | d), for galois_elements.")
+        "slots) become blocks. rows: the rows of rectangular left operands (rows | d), for galois_elements.")
         .def(
             "__init__",
             [](KMatrixEncoder* self, const KContext& c, std::size_t d, std::size_t g, std::optional<std::size_t> rows) {

@@ -27,9 +27,8 @@ using CtList = std::vector<KCiphertext*>;
 using OutList = std::optional<std::vector<KCiphertext*>>;
 constexpr const char* kBatchDoc =
     "One operation on many ciphertexts (element i of each list); element i of the result equals the single "
-    "operation's, "
-    "bit for bit. The CPU runs the elements in parallel over the threads (one thread each) when there are at least as "
-    "many. out=[...]: ciphertexts to overwrite with the results (same length; returns None).";
+    "operation's, bit for bit. The CPU runs the elements in parallel over the threads (one thread each) when there are "
+    "at least as many. out=[...]: ciphertexts to overwrite with the results (same length; returns None).";
 
 Evaluator::Batch batch(const CtList& v) {
     Evaluator::Batch b;
@@ -149,8 +148,7 @@ void bind_evaluator(nb::module_& m) {
             "a"_a, "level"_a, "threads"_a = nb::none(),
             "a at `level`: on the canonical scale of that level when a is on its own level's (fresh, products, "
             "bootstrapping's output; to a relative 2^-40), so it combines, evaluates polynomials and bootstraps there; "
-            "other "
-            "scales are kept (drop_limbs).",
+            "other scales are kept (drop_limbs).",
             ReleaseGil())
         .def(
             "drop_limbs",
@@ -228,8 +226,7 @@ void bind_evaluator(nb::module_& m) {
             },
             "a"_a, "values"_a, "rescale"_a = true, "out"_a = nb::none(), "threads"_a = nb::none(),
             "values: one array (or a scalar, for every slot) per ciphertext, encoded as multiply_plain encodes them. "
-            "Element "
-            "i of the result equals multiply_plain(a[i], values[i]) bit for bit; out=[...] as for add_many.",
+            "Element i of the result equals multiply_plain(a[i], values[i]) bit for bit; out=[...] as for add_many.",
             ReleaseGil())
         // ---- hoisting and trace-type functions (seed 000)
         .def(
@@ -262,8 +259,7 @@ void bind_evaluator(nb::module_& m) {
             "a"_a, "steps"_a = std::vector<std::int64_t>{}, "galois_elements"_a = std::vector<std::uint64_t>{},
             "conjugate"_a = false, "threads"_a = nb::none(),
             "Sum of the rotations of a by `steps` (and of psi_g(a) for `galois_elements`, and its conjugate if "
-            "conjugate=True): "
-            "one ModUp, the sum taken before ModDown, one ModDown.",
+            "conjugate=True): one ModUp, the sum taken before ModDown, one ModDown.",
             ReleaseGil())
         .def(
             "trace",
@@ -317,8 +313,7 @@ void bind_evaluator(nb::module_& m) {
             },
             "level"_a = nb::none(), "threads"_a = nb::none(),
             "Measured ms of the key-switching steps at a level (the cost model behind h=None), measured once per "
-            "context, "
-            "level and thread count and kept with the context.",
+            "context, level and thread count and kept with the context.",
             ReleaseGil())
         .def(
             "decompose",

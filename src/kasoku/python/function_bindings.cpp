@@ -154,26 +154,23 @@ void bind_functions(nb::module_& m) {
         "The degree + 1 Chebyshev nodes on interval (a, b) that ks.chebyshev interpolates at.");
     nb::class_<KBootstrapper>(
         m, "Bootstrapper",
-        "CKKS bootstrapping: ModRaise, CoeffToSlot (special FFT stages merged into cts_levels BSGS "
-        "transforms), EvalMod (Chebyshev cosine, double_angle double-angle steps, optionally arcsin's Taylor "
-        "polynomial "
-        "of odd arcsine_degree), SlotToCoeff (stc_levels transforms). slots=0: all ctx.slots complex slots; a power of "
-        "two up to ctx.slots / 2: sparse packing, where the input repeats every `slots` slots (ctx.encode/encrypt with "
+        "CKKS bootstrapping: ModRaise, CoeffToSlot (special FFT stages merged into cts_levels BSGS transforms), "
+        "EvalMod (Chebyshev cosine, double_angle double-angle steps, optionally arcsin's Taylor polynomial of odd "
+        "arcsine_degree), SlotToCoeff (stc_levels transforms). slots=0: all ctx.slots complex slots; a power of two up "
+        "to ctx.slots / 2: sparse packing, where the input repeats every `slots` slots (ctx.encode/encrypt with "
         "slots=) - one EvalMod instead of two. slot_to_coeff_first=True: SlotToCoeff on the input's lowest levels "
         "(stc_levels of them; the input must be at level >= stc_levels), then ModRaise, CoeffToSlot, EvalMod and one "
         "scaling level (use arcsine_degree=3 with it: the slots become coefficients as large as the values). "
         "real=True: the messages are real; EvalMod runs once instead of twice (full slots: about a third less time) "
-        "and the output holds the real part of each input slot (imaginary parts are dropped). "
-        "cts_levels/stc_levels 0: chosen from the bootstrapping levels' room. Needs sparse-secret encapsulation "
-        "(Parameters.boot_secret_weight) or a sparse secret (hamming_weight) unless k_bound is given; takes `depth` "
-        "levels (the bootstrapping levels when the parameters have them, else from the top) and leaves results at "
-        "`output_level` (ctx.user_level with bootstrapping levels). Making one encodes its transforms (the memory of "
-        "bootstrapping besides the Galois keys; a second one of the same context and config shares them, made at "
-        "once); "
-        "ctx.keygen(bootstrapping=b) makes its keys. progress: None (a bar on stderr when it is a terminal and the "
-        "plan "
-        "takes over a second), True (a bar), False (none) or a callable(done, total) called after each transform; "
-        "Ctrl-C ends it at the next transform (KeyboardInterrupt).")
+        "and the output holds the real part of each input slot (imaginary parts are dropped). cts_levels/stc_levels 0: "
+        "chosen from the bootstrapping levels' room. Needs sparse-secret encapsulation (Parameters.boot_secret_weight) "
+        "or a sparse secret (hamming_weight) unless k_bound is given; takes `depth` levels (the bootstrapping levels "
+        "when the parameters have them, else from the top) and leaves results at `output_level` (ctx.user_level with "
+        "bootstrapping levels). Making one encodes its transforms (the memory of bootstrapping besides the Galois "
+        "keys; a second one of the same context and config shares them, made at once); ctx.keygen(bootstrapping=b) "
+        "makes its keys. progress: None (a bar on stderr when it is a terminal and the plan takes over a second), True "
+        "(a bar), False (none) or a callable(done, total) called after each transform; Ctrl-C ends it at the next "
+        "transform (KeyboardInterrupt).")
         .def(
             "__init__",
             [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
@@ -302,8 +299,7 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
             },
             "a"_a, "eps"_a = 1.0 / 64, "precision_bits"_a = 16, "threads"_a = nb::none(),
             "sign(a) for a in [-1, 1] with abs(a) >= eps, within 2^-precision_bits in plain arithmetic (plus CKKS "
-            "noise): "
-            "composite polynomials f_3 of Cheon, Kim and Kim; ks.sign_depth gives the levels.",
+            "noise): composite polynomials f_3 of Cheon, Kim and Kim; ks.sign_depth gives the levels.",
             ReleaseGil())
         .def(
             "compare",
@@ -325,13 +321,9 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
             },
             "a"_a, "bootstrapper"_a = nb::none(), "threads"_a = nb::none(),
             "The message of a (any level from bootstrapper.input_level, 0 unless SlotToCoeff first; any scale above "
-            "it, the "
-            "canonical one at it, which drop_level keeps; size 2 or 3) again at "
-            "bootstrapper.output_level, on its canonical scale: values with "
-            "abs(x) <= 1 keep about 20 bits. bootstrapper=None: one with the default config, made on first use (the "
-            "keys "
-            "of "
-            "ctx.keygen(bootstrapping=True)).",
+            "it, the canonical one at it, which drop_level keeps; size 2 or 3) again at bootstrapper.output_level, on "
+            "its canonical scale: values with abs(x) <= 1 keep about 20 bits. bootstrapper=None: one with the default "
+            "config, made on first use (the keys of ctx.keygen(bootstrapping=True)).",
             ReleaseGil())
         .def(
             "bootstrap_profile",
@@ -377,8 +369,7 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
             },
             "cts"_a, "coeffs"_a, "constant"_a = 0.0, "level"_a = nb::none(), "scale"_a = 0.0, "threads"_a = nb::none(),
             "sum_i coeffs[i] * cts[i] + constant with one rescale, landing on the canonical scale of the level below "
-            "the "
-            "lowest term; level=l (below every term's): on level l instead, with `scale` (0: l's canonical scale).",
+            "the lowest term; level=l (below every term's): on level l instead, with `scale` (0: l's canonical scale).",
             ReleaseGil())
         .def(
             "multiply_add",
@@ -395,10 +386,8 @@ void bind_function_methods(nb::class_<KEvaluator>& ev) {
             "a"_a, "b"_a, "k"_a = 1, "cts"_a = std::vector<const KCiphertext*>{}, "coeffs"_a = nb::none(),
             "constant"_a = 0.0, "threads"_a = nb::none(),
             "k * a * b + sum_i coeffs[i] * cts[i] + constant with one relinearisation and one rescale (a and b at one "
-            "level, "
-            "any scales; the terms at that level or above): the sums of polynomial evaluation without rescales of "
-            "their "
-            "own. The result is one level down with scale a.scale * b.scale / q.",
+            "level, any scales; the terms at that level or above): the sums of polynomial evaluation without rescales "
+            "of their own. The result is one level down with scale a.scale * b.scale / q.",
             ReleaseGil());
 }
 

@@ -56,8 +56,7 @@ mp::Smudging smudging(int statistical_security, std::uint64_t queries, double no
 
 constexpr const char* kSmudgingDoc =
     " statistical_security (s bits, default 40), queries (decryptions the bound covers) and noise_bound (a bound on "
-    "the "
-    "ciphertext's noise coefficients; 0: default_noise_bound) size the smudging noise: sigma = noise_bound sqrt(n) "
+    "the ciphertext's noise coefficients; 0: default_noise_bound) size the smudging noise: sigma = noise_bound sqrt(n) "
     "sqrt(queries / 2) 2^(s/2) (docs/MULTIPARTY.md). group: the ids of the t or more parties decrypting together in a "
     "threshold session (None: all N with their additive shares).";
 

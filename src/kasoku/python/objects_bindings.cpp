@@ -99,12 +99,10 @@ void bind_objects(nb::module_& m) {
             "special_primes"_a = 1, "security"_a.none() = 128, "dnum"_a = 0, "hamming_weight"_a = 0,
             "boot_levels"_a = 0, "boot_bits"_a = 0, "boot_secret_weight"_a = 0,
             "security=None allows parameters outside the 128-bit HE Standard table (research use). boot_levels primes "
-            "of "
-            "boot_bits above the user's `levels` are bootstrapping's (ciphertexts start at user_level = levels); "
+            "of boot_bits above the user's `levels` are bootstrapping's (ciphertexts start at user_level = levels); "
             "boot_secret_weight > 0 makes bootstrapping switch to an ephemeral sparse secret of that weight around "
             "ModRaise, so the main secret can be dense. Raises ParameterError for invalid or insecure parameters, "
-            "saying "
-            "what to change.")
+            "saying what to change.")
         .def_static(
             "named", &Parameters::named, "name"_a,
             "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16, BOOT16L (docs/PARAMS.md).")
@@ -500,9 +498,8 @@ void bind_objects(nb::module_& m) {
             },
             "params"_a, "threads"_a = nb::none(), "device"_a = "cpu",
             "threads=None uses all cores. device=\"cuda\" computes on the first CUDA GPU (keys, ciphertexts and "
-            "plaintexts "
-            "live there; key generation and encryption randomness stay on the host); DeviceError when there is none "
-            "(ks.cuda_info() says why).",
+            "plaintexts live there; key generation and encryption randomness stay on the host); DeviceError when there "
+            "is none (ks.cuda_info() says why).",
             ReleaseGil())
         .def_prop_ro(
             "params", [](const KContext& c) { return c.owner->ctx->params(); }, "Its Parameters.")
@@ -532,9 +529,8 @@ void bind_objects(nb::module_& m) {
             "on", [](const KContext& c, const std::string& device) { return KContext{Owner::on(c.owner, device)}; },
             "device"_a,
             "This context's parameters on `device` (\"cpu\" or \"cuda\"): the same context for the same device while "
-            "any "
-            "of its objects lives, so that ciphertexts and keys moved there with .to(device) and back meet their own "
-            "context again. DeviceError without that device.",
+            "any of its objects lives, so that ciphertexts and keys moved there with .to(device) and back meet their "
+            "own context again. DeviceError without that device.",
             ReleaseGil())
         .def(
             "synchronize", [](const KContext& c) { c.owner->ctx->backend().memory()->synchronize(); },

@@ -207,8 +207,7 @@ void bind_sched(nb::module_& parent) {
             },
             "op"_a, "busy_threads"_a, "mean_width"_a = 1.0,
             "How much slower a task of kind `op` runs with `busy_threads` threads busy, tasks `mean_width` threads "
-            "wide "
-            "on average (1: unloaded).")
+            "wide on average (1: unloaded).")
         .def_prop_ro("name", &CostModel::name)
         .def_prop_ro("machine", &CostModel::machine)
         .def_prop_ro("hardware_threads", &CostModel::hardware_threads)
