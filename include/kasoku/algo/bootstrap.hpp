@@ -190,7 +190,8 @@ private:
     struct Transforms {
         std::vector<LinearTransform> cts, stc, finish;  // finish: SlotToCoeff first's final scaling
     };
-    // Shared by every bootstrapper of the same context and config while one of them lives (transforms.cpp's cache).
+    // Shared by every bootstrapper of the same context and config while one of them lives (shared_transforms in
+    // bootstrap.cpp: algo keeps its cache, not the context).
     std::shared_ptr<const Transforms> transforms_;
 };
 

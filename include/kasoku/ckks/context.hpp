@@ -1,5 +1,6 @@
 // Context: parameters, the RNS ring, the polynomial backend that computes on it (with its tables: NTT, base
-// conversion) and the encoder's FFT roots. Immutable after construction and shared by every object made from it.
+// conversion) and the encoder's FFT roots: what its parameters determine. Immutable after construction (but for the
+// key-switching costs measured on this machine, kept with it: tuned_costs) and shared by every object made from it.
 #pragma once
 #include <cmath>
 #include <complex>
@@ -89,20 +90,11 @@ public:
     std::optional<KeySwitchCosts> tuned_costs(int level, int threads) const;
     void keep_tuned_costs(const KeySwitchCosts& c) const;
 
-    // What the layers above share between users of this context (a bootstrapper's encoded transforms, keyed by its
-    // configuration): the object alive under (tag, key), else make()'s, which the context holds weakly (it lives as
-    // long as a user holds it; expired entries are dropped). make runs under the context's lock, so that a second
-    // caller of the same key waits for the first instead of making it again. Thread-safe.
-    std::shared_ptr<const void> shared(const std::string& tag, const std::vector<double>& key,
-                                       const std::function<std::shared_ptr<const void>()>& make) const;
-
     Context(const Parameters& params, int threads, const rns::BackendFactory& backend);
 
 private:
     mutable std::mutex tuning_mu_;
     mutable std::map<std::pair<int, int>, KeySwitchCosts> tuning_;
-    mutable std::mutex shared_mu_;
-    mutable std::map<std::pair<std::string, std::vector<double>>, std::weak_ptr<const void>> shared_;
     Parameters params_;
     std::shared_ptr<const rns::RnsContext> ring_;
     std::unique_ptr<const rns::Backend> backend_;

@@ -153,17 +153,6 @@ void Context::keep_tuned_costs(const KeySwitchCosts& c) const {
     tuning_.emplace(std::make_pair(c.level, c.threads), c);
 }
 
-std::shared_ptr<const void> Context::shared(const std::string& tag, const std::vector<double>& key,
-                                            const std::function<std::shared_ptr<const void>()>& make) const {
-    const std::lock_guard<std::mutex> lock(shared_mu_);
-    for (auto it = shared_.begin(); it != shared_.end();) it = it->second.expired() ? shared_.erase(it) : std::next(it);
-    auto& slot = shared_[{tag, key}];
-    if (auto alive = slot.lock()) return alive;
-    std::shared_ptr<const void> made = make();
-    slot = made;
-    return made;
-}
-
 void Context::check_galois_element(std::uint64_t g, const char* op, bool identity_allowed) const {
     if (g % 2 == 0 || g >= 2 * n() || (!identity_allowed && g == 1))
         throw ParameterError(std::string(op) + ": Galois element " + std::to_string(g) + " must be odd" +
