@@ -259,10 +259,10 @@ private:
     void check_switched(const RnsPoly& d, const char* op) const;
     // The key as the do_* calls take it: key itself, or (a compact key, and a backend that does not draw a-limbs itself)
     // one with its a-parts drawn into `storage`.
-    const GadgetKey& usable_key(const GadgetKey& key, GadgetKey& storage) const;
+    const GadgetKey& with_a_parts(const GadgetKey& key, GadgetKey& storage) const;
     // The terms as the do_* calls take them: unless this backend draws compact keys' a-limbs itself, every compact key
     // replaced by one with its a-parts drawn into `keys` (for the call).
-    std::vector<KeyTerm> usable_terms(const std::vector<KeyTerm>& terms, std::vector<GadgetKey>& keys) const;
+    std::vector<KeyTerm> terms_with_a_parts(const std::vector<KeyTerm>& terms, std::vector<GadgetKey>& keys) const;
 
     std::shared_ptr<const RnsContext> ring_;
     std::shared_ptr<const PolyMemory> memory_;

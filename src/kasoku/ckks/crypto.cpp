@@ -207,7 +207,7 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin,
     const std::size_t total = elts.size() + (relin ? 1 : 0);
     std::size_t done = 0;
     const auto keep = [&](SwitchKey k, bool drop_a) {
-        if (drop_a) k.a.clear();  // drawn from k.seed at each use (detail::usable_key)
+        if (drop_a) k.a.clear();  // drawn from k.seed at each use (detail::gadget_key)
         if (progress) progress(++done, total);
         return std::make_shared<const SwitchKey>(std::move(k));
     };
@@ -220,7 +220,7 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin,
 }
 
 namespace detail {
-std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key) {
+std::shared_ptr<const rns::GadgetKey> gadget_key(const Context& ctx, std::shared_ptr<const SwitchKey> key) {
     if (!key->a.empty()) return key;
     if (!key->seed) throw InternalError("a key without its a-parts and without their seed");
     struct Compact : rns::GadgetKey {

@@ -158,7 +158,7 @@ Ciphertext Evaluator::key_switch(const Ciphertext& a, const SwitchKey& key, Exec
     exec = ctx_->exec(exec);
     // Not owned: the key outlives the call (a compact key's a-parts are expanded for it alone).
     const auto k =
-        detail::usable_key(*ctx_, std::shared_ptr<const SwitchKey>(std::shared_ptr<const SwitchKey>(), &key));
+        detail::gadget_key(*ctx_, std::shared_ptr<const SwitchKey>(std::shared_ptr<const SwitchKey>(), &key));
     return switch_finish(a, a.polys[1], *k, &a.polys[0], nullptr, 1, exec);
 }
 
@@ -542,7 +542,7 @@ std::shared_ptr<const rns::GadgetKey> Evaluator::galois_key(std::uint64_t g, std
     return detail::galois_keys(*this, {g}, key_id, level, true).front();
 }
 
-std::shared_ptr<const rns::GadgetKey> Evaluator::relin_key() const { return detail::usable_key(*ctx_, keys_->relin); }
+std::shared_ptr<const rns::GadgetKey> Evaluator::relin_key() const { return detail::gadget_key(*ctx_, keys_->relin); }
 
 Ciphertext Evaluator::rotate(const Ciphertext& a, std::int64_t step, Exec exec) const {
     check(a, "operand");

@@ -157,7 +157,7 @@ std::vector<std::shared_ptr<const rns::GadgetKey>> detail::galois_keys(const Eva
     }
     std::vector<std::shared_ptr<const rns::GadgetKey>> keys;
     if (expand)
-        for (u64 g : elts) keys.push_back(detail::usable_key(ev.context(), ek->galois.at(g)));
+        for (u64 g : elts) keys.push_back(detail::gadget_key(ev.context(), ek->galois.at(g)));
     return keys;
 }
 

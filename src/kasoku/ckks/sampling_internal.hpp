@@ -51,7 +51,7 @@ void uniform_limb(const Seed& seed, std::size_t part, std::size_t prime, std::ui
 void sample_uniform(const rns::Backend& be, const Seed& seed, std::size_t part, rns::RnsPoly& out);
 // The key as the backend reads it: the key itself, or for a compact key (a-parts dropped: evaluation_keys(...,
 // compact)) its b-parts with a drawer of its a-parts' limbs from its seed (GadgetKey::a_limb; crypto.cpp).
-std::shared_ptr<const rns::GadgetKey> usable_key(const Context& ctx, std::shared_ptr<const SwitchKey> key);
+std::shared_ptr<const rns::GadgetKey> gadget_key(const Context& ctx, std::shared_ptr<const SwitchKey> key);
 // The Galois keys of elts for an operand under key_id at `level`, every one checked (MissingKeyError naming the
 // element, ParameterError for another secret key's, LevelError for a key made for lower levels: keygen's
 // galois_levels) before any is expanded; expand = false: checked only (hoisting.cpp).

@@ -278,7 +278,7 @@ void Backend::check_switched(const RnsPoly& d, const char* op) const {
     require(d.ntt_form() && d.num_p() == 0 && ring_->p_count() > 0, op, "needs an NTT-form polynomial over Q_l");
 }
 
-const GadgetKey& Backend::usable_key(const GadgetKey& key, GadgetKey& storage) const {
+const GadgetKey& Backend::with_a_parts(const GadgetKey& key, GadgetKey& storage) const {
     if (!key.compact() || draws_key_limbs()) return key;
     storage = drawn(key);
     return storage;
@@ -350,7 +350,7 @@ void Backend::key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, Rns
     shape(d.num_q(), kp, true, b);
     shape(d.num_q(), kp, true, a);
     GadgetKey storage;
-    do_key_switch(d, usable_key(key, storage), b, a, exec);
+    do_key_switch(d, with_a_parts(key, storage), b, a, exec);
 }
 
 void Backend::key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
@@ -362,7 +362,7 @@ void Backend::key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const 
     require(&out_b != &out_a, op, "the two outputs must be two polynomials");
     check_addends(add_b, add_a, d.num_q(), op);
     GadgetKey storage;
-    do_key_switch_mod_down(d, usable_key(key, storage), add_b, add_a, galois_elt, rescale, out_b, out_a, exec);
+    do_key_switch_mod_down(d, with_a_parts(key, storage), add_b, add_a, galois_elt, rescale, out_b, out_a, exec);
 }
 
 void Backend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
@@ -392,7 +392,7 @@ void Backend::key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTer
         check_key(*ring_, *t.key, d.num_q(), true, op);
     }
     std::vector<GadgetKey> keys;
-    do_key_switch_sum_mod_down(d, usable_terms(terms, keys), c0, out_b, out_a, exec);
+    do_key_switch_sum_mod_down(d, terms_with_a_parts(terms, keys), c0, out_b, out_a, exec);
 }
 
 void Backend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
@@ -430,10 +430,11 @@ void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vecto
         shape(*c0, *c0_out);
     }
     std::vector<GadgetKey> keys;
-    do_inner_product(digits, usable_terms(terms, keys), b, a, c0, c0_out, exec);
+    do_inner_product(digits, terms_with_a_parts(terms, keys), b, a, c0, c0_out, exec);
 }
 
-std::vector<KeyTerm> Backend::usable_terms(const std::vector<KeyTerm>& terms, std::vector<GadgetKey>& keys) const {
+std::vector<KeyTerm> Backend::terms_with_a_parts(const std::vector<KeyTerm>& terms,
+                                                 std::vector<GadgetKey>& keys) const {
     std::vector<KeyTerm> whole = terms;
     if (draws_key_limbs()) return whole;
     keys.reserve(terms.size());  // the compact keys' a-parts, drawn for this call (no reallocation: pointers are kept)
