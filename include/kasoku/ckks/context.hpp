@@ -74,7 +74,7 @@ public:
     std::uint64_t conjugation_element() const { return 2 * n() - 1; }
     // ParameterError (naming op) unless g is a Galois element of this ring: odd and below 2n, and not 1 where the
     // operation needs a key switch for it. The one check of every operation that takes Galois elements.
-    void check_galois_element(std::uint64_t g, const char* op, bool identity_allowed = true) const;
+    void check_galois_element(std::uint64_t galois_elt, const char* op, bool identity_allowed = true) const;
 
     // Encoder tables (HEAAN-style special FFT): rot_group_[j] = 5^j mod 2n, ksi_[k] = exp(2 pi i k / 2n), and each
     // stage's twiddles in order: for the stage of `len` points (2 <= len <= slots), entry len / 2 + j (j < len / 2)

@@ -280,12 +280,13 @@ private:
     // relinearisation key, as the backend reads them (a compact key's a-parts expanded).
     std::shared_ptr<const rns::GadgetKey> galois_key(std::uint64_t galois_elt, std::uint64_t key_id, int level) const;
     std::shared_ptr<const rns::GadgetKey> relin_key() const;
-    // psi_g(x.c0 + ModDown(x.b) + add_b), psi_g(ModDown(x.a) + add_a) with a's metadata.
+    // psi_g(x.c0 + ModDown(x.b) + add_b), psi_g(ModDown(x.a) + add_a) with like's metadata, g = galois_elt.
     Ciphertext finish(const Ciphertext& like, const rns::LazyPolys& x, const rns::RnsPoly* add_b,
-                      const rns::RnsPoly* add_a, std::uint64_t g, Exec exec) const;
-    // finish(like, switch_lazy(d, key), add_b, add_a, g) in one backend call (Backend::key_switch_mod_down).
+                      const rns::RnsPoly* add_a, std::uint64_t galois_elt, Exec exec) const;
+    // finish(like, switch_lazy(d, key), add_b, add_a, galois_elt) in one backend call (Backend::key_switch_mod_down).
     Ciphertext switch_finish(const Ciphertext& like, const rns::RnsPoly& d, const rns::GadgetKey& key,
-                             const rns::RnsPoly* add_b, const rns::RnsPoly* add_a, std::uint64_t g, Exec exec) const;
+                             const rns::RnsPoly* add_b, const rns::RnsPoly* add_a, std::uint64_t galois_elt,
+                             Exec exec) const;
     void check_scale_fits(double scale, int level, const char* op) const;
     Plaintext i_monomial(int level, Exec exec) const;  // X^(n/2) at `level`, scale 1
     double plain_scale(const Ciphertext& a) const;

@@ -153,9 +153,9 @@ void Context::keep_tuned_costs(const KeySwitchCosts& c) const {
     tuning_.emplace(std::make_pair(c.level, c.threads), c);
 }
 
-void Context::check_galois_element(std::uint64_t g, const char* op, bool identity_allowed) const {
-    if (g % 2 == 0 || g >= 2 * n() || (!identity_allowed && g == 1))
-        throw ParameterError(std::string(op) + ": Galois element " + std::to_string(g) + " must be odd" +
+void Context::check_galois_element(std::uint64_t galois_elt, const char* op, bool identity_allowed) const {
+    if (galois_elt % 2 == 0 || galois_elt >= 2 * n() || (!identity_allowed && galois_elt == 1))
+        throw ParameterError(std::string(op) + ": Galois element " + std::to_string(galois_elt) + " must be odd" +
                              (identity_allowed ? "" : ", not 1,") + " and below 2n = " + std::to_string(2 * n()));
 }
 

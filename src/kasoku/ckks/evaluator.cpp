@@ -574,19 +574,20 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec ex
 }
 
 Ciphertext Evaluator::switch_finish(const Ciphertext& like, const RnsPoly& d, const rns::GadgetKey& key,
-                                    const RnsPoly* add_b, const RnsPoly* add_a, std::uint64_t g, Exec exec) const {
+                                    const RnsPoly* add_b, const RnsPoly* add_a, std::uint64_t galois_elt,
+                                    Exec exec) const {
     Ciphertext out;
     out.polys.resize(2);
-    ctx_->backend().key_switch_mod_down(d, key, add_b, add_a, g, false, out.polys[0], out.polys[1], exec);
+    ctx_->backend().key_switch_mod_down(d, key, add_b, add_a, galois_elt, false, out.polys[0], out.polys[1], exec);
     detail::stamp(out, like, like.scale);
     return out;
 }
 
 Ciphertext Evaluator::finish(const Ciphertext& like, const rns::LazyPolys& x, const RnsPoly* add_b,
-                             const RnsPoly* add_a, std::uint64_t g, Exec exec) const {
+                             const RnsPoly* add_a, std::uint64_t galois_elt, Exec exec) const {
     Ciphertext out;
     out.polys.resize(2);
-    ctx_->keyswitcher().mod_down(x, add_b, add_a, g, out.polys[0], out.polys[1], exec);
+    ctx_->keyswitcher().mod_down(x, add_b, add_a, galois_elt, out.polys[0], out.polys[1], exec);
     detail::stamp(out, like, like.scale);
     return out;
 }
