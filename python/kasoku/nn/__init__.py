@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .compiler import compile
 from .ir import Activation, Affine, Bootstrap, ReluJoin  # noqa: F401 (the steps of plan.steps)
-from .runtime import CompiledModel, load
+from .runtime import Plan, load
 from .trace import Polynomial, Square
 
-__all__ = ["compile", "load", "CompiledModel", "Polynomial", "Square"]
+__all__ = ["compile", "load", "Plan", "Polynomial", "Square"]

@@ -1,5 +1,5 @@
 """compile: a PyTorch model traced, its affine parts probed and packed, its activations approximated, its parameters
-chosen and its bootstraps placed, into a CompiledModel."""
+chosen and its bootstraps placed, into a Plan."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2
 from .packing import _input_layout, _pack_affine
 from .placement import _choose_params, _first_past, _place_bootstraps, _units
 from .probe import _probe
-from .runtime import CompiledModel, _encode, _release_freed
+from .runtime import Plan, _encode, _release_freed
 from .trace import _classify, _lower_max_pools, _name, _region, _run_nodes, _tensor_inputs, _torch, _trace
 
 
@@ -239,7 +239,7 @@ def compile(
         s.level = level
     _encode(steps, ctx, threads, max_encoded_bytes)
     _release_freed()
-    return CompiledModel(
+    return Plan(
         steps,
         out_id,
         in_shape,

@@ -19,7 +19,7 @@ _PLAN_VERSION = 1
 
 
 def write_plan(plan) -> bytes:
-    """A CompiledModel's bytes (CompiledModel.to_bytes): its parameters, steps, layouts and units as NumPy arrays and
+    """A Plan's bytes (Plan.to_bytes): its parameters, steps, layouts and units as NumPy arrays and
     one JSON part, in a compressed NumPy archive after a magic line."""
     meta = {
         "format": _PLAN_VERSION,
@@ -68,7 +68,7 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
     bytes that are not such a plan, damaged ones, or ones whose parts take more than max_bytes decompressed."""
     data = bytes(data)
     if not data.startswith(_PLAN_MAGIC):
-        raise ks.SerializationError("these bytes are not a kasoku.nn plan (CompiledModel.to_bytes makes one)")
+        raise ks.SerializationError("these bytes are not a kasoku.nn plan (Plan.to_bytes makes one)")
     body = io.BytesIO(data[len(_PLAN_MAGIC) :])
     try:
         with zipfile.ZipFile(body) as zf:  # the sizes it declares bound what reading it decompresses

@@ -12,7 +12,7 @@ from .packing import _diagonals_of_input, _summarize
 from .persist import _check_plan, read_plan, write_plan
 
 
-class CompiledModel:
+class Plan:
     """A model compiled for encrypted inference: its steps, parameters, context, transforms and keys (see compile)."""
 
     def __init__(
@@ -123,7 +123,7 @@ class CompiledModel:
         rot = sum(len(pl[0]) + len(pl[1]) for s in self.steps if isinstance(s, Affine) for pl in s.plans)
         rot += sum(len(s.sums) for s in self.steps if isinstance(s, Affine))
         lines = [
-            f"CompiledModel({self.in_shape} -> {self.out_dim}; {self.params!r})",
+            f"Plan({self.in_shape} -> {self.out_dim}; {self.params!r})",
             f"  depth {self.depth} of {self.ctx.user_level} levels (the input at {self.input_level}), "
             f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}; {rot} rotations per "
             f"inference, "
@@ -287,8 +287,8 @@ _ENCODED_BYTES = 4 << 30  # the most host memory a plan's transforms keep encode
 
 def load(
     data: bytes, device: str = "cpu", threads=None, max_bytes: int = 4 << 30, max_encoded_bytes: int | None = None
-) -> CompiledModel:
-    """A plan saved by CompiledModel.to_bytes, its transforms encoded for a context of its parameters on `device`
+) -> Plan:
+    """A plan saved by Plan.to_bytes, its transforms encoded for a context of its parameters on `device`
     (PyTorch is not needed). Raises ks.SerializationError, saying what is wrong, for bytes that are not such a plan
     (truncated, corrupted: each part is checked against its CRC, or inconsistent), or whose parts would take more
     than max_bytes once decompressed. The weights stay sparse (row, column, value), as they were saved.
@@ -302,7 +302,7 @@ def load(
     if any(isinstance(st, Bootstrap) for st in steps):
         boot = ks.Bootstrapper(ctx, slots=int(f["boot_slots"]), real=True, threads=threads)
     _release_freed()
-    return CompiledModel(
+    return Plan(
         steps,
         output,
         f["in_shape"],

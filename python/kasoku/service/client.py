@@ -169,7 +169,7 @@ class Client:
 
     # --- models (kasoku.nn) ---
     def store_model(self, plan) -> dict:
-        """Stores a kasoku.nn plan (a CompiledModel or its to_bytes(): no key in it) on the server, which checks and
+        """Stores a kasoku.nn plan (a Plan or its to_bytes(): no key in it) on the server, which checks and
         loads it; returns its record ("model": its id, the Galois elements its keys need, its description)."""
         data = plan if isinstance(plan, (bytes, bytearray)) else plan.to_bytes()
         return self._send("POST", "/v1/models", bytes(data)).json()

@@ -105,7 +105,7 @@ class Store:
         b, r, g = rows[0]
         return {"keys": kid, "bytes": b, "relin": bool(r), "galois_elements": [int(x) for x in g.split(",") if x]}
 
-    # --- models (kasoku.nn plans, CompiledModel.to_bytes) ---
+    # --- models (kasoku.nn plans, Plan.to_bytes) ---
     def model_path(self, mid: str) -> Path:
         return self.root / "models" / f"{mid}.plan"
 

@@ -1,4 +1,4 @@
-"""Models on the service: kasoku.nn plans (CompiledModel.to_bytes) a client stores, evaluation keys made for a plan's
+"""Models on the service: kasoku.nn plans (Plan.to_bytes) a client stores, evaluation keys made for a plan's
 parameters, and the worker that runs a model on an encrypted sample. A plan holds no secret; the server loads it with
 kasoku.nn.load (no PyTorch), which checks it and encodes its transforms, and keeps a few loaded."""
 
@@ -21,13 +21,13 @@ from .lru import Lru
 class ModelJob:
     jid: int
     keys_id: str
-    plan: ksnn.CompiledModel
+    plan: ksnn.Plan
     evaluator: ks.Evaluator  # the key set, loaded for the plan's context
     sample: ks.Ciphertext
     queued: float = 0.0
 
 
-def info(mid: str, plan: ksnn.CompiledModel) -> dict:
+def info(mid: str, plan: ksnn.Plan) -> dict:
     """What a client needs to know of a stored model (POST /v1/models answers it)."""
     return {
         "model": mid,
@@ -40,7 +40,7 @@ def info(mid: str, plan: ksnn.CompiledModel) -> dict:
     }
 
 
-def missing_keys(plan: ksnn.CompiledModel, keys) -> str | None:
+def missing_keys(plan: ksnn.Plan, keys) -> str | None:
     """What the key set lacks for the plan (None: nothing)."""
     have = keys.galois_levels
     gone = sorted(g for g, level in plan.galois_levels().items() if have.get(g, -1) < level)
@@ -59,7 +59,7 @@ class Models:
 
     def __init__(self, store: Store, threads: int, cache: int, key_cache: int):
         self.store, self.threads = store, threads or None
-        self._plans: Lru[str, ksnn.CompiledModel] = Lru(cache)
+        self._plans: Lru[str, ksnn.Plan] = Lru(cache)
         self._evaluators: Lru[tuple[str, str], ks.Evaluator] = Lru(key_cache)
 
     def add(self, client: str, body: bytes) -> dict:
@@ -68,14 +68,14 @@ class Models:
         mid = self.store.add_model(client, body)
         return info(mid, self._plans.put(mid, plan))
 
-    def plan(self, mid: str) -> ksnn.CompiledModel:
+    def plan(self, mid: str) -> ksnn.Plan:
         plan = self._plans.get(mid)
         if plan is None:
             plan = self._plans.put(mid, ksnn.load(self.store.model_path(mid).read_bytes(), threads=self.threads))
         return plan
 
     @staticmethod
-    def _keys(plan: ksnn.CompiledModel, data: bytes):
+    def _keys(plan: ksnn.Plan, data: bytes):
         """A key set's bytes for the plan's context, checked to hold every key the plan needs."""
         keys = ks.EvaluationKeys.from_bytes(plan.ctx, data)
         why = missing_keys(plan, keys)

@@ -1,4 +1,4 @@
-"""Models: kasoku.nn plans stored on the server (CompiledModel.to_bytes; no secret in them), the evaluation keys made
+"""Models: kasoku.nn plans stored on the server (Plan.to_bytes; no secret in them), the evaluation keys made
 for a plan's parameters, and jobs that run a model on an encrypted sample (POST /v1/jobs with "model": its id)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _own(svc, cid: str, mid: str) -> None:
 
 @router.post(
     "",
-    summary="Store a model: a kasoku.nn plan (CompiledModel.to_bytes), checked and loaded",
+    summary="Store a model: a kasoku.nn plan (Plan.to_bytes), checked and loaded",
     status_code=201,
     response_model=schemas.Model,
     openapi_extra=BINARY_BODY,
