@@ -154,8 +154,11 @@ public:
     // Left rotation: slot i of the result is slot (i + step) mod slots of a. Throws MissingKeyError without the
     // rotation key of that step (the message names the keygen call), ParameterError for a size-3 operand.
     Ciphertext rotate(const Ciphertext& a, std::int64_t step, Exec exec = {}) const;
+    // Complex conjugation of every slot (the automorphism X -> X^(2N - 1)). Throws MissingKeyError without the
+    // conjugation key (keygen(conjugation=True)), ParameterError for a size-3 operand.
     Ciphertext conjugate(const Ciphertext& a, Exec exec = {}) const;
-    // The automorphism X -> X^galois_elt followed by a key switch back to s. Throws MissingKeyError without its key.
+    // The automorphism X -> X^galois_elt followed by a key switch back to s. Throws MissingKeyError without its key,
+    // ParameterError for an even galois_elt or one >= 2N, or a size-3 operand.
     Ciphertext apply_galois(const Ciphertext& a, std::uint64_t galois_elt, Exec exec = {}) const;
 
     // In-place forms (throw as the out-of-place ones and then leave a unchanged).

@@ -46,8 +46,10 @@ struct Parameters {
     std::uint64_t n() const { return std::uint64_t{1} << log_n; }
     std::uint64_t slots() const { return n() / 2; }
     int q_primes() const { return levels + boot_levels + 1; }  // ciphertext primes: q_0, user, bootstrapping
-    int alpha() const;                                         // primes per digit
-    int digits() const;                                        // dnum actually used
+    // Primes per key-switching digit: ceil(q_primes() / dnum), or special_primes when dnum is 0. Needs
+    // special_primes >= 1 (validate() and every Context check it; digits() divides by alpha()).
+    int alpha() const;
+    int digits() const;                    // dnum actually used: ceil(q_primes() / alpha()); the same precondition
     int log_qp_bits() const;               // first + L * scale + B * boot + k * special (an upper bound on log2(QP))
     static int max_log_qp_128(int log_n);  // HE Standard table, ternary secret; 0 if the table has no entry
 
