@@ -12,22 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import random
-import statistics
 import sys
-import time
+
+import harness
 
 import kasoku as ks
-
-
-def timed(fn, reps: int) -> float:
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def main(argv=None) -> int:
@@ -57,14 +47,14 @@ def main(argv=None) -> int:
         row = {
             "digits": d,
             "bits": bits,
-            "machine": platform.processor() or platform.machine(),
-            "kasoku_1t_s": timed(lambda: ks.bigmul(a, b, threads=1), args.reps),
-            "kasoku_2t_s": timed(lambda: ks.bigmul(a, b, threads=2), args.reps),
-            "gmp_s": timed(lambda: ga * gb, args.reps),
+            "machine": harness.machine(),
+            "kasoku_1t_s": harness.median(lambda: ks.bigmul(a, b, threads=1), args.reps),
+            "kasoku_2t_s": harness.median(lambda: ks.bigmul(a, b, threads=2), args.reps),
+            "gmp_s": harness.median(lambda: ga * gb, args.reps),
             "exact": all(exact.values()),
         }
         if d <= args.python_max:
-            row["python_s"] = timed(lambda: a * b, max(1, args.reps // 2))
+            row["python_s"] = harness.median(lambda: a * b, max(1, args.reps // 2))
             row["gmp_equals_python"] = int(want) == a * b
         row["kasoku_1t_over_gmp"] = row["kasoku_1t_s"] / row["gmp_s"]
         rows.append(row)

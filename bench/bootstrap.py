@@ -18,12 +18,12 @@ set).
 
 import argparse
 import json
-import platform
 import resource
 import statistics
 import sys
 import time
 
+import harness
 import numpy as np
 
 import kasoku as ks
@@ -129,7 +129,7 @@ def run(
         "galois_keys": len(boot.galois_elements()),
         "log_qp": params.log_qp,
         "dnum": params.dnum,
-        "machine": platform.processor() or platform.machine(),
+        "machine": harness.machine(),
         "simd": ks.simd_active(),
     }
 

@@ -35,12 +35,13 @@ import argparse
 import io
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
+
+import harness
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -276,7 +277,7 @@ def run(args):
                 continue
             rec = json.loads(line)
             rec["go_arch"] = rec.pop("machine", None)
-            rec["machine"] = platform.processor() or platform.machine()  # as bench/bootstrap.py
+            rec["machine"] = harness.machine()  # as bench/bootstrap.py
             rec["cpu_model"] = cpu_model()
             out = json.dumps(rec)
             print(out, flush=True)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import time
 
+import harness
 import numpy as np
 
 import kasoku as ks
@@ -27,12 +27,8 @@ from kasoku import multiparty as mp
 
 
 def median_s(fn, reps: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(reps):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+    """The median time of fn over reps calls (harness.times) and the result of one more: the share measured."""
+    return harness.median(fn, reps), fn()
 
 
 def run(params: str, n_parties: int, reps: int, threads: int) -> list[dict]:
@@ -121,7 +117,7 @@ def run(params: str, n_parties: int, reps: int, threads: int) -> list[dict]:
     )
     step(f"Shamir dealing (t = {t}, all N shares)", parties[0].shamir_shares)
     for r in rows:
-        r["machine"] = f"{platform.processor() or platform.machine()}, simd {ks.simd_active()}"
+        r["machine"] = f"{harness.machine()}, simd {ks.simd_active()}"
     return rows
 
 

@@ -26,7 +26,6 @@ error). Stdlib + numpy + openfhe only; Python 3.10.
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -35,6 +34,7 @@ import numpy as np
 import openfhe as ofhe
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from openfhe_ops import make_context  # noqa: E402  (bench/, run with the OpenFHE venv's Python)
 
 SETS = {  # kasoku's H15 / H16 (docs/PARAMS.md): log2 N, multiplicative depth (levels), first prime, scale, digits
@@ -97,7 +97,7 @@ def run(name, n_parties, threads):
             "threads": threads,
             "security": security,
             "multiparty_mode": MODE,
-            "machine": platform.processor() or platform.machine(),
+            "machine": harness.machine(),
         }
         if aggregate_s is not None:
             r["aggregate_s"] = aggregate_s

@@ -13,28 +13,18 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import platform
 import signal
 import sys
 import tempfile
 import threading
 import time
 
+import harness
 import numpy as np
 
 import kasoku as ks
 from kasoku._progress import reporter
 from kasoku.service.process import ServerProcess
-
-
-def cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 class Server(ServerProcess):
@@ -180,7 +170,7 @@ def run_executor(name: str, params: str, loads, jobs: int, capacity: int, restar
                     capacity_per_s=mu,
                     server_capacity=capacity,
                     key_set_bytes=keys_bytes,
-                    machine=f"{cpu_name()}, {ks.hardware_threads()} threads",
+                    machine=harness.machine(),
                 )
                 print(
                     f"[{name}] load {f:.2f}{' + restart' if kill else ''}: offered {r['offered_per_s']:.2f}/s, "

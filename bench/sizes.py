@@ -14,22 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
+import harness
 import numpy as np
 
 import kasoku as ks
-
-
-def median_ms(fn, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -73,10 +63,10 @@ def main() -> int:
             "format": 5,
             "bytes": len(data),
             "zstd_bytes": len(obj.to_bytes(compression="zstd")),
-            "write_ms": median_ms(lambda: obj.to_bytes(), args.reps),
+            "write_ms": harness.median(lambda: obj.to_bytes(), args.reps) * 1e3,
         }
         if cls is not None:  # SwitchKey has no from_bytes of its own (it travels in EvaluationKeys)
-            rec["read_ms"] = median_ms(lambda: cls.from_bytes(ctx, data), args.reps)
+            rec["read_ms"] = harness.median(lambda: cls.from_bytes(ctx, data), args.reps) * 1e3
         print(
             f"{what:<58}{rec['bytes']:>16,}{rec['zstd_bytes']:>14,}{rec['write_ms']:>10.1f}"
             f"{rec.get('read_ms', float('nan')):>10.1f}",
