@@ -452,6 +452,20 @@ STEPS = [
         desilo=True,
     ),
     Step(
+        "keyswitch-threads",
+        300,
+        "issue 64: an H16 key switch phase by phase (ModUp, inner product, ModDown; bench_keyswitch) on 1, 2, 4, 8, "
+        "16 threads: where each phase stops scaling",
+        lambda r: [
+            ["cmake", "--build", str(r.build), "--target", "bench_keyswitch"],
+            *[[str(r.build / "bench" / "bench_keyswitch"), "--threads", str(t), "--reps", "5"] for t in THREADS],
+        ],
+        dry=lambda r: [
+            [str(r.build / "bench" / "bench_keyswitch"), "--params", "T12", "--threads", str(t), "--reps", "2"]
+            for t in (1, 2)
+        ],
+    ),
+    Step(
         "boot16-threads",
         540,
         "BOOT16 bootstrapping on 1, 2, 4, 8, 16 threads",
