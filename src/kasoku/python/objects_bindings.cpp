@@ -72,6 +72,41 @@ Compression compression_arg(const std::optional<std::string>& c) {
     throw ParameterError("compression must be None or \"zstd\" (got \"" + *c + "\")");
 }
 
+namespace {
+// to_bytes(compression) of every wire object, written once: the bytes of what value(object) gives.
+template <class K, class Value>
+void def_to_bytes(nb::class_<K>& cls, Value value) {
+    cls.def(
+        "to_bytes",
+        [value](const K& k, std::optional<std::string> c) {
+            return BytesOut{serialize(*k.owner->ctx, value(k), compression_arg(c))};
+        },
+        "compression"_a = nb::none(),
+        "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".", ReleaseGil());
+}
+// from_bytes(ctx, data) and to(device) of a key kind read back by `read`, written once.
+template <class K, class T>
+void def_from_bytes_and_to(nb::class_<K>& cls, T (*read)(const Context&, const std::uint8_t*, std::size_t),
+                           const char* to_doc) {
+    cls.def_static(
+           "from_bytes",
+           [read](const KContext& c, BytesIn b) {
+               return K{c.owner, std::make_shared<const T>(read(*c.owner->ctx, b.data, b.size))};
+           },
+           "ctx"_a, "data"_a,
+           "The object of to_bytes in the context ctx (SerializationError for bytes that are not one).", ReleaseGil())
+        .def(
+            "to",
+            [read](const K& k, const std::string& device) {
+                return moved<K>(k.owner, device, *k.key, [read](const Context& c, const Bytes& b) {
+                    return std::make_shared<const T>(read(c, b.data(), b.size()));
+                });
+            },
+            "device"_a, to_doc, ReleaseGil());
+}
+const auto key_of = [](const auto& k) -> const auto& { return *k.key; };
+}  // namespace
+
 void bind_objects(nb::module_& m) {
     // ---------------------------------------------------------------- Parameters
     nb::class_<Parameters>(m, "Parameters", "Validated CKKS parameters (docs/PARAMS.md lists the named sets).")
@@ -176,32 +211,12 @@ void bind_objects(nb::module_& m) {
         });
 
     // ---------------------------------------------------------------- keys and plaintexts
-    nb::class_<KSecretKey>(m, "SecretKey", "The secret key: stays on the client; wiped from memory when released.")
-        .def(
-            "to_bytes",
-            [](const KSecretKey& k, std::optional<std::string> c) {
-                return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
-            },
-            "compression"_a = nb::none(),
-            "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".",
-            ReleaseGil())
-        .def_static(
-            "from_bytes",
-            [](const KContext& c, BytesIn b) {
-                return KSecretKey{
-                    c.owner, std::make_shared<const SecretKey>(deserialize_secret_key(*c.owner->ctx, b.data, b.size))};
-            },
-            "ctx"_a, "data"_a,
-            "The object of to_bytes in the context ctx (SerializationError for bytes that are not one).", ReleaseGil())
-        .def(
-            "to",
-            [](const KSecretKey& k, const std::string& device) {
-                return moved<KSecretKey>(k.owner, device, *k.key, [](const Context& c, const Bytes& b) {
-                    return std::make_shared<const SecretKey>(deserialize_secret_key(c, b.data(), b.size()));
-                });
-            },
-            "device"_a, "The key in ctx.on(device) (it stays on this machine: a GPU of the client's).", ReleaseGil())
-        .def("__repr__", [](const KSecretKey&) { return std::string("SecretKey(<hidden>)"); });
+    nb::class_<KSecretKey> secret_key(m, "SecretKey",
+                                      "The secret key: stays on the client; wiped from memory when released.");
+    def_to_bytes(secret_key, key_of);
+    def_from_bytes_and_to(secret_key, &deserialize_secret_key,
+                          "The key in ctx.on(device) (it stays on this machine: a GPU of the client's).");
+    secret_key.def("__repr__", [](const KSecretKey&) { return std::string("SecretKey(<hidden>)"); });
 
     nb::class_<KPlaintext>(m, "Plaintext", "Encoded values (NTT form) at a level and scale; made by Context.encode.")
         .def_prop_ro(
@@ -209,54 +224,20 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro(
             "scale", [](const KPlaintext& p) { return p.pt.scale; }, "The scale its values were encoded at.");
 
-    nb::class_<KPublicKey>(m, "PublicKey", "The public key: anyone may encrypt with it (Context.encrypt).")
-        .def(
-            "to_bytes",
-            [](const KPublicKey& k, std::optional<std::string> c) {
-                return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
-            },
-            "compression"_a = nb::none(),
-            "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".",
-            ReleaseGil())
-        .def_static(
-            "from_bytes",
-            [](const KContext& c, BytesIn b) {
-                return KPublicKey{
-                    c.owner, std::make_shared<const PublicKey>(deserialize_public_key(*c.owner->ctx, b.data, b.size))};
-            },
-            "ctx"_a, "data"_a,
-            "The object of to_bytes in the context ctx (SerializationError for bytes that are not one).", ReleaseGil())
-        .def(
-            "to",
-            [](const KPublicKey& k, const std::string& device) {
-                return moved<KPublicKey>(k.owner, device, *k.key, [](const Context& c, const Bytes& b) {
-                    return std::make_shared<const PublicKey>(deserialize_public_key(c, b.data(), b.size()));
-                });
-            },
-            "device"_a, "The key in ctx.on(device).", ReleaseGil());
+    nb::class_<KPublicKey> public_key(m, "PublicKey", "The public key: anyone may encrypt with it (Context.encrypt).");
+    def_to_bytes(public_key, key_of);
+    def_from_bytes_and_to(public_key, &deserialize_public_key, "The key in ctx.on(device).");
 
-    nb::class_<KSwitchKey>(m, "SwitchKey", "A key-switching key (relinearisation or one Galois element).")
-        .def(
-            "to_bytes",
-            [](const KSwitchKey& k, std::optional<std::string> c) {
-                return BytesOut{serialize(*k.owner->ctx, *k.key, compression_arg(c))};
-            },
-            "compression"_a = nb::none(),
-            "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".",
-            ReleaseGil())
-        .def_prop_ro(
-            "digits", [](const KSwitchKey& k) { return k.key->b.size(); }, "Its digits (dnum of the parameters).");
+    nb::class_<KSwitchKey> switch_key(m, "SwitchKey", "A key-switching key (relinearisation or one Galois element).");
+    def_to_bytes(switch_key, key_of);
+    switch_key.def_prop_ro(
+        "digits", [](const KSwitchKey& k) { return k.key->b.size(); }, "Its digits (dnum of the parameters).");
 
-    nb::class_<KEvaluationKeys>(m, "EvaluationKeys",
-                                "Relinearisation and Galois keys: everything an evaluator needs, no secret.")
-        .def(
-            "to_bytes",
-            [](const KEvaluationKeys& k, std::optional<std::string> c) {
-                return BytesOut{serialize(*k.owner->ctx, *k.keys, compression_arg(c))};
-            },
-            "compression"_a = nb::none(),
-            "The object as bytes in the wire format (docs/SERIALIZATION.md); compression: None or \"zstd\".",
-            ReleaseGil())
+    nb::class_<KEvaluationKeys> evaluation_keys(m, "EvaluationKeys",
+                                                "Relinearisation and Galois keys: everything an evaluator needs, no "
+                                                "secret.");
+    def_to_bytes(evaluation_keys, [](const KEvaluationKeys& k) -> const EvaluationKeys& { return *k.keys; });
+    evaluation_keys
         .def_prop_ro(
             "nbytes",
             [](const KEvaluationKeys& k) {
