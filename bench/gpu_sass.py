@@ -42,11 +42,7 @@ def kind(op: str) -> str:
     base = op.split(".")[0]
     if base in ("IMAD", "IMUL", "IMADSP"):
         return "imul"
-    if (
-        base.startswith("D")
-        and base in ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX")
-        or op.startswith(("FRND.F64", "F2F.F64"))
-    ):
+    if base in ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX") or op.startswith(("FRND.F64", "F2F.F64")):
         return "fp64"
     if base in ("F2I", "I2F") and "64" in op:
         return "fp64"  # conversions to and from double run on the FP64 unit
@@ -57,8 +53,8 @@ def kind(op: str) -> str:
     return "alu"
 
 
-def sass_counts(cuobjdump: str, cubin: str) -> dict[str, collections.Counter]:
-    text = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout
+def sass_counts(cuobjdump: str, cubin: str, env: dict | None = None) -> dict[str, collections.Counter]:
+    text = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True, env=env).stdout
     out: dict[str, collections.Counter] = {}
     name = None
     for line in text.splitlines():
@@ -120,8 +116,7 @@ def main(argv=None) -> int:
             ],
             check=True,
         )
-        os.environ.update(env)
-        counts = {k: classes(v) for k, v in sass_counts(cuobjdump, cubin).items()}
+        counts = {k: classes(v) for k, v in sass_counts(cuobjdump, cubin, env).items()}
     nvcc_version = re.search(
         r"release ([\d.]+)", subprocess.run([args.nvcc, "--version"], capture_output=True, text=True).stdout
     )

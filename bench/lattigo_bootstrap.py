@@ -2,7 +2,7 @@
 """Lattigo v6's CKKS bootstrapping beside kasoku's: builds kasoku's Go driver (bench/lattigo/main.go) against Lattigo
 and runs it, one JSON line per case, in its own process.
 
-    python3 bench/lattigo_bootstrap.py --setup [--mirror-root /work/.mirror] [--tag v6.2.0]
+    python3 bench/lattigo_bootstrap.py --setup [--mirror-root DIR] [--tag v6.2.0]
     python3 bench/lattigo_bootstrap.py --cases dense sparse-h192 dense-slots4096 --threads 1 --reps 2 --out run.jsonl
     .venv/bin/python bench/bootstrap.py --params BOOT16 --threads 1 --reps 2 --out run.jsonl   # kasoku, same run
 
@@ -289,7 +289,11 @@ def run(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--setup", action="store_true", help="check out Lattigo and its dependencies, build the binary")
-    ap.add_argument("--mirror-root", default="/work/.mirror", help="bare git mirrors, OWNER+NAME/repo")
+    ap.add_argument(
+        "--mirror-root",
+        default=os.environ.get("KASOKU_MIRROR_ROOT", os.path.join(WORK, "mirrors")),
+        help="bare git mirrors, OWNER+NAME/repo (default $KASOKU_MIRROR_ROOT, else bench/.lattigo/mirrors)",
+    )
     ap.add_argument("--mirror", help="Lattigo's bare git directory (default MIRROR_ROOT/tuneinsight+lattigo/repo)")
     ap.add_argument("--tag", help="Lattigo tag (default: the newest v6.x.y)")
     ap.add_argument("--go", help="the go binary (default bench/.venv-go/bin/go, made when missing)")

@@ -27,8 +27,13 @@ from kasoku import multiparty as mp
 
 
 def median_s(fn, reps: int) -> tuple[float, object]:
-    """The median time of fn over reps calls (harness.times) and the result of one more: the share measured."""
-    return harness.median(fn, reps), fn()
+    """The median time of fn over reps calls (harness.times) and the last call's result: the share measured."""
+    last = [None]
+
+    def call():
+        last[0] = fn()
+
+    return harness.median(call, reps), last[0]
 
 
 def run(params: str, n_parties: int, reps: int, threads: int) -> list[dict]:
