@@ -14,11 +14,9 @@ ratio batch/loop and the operations per second of each. The results are checked 
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
-import time
 
+import harness
 import numpy as np
 
 import kasoku as ks
@@ -40,7 +38,6 @@ def main(argv=None) -> int:
     sizes = [int(v) for v in args.d.split(",")]
     base = [ctx.encrypt(rng.uniform(-1, 1, ctx.slots), keys.public) for _ in range(2)]
     rows = []
-    out = open(args.out, "a") if args.out else None
     for d in sizes:
         # d distinct ciphertexts per operand (sums of two encryptions: the work does not depend on the values)
         a = [ev.add(base[i % 2], base[(i // 2) % 2]) for i in range(d)]
@@ -57,15 +54,10 @@ def main(argv=None) -> int:
             loop, batch = ops[op]
             assert [c.to_bytes() for c in loop(1)] == [c.to_bytes() for c in batch(ctx.threads)], op
             for t in sorted({1, ctx.threads}) if args.device == "cpu" else [ctx.threads]:
-                times: dict[str, list[float]] = {"loop": [], "batch": []}
-                for r in range(args.reps + 1):  # the first round warms up
-                    for mode in ("loop", "batch") if r % 2 else ("batch", "loop"):
-                        ctx.synchronize()
-                        t0 = time.perf_counter()
-                        (loop if mode == "loop" else batch)(t)
-                        ctx.synchronize()
-                        if r:
-                            times[mode].append((time.perf_counter() - t0) * 1e3)
+                # in turn, the order swapped every round; the first round warms up; each up to the device's work
+                secs = harness.interleaved(
+                    {"loop": lambda: loop(t), "batch": lambda: batch(t)}, args.reps, 1, ctx.synchronize
+                )
                 rec = {
                     "lib": "kasoku",
                     "op": op,
@@ -74,18 +66,14 @@ def main(argv=None) -> int:
                     "threads": t,
                     "device": ctx.device,
                     "simd": ks.simd_active(),
-                    "loop_ms": statistics.median(times["loop"]),
-                    "batch_ms": statistics.median(times["batch"]),
+                    "loop_ms": harness.median(secs["loop"]) * 1e3,
+                    "batch_ms": harness.median(secs["batch"]) * 1e3,
                     "reps": args.reps,
                 }
                 rec["batch_over_loop"] = rec["batch_ms"] / rec["loop_ms"]
                 rec["loop_ops_per_s"] = 1e3 * d / rec["loop_ms"]
                 rec["batch_ops_per_s"] = 1e3 * d / rec["batch_ms"]
-                rows.append(rec)
-                print(json.dumps(rec), flush=True)
-                if out:
-                    out.write(json.dumps(rec) + "\n")
-                    out.flush()
+                rows.append(harness.emit(rec, args.out))
                 print(f"[batch] {op} d={d} threads={t} done", file=sys.stderr, flush=True)
     print(f"\n{args.params} on {ctx.device}, medians of {args.reps} (ms per batch)\n", file=sys.stderr)
     print(

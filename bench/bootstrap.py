@@ -17,7 +17,6 @@ set).
 """
 
 import argparse
-import json
 import resource
 import statistics
 import sys
@@ -30,16 +29,7 @@ import kasoku as ks
 
 
 def research(log_n: int) -> ks.Parameters:
-    return ks.Parameters(
-        log_n=log_n,
-        first_bits=60,
-        scale_bits=50,
-        levels=17,
-        special_bits=60,
-        special_primes=3,
-        security=None,
-        hamming_weight=64,
-    )
+    return ks.Parameters.named("TS10").replace(log_n=log_n)
 
 
 def progress(msg: str) -> None:
@@ -173,27 +163,11 @@ def main() -> None:
     sets = [ks.Parameters.named(n) for n in args.params] + [research(n) for n in args.log_n]
     if args.special:
         bits, count = map(int, args.special.lower().split("x"))
-        sets = [
-            ks.Parameters(
-                log_n=p.log_n,
-                first_bits=p.first_bits,
-                scale_bits=p.scale_bits,
-                levels=p.levels,
-                special_bits=bits,
-                special_primes=count,
-                security=p.security,
-                dnum=p.dnum,
-                hamming_weight=p.hamming_weight,
-                boot_levels=p.boot_levels,
-                boot_bits=p.boot_bits,
-                boot_secret_weight=p.boot_secret_weight,
-            )
-            for p in sets
-        ]
+        sets = [p.replace(special_bits=bits, special_primes=count) for p in sets]
     if not sets:
         ap.error("give --params and/or --log-n")
     for params in sets:
-        line = json.dumps(
+        harness.emit(
             run(
                 params,
                 args.threads,
@@ -205,12 +179,9 @@ def main() -> None:
                 args.device,
                 args.compact_keys,
                 args.real,
-            )
+            ),
+            args.out,
         )
-        print(line, flush=True)
-        if args.out:
-            with open(args.out, "a") as f:
-                f.write(line + "\n")
 
 
 if __name__ == "__main__":

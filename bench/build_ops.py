@@ -1,9 +1,14 @@
 """The operations that bench/compare_builds.py times and bench/count_instructions.py counts, set up once per worker
-process on whichever kasoku that process imports (so that two builds run exactly the same calls)."""
+process on whichever kasoku that process imports (so that two builds run exactly the same calls), and the worker that
+times them on request (harness.times)."""
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any, Callable
+
+import harness
 
 OPS = ["KeyGen", "Encode", "Encrypt", "DecryptDecode", "Add", "MulRelinRescale", "Rotate"]
 HOISTING_OPS = ["SumSlots", "Rotate16Hoisted"]
@@ -41,3 +46,24 @@ def setup(params_name: str, threads: int, hoisting: bool) -> tuple[dict[str, Cal
         run["Rotate16Hoisted"] = lambda: ev.rotate_hoisted(a, rotations)
     objs = dict(ks=ks, params=params, ctx=ctx, keys=keys, ev=ev, x=x, y=y, a=a, b=b)
     return run, objs
+
+
+def serve(params_name: str, threads: int, hoisting: bool) -> None:
+    """compare_builds' worker: sets up, runs every operation once (the first use of every buffer size and table), says
+    it is ready (SIMD body, precision of one MulRelinRescale in bits), then answers each line "OP REPS" of stdin with
+    the JSON list of REPS timings in ms (NTT: one forward NTT of a 60-bit prime, timed inside the library)."""
+    import numpy as np
+
+    run, o = setup(params_name, threads, hoisting)
+    ks, ctx, ev, keys, a, b = o["ks"], o["ctx"], o["ev"], o["keys"], o["a"], o["b"]
+    for f in run.values():
+        f()
+    bits = float(-np.log2(np.max(np.abs(ctx.decrypt(ev.multiply(a, b), keys.secret).real - o["x"] * o["y"]))))
+    print(json.dumps({"ready": True, "simd": ks.simd_active(), "bits": bits}), flush=True)
+    for line in sys.stdin:
+        op, reps = line.split()
+        if op == "NTT":  # the kernel alone
+            secs = ks._kasoku.bench_ntt(o["params"].log_n, 60, int(reps))
+        else:
+            secs = harness.times(run[op], int(reps))
+        print(json.dumps([t * 1e3 for t in secs]), flush=True)

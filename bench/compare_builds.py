@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 
-from build_ops import HOISTING_OPS, OPS, setup
+import harness
+from build_ops import HOISTING_OPS, OPS, serve
 
 ALL_OPS = OPS + ["NTT"]
 REPS = {
@@ -34,29 +33,6 @@ REPS = {
     "SumSlots": 2,
     "Rotate16Hoisted": 2,
 }  # timed repetitions per cycle (default 5)
-
-
-def worker(params_name: str, threads: int, hoisting: bool) -> None:
-    import numpy as np
-
-    run, o = setup(params_name, threads, hoisting)
-    ks, ctx, ev, keys, a, b = o["ks"], o["ctx"], o["ev"], o["keys"], o["a"], o["b"]
-    ntt = lambda reps: [t * 1e3 for t in ks._kasoku.bench_ntt(o["params"].log_n, 60, reps)]  # noqa: E731 (the kernel alone)
-    for f in run.values():  # warm-up: first use of every buffer size and table
-        f()
-    bits = float(-np.log2(np.max(np.abs(ctx.decrypt(ev.multiply(a, b), keys.secret).real - o["x"] * o["y"]))))
-    print(json.dumps({"ready": True, "simd": ks.simd_active(), "bits": bits}), flush=True)
-    for line in sys.stdin:
-        op, reps = line.split()
-        if op == "NTT":
-            print(json.dumps(ntt(int(reps))), flush=True)
-            continue
-        times = []
-        for _ in range(int(reps)):
-            t0 = time.perf_counter()
-            run[op]()
-            times.append((time.perf_counter() - t0) * 1e3)
-        print(json.dumps(times), flush=True)
 
 
 class Worker:
@@ -99,7 +75,7 @@ def pct(v: list[float], q: float) -> float:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")
+        serve(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--old", required=True, help="python of the old build")
@@ -128,7 +104,6 @@ def main() -> int:
     workers["new"] = Worker(args.new, args)
     times = {tag: {op: [] for op in ops} for tag in workers}
     ratios = {op: [] for op in ops}
-    out = open(args.out, "a") if args.out else None
     for cyc in range(args.cycles):
         print(f"[compare_builds] cycle {cyc + 1}/{args.cycles}", file=sys.stderr, flush=True)
         for i, op in enumerate(ops):
@@ -137,27 +112,13 @@ def main() -> int:
             for tag in order:
                 t = workers[tag].time(op, REPS.get(op, 5))
                 times[tag][op] += t
-                med[tag] = statistics.median(t)
-                if out:
-                    out.write(
-                        json.dumps(
-                            {
-                                "build": tag,
-                                "op": op,
-                                "cycle": cyc,
-                                "params": args.params,
-                                "threads": args.threads,
-                                "simd": workers[tag].info["simd"],
-                                "ms": t,
-                            }
-                        )
-                        + "\n"
-                    )
+                med[tag] = harness.median(t)
+                if args.out:  # every timing, to the file only (the table is what this prints)
+                    rec = {"build": tag, "op": op, "cycle": cyc, "params": args.params, "threads": args.threads}
+                    harness.emit({**rec, "simd": workers[tag].info["simd"], "ms": t}, args.out, echo=False)
             ratios[op].append(med["new"] / med["old"])
     for w in workers.values():
         w.close()
-    if out:
-        out.close()
 
     simd = {tag: w.info["simd"] for tag, w in workers.items()}
     lines = [
@@ -170,8 +131,8 @@ def main() -> int:
     for op in ops:
         r = ratios[op]
         lines.append(
-            f"| {op} | {statistics.median(times['old'][op]):.2f} | {statistics.median(times['new'][op]):.2f} | "
-            f"{statistics.median(r):.3f} | {pct(r, 0.1):.2f}-{pct(r, 0.9):.2f} |"
+            f"| {op} | {harness.median(times['old'][op]):.2f} | {harness.median(times['new'][op]):.2f} | "
+            f"{harness.median(r):.3f} | {pct(r, 0.1):.2f}-{pct(r, 0.9):.2f} |"
         )
     lines += [
         "",

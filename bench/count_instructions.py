@@ -15,7 +15,6 @@ body is the one KASOKU_SIMD selects (valgrind runs AVX2 code; it does not run AV
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -23,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 
+import harness
 from build_ops import HOISTING_OPS, OPS, setup
 
 ALL_OPS = OPS + HOISTING_OPS
@@ -89,11 +89,7 @@ def main() -> int:
             "new_instructions": per["new"],
             "ratio": per["new"] / per["old"],
         }
-        rows.append(rec)
-        print(json.dumps(rec), flush=True)
-        if args.out:
-            with open(args.out, "a") as f:
-                f.write(json.dumps(rec) + "\n")
+        rows.append(harness.emit(rec, args.out))
     print(f"\n{args.params}, one thread, instructions per operation (callgrind)\n")
     print("| op | old | new | new/old |\n| --- | ---: | ---: | ---: |")
     for r in rows:

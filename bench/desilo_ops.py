@@ -16,12 +16,13 @@ median of --reps calls after a warm-up; on the GPU a second figure times --reps 
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
+import os
 import sys
-import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (bench/, run with the peer's Python)
 
 
 def progress(msg: str) -> None:
@@ -38,16 +39,6 @@ def engine(desilofhe, args):
         return desilofhe.Engine(bootstrap=True, **kw)  # 2.x
     except TypeError:
         return desilofhe.Engine(use_bootstrap=True, **kw)  # 1.x (desilofhe-cu130 1.17)
-
-
-def timings(fn, reps: int) -> list[float]:
-    fn()
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
 
 
 def main(argv=None) -> int:
@@ -79,54 +70,45 @@ def main(argv=None) -> int:
             pass
     e = engine(desilofhe, args)
     shape = "BOOT" if args.bootstrap else f"max_level={args.max_level}"
-    out = open(args.json, "a") if args.json else None
+    threads = args.threads if args.mode == "cpu" else None
 
-    def emit(op, times, **extra):
-        rec = {
-            "lib": "desilo",
-            "version": version,
-            "op": op,
-            "params": shape,
-            "mode": args.mode,
-            "threads": args.threads if args.mode == "cpu" else None,
-            "slots": e.slot_count,
-            "median_ms": statistics.median(times),
-            "min_ms": min(times),
-            "max_ms": max(times),
-            "reps": len(times),
-            **extra,
-        }
-        print(json.dumps(rec), flush=True)
-        if out:
-            out.write(json.dumps(rec) + "\n")
-            out.flush()
+    def emit(op, secs, **extra):
+        """One line: `secs` (harness.times: each after one warm-up call) as median_ms, min_ms, max_ms, reps."""
+        rec = {"lib": "desilo", "version": version, "op": op, "params": shape, "mode": args.mode, "threads": threads}
+        harness.emit({**rec, "slots": e.slot_count, **harness.summary(secs, "ms"), **extra}, args.json)
+
+    def timings(fn):
+        return harness.times(fn, args.reps, warmup=1)
 
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, e.slot_count)
     y = rng.uniform(-1, 1, e.slot_count)
     progress(f"{shape}, {args.mode}: keys")
-    t0 = time.perf_counter()
-    sk = e.create_secret_key()
-    pk = e.create_public_key(sk)
-    rk = e.create_relinearization_key(sk)
-    keygen_ms = (time.perf_counter() - t0) * 1e3
-    emit("KeyGen", [keygen_ms], note="secret + public + relinearisation key, once")
-    emit("Encrypt", timings(lambda: e.encrypt(x, pk), args.reps))
+
+    def keygen():
+        sk = e.create_secret_key()
+        return sk, e.create_public_key(sk), e.create_relinearization_key(sk)
+
+    keygen_s, (sk, pk, rk) = harness.timed(keygen)
+    emit("KeyGen", [keygen_s], note="secret + public + relinearisation key, once")
+    emit("Encrypt", timings(lambda: e.encrypt(x, pk)))
     a, b = e.encrypt(x, pk), e.encrypt(y, pk)
-    decrypt = timings(lambda: e.decrypt(a, sk), args.reps)
+    decrypt = timings(lambda: e.decrypt(a, sk))
     emit("DecryptDecode", decrypt)
 
     def with_loop(op, fn, check=None, **extra):
         progress(op)
-        times = timings(fn, args.reps)
+        secs = timings(fn)
         if args.mode == "gpu":  # reps calls back to back, then a decryption that waits for them
-            t0 = time.perf_counter()
-            for _ in range(args.reps - 1):
-                fn()
-            e.decrypt(fn(), sk) if check is None else check(fn())
-            loop = (time.perf_counter() - t0) * 1e3 - statistics.median(decrypt)
-            extra["loop_ms_per_op"] = loop / args.reps
-        emit(op, times, **extra)
+
+            def loop():
+                for _ in range(args.reps - 1):
+                    fn()
+                e.decrypt(fn(), sk) if check is None else check(fn())
+
+            loop_s = harness.timed(loop)[0] - harness.median(decrypt)
+            extra["loop_ms_per_op"] = loop_s * 1e3 / args.reps
+        emit(op, secs, **extra)
 
     if not args.bootstrap:
         prod = e.multiply(a, b, rk)
@@ -139,14 +121,12 @@ def main(argv=None) -> int:
             keys = [e.create_fixed_rotation_key(sk, k) for k in range(1, 17)]
             progress("Rotate16Hoisted")
             many = getattr(e, "rotate_many", None) or getattr(e, "rotate_batch")  # 2.x / 1.x name
-            emit("Rotate16Hoisted", timings(lambda: many(a, keys), args.reps), note=f"{many.__name__}, 16 fixed keys")
+            emit("Rotate16Hoisted", timings(lambda: many(a, keys)), note=f"{many.__name__}, 16 fixed keys")
             del keys
     else:
         progress("bootstrap keys")
-        t0 = time.perf_counter()
-        conj = e.create_conjugation_key(sk)
-        bk = e.create_bootstrap_key(sk)
-        emit("BootstrapKeyGen", [(time.perf_counter() - t0) * 1e3])
+        boot_keygen_s, (conj, bk) = harness.timed(lambda: (e.create_conjugation_key(sk), e.create_bootstrap_key(sk)))
+        emit("BootstrapKeyGen", [boot_keygen_s])
         low = e.encrypt(x, pk, 0)
         res = e.bootstrap(low, rk, conj, bk)
         err = np.abs(e.decrypt(res, sk) - x)
@@ -154,7 +134,7 @@ def main(argv=None) -> int:
         progress("bootstrap")
         emit(
             "Bootstrap",
-            timings(lambda: e.bootstrap(low, rk, conj, bk), args.reps),
+            timings(lambda: e.bootstrap(low, rk, conj, bk)),
             levels_left=res.level,
             mean_bits=float(np.mean(bits)),
             worst_bits=float(np.min(bits)),

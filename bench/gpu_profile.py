@@ -2,7 +2,7 @@
 """The kernels of single operations on the GPU, for a profiler started from the program (scripts/device_run.py's
 ncu step: `ncu --profile-from-start off ... python bench/gpu_profile.py`): set-up and one warm-up call of each operation
 run outside the profiled range; then, inside it, one call: an H16 multiply-relinearize-rescale, an H16 rotate or a B13
-batch of 100 multiplies.
+batch of 100 multiplies. Prints one JSON line naming what was profiled, and the machine (harness.emit).
 
     ncu --profile-from-start off --csv --metrics gpu__time_duration.sum python bench/gpu_profile.py --op mul
 """
@@ -13,6 +13,7 @@ import argparse
 import ctypes
 import sys
 
+import harness
 import numpy as np
 
 import kasoku as ks
@@ -51,13 +52,15 @@ def main(argv=None) -> int:
         "rot": lambda: ev.rotate(a, 1),
         "batch": lambda: ev.multiply_many([a] * args.batch, [b] * args.batch),
     }[args.op]
-    fn()  # warm-up: first-call allocations and table uploads stay outside the profiled range
-    ctx.synchronize()
-    print(f"== profiled: {name} {op}" + (f" x{args.batch}" if args.op == "batch" else ""), flush=True)
+    warmup_s = harness.timed(fn, ctx.synchronize)[0]  # first-call allocations and table uploads stay outside the range
     profiler(True)
     fn()
     ctx.synchronize()
     profiler(False)
+    batch = args.batch if args.op == "batch" else 1
+    harness.emit(
+        {"lib": "kasoku", "op": op, "params": name, "batch": batch, "device": ctx.device, "warmup_s": warmup_s}
+    )
     return 0
 
 

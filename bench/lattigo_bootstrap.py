@@ -279,11 +279,7 @@ def run(args):
             rec["go_arch"] = rec.pop("machine", None)
             rec["machine"] = harness.machine()  # as bench/bootstrap.py
             rec["cpu_model"] = cpu_model()
-            out = json.dumps(rec)
-            print(out, flush=True)
-            if args.out:
-                with open(args.out, "a") as f:
-                    f.write(out + "\n")
+            harness.emit(rec, args.out)
 
 
 def main():

@@ -15,7 +15,6 @@ and the flood's width does not change the cost (one Gaussian draw per coefficien
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 
@@ -60,7 +59,7 @@ def run(params: str, n_parties: int, reps: int, threads: int) -> list[dict]:
             a, _ = median_s(lambda: agg_fn(shares), max(1, reps // 2))
             row["aggregate_s"] = a
         rows.append(row)
-        print(json.dumps(row), flush=True)
+        harness.emit(row)
         return share
 
     g = ctx.galois_element(1)
@@ -139,9 +138,9 @@ def main() -> None:
         for n in args.parties:
             rows += run(p, n, args.reps, args.threads)
     if args.json:
-        with open(args.json, "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+        open(args.json, "w").close()
+        for r in rows:
+            harness.emit(r, args.json, echo=False)
 
 
 if __name__ == "__main__":

@@ -40,12 +40,12 @@ import pathlib
 import re
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
-import time
+
+import harness
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -119,8 +119,8 @@ def record(compile_s: float, keygen_s: float, enc: list, inf: list, got, want) -
     return {
         "compile_s": compile_s,
         "keygen_s": keygen_s,
-        "encrypt_s": statistics.median(enc),
-        "inference_s": statistics.median(inf),
+        "encrypt_s": harness.median(enc),
+        "inference_s": harness.median(inf),
         "inference_all_s": inf,
         **errors(got, want),
         "peak_gb": peak_gb(),
@@ -201,38 +201,33 @@ def child_kasoku(
 def _kasoku_run(ks, ksnn, net, data, x, name: str, threads: int, device: str, params: str | None) -> dict:
     import torch
 
-    t = time.perf_counter()
     chosen = ks.Parameters.named(params) if params else None
-    plan = ksnn.compile(
-        net,
-        x[:1],
-        calibration=data["x_cal"],
-        params=chosen,
-        threads=threads,
-        device=device,
-        **(COMPILE.get(name, {}) if device == "cpu" else {}),  # a GPU keeps what its memory holds
+    compile_s, plan = harness.timed(
+        lambda: ksnn.compile(
+            net,
+            x[:1],
+            calibration=data["x_cal"],
+            params=chosen,
+            threads=threads,
+            device=device,
+            **(COMPILE.get(name, {}) if device == "cpu" else {}),  # a GPU keeps what its memory holds
+        )
     )
-    compile_s = time.perf_counter() - t
     progress(f"kasoku {name}: compiled in {compile_s:.1f} s\n{plan}")
-    t = time.perf_counter()
-    plan.keygen()
-    keygen_s = time.perf_counter() - t
+    keygen_s = harness.timed(plan.keygen)[0]
     enc, inf, got, cts = [], [], [], []
     for i in range(len(x)):
-        t = time.perf_counter()
-        cts.append(plan.encrypt(x[i]))
-        enc.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        out = plan.run(cts[-1], threads=threads)
-        inf.append(time.perf_counter() - t)
+        secs, ct = harness.timed(lambda: plan.encrypt(x[i]))
+        enc.append(secs)
+        cts.append(ct)
+        secs, out = harness.timed(lambda: plan.run(ct, threads=threads))
+        inf.append(secs)
         got.append(plan.decrypt(out))
         progress(f"kasoku {name}: image {i + 1}/{len(x)}: {inf[-1]:.3f} s")
     throughput = None
     if len(cts) > 1 and threads > 1 and device == "cpu":  # images in flight, one thread each (two rounds of workers)
         batch = cts[: 2 * threads]
-        t = time.perf_counter()
-        plan.run_many(batch, workers=threads, threads=1)
-        throughput = len(batch) / (time.perf_counter() - t)
+        throughput = len(batch) / harness.timed(lambda: plan.run_many(batch, workers=threads, threads=1))[0]
         progress(f"kasoku {name}: {len(batch)} images on {threads} workers: {throughput:.3f} images/s")
     with torch.no_grad():
         want = net(x).numpy()
@@ -417,9 +412,8 @@ def child_orion(
             "io_mode": io_mode,
         },
     }
-    t = time.perf_counter()
-    orion.init_scheme(config)  # Lattigo's parameters and the secret (save: written; load: read), public and relin keys
-    keygen_s = time.perf_counter() - t
+    # Lattigo's parameters and the secret (save: written; load: read), public and relin keys
+    keygen_s = harness.timed(lambda: orion.init_scheme(config))[0]
     _orion_fit(net, data)
 
     # the rotation keys are made in orion.compile (save: and written to the HDF5 file): timed apart
@@ -427,9 +421,7 @@ def child_orion(
     make_rotation_keys = scheme.lt_evaluator.generate_rotation_keys
 
     def timed_rotation_keys(transform_id):
-        t = time.perf_counter()
-        make_rotation_keys(transform_id)
-        rot["s"] += time.perf_counter() - t
+        rot["s"] += harness.timed(lambda: make_rotation_keys(transform_id))[0]
 
     scheme.lt_evaluator.generate_rotation_keys = timed_rotation_keys
     make_bootstrapper = scheme.bootstrapper.generate_bootstrapper
@@ -446,10 +438,9 @@ def child_orion(
         # the load process makes each when the network reaches it, below, and drops the one before
         scheme.bootstrapper.generate_bootstrapper = boot_slots.append
     said = _Tee()
-    t = time.perf_counter()
     with contextlib.redirect_stdout(said):  # Orion reports on stdout, where the parent reads this child's result
-        level = orion.compile(net)  # packing, levels, diagonals, bootstrap placement and the keys they need
-    compile_s = time.perf_counter() - t
+        # packing, levels, diagonals, bootstrap placement and the keys they need
+        compile_s, level = harness.timed(lambda: orion.compile(net))
     boots = re.search(r"Network requires (\d+) bootstrap", said.getvalue())
     common = {
         **({"orion_patch": "diagonals read from the sparse matrix"} if name in ORION_SPARSE_PACKING else {}),
@@ -480,35 +471,31 @@ def child_orion(
     spent = {"io": 0.0, "boot_keygen": 0.0, "boot": 0.0, "boots": 0}
     boot_keygen = []  # (slots, seconds) of each bootstrapper made
 
-    def timed(fn, key):
+    def accounted(fn, key):
         def call(*args):
-            t = time.perf_counter()
-            try:
-                return fn(*args)
-            finally:
-                spent[key] += time.perf_counter() - t
+            secs, out = harness.timed(lambda: fn(*args))
+            spent[key] += secs
+            return out
 
         return call
 
     if stage == "load":
         lt = scheme.lt_evaluator
-        lt.load_rotation_keys = timed(lt.load_rotation_keys, "io")
-        lt.load_plaintext_diagonals = timed(lt.load_plaintext_diagonals, "io")
+        lt.load_rotation_keys = accounted(lt.load_rotation_keys, "io")
+        lt.load_plaintext_diagonals = accounted(lt.load_plaintext_diagonals, "io")
         bootstrap = scheme.bootstrapper.bootstrap
         held = [None]
 
         def one_bootstrapper(ctxt, slots):
             if held[0] != slots:
-                t = time.perf_counter()
-                scheme.backend.DeleteBootstrappers()  # garbage for Go's collector, which GOMEMLIMIT keeps at work
-                make_bootstrapper(slots)
+                # the old ones: garbage for Go's collector, which GOMEMLIMIT keeps at work
+                secs = harness.timed(lambda: (scheme.backend.DeleteBootstrappers(), make_bootstrapper(slots)))[0]
                 held[0] = slots
-                boot_keygen.append((slots, time.perf_counter() - t))
-                spent["boot_keygen"] += boot_keygen[-1][1]
-                progress(f"orion {name}: bootstrapper for {slots} slots made in {boot_keygen[-1][1]:.1f} s")
-            t = time.perf_counter()
-            out = bootstrap(ctxt, slots)
-            spent["boot"] += time.perf_counter() - t
+                boot_keygen.append((slots, secs))
+                spent["boot_keygen"] += secs
+                progress(f"orion {name}: bootstrapper for {slots} slots made in {secs:.1f} s")
+            secs, out = harness.timed(lambda: bootstrap(ctxt, slots))
+            spent["boot"] += secs
             spent["boots"] += 1
             return out
 
@@ -517,13 +504,11 @@ def child_orion(
     net.he()
     enc, inf, wall, got, per_image = [], [], [], [], []
     for i in range(len(x)):
-        t = time.perf_counter()
-        ct = orion.encrypt(orion.encode(x[i : i + 1], level))
-        enc.append(time.perf_counter() - t)
+        secs, ct = harness.timed(lambda: orion.encrypt(orion.encode(x[i : i + 1], level)))
+        enc.append(secs)
         before = dict(spent)
-        t = time.perf_counter()
-        out = net(ct)
-        wall.append(time.perf_counter() - t)
+        secs, out = harness.timed(lambda: net(ct))
+        wall.append(secs)
         d = {k: spent[k] - before[k] for k in spent}
         inf.append(wall[-1] - d["io"] - d["boot_keygen"])
         per_image.append(d)
@@ -575,27 +560,30 @@ def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
     x_rand = torch.rand(96, 3, 32, 32, generator=g)
     torch.save({"x_cal": x_rand[:64], "x_test": x_rand[64:]}, work / "cifar-shaped.pt")
     for name in names:
-        t = time.perf_counter()
         if name in CIFAR_SHAPED:
-            torch.manual_seed(0)
-            net = getattr(models, name)()
-            net.train()
-            for m in net.modules():  # BatchNorm's statistics as the cumulative average over the calibration images
-                if isinstance(m, torch.nn.BatchNorm2d):
-                    m.momentum = None
-            with torch.no_grad():
-                net(x_rand[:64])
-            torch.save(net.eval().state_dict(), work / f"{name}.pt")
-            progress(
-                f"{name}: initialised, BatchNorm statistics from 64 random images ({time.perf_counter() - t:.1f} s)"
-            )
+            secs, net = harness.timed(lambda: _initialised(getattr(models, name), x_rand[:64]))
+            torch.save(net.state_dict(), work / f"{name}.pt")
+            progress(f"{name}: initialised, BatchNorm statistics from 64 random images ({secs:.1f} s)")
             continue
-        net = models.train(getattr(models, name)(), x_train, y_train, epochs=epochs)
+        secs, net = harness.timed(lambda: models.train(getattr(models, name)(), x_train, y_train, epochs=epochs))
         torch.save(net.state_dict(), work / f"{name}.pt")
-        progress(
-            f"{name}: trained in {time.perf_counter() - t:.1f} s, test accuracy "
-            f"{models.accuracy(net, x_test, y_test):.3f}"
-        )
+        progress(f"{name}: trained in {secs:.1f} s, test accuracy {models.accuracy(net, x_test, y_test):.3f}")
+
+
+def _initialised(model, x):
+    """The model with PyTorch's initialisation (seed 0) and BatchNorm's statistics as the cumulative average over the
+    images x; in eval mode."""
+    import torch
+
+    torch.manual_seed(0)
+    net = model()
+    net.train()
+    for m in net.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.momentum = None
+    with torch.no_grad():
+        net(x)
+    return net.eval()
 
 
 def run_child(
@@ -729,14 +717,11 @@ def main() -> int:
             rec = child_kasoku(pathlib.Path(a.work), a.models[0], a.threads, a.images, a.device, a.params)
         else:
             rec = child_orion(pathlib.Path(a.work), a.models[0], a.threads, a.images, a.orion_stage, a.orion_files)
-        print(json.dumps(rec), flush=True)
+        harness.emit(rec)  # the line the parent reads
         return 0
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    from peers import machine_info
-
-    host = machine_info()
-    progress(f"{host['cpu']}, {a.threads} thread(s)")
+    cpu = harness.machine()
+    progress(f"{cpu}, {a.threads} thread(s)")
     images = 360 if a.all_digits else a.images
     failed = False
     with tempfile.TemporaryDirectory(prefix="kasoku-nn-") as tmp:
@@ -754,20 +739,9 @@ def main() -> int:
                     got = run_child(
                         python, lib, work, name, a.threads, images, *((a.device, a.params) if lib == "kasoku" else ())
                     )
-                rec = {
-                    "lib": lib,
-                    "model": name,
-                    "threads": a.threads,
-                    "cpu": host["cpu"],
-                    "date": time.strftime("%Y-%m-%d"),
-                    **got,
-                }
+                rec = {"lib": lib, "model": name, "threads": a.threads, "cpu": cpu, **got}
                 failed |= "error" in rec
-                line = json.dumps(rec)
-                print(line, flush=True)
-                if a.out:
-                    with open(a.out, "a") as f:
-                        f.write(line + "\n")
+                harness.emit(rec, a.out)
     return 1 if failed else 0
 
 

@@ -17,15 +17,15 @@ precision -log2 |error| per slot (mean and worst). Stdlib + numpy + openfhe only
 """
 
 import argparse
-import json
 import os
 import resource
-import statistics
 import sys
-import time
 
 import numpy as np
 import openfhe as ofhe
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (bench/, run with the OpenFHE venv's Python)
 
 
 def log(msg):
@@ -87,14 +87,11 @@ def main():
     slots = n // 2
     log("N=%d, slots=%d, bootstrap depth %d, %d user levels" % (n, slots, boot_depth, args.user_levels))
 
-    t = time.perf_counter()
-    cc.EvalBootstrapSetup(budget, [0, 0], slots)
-    setup_s = time.perf_counter() - t
+    setup_s = harness.timed(lambda: cc.EvalBootstrapSetup(budget, [0, 0], slots))[0]
     keys = cc.KeyGen()
-    t = time.perf_counter()
-    cc.EvalMultKeyGen(keys.secretKey)
-    cc.EvalBootstrapKeyGen(keys.secretKey, slots)
-    keygen_s = time.perf_counter() - t
+    keygen_s = harness.timed(
+        lambda: (cc.EvalMultKeyGen(keys.secretKey), cc.EvalBootstrapKeyGen(keys.secretKey, slots))
+    )[0]
     log("setup %.1f s, keygen %.1f s" % (setup_s, keygen_s))
 
     rng = np.random.default_rng(1)
@@ -105,9 +102,8 @@ def main():
     times, bits, level_after = [], None, None
     for i in range(args.reps):
         log("bootstrap %d/%d" % (i + 1, args.reps))
-        t = time.perf_counter()
-        out = cc.EvalBootstrap(ct)
-        times.append(time.perf_counter() - t)
+        secs, out = harness.timed(lambda: cc.EvalBootstrap(ct))
+        times.append(secs)
         dec = cc.Decrypt(keys.secretKey, out)
         dec.SetLength(slots)
         got = np.array(dec.GetCKKSPackedValue())
@@ -120,9 +116,7 @@ def main():
         "log_n": args.log_n,
         "slots": slots,
         "threads": args.threads,
-        "reps": args.reps,
-        "median_s": statistics.median(times),
-        "min_s": min(times),
+        **harness.summary(times),  # median_s, min_s, max_s, reps
         "setup_s": setup_s,
         "keygen_s": keygen_s,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -138,11 +132,7 @@ def main():
         "security": security,
         "note": note,
     }
-    line = json.dumps(rec)
-    print(line, flush=True)
-    if args.out:
-        with open(args.out, "a") as f:
-            f.write(line + "\n")
+    harness.emit(rec, args.out)
 
 
 if __name__ == "__main__":

@@ -24,11 +24,8 @@ error). Stdlib + numpy + openfhe only; Python 3.10.
 """
 
 import argparse
-import json
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 import openfhe as ofhe
@@ -73,13 +70,8 @@ def size(obj):
     return len(data)
 
 
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t, out
-
-
-def run(name, n_parties, threads):
+def run(name, n_parties, threads, out=None):
+    """One run's lines, each written as it is measured (harness.emit: printed, and appended to `out`)."""
     spec = SETS[name]
     cc, security = context(spec)
     slots = 1 << (spec["logn"] - 1)
@@ -92,7 +84,7 @@ def run(name, n_parties, threads):
             "params": name,
             "parties": n_parties,
             "step": step,
-            "party_s": statistics.median(party_times),
+            "party_s": harness.median(party_times),
             "share_bytes": share_bytes,
             "threads": threads,
             "security": security,
@@ -103,16 +95,15 @@ def run(name, n_parties, threads):
             r["aggregate_s"] = aggregate_s
         if note:
             r["note"] = note
-        rows.append(r)
-        print(json.dumps(r), flush=True)
+        rows.append(harness.emit(r, out))
 
     # Public key: a chain of N key generations (each party's on the joint key so far).
     times, kps = [], []
-    t, kp = timed(cc.KeyGen)
+    t, kp = harness.timed(cc.KeyGen)
     times.append(t)
     kps.append(kp)
     for _ in range(1, n_parties):
-        t, kp = timed(lambda: cc.MultipartyKeyGen(kps[-1].publicKey))
+        t, kp = harness.timed(lambda: cc.MultipartyKeyGen(kps[-1].publicKey))
         times.append(t)
         kps.append(kp)
     joint_pk = kps[-1].publicKey
@@ -120,43 +111,42 @@ def run(name, n_parties, threads):
 
     # Relinearisation, round 1: party 1's KeySwitchGen, the others' MultiKeySwitchGen on it; summed.
     times, shares = [], []
-    t, k1 = timed(lambda: cc.KeySwitchGen(kps[0].secretKey, kps[0].secretKey))
+    t, k1 = harness.timed(lambda: cc.KeySwitchGen(kps[0].secretKey, kps[0].secretKey))
     times.append(t)
     shares.append(k1)
     for kp in kps[1:]:
-        t, k = timed(lambda: cc.MultiKeySwitchGen(kp.secretKey, kp.secretKey, k1))
+        t, k = harness.timed(lambda: cc.MultiKeySwitchGen(kp.secretKey, kp.secretKey, k1))
         times.append(t)
         shares.append(k)
 
     tags = [kp.publicKey.GetKeyTag() for kp in kps]
-    agg, joint1 = timed(lambda: chain_sum(cc.MultiAddEvalKeys, shares, tags))
+    agg, joint1 = harness.timed(lambda: chain_sum(cc.MultiAddEvalKeys, shares, tags))
     row("relinearisation round 1 (RKG)", times, size(shares[0]), agg)
 
     # Round 2: every party's MultiMultEvalKey on the joint round-1 key; summed.
     tag = joint_pk.GetKeyTag()
     times, shares2 = [], []
     for kp in kps:
-        t, k = timed(lambda: cc.MultiMultEvalKey(kp.secretKey, joint1, tag))
+        t, k = harness.timed(lambda: cc.MultiMultEvalKey(kp.secretKey, joint1, tag))
         times.append(t)
         shares2.append(k)
 
-    agg, relin = timed(lambda: chain_sum(cc.MultiAddEvalMultKeys, shares2, [tag] * len(shares2)))
+    agg, relin = harness.timed(lambda: chain_sum(cc.MultiAddEvalMultKeys, shares2, [tag] * len(shares2)))
     row("relinearisation round 2 (RKG)", times, size(shares2[0]), agg)
     cc.InsertEvalMultKey([relin])
 
     # One rotation key (by 1): party 1's EvalAtIndexKeyGen, the others' MultiEvalAtIndexKeyGen on it; summed.
     times, maps = [], []
-    t0 = time.perf_counter()
-    cc.EvalAtIndexKeyGen(kps[0].secretKey, [1])
-    times.append(time.perf_counter() - t0)
+    t, _ = harness.timed(lambda: cc.EvalAtIndexKeyGen(kps[0].secretKey, [1]))
+    times.append(t)
     m1 = cc.GetEvalAutomorphismKeyMap(kps[0].secretKey.GetKeyTag())
     maps.append(m1)
     for kp in kps[1:]:
-        t, m = timed(lambda: cc.MultiEvalAtIndexKeyGen(kp.secretKey, m1, [1], kp.publicKey.GetKeyTag()))
+        t, m = harness.timed(lambda: cc.MultiEvalAtIndexKeyGen(kp.secretKey, m1, [1], kp.publicKey.GetKeyTag()))
         times.append(t)
         maps.append(m)
 
-    agg, rot = timed(lambda: chain_sum(cc.MultiAddEvalAutomorphismKeys, maps, tags))
+    agg, rot = harness.timed(lambda: chain_sum(cc.MultiAddEvalAutomorphismKeys, maps, tags))
     row("Galois key, one element (GKG)", times, size(maps[0]), agg)
     cc.InsertEvalAutomorphismKey(rot, tag)
 
@@ -167,20 +157,21 @@ def run(name, n_parties, threads):
     cty = cc.Encrypt(joint_pk, cc.MakeCKKSPackedPlaintext(y.tolist()))
     ct = cc.EvalRotate(cc.Rescale(cc.EvalMult(ctx_, cty)), 1)
     times, parts = [], []
-    t, lead = timed(lambda: cc.MultipartyDecryptLead([ct], kps[0].secretKey))
+    t, lead = harness.timed(lambda: cc.MultipartyDecryptLead([ct], kps[0].secretKey))
     times.append(t)
     parts.append(lead[0])
     for kp in kps[1:]:
-        t, main = timed(lambda: cc.MultipartyDecryptMain([ct], kp.secretKey))
+        t, main = harness.timed(lambda: cc.MultipartyDecryptMain([ct], kp.secretKey))
         times.append(t)
         parts.append(main[0])
-    agg, pt = timed(lambda: cc.MultipartyDecryptFusion(parts))
+    agg, pt = harness.timed(lambda: cc.MultipartyDecryptFusion(parts))
     row("decryption share", times, size(parts[0]), agg)
     pt.SetLength(slots)
     got = np.array(pt.GetRealPackedValue())
     err = float(np.max(np.abs(got - np.roll(x * y, -1))))
-    check = {"lib": "openfhe", "params": name, "parties": n_parties, "step": "check", "max_error": err}
-    print(json.dumps(check), flush=True)
+    check = harness.emit(
+        {"lib": "openfhe", "params": name, "parties": n_parties, "step": "check", "max_error": err}, out
+    )
     if not err < 2.0**-5:
         raise SystemExit("OpenFHE's joint keys gave an error of %g" % err)
     return rows + [check]
@@ -198,11 +189,7 @@ def main():
     for name in args.params:
         for n in args.parties:
             log("%s, %d parties" % (name, n))
-            rows = run(name, n, args.threads)
-            if args.json:
-                with open(args.json, "a") as f:
-                    for r in rows:
-                        f.write(json.dumps(r) + "\n")
+            run(name, n, args.threads, args.json)
 
 
 if __name__ == "__main__":

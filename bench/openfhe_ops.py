@@ -32,10 +32,12 @@ import math
 import os
 import re
 import sys
-import time
 
 import numpy as np
 import openfhe as ofhe
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (bench/, run with the OpenFHE venv's Python)
 
 # Bits of the special primes OpenFHE chooses for HYBRID key switching
 # (AUXMODSIZE in ckksrns-parametergeneration.cpp for 64-bit native integers).
@@ -72,37 +74,22 @@ def log(msg):
 
 
 def timed(fn, reps):
-    """Median/min/max wall time of ``fn()`` in ms: one untimed warm-up, then ``reps`` runs.
-
-    The result of each call is released only after the clock has stopped, so
-    freeing the output ciphertext is not part of the measurement.
-    """
-    out = fn()  # warm-up
-    del out
+    """Median/min/max wall time of ``fn()`` in ms: one untimed warm-up, then ``reps`` runs (harness.times: the
+    result of each call is released only after the clock has stopped, so freeing the output ciphertext is not part
+    of the measurement)."""
+    fn()  # warm-up
     gc.collect()
-    walls, cpus = [], []
-    for _ in range(reps):
-        c0 = time.process_time()
-        t0 = time.perf_counter()
-        out = fn()
-        t1 = time.perf_counter()
-        c1 = time.process_time()
-        del out
-        walls.append((t1 - t0) * 1e3)
-        cpus.append((c1 - c0) * 1e3)
+    cpus = []
+    walls = harness.times(fn, reps, cpu=cpus)
     return summarize(walls, cpus)
 
 
 def summarize(walls, cpus=None):
-    rec = {
-        "median_ms": float(np.median(walls)),
-        "min_ms": min(walls),
-        "max_ms": max(walls),
-        "reps": len(walls),
-    }
+    """median_ms, min_ms, max_ms, reps of wall times in seconds; with their CPU times, cpu_per_wall (~1.0 when
+    single-threaded, up to `threads` when OpenMP parallelises well)."""
+    rec = harness.summary(walls, "ms")
     if cpus is not None:
-        # ~1.0 when single-threaded, up to `threads` when OpenMP parallelises well.
-        rec["cpu_per_wall"] = round(sum(cpus) / max(sum(walls), 1e-9), 2)
+        rec["cpu_per_wall"] = round(sum(cpus) / max(sum(walls), 1e-12), 2)
     return rec
 
 
@@ -153,7 +140,7 @@ def main():
     ap.add_argument("--spec", required=True, help="parameter set as JSON (from peers.py)")
     ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out", required=True, help="JSON lines output file")
+    ap.add_argument("--out", required=True, help="append the JSON lines here")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
         "--hoisting", action="store_true", help="also EvalSum (all slots) and 16 hoisted rotations (EvalFastRotation)"
@@ -173,9 +160,11 @@ def main():
     lines = []
 
     def emit(op, **fields):
+        """One line, as it is measured: printed (peers.py shows this process's output on its stderr) and appended to
+        --out."""
         rec = {"lib": "openfhe", "op": op, "params": name, "threads": args.threads}
         rec.update(fields)
-        lines.append(rec)
+        lines.append(harness.emit(rec, args.out))
 
     log(
         "context %s: N=2^%d, depth %d, dnum %d, OMP_NUM_THREADS=%s"
@@ -190,28 +179,25 @@ def main():
     log("KeyGen x%d (+1 warm-up)" % reps)
     parts = {"KeyGenSecretPublic": [], "KeyGenRelin": [], "KeyGenRotation": [], "KeyGen": []}
     cpus = []
+
+    def keygen():
+        """The three key generations, each timed: (key pair, {part: seconds})."""
+        part = {}
+        part["KeyGenSecretPublic"], kp = harness.timed(cc.KeyGen)
+        part["KeyGenRelin"] = harness.timed(lambda: cc.EvalMultKeyGen(kp.secretKey))[0]
+        part["KeyGenRotation"] = harness.timed(lambda: cc.EvalRotateKeyGen(kp.secretKey, [1]))[0]
+        return kp, part
+
     kp = None
     for i in range(reps + 1):
         ofhe.ClearEvalMultKeys()
         ofhe.CryptoContext.ClearEvalAutomorphismKeys()
         kp = None
         gc.collect()
-        c0 = time.process_time()
-        t0 = time.perf_counter()
-        kp = cc.KeyGen()
-        t1 = time.perf_counter()
-        cc.EvalMultKeyGen(kp.secretKey)
-        t2 = time.perf_counter()
-        cc.EvalRotateKeyGen(kp.secretKey, [1])
-        t3 = time.perf_counter()
-        c1 = time.process_time()
-        if i == 0:
-            continue  # warm-up
-        parts["KeyGenSecretPublic"].append((t1 - t0) * 1e3)
-        parts["KeyGenRelin"].append((t2 - t1) * 1e3)
-        parts["KeyGenRotation"].append((t3 - t2) * 1e3)
-        parts["KeyGen"].append((t3 - t0) * 1e3)
-        cpus.append((c1 - c0) * 1e3)
+        total, (kp, part) = harness.timed(keygen, cpu=cpus if i else None)  # the first: a warm-up
+        if i:
+            for op, secs in {**part, "KeyGen": total}.items():
+                parts[op].append(secs)
     notes = {
         "KeyGen": "KeyGen (secret+public) + EvalMultKeyGen (relin) + EvalRotateKeyGen([1]) (one rotation key)",
         "KeyGenSecretPublic": "cc.KeyGen(): secret + public key",
@@ -367,9 +353,6 @@ def main():
         ),
     )
 
-    with open(args.out, "w") as f:
-        for rec in lines:
-            f.write(json.dumps(rec) + "\n")
     log("wrote %d lines to %s" % (len(lines), args.out))
 
 

@@ -12,10 +12,11 @@ kasoku's have dnum digits: the table says so. TenSEAL refuses N = 2^16.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
+
+import harness
 
 HERE = Path(__file__).resolve().parent
 
@@ -113,9 +114,8 @@ def worker(name: str, out: str) -> None:
                 }
             )
         emit("tenseal", "public context without Galois keys", len(pub.serialize(save_galois_keys=False)), "default")
-    with open(out, "w") as f:
-        for r in recs:
-            f.write(json.dumps(r) + "\n")
+    for r in recs:
+        harness.emit(r, out, echo=False)
 
 
 def main() -> int:
@@ -138,18 +138,17 @@ def main() -> int:
         ["seal-python", "tenseal", "numpy"],
     )
     tmp = HERE / f".peer-sizes-{args.params}.jsonl"
+    tmp.unlink(missing_ok=True)  # the worker appends
     subprocess.run([str(py), __file__, "--params", args.params, "--_worker", str(tmp)], check=True, env=clean_env(1))
-    recs = [json.loads(line) for line in tmp.read_text().splitlines()]
+    recs = harness.read(tmp)
     tmp.unlink()
     for r in recs:
         if r["op"] == "size":
             print(f"{r['lib']:<8}{r['what']:<72}{r['mode']:>8}{r['bytes']:>16,}")
         else:
             print(f"{r['lib']:<8}{r['note']}")
-    if args.out:
-        with open(args.out, "a") as f:
-            for r in recs:
-                f.write(json.dumps(r) + "\n")
+        if args.out:  # the table is what this prints
+            harness.emit(r, args.out, echo=False)
     return 0
 
 

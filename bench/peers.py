@@ -36,8 +36,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import harness
 
 BENCH_DIR = Path(__file__).resolve().parent
 OPENFHE_WORKER = BENCH_DIR / "openfhe_ops.py"
@@ -165,12 +166,11 @@ def clean_env(threads: int | None = None) -> dict:
 
 def run_worker(cmd: list[str], threads: int, out_path: Path) -> list[dict]:
     progress("running: " + " ".join(cmd[:2]) + " ...")
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=clean_env(threads), stdout=sys.stderr)
+    secs, proc = harness.timed(lambda: subprocess.run(cmd, env=clean_env(threads), stdout=sys.stderr))
     if proc.returncode != 0:
         raise RuntimeError(f"peer worker failed with exit code {proc.returncode} (see its output above)")
-    progress(f"peer done in {time.perf_counter() - t0:.1f} s")
-    return read_jsonl(out_path)
+    progress(f"peer done in {secs:.1f} s")
+    return harness.read(out_path)
 
 
 # --------------------------------------------------------------------------
@@ -194,28 +194,18 @@ def seal_worker(spec: dict, threads: int, reps: int, out: str, seed: int = 1) ->
     slots = n // 2
     scale = 2.0 ** spec["scale_bits"]
     name = spec["name"]
-    lines = []
 
     def emit(op, **fields):
+        """One line, as it is measured: printed (on the parent's stderr) and appended to `out`."""
         rec = {"lib": "seal", "op": op, "params": name, "threads": threads}
         rec.update(fields)
-        lines.append(rec)
-
-    def stats(walls):
-        walls = sorted(walls)
-        return {"median_ms": float(np.median(walls)), "min_ms": walls[0], "max_ms": walls[-1], "reps": len(walls)}
+        harness.emit(rec, out)
 
     def timed(fn):
-        r = fn()  # warm-up
-        del r
+        """median_ms, min_ms, max_ms, reps of fn after one warm-up (each result released after its clock stops)."""
+        fn()  # warm-up
         gc.collect()
-        walls = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            r = fn()
-            walls.append((time.perf_counter() - t0) * 1e3)
-            del r
-        return stats(walls)
+        return harness.summary(harness.times(fn, reps), "ms")
 
     bits = [spec["first_bits"]] + [spec["scale_bits"]] * spec["depth"] + [60]
     parms = seal.EncryptionParameters(seal.scheme_type.ckks)
@@ -228,26 +218,37 @@ def seal_worker(spec: dict, threads: int, reps: int, out: str, seed: int = 1) ->
         security = "none"
         ctx = seal.SEALContext(parms, True, seal.sec_level_type.none)
 
+    def keygen():
+        """The keys, each part timed: ((sk, pk, rk, gk), {part: seconds})."""
+        part = {}
+
+        def secret_public():
+            gen = seal.KeyGenerator(ctx)
+            return gen, gen.secret_key(), gen.create_public_key()
+
+        def galois():
+            gk = seal.GaloisKeys()
+            kg.create_galois_keys([1], gk)  # only the key for rotation by 1
+            return gk
+
+        part["KeyGenSecretPublic"], (kg, sk, pk) = harness.timed(secret_public)
+        part["KeyGenRelin"], rk = harness.timed(kg.create_relin_keys)
+        part["KeyGenRotation"], gk = harness.timed(galois)
+        return (sk, pk, rk, gk), part
+
     walls = {"KeyGen": [], "KeyGenSecretPublic": [], "KeyGenRelin": [], "KeyGenRotation": []}
     for i in range(reps + 1):
-        t0 = time.perf_counter()
-        keygen = seal.KeyGenerator(ctx)
-        sk = keygen.secret_key()
-        pk = keygen.create_public_key()
-        t1 = time.perf_counter()
-        rk = keygen.create_relin_keys()
-        t2 = time.perf_counter()
-        gk = seal.GaloisKeys()
-        keygen.create_galois_keys([1], gk)  # only the key for rotation by 1
-        t3 = time.perf_counter()
-        if i:
-            walls["KeyGenSecretPublic"].append((t1 - t0) * 1e3)
-            walls["KeyGenRelin"].append((t2 - t1) * 1e3)
-            walls["KeyGenRotation"].append((t3 - t2) * 1e3)
-            walls["KeyGen"].append((t3 - t0) * 1e3)
-    emit("KeyGen", note="KeyGenerator (secret) + public + relin + galois key for step 1", **stats(walls.pop("KeyGen")))
+        total, ((sk, pk, rk, gk), part) = harness.timed(keygen)
+        if i:  # the first: a warm-up
+            for op, secs in {**part, "KeyGen": total}.items():
+                walls[op].append(secs)
+    emit(
+        "KeyGen",
+        note="KeyGenerator (secret) + public + relin + galois key for step 1",
+        **harness.summary(walls.pop("KeyGen"), "ms"),
+    )
     for op, w in walls.items():
-        emit(op, **stats(w))
+        emit(op, **harness.summary(w, "ms"))
 
     encoder = seal.CKKSEncoder(ctx)
     encryptor = seal.Encryptor(ctx, pk)
@@ -316,9 +317,6 @@ def seal_worker(spec: dict, threads: int, reps: int, out: str, seed: int = 1) ->
         note="SEAL supports one special prime: key switching uses one digit per prime (dnum = L+1); "
         "SEAL is single-threaded; NTT is not measured.",
     )
-    with open(out, "w") as f:
-        for rec in lines:
-            f.write(json.dumps(rec) + "\n")
 
 
 # --------------------------------------------------------------------------
@@ -342,12 +340,11 @@ def run_kasoku(params: str, threads: int, reps: int, path: Path, extra: list[str
         str(path),
     ] + extra
     progress("running: " + " ".join(cmd[1:]))
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=sys.stderr)
+    secs, proc = harness.timed(lambda: subprocess.run(cmd, stdout=sys.stderr))
     if proc.returncode != 0:
         raise RuntimeError(f"`python -m kasoku bench` failed with exit code {proc.returncode}")
-    progress(f"kasoku done in {time.perf_counter() - t0:.1f} s")
-    return read_jsonl(path)
+    progress(f"kasoku done in {secs:.1f} s")
+    return harness.read(path)
 
 
 def kasoku_info(max_lines: int = 8) -> list[str]:
@@ -361,52 +358,9 @@ def kasoku_info(max_lines: int = 8) -> list[str]:
     return [line.rstrip() for line in out.stdout.splitlines() if line.strip()][:max_lines]
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    recs = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                recs.append(json.loads(line))
-    return recs
-
-
 # --------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------
-
-
-def machine_info() -> dict:
-    cpu, flags = None, []
-    try:
-        with open("/proc/cpuinfo") as f:
-            text = f.read()
-        m = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
-        cpu = m.group(1).strip() if m else None
-        fam = re.search(r"^cpu family\s*:\s*(\d+)$", text, re.M)
-        mod = re.search(r"^model\s*:\s*(\d+)$", text, re.M)
-        if cpu and fam and mod:
-            cpu += f" (family {fam.group(1)}, model {mod.group(1)})"
-        fl = re.search(r"^flags\s*:\s*(.+)$", text, re.M)
-        have = set(fl.group(1).split()) if fl else set()
-        flags = [x for x in ("avx2", "avx512f", "avx512ifma", "avx512_vbmi2") if x in have]
-    except OSError:
-        pass
-    if not cpu and shutil.which("lscpu"):
-        out = subprocess.run(["lscpu"], capture_output=True, text=True)
-        m = re.search(r"^Model name:\s*(.+)$", out.stdout, re.M)
-        cpu = m.group(1).strip() if m else None
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    return {
-        "cpu": cpu or platform.processor() or "unknown",
-        "cores": os.cpu_count(),
-        "usable_cores": usable,
-        "simd_flags": flags,
-        "platform": platform.platform(),
-    }
 
 
 def index(recs: list[dict], lib: str, params: str) -> tuple[dict, dict, dict]:
@@ -458,11 +412,7 @@ def build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes) -> tuple
         f"median of {args.reps} reps after 1 warm-up"
     )
     out.append(f"date:    {meta['date']}")
-    m = meta["machine"]
-    out.append(
-        f"machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), "
-        f"{' '.join(m['simd_flags']) or 'no AVX2'}; {m['platform']}"
-    )
+    out.append(f"machine: {meta['machine']} ({meta['usable_cores']} usable); {meta['platform']}")
     info = meta["kasoku_info"]
     out.append("kasoku:  " + (info[0] if info else "(no info)"))
     out += ["         " + line for line in info[1:]]
@@ -653,7 +603,9 @@ def main(argv=None) -> int:
         "reps": args.reps,
         "peer": peer,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine_info(),
+        "machine": harness.machine(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "platform": platform.platform(),
         "kasoku_info": kasoku_info(),
         "peer_python": os.path.relpath(peer_py, BENCH_DIR.parent),
     }
@@ -665,7 +617,7 @@ def main(argv=None) -> int:
         # 2. kasoku (never concurrently with the peer).
         kasoku_recs = []
         if args.kasoku_json:
-            kasoku_recs = read_jsonl(Path(args.kasoku_json))
+            kasoku_recs = harness.read(args.kasoku_json)
             mine = [r for r in kasoku_recs if r.get("lib") == "kasoku"]
             if not any(r.get("params") == args.params for r in mine):
                 notes.append(f"WARNING: {args.kasoku_json} has no kasoku lines for {args.params}.")
@@ -719,10 +671,9 @@ def main(argv=None) -> int:
 
     report, summary = build_report(args, spec, peer, kasoku_recs, peer_recs, meta, notes)
     print(report)
-    if args.out:
-        with open(args.out, "a") as f:
-            for rec in [meta] + kasoku_recs + peer_recs + summary:
-                f.write(json.dumps(rec) + "\n")
+    if args.out:  # every line was shown (on stderr) as it came; the report is what this prints
+        for rec in [meta] + kasoku_recs + peer_recs + summary:
+            harness.emit(rec, args.out, echo=False)
         progress(f"appended {1 + len(kasoku_recs) + len(peer_recs) + len(summary)} JSON lines to {args.out}")
     return rc
 

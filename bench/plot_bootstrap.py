@@ -5,9 +5,10 @@ bench/bootstrap.py, bench/openfhe_bootstrap.py and bench/desilo_ops.py (its "Boo
     .venv/bin/python bench/plot_bootstrap.py docs/data/bootstrap-BOOT16.jsonl docs/bootstrap-BOOT16.png
 """
 
-import json
+import argparse
 import sys
 
+import harness
 import matplotlib
 
 matplotlib.use("Agg")
@@ -17,12 +18,14 @@ STAGES = ("raise", "coeff_to_slot", "eval_mod", "slot_to_coeff")
 COLORS = ("#999", "#37a", "#c73", "#2a7")
 
 
-def main(src: str, dst: str) -> int:
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("src", help="JSON lines of bench/bootstrap.py, openfhe_bootstrap.py, desilo_ops.py")
+    ap.add_argument("dst", help="the PNG to write")
+    args = ap.parse_args(argv)
+    src = args.src
     rows = []
-    for line in open(src):
-        if not line.strip():
-            continue
-        r = json.loads(line)
+    for r in harness.read(src):
         if r.get("lib") == "desilo" and r.get("op") == "Bootstrap":  # bench/desilo_ops.py's own line
             r = dict(
                 r,
@@ -73,9 +76,9 @@ def main(src: str, dst: str) -> int:
     ax.set_xlabel("seconds per bootstrap (median); text: mean / worst precision")
     ax.set_xlim(0, max(r["median_s"] for r in rows) * 1.6)
     fig.tight_layout()
-    fig.savefig(dst, dpi=120)
+    fig.savefig(args.dst, dpi=120)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:3]))
+    sys.exit(main())

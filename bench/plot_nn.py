@@ -6,9 +6,10 @@ memory (the bootstrapping networks' lines carry it; a run's last line for each l
     .venv/bin/python bench/plot_nn.py docs/data/nn-zen4.jsonl docs/nn-zen4.png
 """
 
-import json
+import argparse
 import sys
 
+import harness
 import matplotlib
 
 matplotlib.use("Agg")
@@ -18,8 +19,7 @@ COLORS = {"kasoku": "#2a7", "orion": "#c73"}
 
 
 def main(src: str, dst: str) -> int:
-    rows = [json.loads(line) for line in open(src) if line.strip()]
-    rows = [r for r in rows if "inference_s" in r]
+    rows = [r for r in harness.read(src) if "inference_s" in r]
     if not rows:
         raise SystemExit(f"no inference lines in {src}")
     last = {(r["threads"], r["lib"], r["model"]): r for r in rows}
@@ -70,6 +70,8 @@ def main(src: str, dst: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        raise SystemExit(__doc__)
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("src", help="JSON lines of bench/nn_peers.py --out")
+    ap.add_argument("dst", help="the PNG to write")
+    args = ap.parse_args()
+    sys.exit(main(args.src, args.dst))

@@ -4,9 +4,10 @@
 python bench/plot_peers.py docs/data/peers-H16.jsonl docs/peers-H16.png
 """
 
-import json
+import argparse
 import sys
 
+import harness
 import matplotlib
 
 matplotlib.use("Agg")
@@ -14,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main(src: str, dst: str) -> int:
-    rows = [json.loads(line) for line in open(src)]
+    rows = harness.read(src)
     summary = [
         r
         for r in rows
@@ -40,4 +41,8 @@ def main(src: str, dst: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src", help="JSON lines of bench/peers.py --out")
+    ap.add_argument("dst", help="the PNG to write")
+    args = ap.parse_args()
+    sys.exit(main(args.src, args.dst))

@@ -9,7 +9,8 @@ of the Python API on them, and writes the serialized results.  ``check`` loads t
 context of the same parameters (the primes are deterministic), runs the same operations and compares the results
 byte for byte, and the decrypted values exactly.  It also loads every kind of saved object (parameters, keys,
 ciphertexts seeded or not, of size 2 and 3, plain and zstd) and saves it again: the same bytes, for a change of the
-serialization code.  It prints one line per operation or object and exits 1 on any difference.
+serialization code.  It prints one JSON line per operation or object (harness.emit; with --out, appended there too)
+and exits 1 on any difference.
 """
 
 from __future__ import annotations
@@ -19,27 +20,20 @@ import pickle
 import sys
 from pathlib import Path
 
+import harness
 import numpy as np
 
 import kasoku as ks
 
 # Shapes the comparison covers: one key-switching digit per prime (dnum = L + 1), several digits of several primes.
+# Written out (not named sets): both builds, old and new, must construct exactly these parameters.
+PRIMES = {"first_bits": 60, "scale_bits": 40, "special_bits": 60, "security": None}
+BOOT = {"boot_levels": 15, "boot_bits": 55, "boot_secret_weight": 32}
 PARAMS = {
-    "dnum3": dict(log_n=12, first_bits=60, scale_bits=40, levels=5, special_bits=60, special_primes=2, security=None),
-    "dnum1": dict(log_n=11, first_bits=60, scale_bits=40, levels=3, special_bits=60, special_primes=4, security=None),
+    "dnum3": {**PRIMES, "log_n": 12, "levels": 5, "special_primes": 2},
+    "dnum1": {**PRIMES, "log_n": 11, "levels": 3, "special_primes": 4},
     # bootstrapping keys: compact Galois keys and the encapsulation keys
-    "boot10": dict(
-        log_n=10,
-        first_bits=60,
-        scale_bits=40,
-        levels=2,
-        special_bits=60,
-        special_primes=4,
-        security=None,
-        boot_levels=15,
-        boot_bits=55,
-        boot_secret_weight=32,
-    ),
+    "boot10": {**PRIMES, "log_n": 10, "levels": 2, "special_primes": 4, **BOOT},
 }
 ROTATIONS = [1, 2, 3, 5, -4]
 
@@ -117,6 +111,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", choices=["save", "check"])
     ap.add_argument("dir", type=Path)
+    ap.add_argument("--out", help="also append the JSON lines here")
     args = ap.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     bad = 0
@@ -146,7 +141,7 @@ def main() -> int:
                 objects=objects(ctx, keys, a, b),
             )
             path.write_bytes(pickle.dumps(blob))
-            print(f"{name}: saved {len(results)} results to {path}")
+            harness.emit({"params": name, "mode": "save", "results": len(results), "file": str(path)}, args.out)
             continue
         blob = pickle.loads(path.read_bytes())
         sk = ks.SecretKey.from_bytes(ctx, blob["sk"])
@@ -158,16 +153,15 @@ def main() -> int:
             same = got_bytes == blob["results"][op]
             dec = [ctx.decrypt(c, sk) for c in (got if isinstance(got, list) else [got])]
             same_dec = all(np.array_equal(u, v) for u, v in zip(dec, blob["decrypted"][op]))
-            print(
-                f"{name:6s} {op:22s} {'same bytes' if same else 'DIFFERENT BYTES'}, "
-                f"{'same decryption' if same_dec else 'DIFFERENT DECRYPTION'}"
-            )
+            harness.emit({"params": name, "op": op, "same_bytes": same, "same_decryption": same_dec}, args.out)
             bad += (not same) + (not same_dec)
         for kind, data in blob["objects"].items():
             obj = LOADERS[kind.split()[0]](ctx, data)
             same = obj.to_bytes(compression="zstd" if kind.endswith("zstd") else None) == data
-            print(f"{name:6s} {kind:30s} {'loads and saves the same bytes' if same else 'DIFFERENT BYTES'}")
+            harness.emit({"params": name, "object": kind, "same_bytes": same}, args.out)
             bad += not same
+    if args.mode == "check":
+        print(f"[same_results] {bad or 'no'} difference(s)", file=sys.stderr)
     return 1 if bad else 0
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
 import signal
 import sys
 import tempfile
@@ -228,7 +227,7 @@ def main() -> None:
     ap.add_argument("--from-json", default=None, metavar="JSONL", help="run nothing: plot the rows of an earlier run")
     args = ap.parse_args()
     if args.from_json:
-        plot([json.loads(line) for line in open(args.from_json)], args.plot or "serving.png")
+        plot(harness.read(args.from_json), args.plot or "serving.png")
         return
     loads = [float(x) for x in args.loads.split(",")]
     rows: list[dict] = []
@@ -248,9 +247,9 @@ def main() -> None:
         else:
             run_executor("local", args.params, loads, args.jobs, args.capacity, not args.no_restart, rows)
     if args.json:
-        with open(args.json, "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+        open(args.json, "w").close()
+        for r in rows:
+            harness.emit(r, args.json, echo=False)
     if args.plot:
         plot(rows, args.plot)
     bad = [

@@ -13,7 +13,6 @@ One JSON line per object and compression: bytes, and the medians of --reps write
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import harness
@@ -51,7 +50,6 @@ def main() -> int:
         objects.append(
             (f"matmul d={d} g={g} evaluation keys (relin + {mm.galois_count} Galois keys)", ks.EvaluationKeys, mm)
         )
-    out = open(args.out, "a") if args.out else None
     print(f"{'object':<58}{'format 4 bytes':>16}{'zstd bytes':>14}{'write ms':>10}{'read ms':>10}")
     for what, cls, obj in objects:
         data = obj.to_bytes()
@@ -72,10 +70,7 @@ def main() -> int:
             f"{rec.get('read_ms', float('nan')):>10.1f}",
             flush=True,
         )
-        if out:
-            out.write(json.dumps(rec) + "\n")
-    if out:
-        out.close()
+        harness.emit(rec, args.out, echo=False)
     return 0
 
 

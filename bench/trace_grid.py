@@ -15,13 +15,12 @@ Also records the h that the cost model picks (Evaluator.model_trace_h) and its m
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
-import json
-import statistics
 import sys
-import time
 from collections import defaultdict
 
+import harness
 import numpy as np
 
 import kasoku as ks
@@ -57,19 +56,13 @@ def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys, max_gib):
                             flush=True,
                         )
                         continue
-                    t0 = time.perf_counter()
-                    keys = ctx.keygen(relin=False, galois_elements=ks.trace_galois_elements(params, M, h))
-                    keygen_s = time.perf_counter() - t0
+                    galois = ks.trace_galois_elements(params, M, h)
+                    keygen_s, keys = harness.timed(lambda: ctx.keygen(relin=False, galois_elements=galois))
                     ev = ctx.evaluator(keys.evaluation())
                     ct = ctx.encrypt(x, keys.public)
                     err = float(np.max(np.abs(ctx.decrypt(ev.trace(ct, steps, h=h), keys.secret).real - want)))
                     for threads in threads_list:
-                        ev.trace(ct, steps, h=h, threads=threads)  # warm-up
-                        times = []
-                        for _ in range(reps):
-                            t1 = time.perf_counter()
-                            ev.trace(ct, steps, h=h, threads=threads)
-                            times.append((time.perf_counter() - t1) * 1e3)
+                        secs = harness.times(functools.partial(ev.trace, ct, steps, h=h, threads=threads), reps, 1)
                         rec = {
                             "M": M,
                             "l": l,
@@ -77,9 +70,7 @@ def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys, max_gib):
                             "h": h,
                             "threads": threads,
                             "simd": ks.simd_active(),
-                            "median_ms": statistics.median(times),
-                            "min_ms": min(times),
-                            "reps": reps,
+                            **harness.summary(secs, "ms"),
                             "keys": nkeys,
                             "keygen_s": round(keygen_s, 2),
                             "max_abs_error": err,
@@ -87,16 +78,13 @@ def run_grid(Ms, ls, ks_, threads_list, reps, out, max_keys, max_gib):
                             "model_ms": ev.model_trace_ms(M, h, threads=threads),
                             "costs": ev.keyswitch_costs(threads=threads),
                         }
-                        print(json.dumps(rec), flush=True)
-                        if out:
-                            with open(out, "a") as f:
-                                f.write(json.dumps(rec) + "\n")
+                        harness.emit(rec, out)
                     del keys, ev, ct
                     gc.collect()
 
 
 def summary(path, plot=None):
-    recs = [json.loads(s) for s in open(path) if s.strip()]
+    recs = harness.read(path)
     groups = defaultdict(dict)
     for r in recs:
         groups[(r["simd"], r["threads"], r["M"], r["l"], r["k"])][r["h"]] = r
