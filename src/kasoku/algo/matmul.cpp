@@ -212,8 +212,16 @@ std::vector<cvec> MatrixEncoder::pack(const std::vector<std::vector<double>>& ma
 
 std::vector<std::vector<double>> MatrixEncoder::unpack(const std::vector<cvec>& blocks, std::size_t rows) const {
     const MatmulPlan& p = *plan_;
-    if (blocks.size() != p.grid * p.grid) throw ParameterError("wrong number of blocks");
+    if (blocks.size() != p.grid * p.grid)
+        throw ParameterError("unpack: expected grid x grid = " + std::to_string(p.grid * p.grid) + " blocks, got " +
+                             std::to_string(blocks.size()));
+    if (rows == 0 || rows > p.d)
+        throw ParameterError("unpack: a matrix has 1.." + std::to_string(p.d) + " rows, got " + std::to_string(rows));
     const std::size_t b = p.block;
+    for (const cvec& v : blocks)
+        if (v.size() < p.g * b * b)
+            throw ParameterError("unpack: a block holds " + std::to_string(p.g * b * b) + " values, got " +
+                                 std::to_string(v.size()));
     std::vector<std::vector<double>> out(p.g, std::vector<double>(rows * p.d));
     for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t c = 0; c < p.d; ++c) {

@@ -196,6 +196,20 @@ std::vector<RnsPoly> sum_polys(const Context& ctx, const Shares& shares, const c
     return sum;
 }
 
+// `count` polynomials over nq q-limbs and np special limbs of this ring, in NTT form: what a key's sum of shares must
+// be before it is read as one (a share from another party is untrusted input).
+void require_key_shape(const Context& ctx, const std::vector<RnsPoly>& polys, std::size_t count, std::size_t nq,
+                       std::size_t np, const std::string& what) {
+    if (polys.size() != count)
+        throw ParameterError(what + " has " + std::to_string(polys.size()) + " polynomials, not the " +
+                             std::to_string(count) + " of this context's key");
+    for (const RnsPoly& x : polys)
+        if (x.n() != ctx.n() || x.num_q() != nq || x.num_p() != np || !x.ntt_form())
+            throw ParameterError(what + " has polynomials of the wrong shape (" + std::to_string(x.num_q()) + " + " +
+                                 std::to_string(x.num_p()) + " limbs; this context's key has " + std::to_string(nq) +
+                                 " + " + std::to_string(np) + ")");
+}
+
 // Which decryption or key-switching shares these are: N-of-N (tag of the empty group) or of the group of their
 // parties (at least t).
 void check_group_shares(const Context& ctx, const Session& session, const Shares& shares, const Ciphertext& ct,
@@ -608,13 +622,12 @@ ckks::PublicKey aggregate_public_key(const ckks::ContextPtr& ctxp, const Session
     require_all(session, check_shares(ctx, session, shares, Protocol::public_key, 0, "aggregate_public_key"),
                 "aggregate_public_key");
     std::vector<RnsPoly> sum = sum_polys(ctx, shares, "aggregate_public_key");
+    require_key_shape(ctx, sum, 1, ctx.rns().q_count(), 1, "aggregate_public_key: the shares' sum");
     ckks::PublicKey pk;
     pk.context_uid = ctx.uid();
     pk.key_id = session.key_id();
     pk.seed = session.common(Protocol::public_key);
-    pk.b = std::move(sum.at(0));
-    if (pk.b.num_q() != ctx.rns().q_count() || pk.b.num_p() != 1)
-        throw ParameterError("aggregate_public_key: the shares have the wrong shape");
+    pk.b = std::move(sum[0]);
     pk.a = ckks::uniform_poly(ctx, *pk.seed, 0, ctx.rns().q_count(), 1);
     return pk;
 }
@@ -629,6 +642,9 @@ Share aggregate_relin_round1(const ckks::ContextPtr& ctxp, const Session& sessio
     out.protocol = Protocol::relin_round1;
     out.party = 0;  // the sum: no party's, accepted by relin_round2
     out.polys = sum_polys(ctx, shares, "aggregate_relin_round1");
+    const auto& r = ctx.rns();
+    require_key_shape(ctx, out.polys, 2 * r.digits_at(r.q_count()), r.q_count(), r.p_count(),
+                      "aggregate_relin_round1: the shares' sum");
     return out;
 }
 
@@ -641,8 +657,10 @@ ckks::SwitchKey aggregate_relin_key(const ckks::ContextPtr& ctxp, const Session&
         round1_sum.fingerprint != ctx.fingerprint())
         throw ParameterError("aggregate_relin_key: round1_sum is not this session's sum of round 1");
     std::vector<RnsPoly> sum = sum_polys(ctx, round2, "aggregate_relin_key");
-    if (sum.size() != round1_sum.polys.size())
-        throw ParameterError("aggregate_relin_key: round 1 and round 2 have different numbers of polynomials");
+    const auto& r = ctx.rns();
+    const std::size_t count = 2 * r.digits_at(r.q_count());
+    require_key_shape(ctx, round1_sum.polys, count, r.q_count(), r.p_count(), "aggregate_relin_key: round1_sum");
+    require_key_shape(ctx, sum, count, r.q_count(), r.p_count(), "aggregate_relin_key: the round-2 shares' sum");
     ckks::SwitchKey k;
     k.context_uid = ctx.uid();
     k.key_id = session.key_id();
@@ -665,6 +683,9 @@ ckks::SwitchKey aggregate_galois_key(const ckks::ContextPtr& ctxp, const Session
     k.key_id = session.key_id();
     k.seed = session.common(Protocol::galois_key, galois_elt);
     k.b = sum_polys(ctx, shares, "aggregate_galois_key");
+    const auto& r = ctx.rns();
+    require_key_shape(ctx, k.b, r.digits_at(r.q_count()), r.q_count(), r.p_count(),
+                      "aggregate_galois_key: the shares' sum");
     for (std::size_t j = 0; j < k.b.size(); ++j)
         k.a.push_back(ckks::uniform_poly(ctx, *k.seed, j, k.b[j].num_q(), k.b[j].num_p()));
     return k;

@@ -314,6 +314,9 @@ TEST(Matmul, PackingMatchesSeedLayout) {
             EXPECT_EQ(v[0][32 * 5 + 2 * j + i].real(), A[i][j]);  // tiled
         }
     EXPECT_EQ(enc.unpack(v, 4), A);
+    // rows past d, and blocks shorter than they pack, are refused (not read past their ends)
+    EXPECT_THROW(enc.unpack(v, 5), ParameterError);
+    EXPECT_THROW(enc.unpack({cvec(31)}, 4), ParameterError);
 }
 
 TEST(Matmul, Errors) {

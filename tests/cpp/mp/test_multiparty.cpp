@@ -199,6 +199,24 @@ TEST(Multiparty, SharesAreBoundToTheirContextSessionPartyAndRound) {
     const mp::Share r1 = ps.parties[0]->relin_round1();
     expect_parameter_error([&] { ps.parties[1]->relin_round2(r1); }, "has not run relin_round1");
     expect_parameter_error([&] { ps.parties[0]->relin_round2(r1); }, "the sum of every party's round 1");
+    // Shares that every party tampered with alike (a share is another party's input): no polynomial, one too few,
+    // limbs dropped. Each is refused before it is read as a key.
+    auto emptied = pks;
+    for (auto& s : emptied) s.polys.clear();
+    expect_parameter_error([&] { mp::aggregate_public_key(ctx, ps.session, mp::pointers_to(emptied)); },
+                           "has 0 polynomials, not the 1");
+    std::vector<mp::Share> r1s, gs1;
+    for (auto& p : ps.parties) {
+        r1s.push_back(p->relin_round1());
+        gs1.push_back(p->galois_key_share(ctx->galois_element(1)));
+    }
+    for (auto& s : r1s) s.polys.pop_back();
+    expect_parameter_error([&] { mp::aggregate_relin_round1(ctx, ps.session, mp::pointers_to(r1s)); },
+                           "polynomials, not the");
+    for (auto& s : gs1) s.polys[0].truncate(s.polys[0].num_q() - 1, s.polys[0].num_p());
+    expect_parameter_error(
+        [&] { mp::aggregate_galois_key(ctx, ps.session, ctx->galois_element(1), mp::pointers_to(gs1)); },
+        "wrong shape");
     // Party ids, sessions and groups out of range.
     expect_parameter_error([&] { mp::Party(ctx, ps.session, 4); }, "must be in 1..3");
     expect_parameter_error([&] { mp::Session::random(1); }, "at least 2 parties");
