@@ -26,16 +26,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
 
-    params = ks.Parameters(
-        log_n=args.log_n,
-        first_bits=60,
-        scale_bits=50,
-        levels=21,
-        special_bits=60,
-        special_primes=3,
-        security=None,
-        hamming_weight=64,
-    )
+    params = ks.Parameters.named("TS10").replace(log_n=args.log_n, levels=21)
     ctx = ks.Context(params, threads=args.threads)
     t0 = time.perf_counter()
     boot = ks.Bootstrapper(ctx)

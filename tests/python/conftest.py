@@ -21,18 +21,7 @@ def rng():
 def small_boot_params(levels: int) -> ks.Parameters:
     """A small ring with bootstrapping (tests only: N = 2^10, `levels` user levels of 40 bits under 15 bootstrapping
     levels of 55 bits, encapsulation of weight 32): bootstraps in seconds."""
-    return ks.Parameters(
-        log_n=10,
-        first_bits=60,
-        scale_bits=40,
-        levels=levels,
-        special_bits=60,
-        special_primes=3,
-        security=None,
-        boot_levels=15,
-        boot_bits=55,
-        boot_secret_weight=32,
-    )
+    return ks.Parameters.named("TB10").replace(levels=levels)
 
 
 def bits(got, want):

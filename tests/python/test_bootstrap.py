@@ -10,16 +10,7 @@ from conftest import small_boot_params
 
 def boot_params(levels=17, hamming_weight=64):
     """N = 2^10, 2^50 scale, sparse secret: research parameters (no security claim), fast."""
-    return ks.Parameters(
-        log_n=10,
-        first_bits=60,
-        scale_bits=50,
-        levels=levels,
-        special_bits=60,
-        special_primes=3,
-        security=None,
-        hamming_weight=hamming_weight,
-    )
+    return ks.Parameters.named("TS10").replace(levels=levels, hamming_weight=hamming_weight)
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +167,17 @@ def test_bootstrapping_presets():
     assert b16.log_n == 16 and b16.levels >= 9 and b16.log_qp <= 1772
     deep = ks.Parameters.named("BOOT16L")
     assert deep.log_n == 16 and deep.levels >= 14 and deep.log_qp <= 1772
+    # the tests' sets, and copies with a field changed (validated, nameless)
+    tb10, ts10 = ks.Parameters.named("TB10"), ks.Parameters.named("TS10")
+    assert tb10.security is None and tb10.boot_levels == 15 and tb10.boot_secret_weight == 32
+    assert ts10.security is None and ts10.hamming_weight == 64 and ts10.boot_levels == 0
+    four = tb10.replace(levels=4)
+    assert four.levels == 4 and four.name == "" and four.boot_bits == tb10.boot_bits and four.security is None
+    assert ks.Parameters.named("T13").replace(security=None, log_n=11).security is None
+    with pytest.raises(ks.ParameterError, match="no field 'level'.*levels"):
+        tb10.replace(level=4)
+    with pytest.raises(ks.ParameterError):
+        ks.Parameters.named("T13").replace(log_n=10)  # 128-bit security does not hold at N = 2^10
 
 
 def test_long_calls_show_progress_on_request(capfd):

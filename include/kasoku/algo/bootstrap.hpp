@@ -82,25 +82,30 @@ struct BootstrapConfig {
 // (0..slots-1) -> diagonal of `slots` values: out[s] = sum_r diag_r[s] in[(s + r) mod slots] as LinearTransform takes
 // them (repeated over all ctx.slots() slots, they act on inputs that repeat every `slots` slots). The log2(slots)
 // stages are merged, in the order they apply, into `groups` maps (sizes as equal as possible), each multiplied by
-// factor^(1/groups). Throws ParameterError for groups outside 1..log2(slots) or slots not a power of two in
-// 2..ctx.slots().
+// factor^(1/groups).
+// @throws ParameterError for slots not a power of two in 2..ctx.slots(), or groups outside 1..log2(slots)
 std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, bool inverse, int groups,
                                                       double factor = 1.0, std::size_t slots = 0);
 
-// ModRaise, bootstrapping's first step: a (size 2) at level 0 -> the same coefficients, centered mod q_0, over the primes
-// of `level` (-1: max_level), same scale. It decrypts to the phase of a plus q_0 I, for an integer polynomial I whose
-// coefficients are small when the secret is sparse (about sqrt((h + 1) / 12) standard deviations for h nonzero secret
-// coefficients); EvalMod removes q_0 I. Throws LevelError unless a is at level 0 and `level` in 1..max_level,
-// ParameterError for a size-3 operand or one of another context.
+// ModRaise, bootstrapping's first step: a (size 2) at level 0 -> the same coefficients, centered mod q_0, over the
+// primes of `level` (-1, or any negative level: max_level), same scale. It decrypts to the phase of a plus q_0 I, for
+// an integer polynomial I whose coefficients are small when the secret is sparse (about sqrt((h + 1) / 12) standard
+// deviations for h nonzero secret coefficients); EvalMod removes q_0 I.
+// @throws ParameterError for a ciphertext of another context, a size-3 one, or a negative thread count
+// @throws LevelError unless a is at level 0 and `level` in 1..max_level
 ckks::Ciphertext mod_raise(const ckks::Evaluator& ev, const ckks::Ciphertext& a, int level = -1, Exec exec = {});
 
 // Sparse-secret encapsulation around ModRaise (Parameters::boot_secret_weight; the keys: EvaluationKeys::to_sparse and
 // from_sparse, made by KeyGenerator::encapsulation_keys). switch_to_sparse: a at level 0 -> the same phase under the
 // ephemeral sparse secret s' (a key over q_0 * p_0 only, the modulus where s' keeps its security). switch_from_sparse:
-// a ciphertext under s' (at any level) -> under the main secret. Both are Evaluator::key_switch; the result keeps a's key
-// id (a ciphertext under s' only decrypts after switch_from_sparse). Throw MissingKeyError without the keys, LevelError
-// for switch_to_sparse above level 0, ParameterError for a size-3 operand.
+// a ciphertext under s' (at any level) -> under the main secret. Both are Evaluator::key_switch; the result keeps a's
+// key id (a ciphertext under s' only decrypts after switch_from_sparse).
+// @throws MissingKeyError if ev's keys have no to_sparse key
+// @throws LevelError if a is above level 0
+// @throws ParameterError as Evaluator::key_switch (a bad or size-3 operand, a key of another secret key)
 ckks::Ciphertext switch_to_sparse(const ckks::Evaluator& ev, const ckks::Ciphertext& a, Exec exec = {});
+// @throws MissingKeyError if ev's keys have no from_sparse key
+// @throws ParameterError as Evaluator::key_switch (a bad or size-3 operand, a key of another secret key)
 ckks::Ciphertext switch_from_sparse(const ckks::Evaluator& ev, const ckks::Ciphertext& a, Exec exec = {});
 
 // Wall-clock seconds of each stage of one bootstrap (the encapsulation switches count in raise, the conjugation split
@@ -113,19 +118,22 @@ class Bootstrapper {
 public:
     // Plans the levels and encodes the transforms (over Q_l * P at their levels: the memory of the bootstrapping
     // "keys" besides the Galois keys). The encoded transforms are shared by every bootstrapper of the same context and
-    // config while one of them lives: a second one is made without encoding anything (shares_transforms_with). Throws ParameterError for a config outside its ranges, a context with neither
-    // encapsulation (boot_secret_weight) nor a sparse secret (hamming_weight) unless k_bound is given, or one with
-    // too few levels (the message says how many are needed).
+    // config while one of them lives: a second one is made without encoding anything (shares_transforms_with).
     // progress, when given, is called after each transform encoded with (transforms done, transforms in all).
+    // @throws ParameterError for a null context, a config outside its ranges, a context with neither encapsulation
+    //     (boot_secret_weight) nor a sparse secret (hamming_weight) unless k_bound is given, one with too few levels
+    //     (the message says how many are needed), or a negative thread count
+    // @throws what `progress` throws
     Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg = {}, Exec exec = {}, const Progress& progress = {});
 
     // The Galois elements of every rotation and the conjugation it uses (give them to KeyGenerator::evaluation_keys
     // with the relinearisation key; with boot_secret_weight, KeyGenerator::encapsulation_keys too).
     std::vector<std::uint64_t> galois_elements() const;
-    // The same for a config, without encoding anything (a client makes the keys before any server plans). Throws
-    // as the constructor.
+    // The same for a config, without encoding anything (a client makes the keys before any server plans).
+    // @throws ParameterError as the constructor (the config, the secret, too few levels)
     static std::vector<std::uint64_t> galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg);
-    // The levels a bootstrap with this config takes, without encoding anything. Throws as the constructor.
+    // The levels a bootstrap with this config takes, without encoding anything.
+    // @throws ParameterError as the constructor (the config, the secret, too few levels)
     static int levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg = {});
     int depth() const { return depth_; }          // levels above the output (SlotToCoeff first: without its own)
     std::size_t slots() const { return slots_; }  // complex slots bootstrapped (ctx.slots() when full)
@@ -147,12 +155,16 @@ public:
     // Memory of the encoded transforms (shared by the bootstrappers of one context and config).
     std::size_t plan_nbytes() const;
 
-    // The message of ct (any level >= input_level() and any scale above it, size 2 or 3; at input_level() its scale must
-    // be the canonical one, which drop_level keeps) at output_level() with that level's canonical scale. Messages with |m| <= 1 keep the measured precision
-    // (docs/BOOTSTRAPPING.md); the sine adds a relative error (2 pi c / K)^2 / 6 for a message coefficient c (without
-    // the arcsine correction), so larger ones lose bits. Throws ScaleError for a non-canonical scale at
-    // input_level(), LevelError below it, ParameterError for a ciphertext of another context, MissingKeyError for a
-    // missing key.
+    // The message of ct (any level >= input_level() and any scale above it, size 2 or 3; at input_level() its scale
+    // must be the canonical one, which drop_level keeps) at output_level() with that level's canonical scale.
+    // Messages with |m| <= 1 keep the measured precision (docs/BOOTSTRAPPING.md); the sine adds a relative error
+    // (2 pi c / K)^2 / 6 for a message coefficient c (without the arcsine correction), so larger ones lose bits.
+    // @throws ParameterError for a bad ciphertext (of another context, malformed, more than 3 parts), one under
+    //     another secret key than ev's keys, or a negative thread count
+    // @throws LevelError if ct is below input_level()
+    // @throws ScaleError if ct is at input_level() off its canonical scale
+    // @throws MissingKeyError if ev's keys lack one that bootstrapping uses (galois_elements(), the relinearisation
+    //     key, the encapsulation keys with boot_secret_weight)
     ckks::Ciphertext bootstrap(const ckks::Evaluator& ev, const ckks::Ciphertext& ct, Exec exec = {},
                                OpCounts* counts = nullptr, BootstrapTimes* times = nullptr) const;
 
@@ -160,19 +172,34 @@ public:
     // the final scaling). raise: ct -> level 0 canonical, times c, (to the sparse secret,)
     // ModRaise to raise_level() with its canonical scale declared (slots: decode(t) / that scale), (back to the main
     // secret).
+    // @throws ParameterError for a bad ciphertext, one under another secret key than ev's keys, or a negative thread
+    //     count
+    // @throws ScaleError if ct is at level 0 off its canonical scale
+    // @throws MissingKeyError if ev's keys lack one it uses (relinearisation for size 3, conjugation for real slots,
+    //     the encapsulation keys)
     ckks::Ciphertext raise(const ckks::Evaluator& ev, const ckks::Ciphertext& ct, Exec exec = {}) const;
     // Slots (t_j + i t_{j+n/2}) / (2 q_0 (k_bound + 1)), bit-reversed j, from raise()'s output. Sparse: the trace
     // first, then the real parts of (t_{gj} + i t_{g(j+s)}) / (q_0 (k_bound + 1)) in slots j < s (bit-reversed j) and
     // their imaginary parts in s..2s - 1, repeating every 2s.
+    // @throws LevelError if `raised` is not at raise_level()
+    // @throws MissingKeyError if ev's keys lack a Galois key of the transforms, the trace or the conjugation
+    // @throws ParameterError for a bad or size-3 ciphertext, or a negative thread count
     ckks::Ciphertext coeff_to_slot(const ckks::Evaluator& ev, const ckks::Ciphertext& raised, Exec exec = {},
                                    OpCounts* counts = nullptr) const;
     // sin(2 pi (k_bound + 1) y) for real slots y in [-1, 1] at the level coeff_to_slot leaves; with the arcsine
     // correction, arcsin of that (2 pi ((k_bound + 1) y - round((k_bound + 1) y)) when it is small).
+    // @throws LevelError if y has fewer levels than EvalMod takes
+    // @throws ScaleError if y is off the canonical scale of its level
+    // @throws MissingKeyError if ev's keys have no relinearisation key
+    // @throws ParameterError for a bad or size-3 ciphertext, or a negative thread count
     ckks::Ciphertext eval_mod(const ckks::Evaluator& ev, const ckks::Ciphertext& y, Exec exec = {},
                               OpCounts* counts = nullptr) const;
     // special FFT (without its bit reversal) of the slots, times K / (2 pi), from the level eval_mod leaves. Sparse:
     // of w_j + i w_{j+s} (j < s) for slots w that repeat every 2s. SlotToCoeff first: the special FFT alone, from
     // level stc_levels to 0.
+    // @throws LevelError if w is not at the level of the first SlotToCoeff transform
+    // @throws MissingKeyError if ev's keys lack a Galois key of the transforms
+    // @throws ParameterError for a bad or size-3 ciphertext, or a negative thread count
     ckks::Ciphertext slot_to_coeff(const ckks::Evaluator& ev, const ckks::Ciphertext& w, Exec exec = {},
                                    OpCounts* counts = nullptr) const;
 

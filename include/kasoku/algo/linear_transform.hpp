@@ -58,13 +58,22 @@ public:
     // products: ProductBasis (automatic: cheaper_basis). diagonals is taken by value: pass it moved, and each diagonal
     // is released once encoded (or, at_use, kept as doubles), so that a transform of thousands of diagonals does not
     // hold two copies of them.
+    // @throws LevelError if `level` is outside 1..max_level
+    // @throws ParameterError for a diagonal with more values than slots, no nonzero diagonal, non-finite values
+    //     (at_use: apply throws it, when it encodes them), or a negative thread count
+    // @throws ScaleError if a diagonal's values, encoded at the scale above, do not fit the modulus at `level` (at_use:
+    //     apply throws it)
     LinearTransform(ckks::ContextPtr ctx, std::map<std::int64_t, cvec> diagonals, int level, std::size_t baby = 0,
                     Exec exec = {}, bool at_use = false, ProductBasis products = ProductBasis::automatic);
     // A dense dim x dim matrix (row major, dim <= slots) acting on slots 0..dim-1: out[s] = sum_t m[s][t] in[t].
     // With dim = slots the product is cyclic over all slots.
+    // @throws ParameterError for dim outside 1..slots, and as the constructor (non-finite entries, no nonzero entry)
+    // @throws LevelError if `level` is outside 1..max_level
+    // @throws ScaleError if the entries, encoded, do not fit the modulus at `level`
     static LinearTransform from_matrix(ckks::ContextPtr ctx, const std::complex<double>* m, std::size_t dim, int level,
                                        std::size_t baby = 0, Exec exec = {});
     // Slot offsets of the nonzero diagonals of a dim x dim matrix (as from_matrix uses them).
+    // @throws ParameterError for dim outside 1..slots
     static std::map<std::int64_t, cvec> matrix_diagonals(const std::complex<double>* m, std::size_t dim,
                                                          std::size_t slots);
 
@@ -89,9 +98,21 @@ public:
     const BsgsPlan& plan() const { return plan_; }
 
     // The transform of a (at level()), rescaled once: level - 1.
+    // @throws LevelError if a is not at level()
+    // @throws MissingKeyError if ev's keys lack a Galois key of galois_elements()
+    // @throws ParameterError for a bad operand (of another context, malformed), a size-3 one (when the transform
+    //     rotates), a key under another secret key, a negative thread count, or (at_use) non-finite diagonal values
+    // @throws ScaleError if a's scale times the diagonals' no longer fits the modulus, or (at_use) a diagonal does not
+    //     fit it
     ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Ciphertext& a, Exec exec = {},
                            OpCounts* counts = nullptr) const;
     // The same from a decomposition of the input that other hoisted rotations share.
+    // @throws LevelError if d's ciphertext is not at level()
+    // @throws MissingKeyError if ev's keys lack a Galois key of galois_elements()
+    // @throws ParameterError for a decomposition not made by Evaluator::decompose, a key under another secret key, a
+    //     negative thread count, or (at_use) non-finite diagonal values
+    // @throws ScaleError if the input's scale times the diagonals' no longer fits the modulus, or (at_use) a diagonal
+    //     does not fit it
     ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, Exec exec = {},
                            OpCounts* counts = nullptr) const;
 

@@ -36,7 +36,9 @@ struct Polynomial {
     double a = -1.0, b = 1.0;
 
     Polynomial() = default;
-    // Throws ParameterError for non-finite coefficients, a degree above kMaxDegree or an interval with b <= a.
+    // Trailing zero coefficients are dropped.
+    // @throws ParameterError for non-finite coefficients, a degree above kMaxDegree, or an interval that is not finite
+    //     or has b <= a
     explicit Polynomial(cvec coeffs, Basis basis = Basis::power, double a = -1.0, double b = 1.0);
 
     // Index of the highest nonzero coefficient (0 for a constant or no coefficients).
@@ -50,20 +52,31 @@ struct Polynomial {
 };
 
 // The Chebyshev nodes of [a, b] for an interpolant of this degree (degree + 1 points, descending).
+// @throws ParameterError for an interval that is not finite or has b <= a, or a degree outside 1..kMaxDegree
 std::vector<double> chebyshev_nodes(double a, double b, std::size_t degree);
 // The Chebyshev interpolant through values[k] = f(chebyshev_nodes(a, b, degree)[k]); coefficients below the
 // rounding of the interpolation (2^-50 of the largest) are set to zero, so that odd or even functions keep only
-// their odd or even terms. Throws ParameterError for fewer than 2 values, non-finite values or b <= a.
+// their odd or even terms.
+// @throws ParameterError for fewer than 2 values or more than kMaxDegree + 1, non-finite values, or an interval that
+//     is not finite or has b <= a
 Polynomial chebyshev_from_values(const cvec& values, double a, double b);
 // chebyshev_from_values of f at the nodes.
+// @throws ParameterError as chebyshev_nodes, or when f returns a non-finite value at a node
+// @throws what f throws
 Polynomial chebyshev(const std::function<double(double)>& f, double a, double b, std::size_t degree);
 
 // p(x) slot-wise: x.level() - p.depth() is the level of the result, on its canonical scale.
+// @throws ParameterError for a polynomial of degree 0, a ciphertext of another context or malformed, a size-3 one, or
+//     a negative thread count
+// @throws LevelError if x.level() is below the depth (the message names it)
+// @throws ScaleError if x is off the canonical scale of its level
+// @throws MissingKeyError if ev's keys have no relinearisation key (and p needs a product)
 ckks::Ciphertext evaluate(const ckks::Evaluator& ev, const ckks::Ciphertext& x, const Polynomial& p, Exec exec = {},
                           OpCounts* counts = nullptr);
 
 // What evaluate() will do for p, without a ciphertext: its ciphertext products (powers and giant steps), the terms of
 // its linear combinations and the baby-step bound k it picks.
+// @throws ParameterError for a polynomial of degree 0
 struct PolynomialPlan {
     std::size_t products = 0, terms = 0, baby = 0;
     int depth = 0;

@@ -12,7 +12,7 @@ namespace kasoku::arith {
 
 class NttTables {
 public:
-    // ParameterError for n not a power of two >= 2, or q not a prime = 1 mod 2n below 2^kMaxModulusBits.
+    // @throws ParameterError for n not a power of two >= 2, or q not a prime = 1 mod 2n below 2^kMaxModulusBits
     NttTables(u64 q, std::size_t n);
 
     std::size_t n() const { return n_; }
@@ -39,7 +39,9 @@ private:
 };
 
 // In-place transforms with the active SIMD body (see simd.hpp); no checks (a's residues < q, n words).
+// @throws ParameterError on the first transform when KASOKU_SIMD names a body this build or CPU lacks (active_simd)
 void ntt_forward(u64* a, const NttTables& t);
+// @throws ParameterError on the first transform when KASOKU_SIMD names a body this build or CPU lacks (active_simd)
 void ntt_inverse(u64* a, const NttTables& t);
 // The forward transform of size m (a power of two <= t.n()) with the root t.psi()^(n/m), whose table is the first m
 // entries of t's (bit reversal of k < m over log n bits is its reversal over log m bits times n/m): the NTT words of

@@ -35,7 +35,8 @@ struct KernelTable {
 };
 
 const char* simd_name(SimdLevel level);
-// Parses "scalar", "avx2", "avx512", "ifma"; throws ParameterError otherwise.
+// Parses "scalar", "avx2", "avx512", "ifma".
+// @throws ParameterError for another name
 SimdLevel parse_simd(const std::string& name);
 // Whether this build has the body compiled in.
 bool simd_compiled(SimdLevel level);
@@ -43,11 +44,15 @@ bool simd_compiled(SimdLevel level);
 bool simd_cpu_supports(SimdLevel level);
 // Bodies that are compiled and runnable here, lowest first.
 std::vector<SimdLevel> simd_available();
-// The body used by the dispatching functions (from KASOKU_SIMD, default: best available). ParameterError when
-// KASOKU_SIMD names a body this build or CPU does not have (it lists the available ones).
+// The body used by the dispatching functions (from KASOKU_SIMD, default: best available).
+// @throws ParameterError if KASOKU_SIMD names no body, or one this build or CPU does not have (the message lists the
+//     available ones)
 SimdLevel active_simd();
-// Table of a given body; throws ParameterError if it is not compiled or not runnable here.
+// Table of a given body.
+// @throws ParameterError if the body is not compiled in or not runnable here
 const KernelTable& kernel_table(SimdLevel level);
+// kernel_table(active_simd()).
+// @throws ParameterError as active_simd
 const KernelTable& active_kernels();
 
 }  // namespace kasoku::arith

@@ -1,21 +1,18 @@
 // Context: parameters, the RNS ring, the polynomial backend that computes on it (with its tables: NTT, base
-// conversion) and the encoder's FFT roots: what its parameters determine. Immutable after construction (but for the
-// key-switching costs measured on this machine, kept with it: tuned_costs) and shared by every object made from it.
+// conversion) and the encoder's FFT roots: what its parameters determine. Immutable after construction and shared by
+// every object made from it (the key-switching costs measured on this machine are the evaluator's:
+// Evaluator::keyswitch_costs).
 #pragma once
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kasoku/ckks/parameters.hpp"
-#include "kasoku/ckks/trace.hpp"
 #include "kasoku/rns/backend.hpp"
 #include "kasoku/rns/keyswitch.hpp"
 #include "kasoku/rns/rns_context.hpp"
@@ -25,8 +22,11 @@ namespace kasoku::ckks {
 class Context {
 public:
     // threads: default thread count of operations (0 = all cores). backend: makes the polynomial backend from the
-    // ring (default: the CPU backend). Throws ParameterError for invalid or insecure parameters (Parameters::validate)
-    // or a negative thread count.
+    // ring (default: the CPU backend).
+    // @throws ParameterError for invalid or insecure parameters (Parameters::validate), prime sizes with too few NTT
+    //         primes for N, a negative thread count, or a backend factory that is empty or makes no backend of the ring
+    // @throws Error if the system has no randomness to give (the context's uid)
+    // @throws what the backend factory throws (gpu::make_cuda_backend: DeviceError)
     static std::shared_ptr<const Context> create(const Parameters& params, int threads = 0,
                                                  const rns::BackendFactory& backend = rns::make_cpu_backend);
 
@@ -50,13 +50,17 @@ public:
     // ciphertexts that reach a level by different paths can be added without adjustment. The bootstrapping levels
     // have a chain of their own from s_max = 2^boot_bits down to level L + 1 (a plaintext product, whose scale can be
     // chosen, crosses to L).
+    // @throws LevelError if level is outside 0..max_level()
     double scale_at(int level) const { return scales_[check_level(level)]; }
     // Whether `scale` is scale_at(level) (to 1e-9 relative): what polynomial evaluation and bootstrapping require.
+    // @throws LevelError if level is outside 0..max_level()
     bool is_canonical(double scale, int level) const { return std::fabs(scale / scale_at(level) - 1.0) <= 1e-9; }
     int threads() const { return threads_; }
-    // Resolves a per-call thread count (0 -> the context default). Throws ParameterError for a negative count.
+    // Resolves a per-call thread count (0 -> the context default).
+    // @throws ParameterError for a negative count
     int threads_or_default(int threads) const;
     // The execution handle with its thread count resolved (threads_or_default).
+    // @throws ParameterError for a negative e.threads
     Exec exec(Exec e) const {
         e.threads = threads_or_default(e.threads);
         return e;
@@ -66,14 +70,17 @@ public:
     // Hash of the parameters and the primes: serialized objects carry it.
     std::uint64_t fingerprint() const { return fingerprint_; }
     // log2(q_0 ... q_level)
+    // @throws LevelError if level is outside 0..max_level()
     double log_modulus(int level) const { return log_q_prefix_[check_level(level)]; }
-    // level itself; LevelError when it is outside 0..max_level (scale_at and log_modulus check with it).
+    // level itself (scale_at and log_modulus check with it).
+    // @throws LevelError if level is outside 0..max_level()
     std::size_t check_level(int level) const;
     // Galois elements: rotation by `step` slots to the left, and conjugation.
     std::uint64_t galois_element(std::int64_t step) const;
     std::uint64_t conjugation_element() const { return 2 * n() - 1; }
-    // ParameterError (naming op) unless g is a Galois element of this ring: odd and below 2n, and not 1 where the
-    // operation needs a key switch for it. The one check of every operation that takes Galois elements.
+    // The one check of every operation that takes Galois elements.
+    // @throws ParameterError (naming op) unless galois_elt is a Galois element of this ring: odd and below 2n, and not
+    //         1 where the operation needs a key switch for it (identity_allowed false)
     void check_galois_element(std::uint64_t galois_elt, const char* op, bool identity_allowed = true) const;
 
     // Encoder tables (HEAAN-style special FFT): rot_group_[j] = 5^j mod 2n, ksi_[k] = exp(2 pi i k / 2n), and each
@@ -85,16 +92,9 @@ public:
     const std::vector<std::complex<double>>& fft_twiddles() const { return fft_tw_; }
     const std::vector<std::complex<double>>& fft_twiddles_inverse() const { return fft_tw_inv_; }
 
-    // The key-switching costs Evaluator::keyswitch_costs measured for (level, threads), kept with the context (they
-    // describe its parameters on this machine) and released with it. Thread-safe.
-    std::optional<KeySwitchCosts> tuned_costs(int level, int threads) const;
-    void keep_tuned_costs(const KeySwitchCosts& c) const;
-
     Context(const Parameters& params, int threads, const rns::BackendFactory& backend);
 
 private:
-    mutable std::mutex tuning_mu_;
-    mutable std::map<std::pair<int, int>, KeySwitchCosts> tuning_;
     Parameters params_;
     std::shared_ptr<const rns::RnsContext> ring_;
     std::unique_ptr<const rns::Backend> backend_;
@@ -109,8 +109,8 @@ private:
 
 using ContextPtr = std::shared_ptr<const Context>;
 
-// g^-1 modulo 2n for an odd Galois element g (the group of units mod 2n has order n). Throws ParameterError for an
-// even g or g >= 2n.
+// g^-1 modulo 2n for an odd Galois element g (the group of units mod 2n has order n).
+// @throws ParameterError for an even g or g >= two_n
 std::uint64_t galois_inverse(std::uint64_t g, std::uint64_t two_n);
 
 }  // namespace kasoku::ckks

@@ -9,10 +9,14 @@
 //   LevelError      no level left for a rescale, or a level out of range;
 //   ScaleError      scales that differ at one level, or a scale that no longer fits the modulus;
 //   MissingKeyError the relinearisation or Galois key an operation needs is not in the evaluation keys.
+// Each method lists its own in @throws lines, where "a bad operand" is a ciphertext or plaintext of another context
+// or a malformed one (empty, level above the top, more than 3 parts), and "a bad exec" a negative thread count. A
+// device backend adds DeviceError (gpu/cuda.hpp) when the device fails.
 #pragma once
 #include <array>
 #include <complex>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kasoku/ckks/context.hpp"
@@ -55,8 +59,8 @@ inline constexpr std::array<std::size_t OpCounts::*, 7> kOpCountFields = {
 
 class Evaluator {
 public:
-    // keys may be null: then only operations without key switching are available. Throws ParameterError when the
-    // keys belong to another context.
+    // keys may be null: then only operations without key switching are available.
+    // @throws ParameterError if `keys` belong to another context
     Evaluator(ContextPtr ctx, std::shared_ptr<const EvaluationKeys> keys);
 
     const Context& context() const { return *ctx_; }
@@ -65,55 +69,95 @@ public:
     // several threads; counts must outlive it). What each operation adds: OpCounts.
     Evaluator counting(OpCounts& counts) const;
 
-    // Operands at different levels are aligned (the higher one dropped, its scale adjusted exactly when needed).
-    // Throw ScaleError for different scales at one level.
+    // a + b. Operands at different levels are aligned (the higher one dropped, its scale adjusted exactly when
+    // needed).
+    // @throws ParameterError for a bad operand or exec, or operands under different secret keys
+    // @throws ScaleError if the scales differ at one level, or operands at two levels have scales too far apart to
+    //     align
     Ciphertext add(const Ciphertext& a, const Ciphertext& b, Exec exec = {}) const;
+    // a - b, aligned as for add.
+    // @throws ParameterError for a bad operand or exec, or operands under different secret keys
+    // @throws ScaleError if the scales differ at one level, or operands at two levels have scales too far apart to
+    //     align
     Ciphertext sub(const Ciphertext& a, const Ciphertext& b, Exec exec = {}) const;
+    // -a.
+    // @throws ParameterError for a bad operand or exec
     Ciphertext negate(const Ciphertext& a, Exec exec = {}) const;
-    // Plaintext operands: values are encoded at the ciphertext's level (zero padded to slots()). Throw ParameterError
-    // for more than slots() values or non-finite ones, ScaleError when the encoded values do not fit the modulus.
+    // Plaintext operands: values are encoded at the ciphertext's level (zero padded to slots()).
+    // @throws ParameterError for a bad operand or exec, more than slots() values or non-finite ones
+    // @throws ScaleError if the encoded values do not fit the modulus at a's level
     Ciphertext add_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, Exec exec = {}) const;
+    // c added to every slot.
+    // @throws ParameterError for a bad operand or exec, or a c that is not finite
+    // @throws ScaleError if c times a's scale does not fit the modulus at a's level
     Ciphertext add_scalar(const Ciphertext& a, std::complex<double> c, Exec exec = {}) const;
     // Multiplies by values encoded with the scale that makes the rescaled result land exactly on the canonical scale
-    // of the next level (Context::scale_at), whatever the operand's scale. Throw LevelError at level 0 with rescale,
-    // ScaleError when the product's scale no longer fits, ParameterError for bad values.
+    // of the next level (Context::scale_at), whatever the operand's scale.
+    // @throws ParameterError for a bad operand or exec, more than slots() values or non-finite ones
+    // @throws LevelError if `rescale` and a is at level 0
+    // @throws ScaleError if the product's scale no longer fits the modulus, or the encoded values do not fit
     Ciphertext multiply_plain(const Ciphertext& a, const std::vector<std::complex<double>>& values, bool rescale = true,
                               Exec exec = {}) const;
+    // The same with c in every slot.
+    // @throws ParameterError for a bad operand or exec, or a c that is not finite
+    // @throws LevelError if `rescale` and a is at level 0
+    // @throws ScaleError if the product's scale no longer fits the modulus, or c times it does not fit
     Ciphertext multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale = true, Exec exec = {}) const;
     // Tensor, relinearise, rescale (ModDown and rescale fused). Operands at one level may have any scales; at two
-    // levels they are aligned as for add. rescale=false leaves a degree-1 ciphertext at scale sa*sb. Throws
-    // MissingKeyError without the relinearisation key, LevelError at level 0 with rescale, ScaleError when sa*sb no
-    // longer fits, ParameterError for size-3 operands.
+    // levels they are aligned as for add. rescale=false leaves a degree-1 ciphertext at scale sa*sb.
+    // @throws MissingKeyError if the evaluation keys have no relinearisation key
+    // @throws ParameterError for a bad operand or exec, size-3 operands, or operands (or the keys) under different
+    //     secret keys
+    // @throws LevelError if `rescale` and the lower operand is at level 0
+    // @throws ScaleError if sa*sb no longer fits the modulus, or operands at two levels cannot be aligned
     Ciphertext multiply(const Ciphertext& a, const Ciphertext& b, bool rescale = true, Exec exec = {}) const;
+    // multiply(a, a).
+    // @throws MissingKeyError if the evaluation keys have no relinearisation key
+    // @throws ParameterError for a bad operand or exec, a size-3 operand, or keys under another secret key
+    // @throws LevelError if `rescale` and a is at level 0
+    // @throws ScaleError if a's scale squared no longer fits the modulus
     Ciphertext square(const Ciphertext& a, bool rescale = true, Exec exec = {}) const {
         return multiply(a, a, rescale, exec);
     }
     // The tensor product alone: a size-3 ciphertext (c0, c1, c2) at scale sa*sb. Sums of tensor products need one
-    // relinearize (and one rescale) in all. Throws as multiply (no key needed).
+    // relinearize (and one rescale) in all. No key needed.
+    // @throws ParameterError for a bad operand or exec, size-3 operands, or operands under different secret keys
+    // @throws ScaleError if sa*sb no longer fits the modulus, or operands at two levels cannot be aligned
     Ciphertext tensor(const Ciphertext& a, const Ciphertext& b, Exec exec = {}) const;
     // acc += a * pt (acc empty: acc = a * pt); pt is encoded at a's level (by Encoder::encode or encode_extended),
-    // acc.scale = a.scale * pt.scale. No rescale: a sum of plaintext products is rescaled once. Throws LevelError when
-    // pt is at another level, ParameterError when acc's level, size, key or scale differs from the product's.
+    // acc.scale = a.scale * pt.scale. No rescale: a sum of plaintext products is rescaled once.
+    // @throws ParameterError for a bad operand (a or pt) or exec, or an acc whose level, size, key or scale differs
+    //     from the product's
+    // @throws LevelError if pt is at another level than a
+    // @throws ScaleError if a.scale * pt.scale no longer fits the modulus
     void multiply_plain_accumulate(const Ciphertext& a, const Plaintext& pt, Ciphertext& acc, Exec exec = {}) const;
     // sum_i xs[i] * pts[i] in one pass over the limbs (Backend::sum_of_products), no rescale: xs of one level, size,
-    // key and scale, pts at their level (encode or encode_extended) with one scale. Throws ParameterError for no
-    // terms or terms that differ, LevelError for a plaintext at another level, ScaleError when the scale no longer
-    // fits.
+    // key and scale, pts at their level (encode or encode_extended) with one scale.
+    // @throws ParameterError for no terms, lists of different lengths, a bad operand or exec, or terms that differ in
+    //     level, size, key or scale
+    // @throws LevelError if a plaintext is at another level than the ciphertexts
+    // @throws ScaleError if the product's scale no longer fits the modulus
     Ciphertext multiply_plain_sum(const std::vector<const Ciphertext*>& xs, const std::vector<const Plaintext*>& pts,
                                   Exec exec = {}) const;
     // sum_i coeffs[i] * xs[i] + constant with one rescale: the terms are taken to the lowest level l among xs (limbs
     // dropped), each multiplied by its coefficient as an integer constant at the scale that makes the rescaled sum
     // land on scale_at(l - 1) whatever each term's scale. Real parts are constant products; imaginary parts are
-    // summed apart and multiplied once by X^(n/2) (i in every slot). Zero coefficients skip their term. Throws
-    // ParameterError for no terms, lists of different lengths, a non-finite coefficient, size-3 terms or terms under
-    // different keys; LevelError when l = 0; ScaleError when a coefficient times the scale does not fit.
+    // summed apart and multiplied once by X^(n/2) (i in every slot). Zero coefficients skip their term.
+    // @throws ParameterError for no terms, lists of different lengths, a null term, a bad operand or exec, a
+    //     non-finite coefficient or constant, size-3 terms, or terms under different keys
+    // @throws LevelError if the lowest term is at level 0
+    // @throws ScaleError if a coefficient (or the constant) times the scale does not fit the modulus
     Ciphertext linear_combination(const std::vector<const Ciphertext*>& xs,
                                   const std::vector<std::complex<double>>& coeffs, std::complex<double> constant = 0.0,
                                   Exec exec = {}) const;
     // The same with the result at `level` (below every term's: the terms are read on that level's limbs plus one,
     // without copies) and `scale` (0: the canonical scale of `level`), e.g. a factor that a product then multiplies
-    // onto the canonical scale. Throws as linear_combination, LevelError for a level not below every term's,
-    // ParameterError for a scale below 1 or not finite.
+    // onto the canonical scale. A negative level means the default: one below the lowest term's.
+    // @throws ParameterError for no terms, lists of different lengths, a null term, a bad operand or exec, a
+    //     non-finite coefficient or constant, size-3 terms, terms under different keys, or a scale below 1 or not
+    //     finite
+    // @throws LevelError if the lowest term is at level 0, or `level` is not below every term's
+    // @throws ScaleError if a coefficient (or the constant) times the scale does not fit the modulus
     Ciphertext linear_combination_at(const std::vector<const Ciphertext*>& xs,
                                      const std::vector<std::complex<double>>& coeffs, std::complex<double> constant,
                                      int level, double scale = 0.0, Exec exec = {}) const;
@@ -122,46 +166,67 @@ public:
     // ModDown + rescale, so they need no rescale or alignment of their own (the products and sums of polynomial
     // evaluation). a and b at one level l, any scales; terms at level l or above (read on l's limbs), any scales whose
     // ratio to the product's is large (e.g. a product of two ~2^40 scales and ~2^40 terms: each term's constant then
-    // carries the coefficient to 40 bits). The result is at level l - 1 with scale a.scale * b.scale / q_l. Throws
-    // MissingKeyError without the relinearisation key; ParameterError for factors at two levels, size-3 operands,
-    // k = 0 or |k| > 2^20, a term below level l or under another key, non-finite coefficients; LevelError at level 0;
-    // ScaleError when the product's scale does not fit.
+    // carries the coefficient to 40 bits). The result is at level l - 1 with scale a.scale * b.scale / q_l.
+    // @throws MissingKeyError if the evaluation keys have no relinearisation key
+    // @throws ParameterError for a bad operand or exec, factors at two levels, size-3 operands, k = 0 or |k| > 2^20,
+    //     lists of different lengths, a null term, a term below level l or under another key, non-finite
+    //     coefficients, or keys under another secret key than the factors
+    // @throws LevelError if the factors are at level 0
+    // @throws ScaleError if the product's scale (times the largest coefficient or k) does not fit the modulus
     Ciphertext multiply_add(const Ciphertext& a, const Ciphertext& b, std::int64_t k,
                             const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
                             std::complex<double> constant = 0.0, Exec exec = {}) const;
-    // Size 3 -> size 2 (size 2 is returned as is). Throws MissingKeyError without the relinearisation key.
+    // Size 3 -> size 2 (size 2 is returned as is).
+    // @throws MissingKeyError if a has size 3 and the evaluation keys have no relinearisation key
+    // @throws ParameterError for a bad operand or exec, or keys under another secret key than a's
     Ciphertext relinearize(const Ciphertext& a, Exec exec = {}) const;
-    // Divides by q_level with rounding: one level down. Throws LevelError at level 0.
+    // Divides by q_level with rounding: one level down.
+    // @throws ParameterError for a bad operand or exec
+    // @throws LevelError if a is at level 0
     Ciphertext rescale(const Ciphertext& a, Exec exec = {}) const;
     // a at `level` (at or below a's). A ciphertext on the canonical scale of its level (fresh, rescaled products,
     // bootstrapping's output) lands on the canonical scale of `level` (the limbs above level + 1 are dropped and one
     // integer constant and rescale by q_(level+1) adjust the scale, to a relative 2^-40), so it combines
     // with the ciphertexts there without adjustment, and polynomial evaluation and bootstrapping take it. Any other
-    // ciphertext (a hand-chosen scale, size 3) keeps its scale: drop_limbs. Throws LevelError for a level above a's or
-    // below 0.
+    // ciphertext (a hand-chosen scale, size 3) keeps its scale: drop_limbs.
+    // @throws ParameterError for a bad operand or exec
+    // @throws LevelError if `level` is above a's or below 0
     Ciphertext drop_level(const Ciphertext& a, int level, Exec exec = {}) const;
     // Drops limbs down to `level`, nothing else: the scale stays a's (off the canonical scale of `level` when a was on
-    // its own level's). Throws as drop_level.
+    // its own level's).
+    // @throws ParameterError for a bad operand
+    // @throws LevelError if `level` is above a's or below 0
     Ciphertext drop_limbs(const Ciphertext& a, int level) const;
     // Every slot times i, exactly and without a level: the product by the monomial X^(n/2).
+    // @throws ParameterError for a bad operand or exec
     Ciphertext multiply_by_i(const Ciphertext& a, Exec exec = {}) const;
     // The phase of a (size 2) under the key's target secret: an ordinary key switch with any key of this context and
     // secret key (bootstrapping switches so to and from its sparse secret: EvaluationKeys::to_sparse, from_sparse,
     // algo/bootstrap.hpp). The result keeps a's scale, level and key id (the id names the key set, not the secret it
-    // now decrypts under). Throws ParameterError for a size-3 operand or a key of another context or secret key,
-    // LevelError above the levels the key serves (a key over fewer primes: drop_level the ciphertext first).
+    // now decrypts under).
+    // @throws ParameterError for a bad operand or exec, a size-3 operand, or a key of another context or secret key
+    // @throws LevelError if a is above the levels the key serves (a key over fewer primes: drop_level a first)
     Ciphertext key_switch(const Ciphertext& a, const SwitchKey& key, Exec exec = {}) const;
-    // Left rotation: slot i of the result is slot (i + step) mod slots of a. Throws MissingKeyError without the
-    // rotation key of that step (the message names the keygen call), ParameterError for a size-3 operand.
+    // Left rotation: slot i of the result is slot (i + step) mod slots of a (a step of 0 mod slots returns a).
+    // @throws MissingKeyError if the evaluation keys have no rotation key for the step (the message names the keygen
+    //     call)
+    // @throws ParameterError for a bad operand or exec, a size-3 operand, or a key under another secret key
+    // @throws LevelError if a is above the levels the step's key serves (keygen's galois_levels)
     Ciphertext rotate(const Ciphertext& a, std::int64_t step, Exec exec = {}) const;
-    // Complex conjugation of every slot (the automorphism X -> X^(2N - 1)). Throws MissingKeyError without the
-    // conjugation key (keygen(conjugation=True)), ParameterError for a size-3 operand.
+    // Complex conjugation of every slot (the automorphism X -> X^(2N - 1)).
+    // @throws MissingKeyError if the evaluation keys have no conjugation key (keygen(conjugation=True))
+    // @throws ParameterError for a bad operand or exec, a size-3 operand, or a key under another secret key
+    // @throws LevelError if a is above the levels the conjugation key serves
     Ciphertext conjugate(const Ciphertext& a, Exec exec = {}) const;
-    // The automorphism X -> X^galois_elt followed by a key switch back to s. Throws MissingKeyError without its key,
-    // ParameterError for an even galois_elt or one >= 2N, or a size-3 operand.
+    // The automorphism X -> X^galois_elt followed by a key switch back to s.
+    // @throws ParameterError for a galois_elt that is even, >= 2N or 1, a bad operand or exec, a size-3 operand, or a
+    //     key under another secret key
+    // @throws MissingKeyError if the evaluation keys have no key for galois_elt
+    // @throws LevelError if a is above the levels the key serves
     Ciphertext apply_galois(const Ciphertext& a, std::uint64_t galois_elt, Exec exec = {}) const;
 
-    // In-place forms (throw as the out-of-place ones and then leave a unchanged).
+    // In-place forms: each throws what its out-of-place form throws (its @throws lines above) and then leaves a
+    // unchanged.
     void add_inplace(Ciphertext& a, const Ciphertext& b, Exec exec = {}) const { a = add(a, b, exec); }
     void sub_inplace(Ciphertext& a, const Ciphertext& b, Exec exec = {}) const { a = sub(a, b, exec); }
     void multiply_inplace(Ciphertext& a, const Ciphertext& b, Exec exec = {}) const { a = multiply(a, b, true, exec); }
@@ -170,8 +235,9 @@ public:
 
     // --- Batches (seed 002): one operation on many independent ciphertexts (element i of each list). The backend runs
     // them as it likes (the CPU: spread over the thread team, one ciphertext per thread, when there are at least as
-    // many as threads); element i of the result equals the single operation's, bit for bit. Throw ParameterError for
-    // lists of different lengths, and otherwise what the single operation throws for the first failing element.
+    // many as threads); element i of the result equals the single operation's, bit for bit. Each batch:
+    // @throws ParameterError if its lists differ in length, an element is null, or for a bad exec
+    // @throws what the single operation throws (its @throws lines above) for the first failing element
     using Batch = std::vector<const Ciphertext*>;
     std::vector<Ciphertext> add_many(const Batch& a, const Batch& b, Exec exec = {}) const;
     std::vector<Ciphertext> sub_many(const Batch& a, const Batch& b, Exec exec = {}) const;
@@ -185,7 +251,7 @@ public:
     std::vector<Ciphertext> multiply_plain_many(const Batch& a,
                                                 const std::vector<std::vector<std::complex<double>>>& values,
                                                 bool rescale = true, Exec exec = {}) const;
-    // The batch of a list of ciphertexts.
+    // The batch of a list of ciphertexts (throws nothing of its own).
     static Batch batch(const std::vector<Ciphertext>& v) {
         Batch b;
         for (const Ciphertext& c : v) b.push_back(&c);
@@ -193,58 +259,100 @@ public:
     }
 
     // --- Split key switching and hoisting (seed 000 Alg. 3.2.1; rns::KeySwitcher does the work) ---
-    // Throws ParameterError for a size-3 operand.
+    // The digits of a's c1 (ModUp), shared by the key switches of a.
+    // @throws ParameterError for a bad operand or exec, or a size-3 operand
     Decomposition decompose(const Ciphertext& a, Exec exec = {}) const;
-    // psi_g(a) before its ModDown: inner products with the Galois key of g, then the automorphism. Throws
-    // MissingKeyError without that key, ParameterError for a decomposition not made by decompose().
+    // psi_g(a) before its ModDown: inner products with the Galois key of g, then the automorphism.
+    // @throws MissingKeyError if the evaluation keys have no key for galois_elt
+    // @throws ParameterError for a galois_elt that is even, >= 2N or 1, a decomposition not made by decompose() (of
+    //     another context, malformed, or with the wrong number of digits), a bad exec, or a key under another secret
+    //     key
+    // @throws LevelError if d's ciphertext is above the levels the key serves
     LazyCiphertext inner_product_lazy(const Decomposition& d, std::uint64_t galois_elt, Exec exec = {}) const;
-    // Throws ParameterError for lazy values of another context or key, or at other levels or scales.
+    // acc += x.
+    // @throws ParameterError for lazy values of another context or key, at other levels or scales, one with a c0
+    //     part and one without, or a bad exec
     void add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, Exec exec = {}) const;
     // sum_i xs[i] * pts[i] in the Q_l * P basis; pts from Encoder::encode_extended at the level of xs. The masks and
     // diagonals of a linear transform multiply the baby-step rotations here, before their one ModDown, which then also
-    // divides the rounding of the products by P. Throws ParameterError for no terms, lazy values that differ in level,
-    // key or scale, or plaintexts not encoded with encode_extended at their level; ScaleError when the scale no longer
-    // fits.
+    // divides the rounding of the products by P.
+    // @throws ParameterError for no terms, lists of different lengths, lazy values of another context or that differ
+    //     in level, key, scale or c0 part, a bad plaintext, plaintexts not encoded with encode_extended at the lazy
+    //     values' level or of different scales, or a bad exec
+    // @throws ScaleError if the product's scale no longer fits the modulus
     LazyCiphertext multiply_plain_sum_lazy(const std::vector<const LazyCiphertext*>& xs,
                                            const std::vector<const Plaintext*>& pts, Exec exec = {}) const;
-    // Throws ParameterError for a lazy value of another context.
+    // c0 + round(b / P), round(a / P) over Q_l.
+    // @throws ParameterError for a lazy value of another context or a bad exec
     Ciphertext mod_down(const LazyCiphertext& x, Exec exec = {}) const;
+    // The same, consuming x.
+    // @throws ParameterError for a lazy value of another context or a bad exec
     Ciphertext mod_down(LazyCiphertext&& x, Exec exec = {}) const;
     // round((x + P * addend) / (P * q_l)): ModDown, the addition of a ciphertext over Q_l (may be null) and a rescale
-    // in one base conversion, as multiply does for relinearisation. Throws LevelError at level 0, ParameterError for an
-    // addend that is not a size-2 ciphertext at x's level and scale.
+    // in one base conversion, as multiply does for relinearisation.
+    // @throws ParameterError for a lazy value of another context, a bad addend (or one that is not a size-2
+    //     ciphertext at x's level, key and scale), or a bad exec
+    // @throws LevelError if x is at level 0
     Ciphertext mod_down_rescale(LazyCiphertext&& x, const Ciphertext* addend = nullptr, Exec exec = {}) const;
-    // psi_g(a) for every g, sharing one decomposition (list form). Throws ParameterError for an even g or g >= 2n,
-    // MissingKeyError (before any work) when a key is missing.
+    // psi_g(a) for every g, sharing one decomposition (list form); g = 1 gives a copy of a. Every key is checked
+    // before any work.
+    // @throws ParameterError for a bad operand or exec, an even g or g >= 2n, a size-3 operand (when some g is not
+    //     1), or a key under another secret key
+    // @throws MissingKeyError if the evaluation keys have no key for some g other than 1
+    // @throws LevelError if a is above the levels some g's key serves
     std::vector<Ciphertext> apply_galois_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
                                                  Exec exec = {}) const;
     // Rotations by each step (then the conjugate when `conjugate`), sharing one decomposition.
+    // @throws ParameterError for a bad operand or exec, a size-3 operand (when something rotates), or a key under
+    //     another secret key
+    // @throws MissingKeyError if the evaluation keys have no key for a step (or for conjugation)
+    // @throws LevelError if a is above the levels one of those keys serves
     std::vector<Ciphertext> rotate_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps,
                                            bool conjugate = false, Exec exec = {}) const;
-    // sum_g psi_g(a): one decomposition, the sum taken in the Q_l * P basis, one ModDown (sum form). Throws
-    // ParameterError for no element or g = 1, MissingKeyError when a key is missing.
+    // sum_g psi_g(a): one decomposition, the sum taken in the Q_l * P basis, one ModDown (sum form).
+    // @throws ParameterError for a bad operand or exec, no element, an even g, g >= 2n or g = 1, a size-3 operand, or
+    //     a key under another secret key
+    // @throws MissingKeyError if the evaluation keys have no key for some g (checked before any work)
+    // @throws LevelError if a is above the levels some g's key serves
     Ciphertext apply_galois_sum_hoisted(const Ciphertext& a, const std::vector<std::uint64_t>& galois_elts,
                                         Exec exec = {}) const;
     // The sum of the rotations by `steps`, psi_g(a) for `galois_elts` and the conjugate when `conjugate` (the same sum
-    // form; Python's ev.rotate_sum_hoisted). Throws as apply_galois_sum_hoisted.
+    // form; Python's ev.rotate_sum_hoisted).
+    // @throws ParameterError as apply_galois_sum_hoisted, so also for nothing to sum or a step of 0 mod slots
+    //     (element 1)
+    // @throws MissingKeyError if the evaluation keys have no key for a step, element or the conjugation
+    // @throws LevelError if a is above the levels one of those keys serves
     Ciphertext rotate_sum_hoisted(const Ciphertext& a, const std::vector<std::int64_t>& steps,
                                   std::vector<std::uint64_t> galois_elts = {}, bool conjugate = false,
                                   Exec exec = {}) const;
     // Trace-type function over the doubling steps kappa_0..kappa_{M-1}: sum over all subsets S of
     // psi_{prod S}(a). h = M is repeated doubling (a <- a + psi_kappa_i(a), one key switch per step); h < M
     // unrolls it (seed 000 Alg. 3.2.2) into h hoisted sums over groups of steps. h = 0: the cheapest h whose
-    // keys are all present, by the measured cost model (keyswitch_costs). Throws ParameterError for h outside 0..M
-    // or dependent steps, MissingKeyError when no h (or the h given) has all its keys.
+    // keys are all present, by the measured cost model (keyswitch_costs). No automorphism: a itself.
+    // @throws ParameterError for a bad operand or exec, an automorphism that is even, >= 2n or 1, h outside 0..M, a
+    //     size-3 operand, a key under another secret key, or (h given) dependent steps or a group of 24 or more
+    // @throws MissingKeyError if no h (or the h given) has all its keys; with h = 0 also for dependent steps, whose
+    //     every h is refused
+    // @throws LevelError if a is above the levels a key it uses serves
     Ciphertext trace(const Ciphertext& a, const std::vector<std::uint64_t>& automorphisms, int h = 0,
                      Exec exec = {}) const;
-    // Slot i of the result is sum_{j < count} a[(i + j) mod slots]; count a power of two (0: all slots; else
-    // ParameterError).
+    // Slot i of the result is sum_{j < count} a[(i + j) mod slots]; count a power of two (0: all slots).
+    // @throws ParameterError for a count that is not a power of two up to slots(), and as trace (a bad operand or
+    //     exec, h outside 0..log2(count), a size-3 operand, a key under another secret key)
+    // @throws MissingKeyError if no h (or the h given) has all its keys
+    // @throws LevelError if a is above the levels a key it uses serves
     Ciphertext sum_slots(const Ciphertext& a, std::size_t count = 0, int h = 0, Exec exec = {}) const;
-    // The h that trace() with h = 0 picks at this level (0 if no h has all its keys).
+    // The h that trace() with h = 0 picks at this level (0 if no h has all its keys, or no automorphism).
+    // @throws LevelError if there are automorphisms and `level` is outside 0..max_level (keyswitch_costs)
+    // @throws ParameterError for a bad exec
     int choose_trace_h(const std::vector<std::uint64_t>& automorphisms, int level, Exec exec = {}) const;
-    // Measured costs of the key-switching steps at a level (cached per context, level and thread count). Throws
-    // LevelError for a level outside 0..max_level.
+    // Measured costs of the key-switching steps at a level (cached per context, level and thread count).
+    // @throws LevelError if `level` is outside 0..max_level
+    // @throws ParameterError for a bad exec
     KeySwitchCosts keyswitch_costs(int level, Exec exec = {}) const;
+    // The costs keyswitch_costs measured for this context at (level, threads), if it has (every evaluator of the
+    // context shares them; they are dropped with the context).
+    std::optional<KeySwitchCosts> kept_keyswitch_costs(int level, int threads) const;
 
 private:
     // Adds an operation's counts to counts_ when it returns (not when it throws), unless it runs inside another

@@ -29,7 +29,9 @@ struct Parameters {
     std::string name;       // set by named()
     std::string rationale;  // set by for_circuit(): what each choice is for (not serialized)
 
-    // The sets of docs/PARAMS.md: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16. ParameterError for another name (it lists them).
+    // The sets of docs/PARAMS.md: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16, BOOT16L, and the test sets
+    // TB10, TS10 (names()).
+    // @throws ParameterError for another name (the message lists them)
     static Parameters named(const std::string& name);
     static std::vector<std::string> names();
     // The smallest set (least N, then the fewest key-switching digits from 3 up) that runs a circuit of `depth`
@@ -37,9 +39,11 @@ struct Parameters {
     // log2(depth + 1) for the noise that adds up along the circuit; q_0 `integer_bits` above the scale for the integer
     // part of results; alpha = k special primes of 50 bits where they exceed every digit's modulus, else 60-bit ones,
     // else q_0's size where that lets a smaller ring hold it), with log2(QP) within the 128-bit HE Standard bound
-    // (security = 128) or no bound (nullopt), and at least `slots` slots (0: any). dnum > 0 fixes the digits. `rationale` explains the
-    // choices. Throws ParameterError with what cannot be had and what to change (e.g. a depth that no secure N holds
-    // needs bootstrapping), for depth outside 0..60, precision_bits outside 8..40 or slots above 2^16.
+    // (security = 128) or no bound (nullopt), and at least `slots` slots (0: any). dnum > 0 fixes the digits.
+    // `rationale` explains the choices.
+    // @throws ParameterError for depth outside 0..60, precision_bits outside 8..40, slots above 2^16, a security other
+    //     than 128 or nullopt, integer_bits outside 1..30 or dnum outside 0..depth + 1, and when no set fits, with
+    //     what cannot be had and what to change (e.g. a depth that no secure N holds needs bootstrapping)
     static Parameters for_circuit(int depth, int precision_bits = 20, std::uint64_t slots = 0,
                                   std::optional<int> security = 128, int dnum = 0, int integer_bits = 20);
 
@@ -53,7 +57,8 @@ struct Parameters {
     int log_qp_bits() const;               // first + L * scale + B * boot + k * special (an upper bound on log2(QP))
     static int max_log_qp_128(int log_n);  // HE Standard table, ternary secret; 0 if the table has no entry
 
-    // Throws ParameterError with what is wrong and what to do.
+    // Checks every field's range, the digits against the special primes, and the 128-bit HE Standard bound.
+    // @throws ParameterError with what is wrong and what to do
     void validate() const;
     std::string describe() const;
 };

@@ -10,11 +10,15 @@
 
 namespace kasoku::ckks {
 
-// Sizes of the h groups that M doubling steps are split into: consecutive, as equal as possible, larger first.
+// Sizes of the h groups that M doubling steps are split into: consecutive, as equal as possible, larger first
+// (none for M = 0, whatever h).
+// @throws ParameterError if M > 0 and h is outside 1..M
 std::vector<std::size_t> trace_group_sizes(std::size_t M, std::size_t h);
 
 // For each group, the Galois elements of its 2^m - 1 non-trivial products: group steps kappa_i..kappa_{i+m-1},
 // element of subset S = prod_{s in S} kappa_s mod 2n, in the order of the subset bit masks 1..2^m - 1.
+// @throws ParameterError if h is outside 1..M (M > 0), a group has 24 or more steps, or a product of steps is the
+//     identity (dependent steps)
 std::vector<std::vector<std::uint64_t>> trace_group_elements(const std::vector<std::uint64_t>& automorphisms,
                                                              std::size_t h, std::uint64_t two_n);
 
@@ -23,10 +27,12 @@ std::vector<std::uint64_t> rotation_doubling_steps(std::size_t M, std::uint64_t 
 
 // The doubling steps of the source's trace (seed 000 §5.2): rotations by 1, 2, ..., 2^(M-1) for
 // M <= log2(slots); M = log2(n) adds conjugation as the last step (the full trace: 2 Re of the slot sum).
+// @throws ParameterError if M > log2(n)
 std::vector<std::uint64_t> trace_doubling_steps(std::size_t M, std::uint64_t two_n);
 
 // Exactly the Galois elements that the M doubling steps of trace_doubling_steps with h iterations need
 // (sorted, without duplicates).
+// @throws ParameterError if M > log2(n), h is outside 1..M (M > 0), or a group has 24 or more steps
 std::vector<std::uint64_t> trace_galois_elements(const Parameters& params, std::size_t M, std::size_t h);
 
 // Measured times (ms) of the steps of one key switch at a given level and thread count.
@@ -40,6 +46,7 @@ struct KeySwitchCosts {
 
 // Modelled time of a trace with M steps and h iterations:
 // sum over the groups of decompose + (2^m - 1) inner products + mod_down + add.
+// @throws ParameterError if M > 0 and h is outside 1..M
 double trace_cost(const KeySwitchCosts& c, std::size_t M, std::size_t h);
 
 // The h in 1..M with the smallest modelled time.

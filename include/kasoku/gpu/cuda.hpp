@@ -34,12 +34,16 @@ CudaInfo cuda_info();
 std::string architecture_mismatch(const std::string& architectures, int major, int minor);
 
 // Device memory of `device` from its stream-ordered pool (cudaMallocAsync on one stream; transfers synchronise that
-// stream). Throws DeviceError (with CUDA's message) when this build has no CUDA or there is no such device, and
-// when CUDA fails later (out of device memory among others).
+// stream). The memory's methods throw DeviceError (with CUDA's message) when CUDA fails later (out of device memory
+// among others).
+// @throws DeviceError if this build has no CUDA, no device can be used, there is no such device, or this build's
+//     kernels do not run on it
 std::shared_ptr<const rns::PolyMemory> cuda_memory(int device = 0);
 
-// The CUDA backend on device 0: a factory for ckks::Context::create(params, threads, make_cuda_backend). Throws as
-// cuda_memory.
+// The CUDA backend on device 0: a factory for ckks::Context::create(params, threads, make_cuda_backend). Its
+// operations throw DeviceError when CUDA fails.
+// @throws DeviceError as cuda_memory, or when uploading the ring's tables fails
+// @throws ParameterError if a prime of the ring is not an NTT prime for its degree (arith::NttTables)
 std::unique_ptr<const rns::Backend> make_cuda_backend(std::shared_ptr<const rns::RnsContext> ring);
 
 }  // namespace kasoku::gpu

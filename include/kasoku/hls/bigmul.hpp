@@ -16,13 +16,17 @@
 namespace kasoku::hls {
 
 // Little-endian decimal digits (0..9) -> their product's digits, without leading zeros (zero: one digit 0).
+// @throws ParameterError for a digit above 9, or an operand of more than kMaxDecimalDigits digits
 std::vector<std::uint8_t> multiply_decimal(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b);
 // The same on decimal strings ("-" allowed), e.g. multiply_decimal("123", "-4") == "-492".
+// @throws ParameterError for a string that is not a decimal integer, or one of more than kMaxDecimalDigits digits
+//     (leading zeros dropped)
 std::string multiply_decimal(const std::string& a, const std::string& b);
 inline constexpr std::size_t kMaxDecimalDigits = std::size_t(1) << 15;
 
 // Little-endian base-2^32 limbs -> their product's limbs, without leading zero limbs (zero: empty). Builds the NTT
 // tables of its size on each call; a Multiplier keeps them for the next product.
+// @throws ParameterError for threads < 1, or an operand of more than kMaxLimbs limbs (leading zero limbs dropped)
 std::vector<std::uint32_t> multiply(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b,
                                     int threads = 1);
 inline constexpr std::size_t kMaxLimbs = std::size_t(1) << 26;
@@ -35,6 +39,8 @@ public:
     ~Multiplier();
     Multiplier(const Multiplier&) = delete;
     Multiplier& operator=(const Multiplier&) = delete;
+    // hls::multiply with the kept tables.
+    // @throws ParameterError for threads < 1, or an operand of more than kMaxLimbs limbs (leading zero limbs dropped)
     std::vector<std::uint32_t> multiply(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b,
                                         int threads = 1) const;
     static constexpr std::size_t kKeptSizes = 4;

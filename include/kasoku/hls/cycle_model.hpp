@@ -51,6 +51,7 @@ struct Latencies {
 // The lines fitted to Tables 1-4.
 Latencies fit_to_paper();
 // Modelled cycles of a method at M = 2^m points.
+// @throws ParameterError for a method outside 1..8, or m outside 2..kMaxLogPoints (seed_field)
 double model_cycles(int method, int m, const Latencies& lat);
 
 // The RTL designs of hw/rtl (docs/HARDWARE.md) by the same formula, with the RTL's own figures: II = 1, a pipeline of
@@ -67,7 +68,7 @@ struct RtlCycles {
     long load = 0, transform = 0, unload = 0;  // unload: the read latency after the last address
     long total() const { return load + transform + unload; }
 };
-// Errors: ParameterError for m outside 3..16, lanes not a power of two >= 2, or M < 4 lanes (`lanes` design).
+// @throws ParameterError for m outside 3..16, lanes not a power of two >= 2, or M < 4 lanes (`lanes` design)
 RtlCycles rtl_cycles(Rtl design, int m, int lanes = 2);
 
 }  // namespace kasoku::hls

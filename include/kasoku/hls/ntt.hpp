@@ -25,6 +25,7 @@ struct Field {
     word p = 0, s = 0, alpha = 0;
     int bits() const;  // bits of P: the width of the datapath
 };
+// @throws ParameterError for m outside 2..kMaxLogPoints
 Field seed_field(int m);
 
 // The seed's loop structures.
@@ -155,8 +156,12 @@ last_stage_loop:
 
 // The host-side entry (not synthesisable: it allocates): the M-point NTT of `in` (M residues < P) by one structure,
 // bit-reversed as above.
+// @throws ParameterError for a field with m outside 2..kMaxLogPoints or P = 0, other than M residues, a residue >= P,
+//     or an unknown structure
 std::vector<word> ntt(Structure structure, const Field& f, const std::vector<word>& in);
 // The schoolbook DFT X(k) = sum_t x(t) alpha^(tk) in natural order, O(M^2): the reference.
+// @throws ParameterError for a field with m outside 2..kMaxLogPoints or P = 0, other than M residues, or a residue
+//     >= P
 std::vector<word> dft(const Field& f, const std::vector<word>& in);
 
 }  // namespace kasoku::hls

@@ -9,10 +9,12 @@
 //
 // The public methods check the shapes of their operands (a mismatch is a bug of the caller: InternalError) and
 // shape their outputs; the protected do_* methods are what a backend implements. Besides InternalError they throw
-// ParameterError for a Galois element that is even or >= 2n (automorphism, mod_down, inner_product),
+// ParameterError for a Galois element that is even or >= 2n (automorphism and the ModDown and inner-product family),
 // std::bad_alloc (or DeviceError on a device) when memory runs out, and whatever an upload or download callback
-// throws. Key switching is composed from the
-// primitives below by rns::KeySwitcher (keyswitch.hpp), the form in which ckks uses it.
+// throws. A device backend throws DeviceError from any method when the device fails. Each method lists its own in
+// @throws lines, where "a foreign operand" is an empty polynomial, one of another ring degree, or one in another
+// backend's memory. Key switching is composed from the primitives below by rns::KeySwitcher (keyswitch.hpp), the form
+// in which ckks uses it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -87,44 +89,67 @@ public:
     RnsPoly poly(std::size_t num_q, std::size_t num_p, bool ntt_form) const;
     // Host -> backend: `fill` writes each limb of `out` (shape set by the caller). On the CPU it writes the
     // polynomial's own memory (no copy); a device backend stages and copies.
+    // @throws InternalError for a foreign out
+    // @throws what `fill` throws
     void upload(RnsPoly& out, const LimbWriter& fill, Exec exec = {}) const;
     // Backend -> host: `read` sees the first `limbs` limbs of `a` (all by default). On the CPU these are the
     // polynomial's own memory (no copy); a device backend copies them to the host first.
+    // @throws InternalError for a foreign a, or more limbs asked for than a has
+    // @throws what `read` throws
     void download(const RnsPoly& a, const LimbReader& read, Exec exec = {}, std::size_t limbs = npos) const;
     // out (its shape and form set by the caller) = the residues of the signed coefficients (n of them, |c| < 2^127
     // for the 128-bit form, |c| < every prime for the 64-bit one), transformed when out is in NTT form.
+    // @throws InternalError for a foreign out
     void from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const;
+    // @throws InternalError for a foreign out
     void from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const;
 
     // ---- element-wise (a and b of one shape; out takes a's shape and may be a or b)
+    // @throws InternalError for a foreign a, or a b of another shape
     void add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;
+    // @throws InternalError for a foreign a, or a b of another shape
     void sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;
+    // @throws InternalError for a foreign a
     void negate(const RnsPoly& a, RnsPoly& out, Exec exec) const;
-    void mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;  // NTT form
+    // NTT form.
+    // @throws InternalError for a foreign a, a b of another shape, or operands in coefficient form
+    void mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;
     // out = a * b + c (NTT form), one reduction (seed 000 Alg. 4.1.1).
+    // @throws InternalError for a foreign a, a b or c of another shape, or operands in coefficient form
     void fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const;
     // The tensor product of two size-2 ciphertexts (NTT form, one shape): d0 = a0 b0, d1 = a0 b1 + a1 b0, d2 = a1 b1, in
     // one pass over the operands (the outputs take a0's shape and must not be operands).
+    // @throws InternalError for a foreign a0, operands of different shapes or in coefficient form, an output that is
+    //     an operand, or outputs that are not three polynomials
     void tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
                 RnsPoly& d2, Exec exec) const;
     // out = a * c limb-wise, c given by its residues per prime (indexed like the prime list [q..., p...]).
+    // @throws InternalError for a foreign a, or fewer residues than primes
     void mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const;
     // out = a + c limb-wise (a constant polynomial when a is in NTT form).
+    // @throws InternalError for a foreign a, or fewer residues than primes
     void add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const;
     // out = sum_i x[i] * c[i] over the first num_q q-limbs (num_p = 0; NTT form as the x[i]), c[i] given by its residues
     // per prime (each below its prime): the leading limbs of each x[i] are read in place, so terms at several levels
     // are summed at the lowest without copies, in one pass over each limb of out (base conversion's dot product). Each
     // x[i] needs num_q q-limbs or more; out must not be one of them.
+    // @throws InternalError for no terms, another number of constants, num_q = 0, a foreign term, a term with fewer
+    //     limbs or in another form, out among the terms, or fewer residues than primes
     void linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
                             std::size_t num_q, RnsPoly& out, Exec exec) const;
     // Plaintext sums: out[k] = sum_i x[i][k] * y[i] (accumulate: out[k] += ...) for every component k (NTT form).
     // Each y[i] has the q-limbs of every x[i][k] and at least its special limbs; out[k] takes x[0][k]'s shape.
     // Limb by limb, so that each limb of out[k] stays in cache while the terms are summed. A y[i] may be a subring
     // polynomial (to_subring): fewer words per limb, each standing for a block of equal words.
+    // @throws InternalError for no terms, another number of plaintexts or outputs per term, a foreign term or
+    //     plaintext, terms of different shapes, operands in coefficient form, a plaintext that does not cover its
+    //     term's limbs, or (accumulate) a foreign output or one of another shape
     void sum_of_products(const std::vector<std::vector<const RnsPoly*>>& x, const std::vector<const RnsPoly*>& y,
                          const std::vector<RnsPoly*>& out, bool accumulate, Exec exec) const;
     // out = c[0] + x (c[1] + x (c[2] + ...)) on the limbs of out (NTT form; its num_q, set by the caller, at most every
     // operand's, num_p = 0): the phase c0 + c1 s + c2 s^2 of decryption, on the limbs that decoding needs.
+    // @throws InternalError for no c, a foreign operand or out, an operand in coefficient form, or an out with special
+    //     limbs or more q-limbs than an operand
     void horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const;
 
     // A polynomial of the subring Z[X^f] (f = n / n_sub, a power of two) kept in n_sub words per limb: a (NTT form)
@@ -133,59 +158,90 @@ public:
     // limb = word j f of a's, and serves as a plaintext of sum_of_products. A message whose slots repeat with period
     // n_sub / 2 encodes into this subring (the sparse packing of bootstrapping, and the diagonals of its transforms):
     // it then takes n_sub / n of the memory. n_sub must be a power of two in 1..n.
+    // @throws InternalError for a foreign a, one in coefficient form, an n_sub that is not such a power of two, or an
+    //     out that is a
     void to_subring(const RnsPoly& a, std::size_t n_sub, RnsPoly& out, Exec exec) const;
     // The subring polynomial (out: n_sub = out.n() words per limb, NTT form, shape set by the caller) of the signed
     // coefficients coeffs[0..n_sub) placed at X^(j n / n_sub) (|c| < 2^127): to_subring(from_signed(...)) without a
     // transform of n points (a periodic message's encoding).
+    // @throws InternalError for an empty out, one in another backend's memory or coefficient form, or one whose words
+    //     per limb are not a power of two up to n
     void from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const;
 
     // ---- transforms (in place; no-ops when already in the asked form)
+    // @throws InternalError for a foreign a
     void to_ntt(RnsPoly& a, Exec exec) const;
+    // @throws InternalError for a foreign a
     void from_ntt(RnsPoly& a, Exec exec) const;
     // out = psi_g(a): X -> X^g (g odd, below 2n) as a permutation in NTT form; out must not be a.
+    // @throws InternalError for a foreign a, one in coefficient form, or an out that is a
+    // @throws ParameterError for an even galois_elt or one >= 2n
     void automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const;
 
     // ---- scaling (NTT form)
     // a over Q_l (l >= 1, num_p = 0) -> round(a / q_l) over Q_{l-1}.
+    // @throws InternalError for a foreign a, or one that is not in NTT form over Q_l with l >= 1
     void rescale(RnsPoly& a, Exec exec) const;
     // a over Q_l * p_0 (num_p = 1) -> round((a + addend) / p_0) over Q_l; addend: n small signed coefficients
     // (|e| < every prime) or null. Encryption ends with it, so that fresh noise is divided by p_0.
+    // @throws InternalError for a foreign a, or one that is not in NTT form over Q_l * p_0
     void divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const;
     // ModDown of a key-switched pair: out_b = psi_g(round(b / P) + add_b), out_a = psi_g(round(a / P) + add_a) over Q_l,
     // for b and a over Q_l * P (all special primes, or the first k of them: P is then their product, as after a
     // key_switch with a key over such a prefix); the addends over Q_l or null, g = 1: no automorphism. An exact,
     // centered conversion; the outputs may be the inputs. Both polynomials in one call, so that a device runs the pair
     // in one sequence of launches.
+    // @throws InternalError for foreign operands, b and a not both in NTT form over one Q_l * P_k, addends that are
+    //     foreign or not in NTT form over Q_l, or outputs that are one polynomial
+    // @throws ParameterError for a galois_elt other than 1 that is even or >= 2n
     void mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
                   RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
     // ModDown, the additions and a rescale in one base conversion per polynomial, for the pair: b = round((b + P add_b) /
     // (P q_l)), a likewise, over Q_{l-1}, for b and a over Q_l * P (l >= 1), the addends over Q_l or null.
+    // @throws InternalError for foreign operands, b and a not both in NTT form over one Q_l * P (all special primes,
+    //     l >= 1), addends that are foreign or not in NTT form over Q_l, or b and a one polynomial
     void mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const;
     // x_i += d_i * P mod q_i on the q-limbs i in [first, first + count) (count = npos: to the last one); d and x
     // have the same number of q-limbs and form. Lifts d into the Q_l * P basis as d * P.
+    // @throws InternalError for a foreign d or x, d and x of other q-limbs or forms, limbs past d's, or a ring without
+    //     special primes
     void add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t first = 0, std::size_t count = npos) const;
 
     // ---- key-switching primitives (composed by KeySwitcher; seed 000 Alg. 2.4.1-2.4.4 and 3.2.1)
     // ModUp of every digit of d (NTT form over Q_l, num_p = 0): digit j extended to Q_l * P, NTT form.
+    // @throws InternalError for a foreign d, one that is not in NTT form over Q_l, or a ring without special primes
     std::vector<RnsPoly> mod_up(const RnsPoly& d, Exec exec) const;
     // (b, a) = <ModUp(d), key> over Q_l * P: ModUp and the inner product fused limb by limb (one key switch). The key
     // may be over Q_m * P_k, m >= l, P_k the first k special primes (a key made for low levels, and with a smaller
     // modulus where security asks for one: bootstrapping's switch to a sparse secret, over q_0 * p_0); b and a are
     // then over Q_l * P_k.
+    // @throws InternalError for a d as mod_up refuses it, or a key that is not dnum(m) NTT-form digits of one shape
+    //     over Q_m * P_k with m >= l (its b- and a-parts, or a compact key's b-parts)
     void key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const;
     // key_switch(d, key) followed by mod_down(.., add_b, add_a, galois_elt, out_b, out_a) or, with `rescale` (g = 1, a key
     // over all of P, l >= 1), by mod_down_rescale(.., add_b, add_a): the same results, in one call, so that a backend can
     // run the inner product and ModDown limb by limb without the pair over Q_l * P in memory (the CPU backend does).
+    // @throws InternalError for a d or key as key_switch refuses them (with `rescale`: a key over all of P), a rescale
+    //     with g != 1 or l = 0, outputs that are one polynomial, or addends that are foreign or not in NTT form over
+    //     Q_l
+    // @throws ParameterError for a galois_elt other than 1 that is even or >= 2n
     void key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
                              u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
     // The sum form of hoisting in one call: inner_product(mod_up(d), terms, c0) followed by mod_down with the sum of c0's
     // images as addend, i.e. out_b = round(sum_e psi_{g_e}(<ModUp(d), key_e.b>) / P) + sum_e psi_{g_e}(c0), out_a
     // likewise without c0; the same results, and a backend may run it limb by limb without the digits or the pair over
     // Q_l * P in memory (the CPU backend does).
+    // @throws InternalError for a d as mod_up refuses it, a foreign c0 or one not in NTT form over d's Q_l, no term,
+    //     a null key or one as key_switch refuses it (over all of P), or outputs that are one polynomial
+    // @throws ParameterError for a galois_elt of a term, other than 1, that is even or >= 2n
     void key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0, RnsPoly& out_b,
                                  RnsPoly& out_a, Exec exec) const;
     // b = sum_e psi_{g_e}(<digits, key_e.b>), a likewise, over Q_l * P (keys over Q_m * P, m >= l); with c0 (over Q_l) also
     // c0_out = sum_e psi_{g_e}(c0). Each product limb is permuted and accumulated while it is in cache.
+    // @throws InternalError for no digits or terms, another number of digits than their level has, foreign digits or
+    //     ones not in NTT form over Q_l * P, a null key or one as key_switch refuses it (over all of P), or a c0 that
+    //     is foreign, not in NTT form over Q_l, or without its own c0_out
+    // @throws ParameterError for a galois_elt of a term, other than 1, that is even or >= 2n
     void inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
                        const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const;
 
@@ -270,6 +326,7 @@ private:
 
 // p's residues mod its first prime q_0 (p in NTT form), centered in (-q_0/2, q_0/2], on the host: what ModRaise lifts
 // exactly (bootstrapping), and how a secret's coefficients are read back.
+// @throws InternalError for a p of another backend, or an empty one
 std::vector<__int128> centered_q0(const Backend& be, const RnsPoly& p, Exec exec);
 
 // Makes the backend of a context from its ring (Context::create takes one; docs/ARCHITECTURE.md "Adding a backend").
@@ -277,6 +334,8 @@ using BackendFactory = std::function<std::unique_ptr<const Backend>(std::shared_
 
 // The CPU backend: host memory, the run-time dispatched SIMD kernels of arith (scalar, AVX2, AVX-512DQ, IFMA),
 // OpenMP teams of Exec::threads threads.
+// @throws InternalError for a null ring
+// @throws ParameterError if a prime of the ring is not an NTT prime for its degree (arith::NttTables)
 std::unique_ptr<const Backend> make_cpu_backend(std::shared_ptr<const RnsContext> ring);
 
 }  // namespace kasoku::rns

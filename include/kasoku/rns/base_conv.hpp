@@ -13,7 +13,7 @@ namespace kasoku::rns {
 class BaseConverter {
 public:
     BaseConverter() = default;
-    // ParameterError for no source prime or more than 255.
+    // @throws ParameterError for no source prime or more than 255
     BaseConverter(const std::vector<arith::Modulus>& source, const std::vector<arith::Modulus>& target);
 
     std::size_t source_size() const { return src_.size(); }

@@ -35,26 +35,39 @@ public:
 
     // ---- step 2 (results over Q_l * P; c0 of a result is empty unless said otherwise)
     // <ModUp(d), key>: steps 1 and 2 fused limb by limb, for a key switch that shares nothing.
+    // @throws InternalError as Backend::key_switch (a d not in NTT form over Q_l, a key of the wrong shape)
     LazyPolys switch_lazy(const RnsPoly& d, const GadgetKey& key, Exec exec) const;
     // <digits, key>, without automorphism (the list form of hoisting: each result gets its own ModDown).
+    // @throws InternalError as Backend::inner_product (digits of another level or shape, a key of the wrong shape)
     LazyPolys inner_product(const std::vector<RnsPoly>& digits, const GadgetKey& key, Exec exec) const;
     // sum_e psi_{g_e}(<digits, key_e>), and c0 = sum_e psi_{g_e}(c0) (the sum form of hoisting: one ModDown for all).
+    // @throws InternalError as Backend::inner_product (no terms, digits or c0 of another level or shape, a null key or
+    //     one of the wrong shape)
+    // @throws ParameterError for a g_e other than 1 that is even or >= 2n
     LazyPolys inner_product_sum(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
                                 const RnsPoly& c0, Exec exec) const;
     // acc += x (every part; both from one input at one level).
+    // @throws InternalError if one has a c0 part and the other not, or their parts differ in shape
     void add_lazy(LazyPolys& acc, const LazyPolys& x, Exec exec) const;
     // sum_i xs[i] * pts[i] (every part), pts over Q_l * P: masks and diagonals multiply key-switched values before
     // their one ModDown, which then also divides the rounding of the products by P.
+    // @throws InternalError for no terms, terms with and without c0, or as Backend::sum_of_products (another number
+    //     of plaintexts, shapes that differ, plaintexts that do not cover their terms' limbs)
     LazyPolys multiply_plain_sum(const std::vector<const LazyPolys*>& xs, const std::vector<const RnsPoly*>& pts,
                                  Exec exec) const;
 
     // ---- step 3 (add_b, add_a over Q_l, may be null; empty or null terms are zero)
     // out_b = psi_g(round(x.b / P) + x.c0 + add_b), out_a = psi_g(round(x.a / P) + add_a) over Q_l (g = 1: no automorphism).
     // The automorphism comes last, on two polynomials over Q_l: keys switch to s(X^{g^-1}) for that (keygen).
+    // @throws InternalError as Backend::mod_down (x.b and x.a not over one Q_l * P_k, addends or x.c0 not over Q_l,
+    //     outputs that are one polynomial)
+    // @throws ParameterError for a galois_elt other than 1 that is even or >= 2n
     void mod_down(const LazyPolys& x, const RnsPoly* add_b, const RnsPoly* add_a, std::uint64_t galois_elt,
                   RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
     // out_b = round((x.b + P (x.c0 + add_b)) / (P q_l)), out_a = round((x.a + P add_a) / (P q_l)) over Q_{l-1}: ModDown,
     // the additions and a rescale in one base conversion per polynomial. Consumes x.
+    // @throws InternalError as Backend::mod_down_rescale (x.b and x.a not over one Q_l * P with l >= 1, addends or x.c0
+    //     not over Q_l)
     void mod_down_rescale(LazyPolys&& x, const RnsPoly* add_b, const RnsPoly* add_a, RnsPoly& out_b, RnsPoly& out_a,
                           Exec exec) const;
 
@@ -64,6 +77,8 @@ public:
     // ---- key generation
     // b += P s on the q-limbs of digit j: the gadget term of key digit j (s and b over Q_m * P_k, NTT form, P the product
     // of b's special primes: all of them, or a prefix; s is secret).
+    // @throws InternalError for a digit that b's q-limbs do not have, s and b of different shapes, or (as
+    //     Backend::add_times_p) a foreign s or b
     void add_gadget(const RnsPoly& s, std::size_t digit, RnsPoly& b, Exec exec) const;
 
 private:

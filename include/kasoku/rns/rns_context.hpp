@@ -25,9 +25,10 @@ inline constexpr std::size_t kMaxDigitPrimes = 64;
 
 class RnsContext {
 public:
-    // alpha: primes per key-switching digit (dnum = ceil(|q| / alpha)). Throws ParameterError for no q-prime,
-    // alpha = 0, fewer special primes than alpha (when there are any), alpha or the special primes above
-    // kMaxDigitPrimes, or repeated primes.
+    // alpha: primes per key-switching digit (dnum = ceil(|q| / alpha)).
+    // @throws ParameterError for no q-prime, alpha = 0, fewer special primes than alpha (when there are any), alpha or
+    //     the special primes above kMaxDigitPrimes, repeated primes, or an n and q_0 that arith::NttTables refuses (n
+    //     not a power of two >= 2, q_0 not a prime = 1 mod 2n below 2^kMaxModulusBits)
     RnsContext(std::size_t n, std::vector<u64> q, std::vector<u64> p, std::size_t alpha);
 
     std::size_t n() const { return n_; }
@@ -57,13 +58,16 @@ public:
     std::vector<u64> signed_residues(__int128 v) const;
     // Exact CRT of the first t q-limbs (host pointers to n residues each): out[c] = the centered integer
     // (|x| <= q_0...q_{t-1} / 2) with those residues, as a double. Decoding reads messages this way.
+    // @throws InternalError for t outside 1..L + 1
     void compose_centered(const u64* const* limbs, std::size_t t, double* out) const;
     // The same centered integers (they must be below q_0...q_{t-1} / 2) lifted exactly to the first `to` q-primes:
     // out[i][c] = x_c mod q_i, for i < to (host pointers to n words each). An exact ModRaise from Q_{t-1} to Q_{to-1}.
+    // @throws InternalError for t outside 1..L + 1 or to above L + 1
     void lift_centered(const u64* const* limbs, std::size_t t, std::size_t to, u64* const* out) const;
 
     // Permutation perm with (psi_g(a))[k] = a[perm[k]] in NTT (bit-reversed) order, for odd g < 2n; computed once per
-    // element and cached. Throws ParameterError for an even g or g >= 2n.
+    // element and cached.
+    // @throws ParameterError for an even g or g >= 2n
     std::shared_ptr<const std::vector<std::uint32_t>> automorphism_permutation(u64 galois_elt) const;
 
 private:

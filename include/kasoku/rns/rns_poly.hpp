@@ -16,7 +16,8 @@ public:
     virtual ~PolyMemory() = default;
     // Whether the words are host memory that the calling thread may read and write directly.
     virtual bool host_accessible() const = 0;
-    // `words` 64-bit words, 64-byte aligned, uninitialised. Throws std::bad_alloc (or DeviceError) when out of memory.
+    // `words` 64-bit words, 64-byte aligned, uninitialised. Throws std::bad_alloc on the host when out of memory.
+    // @throws DeviceError when a device is out of memory or fails
     virtual std::uint64_t* allocate(std::size_t words) const = 0;
     virtual void deallocate(std::uint64_t* p, std::size_t words) const noexcept = 0;
     virtual void copy(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const = 0;
@@ -24,7 +25,8 @@ public:
     // Overwrites the words in a way the compiler cannot elide (secret material).
     virtual void wipe(std::uint64_t* p, std::size_t words) const noexcept = 0;
     virtual bool equal(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) const = 0;
-    // Transfers between this memory and host memory.
+    // Transfers between this memory and host memory. These, copy, zero, equal and synchronize throw DeviceError on a
+    // device that fails (a CUDA call's error).
     virtual void to_host(const std::uint64_t* src, std::size_t words, std::uint64_t* host_dst) const = 0;
     virtual void from_host(const std::uint64_t* host_src, std::size_t words, std::uint64_t* dst) const = 0;
     // Waits until every operation queued on this memory has finished (a device's work is asynchronous; host memory's
@@ -39,8 +41,8 @@ class RnsPoly {
 public:
     RnsPoly() = default;
     // A polynomial in `memory`; the words are left uninitialised (every producer writes them all). Construction and
-    // copies throw what the memory's allocate throws (std::bad_alloc on the host); truncate throws InternalError when
-    // asked to keep more limbs than there are.
+    // copies throw what the memory's allocate throws (std::bad_alloc on the host, DeviceError on a device).
+    // @throws InternalError for a null memory
     RnsPoly(std::shared_ptr<const PolyMemory> memory, std::size_t n, std::size_t num_q, std::size_t num_p,
             bool ntt_form);
     RnsPoly(const RnsPoly& o);
@@ -65,6 +67,7 @@ public:
 
     void zero();
     // Keeps the first `num_q` q-limbs and the first `num_p` special limbs (the dropped words are wiped).
+    // @throws InternalError if asked to keep more limbs than there are
     void truncate(std::size_t num_q, std::size_t num_p = 0);
     // Zeroes the memory (used for secret material before it is released).
     void wipe() noexcept;

@@ -39,12 +39,15 @@ public:
     // A model from tables: a time table and a load curve for every task kind, indexed by OpKind - 1 (multiply,
     // square, multiply_plain, add, add_plain, rotate), and optionally the alignment table (rows: the task's nq; empty:
     // alignment is free).
+    // @throws ParameterError for hardware_threads < 1, an overhead that is negative or not finite, a table that is
+    //     empty, has nq_min < 1, a row without columns or a time that is not finite and > 0, or a load table whose
+    //     widths or busy counts are not >= 1 and increasing or whose factors are not finite and > 0
     CostModel(std::string name, std::string machine, int hardware_threads, std::array<Table, kTaskKinds> ops,
               std::array<LoadTable, kTaskKinds> load, double overhead_ms, Table align);
     CostModel(std::string name, std::string machine, int hardware_threads, std::array<Table, kTaskKinds> ops,
               std::array<LoadTable, kTaskKinds> load, double overhead_ms)
         : CostModel(std::move(name), std::move(machine), hardware_threads, std::move(ops), std::move(load), overhead_ms,
-                    Table{1, {}}) {}
+                    Table{1, {}}) {}  // the same checks
 
     // The source's Xeon Phi 7230F with SEAL 3.2 at N = 2^15 (nq = 2..8): Tables 1-3 give the task times, Tables 4-5
     // the load curves. See docs/SCHEDULING.md for how the tables combine. No alignment table: SEAL's ModDrop keeps
@@ -57,26 +60,39 @@ public:
     // alone giving the load table's point (w, busy = m w); the overhead of one dispatch; and the alignment of an
     // operand one level up (kasoku keeps canonical scales, so that is a constant product and a rescale: an add across
     // levels minus an add at one level). progress(done, total) if given.
+    // @throws ParameterError for a negative max_threads, reps < 1, parameters without a level to rescale, or
+    //     parameters that Context::create refuses
+    // @throws Error if the OS has no randomness to give
+    // @throws what `progress` throws
     static CostModel measure(const ckks::Parameters& params, int max_threads, int reps = 3,
                              const std::function<void(int, int)>& progress = {}, const std::vector<Graph>& mix = {});
-    static CostModel from_json(const std::string& text);  // SerializationError on a malformed file
+    // @throws SerializationError for text that is not a kasoku cost model (malformed JSON, another format, a missing
+    //     table) or whose tables the constructor refuses
+    static CostModel from_json(const std::string& text);
+    // @throws SerializationError for a file that cannot be read, or as from_json
     static CostModel load(const std::string& path);
     std::string to_json() const;
+    // @throws SerializationError for a file that cannot be opened or written
     void save(const std::string& path) const;
 
     // Unloaded ms of a task; threads beyond the table's columns take its last column, and an nq outside the table
     // scales the nearest row linearly in nq (every operation is linear in the primes).
+    // @throws ParameterError for an input node (not a task) or nq or threads < 1
     double time_ms(OpKind op, int nq, int threads) const;
     // Unloaded ms of bringing a task's higher operand down to its nq (0 without an alignment table), same lookup.
+    // @throws ParameterError for nq or threads < 1 (with an alignment table)
     double align_ms(int nq, int threads) const;
     // Unloaded ms of a whole task: time_ms plus align_ms when the task aligns its operands.
+    // @throws ParameterError for an input node or nq or threads < 1
     double task_ms(OpKind op, int nq, bool align, int threads) const {
         return time_ms(op, nq, threads) + (align ? align_ms(nq, threads) : 0.0);
     }
     // Slowdown while busy_threads threads run in tasks of mean_width threads each.
+    // @throws ParameterError for an input node
     double load_factor(OpKind op, int busy_threads, double mean_width = 1) const;
     // ms of a whole task under that load: its operation slowed by its kind's curve, its alignment (a constant
     // product and a rescale) by multiply_plain's.
+    // @throws ParameterError for an input node or nq or threads < 1
     double loaded_task_ms(OpKind op, int nq, bool align, int threads, int busy_threads, double mean_width) const {
         return time_ms(op, nq, threads) * load_factor(op, busy_threads, mean_width) +
                (align ? align_ms(nq, threads) * load_factor(OpKind::multiply_plain, busy_threads, mean_width) : 0.0);
@@ -86,9 +102,12 @@ public:
     // in flight (started, not finished), e.g. from their ciphertexts' share of caches and memory. The source's §8
     // explains fixed-half's lead by fewer jobs in flight; this prices that explanation (docs/SCHEDULING.md).
     double job_slowdown() const { return job_slowdown_; }
+    // This model with job_slowdown s.
+    // @throws ParameterError for an s that is negative or not finite
     CostModel with_job_slowdown(double s) const;
     // The same model with every time (tasks, alignment, overhead) times f > 0: a machine that much slower, or a model
     // that far off (simulate's `truth`).
+    // @throws ParameterError for an f that is not finite and > 0
     CostModel scaled(double f) const;
     double job_factor(int jobs_in_flight) const { return 1.0 + job_slowdown_ * std::max(jobs_in_flight, 0); }
     const std::string& name() const { return name_; }
@@ -96,7 +115,9 @@ public:
     int hardware_threads() const { return hardware_threads_; }
     int nq_min() const;
     int nq_max() const;
+    // @throws ParameterError for an input node
     const Table& table(OpKind op) const;
+    // @throws ParameterError for an input node
     const LoadTable& load_table(OpKind op) const;
     const Table& align_table() const { return align_; }
 

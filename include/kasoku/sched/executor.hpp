@@ -20,14 +20,19 @@ namespace kasoku::sched {
 
 class Executor {
 public:
-    // cost gives the priorities and the kasoku policy's estimates; threads >= 1 (ParameterError otherwise). The
-    // arguments in Python's order (ks.sched.Executor(cost, threads, policy)).
+    // cost gives the priorities and the kasoku policy's estimates; threads >= 1. The arguments in Python's order
+    // (ks.sched.Executor(cost, threads, policy)).
+    // @throws ParameterError for threads < 1
     Executor(CostModel cost, int threads, Policy policy = Policy::kasoku);
     ~Executor();  // close()
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
 
-    // Checks the job and queues it; returns its id (0, 1, ... in submission order). Thread-safe.
+    // Checks the job and queues it; returns its id (0, 1, ... in submission order). Thread-safe. An error inside a
+    // task later ends that job only (Finished::error).
+    // @throws ParameterError for a null evaluator, inputs as check_job finds them, or an executor that was closed
+    // @throws LevelError if an input is at another level than the graph declares
+    // @throws MissingKeyError if the evaluator lacks a key a task needs
     std::uint64_t submit(const Graph& g, std::shared_ptr<const ckks::Evaluator> ev,
                          const std::map<std::string, ckks::Ciphertext>& inputs);
 

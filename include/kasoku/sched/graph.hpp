@@ -26,7 +26,8 @@ struct OpInfo {
 const std::vector<OpInfo>& op_schema();  // in OpKind order
 const OpInfo& op_info(OpKind op);
 const char* op_name(OpKind op);
-OpKind op_from_name(const std::string& name);  // ParameterError names the kinds
+// @throws ParameterError for a name that is no operation's (the message names the kinds)
+OpKind op_from_name(const std::string& name);
 // multiply, square and rotate switch keys (the heavy tasks of the source).
 bool is_key_switching(OpKind op);
 // add and add_plain: the tasks that always run on one thread.
@@ -43,28 +44,45 @@ struct Node {
 
 class Graph {
 public:
-    // Builders: each returns the new node's id. Operands are ids returned earlier; levels are checked here
-    // (LevelError when an operand has no level left to consume).
+    // Builders: each returns the new node's id. Operands are ids returned earlier; levels are checked here.
+    // @throws ParameterError for a negative level or a name that another input has
     int input(const std::string& name, int level);
-    int multiply(int a, int b);  // the operand at the higher level is dropped first
+    // The operand at the higher level is dropped first; multiply, square and multiply_plain rescale.
+    // @throws ParameterError for an operand id that is not a node of the graph
+    // @throws LevelError if the (lower) operand has no level left to rescale
+    int multiply(int a, int b);
+    // @throws ParameterError for an operand id that is not a node of the graph
+    // @throws LevelError if the operand has no level left to rescale
     int square(int a);
+    // @throws ParameterError for an operand id that is not a node of the graph
+    // @throws LevelError if the operand has no level left to rescale
     int multiply_plain(int a, std::complex<double> c);
+    // @throws ParameterError for an operand id that is not a node of the graph
     int add(int a, int b);
+    // @throws ParameterError for an operand id that is not a node of the graph
     int add_plain(int a, std::complex<double> c);
+    // @throws ParameterError for an operand id that is not a node of the graph
     int rotate(int a, std::int64_t step);
+    // Names node a an output (empty name: "out" and its index among the outputs).
+    // @throws ParameterError for an id that is not a node of the graph
     void output(int a, const std::string& name = "");
 
     // A graph from a node list whose inputs may point anywhere (e.g. read from a file). Levels of non-input nodes
-    // are recomputed; a cycle raises ParameterError naming a node on it, a level underflow LevelError.
+    // are recomputed.
+    // @throws ParameterError for a node with the wrong number of operands or an operand id that is no node, an input
+    //     of negative level, two inputs of one name, an output id that is no node, or a cycle (naming a node on it)
+    // @throws LevelError if a node that rescales has no level left
     static Graph from_nodes(std::vector<Node> nodes, const std::vector<std::pair<int, std::string>>& outputs);
 
     const std::vector<Node>& nodes() const { return nodes_; }
     const std::vector<std::pair<int, std::string>>& outputs() const { return outputs_; }
     std::size_t size() const { return nodes_.size(); }
     // Primes of the ciphertexts a task computes on (the source's n_q): the level of its (aligned) operands + 1.
+    // @throws ParameterError for an id that is not a node of the graph
     int task_nq(int id) const;
     // Whether a task's operands are at different levels, so that it first brings the higher one down to the lower
     // (with canonical scales: a constant product and a rescale, priced by CostModel::align_ms).
+    // @throws ParameterError for an id that is not a node of the graph
     bool aligns(int id) const;
     // Successor lists and a topological order (inputs first).
     std::vector<std::vector<int>> successors() const;
@@ -84,22 +102,29 @@ private:
 // c_k * x^(k-1), and their balanced sum with 1 + x. Order 6: 20 tasks (5 plaintext products, 9 products, 6
 // additions), 4.7 s on one thread and a 1.6 s critical path by the source's Table 1-3 times, as its §7.1 reports
 // (4 s and 2 s). The input is named "x", the output "exp".
+// @throws ParameterError for order < 1 or a negative level
+// @throws LevelError if `level` is too low for the depth
 Graph maclaurin_exp(int order = 6, int level = 7);
 
 // Workloads beyond the source's, for checking a policy on graphs it was not tuned on (docs/SCHEDULING.md).
 // A polynomial of `degree` in the power basis by baby-step giant-step (Paterson-Stockmeyer): baby powers x^2..x^k
 // (k the smallest power of two above sqrt((degree + 1) / 2)), giant powers x^k, x^2k, x^4k, ... by squaring, the blocks
 // c_0 + c_1 x + ... + c_(k-1) x^(k-1) by plaintext products and sums, combined pairwise with the giant powers.
-// Input "x", output "poly". ParameterError for degree < 2; LevelError when `level` is too low for the depth.
+// Input "x", output "poly".
+// @throws ParameterError for degree < 2 or a negative level
+// @throws LevelError if `level` is too low for the depth
 Graph bsgs_polynomial(int degree = 31, int level = 7);
 // The task structure of one encrypted d x d matrix product (Jiang et al., seed 003): sigma(A) and tau(B) as
 // rotations times plaintext diagonals summed, then for k = 1..d-1 a column shift of sigma(A) (one rotation) and a row
 // shift of tau(B) (two rotations, two plaintext masks, a sum), the d products and their sum. Inputs "A", "B", output
-// "AB". ParameterError for d < 2; LevelError when `level` < 3.
+// "AB".
+// @throws ParameterError for d < 2 or a negative level
+// @throws LevelError if `level` < 3
 Graph matmul_like(int d = 4, int level = 7);
 // A random DAG of `tasks` fused tasks over two inputs "x" and "y" (seeded): each task draws its kind (products and
 // rotations most often) and its operands among the 8 newest nodes that can take it, so the graph is deep and
-// branching; every dangling result joins a balanced sum, the output "out". ParameterError for tasks < 1 or level < 1.
+// branching; every dangling result joins a balanced sum, the output "out".
+// @throws ParameterError for tasks < 1 or level < 1
 Graph random_dag(int tasks = 24, std::uint64_t seed = 1, int level = 7);
 
 }  // namespace kasoku::sched

@@ -23,8 +23,9 @@ namespace kasoku::sched {
 // fixed_1, fixed_half (ceil(nq/2)) and fixed_full (nq): the source's naive policies; dynamic: its four-step rule
 // (§7.3.2); kasoku: ours (see decide_threads and docs/SCHEDULING.md).
 enum class Policy { fixed_1, fixed_half, fixed_full, dynamic, kasoku };
-const char* policy_name(Policy p);                 // "fixed-1", "fixed-half", "fixed-full", "dynamic", "kasoku"
-Policy policy_from_name(const std::string& name);  // ParameterError names the policies
+const char* policy_name(Policy p);  // "fixed-1", "fixed-half", "fixed-full", "dynamic", "kasoku"
+// @throws ParameterError for a name that is no policy's (the message names the policies)
+Policy policy_from_name(const std::string& name);
 std::vector<Policy> all_policies();
 
 // A task whose operands are ready.
@@ -66,7 +67,7 @@ SchedulerView make_view(int total_threads, int busy_threads, int running_tasks, 
 // A ready task's share in n_r.
 int paper_demand(const ReadyTask& t);
 
-// Threads for view.head, or 0 to wait for the next event (ParameterError: the kasoku policy without a cost model). Light tasks (add, add_plain) always get one thread.
+// Threads for view.head, or 0 to wait for the next event. Light tasks (add, add_plain) always get one thread.
 // fixed-*: their count (capped at T) once that many threads are free. dynamic (the source's §7.3.2), with r and n_r
 // as above:
 //   n_c + nq + n_r <= T -> nq;  n_c + ceil(nq/2) + r <= T -> ceil(nq/2);  n_c + 2 + r <= T -> 2;  n_c + 1 <= T -> 1.
@@ -81,10 +82,12 @@ int paper_demand(const ReadyTask& t);
 //      beyond F / 4; when that n is not free yet, wait.
 // Its estimates are the cost model's times the view's `correction`: the executor's running ratio of observed to
 // estimated times per kind and thread count, so that a model measured on an idle machine corrects itself.
+// @throws ParameterError for the kasoku policy without a cost model (view.cost null)
 int decide_threads(Policy policy, const SchedulerView& view);
 
 // Arrival times (ms from 0) of `jobs` jobs with exponential inter-arrival times of mean mean_ms:
 // d_i = -mean_ms * ln(1 - u_i), u_i uniform in [0, 1) from a seeded 64-bit Mersenne Twister (the source's §7.2).
+// @throws ParameterError for a mean_ms that is not finite and > 0, or jobs < 1
 std::vector<double> poisson_arrivals(double mean_ms, int jobs, std::uint64_t seed);
 
 struct StreamOptions {
@@ -128,6 +131,8 @@ struct StreamResult {
 // Discrete-event simulation: tasks progress at 1 / load_factor(busy threads) of their unloaded speed. The dispatcher
 // estimates with `cost`; the tasks take the times of `truth` when given (a model that is off: what the kasoku policy's
 // correction learns), of `cost` otherwise.
+// @throws ParameterError for opts.threads < 1, arrivals that are not finite, >= 0 and non-decreasing, or a window
+//     outside the jobs
 StreamResult simulate(const Graph& g, const CostModel& cost, const StreamOptions& opts,
                       const CostModel* truth = nullptr);
 
@@ -138,12 +143,19 @@ struct RunResult {
 };
 
 // What run and the online executor check before a job starts: every input of the graph is given (and nothing else) at
-// the graph's level, and the evaluator has the keys the tasks need (ParameterError, LevelError, MissingKeyError).
+// the graph's level, and the evaluator has the keys the tasks need.
+// @throws ParameterError for an input of the graph that has no ciphertext, or a ciphertext for a name that is not one
+// @throws LevelError if an input ciphertext is at another level than the graph declares
+// @throws MissingKeyError if the graph multiplies or squares without the relinearisation key, or rotates without
+//     the Galois key of a step (the message lists every missing step)
 void check_job(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs);
 
 // Runs the stream for real on opts.threads threads: a job arrives at its arrival time (ms after the call) with
 // `inputs` (by the graph's input names) and each task calls the evaluator with the thread count the policy gives it.
 // `cost` gives the priorities and the kasoku policy's estimates. Every input level must equal the graph's.
+// @throws ParameterError as simulate (threads, arrivals, window), and as check_job
+// @throws LevelError, MissingKeyError as check_job, before anything runs
+// @throws the first error a task throws (what the evaluator's operation throws), after the running tasks end
 RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::string, ckks::Ciphertext>& inputs,
               const CostModel& cost, const StreamOptions& opts, int keep_outputs = 1);
 

@@ -6,7 +6,8 @@ namespace kasoku {
 
 // Number of hardware threads available to this process.
 int hardware_threads();
-// Resolves a user thread count: 0 -> hardware_threads(); negative -> ParameterError.
+// Resolves a user thread count: 0 -> hardware_threads().
+// @throws ParameterError for a negative count
 int resolve_threads(int threads);
 
 // Runs body(i) for i in [0, count) on up to `threads` OpenMP threads (no team when 1, or in a build without OpenMP).

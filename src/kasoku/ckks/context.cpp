@@ -141,18 +141,6 @@ std::uint64_t Context::galois_element(std::int64_t step) const {
     return g;
 }
 
-std::optional<KeySwitchCosts> Context::tuned_costs(int level, int threads) const {
-    const std::lock_guard<std::mutex> lock(tuning_mu_);
-    const auto it = tuning_.find({level, threads});
-    if (it == tuning_.end()) return std::nullopt;
-    return it->second;
-}
-
-void Context::keep_tuned_costs(const KeySwitchCosts& c) const {
-    const std::lock_guard<std::mutex> lock(tuning_mu_);
-    tuning_.emplace(std::make_pair(c.level, c.threads), c);
-}
-
 void Context::check_galois_element(std::uint64_t galois_elt, const char* op, bool identity_allowed) const {
     if (galois_elt % 2 == 0 || galois_elt >= 2 * n() || (!identity_allowed && galois_elt == 1))
         throw ParameterError(std::string(op) + ": Galois element " + std::to_string(galois_elt) + " must be odd" +

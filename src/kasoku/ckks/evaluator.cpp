@@ -567,6 +567,7 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec ex
     const Count count(*this, {.rot = 1, .decompose = 1, .mod_down = 1});
     check(a, "operand");
     detail::check_relinearised(a, "rotation");
+    ctx_->check_galois_element(g, "apply_galois", false);
     const auto key = galois_key(g, a.key_id, a.level());
     exec = ctx_->exec(exec);
     // The key switches s -> s(X^{g^-1}); the automorphism comes last (see hoisting.cpp), on two polynomials over Q_l.

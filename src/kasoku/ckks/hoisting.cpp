@@ -53,6 +53,7 @@ LazyCiphertext lazy_of(const Decomposition& d, rns::LazyPolys&& x) {
 LazyCiphertext Evaluator::inner_product_lazy(const Decomposition& d, u64 g, Exec exec) const {
     const Count count(*this, {.rot = 1});
     check_decomposition(*ctx_, d);
+    ctx_->check_galois_element(g, "inner_product_lazy", false);
     const auto key = galois_key(g, d.input.key_id, d.input.level());
     exec = ctx_->exec(exec);
     return lazy_of(d, ctx_->keyswitcher().inner_product_sum(d.digits, {{key.get(), g}}, d.input.polys[0], exec));

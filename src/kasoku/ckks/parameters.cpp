@@ -35,7 +35,7 @@ Parameters make_boot(const char* name, int log_n, int first, int levels, int boo
 }  // namespace
 
 std::vector<std::string> Parameters::names() {
-    return {"T12", "T13", "H15", "H16", "B13", "M14", "SCHED", "BOOT15", "BOOT16", "BOOT16L"};
+    return {"T12", "T13", "H15", "H16", "B13", "M14", "SCHED", "BOOT15", "BOOT16", "BOOT16L", "TB10", "TS10"};
 }
 
 Parameters Parameters::named(const std::string& name) {
@@ -54,6 +54,19 @@ Parameters Parameters::named(const std::string& name) {
     if (name == "BOOT16") return make_boot("BOOT16", 16, 60, 9, 14, 60, 8);
     // 14 user levels: 55-bit bootstrapping primes and 6 special primes (5 key-switching digits) fit 128-bit
     if (name == "BOOT16L") return make_boot("BOOT16L", 16, 60, 14, 14, 55, 6);
+    // Tests only (no security claim), bootstrapping in seconds at N = 2^10. TB10: BOOT16's form (user levels of 40
+    // bits under 15 bootstrapping levels of 55 bits, encapsulation of weight 32). TS10: the sparse main secret of
+    // weight 64 and 17 levels of 50 bits, bootstrapping inside the user's chain.
+    if (name == "TB10") {
+        Parameters p = make_boot("TB10", 10, 60, 2, 15, 55, 3);
+        p.security = std::nullopt;
+        return p;
+    }
+    if (name == "TS10") {
+        Parameters p = make("TS10", 10, 60, 50, 17, 60, 3, std::nullopt);
+        p.hamming_weight = 64;
+        return p;
+    }
     std::string all;
     for (auto& n : names()) all += (all.empty() ? "" : ", ") + n;
     throw ParameterError("unknown parameter set '" + name + "'; named sets are: " + all);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "checks_internal.hpp"
@@ -175,10 +177,34 @@ Ciphertext Evaluator::sum_slots(const Ciphertext& a, std::size_t count, int h, E
 
 // ---------------------------------------------------------------- cost model
 
+namespace {
+// The key-switching costs measured for each living context, by (level, threads): they describe its parameters on this
+// machine, so every evaluator of the context shares them. Kept here, beside the evaluator that measures them (the
+// context holds only what its parameters determine), and dropped once their context is gone. Thread-safe.
+struct Tuned {
+    std::weak_ptr<const Context> ctx;
+    std::map<std::pair<int, int>, KeySwitchCosts> costs;
+};
+std::mutex tuned_mu;
+std::map<std::uint64_t, Tuned>& tuned() {
+    static std::map<std::uint64_t, Tuned> by_context;
+    return by_context;
+}
+}  // namespace
+
+std::optional<KeySwitchCosts> Evaluator::kept_keyswitch_costs(int level, int threads) const {
+    const std::lock_guard<std::mutex> lock(tuned_mu);
+    const auto it = tuned().find(ctx_->uid());
+    if (it == tuned().end()) return std::nullopt;
+    const auto c = it->second.costs.find({level, threads});
+    if (c == it->second.costs.end()) return std::nullopt;
+    return c->second;
+}
+
 KeySwitchCosts Evaluator::keyswitch_costs(int level, Exec exec) const {
     if (level < 0 || level > ctx_->max_level()) throw LevelError("keyswitch_costs: no level " + std::to_string(level));
     exec = ctx_->exec(exec);
-    if (const auto kept = ctx_->tuned_costs(level, exec.threads)) return *kept;
+    if (const auto kept = kept_keyswitch_costs(level, exec.threads)) return *kept;
     // Time the real code paths on random data of the right shapes (a random "key" costs what a real one does).
     const auto& r = ctx_->rns();
     const auto& be = ctx_->backend();
@@ -229,7 +255,12 @@ KeySwitchCosts Evaluator::keyswitch_costs(int level, Exec exec) const {
     c.inner_product_ms = best_ip;
     c.mod_down_ms = best_md;
     c.add_ms = best_add;
-    ctx_->keep_tuned_costs(c);
+    const std::lock_guard<std::mutex> lock(tuned_mu);
+    auto& all = tuned();
+    for (auto it = all.begin(); it != all.end();) it = it->second.ctx.expired() ? all.erase(it) : std::next(it);
+    Tuned& mine = all[ctx_->uid()];
+    mine.ctx = ctx_;
+    mine.costs.emplace(std::make_pair(level, c.threads), c);
     return c;
 }
 

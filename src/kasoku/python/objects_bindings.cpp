@@ -140,8 +140,47 @@ void bind_objects(nb::module_& m) {
             "saying what to change.")
         .def_static(
             "named", &Parameters::named, "name"_a,
-            "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16, BOOT16L (docs/PARAMS.md).")
+            "One of the named sets: T12, T13, H15, H16, B13, M14, SCHED, BOOT15, BOOT16, BOOT16L, and the tests' "
+            "bootstrapping sets TB10 and TS10 (docs/PARAMS.md).")
         .def_static("names", &Parameters::names, "The names Parameters.named accepts.")
+        .def(
+            "replace",
+            [](const Parameters& p, const nb::kwargs& changes) {
+                Parameters v = p;
+                v.name.clear();
+                v.rationale.clear();
+                std::map<std::string, int*> fields{{"log_n", &v.log_n},
+                                                   {"first_bits", &v.first_bits},
+                                                   {"scale_bits", &v.scale_bits},
+                                                   {"levels", &v.levels},
+                                                   {"special_bits", &v.special_bits},
+                                                   {"special_primes", &v.special_primes},
+                                                   {"dnum", &v.dnum},
+                                                   {"hamming_weight", &v.hamming_weight},
+                                                   {"boot_levels", &v.boot_levels},
+                                                   {"boot_bits", &v.boot_bits},
+                                                   {"boot_secret_weight", &v.boot_secret_weight}};
+                for (const auto& [key, value] : changes) {
+                    const std::string field = nb::cast<std::string>(key);
+                    if (field == "security") {
+                        v.security = value.is_none() ? std::nullopt : std::optional<int>(nb::cast<int>(value));
+                        continue;
+                    }
+                    const auto it = fields.find(field);
+                    if (it == fields.end()) {
+                        std::string all = "security";
+                        for (const auto& f : fields) all += ", " + f.first;
+                        throw ParameterError("Parameters.replace: no field '" + field + "'; the fields are " + all);
+                    }
+                    *it->second = nb::cast<int>(value);
+                }
+                v.validate();
+                return v;
+            },
+            "changes"_a,
+            "A copy with the given fields changed (keywords as the constructor's), validated; it has no name. "
+            "Parameters.named('TB10').replace(levels=4): the tests' bootstrapping set with four user levels. "
+            "ParameterError for an unknown field or invalid result.")
         .def_static(
             "for_circuit",
             [](int depth, int precision_bits, std::optional<std::uint64_t> slots, std::optional<int> security,

@@ -18,12 +18,8 @@ using test::cvec;
 
 namespace {
 
-// N = 2^10 (512 slots), sparse secret (h = 64), 2^40 scale: 3 + EvalMod + 3 levels of bootstrapping and 2 left.
-Parameters boot_params() {
-    Parameters p = test::research_params(10, 60, 50, 17, 60, 3);
-    p.hamming_weight = 64;
-    return p;
-}
+// N = 2^10 (512 slots), sparse secret (h = 64), 2^50 scale: 3 + EvalMod + 3 levels of bootstrapping and 2 left.
+Parameters boot_params() { return Parameters::named("TS10"); }
 
 struct BootEnv {
     test::Env env;

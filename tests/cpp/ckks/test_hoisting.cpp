@@ -237,7 +237,7 @@ TEST_P(Hoisting, CountingEvaluatorCountsEachOperationOnce) {
     expect({.add = 3, .cmult = 3, .rescale = 1}, "linear_combination");
     (void)ev.add(c, ev.multiply_scalar(c, 2.0));  // the alignment add does is not counted
     expect({.add = 1, .cmult = 1, .rescale = 1}, "add of two levels");
-    EXPECT_ANY_THROW((void)ev.apply_galois(c, 2));  // an even element: refused
+    EXPECT_THROW((void)ev.apply_galois(c, 2), ParameterError);  // an even element: refused
     expect({}, "an automorphism that throws");
     std::vector<std::thread> threads;
     for (int t = 0; t < 2; ++t) threads.emplace_back([&] { (void)ev.add(c, c); });
@@ -389,13 +389,21 @@ TEST_P(Hoisting, CostModelIsMeasured) {
     // inner product costs more than about (decompose + mod_down) / 20; either way best_trace_h is the argmin
     const std::size_t best = best_trace_h(c, kM);
     for (std::size_t h = 1; h <= kM; ++h) EXPECT_LE(trace_cost(c, kM, best), trace_cost(c, kM, h));
-    // measured once per context: kept with it, the same for another evaluator of the context, and not shared with
-    // another context of the same parameters (no process-wide state)
+    // measured once per context: the same for another evaluator of the context, not shared with another context of
+    // the same parameters, and dropped with its context
     const Evaluator keyless(e.ctx, nullptr);
     const KeySwitchCosts again = keyless.keyswitch_costs(e.ctx->max_level(), 1);
     EXPECT_EQ(again.decompose_ms, c.decompose_ms);
     EXPECT_EQ(again.mod_down_ms, c.mod_down_ms);
-    ASSERT_TRUE(e.ctx->tuned_costs(e.ctx->max_level(), 1).has_value());
-    const auto other = Context::create(e.ctx->params(), 1);
-    EXPECT_FALSE(other->tuned_costs(e.ctx->max_level(), 1).has_value());
+    ASSERT_TRUE(keyless.kept_keyswitch_costs(e.ctx->max_level(), 1).has_value());
+    std::weak_ptr<const Context> gone;
+    {
+        auto other = Context::create(e.ctx->params(), 1);
+        gone = other;
+        const Evaluator there(other, nullptr);
+        EXPECT_FALSE(there.kept_keyswitch_costs(e.ctx->max_level(), 1).has_value());
+        there.keyswitch_costs(0, 1);
+        EXPECT_TRUE(there.kept_keyswitch_costs(0, 1).has_value());
+    }
+    EXPECT_TRUE(gone.expired());  // the kept costs do not hold their context
 }
