@@ -10,17 +10,11 @@
 namespace kasoku {
 
 namespace detail {
-// Per-thread pools of large blocks (>= 64 KiB, memory.cpp): polynomial buffers of a few MiB are reused instead
+// Per-thread pool of large blocks (>= 64 KiB, memory.cpp): polynomial buffers of a few MiB are reused instead
 // of going back to the OS (mmap/munmap and a page fault per 4 KiB on every operation). Blocks may be freed by
-// another thread than the one that allocated them; they then join that thread's pool. The pools together hold no more
-// than keeps the large blocks in use and held within 256 MiB of the most ever in use at once.
+// another thread than the one that allocated them; they then join that thread's pool.
 void* pool_allocate(std::size_t bytes);  // std::bad_alloc when the memory is exhausted
 void pool_free(void* p, std::size_t bytes) noexcept;
-// Bytes of large blocks in use, held by the pools, and the most ever in use at once (for tests and reports).
-struct PoolBytes {
-    std::size_t in_use, held, peak_in_use;
-};
-PoolBytes pool_bytes() noexcept;
 }  // namespace detail
 
 // Storage is default-initialised (not zeroed): callers write every word they read.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kasoku/support/aligned.hpp"
 #include "kasoku/support/error.hpp"
 
 namespace kasoku::ckks {
@@ -27,8 +28,12 @@ void bit_reverse(std::vector<std::complex<double>>& v) {
 // imaginary arrays for the stages, so that the compiler vectorises their inner loops; each product is (ac - bd,
 // ad + bc), as std::complex computes it.
 namespace {
+// Temporaries of a few hundred KB come from the block pool (support/aligned.hpp), not from malloc: glibc maps each
+// anew above its mmap threshold, and their page faults made a sixth of an encode's time at N = 2^16.
+using Doubles = std::vector<double, AlignedAllocator<double>>;
+
 struct Split {
-    std::vector<double> re, im;
+    Doubles re, im;
     explicit Split(const std::vector<std::complex<double>>& v) : re(v.size()), im(v.size()) {
         for (std::size_t i = 0; i < v.size(); ++i) re[i] = v[i].real(), im[i] = v[i].imag();
     }
@@ -36,8 +41,7 @@ struct Split {
         for (std::size_t i = 0; i < v.size(); ++i) v[i] = {re[i], im[i]};
     }
 };
-void split_twiddles(const std::vector<std::complex<double>>& tw, std::size_t lenh, std::vector<double>& wr,
-                    std::vector<double>& wi) {
+void split_twiddles(const std::vector<std::complex<double>>& tw, std::size_t lenh, Doubles& wr, Doubles& wi) {
     for (std::size_t j = 0; j < lenh; ++j) wr[j] = tw[lenh + j].real(), wi[j] = tw[lenh + j].imag();
 }
 }  // namespace
@@ -46,7 +50,7 @@ void Encoder::fft_special(std::vector<std::complex<double>>& v) const {
     const std::size_t n = v.size();
     bit_reverse(v);
     Split s(v);
-    std::vector<double> wr(n / 2 + 1), wi(n / 2 + 1);
+    Doubles wr(n / 2 + 1), wi(n / 2 + 1);
     for (std::size_t len = 2; len <= n; len <<= 1) {
         const std::size_t lenh = len >> 1;
         split_twiddles(ctx_->fft_twiddles(), lenh, wr, wi);
@@ -66,7 +70,7 @@ void Encoder::fft_special(std::vector<std::complex<double>>& v) const {
 void Encoder::fft_special_inv(std::vector<std::complex<double>>& v) const {
     const std::size_t n = v.size();
     Split s(v);
-    std::vector<double> wr(n / 2 + 1), wi(n / 2 + 1);
+    Doubles wr(n / 2 + 1), wi(n / 2 + 1);
     for (std::size_t len = n; len >= 2; len >>= 1) {
         const std::size_t lenh = len >> 1;
         split_twiddles(ctx_->fft_twiddles_inverse(), lenh, wr, wi);
@@ -139,7 +143,7 @@ Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, 
     std::copy_n(values.begin(), std::min(p, values.size()), v.begin());
     fft_special_inv(v);
     const double bound = std::exp2(std::min(ctx_->log_modulus(level) - 1.0, 126.0));
-    std::vector<__int128> coeff(compact ? 2 * p : n, 0);
+    std::vector<__int128, AlignedAllocator<__int128>> coeff(compact ? 2 * p : n, 0);
     double max_abs = 0;
     // below 2^62 (every encoding at a 40-bit scale) through int64, a single instruction, not libgcc's __int128 one
     const auto to_int = [](double x) {
@@ -197,7 +201,7 @@ std::vector<std::complex<double>> Encoder::decode(const rns::RnsPoly& poly, std:
         throw ParameterError("decode needs a coefficient-form polynomial with at least " + std::to_string(t) +
                              " q-limbs");
     // The first t limbs on the host, composed exactly (CRT) into centered integers, as doubles.
-    std::vector<double> real(n);
+    Doubles real(n);
     ctx_->backend().download(
         poly, [&](const std::uint64_t* const* limbs) { r.compose_centered(limbs, t, real.data()); }, {}, t);
     std::vector<std::complex<double>> v(slots);
