@@ -133,8 +133,8 @@ public:
     void multiply_plain_accumulate(const Ciphertext& a, const Plaintext& pt, Ciphertext& acc, Exec exec = {}) const;
     // sum_i xs[i] * pts[i] in one pass over the limbs (Backend::sum_of_products), no rescale: xs of one level, size,
     // key and scale, pts at their level (encode or encode_extended) with one scale.
-    // @throws ParameterError for no terms, lists of different lengths, a bad operand or exec, or terms that differ in
-    //     level, size, key or scale
+    // @throws ParameterError for no terms, lists of different lengths, a null term, a bad operand or exec, or terms
+    //     that differ in level, size, key or scale
     // @throws LevelError if a plaintext is at another level than the ciphertexts
     // @throws ScaleError if the product's scale no longer fits the modulus
     Ciphertext multiply_plain_sum(const std::vector<const Ciphertext*>& xs, const std::vector<const Plaintext*>& pts,
@@ -276,9 +276,9 @@ public:
     // sum_i xs[i] * pts[i] in the Q_l * P basis; pts from Encoder::encode_extended at the level of xs. The masks and
     // diagonals of a linear transform multiply the baby-step rotations here, before their one ModDown, which then also
     // divides the rounding of the products by P.
-    // @throws ParameterError for no terms, lists of different lengths, lazy values of another context or that differ
-    //     in level, key, scale or c0 part, a bad plaintext, plaintexts not encoded with encode_extended at the lazy
-    //     values' level or of different scales, or a bad exec
+    // @throws ParameterError for no terms, lists of different lengths, a null term, lazy values of another context or
+    //     that differ in level, key, scale or c0 part, a bad plaintext, plaintexts not encoded with encode_extended at
+    //     the lazy values' level or of different scales, or a bad exec
     // @throws ScaleError if the product's scale no longer fits the modulus
     LazyCiphertext multiply_plain_sum_lazy(const std::vector<const LazyCiphertext*>& xs,
                                            const std::vector<const Plaintext*>& pts, Exec exec = {}) const;

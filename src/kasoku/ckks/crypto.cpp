@@ -364,6 +364,7 @@ RnsPoly Decryptor::phase(const Ciphertext& ct, const SecretKey& sk, std::size_t 
 
 std::vector<std::complex<double>> Decryptor::decrypt(const Ciphertext& ct, const SecretKey& sk, Exec exec) const {
     exec = ctx_->exec(exec);
+    detail::check_ciphertext(*ctx_, ct, "ciphertext");  // before its level is read (phase checks the rest)
     // Only the limbs that determine the message are needed.
     const std::size_t t = encoder_.limbs_for_scale(ct.scale, ct.level());
     RnsPoly m = phase(ct, sk, t, exec);
@@ -409,6 +410,7 @@ double Decryptor::estimate_noise_bound(const Ciphertext& ct, const SecretKey& sk
 FloodedDecryption Decryptor::decrypt(const Ciphertext& ct, const SecretKey& sk, const Flooding& flood,
                                      Exec exec) const {
     exec = ctx_->exec(exec);
+    detail::check_ciphertext(*ctx_, ct, "ciphertext");  // before its level is read
     if (!(flood.noise_bound >= 0) || !std::isfinite(flood.noise_bound))
         throw ParameterError("Flooding::noise_bound must be a finite number >= 0 (0: estimated), not " +
                              std::to_string(flood.noise_bound));

@@ -317,6 +317,8 @@ Ciphertext Evaluator::multiply_plain_sum(const std::vector<const Ciphertext*>& x
     const Count count(*this, {.add = xs.empty() ? 0 : xs.size() - 1, .cmult = xs.size()});
     if (xs.empty() || xs.size() != pts.size())
         throw ParameterError("multiply_plain_sum: give as many plaintexts as ciphertexts (at least one)");
+    for (std::size_t i = 0; i < xs.size(); ++i)
+        if (!xs[i] || !pts[i]) throw ParameterError("multiply_plain_sum: term " + std::to_string(i) + " is null");
     const Ciphertext& x0 = *xs[0];
     for (std::size_t i = 0; i < xs.size(); ++i) {
         check(*xs[i], "operand");

@@ -75,6 +75,8 @@ LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCi
     const Count count(*this, {.add = xs.empty() ? 0 : xs.size() - 1, .cmult = xs.size()});
     if (xs.empty() || xs.size() != pts.size())
         throw ParameterError("multiply_plain_sum_lazy: give as many plaintexts as lazy ciphertexts (at least one)");
+    for (std::size_t i = 0; i < xs.size(); ++i)
+        if (!xs[i] || !pts[i]) throw ParameterError("multiply_plain_sum_lazy: term " + std::to_string(i) + " is null");
     const LazyCiphertext& x0 = *xs[0];
     const std::size_t np = ctx_->rns().p_count();
     for (std::size_t i = 0; i < xs.size(); ++i) {

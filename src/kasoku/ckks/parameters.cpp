@@ -245,8 +245,10 @@ std::string Parameters::describe() const {
     s << " bits";
     if (hamming_weight > 0) s << ", secret h=" << hamming_weight;
     if (boot_secret_weight > 0) s << ", encapsulated h=" << boot_secret_weight;
-    s << ", P: " << special_primes << " x " << special_bits << " bits, dnum=" << digits()
-      << ", log2(QP)<=" << log_qp_bits() << ", security=" << (security ? std::to_string(*security) + "-bit" : "none");
+    s << ", P: " << special_primes << " x " << special_bits << " bits, dnum=";
+    if (special_primes >= 1) s << digits();  // unvalidated parameters: no digits without special primes
+    else s << "none";
+    s << ", log2(QP)<=" << log_qp_bits() << ", security=" << (security ? std::to_string(*security) + "-bit" : "none");
     return s.str();
 }
 

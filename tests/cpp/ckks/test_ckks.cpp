@@ -198,6 +198,12 @@ TEST_P(CkksShapes, Errors) {
     EXPECT_THROW(e.ev.rescale(low), LevelError);
     EXPECT_THROW(e.enc.encode(cvec(e.ctx->slots() + 1), 1e6, 2), ParameterError);
     EXPECT_THROW(e.enc.encode(cvec{{NAN, 0}}, 1e6, 2), ParameterError);
+    const Plaintext pt = e.enc.encode(a, e.ctx->scale_at(ca.level()), ca.level());
+    EXPECT_THROW(e.ev.multiply_plain_sum({&ca, nullptr}, {&pt, &pt}), ParameterError);  // a null term: refused
+    Ciphertext hollow = ca;  // malformed: checked before its level is read
+    hollow.polys.clear();
+    EXPECT_THROW(e.dec.decrypt(hollow, e.sk), ParameterError);
+    EXPECT_THROW(e.dec.decrypt(hollow, e.sk, Flooding{}), ParameterError);
     Env other(Parameters::named("T12"), {1});
     EXPECT_THROW(e.ev.add(ca, other.encrypt(a)), ParameterError);
     EXPECT_THROW(e.dec.decrypt(ca, other.sk), ParameterError);
@@ -258,6 +264,9 @@ TEST(Parameters, DigitAndSpecialPrimeBoundsAreErrors) {
     p.special_primes = 64;
     p.dnum = 1;  // alpha = 51 primes in one digit, within the bound
     EXPECT_NO_THROW(p.validate());
+    p.special_primes = 0;  // invalid, but describe() says so instead of dividing by zero
+    EXPECT_NE(p.describe().find("dnum=none"), std::string::npos);
+    EXPECT_THROW(p.validate(), ParameterError);
     EXPECT_THROW(rns::RnsContext(1024, {(1ull << 40) + 1}, {}, rns::kMaxDigitPrimes + 1), ParameterError);
 }
 
