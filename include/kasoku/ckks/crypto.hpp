@@ -47,7 +47,7 @@ public:
     // one key used by every product, stays whole. galois_levels: element -> the highest level its key serves
     // (galois_key's max_level), for elements of the list above; the others serve every level.
     // @throws ParameterError as galois_key for a Galois element or level (the element 1 is dropped, not refused), for a
-    //     secret key of another context or a negative thread count (when some key is asked for)
+    //     secret key of another context, or a negative thread count (when some key is asked for)
     // @throws Error if the OS has no randomness to give
     // @throws what `progress` throws
     EvaluationKeys evaluation_keys(const SecretKey& sk, bool relin, const std::vector<std::int64_t>& rotations,

@@ -269,7 +269,7 @@ public:
     //     key
     // @throws LevelError if d's ciphertext is above the levels the key serves
     LazyCiphertext inner_product_lazy(const Decomposition& d, std::uint64_t galois_elt, Exec exec = {}) const;
-    // acc += x.
+    // acc += x (scales equal to 2^-30 relative, as add's).
     // @throws ParameterError for lazy values of another context or key, at other levels or scales, one with a c0
     //     part and one without, or a bad exec
     void add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, Exec exec = {}) const;

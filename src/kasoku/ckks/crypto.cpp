@@ -193,6 +193,7 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin,
                                              const std::vector<std::uint64_t>& galois_elements, Exec exec,
                                              const Progress& progress, bool compact,
                                              const std::map<std::uint64_t, int>& galois_levels) const {
+    detail::check_key(*ctx_, sk.context_uid(), "secret key");  // also when no key is asked for
     EvaluationKeys ek;
     ek.context_uid = ctx_->uid();
     ek.key_id = sk.key_id();

@@ -64,7 +64,7 @@ void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, E
     if (acc.context_uid != ctx_->uid() || x.context_uid != ctx_->uid())
         throw ParameterError("lazy ciphertext of another context");
     if (acc.key_id != x.key_id) throw ParameterError("the lazy ciphertexts were encrypted under different keys");
-    if (acc.level() != x.level() || acc.scale != x.scale || acc.c0.empty() != x.c0.empty())
+    if (acc.level() != x.level() || !detail::same_scale(acc.scale, x.scale) || acc.c0.empty() != x.c0.empty())
         throw ParameterError(
             "lazy ciphertexts at different levels or scales cannot be added; they must come from one decomposition");
     ctx_->keyswitcher().add_lazy(acc, x, ctx_->exec(exec));

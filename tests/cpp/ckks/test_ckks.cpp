@@ -207,6 +207,8 @@ TEST_P(CkksShapes, Errors) {
     Env other(Parameters::named("T12"), {1});
     EXPECT_THROW(e.ev.add(ca, other.encrypt(a)), ParameterError);
     EXPECT_THROW(e.dec.decrypt(ca, other.sk), ParameterError);
+    // another context's secret key, even when no key is asked for
+    EXPECT_THROW(KeyGenerator(e.ctx).evaluation_keys(other.sk, false, {}, false), ParameterError);
     Parameters bad = Parameters::named("T13");
     bad.levels = 5;
     EXPECT_THROW(bad.validate(), ParameterError);
