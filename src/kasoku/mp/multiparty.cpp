@@ -405,15 +405,12 @@ Share Party::relin_round2(const Share& round1_sum, Exec exec) {
     const auto& r = ctx_->rns();
     const auto& be = ctx_->backend();
     const std::size_t nq = r.q_count(), np = r.p_count(), digits = r.digits_at(nq);
-    if (round1_sum.polys.size() != 2 * digits)
-        throw ParameterError("relin_round2: the round-1 sum has the wrong number of polynomials");
+    require_key_shape(*ctx_, round1_sum.polys, 2 * digits, nq, np, "relin_round2: the round-1 sum");
     RnsPoly u_minus_s;
     be.sub(*u_, s_.poly(), u_minus_s, exec);
     Share out = make_share(Protocol::relin_round2, 0);
     for (std::size_t j = 0; j < digits; ++j) {
         const RnsPoly &h0 = round1_sum.polys[2 * j], &h1 = round1_sum.polys[2 * j + 1];
-        if (!h0.same_shape(s_.poly()) || !h1.same_shape(s_.poly()))
-            throw ParameterError("relin_round2: the round-1 sum's polynomials have the wrong shape");
         RnsPoly g0, g1;
         be.mul(h0, s_.poly(), g0, exec);  // s_i h0_j + e
         be.add(g0, ckks::error_poly(*ctx_, nq, np, exec), g0, exec);
