@@ -69,6 +69,11 @@ def test_bootstrapping_keys_are_compact_by_default_and_whole_keys_give_the_same_
 def test_keys_for_the_default_config_and_the_default_bootstrapper(boot, rng):
     ctx, b, keys, ev = boot
     assert sorted(ctx.keygen(bootstrapping=True).galois.keys()) == sorted(b.galois_elements())
+    # each key for the levels a bootstrap uses it at, none above the raise level
+    assert keys.evaluation().galois_levels == b.galois_levels()
+    assert ctx.keygen(bootstrapping=True).evaluation().galois_levels == b.galois_levels()
+    assert sorted(b.galois_levels()) == sorted(b.galois_elements())
+    assert max(b.galois_levels().values()) <= b.raise_level
     x = rng.uniform(-1, 1, ctx.slots)
     out = ev.bootstrap(ctx.encrypt(x, keys.public, level=0))  # the default bootstrapper, made on first use
     assert np.max(np.abs(ctx.decrypt(out, keys.secret).real - x)) < 2.0**-17

@@ -132,6 +132,14 @@ public:
     // The same for a config, without encoding anything (a client makes the keys before any server plans).
     // @throws ParameterError as the constructor (the config, the secret, too few levels)
     static std::vector<std::uint64_t> galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg);
+    // Each of galois_elements() with the highest level a bootstrap uses its key at: a transform's rotations at the
+    // transform's level, the trace's at raise_level(), the conjugation where CoeffToSlot ends. A key made for those
+    // levels only (KeyGenerator::evaluation_keys' galois_levels) serves every bootstrap: SlotToCoeff's own keys are
+    // about half the size of the top's.
+    std::map<std::uint64_t, int> galois_levels() const;
+    // The same for a config, without encoding anything.
+    // @throws ParameterError as the constructor (the config, the secret, too few levels)
+    static std::map<std::uint64_t, int> galois_levels(const ckks::Context& ctx, const BootstrapConfig& cfg);
     // The levels a bootstrap with this config takes, without encoding anything.
     // @throws ParameterError as the constructor (the config, the secret, too few levels)
     static int levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg = {});

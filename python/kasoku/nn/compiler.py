@@ -16,19 +16,20 @@ from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2
 from .packing import _input_layout, _pack_affine
 from .placement import _choose_params, _first_past, _place_bootstraps, _units
 from .probe import _probe
-from .runtime import Plan, _encode, _release_freed
+from .runtime import Plan, _encode, _key_bytes, _release_freed
 from .trace import _classify, _lower_max_pools, _name, _region, _run_nodes, _tensor_inputs, _torch, _trace
 
 
 def _bootstrapper(ctx, held: int, threads):
-    """The real-slot bootstrapper (one EvalMod for real values) of the fewest bytes, plan and keys, among those of
-    `held` slots (the widest period a bootstrapped value has) up to all slots: a value of period p is also periodic
-    in any multiple of p. Fewer slots are not always smaller: at N = 2^16, 16384 real slots take 59 keys and a
-    2.3 GB plan where 32768 take 48 and 1.5 GB."""
+    """The real-slot bootstrapper (one EvalMod for real values) of the fewest bytes, plan and keys (compact, each for
+    the levels it serves), among those of `held` slots (the widest period a bootstrapped value has) up to all slots: a
+    value of period p is also periodic in any multiple of p. Fewer slots are not always smaller: at N = 2^16 with 12
+    user levels, 8192 real slots take 3.5 GB (a 1.1 GB plan, 48 keys, 9 of them SlotToCoeff's own at levels 13-15),
+    16384 take 5.1 GB (2.3 GB, 59 keys) and 32768 take 4.1 GB (1.5 GB, 48 keys)."""
     best = None
     for slots in (held << i for i in range(ctx.slots.bit_length()) if held << i <= ctx.slots):
         b = ks.Bootstrapper(ctx, slots=slots, real=True, threads=threads)
-        cost = b.plan_nbytes + len(b.galois_elements()) * ctx.params.n * (ctx.max_level + 1 + ctx.params.special_primes)
+        cost = b.plan_nbytes + sum(_key_bytes(ctx.params, level, 1) for level in b.galois_levels().values())
         if best is None or cost < best[0]:
             best = (cost, b)
     return best[1]

@@ -70,8 +70,9 @@ class Plan:
 
     def galois_levels(self) -> dict[int, int]:
         """Each Galois element the plan rotates by, with the highest level it rotates at: a transform's baby and giant
-        steps at the transform's level, its rotate-and-sum one level below; bootstrapping's at the top. keygen makes
-        each key for those levels only (over Q_level * P, with the digits of Q_level)."""
+        steps at the transform's level, its rotate-and-sum one level below; bootstrapping's where a bootstrap uses them
+        (Bootstrapper.galois_levels: CoeffToSlot's at the top, SlotToCoeff's lower). keygen makes each key for those
+        levels only (over Q_level * P, with the digits of Q_level)."""
         levels: dict[int, int] = {}
         for s in self.steps:
             if isinstance(s, Affine):
@@ -80,7 +81,8 @@ class Plan:
                 for g, level in uses:
                     levels[g] = max(level, levels.get(g, -1))
         if self.bootstrapper is not None:
-            levels.update(dict.fromkeys(self.bootstrapper.galois_elements(), self.ctx.max_level))
+            for g, level in self.bootstrapper.galois_levels().items():
+                levels[g] = max(level, levels.get(g, -1))
         return levels
 
     def key_bytes(self, compact: bool | None = None) -> int:
@@ -91,15 +93,13 @@ class Plan:
         p = self.params
         if compact is None:
             compact = self.bootstrapper is not None and self.ctx.device == "cpu"
-
-        def words(nq: int, parts: int) -> int:  # a key over Q_(nq - 1) * P: one pair of parts per digit
-            return -(-nq // p.alpha) * (nq + p.special_primes) * p.n * parts
-
         top = self.ctx.max_level
-        total = words(top + 1, 2) + sum(words(lv + 1, 1 if compact else 2) for lv in self.galois_levels().values())
+        total = _key_bytes(p, top, 2) + sum(
+            _key_bytes(p, lv, 1 if compact else 2) for lv in self.galois_levels().values()
+        )
         if self.bootstrapper is not None and p.boot_secret_weight > 0:
-            total += 2 * p.n * 2 + words(top + 1, 2)  # to the sparse secret (q_0 * p_0, one digit), and back
-        return 8 * total
+            total += 8 * 2 * p.n * 2 + _key_bytes(p, top, 2)  # to the sparse secret (q_0 * p_0, one digit), and back
+        return total
 
     def memory(self) -> dict[str, int]:
         """What the plan holds and needs, in bytes: the evaluation keys (key_bytes), the bootstrapping plan, the
@@ -317,6 +317,12 @@ def load(
         None,
         f["input_level"],
     )
+
+
+def _key_bytes(p, level: int, parts: int) -> int:
+    """The memory of a key switching key for levels up to `level` (over Q_level * P, one pair of parts per digit of
+    Q_level; a compact key: its b-parts, one part)."""
+    return 8 * -(-(level + 1) // p.alpha) * (level + 1 + p.special_primes) * p.n * parts
 
 
 def _release_freed() -> None:

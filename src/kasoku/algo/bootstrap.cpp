@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <numbers>
-#include <set>
 #include <string>
 
 #include "kasoku/support/error.hpp"
@@ -309,6 +308,23 @@ std::vector<std::uint64_t> trace_steps(const ckks::Context& ctx, std::size_t s) 
     for (std::size_t r = s; r < ctx.slots(); r *= 2) steps.push_back(ctx.galois_element(static_cast<std::int64_t>(r)));
     return steps;
 }
+
+// Where a plan's levels go: ModRaise's level (the top), the first SlotToCoeff transform's, and the level of SlotToCoeff
+// first's final scaling (the transforms below each of them one level each).
+struct TransformLevels {
+    int top, stc_top, finish;
+};
+TransformLevels transform_levels(const ckks::Context& ctx, const Plan& plan) {
+    const int top = ctx.params().boot_levels > 0 ? ctx.user_level() + plan.depth : ctx.max_level();
+    const int output = top - plan.depth;
+    return {top, plan.cfg.slot_to_coeff_first ? plan.cfg.stc_levels : output + plan.cfg.stc_levels, output + 1};
+}
+
+// An element's key serves every level up to the highest it is used at.
+void use_at(std::map<std::uint64_t, int>& levels, std::uint64_t g, int level) {
+    int& at = levels.try_emplace(g, level).first->second;
+    at = std::max(at, level);
+}
 }  // namespace
 
 Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec, const Progress& progress)
@@ -323,7 +339,8 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
     slots_ = plan.slots;
     trace_steps_ = trace_steps(*ctx_, slots_);
     const double range = k_bound_ + 1.0;
-    top_ = ctx_->params().boot_levels > 0 ? ctx_->user_level() + depth_ : ctx_->max_level();
+    const TransformLevels at = transform_levels(*ctx_, plan);
+    top_ = at.top;
     // c = 2^doublings: K = q_0 / (c s_0) the largest power-of-two step at or above 2^log_message_ratio.
     const double q0 = static_cast<double>(ctx_->rns().prime(0)), s0 = ctx_->scale_at(0);
     const double want = std::ldexp(1.0, cfg_.log_message_ratio);
@@ -363,13 +380,12 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
         }
         // SlotToCoeff first: on the input's levels stc_levels..1 (then the final scaling above the output level); else
         // the last levels.
-        const int stc_top = cfg_.slot_to_coeff_first ? cfg_.stc_levels : output_level() + cfg_.stc_levels;
         for (int g = 0; g < cfg_.stc_levels; ++g) {
-            t->stc.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], stc_top - g, 0, exec);
+            t->stc.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], at.stc_top - g, 0, exec);
             encoded();
         }
         if (cfg_.slot_to_coeff_first) {
-            t->finish.emplace_back(ctx_, maps.finish, output_level() + 1, 0, exec);
+            t->finish.emplace_back(ctx_, maps.finish, at.finish, 0, exec);
             encoded();
         }
         return std::shared_ptr<const void>(std::move(t));
@@ -388,30 +404,45 @@ std::size_t Bootstrapper::plan_nbytes() const {
 }
 
 std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
-    std::set<std::uint64_t> all{ctx_->conjugation_element()};
-    all.insert(trace_steps_.begin(), trace_steps_.end());
-    for (const auto* list : {&transforms_->cts, &transforms_->stc, &transforms_->finish})
-        for (const auto& t : *list)
-            for (std::uint64_t g : t.galois_elements()) all.insert(g);
-    return {all.begin(), all.end()};
+    std::vector<std::uint64_t> all;
+    for (const auto& [g, level] : galois_levels()) all.push_back(g);
+    return all;
 }
 
 std::vector<std::uint64_t> Bootstrapper::galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg) {
+    std::vector<std::uint64_t> all;
+    for (const auto& [g, level] : galois_levels(ctx, cfg)) all.push_back(g);
+    return all;
+}
+
+std::map<std::uint64_t, int> Bootstrapper::galois_levels() const {
+    std::map<std::uint64_t, int> levels;
+    use_at(levels, ctx_->conjugation_element(), top_ - cfg_.cts_levels);  // after CoeffToSlot (and below it)
+    for (std::uint64_t g : trace_steps_) use_at(levels, g, top_);
+    for (const auto* list : {&transforms_->cts, &transforms_->stc, &transforms_->finish})
+        for (const auto& t : *list)
+            for (std::uint64_t g : t.galois_elements()) use_at(levels, g, t.level());
+    return levels;
+}
+
+std::map<std::uint64_t, int> Bootstrapper::galois_levels(const ckks::Context& ctx, const BootstrapConfig& cfg) {
     const Plan plan = make_plan(ctx, cfg);
-    std::set<std::uint64_t> all{ctx.conjugation_element()};
-    for (std::uint64_t g : trace_steps(ctx, plan.slots)) all.insert(g);
-    Maps maps = transform_maps(ctx, plan, 1.0, 1.0);
-    if (!maps.finish.empty()) maps.stc.push_back(std::move(maps.finish));
-    for (const auto* list : {&maps.cts, &maps.stc})
-        for (const auto& d : *list) {
-            std::vector<std::int64_t> offsets;
-            for (const auto& [r, diag] : d)  // the nonzero diagonals, as LinearTransform keeps them
-                if (std::any_of(diag.begin(), diag.end(), [](const auto& v) { return v != 0.0; })) offsets.push_back(r);
-            for (std::uint64_t g :
-                 LinearTransform::galois_elements(ctx, LinearTransform::plan_for(offsets, ctx.slots())))
-                all.insert(g);
-        }
-    return {all.begin(), all.end()};
+    const TransformLevels at = transform_levels(ctx, plan);
+    std::map<std::uint64_t, int> levels;
+    use_at(levels, ctx.conjugation_element(), at.top - plan.cfg.cts_levels);
+    for (std::uint64_t g : trace_steps(ctx, plan.slots)) use_at(levels, g, at.top);
+    const Maps maps = transform_maps(ctx, plan, 1.0, 1.0);
+    const auto use_map = [&](const Diagonals& d, int level) {
+        std::vector<std::int64_t> offsets;
+        for (const auto& [r, diag] : d)  // the nonzero diagonals, as LinearTransform keeps them
+            if (std::any_of(diag.begin(), diag.end(), [](const auto& v) { return v != 0.0; })) offsets.push_back(r);
+        for (std::uint64_t g : LinearTransform::galois_elements(ctx, LinearTransform::plan_for(offsets, ctx.slots())))
+            use_at(levels, g, level);
+    };
+    for (std::size_t i = 0; i < maps.cts.size(); ++i) use_map(maps.cts[i], at.top - static_cast<int>(i));
+    for (std::size_t i = 0; i < maps.stc.size(); ++i) use_map(maps.stc[i], at.stc_top - static_cast<int>(i));
+    if (!maps.finish.empty()) use_map(maps.finish, at.finish);
+    return levels;
 }
 
 namespace {

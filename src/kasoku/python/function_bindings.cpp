@@ -216,6 +216,10 @@ void bind_functions(nb::module_& m) {
         .def(
             "galois_elements", [](const KBootstrapper& b) { return b.boot->galois_elements(); },
             "The Galois elements of its rotations and conjugation (ctx.keygen(bootstrapping=b) makes them).")
+        .def(
+            "galois_levels", [](const KBootstrapper& b) { return b.boot->galois_levels(); },
+            "dict: each of galois_elements() -> the highest level a bootstrap uses its key at (SlotToCoeff's lower "
+            "than CoeffToSlot's); ctx.keygen(bootstrapping=b) makes each key for those levels only.")
         .def("__repr__", [](const KBootstrapper& b) {
             const auto& c = b.boot->config();
             return "Bootstrapper(slots=" + std::to_string(b.boot->slots()) +

@@ -278,22 +278,6 @@ void bind_objects(nb::module_& m) {
     def_to_bytes(evaluation_keys, [](const KEvaluationKeys& k) -> const EvaluationKeys& { return *k.keys; });
     evaluation_keys
         .def_prop_ro(
-            "nbytes",
-            [](const KEvaluationKeys& k) {
-                std::size_t words = 0;
-                const auto add = [&](const std::shared_ptr<const SwitchKey>& key) {
-                    if (key)
-                        for (const auto* list : {&key->b, &key->a})
-                            for (const auto& p : *list) words += p.words();
-                };
-                add(k.keys->relin);
-                for (const auto& [g, key] : k.keys->galois) add(key);
-                add(k.keys->to_sparse);
-                add(k.keys->from_sparse);
-                return words * sizeof(std::uint64_t);
-            },
-            "Bytes the keys take in memory (every residue in 8 bytes).")
-        .def_prop_ro(
             "galois_count", [](const KEvaluationKeys& k) { return k.keys->galois.size(); }, "Number of Galois keys.")
         .def_static(
             "from_bytes",
@@ -583,12 +567,13 @@ void bind_objects(nb::module_& m) {
                 const bool boot =
                     std::holds_alternative<const KBootstrapper*>(bootstrapping) || std::get<bool>(bootstrapping);
                 const int th = threads_arg(t);
+                std::map<std::uint64_t, int> boot_levels;  // each bootstrapping key for the levels it serves
                 if (const auto* b = std::get_if<const KBootstrapper*>(&bootstrapping)) {
                     if (!*b) throw ParameterError("bootstrapping: pass True or a Bootstrapper");
                     same_owner((*b)->owner, c.owner, "bootstrapper");
-                    for (auto e : (*b)->boot->galois_elements()) galois_elements.push_back(e);
+                    boot_levels = (*b)->boot->galois_levels();
                 } else if (std::get<bool>(bootstrapping)) {
-                    for (auto e : algo::Bootstrapper::galois_elements(*ctx, {})) galois_elements.push_back(e);
+                    boot_levels = algo::Bootstrapper::galois_levels(*ctx, {});
                 }
                 if (matmul) {
                     if (matmul->size() < 1 || matmul->size() > 3)
@@ -605,6 +590,10 @@ void bind_objects(nb::module_& m) {
                     if (level < 0 || level > top)
                         throw ParameterError("galois_levels: level " + std::to_string(level) + " of element " +
                                              std::to_string(g) + " is outside 0.." + std::to_string(top));
+                }
+                for (const auto& [g, level] : boot_levels) {
+                    int& at = galois_levels.try_emplace(g, level).first->second;
+                    at = std::max(at, level);
                 }
                 if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the user level
                     const std::size_t M = static_cast<std::size_t>(ctx->params().log_n - 1);
@@ -641,7 +630,8 @@ void bind_objects(nb::module_& m) {
             "conjugation and Galois elements given; sum_slots=True adds the keys Evaluator.sum_slots needs with its "
             "default h at the user level; matmul=(d, g) (or (d, g, rows)) adds the keys of ks.matmul for that packing; "
             "bootstrapping=True (or a Bootstrapper) adds the keys of Evaluator.bootstrap (its default config, or that "
-            "one's; with boot_secret_weight, the encapsulation keys too). progress: None (a bar on stderr when it is a "
+            "one's; each for the levels a bootstrap uses it at, Bootstrapper.galois_levels(); with boot_secret_weight, "
+            "the encapsulation keys too). progress: None (a bar on stderr when it is a "
             "terminal and key generation takes over a second), True (a bar), False (none) or a callable(done, total) "
             "called after each key; Ctrl-C ends it at the next key (KeyboardInterrupt), with no key returned. "
             "compact_keys=True: the Galois keys keep their b-parts "

@@ -189,6 +189,56 @@ TEST(Bootstrap, EndToEndFromLevelZeroAndAbove) {
     }
 }
 
+TEST(Bootstrap, KeysForTheLevelsTheyServe) {
+    auto& e = boot_env().env;
+    const Bootstrapper sparse(e.ctx, {.slots = e.ctx->slots() / 4});
+    const KeyGenerator kg(e.ctx);
+    const cvec values = e.random(true);
+    for (const Bootstrapper* boot : std::initializer_list<const Bootstrapper*>{&boot_env().boot, &sparse}) {
+        const std::size_t s = boot->slots();  // sparse: s values repeated
+        const cvec z = e.enc.replicate(cvec(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(s)), s);
+        const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk);
+        const std::map<std::uint64_t, int> levels = boot->galois_levels();
+        EXPECT_EQ(Bootstrapper::galois_levels(*e.ctx, boot->config()), levels);
+        std::vector<std::uint64_t> elements;
+        std::map<int, std::uint64_t> one_at;  // a key of each level
+        for (const auto& [g, level] : levels) {
+            elements.push_back(g);
+            one_at[level] = g;
+            EXPECT_LE(level, boot->raise_level());
+            EXPECT_GE(level, boot->output_level());
+        }
+        EXPECT_EQ(elements, boot->galois_elements());
+        EXPECT_EQ(levels.at(e.ctx->conjugation_element()), boot->raise_level() - boot->config().cts_levels);
+
+        const auto keys = [&](const std::map<std::uint64_t, int>& at) {
+            return std::make_shared<const EvaluationKeys>(
+                kg.evaluation_keys(e.sk, true, {}, false, elements, {}, {}, false, at));
+        };
+        const auto cut = keys(levels);
+        const auto words = [](const EvaluationKeys& k) {
+            std::size_t w = 0;
+            for (const auto& [g, key] : k.galois)
+                for (const auto& p : key->b) w += p.words();
+            return w;
+        };
+        EXPECT_LT(words(*cut), words(*keys({})));
+        EXPECT_GT(test::precision_bits(e.decrypt(boot->bootstrap(Evaluator(e.ctx, cut), ct)), z), 14.0) << s;
+        // A key of each level one level short: the bootstrap needs it.
+        for (const auto& [level, g] : one_at) {
+            std::map<std::uint64_t, int> fewer = levels;
+            --fewer.at(g);
+            EXPECT_THROW(boot->bootstrap(Evaluator(e.ctx, keys(fewer)), ct), LevelError) << g << " at " << level;
+        }
+    }
+    // Sparse slots: SlotToCoeff's own keys serve its levels only, far below CoeffToSlot's (the lowest: the last
+    // transform's).
+    const std::map<std::uint64_t, int> levels = sparse.galois_levels();
+    const auto lowest =
+        std::min_element(levels.begin(), levels.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    EXPECT_EQ(lowest->second, sparse.output_level() + 1);
+}
+
 TEST(Bootstrap, Errors) {
     auto& [e, boot] = boot_env();
     // Not enough levels: the message names what is needed.
@@ -475,6 +525,7 @@ TEST(Bootstrap, SparseCoeffToSlotPutsTheSubringCoefficientsInRealSlots) {
         const Bootstrapper boot(e.ctx, {.slots = s});
         ASSERT_TRUE(boot.sparse());
         EXPECT_EQ(Bootstrapper::galois_elements(*e.ctx, boot.config()), boot.galois_elements());
+        EXPECT_EQ(Bootstrapper::galois_levels(*e.ctx, boot.config()), boot.galois_levels());
         const cvec z = e.enc.replicate(se.random_values(s), s);
         const Ciphertext raised = boot.raise(se.ev, e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk));
         const Ciphertext w = boot.coeff_to_slot(se.ev, raised);
@@ -559,6 +610,7 @@ TEST(Bootstrap, SlotToCoeffFirstRunsOnTheInputsLevels) {
         EXPECT_EQ(boot.depth(), boot.config().cts_levels + boot.cosine().depth() + boot.config().double_angle +
                                     boot.arcsine().depth() + 1);
         EXPECT_EQ(Bootstrapper::galois_elements(*e.ctx, boot.config()), boot.galois_elements());
+        EXPECT_EQ(Bootstrapper::galois_levels(*e.ctx, boot.config()), boot.galois_levels());
         const cvec z = s ? e.enc.replicate(se.random_values(s), s) : e.random(true);
         const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(2), 2), e.pk);
         BootstrapTimes times;
@@ -584,6 +636,7 @@ TEST(Bootstrap, RealSlotsTakeOneEvalModAndKeepTheRealParts) {
     EXPECT_FALSE(real.shares_transforms_with(full));  // its SlotToCoeff halves the constant coefficient's slot
     EXPECT_EQ(real.galois_elements(), full.galois_elements());
     EXPECT_EQ(Bootstrapper::galois_elements(*e.ctx, real.config()), real.galois_elements());
+    EXPECT_EQ(Bootstrapper::galois_levels(*e.ctx, real.config()), real.galois_levels());
     EXPECT_EQ(real.depth(), full.depth());
     const cvec z = e.random(true);
     cvec re(z.size());
