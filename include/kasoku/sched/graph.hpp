@@ -24,7 +24,9 @@ struct OpInfo {
     std::vector<const char*> fields;
 };
 const std::vector<OpInfo>& op_schema();  // in OpKind order
+// @throws ParameterError for a value outside OpKind's (a cast integer)
 const OpInfo& op_info(OpKind op);
+// @throws ParameterError as op_info
 const char* op_name(OpKind op);
 // @throws ParameterError for a name that is no operation's (the message names the kinds)
 OpKind op_from_name(const std::string& name);

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "kasoku/gpu/cuda.hpp"
 #include "kasoku/support/threads.hpp"
@@ -261,6 +262,11 @@ handle type_caster<BytesOut>::from_cpp(BytesOut&& b, rv_policy, cleanup_list*) n
 
 NB_MODULE(_kasoku, m) {
     m.doc() = "kasoku: RNS-CKKS homomorphic encryption (C++ core)";
+    // nanobind reports the objects still alive when the interpreter ends as leaks. With a daemon thread running at
+    // exit (a progress sampler, a server's worker) Python leaves the main module's globals uncollected, and the report
+    // would name a user's contexts and keys that nothing leaked. Off unless KASOKU_LEAK_WARNINGS is set
+    // (tests/python/test_exit.py runs scripts with it, which must exit without a report).
+    if (!std::getenv("KASOKU_LEAK_WARNINGS")) nb::set_leak_warnings(false);
 
     // The error classes live in kasoku.errors (plain Python, so that they type-check and print as kasoku.X); C++
     // exceptions become them here. Borrowed for the life of the process (the module keeps them).

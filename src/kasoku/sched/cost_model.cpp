@@ -438,7 +438,7 @@ std::string CostModel::to_json() const {
     }
     if (!align_.ms.empty()) j["align"] = {{"nq_min", align_.nq_min}, {"ms", align_.ms}};
     if (job_slowdown_ > 0) j["job_slowdown"] = job_slowdown_;
-    return j.dump(1);
+    return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);  // a name's invalid UTF-8 as U+FFFD
 }
 
 CostModel CostModel::from_json(const std::string& text) {

@@ -22,7 +22,13 @@ const std::vector<OpInfo>& op_schema() {
     return schema;
 }
 
-const OpInfo& op_info(OpKind op) { return op_schema()[static_cast<std::size_t>(op)]; }
+const OpInfo& op_info(OpKind op) {
+    const auto k = static_cast<std::size_t>(op);
+    if (k >= op_schema().size())
+        throw ParameterError("task graph: operation kind " + std::to_string(k) + " is none of the " +
+                             std::to_string(op_schema().size()) + " kinds (OpKind::input .. OpKind::rotate)");
+    return op_schema()[k];
+}
 
 const char* op_name(OpKind op) { return op_info(op).name; }
 

@@ -107,6 +107,10 @@ TEST(SchedGraph, FromNodesRejectsCyclesAndUnderflow) {
     EXPECT_EQ(g.nodes()[2].level, 0);
     cyc[2].inputs = {1, 0};  // wrong arity
     EXPECT_THROW(Graph::from_nodes(cyc, {}), ParameterError);
+    cyc[2].op = static_cast<OpKind>(42);  // no operation's kind (a cast integer): refused, not read past the schema
+    EXPECT_THROW(Graph::from_nodes(cyc, {}), ParameterError);
+    EXPECT_THROW(op_name(static_cast<OpKind>(-1)), ParameterError);
+    cyc[2].op = OpKind::square;
     cyc[2] = cyc[0];  // a second input named "x"
     EXPECT_THROW(Graph::from_nodes(cyc, {}), ParameterError);
 }
@@ -284,6 +288,16 @@ TEST(SchedCostModel, PaperTablesAndJsonRoundTrip) {
     EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::add, 64, 2), 103.0 / 81);        // Table 5, t = 2, M = 32
     EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 1, 1), 1.0);
     const CostModel back = CostModel::from_json(cm.to_json());
+    // A name that is not UTF-8 (C++ strings are bytes) is written with U+FFFD in its place, not refused by the JSON
+    // writer's exception.
+    std::array<CostModel::Table, kTaskKinds> ops;
+    std::array<CostModel::LoadTable, kTaskKinds> load;
+    for (int k = 0; k < kTaskKinds; ++k) {
+        ops[k] = cm.table(static_cast<OpKind>(k + 1));
+        load[k] = cm.load_table(static_cast<OpKind>(k + 1));
+    }
+    const CostModel latin1("caf\xe9", cm.machine(), cm.hardware_threads(), ops, load, cm.overhead_ms());
+    EXPECT_EQ(CostModel::from_json(latin1.to_json()).name(), "caf\xef\xbf\xbd");
     for (int k = 1; k <= kTaskKinds; ++k)
         for (int nq = 2; nq <= 8; ++nq)
             for (int t : {1, 3, 12}) {
