@@ -52,9 +52,10 @@ public:
     // diagonals: offset r (any integer; taken mod slots) -> values (up to slots, zero padded). Encoded once, over
     // Q_level * P, for inputs at `level` with the canonical scale of that level: the result then has the
     // canonical scale of level - 1 (other input scales give an exact but non-canonical result scale).
-    // at_use: keep the diagonals' values (real ones as doubles) and encode each giant step's at its turn in apply,
-    // freeing them after: a giant step's encodings at a time instead of all (a diagonal over Q_level * P is up to
-    // 9 MB at N = 2^16, a convolution's hundreds of them), for the encoding time at every apply. Same results.
+    // at_use: keep the diagonals' values (real ones as doubles) and encode them in apply, kAtUseChunk at a time, each
+    // chunk freed once its products are summed: 16 encodings at a time instead of all (a diagonal over Q_level * P is
+    // up to 9 MB at N = 2^16, a convolution's giant step over a hundred), for the encoding time at every apply. The
+    // same results, bit for bit.
     // products: ProductBasis (automatic: cheaper_basis). diagonals is taken by value: pass it moved, and each diagonal
     // is released once encoded (or, at_use, kept as doubles), so that a transform of thousands of diagonals does not
     // hold two copies of them.
@@ -115,6 +116,8 @@ public:
     //     does not fit it
     ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, Exec exec = {},
                            OpCounts* counts = nullptr) const;
+
+    static constexpr std::size_t kAtUseChunk = 16;  // at_use: diagonals encoded at a time (two groups of dot_mod's 8)
 
 private:
     void check_level(const ckks::Ciphertext& a) const;

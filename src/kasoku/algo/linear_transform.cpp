@@ -239,36 +239,52 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
         else total = std::move(x);
     };
     for (std::size_t j = 0; j < plan_.giants.size(); ++j) {
-        std::vector<const LazyCiphertext*> xs;
-        std::vector<const Ciphertext*> cts;
-        std::vector<const ckks::Plaintext*> pts, cpts;
-        std::vector<ckks::Plaintext> now;  // at_use: this giant step's diagonals, encoded for this iteration only
-        if (at_use_) {
-            now.reserve(terms_[j].size());
-            for (const Term& t : terms_[j]) now.push_back(encoded(t, exec));
-        }
-        for (std::size_t k = 0; k < terms_[j].size(); ++k) {
-            const Term& t = terms_[j][k];
-            const ckks::Plaintext& pt = at_use_ ? now[k] : t.pt;
-            if (lazy[t.baby]) {
-                xs.push_back(&*lazy[t.baby]);
-                pts.push_back(&pt);
-            } else {
-                cts.push_back(down[t.baby] ? &*down[t.baby] : &a);
-                cpts.push_back(&pt);
+        // The products over Q_l (the input's own; every one over Q_l) and those in Q_l * P, summed in chunks of
+        // kAtUseChunk terms at_use (each chunk's diagonals encoded for it alone: the same sums mod q, a chunk's memory),
+        // in one sum otherwise.
+        const std::vector<Term>& terms = terms_[j];
+        const std::size_t chunk = at_use_ ? kAtUseChunk : terms.size();
+        Ciphertext cj;
+        std::optional<LazyCiphertext> xj;
+        for (std::size_t c0 = 0; c0 < terms.size(); c0 += chunk) {
+            const std::size_t c1 = std::min(terms.size(), c0 + chunk);
+            std::vector<ckks::Plaintext> now;  // at_use: this chunk's diagonals
+            if (at_use_) {
+                now.reserve(c1 - c0);
+                for (std::size_t k = c0; k < c1; ++k) now.push_back(encoded(terms[k], exec));
+            }
+            std::vector<const LazyCiphertext*> xs;
+            std::vector<const Ciphertext*> cts;
+            std::vector<const ckks::Plaintext*> pts, cpts;
+            for (std::size_t k = c0; k < c1; ++k) {
+                const Term& t = terms[k];
+                const ckks::Plaintext& pt = at_use_ ? now[k - c0] : t.pt;
+                if (lazy[t.baby]) {
+                    xs.push_back(&*lazy[t.baby]);
+                    pts.push_back(&pt);
+                } else {
+                    cts.push_back(down[t.baby] ? &*down[t.baby] : &a);
+                    cpts.push_back(&pt);
+                }
+            }
+            if (!cts.empty()) {
+                Ciphertext part = ev.multiply_plain_sum(cts, cpts, exec);
+                cj = cj.polys.empty() ? std::move(part) : ev.add(cj, part, exec);
+            }
+            if (!xs.empty()) {
+                LazyCiphertext part = ev.multiply_plain_sum_lazy(xs, pts, exec);
+                if (xj) ev.add_lazy_inplace(*xj, part, exec);
+                else xj = std::move(part);
             }
         }
-        // The products over Q_l (the input's own; every one over Q_l), then those in Q_l * P and their ModDown.
-        Ciphertext cj;
-        if (!cts.empty()) cj = ev.multiply_plain_sum(cts, cpts, exec);
         const std::uint64_t g = ctx_->galois_element(plan_.giants[j]);
         if (g == 1) {
-            if (!xs.empty()) add_total(ev.multiply_plain_sum_lazy(xs, pts, exec));
+            if (xj) add_total(std::move(*xj));
             plain = std::move(cj);
             continue;
         }
-        if (!xs.empty()) {
-            Ciphertext x = ev.mod_down(ev.multiply_plain_sum_lazy(xs, pts, exec), exec);
+        if (xj) {
+            Ciphertext x = ev.mod_down(std::move(*xj), exec);
             cj = cj.polys.empty() ? std::move(x) : ev.add(x, cj, exec);
         }
         add_total(ev.inner_product_lazy(ev.decompose(cj, exec), g, exec));

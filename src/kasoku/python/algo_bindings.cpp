@@ -56,12 +56,16 @@ void bind_algo(nb::module_& m) {
         "diagonals encoded once at `level`. Apply with Evaluator.apply(transform, ct).")
         .def(
             "__init__",
-            [](KLinearTransform* self, const KContext& c, const std::map<std::int64_t, Values>& diagonals,
+            [](KLinearTransform* self, const KContext& c, std::map<std::int64_t, Values> diagonals,
                std::optional<int> level, std::optional<std::size_t> baby, TArg t, bool at_use,
                std::optional<std::string> products) {
                 const auto& ctx = c.owner->ctx;
+                // The converted values moved, not copied: a network layer's are hundreds of MB.
                 std::map<std::int64_t, cvec> diags;
-                for (const auto& [k, v] : diagonals) diags[k] = v.get();
+                for (auto& [k, v] : diagonals) {
+                    v.get();  // throws the conversion's error, if any
+                    diags[k] = std::move(v.v);
+                }
                 algo::ProductBasis basis = algo::ProductBasis::automatic;
                 if (products && *products == "extended") basis = algo::ProductBasis::extended;
                 else if (products && *products == "level") basis = algo::ProductBasis::level;
@@ -75,8 +79,8 @@ void bind_algo(nb::module_& m) {
             "at_use"_a = false, "products"_a = nb::none(),
             "diagonals {r: values}: out[s] = sum_r values_r[s] * in[(s + r) mod slots]. level: the inputs' level "
             "(default top). baby: baby steps per giant step (default: the cheapest split). at_use: keep the values and "
-            "encode each giant step's diagonals when apply reaches it (the memory of one giant step's encodings "
-            "instead of all; the same results). products: where the diagonals multiply the baby rotations, "
+            "encode the diagonals in apply, 16 at a time (the memory of 16 encodings instead of all; the same "
+            "results). products: where the diagonals multiply the baby rotations, "
             "\"extended\" (over Q_l * P, no ModDown per baby step), \"level\" (over Q_l: a ModDown per baby step, "
             "diagonals of fewer limbs) or None (the cheaper: low levels with many diagonals take \"level\").",
             ReleaseGil())

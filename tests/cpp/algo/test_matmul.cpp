@@ -215,7 +215,8 @@ TEST(LinearTransform, BothProductBasesGiveTheMap) {
     std::set<std::uint64_t> elts;
     for (int level : {1, 4})
         for (const auto* d : {&many, &few})
-            for (auto g : LinearTransform(ctx0, *d, level).galois_elements()) elts.insert(g);
+            for (std::size_t baby : {0, 40})  // 40: giant steps of 40 terms, more than a chunk at use
+                for (auto g : LinearTransform(ctx0, *d, level, baby).galois_elements()) elts.insert(g);
     test::Env e(p, {}, {elts.begin(), elts.end()}, 9, 1);
     EXPECT_EQ(LinearTransform(e.ctx, many, 1).products(), ProductBasis::level);
     EXPECT_EQ(LinearTransform(e.ctx, few, 4).products(), ProductBasis::extended);
@@ -235,6 +236,11 @@ TEST(LinearTransform, BothProductBasesGiveTheMap) {
             EXPECT_NEAR(y.scale, e.ctx->scale_at(level - 1), 1e-6 * y.scale);
             EXPECT_GT(test::precision_bits(e.decrypt(y), want), 20) << "level " << level;
             EXPECT_EQ(at_use.apply(e.ev, in).polys, y.polys) << "level " << level;
+            // Giant steps of 40 terms: encoded at use in chunks of kAtUseChunk, summed to the same bits.
+            const LinearTransform wide(e.ctx, many, level, 40, {}, false, basis);
+            const LinearTransform wide_at_use(e.ctx, many, level, 40, {}, true, basis);
+            ASSERT_GT(many.size() / wide.plan().giants.size(), LinearTransform::kAtUseChunk);
+            EXPECT_EQ(wide_at_use.apply(e.ev, in).polys, wide.apply(e.ev, in).polys) << "level " << level;
             const std::size_t limbs = static_cast<std::size_t>(level) + 1 + (basis == ProductBasis::level ? 0 : 4);
             EXPECT_EQ(kept.nbytes(), many.size() * limbs * e.ctx->n() * sizeof(std::uint64_t));
         }
