@@ -33,12 +33,14 @@ def main(src: str, dst: str) -> int:
     width = 0.8 / len(libs)
     for ax, t in zip(axes[0], threads):
         for k, lib in enumerate(libs):
+            labelled = False  # each library once in the legend, at its first bar (not only at the first network)
             for m, model in enumerate(models):
                 r = last.get((t, lib, model))
                 if r is None:
                     continue
                 x = m + (k - (len(libs) - 1) / 2) * width
-                ax.bar(x, r["inference_s"], width, color=COLORS.get(lib, "#777"), label=lib if m == 0 else None)
+                ax.bar(x, r["inference_s"], width, color=COLORS.get(lib, "#777"), label=None if labelled else lib)
+                labelled = True
                 ax.text(
                     x,
                     r["inference_s"] * 1.08,
