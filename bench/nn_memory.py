@@ -69,10 +69,17 @@ def main() -> int:
     phase = ["start"]
     t0 = time.perf_counter()
 
+    def take() -> None:
+        samples.append((time.perf_counter() - t0, _rss_gb(), phase[0], *heap()))
+
     def sample() -> None:
         while True:
-            samples.append((time.perf_counter() - t0, _rss_gb(), phase[0], *heap()))
+            take()
             time.sleep(0.2)
+
+    def enter(name: str) -> None:  # the phase ending sampled at its end too (a phase may be shorter than 0.2 s)
+        take()
+        phase[0] = name
 
     threading.Thread(target=sample, daemon=True).start()
 
@@ -92,17 +99,17 @@ def main() -> int:
         net.load_state_dict(torch.load(work / f"{a.model}.pt"))
         net.eval()
     x = data["x_test"][:1]
-    phase[0] = "compile"
+    enter("compile")
     compile_s, plan = harness.timed(
         lambda: ksnn.compile(net, x, calibration=data["x_cal"], threads=a.threads, **nn_peers.COMPILE.get(a.model, {}))
     )
-    phase[0] = "keygen"
+    enter("keygen")
     keygen_s = harness.timed(plan.keygen)[0]
-    phase[0] = "encrypt"
+    enter("encrypt")
     ct = plan.encrypt(x[0])
-    phase[0] = "run"
+    enter("run")
     run_s, out = harness.timed(lambda: plan.run(ct, threads=a.threads))
-    phase[0] = "done"
+    enter("done")
     time.sleep(0.5)
     with torch.no_grad():
         want = net(x).numpy().reshape(-1)
