@@ -39,17 +39,11 @@ def main() -> int:
 
     import kasoku.nn as ksnn
 
-    sys.path.insert(0, str(nn_peers.ROOT))
-    from examples.nn import models
-
     with tempfile.TemporaryDirectory(prefix="kasoku-nn-") as tmp:
         work = pathlib.Path(tmp)
         nn_peers.train_all(work, a.models, a.epochs)
         for name in a.models:
-            data = torch.load(work / nn_peers._data_file(name))
-            net = getattr(models, name)()
-            net.load_state_dict(torch.load(work / f"{name}.pt"))
-            net.eval()
+            net, data = nn_peers.load_trained(work, name)
             x = data["x_test"][: a.images]
             with torch.no_grad():
                 want = net(x).numpy()

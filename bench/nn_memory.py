@@ -28,8 +28,8 @@ import numpy as np
 class _MallInfo2(ctypes.Structure):
     _fields_ = [
         (name, ctypes.c_size_t)
-        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks")
-    ] + [("keepcost", ctypes.c_size_t)]
+        for name in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()
+    ]
 
 
 def _heap():
@@ -87,17 +87,11 @@ def main() -> int:
 
     import kasoku.nn as ksnn
 
-    sys.path.insert(0, str(nn_peers.ROOT))
-    from examples.nn import models
-
     torch.set_num_threads(a.threads)
     with tempfile.TemporaryDirectory(prefix="kasoku-nn-") as tmp:
         work = pathlib.Path(tmp)
         nn_peers.train_all(work, [a.model], a.epochs)
-        data = torch.load(work / nn_peers._data_file(a.model))
-        net = getattr(models, a.model)()
-        net.load_state_dict(torch.load(work / f"{a.model}.pt"))
-        net.eval()
+        net, data = nn_peers.load_trained(work, a.model)
     x = data["x_test"][:1]
     enter("compile")
     compile_s, plan = harness.timed(

@@ -175,14 +175,8 @@ def child_kasoku(
     import kasoku as ks
     import kasoku.nn as ksnn
 
-    sys.path.insert(0, str(ROOT))
-    from examples.nn import models
-
     torch.set_num_threads(threads)
-    data = torch.load(work / _data_file(name))
-    net = getattr(models, name)()
-    net.load_state_dict(torch.load(work / f"{name}.pt"))
-    net.eval()
+    net, data = load_trained(work, name)
     x = data["x_test"][:images]
     gpu = None
     if device == "cuda":
@@ -546,6 +540,19 @@ def child_orion(
 
 def _data_file(name: str) -> str:
     return "cifar-shaped.pt" if name in CIFAR_SHAPED else "data.pt"
+
+
+def load_trained(work: pathlib.Path, name: str):
+    """The network train_all left in `work` (its examples/nn/models.py class with the saved weights, in eval mode)
+    and its data (x_cal, x_test, ...)."""
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from examples.nn import models
+
+    net = getattr(models, name)()
+    net.load_state_dict(torch.load(work / f"{name}.pt"))
+    return net.eval(), torch.load(work / _data_file(name))
 
 
 def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
