@@ -97,3 +97,29 @@ def test_missing_key_names_element(small, rng):
         ev.rotate_sum_hoisted(ct, galois_elements=[g])
     with pytest.raises(ks.ParameterError):
         ev.sum_slots(ct, count=12)
+
+
+def test_keys_for_low_levels_hold_fewer_special_primes(rng):
+    """A Galois key made for levels up to l (keygen's galois_levels) holds the special primes a digit of Q_l needs
+    (ctx.special_primes_at(l): as many as their product takes; a key for every level has them all): smaller, and its
+    rotations, hoisted ones and sums beside keys for every level (other special primes) still right."""
+    params = ks.Parameters(
+        log_n=10, first_bits=60, scale_bits=40, levels=4, special_bits=60, special_primes=4, security=None
+    )
+    ctx = ks.Context(params, threads=1)
+    counts = [ctx.special_primes_at(lv) for lv in range(ctx.max_level + 1)]
+    assert counts == sorted(counts) and counts[1] < counts[-1] <= len(ctx.p_primes)
+    with pytest.raises(ks.LevelError):
+        ctx.special_primes_at(ctx.max_level + 1)
+    steps = [1, -2, 5]
+    elts = [ctx.galois_element(s) for s in steps]
+    whole = ctx.keygen(galois_elements=elts)
+    low = ctx.keygen(galois_elements=elts[2:], galois_levels={elts[0]: 1, elts[1]: 1})  # the third for every level
+    assert low.evaluation().nbytes < whole.evaluation().nbytes
+    ev = ctx.evaluator(low.evaluation())
+    x = rng.uniform(-1, 1, ctx.slots)
+    ct = ev.drop_level(ctx.encrypt(x, low.public), 1)
+    want = sum(np.roll(x, -s) for s in steps)
+    assert bits(ctx.decrypt(ev.rotate_sum_hoisted(ct, steps), low.secret), want) > 20
+    for c, s in zip(ev.rotate_hoisted(ct, steps), steps):
+        assert bits(ctx.decrypt(c, low.secret), np.roll(x, -s)) > 20

@@ -32,9 +32,10 @@ public:
     SwitchKey relin_key(const SecretKey& sk, Exec exec = {}) const;
     // Key for the automorphism X -> X^galois_elt (rotation: Context::galois_element(step); conjugation: 2n-1).
     // It switches from s to s(X^{g^-1}), so that the evaluator permutes after the inner product (hoisting).
-    // max_level >= 0: the key serves levels up to max_level only, over Q_max_level * P with the digits of
-    // Q_max_level (fewer limbs and digits: a key that a computation uses only low in the chain is that much smaller);
-    // -1 (any negative value): every level.
+    // max_level >= 0: the key serves levels up to max_level only, over Q_max_level * P_k with the digits of
+    // Q_max_level and the special primes they need (RnsContext::special_for: fewer limbs, digits and special primes,
+    // so that a key a computation uses only low in the chain is that much smaller, and its key switches cheaper);
+    // -1 (any negative value): every level, over all of P.
     // @throws ParameterError for a secret key of another context, an even galois_elt or one >= 2n, a max_level above
     //     the top level, or a negative thread count
     // @throws Error if the OS has no randomness to give

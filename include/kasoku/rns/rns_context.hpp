@@ -45,6 +45,12 @@ public:
         return std::min(alpha_, num_q - digit * alpha_);
     }
 
+    // The special primes of a key that serves levels up to num_q - 1: the fewest first ones whose product is at least
+    // every digit of Q_{num_q - 1} (each digit's ModUp error divided by them stays below ModDown's rounding, as with
+    // all of P at the top), or all of them when no fewer are (a key for the top, or P smaller than a digit). Keys for
+    // low levels then hold fewer limbs and their key switches extend to fewer primes.
+    std::size_t special_for(std::size_t num_q) const;
+
     // Index into the combined prime list [q_0..q_L, p_0..p_{k-1}] of limb `i` of a polynomial with num_q q-limbs.
     std::size_t prime_index(std::size_t limb, std::size_t num_q) const {
         return limb < num_q ? limb : q_.size() + (limb - num_q);

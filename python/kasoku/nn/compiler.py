@@ -29,7 +29,7 @@ def _bootstrapper(ctx, held: int, threads):
     best = None
     for slots in (held << i for i in range(ctx.slots.bit_length()) if held << i <= ctx.slots):
         b = ks.Bootstrapper(ctx, slots=slots, real=True, threads=threads)
-        cost = b.plan_nbytes + sum(_key_bytes(ctx.params, level, 1) for level in b.galois_levels().values())
+        cost = b.plan_nbytes + sum(_key_bytes(ctx, level, 1) for level in b.galois_levels().values())
         if best is None or cost < best[0]:
             best = (cost, b)
     return best[1]

@@ -87,18 +87,20 @@ class Plan:
 
     def key_bytes(self, compact: bool | None = None) -> int:
         """The memory of the evaluation keys keygen makes, from their shapes (before any is made): the
-        relinearisation key, each Galois key over Q_level * P with the digits of Q_level (its b-parts only where
+        relinearisation key, each Galois key over Q_level * P_k with the digits of Q_level and the special primes they
+        need (ctx.special_primes_at; its b-parts only where
         keygen makes them compact: bootstrapping key sets on the CPU; compact=True/False: as if so), bootstrapping's
         encapsulation keys."""
-        p = self.params
+        p, ctx = self.params, self.ctx
         if compact is None:
-            compact = self.bootstrapper is not None and self.ctx.device == "cpu"
-        top = self.ctx.max_level
-        total = _key_bytes(p, top, 2) + sum(
-            _key_bytes(p, lv, 1 if compact else 2) for lv in self.galois_levels().values()
+            compact = self.bootstrapper is not None and ctx.device == "cpu"
+        top = ctx.max_level
+        total = _key_bytes(ctx, top, 2, whole=True) + sum(
+            _key_bytes(ctx, lv, 1 if compact else 2) for lv in self.galois_levels().values()
         )
         if self.bootstrapper is not None and p.boot_secret_weight > 0:
-            total += 8 * 2 * p.n * 2 + _key_bytes(p, top, 2)  # to the sparse secret (q_0 * p_0, one digit), and back
+            # to the sparse secret (q_0 * p_0, one digit), and back
+            total += 8 * 2 * p.n * 2 + _key_bytes(ctx, top, 2, whole=True)
         return total
 
     def memory(self) -> dict[str, int]:
@@ -319,10 +321,13 @@ def load(
     )
 
 
-def _key_bytes(p, level: int, parts: int) -> int:
-    """The memory of a key switching key for levels up to `level` (over Q_level * P, one pair of parts per digit of
-    Q_level; a compact key: its b-parts, one part)."""
-    return 8 * -(-(level + 1) // p.alpha) * (level + 1 + p.special_primes) * p.n * parts
+def _key_bytes(ctx, level: int, parts: int, whole: bool = False) -> int:
+    """The memory of a key switching key for levels up to `level` (over Q_level * P_k, one pair of parts per digit of
+    Q_level, P_k the special primes those levels need: ctx.special_primes_at; a compact key: its b-parts, one part).
+    whole: a key for every level, over all of P (the relinearisation key)."""
+    p = ctx.params
+    special = p.special_primes if whole else ctx.special_primes_at(level)
+    return 8 * -(-(level + 1) // p.alpha) * (level + 1 + special) * p.n * parts
 
 
 def _release_freed() -> None:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -223,7 +224,7 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
                                 Exec exec) const {
     check_level(a);
     const bool extended = products_ == ProductBasis::extended;
-    // Baby steps: hoisted inner products, left in Q_l * P (extended) or brought down to Q_l.
+    // Baby steps: hoisted inner products, left in Q_l * P_k (extended) or brought down to Q_l.
     std::vector<std::optional<LazyCiphertext>> lazy(plan_.babies.size());
     std::vector<std::optional<Ciphertext>> down(plan_.babies.size());
     for (std::size_t i = 0; i < plan_.babies.size(); ++i) {
@@ -232,20 +233,28 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
         if (extended) lazy[i] = ev.inner_product_lazy(*d, g, exec);
         else down[i] = ev.mod_down(ev.inner_product_lazy(*d, g, exec), exec);
     }
-    std::optional<LazyCiphertext> total;  // giant rotations and the giant step 0, summed before their one ModDown
-    Ciphertext plain;                     // products over Q_l of the giant step 0 (the input's own, extended)
-    auto add_total = [&](LazyCiphertext&& x) {
-        if (total) ev.add_lazy_inplace(*total, x, exec);
-        else total = std::move(x);
+    // Lazy values are summed by their special primes P_k (keys made for different levels have different k; one
+    // ModDown for each k).
+    using LazySums = std::map<std::size_t, LazyCiphertext>;
+    auto add_lazy = [&](LazySums& sums, LazyCiphertext&& x) {
+        const std::size_t np = x.b.num_p();
+        if (auto it = sums.find(np); it != sums.end()) ev.add_lazy_inplace(it->second, x, exec);
+        else sums.emplace(np, std::move(x));
     };
+    auto add_down = [&](Ciphertext& acc, const LazyCiphertext& x) {
+        Ciphertext y = ev.mod_down(x, exec);
+        acc = acc.polys.empty() ? std::move(y) : ev.add(acc, y, exec);
+    };
+    LazySums total;    // giant rotations and the giant step 0, summed before their ModDown
+    Ciphertext plain;  // products over Q_l of the giant step 0 (the input's own, extended)
     for (std::size_t j = 0; j < plan_.giants.size(); ++j) {
-        // The products over Q_l (the input's own; every one over Q_l) and those in Q_l * P, summed in chunks of
+        // The products over Q_l (the input's own; every one over Q_l) and those in Q_l * P_k, summed in chunks of
         // kAtUseChunk terms at_use (each chunk's diagonals encoded for it alone: the same sums mod q, a chunk's memory),
         // in one sum otherwise.
         const std::vector<Term>& terms = terms_[j];
         const std::size_t chunk = at_use_ ? kAtUseChunk : terms.size();
         Ciphertext cj;
-        std::optional<LazyCiphertext> xj;
+        LazySums xj;
         for (std::size_t c0 = 0; c0 < terms.size(); c0 += chunk) {
             const std::size_t c1 = std::min(terms.size(), c0 + chunk);
             std::vector<ckks::Plaintext> now;  // at_use: this chunk's diagonals
@@ -253,15 +262,17 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
                 now.reserve(c1 - c0);
                 for (std::size_t k = c0; k < c1; ++k) now.push_back(encoded(terms[k], exec));
             }
-            std::vector<const LazyCiphertext*> xs;
+            std::map<std::size_t, std::pair<std::vector<const LazyCiphertext*>, std::vector<const ckks::Plaintext*>>>
+                xs;  // by special primes
             std::vector<const Ciphertext*> cts;
-            std::vector<const ckks::Plaintext*> pts, cpts;
+            std::vector<const ckks::Plaintext*> cpts;
             for (std::size_t k = c0; k < c1; ++k) {
                 const Term& t = terms[k];
                 const ckks::Plaintext& pt = at_use_ ? now[k - c0] : t.pt;
                 if (lazy[t.baby]) {
-                    xs.push_back(&*lazy[t.baby]);
-                    pts.push_back(&pt);
+                    auto& [x, p] = xs[lazy[t.baby]->b.num_p()];
+                    x.push_back(&*lazy[t.baby]);
+                    p.push_back(&pt);
                 } else {
                     cts.push_back(down[t.baby] ? &*down[t.baby] : &a);
                     cpts.push_back(&pt);
@@ -271,27 +282,25 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
                 Ciphertext part = ev.multiply_plain_sum(cts, cpts, exec);
                 cj = cj.polys.empty() ? std::move(part) : ev.add(cj, part, exec);
             }
-            if (!xs.empty()) {
-                LazyCiphertext part = ev.multiply_plain_sum_lazy(xs, pts, exec);
-                if (xj) ev.add_lazy_inplace(*xj, part, exec);
-                else xj = std::move(part);
-            }
+            for (auto& [np, group] : xs) add_lazy(xj, ev.multiply_plain_sum_lazy(group.first, group.second, exec));
         }
         const std::uint64_t g = ctx_->galois_element(plan_.giants[j]);
         if (g == 1) {
-            if (xj) add_total(std::move(*xj));
+            for (auto& [np, x] : xj) add_lazy(total, std::move(x));
             plain = std::move(cj);
             continue;
         }
-        if (xj) {
-            Ciphertext x = ev.mod_down(std::move(*xj), exec);
-            cj = cj.polys.empty() ? std::move(x) : ev.add(x, cj, exec);
-        }
-        add_total(ev.inner_product_lazy(ev.decompose(cj, exec), g, exec));
+        for (const auto& [np, x] : xj) add_down(cj, x);
+        add_lazy(total, ev.inner_product_lazy(ev.decompose(cj, exec), g, exec));
     }
-    if (!total) return ev.rescale(plain, exec);
-    // ModDown, the products of the giant step 0 and the rescale in one base conversion
-    return ev.mod_down_rescale(std::move(*total), plain.polys.empty() ? nullptr : &plain, exec);
+    if (total.empty()) return ev.rescale(plain, exec);
+    // ModDown, the products of the giant step 0 and the rescale in one base conversion (the sums over fewer special
+    // primes, if any, brought down first)
+    while (total.size() > 1) {
+        add_down(plain, total.begin()->second);
+        total.erase(total.begin());
+    }
+    return ev.mod_down_rescale(std::move(total.begin()->second), plain.polys.empty() ? nullptr : &plain, exec);
 }
 
 }  // namespace kasoku::algo

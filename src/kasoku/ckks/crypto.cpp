@@ -165,9 +165,11 @@ SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt
     if (max_level > top)
         throw ParameterError("galois_key: level " + std::to_string(max_level) + " is above the top level " +
                              std::to_string(top));
-    // Over Q_max_level * P: the secrets' first max_level + 1 q-limbs and every special limb.
+    // Over Q_max_level * P_k: the secrets' first max_level + 1 q-limbs and the special limbs a key for those levels
+    // needs (RnsContext::special_for).
+    const std::size_t nq = static_cast<std::size_t>(max_level) + 1;
     RnsPoly s = sk.poly(), s_inv;
-    s.truncate(static_cast<std::size_t>(max_level) + 1, ctx_->rns().p_count());
+    s.truncate(nq, ctx_->rns().special_for(nq));
     ctx_->backend().automorphism(s, galois_inverse(galois_elt, 2 * ctx_->n()), s_inv, exec);
     SwitchKey k = switch_key(sk, s, s_inv, random_seed(), exec);
     s.wipe();

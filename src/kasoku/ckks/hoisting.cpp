@@ -7,6 +7,7 @@
 // polynomials instead of the dnum digits.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "checks_internal.hpp"
@@ -67,6 +68,11 @@ void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, E
     if (acc.level() != x.level() || !detail::same_scale(acc.scale, x.scale) || acc.c0.empty() != x.c0.empty())
         throw ParameterError(
             "lazy ciphertexts at different levels or scales cannot be added; they must come from one decomposition");
+    if (acc.b.num_p() != x.b.num_p())
+        throw ParameterError("lazy ciphertexts over " + std::to_string(acc.b.num_p()) + " and " +
+                             std::to_string(x.b.num_p()) +
+                             " special primes cannot be added (keys made for different levels: "
+                             "KeyGenerator::galois_key); bring each down with mod_down and add those");
     ctx_->keyswitcher().add_lazy(acc, x, ctx_->exec(exec));
 }
 
@@ -78,14 +84,16 @@ LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCi
     for (std::size_t i = 0; i < xs.size(); ++i)
         if (!xs[i] || !pts[i]) throw ParameterError("multiply_plain_sum_lazy: term " + std::to_string(i) + " is null");
     const LazyCiphertext& x0 = *xs[0];
-    const std::size_t np = ctx_->rns().p_count();
+    const std::size_t np = x0.b.num_p();  // the keys' special primes: the plaintexts' first np are read
     for (std::size_t i = 0; i < xs.size(); ++i) {
         if (xs[i]->context_uid != ctx_->uid()) throw ParameterError("lazy ciphertext of another context");
         detail::check_plain(*ctx_, *pts[i]);
         if (xs[i]->level() != x0.level() || xs[i]->key_id != x0.key_id || !detail::same_scale(xs[i]->scale, x0.scale) ||
-            xs[i]->c0.empty() != x0.c0.empty())
-            throw ParameterError("multiply_plain_sum_lazy: the lazy ciphertexts differ in level, key or scale");
-        if (pts[i]->level() != x0.level() || pts[i]->poly.num_p() != np ||
+            xs[i]->c0.empty() != x0.c0.empty() || xs[i]->b.num_p() != np)
+            throw ParameterError(
+                "multiply_plain_sum_lazy: the lazy ciphertexts differ in level, key, scale or special primes (keys "
+                "made for different levels)");
+        if (pts[i]->level() != x0.level() || pts[i]->poly.num_p() < np ||
             !detail::same_scale(pts[i]->scale, pts[0]->scale))
             throw ParameterError(
                 "multiply_plain_sum_lazy: the plaintexts must have one scale and be encoded with encode_extended "
@@ -216,12 +224,23 @@ Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::v
     exec = ctx_->exec(exec);
     detail::check_relinearised(a, "key switching");
     const auto keys = detail::galois_keys(*this, elts, a.key_id, a.level(), true);
-    std::vector<rns::KeyTerm> terms;
-    for (std::size_t e = 0; e < elts.size(); ++e) terms.push_back({keys[e].get(), elts[e]});
-    // decompose, inner_product_sum and mod_down in one backend call
+    // The keys grouped by their special primes (keys made for different levels: KeyGenerator::galois_key): for each
+    // group, decompose, inner_product_sum and mod_down (with its elements' images of c0) in one backend call.
+    std::map<std::size_t, std::vector<rns::KeyTerm>> groups;
+    for (std::size_t e = 0; e < elts.size(); ++e)
+        groups[keys[e]->b_parts().front().num_p()].push_back({keys[e].get(), elts[e]});
     Ciphertext out;
     out.polys.resize(2);
-    ctx_->backend().key_switch_sum_mod_down(a.polys[1], terms, a.polys[0], out.polys[0], out.polys[1], exec);
+    for (const auto& [np, terms] : groups) {
+        if (out.polys[0].empty()) {
+            ctx_->backend().key_switch_sum_mod_down(a.polys[1], terms, a.polys[0], out.polys[0], out.polys[1], exec);
+            continue;
+        }
+        RnsPoly b, c;
+        ctx_->backend().key_switch_sum_mod_down(a.polys[1], terms, a.polys[0], b, c, exec);
+        ctx_->backend().add(out.polys[0], b, out.polys[0], exec);
+        ctx_->backend().add(out.polys[1], c, out.polys[1], exec);
+    }
     detail::stamp(out, a, a.scale);
     return out;
 }

@@ -544,11 +544,13 @@ void finish_key(const Context& ctx, SwitchKey& k, KeyShape shape, bool draw_a) {
     const auto& r = ctx.rns();
     const bool small = shape == KeyShape::small;
     std::size_t nq = small ? 1 : r.q_count();
-    const std::size_t np = small ? 1 : r.p_count();
-    if (shape == KeyShape::any_level) {  // over Q_m * P with the digits of Q_m (KeyGenerator::galois_key's max_level)
+    std::size_t np = small ? 1 : r.p_count();
+    if (shape == KeyShape::any_level) {  // over Q_m * P_k with the digits of Q_m (KeyGenerator::galois_key's max_level)
         nq = k.b.empty() ? 0 : k.b[0].num_q();
         if (nq == 0 || k.b.size() != r.digits_at(nq))
             Reader::fail("key-switching key has the wrong number of digits for its levels");
+        // the special primes its levels need (RnsContext::special_for), or all of them (keys of earlier versions)
+        if (k.b[0].num_p() == r.special_for(nq)) np = r.special_for(nq);
     }
     for (const auto& parts : {&k.b, &k.a})
         for (const auto& p : *parts)

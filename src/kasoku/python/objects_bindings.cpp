@@ -551,6 +551,18 @@ void bind_objects(nb::module_& m) {
             "p_primes", [](const KContext& c) { return c.owner->ctx->rns().p_primes(); },
             "The special primes of key switching.")
         .def(
+            "special_primes_at",
+            [](const KContext& c, int level) {
+                if (level < 0 || level > c.owner->ctx->max_level())
+                    throw LevelError("special_primes_at: level " + std::to_string(level) + " is outside 0.." +
+                                     std::to_string(c.owner->ctx->max_level()));
+                return c.owner->ctx->rns().special_for(static_cast<std::size_t>(level) + 1);
+            },
+            "level"_a,
+            "The special primes of a Galois key made for levels up to `level` (keygen's galois_levels): the fewest "
+            "whose product is at least each key-switching digit of that level, so that keys for low levels are "
+            "smaller. LevelError outside 0..max_level.")
+        .def(
             "galois_element", [](const KContext& c, std::int64_t step) { return c.owner->ctx->galois_element(step); },
             "step"_a, "Galois element 5^step mod 2n of the rotation by `step` slots to the left.")
         .def_prop_ro(
@@ -639,8 +651,9 @@ void bind_objects(nb::module_& m) {
             "the key generation time, key switches some 10 % slower; docs/BOOTSTRAPPING.md); None (default): compact "
             "for bootstrapping key sets on the CPU, whole otherwise (a GPU would draw them on the host at each use). "
             "galois_levels={element: level}: adds the key of each element for the levels up to `level` only, over "
-            "Q_level * P with the digits of Q_level (a key a computation uses low in the chain is that much smaller; "
-            "rotating a ciphertext above it raises LevelError); an element also asked for otherwise gets a key for "
+            "Q_level * P_k with the digits of Q_level and the special primes they need (ctx.special_primes_at(level)): "
+            "a key a computation uses low in the chain is that much smaller, and its key switches cheaper; "
+            "rotating a ciphertext above it raises LevelError. An element also asked for otherwise gets a key for "
             "every level.",
             ReleaseGil())
         .def(

@@ -292,10 +292,20 @@ void Backend::mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b,
 }
 
 void Backend::mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const {
-    check_mod_down_operands(b, a, add_b, add_a, 2, false, "mod_down_rescale",
-                            "needs two NTT-form polynomials over Q_l * P, l >= 1");
+    check_mod_down_operands(b, a, add_b, add_a, 2, true, "mod_down_rescale",
+                            "needs two NTT-form polynomials over Q_l * P_k, l >= 1");
     require(&b != &a, "mod_down_rescale", "b and a must be two polynomials");
-    do_mod_down_rescale(b, a, add_b, add_a, exec);
+    if (b.num_p() == ring_->p_count()) return do_mod_down_rescale(b, a, add_b, add_a, exec);
+    // Over fewer special primes (a key for low levels): ModDown, then the rescale (the backends' fused conversion is
+    // for all of P).
+    RnsPoly out_b, out_a;
+    shape(b.num_q(), 0, true, out_b);
+    shape(b.num_q(), 0, true, out_a);
+    do_mod_down(b, a, add_b, add_a, 1, out_b, out_a, exec);
+    do_rescale(out_b, exec);
+    do_rescale(out_a, exec);
+    b = std::move(out_b);
+    a = std::move(out_a);
 }
 
 void Backend::add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t first, std::size_t count) const {
@@ -310,15 +320,15 @@ void Backend::add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t f
 
 namespace {
 // A key over Q_m * P_k (its digits' shape) serving operands over Q_l, l <= m: every digit of that shape, as many
-// digits as Q_m splits into, and its a-parts (or, compact, their drawer); full_p: k must be every special prime.
-void check_key(const RnsContext& r, const GadgetKey& key, std::size_t nq, bool full_p, const char* op) {
+// digits as Q_m splits into, and its a-parts (or, compact, their drawer); num_p > 0: k must be num_p.
+void check_key(const RnsContext& r, const GadgetKey& key, std::size_t nq, std::size_t num_p, const char* op) {
     const std::vector<RnsPoly>& b = key.b_parts();
     require(!b.empty() && (key.compact() || b.size() == key.a.size()), op,
             "the key has no digits, or unequal numbers of b- and a-parts");
     const std::size_t kq = b[0].num_q(), kp = b[0].num_p();
-    require(kp >= 1 && kp <= r.p_count() && (!full_p || kp == r.p_count()) && b.size() == r.digits_at(kq), op,
-            "the key must have one digit per alpha q-primes, over all special primes (or, for key_switch, a prefix of "
-            "them)");
+    require(kp >= 1 && kp <= r.p_count() && (num_p == 0 || kp == num_p) && b.size() == r.digits_at(kq), op,
+            "the keys must have one digit per alpha q-primes, over a prefix of the special primes (one prefix for all "
+            "the keys of a sum)");
     require(kq >= nq, op, "the key serves fewer q-primes than the operand has (a key made for lower levels)");
     for (std::size_t j = 0; j < b.size(); ++j)
         require(b[j].num_q() == kq && b[j].num_p() == kp && b[j].ntt_form() &&
@@ -345,7 +355,7 @@ std::vector<RnsPoly> Backend::mod_up(const RnsPoly& d, Exec exec) const {
 
 void Backend::key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
     check_switched(d, "key_switch");
-    check_key(*ring_, key, d.num_q(), false, "key_switch");
+    check_key(*ring_, key, d.num_q(), 0, "key_switch");
     const std::size_t kp = key.b_parts()[0].num_p();
     shape(d.num_q(), kp, true, b);
     shape(d.num_q(), kp, true, a);
@@ -357,12 +367,18 @@ void Backend::key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const 
                                   u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const char* op = "key_switch_mod_down";
     check_switched(d, op);
-    check_key(*ring_, key, d.num_q(), rescale, op);
+    check_key(*ring_, key, d.num_q(), 0, op);
     require(!rescale || (galois_elt == 1 && d.num_q() >= 2), op, "a rescale needs l >= 1 and no automorphism");
     require(&out_b != &out_a, op, "the two outputs must be two polynomials");
     check_addends(add_b, add_a, d.num_q(), op);
     GadgetKey storage;
-    do_key_switch_mod_down(d, with_a_parts(key, storage), add_b, add_a, galois_elt, rescale, out_b, out_a, exec);
+    const GadgetKey& whole = with_a_parts(key, storage);
+    if (!rescale || key.b_parts()[0].num_p() == ring_->p_count())
+        return do_key_switch_mod_down(d, whole, add_b, add_a, galois_elt, rescale, out_b, out_a, exec);
+    // A key over fewer special primes: ModDown, then the rescale (as mod_down_rescale).
+    do_key_switch_mod_down(d, whole, add_b, add_a, 1, false, out_b, out_a, exec);
+    do_rescale(out_b, exec);
+    do_rescale(out_a, exec);
 }
 
 void Backend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
@@ -389,7 +405,7 @@ void Backend::key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTer
     require(&out_b != &out_a, op, "the two outputs must be two polynomials");
     for (const KeyTerm& t : terms) {
         require(t.key != nullptr, op, "null key");
-        check_key(*ring_, *t.key, d.num_q(), true, op);
+        check_key(*ring_, *t.key, d.num_q(), terms[0].key ? terms[0].key->b_parts()[0].num_p() : 0, op);
     }
     std::vector<GadgetKey> keys;
     do_key_switch_sum_mod_down(d, terms_with_a_parts(terms, keys), c0, out_b, out_a, exec);
@@ -399,8 +415,9 @@ void Backend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<Key
                                          RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const std::vector<RnsPoly> digits = do_mod_up(d, exec);
     RnsPoly b, a, c0_sum;
-    shape(d.num_q(), ring_->p_count(), true, b);
-    shape(d.num_q(), ring_->p_count(), true, a);
+    const std::size_t kp = terms[0].key->b_parts()[0].num_p();
+    shape(d.num_q(), kp, true, b);
+    shape(d.num_q(), kp, true, a);
     shape(c0, c0_sum);
     do_inner_product(digits, terms, b, a, &c0, &c0_sum, exec);
     do_mod_down(b, a, &c0_sum, nullptr, 1, out_b, out_a, exec);
@@ -417,12 +434,14 @@ void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vecto
         require(d.num_q() == nq && d.num_p() == ring_->p_count() && d.ntt_form(), op,
                 "digits must be NTT form over Q_l * P");
     }
+    // Over Q_l * P_k, the keys' special primes (the digits' first k special limbs are their ModUp to P_k).
     for (const KeyTerm& t : terms) {
         require(t.key != nullptr, op, "null key");
-        check_key(*ring_, *t.key, nq, true, op);
+        check_key(*ring_, *t.key, nq, terms[0].key ? terms[0].key->b_parts()[0].num_p() : 0, op);
     }
-    shape(nq, ring_->p_count(), true, b);
-    shape(nq, ring_->p_count(), true, a);
+    const std::size_t kp = terms[0].key->b_parts()[0].num_p();
+    shape(nq, kp, true, b);
+    shape(nq, kp, true, a);
     if (c0) {
         check_mine(*c0, op);
         require(c0_out && c0 != c0_out && c0->num_q() == nq && c0->num_p() == 0 && c0->ntt_form(), op,

@@ -683,7 +683,8 @@ void CpuBackend::inner_product_limb(std::size_t t, std::size_t nq, const std::ve
 
 void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
-    const std::size_t nq = digits[0].num_q(), np = ring().p_count();
+    // Over Q_l * P_k as shaped by the caller: the keys' special primes (the digits may have more).
+    const std::size_t nq = digits[0].num_q(), np = b.num_p();
     std::vector<Permutation> owned;
     const std::vector<const std::uint32_t*> perms = permutations(terms, owned);
     // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1.
@@ -700,7 +701,8 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
 // inner_product_limb) when divide_exact takes it, and the sum of c0's images with it, which that limb's ModDown adds.
 void CpuBackend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
                                             RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
-    const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq);
+    // Over Q_l * P_k, the keys' special primes (one prefix for all: Backend::key_switch_sum_mod_down).
+    const std::size_t nq = d.num_q(), np = terms[0].key->b_parts()[0].num_p(), digits = ring().digits_at(nq);
     const ModUpSources dec = mod_up_sources(d, exec.threads);
     std::vector<Permutation> owned;
     const std::vector<const std::uint32_t*> perms = permutations(terms, owned);

@@ -1,5 +1,7 @@
 #include "kasoku/rns/rns_context.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "kasoku/arith/ntt.hpp"
@@ -43,6 +45,23 @@ RnsContext::RnsContext(std::size_t n, std::vector<u64> q, std::vector<u64> p, st
         exp_[k] = log.at(x[k]);
         pos_[exp_[k]] = static_cast<std::uint32_t>(k);
     }
+}
+
+std::size_t RnsContext::special_for(std::size_t num_q) const {
+    num_q = std::min(num_q, q_.size());
+    double digit = 0.0;  // log2 of the largest digit of Q_{num_q - 1}
+    for (std::size_t j = 0; j < digits_at(num_q); ++j) {
+        double bits = 0.0;
+        for (std::size_t i = 0; i < digit_size(j, num_q); ++i)
+            bits += std::log2(static_cast<double>(q_[digit_begin(j) + i]));
+        digit = std::max(digit, bits);
+    }
+    double bits = 0.0;
+    for (std::size_t k = 0; k < p_.size(); ++k) {
+        bits += std::log2(static_cast<double>(p_[k]));
+        if (bits >= digit) return k + 1;
+    }
+    return p_.size();
 }
 
 std::vector<u64> RnsContext::signed_residues(__int128 v) const {

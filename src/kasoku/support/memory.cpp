@@ -21,10 +21,15 @@ constexpr std::size_t kPooledMin = 64 * 1024;  // smaller blocks are not pooled
 // each of two processes per size, alternated; the huge pages below made fresh memory cheap to fault in).
 constexpr std::size_t kPoolMaxBytes = 256ull << 20;
 constexpr std::size_t kPoolMaxBlocks = 256;
-// Blocks of at least this size start on a 2 MiB boundary and ask for transparent huge pages (Linux's "madvise"
-// mode): one page fault per 2 MiB instead of 512. On the development VM the faults, not the clearing, made most of a
+// Blocks of at least this size ask for transparent huge pages (Linux's "madvise" mode) over the 2 MiB pages they
+// span: one page fault per 2 MiB instead of 512. On the development VM the faults, not the clearing, made most of a
 // BOOT16 key generation's time (11.5 s of system time in 20 s for the plan and the keys), and the TLB covers a limb.
+// They start on a 4 KiB page, not a 2 MiB boundary: glibc's memalign leaves the space before an aligned block free in
+// the heap, and with thousands of long-lived blocks (keys, encoded transforms) those gaps held 1.1-1.5 GB of free
+// heap through a ResNet-20 inference (peak 10.3 GB against 9.7 GB; the same time, and BOOT16's bootstrap too: Zen 5,
+// docs/NN.md).
 constexpr std::size_t kHugePage = 2u << 20;
+constexpr std::size_t kPage = 4096;
 
 // Set when this thread's pool is destroyed: objects released after it (static ones, at exit) free directly.
 thread_local bool pool_dead = false;
@@ -67,7 +72,7 @@ void* pool_allocate(std::size_t bytes) {
         }
     }
     const bool huge = bytes >= kHugePage;
-    void* p = std::aligned_alloc(huge ? kHugePage : kAlign, bytes);  // bytes: a multiple of the alignment
+    void* p = std::aligned_alloc(huge ? kPage : kAlign, bytes);  // bytes: a multiple of the alignment
     if (!p) throw std::bad_alloc();
 #if defined(MADV_HUGEPAGE)
     if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it fails and nothing changes

@@ -247,6 +247,50 @@ TEST(LinearTransform, BothProductBasesGiveTheMap) {
     }
 }
 
+// Keys made for low levels hold fewer special primes (RnsContext::special_for): a transform whose rotations' keys are
+// some for its level only and some for every level (two special-prime counts among its baby and giant steps) sums each
+// count's products apart, and gives the map in both product bases, kept and encoded at use.
+TEST(LinearTransform, KeysOfSeveralSpecialPrimeCounts) {
+    const Parameters p = test::research_params(10, 60, 40, 4, 60, 4);
+    std::mt19937_64 rng(22);
+    std::uniform_real_distribution<double> u(-1, 1);
+    const std::size_t slots = std::size_t{1} << 9;
+    std::map<std::int64_t, cvec> diags;
+    for (std::int64_t r = -20; r < 20; ++r)
+        for (std::size_t s = 0; s < slots; ++s) diags[r].emplace_back(u(rng), 0.0);
+    test::Env e(p, {}, {}, 9, 1);
+    const int level = 1;
+    const std::size_t low_p = e.ctx->rns().special_for(level + 1);
+    ASSERT_LT(low_p, e.ctx->rns().p_count());
+    const std::vector<std::uint64_t> elts = LinearTransform(e.ctx, diags, level, 5).galois_elements();
+    std::map<std::uint64_t, int> levels;  // every other element's key for this level only
+    for (std::size_t i = 0; i < elts.size(); i += 2) levels[elts[i]] = level;
+    const auto keys = std::make_shared<const EvaluationKeys>(
+        KeyGenerator(e.ctx).evaluation_keys(e.sk, true, {}, false, elts, {}, {}, false, levels));
+    std::set<std::size_t> counts;
+    for (const auto& [g, k] : keys->galois) counts.insert(k->b[0].num_p());
+    EXPECT_EQ(counts, (std::set<std::size_t>{low_p, e.ctx->rns().p_count()}));
+    const Evaluator ev(e.ctx, keys);
+    const cvec x = e.random(true);
+    cvec want(slots, 0.0);
+    for (const auto& [r, d] : diags)
+        for (std::size_t s = 0; s < slots; ++s)
+            want[s] += d[s] * x[(s + static_cast<std::size_t>(r + static_cast<std::int64_t>(slots))) % slots];
+    const Ciphertext in = ev.drop_level(e.encrypt(x), level);
+    for (auto basis : {ProductBasis::extended, ProductBasis::level}) {
+        const LinearTransform kept(e.ctx, diags, level, 5, {}, false, basis);
+        const LinearTransform at_use(e.ctx, diags, level, 5, {}, true, basis);
+        ASSERT_GT(kept.plan().giants.size(), 2u);
+        const Ciphertext y = kept.apply(ev, in);
+        EXPECT_GT(test::precision_bits(e.decrypt(y), want), 20) << static_cast<int>(basis);
+        EXPECT_EQ(at_use.apply(ev, in).polys, y.polys);
+    }
+    // Lazy values over different special primes are not added: each is brought down first.
+    const ckks::Decomposition d = ev.decompose(in);
+    LazyCiphertext a = ev.inner_product_lazy(d, elts[0]);
+    EXPECT_THROW(ev.add_lazy_inplace(a, ev.inner_product_lazy(d, elts[1])), ParameterError);
+}
+
 TEST(LinearTransform, Errors) {
     auto& e = *shared().env;
     std::map<std::int64_t, cvec> diags{{3, cvec(4, 1.0)}};

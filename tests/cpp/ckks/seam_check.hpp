@@ -109,6 +109,24 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
         same(low_cpu.rotate_sum_hoisted(a1, {1, 2}), low_other.rotate_sum_hoisted(a1_2, {1, 2}),
              "rotate_sum_hoisted, keys for levels <= 1");
     }
+    {  // Galois keys made for levels <= 1 (over the special primes a digit of Q_1 needs: RnsContext::special_for)
+        // beside a key for every level: hoisted sums of two special-prime counts, and a transform's baby steps
+        const std::map<std::uint64_t, int> levels = {{cpu.ctx->galois_element(1), 1}, {cpu.ctx->galois_element(2), 1}};
+        const auto made = std::make_shared<const EvaluationKeys>(
+            KeyGenerator(cpu.ctx).evaluation_keys(cpu.sk, false, {1, 2, 3}, false, {}, {}, {}, false, levels));
+        EXPECT_EQ(made->galois.at(cpu.ctx->galois_element(1))->b[0].num_p(), cpu.ctx->rns().special_for(2));
+        const auto there = std::make_shared<const EvaluationKeys>(moved(*cpu.ctx, *ctx, *made, load_evaluation_keys));
+        const Evaluator m1(cpu.ctx, made), m2(ctx, there);
+        same(m1.rotate(a1, 1), m2.rotate(a1_2, 1), "rotate, a key made for levels <= 1");
+        same(m1.rotate_hoisted(a1, {1, 2, 3})[0], m2.rotate_hoisted(a1_2, {1, 2, 3})[0],
+             "rotate_hoisted, keys made for levels <= 1");
+        same(m1.rotate_sum_hoisted(a1, {1, 2, 3}), m2.rotate_sum_hoisted(a1_2, {1, 2, 3}),
+             "rotate_sum_hoisted, keys of two special-prime counts");
+        const auto diags = std::map<std::int64_t, cvec>{{0, cvec(cpu.ctx->slots(), 0.5)}, {1, x}, {2, x}, {3, x}};
+        const algo::LinearTransform t1(cpu.ctx, diags, 1, 2, {}, false, algo::ProductBasis::extended),
+            t2(ctx, diags, 1, 2, {}, false, algo::ProductBasis::extended);
+        same(t1.apply(m1, a1), t2.apply(m2, a1_2), "linear transform, keys of two special-prime counts");
+    }
     const Ciphertext a0 = cpu.ev.drop_level(a, 0), a0_2 = ev.drop_level(a2, 0);
     same(cpu.ev.key_switch(a0, cut(*cpu.ek->relin, cpu.ctx->rns(), 1, 1)),
          ev.key_switch(a0_2, cut(*ek->relin, ctx->rns(), 1, 1)), "key_switch (a key over q_0 * p_0)");

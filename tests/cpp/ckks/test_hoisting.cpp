@@ -319,7 +319,7 @@ TEST_P(Hoisting, MissingKeyNamesTheElement) {
     EXPECT_EQ(ev.apply_galois_hoisted(c, {1})[0].polys, c.polys);  // the identity is allowed where nothing is switched
 }
 
-// Galois keys made for the lower levels (KeyGenerator::galois_key's max_level): over Q_1 * P with the digits of Q_1,
+// Galois keys made for the lower levels (KeyGenerator::galois_key's max_level): over Q_1 * P_k with the digits of Q_1,
 // fewer words than a key for every level; at levels 0 and 1 every key-switching path rotates (whole and compact,
 // serialized and read back to the same bits); above level 1 each raises LevelError naming the key's levels.
 TEST_P(Hoisting, KeysForLowerLevelsServeThemAlone) {
@@ -334,6 +334,9 @@ TEST_P(Hoisting, KeysForLowerLevelsServeThemAlone) {
         const SwitchKey& k = *low->galois.at(elts[0]);
         ASSERT_EQ(k.b[0].num_q(), 2u);
         EXPECT_EQ(k.b.size(), e.ctx->rns().digits_at(2));
+        // over the special primes a digit of Q_1 needs: fewer than all where the shape has more (not dnum2_k2)
+        EXPECT_EQ(k.b[0].num_p(), e.ctx->rns().special_for(2));
+        if (GetParam().name != "dnum2_k2_2threads") EXPECT_LT(k.b[0].num_p(), e.ctx->rns().p_count());
         EXPECT_LT(k.b.size() * k.b[0].words(),
                   e.ek->galois.at(elts[0])->b.size() * e.ek->galois.at(elts[0])->b[0].words());
         const Evaluator ev(e.ctx, low);
