@@ -4,10 +4,12 @@ the process's resident memory and glibc's heap (mallinfo2: bytes in use, and byt
 reads differently from one that the live data makes.
 
     .venv/bin/python bench/nn_memory.py --model ResNet20 --threads 1 --out run.jsonl [--timeline t.json]
+    .venv/bin/python bench/nn_memory.py --model SmallCNN --threads 2   # params=None, as a new user would
 
 One JSON line: per phase (compile, keygen, encrypt, run) the peak resident GB and, at that moment, the heap's in-use
 and free GB; the plan's own memory figures (Plan.memory), the inference's seconds and its logit error. The network
-and inputs are bench/nn_peers.py's."""
+and inputs are bench/nn_peers.py's (SmallCNN: examples/nn/models.py's, on the same random 3 x 32 x 32 images as the
+ResNets)."""
 
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ def _rss_gb() -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="ResNet20", choices=list(nn_peers.ORION_CONFIG))
+    ap.add_argument("--model", default="ResNet20", choices=list(nn_peers.ORION_CONFIG) + nn_peers.KASOKU_ONLY)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--out", help="append the JSON line here too")

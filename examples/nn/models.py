@@ -1,6 +1,6 @@
 """The networks Orion ships (orion.models: MLP, LoLA, LeNet-5 with x^2 activations; ResNet-20, -32 and -44 with
-ReLU), written as plain PyTorch modules with the same layer shapes; and scikit-learn's digits upsampled to 1 x 28 x 28
-to train the first three on.
+ReLU), written as plain PyTorch modules with the same layer shapes, a small CNN of four ReLUs (SmallCNN); and
+scikit-learn's digits upsampled to 1 x 28 x 28 to train the first three on.
 
     from examples.nn.models import MLP, LoLA, LeNet5, digits, train
     (x_train, y_train), (x_test, y_test) = digits()
@@ -141,6 +141,26 @@ class ResNet44(CifarResNet):
 
     def __init__(self, num_classes: int = 10):
         super().__init__(7, num_classes)
+
+
+class SmallCNN(nn.Module):
+    """Four ReLUs on 3 x 32 x 32 images: three 3x3 convolutions (8, 16, 16 channels; stride 2 in the last two) with
+    BatchNorm and ReLU, global average pooling, a linear layer to 16 with ReLU, and one to the classes. A network a new
+    user tries first; kasoku.nn's goal for it is 4 GB and 15 s of key generation on two threads."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.conv2, self.bn2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(16)
+        self.conv3, self.bn3 = nn.Conv2d(16, 16, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(16)
+        self.pool, self.flatten = nn.AdaptiveAvgPool2d(1), nn.Flatten()
+        self.fc1, self.fc2 = nn.Linear(16, 16), nn.Linear(16, num_classes)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = F.relu(self.bn2(self.conv2(x)))
+        x = F.relu(self.bn3(self.conv3(x)))
+        return self.fc2(F.relu(self.fc1(self.flatten(self.pool(x)))))
 
 
 def digits(test_size: int = 360, seed: int = 0):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kasoku as ks
-from conftest import small_boot_params
+from conftest import bits, small_boot_params
 
 
 def boot_params(levels=17, hamming_weight=64):
@@ -124,6 +124,21 @@ def test_bootstrapping_levels_and_encapsulation(rng):
     bare = ctx.evaluator(ctx.keygen(galois_elements=ks.Bootstrapper(ctx).galois_elements()).evaluation())
     with pytest.raises(ks.MissingKeyError, match="bootstrapping=True"):
         bare.bootstrap(ctx.encrypt(z, keys.public, level=0))
+
+
+def test_default_transform_levels_fill_the_bootstrapping_levels(rng):
+    """The default config splits the room beside EvalMod (8 levels here) between CoeffToSlot and SlotToCoeff, up to
+    four each: 15 bootstrapping levels take 4 and 3, 16 take 4 and 4, whose transforms hold less than three each, and
+    the bootstrap keeps its precision."""
+    assert ks.Bootstrapper(ks.Context(small_boot_params(2), threads=2)).depth == 15
+    ctx = ks.Context(small_boot_params(2).replace(boot_levels=16), threads=2)
+    b = ks.Bootstrapper(ctx, real=True)
+    assert b.depth == 16 and b.output_level == ctx.user_level
+    assert b.plan_nbytes < ks.Bootstrapper(ctx, real=True, cts_levels=3, stc_levels=3).plan_nbytes
+    keys = ctx.keygen(bootstrapping=b)
+    x = rng.uniform(-1, 1, ctx.slots)
+    out = ctx.evaluator(keys.evaluation()).bootstrap(ctx.encrypt(x, keys.public, level=0), b)
+    assert out.level == ctx.user_level and bits(ctx.decrypt(out, keys.secret).real, x) > 20
 
 
 def test_sparse_slots_and_arcsine(rng):

@@ -478,7 +478,7 @@ def test_bootstrapping_parameters_are_chosen_for_the_plan():
     fewest bootstraps: every set 128-bit secure, every prime but q_0 below 2^50, the fewest key-switching digits that
     fit; a chain of ReLU blocks of 11 levels takes 11 (one bootstrap a block), not 14."""
     from kasoku.nn.ir import Activation, Affine, ReluJoin
-    from kasoku.nn.placement import _bootstrapping_params, _choose_params
+    from kasoku.nn.placement import _BOOT_LEVELS, _bootstrapping_params, _choose_params
 
     for levels in range(6, 15):
         p = _bootstrapping_params(levels)
@@ -486,9 +486,9 @@ def test_bootstrapping_parameters_are_chosen_for_the_plan():
         assert p.boot_bits == p.special_bits == 50 and max(p.scale_bits, p.boot_bits, p.special_bits) <= 50
         fewer = p.dnum - 1
         if fewer >= 3:  # one digit fewer leaves no room for 50-bit bootstrapping primes
-            alpha = -(-(1 + levels + 14) // fewer)
-            assert 60 + 40 * levels + 14 * 50 + alpha * 50 > 1772
-    assert _bootstrapping_params(12).dnum == 3 and _bootstrapping_params(14).dnum == 4
+            alpha = -(-(1 + levels + _BOOT_LEVELS) // fewer)
+            assert 60 + 40 * levels + _BOOT_LEVELS * 50 + alpha * 50 > 1772
+    assert _bootstrapping_params(10).dnum == 3 and _bootstrapping_params(12).dnum == 4
 
     def sign(d, i, o):
         return Activation(f"s{o}", "sign", poly=ks.Polynomial([0.0] + [0.5] * d), degree=d, input=i, output=o)
@@ -502,7 +502,7 @@ def test_bootstrapping_parameters_are_chosen_for_the_plan():
     assert p.levels == 11 and p.log_n == 16
     # three blocks (33 levels) fit one N = 2^16 chain at 8 bits, with every key over its 34 primes: bootstrapped too
     assert ks.Parameters.for_circuit(33, 8, slots=1 << 15, integer_bits=20).log_n == 16
-    assert _choose_params(steps[:12], 33, 1 << 15, None, True, 20).boot_levels == 14
+    assert _choose_params(steps[:12], 33, 1 << 15, None, True, 20).boot_levels == _BOOT_LEVELS
     assert _choose_params(steps[:12], 33, 1 << 15, None, False, 20).boot_levels == 0
 
 

@@ -47,8 +47,9 @@ namespace kasoku::algo {
 
 struct BootstrapConfig {
     // CoeffToSlot and SlotToCoeff transforms (one level each), 1..log2(slots); 0: chosen from the room the
-    // bootstrapping levels leave beside EvalMod (CoeffToSlot the larger half, up to 4; SlotToCoeff up to 3), or 3
-    // each when the parameters have no bootstrapping levels.
+    // bootstrapping levels leave beside EvalMod (CoeffToSlot the larger half, up to 4; SlotToCoeff the rest, up to
+    // 4), or 3 each when the parameters have no bootstrapping levels. Four each (16 bootstrapping levels with EvalMod's
+    // 8) take less time and a third of the plan's memory of three each (kasoku.nn's parameters; docs/NN.md).
     int cts_levels = 0;
     int stc_levels = 0;
     int double_angle = 3;  // r, 0..8

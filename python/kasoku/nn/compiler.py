@@ -24,8 +24,9 @@ def _bootstrapper(ctx, held: int, threads):
     """The real-slot bootstrapper (one EvalMod for real values) of the fewest bytes, plan and keys (compact, each for
     the levels it serves), among those of `held` slots (the widest period a bootstrapped value has) up to all slots: a
     value of period p is also periodic in any multiple of p. Fewer slots are not always smaller: at N = 2^16 with 12
-    user levels, 8192 real slots take 3.5 GB (a 1.1 GB plan, 48 keys, 9 of them SlotToCoeff's own at levels 13-15),
-    16384 take 5.1 GB (2.3 GB, 59 keys) and 32768 take 4.1 GB (1.5 GB, 48 keys)."""
+    user levels (and 16 bootstrapping levels, dnum 4), 8192 real slots take 3.3 GB (a 0.57 GB plan, 45 keys, some of
+    them SlotToCoeff's own at levels 13-16), 16384 take 4.0 GB (1.15 GB, 48 keys) and 32768 take 3.5 GB (0.55 GB, 48
+    keys)."""
     best = None
     for slots in (held << i for i in range(ctx.slots.bit_length()) if held << i <= ctx.slots):
         b = ks.Bootstrapper(ctx, slots=slots, real=True, threads=threads)

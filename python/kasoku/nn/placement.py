@@ -143,16 +143,20 @@ def _first_past(steps, levels: int) -> str:
     return next((st.name for st, level in zip(steps, at) if level < st.depth), steps[-1].name)
 
 
-_BOOT_LEVELS = 14  # what the default ks.Bootstrapper takes: CoeffToSlot 3, EvalMod 8, SlotToCoeff 3
+_BOOT_LEVELS = 16  # what the default ks.Bootstrapper takes there: CoeffToSlot 4, EvalMod 8, SlotToCoeff 4
+_MAX_USER_LEVELS = 14
 
 
 def _bootstrapping_params(levels: int):
-    """N = 2^16 parameters with `levels` user levels of 40 bits above q_0 (60 bits), the default bootstrapper's 14
-    levels of 50 bits and an ephemeral sparse secret of weight 32 (as BOOT16), at 128-bit security, with the smallest
-    keys: the fewest key-switching digits (3, then 4, 5, 6) that fit, with special primes of 50 bits (P as large as
-    the largest digit). Every prime but q_0 is below 2^50, where the AVX-512-IFMA kernels take it: a bootstrap 12 %
-    faster than with 53-bit primes (Zen 5, one thread), for 17 bits of precision instead of 20 (mean; 15 and 18
-    worst). None where none fits."""
+    """N = 2^16 parameters with `levels` user levels of 40 bits above q_0 (60 bits), 16 bootstrapping levels of 50 bits
+    (the default bootstrapper's CoeffToSlot 4, EvalMod 8, SlotToCoeff 4: with ResNet-20's 12 user levels, 4.7 s a
+    real-slot bootstrap against 5.5 s with 14 levels and three transforms each, a plan of 0.55 GB against 1.47 GB,
+    2 bits less in the worst slot (dnum 4 then fits, not 3); Zen 5, one thread, docs/NN.md) and an ephemeral sparse
+    secret of weight 32 (as BOOT16), at 128-bit security, with the smallest keys: the fewest key-switching digits (3,
+    then 4, 5, 6) that fit, with special primes of 50 bits (P as large as the largest digit). Every prime but q_0 is
+    below 2^50, where the AVX-512-IFMA kernels take it: a bootstrap 12 % faster than with 53-bit primes (Zen 5, one
+    thread), for 17 bits of precision instead of 20 (mean; 15 and 18 worst, with 14 bootstrapping levels). None where
+    none fits."""
     primes = 1 + levels + _BOOT_LEVELS
     for dnum in (3, 4, 5, 6):
         try:
@@ -190,7 +194,7 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
 
     def bootstrapping():  # the fewest user levels that give the fewest bootstraps; None where none holds the plan
         best = None
-        for levels in range(max(st.depth for st in steps), _BOOT_LEVELS + 1):
+        for levels in range(max(st.depth for st in steps), _MAX_USER_LEVELS + 1):
             p = _bootstrapping_params(levels)
             if p is None or p.slots < slots:
                 continue
@@ -214,7 +218,7 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
     # A plan deeper than bootstrapping parameters hold between bootstraps, in the largest ring: one chain of all its
     # levels holds every key over all of them and runs every step on them (a CNN of four ReLUs: 45 levels of 31 bits,
     # dnum 6, 16.7 GB of keys), where bootstrapping runs its steps on a few levels with smaller keys.
-    if bootstrap and params.log_n >= 16 and depth > _BOOT_LEVELS and (p := bootstrapping()) is not None:
+    if bootstrap and params.log_n >= 16 and depth > _MAX_USER_LEVELS and (p := bootstrapping()) is not None:
         return p
     if precision_bits is None:
         size = (params.log_n, params.levels + 1 + params.special_primes)

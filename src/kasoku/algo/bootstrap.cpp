@@ -207,7 +207,7 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
     }
     if (cfg.arcsine_degree) plan.asin = arcsine_taylor(cfg.arcsine_degree);
     // Transform levels left to choose (0): the room the bootstrapping levels leave beside EvalMod (6 without them),
-    // CoeffToSlot taking the larger half (up to 4), SlotToCoeff the rest (up to 3), neither above the FFT's stages.
+    // CoeffToSlot taking the larger half (up to 4), SlotToCoeff the rest (up to 4), neither above the FFT's stages.
     const int evalmod = plan.cos.depth() + cfg.double_angle + (cfg.arcsine_degree ? plan.asin.depth() : 0);
     const int room = params.boot_levels > 0 ? params.boot_levels - evalmod : 6;
     if (cfg.slot_to_coeff_first) {
@@ -223,7 +223,7 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
         if (cfg.cts_levels == 0)
             cfg.cts_levels =
                 std::clamp(cfg.stc_levels ? room - cfg.stc_levels : (room + 1) / 2, 1, std::min(4, stages));
-        if (cfg.stc_levels == 0) cfg.stc_levels = std::clamp(room - cfg.cts_levels, 1, std::min(3, stages));
+        if (cfg.stc_levels == 0) cfg.stc_levels = std::clamp(room - cfg.cts_levels, 1, std::min(4, stages));
     }
     check_range("cts_levels", cfg.cts_levels, 1, stages);
     check_range("stc_levels", cfg.stc_levels, 1, stages);
