@@ -5,6 +5,7 @@
     .venv/bin/python bench/bootstrap.py --log-n 10 12 14 --threads 1 --reps 3
     .venv/bin/python bench/bootstrap.py --params BOOT16 --slots 4096 [--arcsine-degree 3]
     .venv/bin/python bench/bootstrap.py --params BOOT16 --whole-keys   # default: compact keys, as ctx.keygen makes them
+    .venv/bin/python bench/bootstrap.py --params BOOT16 --real --at-use   # the transforms encoded at each bootstrap
     .venv/bin/python bench/bootstrap.py --params BOOT16 --device cuda --reps 5
 
 --params: named sets (docs/PARAMS.md). --log-n: research parameters (security=None) of one prime size: q_0 60 bits,
@@ -47,6 +48,7 @@ def run(
     device: str = "cpu",
     compact_keys: bool | None = None,
     real: bool = False,
+    at_use: bool = False,
 ) -> dict:
     ctx = ks.Context(params, threads=threads, device=device)
     progress(f"{params!r}: planning")
@@ -58,6 +60,7 @@ def run(
         arcsine_degree=arcsine_degree,
         slot_to_coeff_first=stc_first,
         real=real,
+        at_use=at_use,
     )
     plan_s = time.perf_counter() - t
     plan_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the process's peak so far: context and plan
@@ -103,6 +106,7 @@ def run(
         "counts": counts,  # the operations of one bootstrap: rot (key switches), decompose (ModUps), mod_down, ...
         "plan_s": plan_s,
         "plan_bytes": getattr(boot, "plan_nbytes", None),
+        "at_use": at_use,
         "plan_peak_rss_bytes": plan_rss,
         "keygen_s": keys_s,
         "eval_key_bytes": keys.evaluation().nbytes,
@@ -138,6 +142,7 @@ def main() -> None:
         "--real", action="store_true", help="real inputs in [-1, 1] and the real-slot bootstrap (one EvalMod)"
     )
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu, or cuda: the first CUDA GPU")
+    ap.add_argument("--at-use", action="store_true", help="the transforms encoded at each bootstrap (a smaller plan)")
     ap.add_argument(
         "--special",
         metavar="BITSxCOUNT",
@@ -179,6 +184,7 @@ def main() -> None:
                 args.device,
                 args.compact_keys,
                 args.real,
+                args.at_use,
             ),
             args.out,
         )

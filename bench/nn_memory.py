@@ -62,6 +62,11 @@ def main() -> int:
     ap.add_argument("--model", default="ResNet20", choices=list(nn_peers.ORION_CONFIG) + nn_peers.KASOKU_ONLY)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument(
+        "--max-encoded-mb",
+        type=float,
+        help="compile's max_encoded_bytes in MB (transforms kept encoded, the rest at use); default nn_peers.COMPILE's",
+    )
     ap.add_argument("--out", help="append the JSON line here too")
     ap.add_argument("--timeline", help="write every sample here (JSON: seconds, resident GB, phase, heap in use, free)")
     a = ap.parse_args()
@@ -96,8 +101,11 @@ def main() -> int:
         net, data = nn_peers.load_trained(work, a.model)
     x = data["x_test"][:1]
     enter("compile")
+    options = dict(nn_peers.COMPILE.get(a.model, {}))
+    if a.max_encoded_mb is not None:
+        options["max_encoded_bytes"] = int(a.max_encoded_mb * 1e6)
     compile_s, plan = harness.timed(
-        lambda: ksnn.compile(net, x, calibration=data["x_cal"], threads=a.threads, **nn_peers.COMPILE.get(a.model, {}))
+        lambda: ksnn.compile(net, x, calibration=data["x_cal"], threads=a.threads, **options)
     )
     enter("keygen")
     keygen_s = harness.timed(plan.keygen)[0]
@@ -119,6 +127,7 @@ def main() -> int:
         {
             "model": a.model,
             "threads": a.threads,
+            "max_encoded_bytes": options.get("max_encoded_bytes"),
             "compile_s": round(compile_s, 1),
             "keygen_s": round(keygen_s, 1),
             "inference_s": round(run_s, 1),

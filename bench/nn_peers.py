@@ -85,8 +85,10 @@ ORION_CLASS = {"MLP": "MLP", "LoLA": "LoLA", "LeNet5": "LeNet", **{name: name fo
 CIFAR_SHAPED = set(RESNET_BLOCKS) | {"SmallCNN"}
 # networks Orion does not ship, run by kasoku's scripts alone (bench/nn_memory.py)
 KASOKU_ONLY = ["SmallCNN"]
-# ResNet-20's 21 transforms at N = 2^16 would hold tens of GB encoded: on the CPU at most 1 GB kept, the rest at use
-COMPILE = {name: {"max_encoded_bytes": 1 << 30} for name in RESNET_BLOCKS}
+# ResNet-20's 21 transforms at N = 2^16 would hold tens of GB encoded: on the CPU every transform (and the bootstrapping
+# plan) encoded at each use, which kept ResNet-20 under 8 GB (7.8 GB against 9.1 GB with 1 GiB kept, 134.5 s against
+# 121.5 s on one Zen 5 thread: docs/NN.md)
+COMPILE = {name: {"max_encoded_bytes": 0} for name in RESNET_BLOCKS}
 # Orion in two processes with its HDF5 offload (io_mode save, then load): one of its bootstrappers at N = 2^16 holds
 # about 12.7 GB of keys (measured), and with io_mode none ResNet-20 was killed in compile on a 24 GB machine
 ORION_SPLIT = set(RESNET_BLOCKS)

@@ -528,6 +528,30 @@ def test_relu_by_sign_stages_with_bootstraps_between_them():
         assert np.max(np.abs(got - want)) < 0.05
 
 
+def test_a_zero_encoding_budget_encodes_every_transform_and_the_bootstraps_at_use():
+    """max_encoded_bytes=0: no transform kept encoded and the bootstrapper's transforms encoded at each bootstrap (a
+    plan of their values, a fraction of the encodings), in compile and in load; the same results, within the
+    encryption's noise."""
+    torch.manual_seed(10)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
+    calibration = torch.randn(64, 1, 4, 4)
+    options = dict(calibration=calibration, params=small_boot_params(4), threads=2, relu_eps=1 / 16)
+    kept = ksnn.compile(model, calibration[:1], **options)
+    lean = ksnn.compile(model, calibration[:1], max_encoded_bytes=0, **options)
+    assert kept.memory()["transforms"] > 0 and lean.memory()["transforms"] == 0
+    assert 4 * lean.memory()["bootstrap_plan"] < kept.memory()["bootstrap_plan"]
+    loaded = ksnn.load(lean.to_bytes(), threads=2, max_encoded_bytes=0)
+    assert loaded.memory()["bootstrap_plan"] == lean.memory()["bootstrap_plan"]
+    keys = lean.keygen()
+    loaded.use(ks.EvaluationKeys.from_bytes(loaded.ctx, keys.evaluation().to_bytes()))
+    x = calibration[3]
+    clear = lean.forward_clear(x)
+    ct = lean.encrypt(x)
+    assert np.max(np.abs(lean.decrypt(lean.run(ct)) - clear)) < 1e-5
+    out = loaded.run(ks.Ciphertext.from_bytes(loaded.ctx, ct.to_bytes()))
+    assert np.max(np.abs(lean.decrypt(ks.Ciphertext.from_bytes(lean.ctx, out.to_bytes())) - clear)) < 1e-5
+
+
 @pytest.mark.parametrize("eps, bits, levels", [(1 / 64, 10, 9), (1 / 16, 10, 8), (1 / 128, 12, 11), (0.25, 12, 5)])
 def test_sign_stages_are_within_their_bound_in_the_fewest_levels(eps, bits, levels):
     """The composite minimax sign: within 2^-bits of sign(x) where eps <= |x| <= 1, never above 1 + 2^-bits in

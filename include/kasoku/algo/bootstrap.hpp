@@ -76,6 +76,10 @@ struct BootstrapConfig {
     // coefficient's slot) and the conjugation sum m_low(X) + m_low(X^-1) rebuild it. SlotToCoeff first: only the
     // second EvalMod is skipped. Sparse slots take one EvalMod anyway (this changes nothing there).
     bool real = false;
+    // Encode the transforms' diagonals at each bootstrap (LinearTransform's at_use, kAtUseChunk at a time) instead of
+    // once: a plan of their values (one period each) instead of their encodings over Q_l * P, for the encoding time at
+    // every bootstrap. The same results, bit for bit.
+    bool at_use = false;
 };
 
 // The butterfly stages of the encoding's special FFT on `slots` values (0: ctx.slots(); Encoder::fft_special;

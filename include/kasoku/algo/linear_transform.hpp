@@ -52,10 +52,10 @@ public:
     // diagonals: offset r (any integer; taken mod slots) -> values (up to slots, zero padded). Encoded once, over
     // Q_level * P, for inputs at `level` with the canonical scale of that level: the result then has the
     // canonical scale of level - 1 (other input scales give an exact but non-canonical result scale).
-    // at_use: keep the diagonals' values (real ones as doubles) and encode them in apply, kAtUseChunk at a time, each
-    // chunk freed once its products are summed: 16 encodings at a time instead of all (a diagonal over Q_level * P is
-    // up to 9 MB at N = 2^16, a convolution's giant step over a hundred), for the encoding time at every apply. The
-    // same results, bit for bit.
+    // at_use: keep the diagonals' values (one period of each; real ones as doubles) and encode them in apply, kAtUseChunk
+    // at a time, each chunk freed once its products are summed: 16 encodings at a time instead of all (a diagonal over
+    // Q_level * P is up to 9 MB at N = 2^16, a convolution's giant step over a hundred), for the encoding time at every
+    // apply. The same results, bit for bit.
     // products: ProductBasis (automatic: cheaper_basis). diagonals is taken by value: pass it moved, and each diagonal
     // is released once encoded (or, at_use, kept as doubles), so that a transform of thousands of diagonals does not
     // hold two copies of them.
@@ -126,8 +126,9 @@ private:
 
     struct Term {
         std::size_t baby;
-        ckks::Plaintext pt;          // Rot_{-giant}(diag), over Q_level * P or Q_level (in its subring when periodic)
-        std::vector<double> re, im;  // at_use: Rot_{-giant}(diag)'s values instead (im empty when it is real)
+        ckks::Plaintext pt;  // Rot_{-giant}(diag), over Q_level * P or Q_level (in its subring when periodic)
+        // at_use: Rot_{-giant}(diag)'s values instead, one period of them (im empty when it is real)
+        std::vector<double> re, im;
     };
     ckks::Plaintext encoded(const Term& t, Exec exec) const;
 

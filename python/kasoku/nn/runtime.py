@@ -299,10 +299,10 @@ def load(
     steps, output, in_layout, out_layout = f["steps"], f["output"], f["in_layout"], f["out_layout"]
     ctx = ks.Context(f["params"], threads=threads, device=device)
     _check_plan(steps, output, f["in_shape"], in_layout, f["out_dim"], out_layout, ctx, f["input_level"])
-    _encode(steps, ctx, threads, max_encoded_bytes)
-    boot = None
+    boot, budget = None, _budget(ctx, max_encoded_bytes)
     if any(isinstance(st, Bootstrap) for st in steps):
-        boot = ks.Bootstrapper(ctx, slots=int(f["boot_slots"]), real=True, threads=threads)
+        boot, budget = _plan_bootstrapper(ctx, int(f["boot_slots"]), threads, budget)
+    _encode(steps, ctx, threads, budget)
     _release_freed()
     return Plan(
         steps,
@@ -376,15 +376,33 @@ def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
     return out
 
 
-def _encode(steps, ctx, threads, budget: int | None = None) -> None:
-    """The affine steps' transform plans and biases for the context; their transforms encoded (at each step's level)
-    while they fit in `budget` bytes, the smallest first, and encoded at each use beyond it, a giant step's diagonals
-    at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB; ResNet-20's 21 transforms hold about 10,000.
-    The diagonals' values are then dropped (rebuilt from the weights where needed). budget None: 4 GiB on the CPU (a
-    laptop's 16 GB also holds the keys), half the device's memory on a GPU (encoding at use there is host work and a
-    copy per diagonal, which would cost more than the GPU's arithmetic)."""
+def _budget(ctx, budget: int | None) -> int:
+    """The bytes a plan's transforms may keep encoded: `budget`, or by default 4 GiB on the CPU (a laptop's 16 GB also
+    holds the keys), half the device's memory on a GPU (encoding at use there is host work and a copy per diagonal,
+    which would cost more than the GPU's arithmetic)."""
     if budget is None:
         budget = (ctx.device == "cuda" and ks.cuda_info().get("memory_bytes", 0) // 2) or _ENCODED_BYTES
+    return max(0, int(budget))
+
+
+def _plan_bootstrapper(ctx, slots: int, threads, budget: int):
+    """The real-slot bootstrapper of `slots` slots with its transforms kept encoded where they fit in `budget` bytes,
+    else encoded at each bootstrap (at_use: a plan of their values, a tenth of the size; the same results), and the
+    budget left for the layers' transforms. The bootstrapping plan comes first: it runs at every bootstrap."""
+    if budget > 0:
+        b = ks.Bootstrapper(ctx, slots=slots, real=True, threads=threads)
+        if b.plan_nbytes <= budget:
+            return b, budget - b.plan_nbytes
+        del b
+    return ks.Bootstrapper(ctx, slots=slots, real=True, at_use=True, threads=threads), budget
+
+
+def _encode(steps, ctx, threads, budget: int | None = None) -> None:
+    """The affine steps' transform plans and biases for the context; their transforms encoded (at each step's level)
+    while they fit in `budget` bytes (_budget), the smallest first, and encoded at each use beyond it, a giant step's
+    diagonals at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB; ResNet-20's 21 transforms hold about
+    10,000. The diagonals' values are then dropped (rebuilt from the weights where needed)."""
+    budget = _budget(ctx, budget)
     affine = [s for s in steps if isinstance(s, Affine)]
     for s in affine:
         if s.offsets is None:  # a loaded plan's

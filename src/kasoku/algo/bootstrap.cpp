@@ -358,7 +358,8 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
                                      static_cast<double>(slots_),
                                      static_cast<double>(cfg_.arcsine_degree),
                                      cfg_.slot_to_coeff_first ? 1.0 : 0.0,
-                                     real_projection() ? 1.0 : 0.0};
+                                     real_projection() ? 1.0 : 0.0,
+                                     cfg_.at_use ? 1.0 : 0.0};
     transforms_ = std::static_pointer_cast<const Transforms>(shared_transforms(*ctx_, key, [&] {
         // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)); sparse: the trace's sum of g
         // copies -> (t_{gj} + i t_{g(j+s)}) / (q_0 (B + 1)) before the split (which halves it).
@@ -375,17 +376,17 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
             if (progress) progress(++done, total);
         };
         for (int g = 0; g < cfg_.cts_levels; ++g) {
-            t->cts.emplace_back(ctx_, maps.cts[static_cast<std::size_t>(g)], top_ - g, 0, exec);
+            t->cts.emplace_back(ctx_, maps.cts[static_cast<std::size_t>(g)], top_ - g, 0, exec, cfg_.at_use);
             encoded();
         }
         // SlotToCoeff first: on the input's levels stc_levels..1 (then the final scaling above the output level); else
         // the last levels.
         for (int g = 0; g < cfg_.stc_levels; ++g) {
-            t->stc.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], at.stc_top - g, 0, exec);
+            t->stc.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], at.stc_top - g, 0, exec, cfg_.at_use);
             encoded();
         }
         if (cfg_.slot_to_coeff_first) {
-            t->finish.emplace_back(ctx_, maps.finish, at.finish, 0, exec);
+            t->finish.emplace_back(ctx_, maps.finish, at.finish, 0, exec, cfg_.at_use);
             encoded();
         }
         return std::shared_ptr<const void>(std::move(t));

@@ -163,12 +163,14 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, std::map<std::int64_t, cv
         for (std::size_t s = 0; s < slots; ++s)
             rotated[s] = v[static_cast<std::size_t>(
                 floor_mod(static_cast<std::int64_t>(s) - giant, static_cast<std::int64_t>(slots)))];
-        if (at_use_) {
-            Term t{bi, {}, std::vector<double>(slots), {}};
-            for (std::size_t s = 0; s < slots; ++s) t.re[s] = rotated[s].real();
-            if (std::any_of(rotated.begin(), rotated.end(), [](auto x) { return x.imag() != 0.0; })) {
-                t.im.resize(slots);
-                for (std::size_t s = 0; s < slots; ++s) t.im[s] = rotated[s].imag();
+        if (at_use_) {  // one period of the values (most of bootstrapping's FFT factors repeat)
+            const std::size_t p = enc.period(rotated);
+            Term t{bi, {}, std::vector<double>(p), {}};
+            for (std::size_t s = 0; s < p; ++s) t.re[s] = rotated[s].real();
+            if (std::any_of(rotated.begin(), rotated.begin() + static_cast<std::ptrdiff_t>(p),
+                            [](auto x) { return x.imag() != 0.0; })) {
+                t.im.resize(p);
+                for (std::size_t s = 0; s < p; ++s) t.im[s] = rotated[s].imag();
             }
             bytes_ += (t.re.size() + t.im.size()) * sizeof(double);
             terms_[gi].push_back(std::move(t));
@@ -182,8 +184,9 @@ LinearTransform::LinearTransform(ckks::ContextPtr ctx, std::map<std::int64_t, cv
 }
 
 ckks::Plaintext LinearTransform::encoded(const Term& t, Exec exec) const {
-    cvec v(t.re.size());
-    for (std::size_t s = 0; s < v.size(); ++s) v[s] = {t.re[s], t.im.empty() ? 0.0 : t.im[s]};
+    cvec v(ctx_->slots());  // the period repeated over every slot
+    const std::size_t p = t.re.size();
+    for (std::size_t s = 0; s < v.size(); ++s) v[s] = {t.re[s % p], t.im.empty() ? 0.0 : t.im[s % p]};
     return ckks::Encoder(ctx_).encode_compact(v, scale_, level_, products_ == ProductBasis::extended, exec);
 }
 

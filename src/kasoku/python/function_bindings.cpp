@@ -162,7 +162,9 @@ void bind_functions(nb::module_& m) {
         "(stc_levels of them; the input must be at level >= stc_levels), then ModRaise, CoeffToSlot, EvalMod and one "
         "scaling level (use arcsine_degree=3 with it: the slots become coefficients as large as the values). "
         "real=True: the messages are real; EvalMod runs once instead of twice (full slots: about a third less time) "
-        "and the output holds the real part of each input slot (imaginary parts are dropped). cts_levels/stc_levels 0: "
+        "and the output holds the real part of each input slot (imaginary parts are dropped). at_use=True: the "
+        "transforms keep their diagonals' values and encode them at each bootstrap (a plan a fraction of the size, "
+        "bootstraps a little slower, the same results). cts_levels/stc_levels 0: "
         "chosen from the bootstrapping levels' room. Needs sparse-secret encapsulation (Parameters.boot_secret_weight) "
         "or a sparse secret (hamming_weight) unless k_bound is given; takes `depth` levels (the bootstrapping levels "
         "when the parameters have them, else from the top) and leaves results at `output_level` (ctx.user_level with "
@@ -175,17 +177,18 @@ void bind_functions(nb::module_& m) {
             "__init__",
             [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
                int log_message_ratio, double k_bound, std::size_t cos_degree, std::size_t slots, int arcsine_degree,
-               bool slot_to_coeff_first, bool real, TArg t, nb::handle progress) {
+               bool slot_to_coeff_first, bool real, bool at_use, TArg t, nb::handle progress) {
                 const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle,   log_message_ratio,   k_bound,
-                                                cos_degree, slots,      arcsine_degree, slot_to_coeff_first, real};
+                                                cos_degree, slots,      arcsine_degree, slot_to_coeff_first, real,
+                                                at_use};
                 new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(
                                                       c.owner->ctx, cfg, threads_arg(t),
                                                       python_progress(progress, "bootstrapping plan", "transform"))};
             },
             "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 0,
             "k_bound"_a = 0.0, "cos_degree"_a = 0, "slots"_a = 0, "arcsine_degree"_a = 0,
-            "slot_to_coeff_first"_a = false, "real"_a = false, "threads"_a = nb::none(), "progress"_a = nb::none(),
-            ReleaseGil())
+            "slot_to_coeff_first"_a = false, "real"_a = false, "at_use"_a = false, "threads"_a = nb::none(),
+            "progress"_a = nb::none(), ReleaseGil())
         .def_prop_ro(
             "depth", [](const KBootstrapper& b) { return b.boot->depth(); }, "Levels a bootstrap consumes.")
         .def_prop_ro(

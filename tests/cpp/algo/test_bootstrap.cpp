@@ -630,6 +630,27 @@ TEST(Bootstrap, SlotToCoeffFirstRunsOnTheInputsLevels) {
     EXPECT_THROW(Bootstrapper(e.ctx, {.stc_levels = 3, .slot_to_coeff_first = true}), ParameterError);
 }
 
+// Transforms encoded at each bootstrap (BootstrapConfig::at_use): the plan holds one period of each diagonal's values,
+// a fraction of the encodings, and the bootstrap gives the same bits (full and sparse slots, real and complex).
+TEST(Bootstrap, TransformsEncodedAtUseGiveTheSameBits) {
+    auto& e = boot_env().env;
+    for (const BootstrapConfig& cfg : {BootstrapConfig{}, BootstrapConfig{.slots = e.ctx->slots() / 4, .real = true}}) {
+        BootstrapConfig use = cfg;
+        use.at_use = true;
+        const Bootstrapper kept(e.ctx, cfg), at_use(e.ctx, use);
+        EXPECT_FALSE(at_use.shares_transforms_with(kept));
+        EXPECT_LT(at_use.plan_nbytes() * 4, kept.plan_nbytes());
+        EXPECT_EQ(at_use.galois_levels(), kept.galois_levels());
+        const std::size_t s = kept.slots();
+        const cvec v = e.random(true);
+        const cvec z = e.enc.replicate(cvec(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(s)), s);
+        const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk);
+        const Evaluator ev(e.ctx, std::make_shared<const EvaluationKeys>(KeyGenerator(e.ctx).evaluation_keys(
+                                      e.sk, true, {}, false, kept.galois_elements())));
+        EXPECT_EQ(at_use.bootstrap(ev, ct).polys, kept.bootstrap(ev, ct).polys) << s;
+    }
+}
+
 TEST(Bootstrap, RealSlotsTakeOneEvalModAndKeepTheRealParts) {
     auto& [e, full] = boot_env();
     const Bootstrapper real(e.ctx, {.real = true});
