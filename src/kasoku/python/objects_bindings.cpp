@@ -553,10 +553,7 @@ void bind_objects(nb::module_& m) {
         .def(
             "special_primes_at",
             [](const KContext& c, int level) {
-                if (level < 0 || level > c.owner->ctx->max_level())
-                    throw LevelError("special_primes_at: level " + std::to_string(level) + " is outside 0.." +
-                                     std::to_string(c.owner->ctx->max_level()));
-                return c.owner->ctx->rns().special_for(static_cast<std::size_t>(level) + 1);
+                return c.owner->ctx->rns().special_for(c.owner->ctx->check_level(level) + 1);
             },
             "level"_a,
             "The special primes of a Galois key made for levels up to `level` (keygen's galois_levels): the fewest "

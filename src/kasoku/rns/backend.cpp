@@ -335,6 +335,16 @@ void check_key(const RnsContext& r, const GadgetKey& key, std::size_t nq, std::s
                     (key.compact() || (key.a[j].num_q() == kq && key.a[j].num_p() == kp && key.a[j].ntt_form())),
                 op, "key digits must be NTT-form polynomials of one shape");
 }
+
+// The keys of one sum (at least one, none null, each as check_key takes it, all over the first key's special
+// primes): that count.
+std::size_t check_terms(const RnsContext& r, const std::vector<KeyTerm>& terms, std::size_t nq, const char* op) {
+    for (const KeyTerm& t : terms) require(t.key != nullptr, op, "null key");
+    check_key(r, *terms.front().key, nq, 0, op);
+    const std::size_t kp = terms.front().key->b_parts()[0].num_p();
+    for (const KeyTerm& t : terms) check_key(r, *t.key, nq, kp, op);
+    return kp;
+}
 }  // namespace
 
 GadgetKey Backend::drawn(const GadgetKey& key) const {
@@ -403,10 +413,7 @@ void Backend::key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTer
     require(c0.num_q() == d.num_q() && c0.num_p() == 0 && c0.ntt_form(), op,
             "c0 must be an NTT-form polynomial over Q_l");
     require(&out_b != &out_a, op, "the two outputs must be two polynomials");
-    for (const KeyTerm& t : terms) {
-        require(t.key != nullptr, op, "null key");
-        check_key(*ring_, *t.key, d.num_q(), terms[0].key ? terms[0].key->b_parts()[0].num_p() : 0, op);
-    }
+    check_terms(*ring_, terms, d.num_q(), op);
     std::vector<GadgetKey> keys;
     do_key_switch_sum_mod_down(d, terms_with_a_parts(terms, keys), c0, out_b, out_a, exec);
 }
@@ -435,11 +442,7 @@ void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vecto
                 "digits must be NTT form over Q_l * P");
     }
     // Over Q_l * P_k, the keys' special primes (the digits' first k special limbs are their ModUp to P_k).
-    for (const KeyTerm& t : terms) {
-        require(t.key != nullptr, op, "null key");
-        check_key(*ring_, *t.key, nq, terms[0].key ? terms[0].key->b_parts()[0].num_p() : 0, op);
-    }
-    const std::size_t kp = terms[0].key->b_parts()[0].num_p();
+    const std::size_t kp = check_terms(*ring_, terms, nq, op);
     shape(nq, kp, true, b);
     shape(nq, kp, true, a);
     if (c0) {
