@@ -457,6 +457,7 @@ STEPS = [
         "issue 64: an H16 key switch phase by phase (ModUp, inner product, ModDown; bench_keyswitch) on 1, 2, 4, 8, "
         "16 threads: where each phase stops scaling",
         lambda r: [
+            ["cmake", "-DKASOKU_BUILD_BENCH=ON", str(r.build)],  # the build step leaves the benchmarks out
             ["cmake", "--build", str(r.build), "--target", "bench_keyswitch"],
             *[[str(r.build / "bench" / "bench_keyswitch"), "--threads", str(t), "--reps", "5"] for t in THREADS],
         ],
