@@ -67,6 +67,9 @@ def main() -> int:
         type=float,
         help="compile's max_encoded_bytes in MB (transforms kept encoded, the rest at use); default nn_peers.COMPILE's",
     )
+    ap.add_argument(
+        "--max-memory-mb", type=float, help="compile's max_memory_bytes in MB (default: its memory classes)"
+    )
     ap.add_argument("--out", help="append the JSON line here too")
     ap.add_argument("--timeline", help="write every sample here (JSON: seconds, resident GB, phase, heap in use, free)")
     a = ap.parse_args()
@@ -104,6 +107,8 @@ def main() -> int:
     options = dict(nn_peers.COMPILE.get(a.model, {}))
     if a.max_encoded_mb is not None:
         options["max_encoded_bytes"] = int(a.max_encoded_mb * 1e6)
+    if a.max_memory_mb is not None:
+        options["max_memory_bytes"] = int(a.max_memory_mb * 1e6)
     compile_s, plan = harness.timed(
         lambda: ksnn.compile(net, x, calibration=data["x_cal"], threads=a.threads, **options)
     )
@@ -128,6 +133,8 @@ def main() -> int:
             "model": a.model,
             "threads": a.threads,
             "max_encoded_bytes": options.get("max_encoded_bytes"),
+            "max_memory_bytes": options.get("max_memory_bytes"),
+            "params": repr(plan.params),
             "compile_s": round(compile_s, 1),
             "keygen_s": round(keygen_s, 1),
             "inference_s": round(run_s, 1),

@@ -11,6 +11,7 @@ import kasoku as ks
 import kasoku.nn as ksnn
 import kasoku.nn.probe
 import kasoku.nn.runtime
+from kasoku.nn.ir import Bootstrap
 from kasoku.nn.activations import sign_stages
 from conftest import small_boot_params
 
@@ -485,9 +486,10 @@ def test_bootstrapping_parameters_are_chosen_for_the_plan():
         assert p.levels == levels and p.security == 128 and p.log_qp <= 1772
         assert p.boot_bits == p.special_bits == 50 and max(p.scale_bits, p.boot_bits, p.special_bits) <= 50
         fewer = p.dnum - 1
-        if fewer >= 3:  # one digit fewer leaves no room for 50-bit bootstrapping primes
+        if fewer >= 2:  # one digit fewer leaves no room for 50-bit bootstrapping primes
             alpha = -(-(1 + levels + _BOOT_LEVELS) // fewer)
             assert 60 + 40 * levels + _BOOT_LEVELS * 50 + alpha * 50 > 1772
+    assert _bootstrapping_params(7).dnum == 2 and _bootstrapping_params(8).dnum == 3
     assert _bootstrapping_params(10).dnum == 3 and _bootstrapping_params(12).dnum == 4
 
     def sign(d, i, o):
@@ -504,6 +506,61 @@ def test_bootstrapping_parameters_are_chosen_for_the_plan():
     assert ks.Parameters.for_circuit(33, 8, slots=1 << 15, integer_bits=20).log_n == 16
     assert _choose_params(steps[:12], 33, 1 << 15, None, True, 20).boot_levels == _BOOT_LEVELS
     assert _choose_params(steps[:12], 33, 1 << 15, None, False, 20).boot_levels == 0
+
+
+def test_bootstrapping_parameters_fit_the_memory_asked():
+    """With an estimate of each candidate's peak, params=None takes the fewest bootstraps among the parameters that fit
+    max_memory, or the smallest memory class any fits (4, 8, 16 GiB), or else the smallest estimate; without one, the
+    fewest bootstraps. Candidates: for each number of bootstraps, the fewest user levels that give it."""
+    from kasoku.nn.ir import Activation, Affine, ReluJoin
+    from kasoku.nn.placement import _choose_params, _place_bootstraps
+
+    def sign(d, i, o):
+        return Activation(f"s{o}", "sign", poly=ks.Polynomial([0.0] + [0.5] * d), degree=d, input=i, output=o)
+
+    steps, v = [], 0
+    for block in range(6):  # 11 levels a block, as above
+        a = Affine(f"a{block}", [v], v + 1, [], np.zeros(1), [], 1, diags=[{0: np.ones(1)}])
+        steps += [a, sign(15, v + 1, v + 2), sign(31, v + 2, v + 3), ReluJoin(f"r{block}", [v + 1, v + 3], v + 4)]
+        v += 4
+
+    def boots(p):
+        return sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, p.levels)[0])
+
+    gib = 1 << 30
+    seen = []
+
+    def estimate(p):  # a peak growing with the levels: 3 GiB at 5 levels, 0.5 GiB more a level
+        seen.append(p.levels)
+        return 3 * gib + (p.levels - 5) * gib // 2
+
+    def choose(*memory):
+        return _choose_params(steps, 66, 1 << 15, None, True, 20, *memory)
+
+    # candidates (levels: bootstraps): 5: 17, 6: 11, 9: 9, 10: 7, 11: 5 (7 and 8 give 11 too, with larger keys)
+    assert choose().levels == 11 and boots(choose()) == 5
+    lean = choose(estimate)
+    assert sorted(seen) == [5, 6, 9, 10, 11]  # one estimate per candidate
+    assert lean.levels == 6 and boots(lean) == 11  # 3.5 GiB: the 4 GiB class
+    assert choose(estimate, 6 * gib).levels == 11
+    assert choose(estimate, 5 * gib + gib // 4).levels == 9
+    assert choose(estimate, gib).levels == 5  # none fits: the smallest
+
+
+def test_the_memory_estimate_counts_the_keys_keygen_makes():
+    """The estimate compile makes of each candidate's keys (runtime._galois_levels with the steps' levels given and
+    their transforms' plans made for it) is the compiled plan's: the same Galois elements at the same levels."""
+    from kasoku.nn.runtime import _galois_levels
+
+    torch.manual_seed(10)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
+    calibration = torch.randn(64, 1, 4, 4)
+    plan = ksnn.compile(
+        model, calibration[:1], calibration=calibration, params=small_boot_params(4), threads=2, relu_eps=1 / 16
+    )
+    assert plan.bootstraps > 0
+    at = [getattr(s, "level", None) for s in plan.steps]
+    assert _galois_levels(plan.steps, plan.ctx, plan.bootstrapper, at, {}) == plan.galois_levels()
 
 
 def test_relu_by_sign_stages_with_bootstraps_between_them():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import time
 
 import numpy as np
@@ -14,9 +15,20 @@ import kasoku as ks
 from .activations import _SMOOTH, _STAGE_DEPTH, _degree_for, sign_polynomials
 from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2
 from .packing import _input_layout, _pack_affine
-from .placement import _choose_params, _first_past, _place_bootstraps, _units
+from .placement import _choose_params, _first_past, _memory_class, _place_bootstraps, _units
 from .probe import _probe
-from .runtime import Plan, _budget, _encode, _key_bytes, _plan_bootstrapper, _release_freed
+from .runtime import (
+    _ENCODED_BYTES,
+    Plan,
+    _budget,
+    _encode,
+    _galois_levels,
+    _key_bytes,
+    _keys_bytes,
+    _plan_bootstrapper,
+    _release_freed,
+    _working_bytes,
+)
 from .trace import _classify, _lower_max_pools, _name, _region, _run_nodes, _tensor_inputs, _torch, _trace
 
 
@@ -34,6 +46,43 @@ def _bootstrapper(ctx, held: int, threads):
         if best is None or cost < best[0]:
             best = (cost, b)
     return best[1]
+
+
+_POOL_BYTES = 256 << 20  # the free blocks each thread's pool may hold (src/kasoku/support/memory.cpp)
+# The heap's free blocks between live ones, beside what an inference holds: 0.6-0.7 GB (15-20 %) at SmallCNN's peaks
+# on 2 threads with 3 to 7 bootstraps (bench/nn_memory.py, Zen 5, docs/NN.md).
+_FREE_HEAP = 0.2
+
+
+def _resident_bytes() -> int:
+    """The process's resident memory now, after returning what it has freed (Linux; elsewhere 0)."""
+    _release_freed()
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _inference_bytes(steps, where, params, threads, elements: dict) -> int:
+    """What an inference under these bootstrapping parameters would add to the process on the CPU, estimated before
+    anything is encoded: the evaluation keys (compact, each for the levels it serves, the bootstrapper's for the widest
+    period bootstrapped; the layers' with the Galois elements of their first estimate's plans, kept in `elements`), the
+    bootstrapping plan with its transforms encoded at use, a bootstrap's hoisted working set, the block pool of each
+    thread, and the heap's free blocks (_FREE_HEAP). The layers' transforms are encoded at use here too (their budget
+    comes after)."""
+    ctx = ks.Context(params)
+    placed, input_level = _place_bootstraps(steps, ctx.user_level)
+    at = _levels(placed, ctx.user_level, input_level)[1]
+    boots = [s for s in placed if isinstance(s, Bootstrap)]
+    boot = None
+    if boots:
+        held = min(ctx.slots, max(where[s.input][1] for s in boots))
+        boot = ks.Bootstrapper(ctx, slots=held, real=True, at_use=True)
+    keys = _keys_bytes(ctx, _galois_levels(placed, ctx, boot, at, elements), boot)
+    plan = boot.plan_nbytes if boot is not None else 0
+    held = keys + plan + _working_bytes(ctx) + (threads or os.cpu_count() or 1) * _POOL_BYTES
+    return int(held * (1 + _FREE_HEAP))
 
 
 def _check_one_sample(torch, model, x0) -> None:
@@ -78,6 +127,7 @@ def compile(
     relu_eps: float = 1 / 64,
     relu_bits: int = 10,
     max_encoded_bytes: int | None = None,
+    max_memory_bytes: int | None = None,
 ):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
     dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals (default:
@@ -92,7 +142,12 @@ def compile(
     bootstrapping plan first, then the layers' smallest first; default 4 GiB on the CPU, half the device's memory on a
     GPU); the others are encoded at each use, for a few seconds each at N = 2^16 (a large network's diagonals over
     Q * P would take tens of GB; ResNet-20 on one Zen 5 thread: 134.5 s and 7.8 GB peak with 0, 121.5 s and 9.1 GB
-    with 1 GiB). Raises
+    with 1 GiB); by default, where params=None chose bootstrapping parameters on the CPU, at most half of what their
+    estimated peak leaves in its memory class. max_memory_bytes (params=None, bootstrapping on the CPU): the peak an
+    inference may take, estimated before compiling (the process's resident memory, the keys, the bootstrapping plan, a
+    bootstrap's working set and each thread's block pool): the parameters of the fewest bootstraps that fit it (more
+    user levels between bootstraps cost larger keys); by default the smallest of 4, 8 and 16 GiB that any fits (a CNN
+    of four ReLUs on 3 x 32 x 32 inputs: 7 bootstraps in 3.7 GB, where the fewest, 3, took 6.2 GB). Raises
     ks.ParameterError naming the layer for what it cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()
@@ -213,7 +268,18 @@ def compile(
     slots = max([_pow2(dim0)] + [max(s.p_in, s.p_out) for s in steps if isinstance(s, Affine)])
     if params is None or params == "auto":
         integer_bits = min(30, max(8, math.ceil(math.log2(2 * max(peaks.values()) + 1e-300)) + 1))
-        params = _choose_params(steps, depth, slots, precision_bits, bootstrap, integer_bits)
+        estimate = None
+        if bootstrap and device == "cpu":
+            base, elements = _resident_bytes(), {}
+            estimate = lambda p: base + _inference_bytes(steps, where, p, threads, elements)  # noqa: E731
+        params = _choose_params(
+            steps, depth, slots, precision_bits, bootstrap, integer_bits, estimate, max_memory_bytes
+        )
+        if estimate is not None and params.boot_levels > 0 and max_encoded_bytes is None:
+            peak = estimate(params)
+            if (limit := _memory_class(peak, max_memory_bytes)) is not None:
+                # half of what the estimate leaves (its free blocks are a measured share, not a bound)
+                max_encoded_bytes = min(_ENCODED_BYTES, max(0, limit - peak) // 2)
     ctx = ks.Context(params, threads=threads, device=device)
     if ctx.slots < slots:
         raise ks.ParameterError(

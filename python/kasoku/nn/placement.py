@@ -152,13 +152,14 @@ def _bootstrapping_params(levels: int):
     (the default bootstrapper's CoeffToSlot 4, EvalMod 8, SlotToCoeff 4: with ResNet-20's 12 user levels, 4.7 s a
     real-slot bootstrap against 5.5 s with 14 levels and three transforms each, a plan of 0.55 GB against 1.47 GB,
     2 bits less in the worst slot (dnum 4 then fits, not 3); Zen 5, one thread, docs/NN.md) and an ephemeral sparse
-    secret of weight 32 (as BOOT16), at 128-bit security, with the smallest keys: the fewest key-switching digits (3,
-    then 4, 5, 6) that fit, with special primes of 50 bits (P as large as the largest digit). Every prime but q_0 is
+    secret of weight 32 (as BOOT16), at 128-bit security, with the smallest keys: the fewest key-switching digits (2,
+    then 3, 4, 5, 6) that fit, with special primes of 50 bits (P as large as the largest digit; 2 digits fit up to 7
+    user levels, where a key at the top is half the size of one with 4 digits). Every prime but q_0 is
     below 2^50, where the AVX-512-IFMA kernels take it: a bootstrap 12 % faster than with 53-bit primes (Zen 5, one
     thread), for 17 bits of precision instead of 20 (mean; 15 and 18 worst, with 14 bootstrapping levels). None where
     none fits."""
     primes = 1 + levels + _BOOT_LEVELS
-    for dnum in (3, 4, 5, 6):
+    for dnum in (2, 3, 4, 5, 6):
         try:
             return ks.Parameters(
                 log_n=16,
@@ -178,13 +179,32 @@ def _bootstrapping_params(levels: int):
     return None
 
 
-def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: bool, integer_bits: int):
+# The memory classes params=None tries in turn (a laptop of 8 or 16 GB, a workstation): the fastest parameters whose
+# estimated peak fits the smallest class that any fits. A CNN of four ReLUs on 3 x 32 x 32 inputs: 3.7 GB with 2 key-
+# switching digits and 7 user levels (7 bootstraps) where 4 digits and 12 levels (3 bootstraps) took 6.2 GB.
+_MEMORY_CLASSES = (4 << 30, 8 << 30, 16 << 30)
+
+
+def _memory_class(estimate: int, max_memory_bytes: int | None) -> int | None:
+    """The memory a plan of this estimated peak is held to: max_memory_bytes, or the smallest class it fits (None:
+    none)."""
+    if max_memory_bytes is not None:
+        return int(max_memory_bytes)
+    return next((c for c in _MEMORY_CLASSES if estimate <= c), None)
+
+
+def _choose_params(
+    steps, depth: int, slots: int, precision_bits, bootstrap: bool, integer_bits: int, estimate=None, max_memory=None
+):
     """Parameters.for_circuit for the plan (q_0 integer_bits above the scale: the largest value with the margin, and
     at least 8, the room a product at level 1 needs before its rescale). precision_bits None: the most precision (up
     to 20 bits) that the smallest ring holding the plan at 8 bits gives with the same number of primes (so at the same
     speed). A plan no 128-bit ring holds, or one that would need N = 2^16 and more than 14 levels, when bootstrap is
-    on: bootstrapping parameters (_bootstrapping_params) with the fewest user levels between bootstraps that give the
-    fewest bootstraps (fewer levels: smaller keys, cheaper steps, each from the deepest step's depth up to 14)."""
+    on: bootstrapping parameters (_bootstrapping_params), for each number of bootstraps those with the fewest user
+    levels that give it (fewer levels: smaller keys, cheaper steps, each from the deepest step's depth up to 14). Of
+    those, without `estimate` (params -> the peak bytes an inference would take): the fewest bootstraps; with it, the
+    fewest bootstraps among those whose estimate fits max_memory bytes, or by default the smallest of _MEMORY_CLASSES
+    any fits (else the smallest estimate)."""
 
     def fit(bits, d=depth):  # None where no 128-bit ring holds it
         try:
@@ -192,16 +212,23 @@ def _choose_params(steps, depth: int, slots: int, precision_bits, bootstrap: boo
         except ks.ParameterError:
             return None
 
-    def bootstrapping():  # the fewest user levels that give the fewest bootstraps; None where none holds the plan
-        best = None
+    def bootstrapping():  # None where no bootstrapping parameters hold the plan
+        fewest: dict[int, ks.Parameters] = {}  # bootstraps -> the parameters of the fewest levels that give them
         for levels in range(max(st.depth for st in steps), _MAX_USER_LEVELS + 1):
             p = _bootstrapping_params(levels)
             if p is None or p.slots < slots:
                 continue
-            count = sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, levels)[0])
-            if best is None or count < best[0]:
-                best = (count, p)
-        return None if best is None else best[1]
+            fewest.setdefault(sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, levels)[0]), p)
+        if not fewest:
+            return None
+        if estimate is None:
+            return fewest[min(fewest)]
+        size = {count: estimate(p) for count, p in fewest.items()}
+        classes = [int(max_memory)] if max_memory is not None else list(_MEMORY_CLASSES)
+        for limit in classes:
+            if fits := [count for count in fewest if size[count] <= limit]:
+                return fewest[min(fits)]
+        return fewest[min(fewest, key=lambda count: size[count])]
 
     try:
         params = ks.Parameters.for_circuit(depth, precision_bits or 8, slots=slots, integer_bits=integer_bits)

@@ -73,17 +73,7 @@ class Plan:
         steps at the transform's level, its rotate-and-sum one level below; bootstrapping's where a bootstrap uses them
         (Bootstrapper.galois_levels: CoeffToSlot's at the top, SlotToCoeff's lower). keygen makes each key for those
         levels only (over Q_level * P, with the digits of Q_level)."""
-        levels: dict[int, int] = {}
-        for s in self.steps:
-            if isinstance(s, Affine):
-                uses = [(g, s.level) for plan in s.plans for g in plan[2]]
-                uses += [(self.ctx.galois_element(k), s.level - 1) for k in s.sums]
-                for g, level in uses:
-                    levels[g] = max(level, levels.get(g, -1))
-        if self.bootstrapper is not None:
-            for g, level in self.bootstrapper.galois_levels().items():
-                levels[g] = max(level, levels.get(g, -1))
-        return levels
+        return _galois_levels(self.steps, self.ctx, self.bootstrapper)
 
     def key_bytes(self, compact: bool | None = None) -> int:
         """The memory of the evaluation keys keygen makes, from their shapes (before any is made): the
@@ -91,28 +81,17 @@ class Plan:
         need (ctx.special_primes_at; its b-parts only where
         keygen makes them compact: bootstrapping key sets on the CPU; compact=True/False: as if so), bootstrapping's
         encapsulation keys."""
-        p, ctx = self.params, self.ctx
-        if compact is None:
-            compact = self.bootstrapper is not None and ctx.device == "cpu"
-        top = ctx.max_level
-        total = _key_bytes(ctx, top, 2, whole=True) + sum(
-            _key_bytes(ctx, lv, 1 if compact else 2) for lv in self.galois_levels().values()
-        )
-        if self.bootstrapper is not None and p.boot_secret_weight > 0:
-            # to the sparse secret (q_0 * p_0, one digit), and back
-            total += 8 * 2 * p.n * 2 + _key_bytes(ctx, top, 2, whole=True)
-        return total
+        return _keys_bytes(self.ctx, self.galois_levels(), self.bootstrapper, compact)
 
     def memory(self) -> dict[str, int]:
         """What the plan holds and needs, in bytes: the evaluation keys (key_bytes), the bootstrapping plan, the
         transforms kept encoded, the sparse weights, and on a GPU (keys whole there, and a bootstrap's hoisted baby
         steps: 16 ciphertexts over Q * P at the top) the device memory an inference needs, an estimate."""
-        p = self.params
         affine = [s for s in self.steps if isinstance(s, Affine)]
         boot = self.bootstrapper.plan_nbytes if self.bootstrapper is not None else 0
         kept = sum(lt.nbytes for s in affine if s.lts is not None for lt in s.lts)
         weights = sum(a.nbytes for s in affine for W in s.Ws for a in W.nonzero())
-        working = 16 * 2 * (self.ctx.max_level + 1 + p.special_primes) * p.n * 8
+        working = _working_bytes(self.ctx)
         return {
             "keys": self.key_bytes(),
             "bootstrap_plan": boot,
@@ -256,6 +235,9 @@ class Plan:
                 if s.bias is not None:
                     out = ev.add_plain(out, s.bias)
             elif isinstance(s, Bootstrap):
+                # the heap's free blocks back to the system before the largest working set: SmallCNN (6 bootstraps,
+                # 2 threads) peaked at 4.5 GB instead of 4.8, in the same time
+                _release_freed()
                 out = ev.bootstrap(ins[0], self.bootstrapper, threads=threads)
             elif isinstance(s, ReluJoin):
                 prod = ev.multiply(ins[0], ins[1], threads=threads)
@@ -321,6 +303,47 @@ def load(
     )
 
 
+def _galois_levels(steps, ctx, bootstrapper, at=None, elements=None) -> dict[int, int]:
+    """Plan.galois_levels of these steps and this bootstrapper: each Affine step at its level with its transforms'
+    plans, or (at) at at[i] for steps[i] with the Galois elements of plans made for ctx at that level, kept in
+    `elements` by step (an estimate for other levels: a plan's split between baby and giant steps depends on its
+    level, and making ResNet-20's takes 13 s)."""
+    levels: dict[int, int] = {}
+    elements = {} if elements is None else elements
+    for i, s in enumerate(steps):
+        if isinstance(s, Affine):
+            level = s.level if at is None else at[i]
+            if at is None:
+                gs = [g for plan in s.plans for g in plan[2]]
+            else:
+                if id(s) not in elements:
+                    elements[id(s)] = [g for o in s.offsets for g in ks.LinearTransform.plan(ctx, o, level=level)[2]]
+                gs = elements[id(s)]
+            uses = [(g, level) for g in gs]
+            uses += [(ctx.galois_element(k), level - 1) for k in s.sums]
+            for g, lv in uses:
+                levels[g] = max(lv, levels.get(g, -1))
+    if bootstrapper is not None:
+        for g, lv in bootstrapper.galois_levels().items():
+            levels[g] = max(lv, levels.get(g, -1))
+    return levels
+
+
+def _keys_bytes(ctx, galois_levels: dict, bootstrapper, compact: bool | None = None) -> int:
+    """Plan.key_bytes for these Galois keys' levels and this bootstrapper."""
+    p = ctx.params
+    if compact is None:
+        compact = bootstrapper is not None and ctx.device == "cpu"
+    top = ctx.max_level
+    total = _key_bytes(ctx, top, 2, whole=True) + sum(
+        _key_bytes(ctx, lv, 1 if compact else 2) for lv in galois_levels.values()
+    )
+    if bootstrapper is not None and p.boot_secret_weight > 0:
+        # to the sparse secret (q_0 * p_0, one digit), and back
+        total += 8 * 2 * p.n * 2 + _key_bytes(ctx, top, 2, whole=True)
+    return total
+
+
 def _key_bytes(ctx, level: int, parts: int, whole: bool = False) -> int:
     """The memory of a key switching key for levels up to `level` (over Q_level * P_k, one pair of parts per digit of
     Q_level, P_k the special primes those levels need: ctx.special_primes_at; a compact key: its b-parts, one part).
@@ -328,6 +351,13 @@ def _key_bytes(ctx, level: int, parts: int, whole: bool = False) -> int:
     p = ctx.params
     special = p.special_primes if whole else ctx.special_primes_at(level)
     return 8 * -(-(level + 1) // p.alpha) * (level + 1 + special) * p.n * parts
+
+
+def _working_bytes(ctx) -> int:
+    """A bootstrap's hoisted baby steps: 16 ciphertexts over Q * P at the top, the most an inference holds at once
+    beyond its values (an estimate)."""
+    p = ctx.params
+    return 16 * 2 * (ctx.max_level + 1 + p.special_primes) * p.n * 8
 
 
 def _release_freed() -> None:
