@@ -81,8 +81,8 @@ def _inference_bytes(steps, where, params, threads, elements: dict) -> int:
         boot = ks.Bootstrapper(ctx, slots=held, real=True, at_use=True)
     keys = _keys_bytes(ctx, _galois_levels(placed, ctx, boot, at, elements), boot)
     plan = boot.plan_nbytes if boot is not None else 0
-    held = keys + plan + _working_bytes(ctx) + (threads or os.cpu_count() or 1) * _POOL_BYTES
-    return int(held * (1 + _FREE_HEAP))
+    total = keys + plan + _working_bytes(ctx) + (threads or os.cpu_count() or 1) * _POOL_BYTES
+    return int(total * (1 + _FREE_HEAP))
 
 
 def _check_one_sample(torch, model, x0) -> None:
@@ -147,7 +147,8 @@ def compile(
     inference may take, estimated before compiling (the process's resident memory, the keys, the bootstrapping plan, a
     bootstrap's working set and each thread's block pool): the parameters of the fewest bootstraps that fit it (more
     user levels between bootstraps cost larger keys); by default the smallest of 4, 8 and 16 GiB that any fits (a CNN
-    of four ReLUs on 3 x 32 x 32 inputs: 7 bootstraps in 3.7 GB, where the fewest, 3, took 6.2 GB). Raises
+    of four ReLUs on 3 x 32 x 32 inputs on 2 threads: 7 bootstraps in 3.6 GB, where the fewest, 3, took 6.2 GB with
+    no transform kept). Raises
     ks.ParameterError naming the layer for what it cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()
