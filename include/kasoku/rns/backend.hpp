@@ -197,9 +197,10 @@ public:
     void mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
                   RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
     // ModDown, the additions and a rescale in one base conversion per polynomial, for the pair: b = round((b + P add_b) /
-    // (P q_l)), a likewise, over Q_{l-1}, for b and a over Q_l * P (l >= 1), the addends over Q_l or null.
-    // @throws InternalError for foreign operands, b and a not both in NTT form over one Q_l * P (all special primes,
-    //     l >= 1), addends that are foreign or not in NTT form over Q_l, or b and a one polynomial
+    // (P q_l)), a likewise, over Q_{l-1}, for b and a over Q_l * P (l >= 1), the addends over Q_l or null. Over a
+    // prefix P_k of the special primes (a key made for low levels): mod_down, then the rescale (the same values).
+    // @throws InternalError for foreign operands, b and a not both in NTT form over one Q_l * P_k (l >= 1), addends
+    //     that are foreign or not in NTT form over Q_l, or b and a one polynomial
     void mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec exec) const;
     // x_i += d_i * P mod q_i on the q-limbs i in [first, first + count) (count = npos: to the last one); d and x
     // have the same number of q-limbs and form. Lifts d into the Q_l * P basis as d * P.
@@ -218,29 +219,29 @@ public:
     // @throws InternalError for a d as mod_up refuses it, or a key that is not dnum(m) NTT-form digits of one shape
     //     over Q_m * P_k with m >= l (its b- and a-parts, or a compact key's b-parts)
     void key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const;
-    // key_switch(d, key) followed by mod_down(.., add_b, add_a, galois_elt, out_b, out_a) or, with `rescale` (g = 1, a key
-    // over all of P, l >= 1), by mod_down_rescale(.., add_b, add_a): the same results, in one call, so that a backend can
-    // run the inner product and ModDown limb by limb without the pair over Q_l * P in memory (the CPU backend does).
-    // @throws InternalError for a d or key as key_switch refuses them (with `rescale`: a key over all of P), a rescale
-    //     with g != 1 or l = 0, outputs that are one polynomial, or addends that are foreign or not in NTT form over
-    //     Q_l
+    // key_switch(d, key) followed by mod_down(.., add_b, add_a, galois_elt, out_b, out_a) or, with `rescale` (g = 1,
+    // l >= 1), by mod_down_rescale(.., add_b, add_a): the same results, in one call, so that a backend can run the inner
+    // product and ModDown limb by limb without the pair over Q_l * P in memory (the CPU backend does).
+    // @throws InternalError for a d or key as key_switch refuses them, a rescale with g != 1 or l = 0, outputs that
+    //     are one polynomial, or addends that are foreign or not in NTT form over Q_l
     // @throws ParameterError for a galois_elt other than 1 that is even or >= 2n
     void key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
                              u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
     // The sum form of hoisting in one call: inner_product(mod_up(d), terms, c0) followed by mod_down with the sum of c0's
     // images as addend, i.e. out_b = round(sum_e psi_{g_e}(<ModUp(d), key_e.b>) / P) + sum_e psi_{g_e}(c0), out_a
     // likewise without c0; the same results, and a backend may run it limb by limb without the digits or the pair over
-    // Q_l * P in memory (the CPU backend does).
+    // Q_l * P in memory (the CPU backend does). The keys may be over a prefix P_k of the special primes, one k for all.
     // @throws InternalError for a d as mod_up refuses it, a foreign c0 or one not in NTT form over d's Q_l, no term,
-    //     a null key or one as key_switch refuses it (over all of P), or outputs that are one polynomial
+    //     a null key or one as key_switch refuses it, keys over different P_k, or outputs that are one polynomial
     // @throws ParameterError for a galois_elt of a term, other than 1, that is even or >= 2n
     void key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0, RnsPoly& out_b,
                                  RnsPoly& out_a, Exec exec) const;
-    // b = sum_e psi_{g_e}(<digits, key_e.b>), a likewise, over Q_l * P (keys over Q_m * P, m >= l); with c0 (over Q_l) also
+    // b = sum_e psi_{g_e}(<digits, key_e.b>), a likewise, over Q_l * P_k (digits over Q_l * P, keys over Q_m * P_k,
+    // m >= l, one k for all: the digits' first k special limbs are read); with c0 (over Q_l) also
     // c0_out = sum_e psi_{g_e}(c0). Each product limb is permuted and accumulated while it is in cache.
     // @throws InternalError for no digits or terms, another number of digits than their level has, foreign digits or
-    //     ones not in NTT form over Q_l * P, a null key or one as key_switch refuses it (over all of P), or a c0 that
-    //     is foreign, not in NTT form over Q_l, or without its own c0_out
+    //     ones not in NTT form over Q_l * P, a null key or one as key_switch refuses it, keys over different P_k, or a
+    //     c0 that is foreign, not in NTT form over Q_l, or without its own c0_out
     // @throws ParameterError for a galois_elt of a term, other than 1, that is even or >= 2n
     void inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
                        const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const;

@@ -224,22 +224,31 @@ Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::v
     exec = ctx_->exec(exec);
     detail::check_relinearised(a, "key switching");
     const auto keys = detail::galois_keys(*this, elts, a.key_id, a.level(), true);
-    // The keys grouped by their special primes (keys made for different levels: KeyGenerator::galois_key): for each
-    // group, decompose, inner_product_sum and mod_down (with its elements' images of c0) in one backend call.
+    // The keys grouped by their special primes (keys made for different levels: KeyGenerator::galois_key).
     std::map<std::size_t, std::vector<rns::KeyTerm>> groups;
     for (std::size_t e = 0; e < elts.size(); ++e)
         groups[keys[e]->b_parts().front().num_p()].push_back({keys[e].get(), elts[e]});
+    const rns::Backend& be = ctx_->backend();
     Ciphertext out;
     out.polys.resize(2);
-    for (const auto& [np, terms] : groups) {
-        if (out.polys[0].empty()) {
-            ctx_->backend().key_switch_sum_mod_down(a.polys[1], terms, a.polys[0], out.polys[0], out.polys[1], exec);
-            continue;
+    if (groups.size() == 1) {  // decompose, inner_product_sum and mod_down in one backend call
+        be.key_switch_sum_mod_down(a.polys[1], groups.begin()->second, a.polys[0], out.polys[0], out.polys[1], exec);
+    } else {
+        // One ModUp for every group; each group's inner product over its P_k (the digits' first k special limbs) and
+        // its ModDown, with its elements' images of c0 added there.
+        const std::vector<RnsPoly> digits = be.mod_up(a.polys[1], exec);
+        for (const auto& [np, terms] : groups) {
+            RnsPoly b, c, c0_sum, down_b, down_a;
+            be.inner_product(digits, terms, b, c, &a.polys[0], &c0_sum, exec);
+            be.mod_down(b, c, &c0_sum, nullptr, 1, down_b, down_a, exec);
+            if (out.polys[0].empty()) {
+                out.polys[0] = std::move(down_b);
+                out.polys[1] = std::move(down_a);
+            } else {
+                be.add(out.polys[0], down_b, out.polys[0], exec);
+                be.add(out.polys[1], down_a, out.polys[1], exec);
+            }
         }
-        RnsPoly b, c;
-        ctx_->backend().key_switch_sum_mod_down(a.polys[1], terms, a.polys[0], b, c, exec);
-        ctx_->backend().add(out.polys[0], b, out.polys[0], exec);
-        ctx_->backend().add(out.polys[1], c, out.polys[1], exec);
     }
     detail::stamp(out, a, a.scale);
     return out;
