@@ -271,8 +271,13 @@ def compile(
         integer_bits = min(30, max(8, math.ceil(math.log2(2 * max(peaks.values()) + 1e-300)) + 1))
         estimate = None
         if bootstrap and device == "cpu":
-            base, elements = _resident_bytes(), {}
-            estimate = lambda p: base + _inference_bytes(steps, where, p, threads, elements)  # noqa: E731
+            base, elements, sizes = _resident_bytes(), {}, {}
+
+            def estimate(p):  # each candidate's once (the chosen one is asked again below)
+                if p.levels not in sizes:
+                    sizes[p.levels] = base + _inference_bytes(steps, where, p, threads, elements)
+                return sizes[p.levels]
+
         params = _choose_params(
             steps, depth, slots, precision_bits, bootstrap, integer_bits, estimate, max_memory_bytes
         )

@@ -224,11 +224,9 @@ def _choose_params(
         if estimate is None:
             return fewest[min(fewest)]
         size = {count: estimate(p) for count, p in fewest.items()}
-        classes = [int(max_memory)] if max_memory is not None else list(_MEMORY_CLASSES)
-        for limit in classes:
-            if fits := [count for count in fewest if size[count] <= limit]:
-                return fewest[min(fits)]
-        return fewest[min(fewest, key=lambda count: size[count])]
+        limit = _memory_class(min(size.values()), max_memory)  # the smallest class any fits
+        fits = [count for count in fewest if limit is not None and size[count] <= limit]
+        return fewest[min(fits)] if fits else fewest[min(fewest, key=size.get)]
 
     try:
         params = ks.Parameters.for_circuit(depth, precision_bits or 8, slots=slots, integer_bits=integer_bits)
