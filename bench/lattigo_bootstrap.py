@@ -4,6 +4,7 @@ and runs it, one JSON line per case, in its own process.
 
     python3 bench/lattigo_bootstrap.py --setup [--mirror-root DIR] [--tag v6.2.0]
     python3 bench/lattigo_bootstrap.py --cases dense sparse-h192 dense-slots4096 --threads 1 --reps 2 --out run.jsonl
+    python3 bench/lattigo_bootstrap.py --cases dense --log-slots 14 --threads 1 --reps 2 --out run.jsonl   # 2^14 slots
     .venv/bin/python bench/bootstrap.py --params BOOT16 --threads 1 --reps 2 --out run.jsonl   # kasoku, same run
 
 --setup (needs Go and Lattigo's sources, no network beyond pip):
@@ -268,6 +269,8 @@ def run(args):
         cmd = [binary, "--case", case, "--reps", str(args.reps), "--threads", str(args.threads), "--input", args.input]
         if args.stages:
             cmd.append("--stages")
+        if args.log_slots:
+            cmd += ["--log-slots", str(args.log_slots)]
         log(" ".join(cmd) + " (GOMAXPROCS=%d)" % args.threads)
         r = subprocess.run(cmd, env=dict(os.environ, GOMAXPROCS=str(args.threads)), stdout=subprocess.PIPE, text=True)
         if r.returncode != 0:
@@ -297,6 +300,9 @@ def main():
     ap.add_argument("--binary", default=BINARY)
     ap.add_argument("--cases", nargs="+", choices=CASES, default=["dense"])
     ap.add_argument("--threads", type=int, default=1, help="GOMAXPROCS")
+    ap.add_argument(
+        "--log-slots", type=int, default=0, help="the cases' LogSlots instead (e.g. 14: 2^14 slots; 0: the case's)"
+    )
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--input", default="disk", choices=["disk", "square"], help="unit disk (default) or [-1,1]^2")
     ap.add_argument("--stages", action="store_true", help="one more bootstrap per case, timed stage by stage")

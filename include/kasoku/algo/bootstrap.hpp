@@ -54,9 +54,10 @@ struct BootstrapConfig {
     int stc_levels = 0;
     int double_angle = 3;  // r, 0..8
     // log2 K wanted, 4..30 (K lands in [2^this, 2^(this+1)) or below when q_0 is small); 0: with bootstrapping levels,
-    // round(4 + 0.4 (boot_bits - 55) + 0.75 (16 - log_n)) within 4..30, fitted to the best measured precision at
-    // N = 2^10..2^16 and 50-60-bit bootstrapping primes (docs/BOOTSTRAPPING.md: the noise of smaller primes and larger
-    // rings outweighs the sine's curvature); 8 without.
+    // round(4 + 0.4 (boot_bits - 55) + 0.75 (16 - log_n)) + floor(log2(g) / 2) within 4..30, fitted to the best
+    // measured precision at N = 2^10..2^16 and 50-60-bit bootstrapping primes (docs/BOOTSTRAPPING.md: the noise of
+    // smaller primes and larger rings outweighs the sine's curvature), g = n / (2 slots) for sparse slots (their
+    // coefficients are sqrt(g) times larger); 8 without.
     int log_message_ratio = 0;
     double k_bound = 0;  // bound on |I|; 0: 6 standard deviations of I for the weight of the secret ModRaise sees
     std::size_t cos_degree = 0;  // degree of the cosine interpolant; 0: the least 2^d - 1 within 2^-42 on [-1, 1]

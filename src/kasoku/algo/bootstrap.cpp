@@ -159,10 +159,17 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
         throw ParameterError("bootstrapping: arcsine_degree must be 0 (off) or odd in 3..15, not " +
                              std::to_string(cfg.arcsine_degree));
     if (cfg.log_message_ratio == 0) {
+        // Sparse slots (g = n / (2 s) copies of each value): the message's nonzero coefficients are sqrt(g) times
+        // those of full slots of the same values, and the best K grows with them (the sine's curvature against
+        // EvalMod's noise), rounded down: + floor(log2(g) / 2) (measured at BOOT16 with 2^12..2^14 slots,
+        // docs/BOOTSTRAPPING.md).
         const auto& p = ctx.params();
+        const int sparse_bits = std::countr_zero(ctx.slots() / plan.slots) / 2;
         cfg.log_message_ratio =
             p.boot_levels > 0
-                ? std::clamp(static_cast<int>(std::lround(4 + 0.4 * (p.boot_bits - 55) + 0.75 * (16 - p.log_n))), 4, 30)
+                ? std::clamp(
+                      static_cast<int>(std::lround(4 + 0.4 * (p.boot_bits - 55) + 0.75 * (16 - p.log_n))) + sparse_bits,
+                      4, 30)
                 : 8;
     }
     check_range("log_message_ratio", cfg.log_message_ratio, 4, 30);
