@@ -15,7 +15,9 @@
 #pragma once
 #include <array>
 #include <complex>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -399,12 +401,19 @@ private:
                              const rns::RnsPoly* add_b, const rns::RnsPoly* add_a, std::uint64_t galois_elt,
                              Exec exec) const;
     void check_scale_fits(double scale, int level, const char* op) const;
-    Plaintext i_monomial(int level, Exec exec) const;  // X^(n/2) at `level`, scale 1
+    // X^(n/2) at `level`, scale 1: made once per level and kept (shared by the copies of this evaluator), so that a
+    // product by i costs no encoding and, on a device, no transfer from the host.
+    const Plaintext& i_monomial(int level, Exec exec) const;
     double plain_scale(const Ciphertext& a) const;
 
     ContextPtr ctx_;
     std::shared_ptr<const EvaluationKeys> keys_;
     Encoder encoder_;
+    struct Monomials {
+        std::mutex mu;
+        std::map<int, std::unique_ptr<const Plaintext>> at;  // by level; an entry, once made, never changes
+    };
+    std::shared_ptr<Monomials> i_monomials_ = std::make_shared<Monomials>();
 };
 
 }  // namespace kasoku::ckks

@@ -103,6 +103,10 @@ public:
     void from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const;
     // @throws InternalError for a foreign out
     void from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const;
+    // out (its shape and form set by the caller) = from_signed(centered_q0(a)): a's residues mod q_0 (a in NTT form),
+    // centered in (-q_0/2, q_0/2], over out's primes. ModRaise; on a device the coefficients stay there.
+    // @throws InternalError for a foreign a or out, or an a without limbs
+    void raise_q0(const RnsPoly& a, RnsPoly& out, Exec exec) const;
 
     // ---- element-wise (a and b of one shape; out takes a's shape and may be a or b)
     // @throws InternalError for a foreign a, or a b of another shape
@@ -258,6 +262,8 @@ protected:
     virtual void do_download(const RnsPoly& a, const LimbReader& read, std::size_t limbs, Exec exec) const = 0;
     virtual void do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const = 0;
     virtual void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const = 0;
+    // Default: centered_q0 on the host, then from_signed.
+    virtual void do_raise_q0(const RnsPoly& a, RnsPoly& out, Exec exec) const;
     virtual void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const = 0;
     virtual void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const = 0;
     virtual void do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const = 0;

@@ -494,7 +494,7 @@ Ciphertext mod_raise(const ckks::Evaluator& ev, const Ciphertext& a, int level, 
     Ciphertext r = a;
     for (rns::RnsPoly& p : r.polys) {
         rns::RnsPoly out = be.poly(static_cast<std::size_t>(level) + 1, 0, true);
-        be.from_signed(rns::centered_q0(be, p, exec).data(), out, exec);
+        be.raise_q0(p, out, exec);
         p = std::move(out);
     }
     return r;

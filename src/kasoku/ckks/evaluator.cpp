@@ -131,14 +131,19 @@ Ciphertext Evaluator::negate(const Ciphertext& a, Exec exec) const {
 }
 
 // i in every slot is the monomial X^(n/2): encoded at scale 1 it is exact.
-Plaintext Evaluator::i_monomial(int level, Exec exec) const {
-    return encoder_.encode(std::vector<std::complex<double>>(ctx_->slots(), {0.0, 1.0}), 1.0, level, exec);
+const Plaintext& Evaluator::i_monomial(int level, Exec exec) const {
+    std::lock_guard<std::mutex> lock(i_monomials_->mu);
+    auto& made = i_monomials_->at[level];
+    if (!made)
+        made = std::make_unique<const Plaintext>(
+            encoder_.encode(std::vector<std::complex<double>>(ctx_->slots(), {0.0, 1.0}), 1.0, level, exec));
+    return *made;
 }
 
 Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);
-    const Plaintext mono = i_monomial(a.level(), exec);
+    const Plaintext& mono = i_monomial(a.level(), exec);
     Ciphertext r = a;
     for (auto& p : r.polys) ctx_->backend().mul(p, mono.poly, p, exec);
     return r;
@@ -415,7 +420,7 @@ void Evaluator::combine(const std::vector<const Ciphertext*>& xs, const std::vec
             be.add_constant(parts[part][0], integer_residues(ctx_->rns(), cst[part] * target), parts[part][0], exec);
     }
     if (!parts[1][0].empty()) {
-        const Plaintext mono = i_monomial(static_cast<int>(limbs) - 1, exec);
+        const Plaintext& mono = i_monomial(static_cast<int>(limbs) - 1, exec);
         for (auto& p : parts[1]) be.mul(p, mono.poly, p, exec);
         if (parts[0][0].empty()) {
             for (std::size_t comp = 0; comp < 2; ++comp) parts[0][comp] = std::move(parts[1][comp]);

@@ -157,6 +157,7 @@ protected:
     void do_download(const RnsPoly& a, const rns::LimbReader& read, std::size_t limbs, Exec) const override;
     void do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec) const override { from_signed_any(coeffs, out); }
     void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec) const override { from_signed_any(coeffs, out); }
+    void do_raise_q0(const RnsPoly& a, RnsPoly& out, Exec) const override;
     void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override {
         ewise<kern::Op::add>(out, &a, &b);
     }
@@ -377,6 +378,22 @@ void GpuBackend::from_signed_any(const Int* coeffs, RnsPoly& out) const {
         items.push_back({words(out) + r.limb * n_, static_cast<u32>(r.prime), static_cast<u32>(r.limbs)});
     launch::run<kern::FromSigned>(mem(), s, items);
     up.wipe();  // a secret key comes this way (a fill queued after the reduction)
+    if (out.ntt_form()) do_to_ntt(out, {});
+}
+
+// ModRaise on the device: q_0's limb of a, in coefficient form, read centered by every limb of out.
+void GpuBackend::do_raise_q0(const RnsPoly& a, RnsPoly& out, Exec) const {
+    RnsPoly c = poly(1, 0, a.ntt_form());
+    mem().copy(words(a), n_, words(c));
+    if (c.ntt_form()) do_from_ntt(c, {});
+    kern::FsShared s{};
+    s.r = ring_;
+    s.coeffs = words(c);
+    s.centered = 1;
+    std::vector<kern::FsItem> items;
+    for (const Run& r : runs(out.num_q(), out.num_p()))
+        items.push_back({words(out) + r.limb * n_, static_cast<u32>(r.prime), static_cast<u32>(r.limbs)});
+    launch::run<kern::FromSigned>(mem(), s, items);
     if (out.ntt_form()) do_to_ntt(out, {});
 }
 

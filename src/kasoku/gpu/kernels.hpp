@@ -188,7 +188,9 @@ struct Tensor {
 
 // The residues of n signed coefficients (64-bit words, or 128-bit as (low, high) word pairs when `wide`) in a run of
 // limbs: out[l][c] = coeffs[c] mod q_(prime + l), coefficient form (the CPU backend's from_signed: ModRaise,
-// encapsulation, encryption). The coefficients are uploaded once and read by every limb.
+// encapsulation, encryption). The coefficients are uploaded once and read by every limb. `centered`: the coefficients
+// are residues mod q_0 on the device (a limb in coefficient form), read as their centered values in
+// (-q_0 / 2, q_0 / 2] (Backend::raise_q0: ModRaise without a trip through the host).
 struct FsItem {
     u64* out;
     u32 prime, limbs;
@@ -196,7 +198,7 @@ struct FsItem {
 struct FsShared {
     Ring r;
     const u64* coeffs;
-    u32 wide, pad;
+    u32 wide, centered;
 };
 struct FromSigned {
     using Shared = FsShared;
@@ -208,7 +210,11 @@ struct FromSigned {
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
         const std::size_t c = w % s.r.n;
         const Modulus& m = s.r.m[it.prime + w / s.r.n];
-        if (s.wide) {
+        if (s.centered) {
+            const u64 v = s.coeffs[c], q0 = s.r.m[0].value;
+            it.out[w] =
+                arith::reduce_signed(static_cast<__int128>(v) - (v > q0 / 2 ? static_cast<__int128>(q0) : 0), m);
+        } else if (s.wide) {
             const auto v = static_cast<__int128>((static_cast<u128>(s.coeffs[2 * c + 1]) << 64) | s.coeffs[2 * c]);
             it.out[w] = arith::reduce_signed(v, m);
         } else {
@@ -218,7 +224,7 @@ struct FromSigned {
     static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
         const std::size_t w = words(s, it);
         bytes += 8 * w + 8 * s.r.n * (s.wide ? 2 : 1);  // the coefficients once (the cache serves the other limbs)
-        mults += s.wide ? 4 * w : 0;
+        mults += s.wide || s.centered ? 4 * w : 0;
     }
 };
 

@@ -75,6 +75,17 @@ void Backend::from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const
     do_from_signed(coeffs, out, exec);
 }
 
+void Backend::raise_q0(const RnsPoly& a, RnsPoly& out, Exec exec) const {
+    check_mine(a, "raise_q0");
+    check_mine(out, "raise_q0");
+    require(a.limbs() > 0, "raise_q0", "the polynomial has no limbs");
+    do_raise_q0(a, out, exec);
+}
+
+void Backend::do_raise_q0(const RnsPoly& a, RnsPoly& out, Exec exec) const {
+    do_from_signed(centered_q0(*this, a, exec).data(), out, exec);
+}
+
 void Backend::add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
     check_mine(a, "add");
     same_shape(a, b, "add");

@@ -224,6 +224,22 @@ void check_elementwise(Space& sp, std::size_t n) {
             }
         });
     }
+    {  // centered: residues mod q_0 on the device, read in (-q_0/2, q_0/2] (ModRaise), the edges included
+        std::vector<u64> r0(n);
+        for (std::size_t x = 0; x < n; ++x) r0[x] = rng() % P.q[0];
+        r0[0] = 0, r0[1] = P.q[0] / 2, r0[2] = P.q[0] / 2 + 1, r0[3] = P.q[0] - 1;
+        kern::FsShared fs{};
+        fs.r = ring;
+        fs.coeffs = sp.put(r0);
+        fs.centered = 1;
+        sp.template run<kern::FromSigned>(fs, {{out, 0, 3}, {out + 3 * n, 3, 2}});
+        expect("from_signed centered", [&](std::size_t l, u64* o) {
+            for (std::size_t x = 0; x < n; ++x) {
+                const __int128 v = static_cast<__int128>(r0[x]) - (r0[x] > P.q[0] / 2 ? P.q[0] : 0);
+                o[x] = arith::reduce_signed(v, P.m[l]);
+            }
+        });
+    }
 }
 
 // The NTT in one or two passes (n <= 4096, or larger), out of place and in place, against arith's transform; the
