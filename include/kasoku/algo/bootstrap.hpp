@@ -15,9 +15,10 @@
 //      then splits real and imaginary parts: x / (k_bound + 1) with x = (message coefficient) / K + I, real.
 //      Sparse slots (s <= n/4, the message in the subring of X^g, g = n / (2 s), i.e. its slots repeat every s): first
 //      the trace to that subring, sum of the rotations by s * 2^i (i < log2(g)), which keeps g times t's coefficients
-//      of X^(g k); the last transform, times 1/2 on slots j < s and -i/2 on s..2s - 1, plus its conjugate, puts the
-//      real parts of u_j = (t_{gj} + i t_{g(j + s)}) / (q_0 (k_bound + 1)) in slots j < s and the imaginary parts in
-//      s..2s - 1 (repeating every 2s): one real vector, so EvalMod runs once instead of twice.
+//      of X^(g k); the transforms, times 1/2 on slots j < s and -i/2 on s..2s - 1 (folded into the first one, whose
+//      diagonals have the longest period already), plus their conjugate, put the real parts of
+//      u_j = (t_{gj} + i t_{g(j + s)}) / (q_0 (k_bound + 1)) in slots j < s and the imaginary parts in s..2s - 1
+//      (repeating every 2s): one real vector, so EvalMod runs once instead of twice.
 //   3. EvalMod: sin(2 pi x) = cos(2 pi (x - 1/4)): a Chebyshev interpolant of cos(2 pi ((k_bound + 1) y - 1/4) / 2^r)
 //      on y in [-1, 1], then r double-angle steps cos 2a = 2 cos^2 a - 1. sin(2 pi x) = sin(2 pi coefficient / K),
 //      2 pi coefficient / K to within (2 pi / K)^3 / 6 relative to the message (the price of the sine's curvature);

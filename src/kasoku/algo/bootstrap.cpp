@@ -85,6 +85,31 @@ Diagonals tiled(Diagonals d, std::size_t size) {
     return d;
 }
 
+// A map of period s (offsets 0..s-1, out[j] = sum_r d_r[j] in[(j + r) mod s]) with each entry that reads a slot below j
+// (j + r >= s within the period) moved to the offset r - s, as a rotation of `all` slots (r - s + all): the same map
+// on inputs of period s, and on those of period 2s the one that reads every partner in j's own block of s.
+Diagonals signed_offsets(const Diagonals& d, std::size_t s, std::size_t all) {
+    Diagonals out;
+    for (const auto& [r, v] : d) {
+        cvec up(s, 0.0), down(s, 0.0);
+        bool any_up = false, any_down = false;
+        for (std::size_t j = 0; j < s; ++j) {
+            if (v[j] == 0.0) continue;
+            const bool below = j + static_cast<std::size_t>(r) >= s;
+            (below ? down : up)[j] = v[j];
+            (below ? any_down : any_up) = true;
+        }
+        const auto put = [&](std::int64_t at, const cvec& w) {
+            cvec& t = out[at];
+            if (t.empty()) t.assign(s, 0.0);
+            for (std::size_t j = 0; j < s; ++j) t[j] += w[j];
+        };
+        if (any_up) put(r, up);
+        if (any_down) put(static_cast<std::int64_t>(static_cast<std::size_t>(r) + all - s), down);
+    }
+    return out;
+}
+
 Ciphertext apply_all(const std::vector<LinearTransform>& transforms, const ckks::Evaluator& ev, const Ciphertext& in,
                      Exec exec) {
     Ciphertext x = in;
@@ -250,10 +275,14 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
 }
 
 // The diagonals of the CoeffToSlot and SlotToCoeff transforms (over all slots), scaled by the factors (SlotToCoeff
-// first: its factor goes to the final scaling instead). Sparse slots (s < ctx.slots()): CoeffToSlot's last map H is
-// followed by D1 = 1/2 on slots j < s, -i/2 on s..2s - 1, so that a + conj(a), a = (D1 H)(y), is Re u | Im u for
-// u = H(y); D3 w + D4 Rot_s(w), D3 = 1 | i, D4 = i | 1 (slots j < s | s..2s - 1), is w_j + i w_{j+s} on every slot
-// for w of period 2s: SlotToCoeff's first map takes it, or (SlotToCoeff first) the final scaling is it.
+// first: its factor goes to the final scaling instead). Sparse slots (s < ctx.slots()): CoeffToSlot's maps H are
+// followed by D1 = 1/2 on slots j < s, -i/2 on s..2s - 1, so that a + conj(a), a = D1 H(y), is Re u | Im u for
+// u = H(y). D1 goes into the first map (whose diagonals have period s already, so it takes a period of 2s): every FFT
+// stage pairs slots within aligned blocks of at most s, so the later maps commute with D1 once a partner below j is
+// read by the signed offset (a rotation by -r, not by s - r: on inputs of period 2s they differ; signed_offsets), and
+// their diagonals keep their short periods (a plan of half the bytes at s = n/4). D3 w + D4 Rot_s(w), D3 = 1 | i,
+// D4 = i | 1 (slots j < s | s..2s - 1), is w_j + i w_{j+s} on every slot for w of period 2s: SlotToCoeff's first map
+// takes it, or (SlotToCoeff first) the final scaling is it.
 struct Maps {
     std::vector<Diagonals> cts, stc;
     Diagonals finish;  // SlotToCoeff first: the final scaling (one level, after EvalMod)
@@ -268,10 +297,11 @@ Maps transform_maps(const ckks::Context& ctx, const Plan& plan, double cts_facto
     if (first) m.finish[0] = cvec(all, stc_factor);
     if (s < all) {
         const std::complex<double> i(0.0, 1.0);
-        Diagonals& last = m.cts.back();
-        last = tiled(std::move(last), 2 * s);
-        for (auto& [r, v] : last)
+        Diagonals& first_map = m.cts.front();
+        first_map = tiled(std::move(first_map), 2 * s);
+        for (auto& [r, v] : first_map)
             for (std::size_t j = 0; j < 2 * s; ++j) v[j] *= j < s ? 0.5 : -0.5 * i;
+        for (std::size_t k = 1; k < m.cts.size(); ++k) m.cts[k] = signed_offsets(std::move(m.cts[k]), s, all);
         cvec d3(2 * s, 1.0), d4(2 * s, i);
         for (std::size_t j = s; j < 2 * s; ++j) std::swap(d3[j], d4[j]);
         const Diagonals join{{0, d3}, {static_cast<std::int64_t>(s), d4}};
