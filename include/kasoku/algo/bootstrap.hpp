@@ -26,7 +26,7 @@
 //      that error down to the next Taylor term and lets K be smaller.
 //   4. SlotToCoeff: the special FFT's stages (the bit reversal cancels the one CoeffToSlot left) merged into
 //      stc_levels transforms, times K / (2 pi): the message again, on the canonical scale of output_level(). Sparse
-//      slots: the first transform also joins the real and imaginary halves back into s complex values.
+//      slots: the last transform also joins the real and imaginary halves back into s complex values.
 //      SlotToCoeff first (BootstrapConfig::slot_to_coeff_first): the special FFT runs on the input's lowest levels
 //      before ModRaise, so that the slots become coefficients; CoeffToSlot then brings them back in order, and one
 //      plaintext product (times K / (2 pi); sparse: joining the halves) ends the bootstrap instead.

@@ -36,8 +36,8 @@ def _bootstrapper(ctx, held: int, threads):
     """The real-slot bootstrapper (one EvalMod for real values) of the fewest bytes, plan and keys (compact, each for
     the levels it serves), among those of `held` slots (the widest period a bootstrapped value has) up to all slots: a
     value of period p is also periodic in any multiple of p. Fewer slots are not always smaller: at N = 2^16 with 12
-    user levels (and 16 bootstrapping levels, dnum 4), 8192 real slots take 3.1 GB (a 0.33 GB plan, 46 keys, some of
-    them SlotToCoeff's own at levels 13-16), 16384 take 3.52 GB (0.68 GB, 48 keys) and 32768 take 3.54 GB (0.55 GB, 48
+    user levels (and 16 bootstrapping levels, dnum 4), 8192 real slots take 2.99 GB (a 0.28 GB plan, 45 keys, some of
+    them SlotToCoeff's own at levels 13-16), 16384 take 3.43 GB (0.56 GB, 50 keys) and 32768 take 3.54 GB (0.55 GB, 48
     keys)."""
     best = None
     for slots in (held << i for i in range(ctx.slots.bit_length()) if held << i <= ctx.slots):

@@ -281,8 +281,8 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
 // stage pairs slots within aligned blocks of at most s, so the later maps commute with D1 once a partner below j is
 // read by the signed offset (a rotation by -r, not by s - r: on inputs of period 2s they differ; signed_offsets), and
 // their diagonals keep their short periods (a plan of half the bytes at s = n/4). D3 w + D4 Rot_s(w), D3 = 1 | i,
-// D4 = i | 1 (slots j < s | s..2s - 1), is w_j + i w_{j+s} on every slot for w of period 2s: SlotToCoeff's first map
-// takes it, or (SlotToCoeff first) the final scaling is it.
+// D4 = i | 1 (slots j < s | s..2s - 1), is w_j + i w_{j+s} on every slot for w of period 2s: SlotToCoeff's last map
+// takes it (the earlier ones, on w by signed offsets, commute with it), or (SlotToCoeff first) the final scaling is it.
 struct Maps {
     std::vector<Diagonals> cts, stc;
     Diagonals finish;  // SlotToCoeff first: the final scaling (one level, after EvalMod)
@@ -310,7 +310,10 @@ Maps transform_maps(const ckks::Context& ctx, const Plan& plan, double cts_facto
             for (auto& [r, v] : m.finish)
                 for (auto& x : v) x *= stc_factor;
         } else {
-            m.stc.front() = compose(tiled(std::move(m.stc.front()), 2 * s), join, 2 * s);
+            // The join goes into the last map (the long-period one); the maps before it read w of period 2s by signed
+            // offsets, so that the join commutes with them.
+            for (std::size_t k = 0; k + 1 < m.stc.size(); ++k) m.stc[k] = signed_offsets(std::move(m.stc[k]), s, all);
+            m.stc.back() = compose(tiled(std::move(m.stc.back()), 2 * s), join, 2 * s);
         }
     }
     if (plan.cfg.real && s == all && !first) {
