@@ -282,12 +282,18 @@ Ciphertext Encryptor::encrypt(const Plaintext& pt, const PublicKey& pk, Exec exe
     ct.context_uid = ctx_->uid();
     ct.key_id = pk.key_id;
     ct.polys.resize(2);
-    RnsPoly b = pk.b, a = pk.a;
-    b.truncate(nq, 1);
-    a.truncate(nq, 1);
+    // The public key over Q_l * p_0: itself at the top level, else a copy of those limbs.
+    const bool whole = pk.b.num_q() == nq && pk.b.num_p() == 1;
+    RnsPoly cut[2];
+    if (!whole) {
+        for (int k = 0; k < 2; ++k) {
+            cut[k] = k == 0 ? pk.b : pk.a;
+            cut[k].truncate(nq, 1);
+        }
+    }
     for (int k = 0; k < 2; ++k) {
         auto e = detail::sample_gaussian(ctx_->n(), prng);
-        be.mul(v, k == 0 ? b : a, ct.polys[k], exec);
+        be.mul(v, whole ? (k == 0 ? pk.b : pk.a) : cut[k], ct.polys[k], exec);
         be.divide_round_by_p0(ct.polys[k], e.data(), exec);  // round((v pk_k + e_k) / p_0)
     }
     be.add(ct.polys[0], pt.poly, ct.polys[0], exec);
