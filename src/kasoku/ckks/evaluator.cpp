@@ -224,16 +224,27 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> 
     const Count count(*this, {.cmult = 1, .rescale = rescale_after ? 1u : 0u});
     check(a, "operand");
     if (!std::isfinite(c.real()) || !std::isfinite(c.imag())) throw ParameterError("the constant is NaN or infinite");
-    if (c.imag() != 0.0)
-        return multiply_plain(a, std::vector<std::complex<double>>(ctx_->slots(), c), rescale_after, exec);
     exec = ctx_->exec(exec);
     if (rescale_after && a.level() == 0)
         throw LevelError("multiply_scalar at level 0: no level left to rescale; pass rescale=False or use more levels");
     const double pt_scale = plain_scale(a);
     check_scale_fits(a.scale * pt_scale, a.level(), "multiply_scalar");
+    const auto& be = ctx_->backend();
     const auto res = integer_residues(ctx_->rns(), c.real() * pt_scale);
     Ciphertext r = a;
-    for (auto& p : r.polys) ctx_->backend().mul_constant(p, res, p, exec);
+    for (auto& p : r.polys) be.mul_constant(p, res, p, exec);
+    if (c.imag() != 0.0) {
+        // c in every slot is the polynomial Re c + Im c X^(n/2) (the encoding of the constant): a Re c plus (a Im c)
+        // times the monomial this evaluator keeps per level, with nothing encoded or sent to a device.
+        const auto im = integer_residues(ctx_->rns(), c.imag() * pt_scale);
+        const Plaintext& mono = i_monomial(a.level(), exec);
+        for (std::size_t k = 0; k < r.polys.size(); ++k) {
+            rns::RnsPoly t = be.poly(a.polys[k].num_q(), a.polys[k].num_p(), a.polys[k].ntt_form());
+            be.mul_constant(a.polys[k], im, t, exec);
+            be.mul(t, mono.poly, t, exec);
+            be.add(r.polys[k], t, r.polys[k], exec);
+        }
+    }
     r.scale = a.scale * pt_scale;
     return rescale_after ? rescale(r, exec) : r;
 }

@@ -169,6 +169,14 @@ TEST_P(CkksShapes, PlainAndScalar) {
     EXPECT_DOUBLE_EQ(cs.scale, e.ctx->scale_at(ca.level() - 1));  // lands on the canonical scale
     EXPECT_GT(precision_bits(e.decrypt(cs), sc), 20);
     EXPECT_GT(precision_bits(e.decrypt(e.ev.add_scalar(ca, {0.5, -1.0})), sp), 22);
+    // A complex constant (Re c + Im c X^(n/2), nothing encoded): the constant vector's product, on the same scale.
+    const std::complex<double> c(0.75, -1.25);
+    cvec cc(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) cc[i] = a[i] * c;
+    const auto cz = e.ev.multiply_scalar(ca, c);
+    EXPECT_DOUBLE_EQ(cz.scale, e.ctx->scale_at(ca.level() - 1));
+    EXPECT_GT(precision_bits(e.decrypt(cz), cc), 20);
+    EXPECT_GT(precision_bits(e.decrypt(cz), e.decrypt(e.ev.multiply_plain(ca, cvec(a.size(), c)))), 30);
 }
 
 TEST_P(CkksShapes, RotateAndConjugate) {
