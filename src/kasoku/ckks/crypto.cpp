@@ -283,17 +283,17 @@ Ciphertext Encryptor::encrypt(const Plaintext& pt, const PublicKey& pk, Exec exe
     ct.key_id = pk.key_id;
     ct.polys.resize(2);
     // The public key over Q_l * p_0: itself at the top level, else a copy of those limbs.
-    const bool whole = pk.b.num_q() == nq && pk.b.num_p() == 1;
+    const RnsPoly* key[2] = {&pk.b, &pk.a};
     RnsPoly cut[2];
-    if (!whole) {
-        for (int k = 0; k < 2; ++k) {
-            cut[k] = k == 0 ? pk.b : pk.a;
-            cut[k].truncate(nq, 1);
-        }
+    for (int k = 0; k < 2; ++k) {
+        if (key[k]->num_q() == nq && key[k]->num_p() == 1) continue;
+        cut[k] = *key[k];
+        cut[k].truncate(nq, 1);
+        key[k] = &cut[k];
     }
     for (int k = 0; k < 2; ++k) {
         auto e = detail::sample_gaussian(ctx_->n(), prng);
-        be.mul(v, whole ? (k == 0 ? pk.b : pk.a) : cut[k], ct.polys[k], exec);
+        be.mul(v, *key[k], ct.polys[k], exec);
         be.divide_round_by_p0(ct.polys[k], e.data(), exec);  // round((v pk_k + e_k) / p_0)
     }
     be.add(ct.polys[0], pt.poly, ct.polys[0], exec);
