@@ -196,6 +196,8 @@ protected:
     void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec) const override;
     std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec) const override;
     void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec) const override;
+    void do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
+                                u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec) const override;
     void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
                           const RnsPoly* c0, RnsPoly* c0_out, Exec) const override;
 
@@ -216,7 +218,8 @@ private:
     void ewise(RnsPoly& out, const RnsPoly* a, const RnsPoly* b = nullptr, const RnsPoly* c = nullptr) const;
     template <kern::Op op>
     void with_constants(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out) const;
-    void ntt(bool forward, const std::vector<Transform>& ts) const;
+    // The passes [first, last) of the transforms (every pass by default; kern::ntt_passes).
+    void ntt(bool forward, const std::vector<Transform>& ts, int first = 0, int last = 2) const;
     // The shape of every division of the backend: the divisor's limbs to coefficient form, a per-coefficient kernel K
     // (ring tables only) that writes the corrections, and their forward transform ending in the exact division.
     template <class K>
@@ -240,6 +243,18 @@ private:
     void divide_exact(const std::vector<const RnsPoly*>& xs, const std::vector<Run>& src, const Converter& conv,
                       const Consts& inv, std::size_t keep, const std::vector<const RnsPoly*>& adds, const Perm* perm,
                       const std::vector<RnsPoly*>& outs) const;
+    // The same with the conversion between the transforms' passes (kern::ModDownColumns), s source limbs.
+    void divide_exact_fused(const std::vector<const RnsPoly*>& xs, const std::vector<Run>& src, std::size_t s,
+                            const Converter& conv, const Consts& inv, std::size_t keep,
+                            const std::vector<const RnsPoly*>& adds, const Perm* perm,
+                            const std::vector<RnsPoly*>& outs) const;
+    // ModDown's conversion between the passes: K polynomials' s sources after the inverse transform's first pass (y,
+    // s limbs each; primes of the runs) to their `keep` corrections before the forward transform's second pass.
+    RnsPoly mod_down_columns(const RnsPoly& y, std::size_t K, const std::vector<Run>& src, std::size_t s,
+                             const Converter& conv, std::size_t keep) const;
+    // ModUp up to its forward transform's second pass (kern::ModUpColumns): the digits over Q_l * P_np, their targets
+    // after the forward column pass; the own limbs copied from d when `own`.
+    std::vector<RnsPoly> mod_up_columns(const RnsPoly& d, std::size_t np, bool own) const;
 
     const char* name_;
     std::size_t n_, L1_;  // L1_: the number of q-primes (the index of the first special prime)
@@ -530,9 +545,9 @@ void GpuBackend::do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& 
 
 // ---------------------------------------------------------------- transforms
 
-void GpuBackend::ntt(bool forward, const std::vector<Transform>& ts) const {
+void GpuBackend::ntt(bool forward, const std::vector<Transform>& ts, int first, int last_pass) const {
     const int passes = kern::ntt_passes(ring_.log_n);
-    for (int pass = 0; pass < passes; ++pass) {
+    for (int pass = first; pass < std::min(passes, last_pass); ++pass) {
         kern::NtShared s{};
         s.r = ring_;
         s.pass = static_cast<u32>(pass);
@@ -658,6 +673,8 @@ void GpuBackend::divide_exact(const std::vector<const RnsPoly*>& xs, const std::
     // round(x / R): x - [x]_R (the exact, centered conversion of the source limbs) is divisible by R.
     std::size_t s = 0;
     for (const Run& r : src) s += r.limbs;
+    if (kern::conversion_fuses(ring_.log_n, static_cast<u32>(s)))
+        return divide_exact_fused(xs, src, s, conv, inv, keep, adds, perm, outs);
     const std::size_t K = xs.size();
     RnsPoly y = poly(0, K * s, false), t = poly(K * keep, 0, false);  // scratch: the scaled sources, the conversions
     std::vector<Transform> inverse, forward;
@@ -692,6 +709,61 @@ void GpuBackend::divide_exact(const std::vector<const RnsPoly*>& xs, const std::
         forward.push_back(f);
     }
     divide<kern::ConvertDown>(inverse, converts, forward);
+    for (std::size_t k = 0; k < K; ++k) *outs[k] = std::move(results[k]);
+}
+
+RnsPoly GpuBackend::mod_down_columns(const RnsPoly& y, std::size_t K, const std::vector<Run>& src, std::size_t s,
+                                     const Converter& conv, std::size_t keep) const {
+    RnsPoly t = poly(K * keep, 0, false);
+    kern::MdShared sh{};
+    sh.r = ring_;
+    sh.f = conv.factors.as<u64>();
+    sh.qv = conv.multiples.as<u64>();
+    sh.inv_q = conv.inv_q.as<double>();
+    sh.sc = conv.scale.v.as<u64>();
+    sh.scp = conv.scale.p.as<u64>();
+    sh.s = static_cast<u32>(s);
+    sh.keep = static_cast<u32>(keep);
+    sh.rounds = kern::fused_rounds(sh.s, sh.keep);
+    std::size_t j = 0;
+    for (const Run& r : src)
+        for (std::size_t i = 0; i < r.limbs; ++i) sh.src_prime[j++] = static_cast<u32>(r.prime + i);
+    std::vector<kern::MdItem> items;
+    for (std::size_t k = 0; k < K; ++k) items.push_back({words(y) + k * s * n_, words(t) + k * keep * n_});
+    launch::run<kern::ModDownColumns>(mem(), sh, items);
+    return t;
+}
+
+void GpuBackend::divide_exact_fused(const std::vector<const RnsPoly*>& xs, const std::vector<Run>& src, std::size_t s,
+                                    const Converter& conv, const Consts& inv, std::size_t keep,
+                                    const std::vector<const RnsPoly*>& adds, const Perm* perm,
+                                    const std::vector<RnsPoly*>& outs) const {
+    const std::size_t K = xs.size();
+    RnsPoly y = poly(0, K * s, false);  // scratch: the sources after the inverse transform's first pass
+    std::vector<Transform> inverse;
+    for (std::size_t k = 0; k < K; ++k) {
+        std::size_t j = 0;
+        for (const Run& r : src) {
+            u64* yk = words(y) + (k * s + j) * n_;
+            inverse.push_back({words(*xs[k]) + r.limb * n_, yk, yk, r.prime, r.limbs});
+            j += r.limbs;
+        }
+    }
+    ntt(false, inverse, 0, 1);
+    RnsPoly t = mod_down_columns(y, K, src, s, conv, keep);
+    std::vector<Transform> forward;
+    std::vector<RnsPoly> results;
+    for (std::size_t k = 0; k < K; ++k) {
+        u64* tk = words(t) + k * keep * n_;
+        results.push_back(poly(keep, 0, true));
+        Transform f{tk, tk, words(results.back()), 0, keep};
+        f.a = words(*xs[k]);
+        f.add = adds[k] ? words(*adds[k]) : nullptr;
+        f.inv = &inv;
+        f.perm_inv = perm ? perm->inverse.as<u32>() : nullptr;
+        forward.push_back(f);
+    }
+    ntt(true, forward, 1);
     for (std::size_t k = 0; k < K; ++k) *outs[k] = std::move(results[k]);
 }
 
@@ -743,6 +815,18 @@ void GpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first,
 
 std::vector<RnsPoly> GpuBackend::do_mod_up(const RnsPoly& d, Exec) const {
     const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq), alpha = ring().alpha();
+    if (kern::conversion_fuses(ring_.log_n, static_cast<u32>(alpha))) {
+        std::vector<RnsPoly> out = mod_up_columns(d, np, true);
+        std::vector<Transform> forward;
+        for (std::size_t j = 0; j < digits; ++j) {
+            const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, nq);
+            u64* o = words(out[j]);
+            for (const Run& r : {Run{0, 0, begin}, Run{begin + m, begin + m, nq - begin - m}, Run{nq, L1_, np}})
+                if (r.limbs) forward.push_back({o + r.limb * n_, o + r.limb * n_, o + r.limb * n_, r.prime, r.limbs});
+        }
+        ntt(true, forward, 1);
+        return out;
+    }
     RnsPoly y = poly(nq, 0, false);  // scratch: coefficient form, each digit's limbs times (Q_j / q_i)^-1
     Transform inv{words(d), words(y), words(y), 0, nq};
     inv.scale = &modup_scale_[nq];
@@ -772,6 +856,89 @@ std::vector<RnsPoly> GpuBackend::do_mod_up(const RnsPoly& d, Exec) const {
     launch::run<kern::ConvertUp>(mem(), s, converts);
     ntt(true, forward);
     return out;
+}
+
+std::vector<RnsPoly> GpuBackend::mod_up_columns(const RnsPoly& d, std::size_t np, bool own) const {
+    const std::size_t nq = d.num_q(), digits = ring().digits_at(nq), alpha = ring().alpha();
+    RnsPoly y = poly(nq, 0, false);  // scratch: after the inverse transform's first pass
+    ntt(false, {{words(d), words(y), words(y), 0, nq}}, 0, 1);
+    std::vector<RnsPoly> out;
+    std::vector<kern::MuItem> items;
+    kern::MuShared s{};
+    s.r = ring_;
+    s.nq = static_cast<u32>(nq);
+    s.np = static_cast<u32>(np);
+    for (std::size_t j = 0; j < digits; ++j) {
+        const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, nq);
+        out.push_back(poly(nq, np, true));
+        items.push_back({words(y) + begin * n_, own ? words(d) + begin * n_ : nullptr, words(out.back()),
+                         digit_factors_[j * alpha + (m - 1)].as<u64>(), modup_scale_[nq].v.as<u64>() + begin,
+                         modup_scale_[nq].p.as<u64>() + begin, static_cast<u32>(m), static_cast<u32>(begin)});
+        s.rounds = std::max(s.rounds, kern::fused_rounds(static_cast<u32>(m), static_cast<u32>(nq + np - m)));
+    }
+    launch::run<kern::ModUpColumns>(mem(), s, items);
+    return out;
+}
+
+void GpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b,
+                                        const RnsPoly* add_a, u64 galois_elt, bool rescale, RnsPoly& out_b,
+                                        RnsPoly& out_a, Exec e) const {
+    const std::size_t nq = d.num_q(), np = key.b_parts()[0].num_p(), D = ring().digits_at(nq), alpha = ring().alpha();
+    const std::size_t sources = np + (rescale ? 1 : 0), l = nq - 1, keep = rescale ? l : nq;
+    if (!kern::rows_fuse(ring_.log_n) || !kern::conversion_fuses(ring_.log_n, static_cast<u32>(alpha)) ||
+        !kern::conversion_fuses(ring_.log_n, static_cast<u32>(sources)) || D > kern::kDotDigits)
+        return Backend::do_key_switch_mod_down(d, key, add_b, add_a, galois_elt, rescale, out_b, out_a, e);
+    // ModUp to the middle of its forward transform; the inner product on ModDown's sources, which finishes that
+    // transform and starts ModDown's inverse one; ModDown's conversion; the inner product on the other q-limbs, which
+    // finishes ModDown's forward transform and divides. (b, a) is never written out whole.
+    const std::vector<RnsPoly> digits = mod_up_columns(d, np, false);
+    kern::KsShared s{};
+    s.r = ring_;
+    s.nq = static_cast<u32>(nq);
+    s.np = static_cast<u32>(np);
+    s.digits = static_cast<u32>(D);
+    s.alpha = static_cast<u32>(alpha);
+    s.key_nq = static_cast<u32>(key.a[0].num_q());
+    s.rescale = rescale;
+    s.keep = static_cast<u32>(keep);
+    s.pk = p_mod_q_.v.as<u64>();
+    s.pkp = p_mod_q_.p.as<u64>();
+    kern::KsItem it{};
+    it.d = words(d);
+    for (std::size_t j = 0; j < D; ++j) {
+        s.kb[j] = words(key.b_parts()[j]);
+        s.ka[j] = words(key.a[j]);
+        it.mid[j] = words(digits[j]);
+    }
+    if (rescale) {
+        it.pre_b = add_b ? words(*add_b) : nullptr;
+        it.pre_a = add_a ? words(*add_a) : nullptr;
+    }
+    RnsPoly y = poly(0, 2 * sources, false);
+    it.y_b = words(y);
+    it.y_a = words(y) + sources * n_;
+    launch::run<kern::KeySwitchRows>(mem(), s, {it});
+
+    const std::vector<Run> src = rescale ? std::vector<Run>{{nq, L1_, np}, {l, l, 1}} : std::vector<Run>{{nq, L1_, np}};
+    const Converter& conv = rescale ? pq_to_q_[l] : p_to_q_[np];
+    const Consts& inv = rescale ? pq_inv_[l] : p_inv_[np];
+    const RnsPoly t = mod_down_columns(y, 2, src, sources, conv, keep);
+    RnsPoly rb = poly(keep, 0, true), ra = poly(keep, 0, true);
+    s.finish = 1;
+    s.inv = inv.v.as<u64>();
+    s.invp = inv.p.as<u64>();
+    s.perm_inv = galois_elt == 1 ? nullptr : permutation(galois_elt).inverse.as<u32>();
+    it.t_b = words(t);
+    it.t_a = words(t) + keep * n_;
+    if (!rescale) {
+        it.add_b = add_b ? words(*add_b) : nullptr;
+        it.add_a = add_a ? words(*add_a) : nullptr;
+    }
+    it.out_b = words(rb);
+    it.out_a = words(ra);
+    launch::run<kern::KeySwitchRows>(mem(), s, {it});
+    out_b = std::move(rb);
+    out_a = std::move(ra);
 }
 
 void GpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec e) const {

@@ -86,6 +86,7 @@ void launch_cost(const typename K::Shared& s, const typename K::Item* items, std
             }
         bytes += primes * K::table_bytes(s);
     }
+    if constexpr (requires { K::launch_table_bytes(s); }) bytes += K::launch_table_bytes(s);
 }
 
 template <class K>
@@ -118,6 +119,6 @@ void run(const PolyMemory& mem, const typename K::Shared& s, const std::vector<t
     X(kern::Ewise<kern::Op::mul>) X(kern::Ewise<kern::Op::fma>) X(kern::Ewise<kern::Op::mul_const>)             \
     X(kern::Ewise<kern::Op::add_const>) X(kern::Ewise<kern::Op::add_mul_const>) X(kern::Ewise<kern::Op::copy>)  \
     X(kern::Ewise<kern::Op::fill>) X(kern::Ewise<kern::Op::permute>) X(kern::Ntt<true>) X(kern::Ntt<false>)     \
-    X(kern::ConvertUp) X(kern::ConvertDown) X(kern::Dot) X(kern::RoundLast) X(kern::SumProducts)                \
+    X(kern::ConvertUp) X(kern::ConvertDown) X(kern::ModUpColumns) X(kern::ModDownColumns) X(kern::KeySwitchRows) X(kern::Dot) X(kern::RoundLast) X(kern::SumProducts)                \
     X(kern::LinearCombination) X(kern::Tensor) X(kern::FromSigned) X(kern::Subring)
 // clang-format on

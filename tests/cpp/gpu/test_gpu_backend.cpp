@@ -16,7 +16,8 @@ using namespace kasoku::ckks;
 namespace {
 
 // dnum = number of digits: one prime per digit (4), several (2 digits of 2), alpha 2 below 3 special primes (dnum 2);
-// N = 2^8, and 2^13 where the NTT takes two passes over shared memory.
+// N = 2^8, and 2^13 and 2^14 where the NTT takes two passes over shared memory and the conversions of key switching
+// run between them (kern::ModUpColumns, kern::ModDownColumns).
 struct Shape {
     const char* name;
     Parameters params;
@@ -26,6 +27,9 @@ const Shape kShapes[] = {
     {"dnum2_k2", test::with_dnum(test::research_params(8, 50, 32, 3, 50, 2), 2)},
     {"dnum2_k3", test::with_dnum(test::research_params(8, 50, 32, 3, 50, 3), 2)},
     {"n8192_dnum2_k2", test::with_dnum(test::research_params(13, 60, 40, 3, 60, 2), 2)},  // the NTT in two passes
+    // an even split, and more targets than a fused conversion's tiles hold at once (kern::fused_rounds: 2 and 2)
+    {"n16384_dnum3_k4", test::with_dnum(test::research_params(14, 60, 40, 11, 60, 4), 3)},
+    {"n65536_dnum3_k4", test::with_dnum(test::research_params(16, 60, 40, 11, 60, 4), 3)},  // H16's tiles
 };
 
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }

@@ -195,6 +195,9 @@ TEST(GpuCounts, H16AndB13WithinTheCommittedBudget) {
         EXPECT_LE(m.counts.syncs, b.syncs) << m.set << " " << m.op << ": more host synchronisations than budgeted";
         EXPECT_LE(m.counts.allocations, b.allocations) << m.set << " " << m.op << ": more allocations than budgeted";
         EXPECT_LE(m.counts.bytes, b.bytes) << m.set << " " << m.op << ": more bytes moved than budgeted";
+        // issue 63's bound: a key-switched multiply at most 1.3x the least it moves (fused key switching)
+        if (m.set == "H16" && m.op == "MulRelinRescale")
+            EXPECT_LE(static_cast<double>(m.counts.bytes), 1.3 * static_cast<double>(m.min_bytes));
     }
 }
 
