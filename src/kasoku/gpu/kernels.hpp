@@ -622,10 +622,8 @@ struct ModUpColumns : FusedColumns {
             },
             [&](u32 i) { return it.begin + i; },
             [&](u32 j, u32 w) {
-                u64 y[kFuseTiles];
-                for (u32 i = 0; i < it.s; ++i) y[i] = smem[i * kFuseTile + w];
-                const u32 prime = prime_of(s, target_limb(it, j));
-                return convert_sum(y, it.s, nullptr, 0, 0, it.s, it.f + static_cast<std::size_t>(prime) * it.s,
+                const u32 prime = prime_of(s, target_limb(it, j));  // the sources read from shared memory
+                return convert_sum(nullptr, 0, smem, kFuseTile, w, it.s, it.f + static_cast<std::size_t>(prime) * it.s,
                                    s.r.m[prime]);
             },
             [&](u32 j) { return prime_of(s, target_limb(it, j)); },
@@ -667,10 +665,9 @@ struct ModDownColumns : FusedColumns {
             [&](u32 i) { return s.src_prime[i]; },
             [&](u32 t, u32 w) {
                 const std::uint8_t v = body::overflow_count(smem, s.s, kFuseTile, s.inv_q, w);
-                u64 y[kFuseTiles];
-                for (u32 i = 0; i < s.s; ++i) y[i] = smem[i * kFuseTile + w];
                 const Modulus& m = s.r.m[t];
-                const u64 r = convert_sum(y, s.s, nullptr, 0, 0, s.s, s.f + static_cast<std::size_t>(t) * s.s, m);
+                const u64 r =
+                    convert_sum(nullptr, 0, smem, kFuseTile, w, s.s, s.f + static_cast<std::size_t>(t) * s.s, m);
                 return arith::sub_mod(r, s.qv[static_cast<std::size_t>(t) * (s.s + 1) + v], m.value);
             },
             [&](u32 t) { return t; }, [&](u32 t, std::size_t x, u64 v) { it.dst[t * n + x] = v; });
