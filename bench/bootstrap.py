@@ -76,13 +76,14 @@ def run(
         r, phi = np.sqrt(rng.uniform(0, 1, boot.slots)), rng.uniform(0, 2 * np.pi, boot.slots)
         z = r * np.exp(1j * phi)
     ct = ctx.encrypt(z, keys.public, level=boot.input_level, slots=boot.slots)
-    times, stages, bits = [], [], None
+    times, sys_times, stages, bits = [], [], [], None
     for i in range(reps):
         progress(f"bootstrap {i + 1}/{reps}")
-        t = time.perf_counter()
+        t, sys0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_stime
         out, stage, counts = ev.bootstrap_profile(ct, boot, return_counts=True)
         ctx.synchronize()
         times.append(time.perf_counter() - t)
+        sys_times.append(resource.getrusage(resource.RUSAGE_SELF).ru_stime - sys0)
         stages.append(stage)
         err = np.abs(ctx.decrypt(out, keys.secret, slots=boot.slots) - z)
         bits = -np.log2(np.maximum(err, 2.0**-60))
@@ -102,6 +103,11 @@ def run(
         "reps": reps,
         "median_s": statistics.median(times),
         "min_s": min(times),
+        # each bootstrap's wall time and the system time in it (the kernel clearing fresh pages: the first
+        # bootstraps of a process, and any whose temporaries the memory pool does not keep)
+        "times_s": times,
+        "sys_s": sys_times,
+        "memory_pool_limit": ks.memory_pool_limit(),
         "stages_s": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
         "counts": counts,  # the operations of one bootstrap: rot (key switches), decompose (ModUps), mod_down, ...
         "plan_s": plan_s,
@@ -134,6 +140,12 @@ def main() -> None:
     ap.add_argument("--log-n", type=int, nargs="+", default=[], help="research sets of these ring sizes")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument(
+        "--pool-mb",
+        type=int,
+        default=0,
+        help="ks.set_memory_pool_limit in MiB (0: the library's default, 256): freed buffers kept per thread",
+    )
     ap.add_argument("--log-message-ratio", type=int, default=0, help="log2 K (0: the bootstrapper's choice)")
     ap.add_argument("--slots", type=int, default=0, help="sparse packing: this many slots (default: all)")
     ap.add_argument("--arcsine-degree", type=int, default=0, help="arcsine correction (odd degree 3..15; 0: off)")
@@ -171,6 +183,8 @@ def main() -> None:
         sets = [p.replace(special_bits=bits, special_primes=count) for p in sets]
     if not sets:
         ap.error("give --params and/or --log-n")
+    if args.pool_mb:
+        ks.set_memory_pool_limit(args.pool_mb << 20)
     for params in sets:
         harness.emit(
             run(

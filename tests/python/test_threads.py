@@ -4,6 +4,7 @@ another thread replaces the context's evaluator (Context.evaluator) under them."
 import threading
 
 import numpy as np
+import pytest
 
 import kasoku as ks
 from conftest import bits
@@ -75,3 +76,25 @@ def test_heavy_calls_run_in_parallel_threads():
         t.join()
     for i in range(4):
         assert bits(ctx.decrypt(out[i], keys.secret).real, np.roll(x * x, -1)) > 15
+
+
+def test_memory_pool_limit_changes_memory_not_results():
+    ctx = ks.Context(ks.Parameters.named("T12"), threads=2)
+    keys = ctx.keygen(rotations=[1])
+    ev = ctx.evaluator(keys.evaluation())
+    x = np.random.default_rng(5).uniform(-1, 1, ctx.slots)
+    a = ctx.encrypt(x, keys.public)
+    default = ks.memory_pool_limit()
+    assert default == 256 << 20
+    outs = []
+    try:
+        for limit in (0, 1 << 30, default):  # nothing kept, plenty kept, the default
+            ks.set_memory_pool_limit(limit)
+            assert ks.memory_pool_limit() == limit
+            outs.append([ev.rotate(ev.multiply(a, a), 1) for _ in range(3)])
+        with pytest.raises(TypeError):
+            ks.set_memory_pool_limit(-1)
+    finally:
+        ks.set_memory_pool_limit(default)
+    assert len({c.to_bytes() for run in outs for c in run}) == 1
+    assert bits(ctx.decrypt(outs[0][0], keys.secret), np.roll(x * x, -1)) > 20

@@ -17,6 +17,15 @@ void* pool_allocate(std::size_t bytes);  // std::bad_alloc when the memory is ex
 void pool_free(void* p, std::size_t bytes) noexcept;
 }  // namespace detail
 
+// The most bytes of freed large blocks each thread keeps for reuse (default 256 MiB; from the next block freed on).
+// Blocks kept count in the process's resident memory; blocks not kept go back to the allocator, and the next block
+// of their size is fresh memory the kernel clears page by page. A long loop of bootstraps reuses more than the
+// default keeps: BOOT16 at 2^13 slots on one Zen 5 thread took 3.9-4.1 s a bootstrap past the first with the default
+// (0.3 s of it the kernel's) and 3.6 s at 2 GiB, its peak 4.2 -> 4.8 GB; ResNet-20 at 2 GiB peaked at 9.4 GB
+// against 7.3 GB (docs/BOOTSTRAPPING.md).
+void set_memory_pool_limit(std::size_t bytes) noexcept;
+std::size_t memory_pool_limit() noexcept;
+
 // Storage is default-initialised (not zeroed): callers write every word they read.
 template <class T, std::size_t Align = 64>
 struct AlignedAllocator {

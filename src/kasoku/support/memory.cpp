@@ -1,5 +1,7 @@
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -16,11 +18,15 @@ constexpr std::size_t kPooledMin = ~std::size_t{0};
 #else
 constexpr std::size_t kPooledMin = 64 * 1024;  // smaller blocks are not pooled
 #endif
-// Per thread. Free blocks held here count in the process's resident memory: with 1 GiB a BOOT16 process with compact
-// keys peaked at 6.2 GB, with 256 MiB at 5.2 GB, and its bootstraps took the same time (Zen 3, three bootstraps in
-// each of two processes per size, alternated; the huge pages below made fresh memory cheap to fault in).
-constexpr std::size_t kPoolMaxBytes = 256ull << 20;
-constexpr std::size_t kPoolMaxBlocks = 256;
+// Per thread, at most the limit (set_memory_pool_limit). Free blocks held here count in the process's resident memory:
+// with 1 GiB a BOOT16 process with compact keys peaked at 6.2 GB, with 256 MiB at 5.2 GB, and its bootstraps took the
+// same time (Zen 3, three bootstraps in each of two processes per size, alternated; the huge pages below made fresh
+// memory cheap to fault in). On a Zen 5, 2 GiB took a 2^13-slot bootstrap from 3.9-4.1 to 3.6 s (aligned.hpp): the
+// default stays, for the networks whose peak it would raise.
+constexpr std::size_t kPoolDefaultBytes = 256ull << 20;
+std::atomic<std::size_t> pool_limit{kPoolDefaultBytes};
+// Blocks kept at most: 256 per 256 MiB of the limit (a search is linear in them).
+std::size_t pool_max_blocks(std::size_t limit) { return std::max<std::size_t>(256, limit / (1u << 20)); }
 // Blocks of at least this size ask for transparent huge pages (Linux's "madvise" mode) over the 2 MiB pages they
 // span: one page fault per 2 MiB instead of 512. On the development VM the faults, not the clearing, made most of a
 // BOOT16 key generation's time (11.5 s of system time in 20 s for the plan and the keys), and the TLB covers a limb.
@@ -83,7 +89,8 @@ void* pool_allocate(std::size_t bytes) {
 void pool_free(void* p, std::size_t bytes) noexcept {
     if (!p) return;
     bytes = round_up(bytes);
-    if (bytes < kPooledMin || bytes > kPoolMaxBytes || pool_dead) {
+    const std::size_t limit = pool_limit.load(std::memory_order_relaxed), max_blocks = pool_max_blocks(limit);
+    if (bytes < kPooledMin || bytes > limit || pool_dead) {
         std::free(p);
         return;
     }
@@ -91,7 +98,7 @@ void pool_free(void* p, std::size_t bytes) noexcept {
     // workload, e.g. key generation's blocks should not crowd out an evaluator's).
     auto& f = pool.free;
     std::size_t drop = 0;
-    while (drop < f.size() && (pool.held + bytes > kPoolMaxBytes || f.size() - drop >= kPoolMaxBlocks)) {
+    while (drop < f.size() && (pool.held + bytes > limit || f.size() - drop >= max_blocks)) {
         pool.held -= f[drop].bytes;
         std::free(f[drop].p);
         ++drop;
@@ -106,3 +113,8 @@ void pool_free(void* p, std::size_t bytes) noexcept {
 }
 
 }  // namespace kasoku::detail
+
+namespace kasoku {
+void set_memory_pool_limit(std::size_t bytes) noexcept { detail::pool_limit.store(bytes, std::memory_order_relaxed); }
+std::size_t memory_pool_limit() noexcept { return detail::pool_limit.load(std::memory_order_relaxed); }
+}  // namespace kasoku
