@@ -235,6 +235,17 @@ private:
         Table perm, inverse;
     };
     const Perm& permutation(u64 galois_elt) const;
+    // The forward transform of corrections t (keep limbs, in place) that ends in the exact division of x's first keep
+    // limbs into out: out = psi((x - t) inv + add) (kern::NtItem's epilogue).
+    Transform division(u64* t, std::size_t keep, RnsPoly& out, const RnsPoly& x, const RnsPoly* add, const Consts& inv,
+                       const Perm* perm) const {
+        Transform f{t, t, words(out), 0, keep};
+        f.a = words(x);
+        f.add = add ? words(*add) : nullptr;
+        f.inv = &inv;
+        f.perm_inv = perm ? perm->inverse.as<u32>() : nullptr;
+        return f;
+    }
     // round((polys + addends) / r) on their first `keep` q-limbs, r the prime of their last limb (rescale, encryption).
     void divide_round_by_last(const std::vector<RnsPoly*>& polys, std::size_t keep, const Consts& inv,
                               const Table& half, const std::int64_t* addend) const;
@@ -649,10 +660,7 @@ void GpuBackend::divide_round_by_last(const std::vector<RnsPoly*>& polys, std::s
         rl.keep = static_cast<u32>(keep);
         corrections.push_back(rl);
         outs.push_back(poly(keep, 0, true));
-        Transform f{rl.t, rl.t, words(outs.back()), 0, keep};
-        f.a = words(a);
-        f.inv = &inv;
-        forward.push_back(f);
+        forward.push_back(division(rl.t, keep, outs.back(), a, nullptr, inv, nullptr));
     }
     divide<kern::RoundLast>(inverse, corrections, forward);
     for (std::size_t k = 0; k < K; ++k) *polys[k] = std::move(outs[k]);
@@ -701,12 +709,7 @@ void GpuBackend::divide_exact(const std::vector<const RnsPoly*>& xs, const std::
         c.keep = static_cast<u32>(keep);
         converts.push_back(c);
         results.push_back(poly(keep, 0, true));
-        Transform f{c.dst, c.dst, words(results.back()), 0, keep};
-        f.a = words(x);
-        f.add = adds[k] ? words(*adds[k]) : nullptr;
-        f.inv = &inv;
-        f.perm_inv = perm ? perm->inverse.as<u32>() : nullptr;
-        forward.push_back(f);
+        forward.push_back(division(c.dst, keep, results.back(), x, adds[k], inv, perm));
     }
     divide<kern::ConvertDown>(inverse, converts, forward);
     for (std::size_t k = 0; k < K; ++k) *outs[k] = std::move(results[k]);
@@ -754,14 +757,8 @@ void GpuBackend::divide_exact_fused(const std::vector<const RnsPoly*>& xs, const
     std::vector<Transform> forward;
     std::vector<RnsPoly> results;
     for (std::size_t k = 0; k < K; ++k) {
-        u64* tk = words(t) + k * keep * n_;
         results.push_back(poly(keep, 0, true));
-        Transform f{tk, tk, words(results.back()), 0, keep};
-        f.a = words(*xs[k]);
-        f.add = adds[k] ? words(*adds[k]) : nullptr;
-        f.inv = &inv;
-        f.perm_inv = perm ? perm->inverse.as<u32>() : nullptr;
-        forward.push_back(f);
+        forward.push_back(division(words(t) + k * keep * n_, keep, results.back(), *xs[k], adds[k], inv, perm));
     }
     ntt(true, forward, 1);
     for (std::size_t k = 0; k < K; ++k) *outs[k] = std::move(results[k]);
@@ -815,46 +812,44 @@ void GpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first,
 
 std::vector<RnsPoly> GpuBackend::do_mod_up(const RnsPoly& d, Exec) const {
     const std::size_t nq = d.num_q(), np = ring().p_count(), digits = ring().digits_at(nq), alpha = ring().alpha();
-    if (kern::conversion_fuses(ring_.log_n, static_cast<u32>(alpha))) {
-        std::vector<RnsPoly> out = mod_up_columns(d, np, true);
-        std::vector<Transform> forward;
+    // The conversion between the transforms' passes (its forward transform's first pass done), or after the inverse
+    // transform and before the forward one.
+    const bool fused = kern::conversion_fuses(ring_.log_n, static_cast<u32>(alpha));
+    std::vector<RnsPoly> out;
+    if (fused) {
+        out = mod_up_columns(d, np, true);
+    } else {
+        RnsPoly y = poly(nq, 0, false);  // scratch: coefficient form, each digit's limbs times (Q_j / q_i)^-1
+        Transform inv{words(d), words(y), words(y), 0, nq};
+        inv.scale = &modup_scale_[nq];
+        ntt(false, {inv});
+        std::vector<kern::CuItem> converts;
         for (std::size_t j = 0; j < digits; ++j) {
             const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, nq);
-            u64* o = words(out[j]);
-            for (const Run& r : {Run{0, 0, begin}, Run{begin + m, begin + m, nq - begin - m}, Run{nq, L1_, np}})
-                if (r.limbs) forward.push_back({o + r.limb * n_, o + r.limb * n_, o + r.limb * n_, r.prime, r.limbs});
+            out.push_back(poly(nq, np, true));
+            kern::CuItem c{};
+            c.y = words(y) + begin * n_;
+            c.own = words(d) + begin * n_;
+            c.dst = words(out.back());
+            c.f = digit_factors_[j * alpha + (m - 1)].as<u64>();
+            c.s = static_cast<u32>(m);
+            c.begin = static_cast<u32>(begin);
+            converts.push_back(c);
         }
-        ntt(true, forward, 1);
-        return out;
+        kern::CuShared s{};
+        s.r = ring_;
+        s.nq = static_cast<u32>(nq);
+        s.np = static_cast<u32>(np);
+        launch::run<kern::ConvertUp>(mem(), s, converts);
     }
-    RnsPoly y = poly(nq, 0, false);  // scratch: coefficient form, each digit's limbs times (Q_j / q_i)^-1
-    Transform inv{words(d), words(y), words(y), 0, nq};
-    inv.scale = &modup_scale_[nq];
-    ntt(false, {inv});
-    std::vector<RnsPoly> out;
-    std::vector<kern::CuItem> converts;
-    std::vector<Transform> forward;
+    std::vector<Transform> forward;  // every digit's limbs but its own
     for (std::size_t j = 0; j < digits; ++j) {
         const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, nq);
-        out.push_back(poly(nq, np, true));
-        u64* o = words(out.back());
-        kern::CuItem c{};
-        c.y = words(y) + begin * n_;
-        c.own = words(d) + begin * n_;
-        c.dst = o;
-        c.f = digit_factors_[j * alpha + (m - 1)].as<u64>();
-        c.s = static_cast<u32>(m);
-        c.begin = static_cast<u32>(begin);
-        converts.push_back(c);
+        u64* o = words(out[j]);
         for (const Run& r : {Run{0, 0, begin}, Run{begin + m, begin + m, nq - begin - m}, Run{nq, L1_, np}})
             if (r.limbs) forward.push_back({o + r.limb * n_, o + r.limb * n_, o + r.limb * n_, r.prime, r.limbs});
     }
-    kern::CuShared s{};
-    s.r = ring_;
-    s.nq = static_cast<u32>(nq);
-    s.np = static_cast<u32>(np);
-    launch::run<kern::ConvertUp>(mem(), s, converts);
-    ntt(true, forward);
+    ntt(true, forward, fused ? 1 : 0);
     return out;
 }
 

@@ -315,6 +315,21 @@ KASOKU_HD inline TilePair ntt_butterfly(const Ring& r, const NttPass& p, u32 s_i
     return {i0, i1};
 }
 
+// The end of a forward transform: a word of its lazy range [0, 4q) to [0, q).
+KASOKU_HD inline u64 ntt_forward_final(u64 v, u64 q) {
+    if (v >= 2 * q) v -= 2 * q;
+    if (v >= q) v -= q;
+    return v;
+}
+// The exact division of ModDown and rescaling on a word: (x - t) inv (Shoup), t the correction as the forward
+// transform leaves it (the CPU backend's divide_exact).
+KASOKU_HD inline u64 divide_word(u64 x, u64 t, u64 inv, u64 invp, u64 q) {
+    return arith::mul_shoup(arith::sub_mod(x, ntt_forward_final(t, q), q), inv, invp, q);
+}
+
+// The prime of limb t of a polynomial over Q_l * P (nq q-limbs, then the special ones).
+KASOKU_HD inline u32 limb_prime(const Ring& r, u32 nq, u32 t) { return t < nq ? t : r.first_special + (t - nq); }
+
 // One limb run: src -> dst (the same words for an in-place transform; each pass reads its input and writes its
 // output). On the last pass of a forward transform, with a != null: the exact-division epilogue of ModDown and
 // rescaling, dst[l][perm_inv ? perm_inv[x] : x] = (a[l][x] - t) * inv[l] (+ add[l][x]) for the transformed t (the CPU
@@ -377,12 +392,10 @@ struct Ntt {
                 if (!last) {
                     it.dst[base + x] = v;
                 } else if (Forward) {
-                    if (v >= 2 * q) v -= 2 * q;  // [0, 4q) -> [0, q)
-                    if (v >= q) v -= q;
                     if (!it.a) {
-                        it.dst[base + x] = v;
+                        it.dst[base + x] = ntt_forward_final(v, q);
                     } else {
-                        u64 r = arith::mul_shoup(arith::sub_mod(it.a[base + x], v, q), it.inv[l], it.invp[l], q);
+                        u64 r = divide_word(it.a[base + x], v, it.inv[l], it.invp[l], q);
                         if (it.add) r = arith::add_mod(r, it.add[base + x], q);
                         it.dst[base + (it.perm_inv ? it.perm_inv[x] : x)] = r;
                     }
@@ -459,7 +472,7 @@ struct ConvertUp {
         for (u32 i = 0; i < it.s; ++i) it.dst[(it.begin + i) * n + c] = it.own[i * n + c];
         for (u32 t = 0; t < s.nq + s.np; ++t) {
             if (t >= it.begin && t < it.begin + it.s) continue;
-            const u32 prime = t < s.nq ? t : s.r.first_special + (t - s.nq);
+            const u32 prime = limb_prime(s.r, s.nq, t);
             it.dst[t * n + c] =
                 convert_sum(y, cached, it.y, n, c, it.s, it.f + static_cast<std::size_t>(prime) * it.s, s.r.m[prime]);
         }
@@ -611,7 +624,6 @@ struct ModUpColumns : FusedColumns {
     using Item = MuItem;
     static constexpr const char* kName = "mod_up_columns";
     static KASOKU_HD u32 target_limb(const Item& it, u32 j) { return j < it.begin ? j : j + it.s; }
-    static KASOKU_HD u32 prime_of(const Shared& s, u32 t) { return t < s.nq ? t : s.r.first_special + (t - s.nq); }
     static KASOKU_HD void phase(const Shared& s, const Item& it, std::size_t b, u32 thread, u32 ph, u64* smem) {
         const std::size_t n = s.r.n;
         fused_conversion_phase(
@@ -622,11 +634,11 @@ struct ModUpColumns : FusedColumns {
             },
             [&](u32 i) { return it.begin + i; },
             [&](u32 j, u32 w) {
-                const u32 prime = prime_of(s, target_limb(it, j));  // the sources read from shared memory
+                const u32 prime = limb_prime(s.r, s.nq, target_limb(it, j));  // the sources read from shared memory
                 return convert_sum(nullptr, 0, smem, kFuseTile, w, it.s, it.f + static_cast<std::size_t>(prime) * it.s,
                                    s.r.m[prime]);
             },
-            [&](u32 j) { return prime_of(s, target_limb(it, j)); },
+            [&](u32 j) { return limb_prime(s.r, s.nq, target_limb(it, j)); },
             [&](u32 j, std::size_t x, u64 v) { it.dst[target_limb(it, j) * n + x] = v; });
     }
     static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t& mults) {
@@ -711,7 +723,7 @@ struct Dot {
     }
     static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t w) {
         const std::size_t n = s.r.n, t = w / n, k = w % n;
-        const std::size_t kt = t < s.nq ? t : s.r.first_special + (t - s.nq);
+        const std::size_t kt = limb_prime(s.r, s.nq, static_cast<u32>(t));
         const Modulus& m = s.r.m[kt];
         u64 rb = s.accumulate ? it.b[w] : 0, ra = s.accumulate ? it.a[w] : 0;
         u64 rc = 0;
@@ -810,7 +822,7 @@ struct KeySwitchRows {
         const u32 t = s.finish ? i : i < s.np ? s.nq + i : s.nq - 1;  // limb of Q_l * P_np
         const std::size_t c = block & ((std::size_t{1} << log_chunks) - 1), n = s.r.n;
         const std::size_t at = t * n + (c << kLogRowTile);  // the chunk's words are contiguous
-        const u32 prime = t < s.nq ? t : s.r.first_special + (t - s.nq);
+        const u32 prime = limb_prime(s.r, s.nq, t);
         const Modulus& m = s.r.m[prime];
         const u64 q = m.value;
         u64 *tile = smem, *tb = smem + kRowTile, *ta = smem + 2 * kRowTile, *tc = smem + 3 * kRowTile;
@@ -826,11 +838,7 @@ struct KeySwitchRows {
             } else {
                 const std::size_t kw = (t < s.nq ? t : s.key_nq + (t - s.nq)) * n + (c << kLogRowTile);
                 for (u32 w = thread; w < kRowTile; w += kThreads) {
-                    u64 v = tile[w];
-                    if (!own) {
-                        if (v >= 2 * q) v -= 2 * q;  // [0, 4q) -> [0, q), as the forward transform's end
-                        if (v >= q) v -= q;
-                    }
+                    const u64 v = own ? tile[w] : ntt_forward_final(tile[w], q);
                     const u64 pb = arith::mul_mod(v, s.kb[j][kw + w], m), pa = arith::mul_mod(v, s.ka[j][kw + w], m);
                     tb[w] = j == 0 ? pb : arith::add_mod(tb[w], pb, q);
                     ta[w] = j == 0 ? pa : arith::add_mod(ta[w], pa, q);
@@ -868,13 +876,8 @@ struct KeySwitchRows {
         } else {  // the exact division, as Ntt's last forward pass
             for (u32 w = thread; w < kRowTile; w += kThreads) {
                 const std::size_t x = (c << kLogRowTile) + w, to = t * n + (s.perm_inv ? s.perm_inv[x] : x);
-                u64 vb = tile[w], va = tc[w];
-                for (u64* v : {&vb, &va}) {
-                    if (*v >= 2 * q) *v -= 2 * q;
-                    if (*v >= q) *v -= q;
-                }
-                u64 rb = arith::mul_shoup(arith::sub_mod(tb[w], vb, q), s.inv[t], s.invp[t], q);
-                u64 ra = arith::mul_shoup(arith::sub_mod(ta[w], va, q), s.inv[t], s.invp[t], q);
+                u64 rb = divide_word(tb[w], tile[w], s.inv[t], s.invp[t], q);
+                u64 ra = divide_word(ta[w], tc[w], s.inv[t], s.invp[t], q);
                 if (it.add_b) rb = arith::add_mod(rb, it.add_b[t * n + x], q);
                 if (it.add_a) ra = arith::add_mod(ra, it.add_a[t * n + x], q);
                 it.out_b[to] = rb;
