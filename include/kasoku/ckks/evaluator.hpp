@@ -284,6 +284,20 @@ public:
     // @throws ScaleError if the product's scale no longer fits the modulus
     LazyCiphertext multiply_plain_sum_lazy(const std::vector<const LazyCiphertext*>& xs,
                                            const std::vector<const Plaintext*>& pts, Exec exec = {}) const;
+    // The baby steps of a linear transform and their products in one call: for each group j, the lazy sums of
+    // pt * psi_{g_i}(d's input) over its terms (i, pt), i indexing galois_elts; one sum per set of special primes
+    // among the group's keys (keys made for different levels: KeyGenerator::galois_key), usually one. The same bits
+    // as inner_product_lazy of each g_i and multiply_plain_sum_lazy of each group (Backend::inner_product_sums:
+    // on the CPU the products never go to memory).
+    // @throws ParameterError for no group, an empty group, a term index out of range or a null plaintext, a bad
+    //     decomposition or galois_elt (as inner_product_lazy), plaintexts not encoded with encode_extended at the
+    //     input's level or of different scales, a key under another secret key, or a bad exec
+    // @throws MissingKeyError if the evaluation keys have no key for a galois_elt a group uses
+    // @throws LevelError if d's ciphertext is above the levels a key serves
+    // @throws ScaleError if the products' scale no longer fits the modulus
+    std::vector<std::vector<LazyCiphertext>> inner_product_sums_lazy(
+        const Decomposition& d, const std::vector<std::uint64_t>& galois_elts,
+        const std::vector<std::vector<std::pair<std::size_t, const Plaintext*>>>& groups, Exec exec = {}) const;
     // c0 + round(b / P), round(a / P) over Q_l.
     // @throws ParameterError for a lazy value of another context or a bad exec
     Ciphertext mod_down(const LazyCiphertext& x, Exec exec = {}) const;

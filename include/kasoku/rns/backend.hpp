@@ -16,6 +16,7 @@
 // backend's memory. Key switching is composed from the primitives below by rns::KeySwitcher (keyswitch.hpp), the form
 // in which ckks uses it.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -55,6 +56,12 @@ struct GadgetKey {
 struct KeyTerm {
     const GadgetKey* key = nullptr;
     std::uint64_t galois_elt = 1;
+};
+
+// A term of Backend::inner_product_sums: the plaintext `plain` times the inner product of key term `term`.
+struct ProductTerm {
+    std::size_t term = 0;
+    const RnsPoly* plain = nullptr;
 };
 
 // Host callbacks of upload and download, called on the calling thread (an exception thrown by one propagates).
@@ -249,6 +256,21 @@ public:
     // @throws ParameterError for a galois_elt of a term, other than 1, that is even or >= 2n
     void inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
                        const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const;
+    // The hoisted baby steps of a linear transform and their plaintext sums in one call: for each group j,
+    // out[j] = (c0, b, a) = sum over its terms (i, y) of y * (psi_{g_i}(c0), psi_{g_i}(<digits, key_i.b>),
+    // psi_{g_i}(<digits, key_i.a>)), c0 over Q_l, b and a over Q_l * P_k (one k for all keys). The same bits as
+    // inner_product of each term alone and sum_of_products of each group, but a backend may make each limb of the
+    // products where the sums read it, so that they are never in memory (the CPU backend does: the products of a
+    // BSGS transform's baby steps are most of its memory traffic). Plaintexts as sum_of_products takes them (a
+    // subring polynomial stands for its repeated words).
+    // @throws InternalError for digits, terms or c0 as inner_product refuses them (c0 is required), no group, an
+    //     empty group, another number of outputs than groups, a term index out of range, a foreign plaintext or
+    //     one not in NTT form over the digits' Q_l and at least P_k, or an output that is an input or another
+    //     output
+    // @throws ParameterError for a galois_elt of a term, other than 1, that is even or >= 2n
+    void inner_product_sums(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
+                            const std::vector<std::vector<ProductTerm>>& groups,
+                            const std::vector<std::array<RnsPoly*, 3>>& out, Exec exec) const;
 
 protected:
     Backend(std::shared_ptr<const RnsContext> ring, std::shared_ptr<const PolyMemory> memory);
@@ -304,6 +326,10 @@ protected:
                                         RnsPoly& out_a, Exec exec) const;
     virtual void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
                                   RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const = 0;
+    // Default: do_inner_product of each term used, then do_sum_of_products of each group.
+    virtual void do_inner_product_sums(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                                       const RnsPoly& c0, const std::vector<std::vector<ProductTerm>>& groups,
+                                       const std::vector<std::array<RnsPoly*, 3>>& out, Exec exec) const;
 
 private:
     // out gets this shape (reallocated only when it has another one); n: words per limb (0: the ring's).
@@ -316,6 +342,9 @@ private:
     // special primes) and addends over Q_l, all NTT form.
     void check_mod_down_operands(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                                  std::size_t min_q, bool p_prefix, const char* op, const char* pair_message) const;
+    // Digits of one level (their number) over Q_l * P in NTT form, and at least one key term: returns l + 1.
+    std::size_t check_digits(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                             const char* op) const;
     // Addends over Q_l (num_q q-limbs), NTT form, or null.
     void check_addends(const RnsPoly* add_b, const RnsPoly* add_a, std::size_t num_q, const char* op) const;
     // The operand of a key switch: an NTT-form polynomial over Q_l of this backend (and a ring with special primes).

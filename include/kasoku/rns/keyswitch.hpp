@@ -46,6 +46,14 @@ public:
     // @throws ParameterError for a g_e other than 1 that is even or >= 2n
     LazyPolys inner_product_sum(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
                                 const RnsPoly& c0, Exec exec) const;
+    // For each group j: sum over its terms (i, y) of y * psi_{g_i}(c0, <digits, key_i>), c0 part included: the
+    // baby steps of a linear transform and their plaintext sums in one call (Backend::inner_product_sums), the same
+    // as inner_product_sum of each term and multiply_plain_sum of each group.
+    // @throws InternalError as Backend::inner_product_sums
+    // @throws ParameterError for a g_i other than 1 that is even or >= 2n
+    std::vector<LazyPolys> inner_product_sums(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                                              const RnsPoly& c0, const std::vector<std::vector<ProductTerm>>& groups,
+                                              Exec exec) const;
     // acc += x (every part; both from one input at one level).
     // @throws InternalError if one has a c0 part and the other not, or their parts differ in shape
     void add_lazy(LazyPolys& acc, const LazyPolys& x, Exec exec) const;

@@ -227,10 +227,35 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
                                 Exec exec) const {
     check_level(a);
     const bool extended = products_ == ProductBasis::extended;
-    // Baby steps: hoisted inner products, left in Q_l * P_k (extended) or brought down to Q_l.
+    // Baby steps: hoisted inner products, left in Q_l * P_k (extended) or brought down to Q_l. Extended with the
+    // diagonals held, the rotated babies and their products in one call (inner_product_sums_lazy: per giant step,
+    // its sums by special primes) instead.
+    const bool fused = extended && !at_use_ && d;
+    std::vector<bool> rotated(plan_.babies.size());
+    for (std::size_t i = 0; i < plan_.babies.size(); ++i) rotated[i] = ctx_->galois_element(plan_.babies[i]) != 1;
+    std::vector<std::vector<LazyCiphertext>> sums;  // fused: each giant step's
+    if (fused) {
+        std::vector<std::uint64_t> elts;
+        for (auto s : plan_.babies) elts.push_back(ctx_->galois_element(s));
+        std::vector<std::vector<std::pair<std::size_t, const ckks::Plaintext*>>> groups, nonempty;
+        std::vector<std::size_t> owner;
+        for (std::size_t j = 0; j < plan_.giants.size(); ++j) {
+            std::vector<std::pair<std::size_t, const ckks::Plaintext*>> g;
+            for (const Term& t : terms_[j])
+                if (rotated[t.baby]) g.emplace_back(t.baby, &t.pt);
+            if (g.empty()) continue;
+            nonempty.push_back(std::move(g));
+            owner.push_back(j);
+        }
+        sums.resize(plan_.giants.size());
+        if (!nonempty.empty()) {
+            auto made = ev.inner_product_sums_lazy(*d, elts, nonempty, exec);
+            for (std::size_t k = 0; k < made.size(); ++k) sums[owner[k]] = std::move(made[k]);
+        }
+    }
     std::vector<std::optional<LazyCiphertext>> lazy(plan_.babies.size());
     std::vector<std::optional<Ciphertext>> down(plan_.babies.size());
-    for (std::size_t i = 0; i < plan_.babies.size(); ++i) {
+    for (std::size_t i = 0; i < plan_.babies.size() && !fused; ++i) {
         const std::uint64_t g = ctx_->galois_element(plan_.babies[i]);
         if (g == 1) continue;
         if (extended) lazy[i] = ev.inner_product_lazy(*d, g, exec);
@@ -271,6 +296,7 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
             std::vector<const ckks::Plaintext*> cpts;
             for (std::size_t k = c0; k < c1; ++k) {
                 const Term& t = terms[k];
+                if (fused && rotated[t.baby]) continue;  // in sums[j]
                 const ckks::Plaintext& pt = at_use_ ? now[k - c0] : t.pt;
                 if (lazy[t.baby]) {
                     auto& [x, p] = xs[lazy[t.baby]->b.num_p()];
@@ -287,6 +313,8 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
             }
             for (auto& [np, group] : xs) add_lazy(xj, ev.multiply_plain_sum_lazy(group.first, group.second, exec));
         }
+        if (fused)
+            for (LazyCiphertext& x : sums[j]) add_lazy(xj, std::move(x));
         const std::uint64_t g = ctx_->galois_element(plan_.giants[j]);
         if (g == 1) {
             for (auto& [np, x] : xj) add_lazy(total, std::move(x));

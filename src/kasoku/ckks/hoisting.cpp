@@ -114,6 +114,85 @@ LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCi
     return acc;
 }
 
+std::vector<std::vector<LazyCiphertext>> Evaluator::inner_product_sums_lazy(
+    const Decomposition& d, const std::vector<u64>& galois_elts,
+    const std::vector<std::vector<std::pair<std::size_t, const Plaintext*>>>& groups, Exec exec) const {
+    const char* op = "inner_product_sums_lazy";
+    std::size_t terms = 0;
+    for (const auto& g : groups) terms += g.size();
+    std::vector<bool> used(galois_elts.size(), false);
+    for (const auto& g : groups)
+        for (const auto& [i, pt] : g)
+            if (i < used.size()) used[i] = true;
+    const Count count(*this, {.add = terms - std::min(terms, groups.size()),
+                              .cmult = terms,
+                              .rot = static_cast<std::size_t>(std::count(used.begin(), used.end(), true))});
+    if (groups.empty()) throw ParameterError(std::string(op) + ": no group of terms");
+    check_decomposition(*ctx_, d);
+    const int level = d.input.level();
+    const Plaintext* first = nullptr;
+    for (const auto& g : groups) {
+        if (g.empty()) throw ParameterError(std::string(op) + ": every group needs at least one term");
+        for (const auto& [i, pt] : g) {
+            if (i >= galois_elts.size() || !pt)
+                throw ParameterError(std::string(op) + ": a term's index is past the " +
+                                     std::to_string(galois_elts.size()) + " Galois elements, or its plaintext is null");
+            detail::check_plain(*ctx_, *pt);
+            if (!first) first = pt;
+            if (pt->level() != level || pt->poly.num_p() == 0 || !detail::same_scale(pt->scale, first->scale))
+                throw ParameterError(std::string(op) +
+                                     ": the plaintexts must have one scale and be encoded with encode_extended at the "
+                                     "decomposed ciphertext's level " +
+                                     std::to_string(level));
+        }
+    }
+    const double scale = d.input.scale * first->scale;
+    if (std::log2(scale) + 2.0 > ctx_->log_modulus(level))
+        throw ScaleError(std::string(op) + ": the scale no longer fits the modulus at level " + std::to_string(level));
+    // The keys, checked before any work, and their classes by special primes.
+    std::vector<std::shared_ptr<const rns::GadgetKey>> keys(galois_elts.size());
+    std::map<std::size_t, std::vector<std::size_t>> by_p;  // special primes -> the Galois elements' indices
+    for (std::size_t i = 0; i < galois_elts.size(); ++i) {
+        if (!used[i]) continue;
+        ctx_->check_galois_element(galois_elts[i], op, false);
+        keys[i] = galois_key(galois_elts[i], d.input.key_id, level);
+        by_p[keys[i]->b_parts()[0].num_p()].push_back(i);
+    }
+    for (const auto& g : groups)
+        for (const auto& [i, pt] : g)
+            if (pt->poly.num_p() < keys[i]->b_parts()[0].num_p())
+                throw ParameterError(std::string(op) +
+                                     ": a plaintext has fewer special limbs than its key; encode it "
+                                     "with encode_extended");
+    exec = ctx_->exec(exec);
+    std::vector<std::vector<LazyCiphertext>> out(groups.size());
+    for (const auto& [np, members] : by_p) {
+        std::vector<rns::KeyTerm> kt;
+        std::vector<std::size_t> index(galois_elts.size(), 0);
+        for (std::size_t i : members) {
+            index[i] = kt.size();
+            kt.push_back({keys[i].get(), galois_elts[i]});
+        }
+        std::vector<std::vector<rns::ProductTerm>> parts;
+        std::vector<std::size_t> owner;  // the group of each part
+        for (std::size_t j = 0; j < groups.size(); ++j) {
+            std::vector<rns::ProductTerm> part;
+            for (const auto& [i, pt] : groups[j])
+                if (keys[i]->b_parts()[0].num_p() == np) part.push_back({index[i], &pt->poly});
+            if (part.empty()) continue;
+            parts.push_back(std::move(part));
+            owner.push_back(j);
+        }
+        auto sums = ctx_->keyswitcher().inner_product_sums(d.digits, kt, d.input.polys[0], parts, exec);
+        for (std::size_t k = 0; k < sums.size(); ++k) {
+            LazyCiphertext x = lazy_of(d, std::move(sums[k]));
+            x.scale = scale;
+            out[owner[k]].push_back(std::move(x));
+        }
+    }
+    return out;
+}
+
 Ciphertext Evaluator::mod_down_rescale(LazyCiphertext&& x, const Ciphertext* addend, Exec exec) const {
     const Count count(*this, {.add = addend ? 1u : 0u, .mod_down = 1, .rescale = 1});
     if (x.context_uid != ctx_->uid()) throw ParameterError("lazy ciphertext of another context");

@@ -441,9 +441,8 @@ void Backend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<Key
     do_mod_down(b, a, &c0_sum, nullptr, 1, out_b, out_a, exec);
 }
 
-void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
-                            RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
-    const char* op = "inner_product";
+std::size_t Backend::check_digits(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                                  const char* op) const {
     require(!digits.empty() && !terms.empty(), op, "needs digits and at least one key");
     const std::size_t nq = digits[0].num_q();
     require(digits.size() == ring_->digits_at(nq), op, "wrong number of digits for their level");
@@ -452,8 +451,14 @@ void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vecto
         require(d.num_q() == nq && d.num_p() == ring_->p_count() && d.ntt_form(), op,
                 "digits must be NTT form over Q_l * P");
     }
+    return nq;
+}
+
+void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b,
+                            RnsPoly& a, const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const {
+    const char* op = "inner_product";
     // Over Q_l * P_k, the keys' special primes (the digits' first k special limbs are their ModUp to P_k).
-    const std::size_t kp = check_terms(*ring_, terms, nq, op);
+    const std::size_t nq = check_digits(digits, terms, op), kp = check_terms(*ring_, terms, nq, op);
     shape(nq, kp, true, b);
     shape(nq, kp, true, a);
     if (c0) {
@@ -464,6 +469,69 @@ void Backend::inner_product(const std::vector<RnsPoly>& digits, const std::vecto
     }
     std::vector<GadgetKey> keys;
     do_inner_product(digits, terms_with_a_parts(terms, keys), b, a, c0, c0_out, exec);
+}
+
+void Backend::inner_product_sums(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                                 const RnsPoly& c0, const std::vector<std::vector<ProductTerm>>& groups,
+                                 const std::vector<std::array<RnsPoly*, 3>>& out, Exec exec) const {
+    const char* op = "inner_product_sums";
+    const std::size_t nq = check_digits(digits, terms, op), kp = check_terms(*ring_, terms, nq, op);
+    check_mine(c0, op);
+    require(c0.num_q() == nq && c0.num_p() == 0 && c0.ntt_form(), op, "c0 must be an NTT-form polynomial over Q_l");
+    require(!groups.empty() && groups.size() == out.size(), op, "one output per group, at least one group");
+    for (const auto& g : groups) {
+        require(!g.empty(), op, "every group needs a term");
+        for (const ProductTerm& e : g) {
+            require(e.term < terms.size() && e.plain != nullptr, op, "a term index out of range or a null plaintext");
+            check_plaintext(*e.plain, op);
+            require(e.plain->ntt_form() && e.plain->num_q() == nq && e.plain->num_p() >= kp, op,
+                    "a plaintext must be in NTT form over the digits' Q_l and the keys' special primes");
+        }
+    }
+    std::vector<const RnsPoly*> seen = {&c0};
+    for (const RnsPoly& d : digits) seen.push_back(&d);
+    for (const auto& g : groups)
+        for (const ProductTerm& e : g) seen.push_back(e.plain);
+    for (const auto& o : out)
+        for (RnsPoly* p : o) {
+            require(p != nullptr && std::find(seen.begin(), seen.end(), p) == seen.end(), op,
+                    "every output must be its own polynomial, none an input");
+            seen.push_back(p);
+        }
+    for (const auto& o : out) {
+        shape(nq, 0, true, *o[0]);
+        shape(nq, kp, true, *o[1]);
+        shape(nq, kp, true, *o[2]);
+    }
+    std::vector<GadgetKey> keys;
+    do_inner_product_sums(digits, terms_with_a_parts(terms, keys), c0, groups, out, exec);
+}
+
+void Backend::do_inner_product_sums(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                                    const RnsPoly& c0, const std::vector<std::vector<ProductTerm>>& groups,
+                                    const std::vector<std::array<RnsPoly*, 3>>& out, Exec exec) const {
+    std::vector<std::array<RnsPoly, 3>> products(terms.size());  // (c0, b, a) of each term used
+    std::vector<bool> made(terms.size(), false);
+    for (const auto& g : groups)
+        for (const ProductTerm& e : g) {
+            if (made[e.term]) continue;
+            made[e.term] = true;
+            auto& [pc, pb, pa] = products[e.term];
+            shape(c0, pc);
+            shape(c0.num_q(), terms[e.term].key->b_parts()[0].num_p(), true, pb);
+            shape(c0.num_q(), pb.num_p(), true, pa);
+            do_inner_product(digits, {terms[e.term]}, pb, pa, &c0, &pc, exec);
+        }
+    for (std::size_t j = 0; j < groups.size(); ++j) {
+        std::vector<std::vector<const RnsPoly*>> x;
+        std::vector<const RnsPoly*> y;
+        for (const ProductTerm& e : groups[j]) {
+            const auto& [pc, pb, pa] = products[e.term];
+            x.push_back({&pc, &pb, &pa});
+            y.push_back(e.plain);
+        }
+        do_sum_of_products(x, y, {out[j][0], out[j][1], out[j][2]}, false, exec);
+    }
 }
 
 std::vector<KeyTerm> Backend::terms_with_a_parts(const std::vector<KeyTerm>& terms,

@@ -80,6 +80,9 @@ protected:
                           const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const override;
     void do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
                                     RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
+    void do_inner_product_sums(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
+                               const std::vector<std::vector<ProductTerm>>& groups,
+                               const std::vector<std::array<RnsPoly*, 3>>& out, Exec exec) const override;
 
 private:
     // What ModUp starts from (d in NTT form over Q_l): its limbs back in coefficient form, each scaled for its digit's
@@ -694,6 +697,81 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
         const bool with_c0 = c0 && t < nq;
         inner_product_limb(t, nq, dt, terms, perms, limb(b, t), limb(a, t), with_c0 ? limb(*c0, t) : nullptr,
                            with_c0 ? limb(*c0_out, t) : nullptr);
+    });
+}
+
+// Limb by limb: the products of a batch of terms (their inner products, permuted, and c0's images) are made into
+// per-thread buffers, and every group's sum takes its terms of the batch from there, column chunk by chunk
+// (arith::dot_mod, one reduction per column and 8 terms), adding onto what the earlier batches left. Only the
+// digits, the keys, the plaintexts and the sums go through memory, once each, where inner_product and
+// sum_of_products write every product and read it again for each group that uses it.
+void CpuBackend::do_inner_product_sums(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                                       const RnsPoly& c0, const std::vector<std::vector<ProductTerm>>& groups,
+                                       const std::vector<std::array<RnsPoly*, 3>>& out, Exec exec) const {
+    // A batch's buffers: 3 limbs a term (4 terms: 6 MiB at n = 2^16, within a shared L3 for two threads).
+    constexpr std::size_t kBatch = 4, kChunk = 1024, kGroup = 8;
+    const std::size_t nq = c0.num_q(), kp = out[0][1]->num_p();
+    std::vector<Permutation> owned;
+    const std::vector<const std::uint32_t*> perms = permutations(terms, owned);
+    std::vector<std::size_t> used;  // the terms some group reads, in order
+    std::vector<std::size_t> slot(terms.size(), npos);
+    for (const auto& g : groups)
+        for (const ProductTerm& e : g)
+            if (slot[e.term] == npos) {
+                slot[e.term] = used.size();
+                used.push_back(e.term);
+            }
+    parallel_for(exec.threads, nq + kp, [&](std::size_t t) {
+        const Modulus& m = ring().modulus(pidx(t, nq));
+        const bool with_c0 = t < nq;
+        std::vector<const u64*> dt(digits.size());
+        for (std::size_t j = 0; j < digits.size(); ++j) dt[j] = limb(digits[j], t);
+        const std::size_t batch = std::min(kBatch, used.size());
+        AlignedWords prod(batch * 3 * n_), expanded(kGroup * kChunk);
+        std::vector<bool> started(groups.size(), false);
+        std::vector<const u64*> a, b;
+        for (std::size_t u0 = 0; u0 < used.size(); u0 += batch) {
+            const std::size_t u1 = std::min(used.size(), u0 + batch);
+            for (std::size_t u = u0; u < u1; ++u) {
+                u64* p = prod.data() + (u - u0) * 3 * n_;  // c0, b, a
+                const std::size_t i = used[u];
+                inner_product_limb(t, nq, dt, {terms[i]}, {perms[i]}, p + n_, p + 2 * n_,
+                                   with_c0 ? limb(c0, t) : nullptr, with_c0 ? p : nullptr);
+            }
+            for (std::size_t j = 0; j < groups.size(); ++j) {
+                std::vector<const ProductTerm*> now;  // the group's terms in this batch
+                for (const ProductTerm& e : groups[j])
+                    if (slot[e.term] >= u0 && slot[e.term] < u1) now.push_back(&e);
+                if (now.empty()) continue;
+                for (std::size_t c = 0; c < n_; c += kChunk) {
+                    const std::size_t len = std::min(kChunk, n_ - c);
+                    for (std::size_t g0 = 0; g0 < now.size(); g0 += kGroup) {
+                        const std::size_t g1 = std::min(now.size(), g0 + kGroup);
+                        b.assign(g1 - g0, nullptr);
+                        for (std::size_t e = g0; e < g1; ++e) {  // limb t of the plaintext, a subring one expanded
+                            const RnsPoly& y = *now[e]->plain;
+                            const u64* yt = limb(y, t);
+                            if (y.n() == n_) {
+                                b[e - g0] = yt + c;
+                                continue;
+                            }
+                            u64* x = expanded.data() + (e - g0) * kChunk;
+                            const std::size_t f = n_ / y.n(), block = std::min(f, len);
+                            for (std::size_t w = 0; w < len; w += block) std::fill_n(x + w, block, yt[(c + w) / f]);
+                            b[e - g0] = x;
+                        }
+                        const bool add = started[j] || g0 > 0;
+                        for (std::size_t k = with_c0 ? 0 : 1; k < 3; ++k) {
+                            a.assign(g1 - g0, nullptr);
+                            for (std::size_t e = g0; e < g1; ++e)
+                                a[e - g0] = prod.data() + ((slot[now[e]->term] - u0) * 3 + k) * n_ + c;
+                            arith::dot_mod(a.data(), b.data(), g1 - g0, len, m, limb(*out[j][k], t) + c, add);
+                        }
+                    }
+                }
+                started[j] = true;
+            }
+        }
     });
 }
 

@@ -23,6 +23,17 @@ LazyPolys KeySwitcher::inner_product_sum(const std::vector<RnsPoly>& digits, con
     return out;
 }
 
+std::vector<LazyPolys> KeySwitcher::inner_product_sums(const std::vector<RnsPoly>& digits,
+                                                       const std::vector<KeyTerm>& terms, const RnsPoly& c0,
+                                                       const std::vector<std::vector<ProductTerm>>& groups,
+                                                       Exec exec) const {
+    std::vector<LazyPolys> out(groups.size());
+    std::vector<std::array<RnsPoly*, 3>> parts;
+    for (LazyPolys& o : out) parts.push_back({&o.c0, &o.b, &o.a});
+    be_.inner_product_sums(digits, terms, c0, groups, parts, exec);
+    return out;
+}
+
 void KeySwitcher::add_lazy(LazyPolys& acc, const LazyPolys& x, Exec exec) const {
     if (acc.c0.empty() != x.c0.empty()) throw InternalError("add_lazy: one lazy value has a c0 part and the other not");
     if (!acc.c0.empty()) be_.add(acc.c0, x.c0, acc.c0, exec);

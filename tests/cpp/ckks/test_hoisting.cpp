@@ -148,6 +148,69 @@ TEST_P(Hoisting, SumFormAndSplitStepsEqualSumOfRotations) {
     EXPECT_GT(precision_bits(e.decrypt(e.ev.apply_galois_sum_hoisted(low, elts)), want), 18);
 }
 
+// The baby steps of a linear transform and their products in one call: the bits of inner_product_lazy and
+// multiply_plain_sum_lazy, the values of the rotations times the plaintexts, the same counts, and its refusals.
+TEST_P(Hoisting, InnerProductSumsEqualTheSeparateSteps) {
+    Env& e = env();
+    const auto v = e.random(true);
+    const auto c = e.encrypt(v);
+    const Decomposition d = e.ev.decompose(c);
+    const std::vector<std::int64_t> steps = {1, -2, 5, 17};
+    std::vector<std::uint64_t> elts;
+    for (auto s : steps) elts.push_back(e.ctx->galois_element(s));
+    const double scale = e.ctx->default_scale();
+    std::vector<cvec> values;
+    std::vector<Plaintext> pts;
+    for (int i = 0; i < 5; ++i) {
+        values.push_back(e.random(true));
+        if (i == 4) values.back().assign(v.size(), std::complex<double>(0.25, -0.5));  // a subring plaintext
+        pts.push_back(e.enc.encode_compact(values.back(), scale, c.level(), true));
+    }
+    const std::vector<std::vector<std::pair<std::size_t, const Plaintext*>>> groups = {
+        {{0, &pts[0]}, {1, &pts[1]}, {3, &pts[2]}}, {{2, &pts[3]}}, {{1, &pts[4]}, {0, &pts[3]}}};
+    OpCounts fused_counts, split_counts;
+    const auto sums = e.ev.counting(fused_counts).inner_product_sums_lazy(d, elts, groups);
+    ASSERT_EQ(sums.size(), groups.size());
+    const Evaluator split = e.ev.counting(split_counts);
+    for (std::size_t j = 0; j < groups.size(); ++j) {
+        ASSERT_EQ(sums[j].size(), 1u);  // one set of special primes
+        std::vector<LazyCiphertext> lazy;
+        for (const auto& [i, pt] : groups[j]) lazy.push_back(split.inner_product_lazy(d, elts[i]));
+        std::vector<const LazyCiphertext*> xs;
+        std::vector<const Plaintext*> ps;
+        for (std::size_t k = 0; k < lazy.size(); ++k) xs.push_back(&lazy[k]), ps.push_back(groups[j][k].second);
+        const LazyCiphertext want = split.multiply_plain_sum_lazy(xs, ps);
+        EXPECT_EQ(sums[j][0].b, want.b) << "group " << j;
+        EXPECT_EQ(sums[j][0].a, want.a) << "group " << j;
+        EXPECT_EQ(sums[j][0].c0, want.c0) << "group " << j;
+        EXPECT_EQ(sums[j][0].scale, want.scale);
+        // the values: sum of rotations times the plaintexts' values
+        cvec expect(v.size(), 0.0);
+        for (const auto& [i, pt] : groups[j]) {
+            const auto r = rotated(v, steps[i]);
+            const cvec& w = values[static_cast<std::size_t>(pt - pts.data())];
+            for (std::size_t s = 0; s < v.size(); ++s) expect[s] += r[s] * w[s];
+        }
+        EXPECT_GT(precision_bits(e.decrypt(e.ev.rescale(e.ev.mod_down(sums[j][0]))), expect), 16) << "group " << j;
+    }
+    EXPECT_EQ(fused_counts.cmult, split_counts.cmult);
+    EXPECT_EQ(fused_counts.add, split_counts.add);
+    EXPECT_EQ(fused_counts.rot, 4u);  // each Galois element once, however many groups use it
+    EXPECT_THROW(e.ev.inner_product_sums_lazy(d, elts, {}), ParameterError);
+    EXPECT_THROW(e.ev.inner_product_sums_lazy(d, elts, {{}}), ParameterError);
+    EXPECT_THROW(e.ev.inner_product_sums_lazy(d, elts, {{{4, &pts[0]}}}), ParameterError);
+    EXPECT_THROW(e.ev.inner_product_sums_lazy(d, elts, {{{0, nullptr}}}), ParameterError);
+    const Plaintext low = e.enc.encode_extended(values[0], scale, c.level() - 1);
+    EXPECT_THROW(e.ev.inner_product_sums_lazy(d, elts, {{{0, &low}}}), ParameterError);
+    const Plaintext over_q = e.enc.encode(values[0], scale, c.level());  // not extended
+    EXPECT_THROW(e.ev.inner_product_sums_lazy(d, elts, {{{0, &over_q}}}), ParameterError);
+    const Plaintext other_scale = e.enc.encode_extended(values[0], scale * 2, c.level());
+    EXPECT_THROW(e.ev.inner_product_sums_lazy(d, elts, {{{0, &pts[0]}, {1, &other_scale}}}), ParameterError);
+    auto no_galois = std::make_shared<EvaluationKeys>(*e.ek);
+    no_galois->galois.clear();
+    EXPECT_THROW(Evaluator(e.ctx, no_galois).inner_product_sums_lazy(d, elts, {{{0, &pts[0]}}}), MissingKeyError);
+}
+
 // Compact keys (a-parts expanded from their seeds at each use) give the full keys' bits in every key-switching path,
 // in half the memory, and serialize to the same bytes.
 TEST_P(Hoisting, CompactKeysGiveTheFullKeysBits) {

@@ -600,6 +600,68 @@ TEST(KeySwitch, FusedHoistedAndReferenceInnerProductsAgree) {
     }
 }
 
+// The baby steps and their plaintext sums in one call give the bits of each inner product alone and each group's
+// sum of products: more terms than a batch of the CPU's pass, terms in several groups and in none, automorphisms and
+// the identity, subring and full plaintexts, every level, 1 and 2 threads.
+TEST(KeySwitch, InnerProductSumsAreTheSeparateProductsSummed) {
+    for (std::size_t alpha : {1u, 3u}) {
+        Fixture f(5, 3, alpha);
+        std::mt19937_64 rng(40 + alpha);
+        const KeySwitcher ks(*f.be);
+        const GadgetKey k1 = f.random_key(rng), k2 = f.random_key(rng);
+        const std::vector<KeyTerm> terms = {{&k1, 5}, {&k2, 2 * 64 - 1}, {&k1, 1}, {&k2, 25},
+                                            {&k1, 3}, {&k2, 125},        {&k1, 7}};
+        for (std::size_t nq : {5u, 2u}) {
+            const RnsPoly d = f.random(nq, 0, rng, true), c0 = f.random(nq, 0, rng, true);
+            const std::vector<RnsPoly> digits = f.be->mod_up(d, 2);
+            std::vector<RnsPoly> plains;
+            for (int i = 0; i < 8; ++i) {
+                RnsPoly y = f.random(nq, 3, rng, true);
+                if (i % 3 == 1) {  // a subring plaintext (16 words a limb)
+                    RnsPoly sub;
+                    f.be->to_subring(y, 16, sub, 1);
+                    y = std::move(sub);
+                }
+                plains.push_back(std::move(y));
+            }
+            // term 6 is in no group; term 0 in three
+            const std::vector<std::vector<ProductTerm>> groups = {
+                {{0, &plains[0]}, {1, &plains[1]}, {2, &plains[2]}, {3, &plains[3]}, {4, &plains[4]}, {5, &plains[5]}},
+                {{5, &plains[6]}},
+                {{0, &plains[7]}, {4, &plains[1]}, {0, &plains[2]}}};
+            std::vector<LazyPolys> want;
+            for (const auto& g : groups) {
+                std::vector<LazyPolys> products;
+                for (const ProductTerm& e : g) products.push_back(ks.inner_product_sum(digits, {terms[e.term]}, c0, 1));
+                std::vector<const LazyPolys*> xs;
+                std::vector<const RnsPoly*> ys;
+                for (std::size_t i = 0; i < g.size(); ++i) xs.push_back(&products[i]), ys.push_back(g[i].plain);
+                want.push_back(ks.multiply_plain_sum(xs, ys, 1));
+            }
+            for (int threads : {1, 2}) {
+                const std::vector<LazyPolys> got = ks.inner_product_sums(digits, terms, c0, groups, threads);
+                ASSERT_EQ(got.size(), groups.size());
+                for (std::size_t j = 0; j < groups.size(); ++j) {
+                    EXPECT_EQ(got[j].c0, want[j].c0) << "alpha " << alpha << " nq " << nq << " group " << j;
+                    EXPECT_EQ(got[j].b, want[j].b) << "alpha " << alpha << " nq " << nq << " group " << j;
+                    EXPECT_EQ(got[j].a, want[j].a) << "alpha " << alpha << " nq " << nq << " group " << j;
+                }
+            }
+            // refused: no group, an empty group, an index past the terms, a plaintext of another level, an output
+            // that is an input
+            EXPECT_THROW(ks.inner_product_sums(digits, terms, c0, {}, 1), InternalError);
+            EXPECT_THROW(ks.inner_product_sums(digits, terms, c0, {{}}, 1), InternalError);
+            EXPECT_THROW(ks.inner_product_sums(digits, terms, c0, {{{7, &plains[0]}}}, 1), InternalError);
+            const RnsPoly other = f.random(nq == 5 ? 2 : 5, 3, rng, true);
+            EXPECT_THROW(ks.inner_product_sums(digits, terms, c0, {{{0, &other}}}, 1), InternalError);
+            RnsPoly b, a;
+            RnsPoly c0_copy = c0;
+            EXPECT_THROW(f.be->inner_product_sums(digits, terms, c0_copy, {{{0, &plains[0]}}}, {{&c0_copy, &b, &a}}, 1),
+                         InternalError);
+        }
+    }
+}
+
 // Steps 1 to 3 in one call (the CPU backend's limb-by-limb pipeline) against switch_lazy and mod_down / mod_down_rescale:
 // the same bits, with and without addends and automorphism, at every level, with a key over a prefix of P (key_switch's
 // other use), and the operand's own polynomials as outputs.
