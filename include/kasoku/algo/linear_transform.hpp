@@ -55,7 +55,9 @@ public:
     // at_use: keep the diagonals' values (one period of each; real ones as doubles) and encode them in apply, kAtUseChunk
     // at a time, each chunk freed once its products are summed: 16 encodings at a time instead of all (a diagonal over
     // Q_level * P is up to 9 MB at N = 2^16, a convolution's giant step over a hundred), for the encoding time at every
-    // apply. The same results, bit for bit.
+    // apply; the rotated babies' diagonals over Q_level * P in batches of giant steps of at most kAtUseFusedBytes
+    // (or one giant step), whose products are made in one pass (Evaluator::inner_product_sums_lazy). The same results,
+    // bit for bit.
     // products: ProductBasis (automatic: cheaper_basis). diagonals is taken by value: pass it moved, and each diagonal
     // is released once encoded (or, at_use, kept as doubles), so that a transform of thousands of diagonals does not
     // hold two copies of them.
@@ -118,6 +120,12 @@ public:
                            OpCounts* counts = nullptr) const;
 
     static constexpr std::size_t kAtUseChunk = 16;  // at_use: diagonals encoded at a time (two groups of dot_mod's 8)
+    // at_use, over Q_l * P: the rotated babies' diagonals encoded together for one pass over their products (then
+    // more giant steps a batch mean fewer passes, each making every baby again).
+    static constexpr std::size_t kAtUseFusedBytes = std::size_t{512} << 20;
+    // at_use: the memory the rotated babies' diagonals of one pass may take when encoded (default kAtUseFusedBytes;
+    // at least one giant step's): less memory, more passes. The same results, bit for bit.
+    void set_at_use_batch_bytes(std::size_t bytes) { batch_bytes_ = bytes; }
 
 private:
     void check_level(const ckks::Ciphertext& a) const;
@@ -135,6 +143,7 @@ private:
     ckks::ContextPtr ctx_;
     int level_ = 0;
     bool at_use_ = false;
+    std::size_t batch_bytes_ = kAtUseFusedBytes;
     ProductBasis products_ = ProductBasis::extended;  // extended or level, once chosen
     double scale_ = 0;                                // the diagonals' encoding scale
     std::size_t count_ = 0, bytes_ = 0;

@@ -227,30 +227,52 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
                                 Exec exec) const {
     check_level(a);
     const bool extended = products_ == ProductBasis::extended;
-    // Baby steps: hoisted inner products, left in Q_l * P_k (extended) or brought down to Q_l. Extended with the
-    // diagonals held, the rotated babies and their products in one call (inner_product_sums_lazy: per giant step,
-    // its sums by special primes) instead.
-    const bool fused = extended && !at_use_ && d;
+    // Baby steps: hoisted inner products, left in Q_l * P_k (extended) or brought down to Q_l. Extended, the rotated
+    // babies and their products in one call instead (inner_product_sums_lazy: per giant step, its sums by special
+    // primes); at_use, for giant steps in batches whose diagonals, encoded together, take at most batch_bytes_ (at
+    // least one giant step a batch: its diagonals take less than the babies over Q_l * P the other path holds).
+    const bool fused = extended && d;
     std::vector<bool> rotated(plan_.babies.size());
     for (std::size_t i = 0; i < plan_.babies.size(); ++i) rotated[i] = ctx_->galois_element(plan_.babies[i]) != 1;
-    std::vector<std::vector<LazyCiphertext>> sums;  // fused: each giant step's
+    std::vector<std::vector<LazyCiphertext>> sums(fused ? plan_.giants.size() : 0);  // each giant step's
     if (fused) {
         std::vector<std::uint64_t> elts;
         for (auto s : plan_.babies) elts.push_back(ctx_->galois_element(s));
-        std::vector<std::vector<std::pair<std::size_t, const ckks::Plaintext*>>> groups, nonempty;
-        std::vector<std::size_t> owner;
-        for (std::size_t j = 0; j < plan_.giants.size(); ++j) {
-            std::vector<std::pair<std::size_t, const ckks::Plaintext*>> g;
-            for (const Term& t : terms_[j])
-                if (rotated[t.baby]) g.emplace_back(t.baby, &t.pt);
-            if (g.empty()) continue;
-            nonempty.push_back(std::move(g));
-            owner.push_back(j);
-        }
-        sums.resize(plan_.giants.size());
-        if (!nonempty.empty()) {
-            auto made = ev.inner_product_sums_lazy(*d, elts, nonempty, exec);
-            for (std::size_t k = 0; k < made.size(); ++k) sums[owner[k]] = std::move(made[k]);
+        const std::size_t limbs = static_cast<std::size_t>(level_) + 1 + ctx_->rns().p_count(), n = ctx_->n();
+        for (std::size_t j0 = 0; j0 < plan_.giants.size();) {
+            std::size_t j1 = j0, bytes = 0;  // the batch j0..j1-1
+            while (j1 < plan_.giants.size()) {
+                std::size_t b = 0;
+                for (const Term& t : terms_[j1])
+                    if (at_use_ && rotated[t.baby]) b += limbs * std::min(n, 2 * t.re.size()) * sizeof(std::uint64_t);
+                if (j1 > j0 && bytes + b > batch_bytes_) break;
+                bytes += b;
+                ++j1;
+            }
+            std::vector<std::vector<ckks::Plaintext>> now(at_use_ ? j1 - j0 : 0);  // at_use: the batch's diagonals
+            std::vector<std::vector<std::pair<std::size_t, const ckks::Plaintext*>>> groups;
+            std::vector<std::size_t> owner;  // the giant step of each group
+            for (std::size_t j = j0; j < j1; ++j) {
+                std::vector<std::pair<std::size_t, const ckks::Plaintext*>> g;
+                if (at_use_) now[j - j0].reserve(terms_[j].size());  // (pointers into it are kept)
+                for (const Term& t : terms_[j]) {
+                    if (!rotated[t.baby]) continue;
+                    if (!at_use_) {
+                        g.emplace_back(t.baby, &t.pt);
+                        continue;
+                    }
+                    now[j - j0].push_back(encoded(t, exec));
+                    g.emplace_back(t.baby, &now[j - j0].back());
+                }
+                if (g.empty()) continue;
+                groups.push_back(std::move(g));
+                owner.push_back(j);
+            }
+            if (!groups.empty()) {
+                auto made = ev.inner_product_sums_lazy(*d, elts, groups, exec);
+                for (std::size_t k = 0; k < made.size(); ++k) sums[owner[k]] = std::move(made[k]);
+            }
+            j0 = j1;
         }
     }
     std::vector<std::optional<LazyCiphertext>> lazy(plan_.babies.size());
@@ -288,7 +310,8 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
             std::vector<ckks::Plaintext> now;  // at_use: this chunk's diagonals
             if (at_use_) {
                 now.reserve(c1 - c0);
-                for (std::size_t k = c0; k < c1; ++k) now.push_back(encoded(terms[k], exec));
+                for (std::size_t k = c0; k < c1; ++k)  // (a rotated baby's term, fused, was encoded above)
+                    now.push_back(fused && rotated[terms[k].baby] ? ckks::Plaintext{} : encoded(terms[k], exec));
             }
             std::map<std::size_t, std::pair<std::vector<const LazyCiphertext*>, std::vector<const ckks::Plaintext*>>>
                 xs;  // by special primes

@@ -194,6 +194,13 @@ TEST(LinearTransform, EncodedAtUseGivesTheSameCiphertext) {
     ASSERT_EQ(a.polys.size(), b.polys.size());
     for (std::size_t i = 0; i < a.polys.size(); ++i) EXPECT_TRUE(a.polys[i] == b.polys[i]) << "polynomial " << i;
     EXPECT_EQ(a.scale, b.scale);
+    // the rotated babies' diagonals one giant step a pass (each pass makes the babies again): the same bits
+    LinearTransform one_by_one(env2.ctx, diags, level, 4, {}, true);
+    one_by_one.set_at_use_batch_bytes(1);
+    OpCounts batched, passes;
+    EXPECT_EQ(at_use.apply(env2.ev, x, {}, &batched).polys, one_by_one.apply(env2.ev, x, {}, &passes).polys);
+    EXPECT_GT(passes.rot, batched.rot);
+    EXPECT_EQ(passes.cmult, batched.cmult);
 }
 
 // The two product bases: the diagonals multiply the hoisted baby rotations over Q_l * P, or each baby rotation brought
