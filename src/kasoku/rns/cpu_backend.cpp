@@ -25,6 +25,16 @@ using arith::Modulus;
 u64* limb(RnsPoly& p, std::size_t i) { return PolyAccess::data(p) + i * p.n(); }
 const u64* limb(const RnsPoly& p, std::size_t i) { return PolyAccess::data(p) + i * p.n(); }
 
+// Columns c..c+len of limb t of plaintext y over n words a limb: its own words, or for a subring plaintext (fewer words,
+// each standing for a block of n / y.n() equal ones) the block's words written into buf (len words).
+const u64* plain_columns(const RnsPoly& y, std::size_t t, std::size_t n, std::size_t c, std::size_t len, u64* buf) {
+    const u64* yt = limb(y, t);
+    if (y.n() == n) return yt + c;
+    const std::size_t f = n / y.n(), block = std::min(f, len);
+    for (std::size_t w = 0; w < len; w += block) std::fill_n(buf + w, block, yt[(c + w) / f]);
+    return buf;
+}
+
 class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(std::shared_ptr<const RnsContext> ring);
@@ -282,16 +292,9 @@ void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*
         std::vector<const u64*> a(x.size()), b(x.size());
         AlignedWords buf(subring * kChunk);
         u64* next = buf.data();
-        for (std::size_t i = 0; i < x.size(); ++i) {
-            const u64* yt = limb(*y[i], t);  // limb t of a term is limb t of its plaintext
-            if (y[i]->n() == n_) {
-                b[i] = yt + c;
-                continue;
-            }
-            const std::size_t f = n_ / y[i]->n(), block = std::min(f, len);
-            for (std::size_t j = 0; j < len; j += block) std::fill_n(next + j, block, yt[(c + j) / f]);
-            b[i] = next;
-            next += kChunk;
+        for (std::size_t i = 0; i < x.size(); ++i) {  // limb t of a term is limb t of its plaintext
+            b[i] = plain_columns(*y[i], t, n_, c, len, next);
+            if (b[i] == next) next += kChunk;
         }
         for (std::size_t k = 0; k < out.size(); ++k) {
             if (t >= out[k]->limbs()) continue;
@@ -748,18 +751,9 @@ void CpuBackend::do_inner_product_sums(const std::vector<RnsPoly>& digits, const
                     for (std::size_t g0 = 0; g0 < now.size(); g0 += kGroup) {
                         const std::size_t g1 = std::min(now.size(), g0 + kGroup);
                         b.assign(g1 - g0, nullptr);
-                        for (std::size_t e = g0; e < g1; ++e) {  // limb t of the plaintext, a subring one expanded
-                            const RnsPoly& y = *now[e]->plain;
-                            const u64* yt = limb(y, t);
-                            if (y.n() == n_) {
-                                b[e - g0] = yt + c;
-                                continue;
-                            }
-                            u64* x = expanded.data() + (e - g0) * kChunk;
-                            const std::size_t f = n_ / y.n(), block = std::min(f, len);
-                            for (std::size_t w = 0; w < len; w += block) std::fill_n(x + w, block, yt[(c + w) / f]);
-                            b[e - g0] = x;
-                        }
+                        for (std::size_t e = g0; e < g1; ++e)
+                            b[e - g0] =
+                                plain_columns(*now[e]->plain, t, n_, c, len, expanded.data() + (e - g0) * kChunk);
                         const bool add = started[j] || g0 > 0;
                         for (std::size_t k = with_c0 ? 0 : 1; k < 3; ++k) {
                             a.assign(g1 - g0, nullptr);
