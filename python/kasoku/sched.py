@@ -154,7 +154,8 @@ def run(
     keep_outputs: int = 1,
 ) -> RunResult:
     """Runs the job stream for real: each job starts at its arrival (ms after the call) on `inputs`, tasks run on
-    this machine's threads (None: all cores) with the thread counts the policy gives. `cost` gives the priorities
+    this machine's threads (None: all cores) with the thread counts the policy gives; a task on several threads has
+    them pinned to CPUs that no other running task holds. `cost` gives the priorities
     and the kasoku policy's estimates; None measures one for ctx's parameters and the graph's operation mix (once
     per process). `ev` needs the
     relinearisation key for products and the Galois keys of `graph.rotation_steps()` for rotations (MissingKeyError

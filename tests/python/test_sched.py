@@ -332,6 +332,11 @@ def test_cli_compare_pairs_runs_of_one_stream(tmp_path, capsys):
     assert res["fixed-1 (A/A)"][60] == pytest.approx([np.log(1.21), 0.0])
     assert 80 not in res["fixed-1 (A/A)"] and res["dynamic"][80] == pytest.approx([np.log(1.2)])
     assert schedule_cli.paired(rows, "fixed-1", "p95_ms")["dynamic"][80] == pytest.approx([np.log(0.5)])
+    # streams of two graphs at one D and seed pair within their graph, not across
+    two = [dict(r, graph=g, makespan_ms=r["makespan_ms"] * f) for g, f in (("exp", 1), ("matmul:3", 7)) for r in rows]
+    both = schedule_cli.paired(two, "fixed-1", "makespan_ms")
+    assert both["kasoku"][60] == pytest.approx([0.0, np.log(0.9)] * 2)
+    assert both["fixed-1 (A/A)"][60] == pytest.approx([np.log(1.21), 0.0] * 2)
 
     path, plot = tmp_path / "runs.jsonl", tmp_path / "aa.png"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")

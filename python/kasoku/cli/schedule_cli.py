@@ -339,15 +339,15 @@ def plot(curves: dict, policies: list[str], ds: list[float], path: str, title: s
 
 
 def paired(rows: list[dict], baseline: str = "fixed-1", key: str = "makespan_ms") -> dict:
-    """Paired comparison of runs of the same streams: per (D, seed), the log ratio of each policy's `key` to the
-    baseline's (their geometric mean when the baseline ran more than once). When the baseline ran twice, its second
-    run against its first is the A/A row, "<baseline> (A/A)": the spread of identical runs on this machine.
-    Returns {name: {D: [log ratios, one per seed]}}."""
+    """Paired comparison of runs of the same streams: per stream (graph, D, seed), the log ratio of each policy's
+    `key` to the baseline's (their geometric mean when the baseline ran more than once). When the baseline ran twice,
+    its second run against its first is the A/A row, "<baseline> (A/A)": the spread of identical runs on this machine.
+    Returns {name: {D: [log ratios, one per stream]}}."""
     groups: dict = {}
     for r in rows:
-        groups.setdefault((r["D_ms"], r["seed"]), []).append(r)
+        groups.setdefault((str(r.get("graph", "")), r["D_ms"], r["seed"]), []).append(r)
     out: dict = {}
-    for (d, _), g in sorted(groups.items()):
+    for (_, d, _), g in sorted(groups.items()):
         base = [r[key] for r in g if r["policy"] == baseline]
         if not base:
             continue
@@ -379,7 +379,7 @@ def paired_table(rows: list[dict], baseline: str = "fixed-1") -> str:
         res = paired(rows, baseline, key)
         ds = sorted({d for per in res.values() for d in per})
         lines.append(
-            f"| {title} vs {baseline}, % (per seed) | "
+            f"| {title} vs {baseline}, % (per stream) | "
             + " | ".join(f"D = {d:g}" for d in ds)
             + " | all D: mean [95% CI] |"
         )

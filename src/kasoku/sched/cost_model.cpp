@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <exception>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -82,8 +83,11 @@ std::string cpu_model() {
 }
 
 // Time of one dispatch as the real executor does it: a condition-variable hand-off to a waiting thread, which then
-// opens a parallel region of `threads` threads.
+// binds a team of `threads` threads to CPUs (a parallel region; bind_team, as a runner does) and hands back.
 double measure_overhead_ms(int threads, int reps) {
+    std::vector<int> team = usable_cpus();  // pinned as the runners pin, where they do
+    if (threads < 2 || team.size() < static_cast<std::size_t>(threads)) team.clear();
+    team.resize(team.empty() ? 0 : static_cast<std::size_t>(threads));
     std::mutex m;
     std::condition_variable cv;
     int posted = 0, served = 0;
@@ -96,7 +100,8 @@ double measure_overhead_ms(int threads, int reps) {
             cv.wait(lk, [&] { return stop || posted > served; });
             if (stop) return;
             lk.unlock();
-            parallel_for(threads, static_cast<std::size_t>(threads), [](std::size_t) {});
+            if (team.empty()) parallel_for(threads, static_cast<std::size_t>(threads), [](std::size_t) {});
+            else bind_team(team);
             auto now = std::chrono::steady_clock::now();
             lk.lock();
             lat.push_back(std::chrono::duration<double, std::milli>(now - sent).count());
@@ -387,13 +392,20 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         for (int c = 0; c < kPerTeam; ++c) v.push_back(fresh(top));
     std::array<LoadTable, kTaskKinds> load;
     for (int k = 0; k < kTaskKinds; ++k) load[k] = {{1, {{1, 1.0}}}};
+    // Team i runs on CPUs i * w .. (i + 1) * w - 1 of its own, as the executor pins a task's team (Runners).
+    const std::vector<int> cpus = usable_cpus();
+    auto team_cpus = [&](int i, int w) {
+        if (w == 1 || cpus.size() < static_cast<std::size_t>(max_threads)) return std::vector<int>{};
+        return std::vector<int>(cpus.begin() + i * w, cpus.begin() + (i + 1) * w);
+    };
     for (auto [w, m] : points) {
         std::atomic<bool> stop{false};
         std::atomic<int> started{0};
         std::vector<std::thread> others;
         others.reserve(static_cast<std::size_t>(m - 1));
         for (int i = 0; i < m - 1; ++i)
-            others.emplace_back([&, i] {
+            others.emplace_back([&, i, w] {
+                bind_team(team_cpus(i + 1, w));
                 const auto& cts = own[static_cast<std::size_t>(i) + 1];
                 std::size_t c = 0;
                 for (std::size_t j = static_cast<std::size_t>(i) * 7 % kinds.size(); !stop;
@@ -403,18 +415,28 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
                 }
             });
         while (started.load() < m - 1) std::this_thread::yield();  // every other team past its first task
-        for (int k = 0; k < kTaskKinds; ++k) {
-            const OpKind op = kind_at(k);
-            const int n = std::max(reps, 3) * (is_light(op) ? 20 : 1);
-            std::size_t c = 0;
-            const double loaded = time_fn([&] { return run_op(op, own[0][c++ % kPerTeam], w); }, n);
-            const double alone = ops[k].ms.back()[static_cast<std::size_t>(w - 1)];
-            auto& rows = load[k];
-            if (rows.back().first != w) rows.emplace_back(w, LoadCurve{{w, 1.0}});
-            rows.back().second.emplace_back(m * w, std::max(loaded / alone, 1.0));
-        }
+        std::exception_ptr failed;
+        std::thread([&, w = w, m = m] {  // the measured team: team 0, on a thread of its own like the others
+            bind_team(team_cpus(0, w));
+            try {
+                for (int k = 0; k < kTaskKinds; ++k) {
+                    const OpKind op = kind_at(k);
+                    const int n = std::max(reps, 3) * (is_light(op) ? 20 : 1);
+                    std::size_t c = 0;
+                    const double loaded = time_fn([&] { return run_op(op, own[0][c++ % kPerTeam], w); }, n);
+                    const double alone = ops[k].ms.back()[static_cast<std::size_t>(w - 1)];
+                    auto& rows = load[k];
+                    if (rows.back().first != w) rows.emplace_back(w, LoadCurve{{w, 1.0}});
+                    rows.back().second.emplace_back(m * w, std::max(loaded / alone, 1.0));
+                }
+            } catch (...) {
+                failed = std::current_exception();
+            }
+        })
+            .join();
         stop = true;
         for (auto& t : others) t.join();
+        if (failed) std::rethrow_exception(failed);
         tick();
     }
     const double overhead = measure_overhead_ms(max_threads, 51);

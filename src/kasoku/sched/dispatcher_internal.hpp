@@ -117,6 +117,12 @@ std::exception_ptr run_task(std::unique_lock<std::mutex>& lk, const ckks::Evalua
 // it with run_task on what `task` gives for it (nothing: skipped, e.g. a task of a job that has ended), and reports
 // to `ended` with the task's exception (null on success); `task` and `ended` are called under the lock. The threads
 // end once close() has been called and the queue is empty (an owner that stops at once clears the queue first).
+// Where there are no more runners than usable CPUs, the team of a task of several threads runs on CPUs of its own:
+// the runner takes as many free CPUs as the task has threads and binds its team to them (bind_team) until the task
+// ends; the placed tasks never hold more threads than there are runners, so the CPUs never run out. A one-thread
+// task has no team to keep together: its runner may run on any of the CPUs (unbind), where Linux balances it.
+// Unpinned, Linux woke the second thread of a 2-thread task on the first one's core often enough that such tasks ran
+// 1.5x their time alone in a stream (Zen 5, 2 cores; docs/SCHEDULING.md).
 class Runners {
 public:
     struct Task {
@@ -144,6 +150,8 @@ private:
     bool closing_ = false;
     std::function<std::optional<Task>(const Placement&)> task_;
     std::function<void(const Placement&, std::exception_ptr)> ended_;
+    std::vector<int> cpus_;   // the CPUs tasks are pinned to (empty: not pinned)
+    std::vector<char> busy_;  // per entry of cpus_: a running task's
     std::vector<std::thread> threads_;
 };
 

@@ -1,9 +1,11 @@
 // The real executor: one scheduler thread (the caller) and opts.threads runner threads. A runner takes a placed task,
-// calls the evaluator with the task's thread count (an OpenMP team of that size inside the runner) and reports back;
-// the placed tasks never hold more than opts.threads threads, so a runner is always free for a placement.
+// calls the evaluator with the task's thread count (an OpenMP team of that size inside the runner, pinned to CPUs no
+// other running task has) and reports back; the placed tasks never hold more than opts.threads threads, so a runner
+// and its CPUs are always free for a placement.
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,6 +13,7 @@
 #include "dispatcher_internal.hpp"
 #include "kasoku/sched/scheduler.hpp"
 #include "kasoku/support/error.hpp"
+#include "kasoku/support/threads.hpp"
 
 namespace kasoku::sched {
 
@@ -98,13 +101,18 @@ std::exception_ptr detail::run_task(std::unique_lock<std::mutex>& lk, const ckks
 detail::Runners::Runners(std::mutex& m, int threads, std::function<std::optional<Task>(const Placement&)> task,
                          std::function<void(const Placement&, std::exception_ptr)> ended)
     : m_(m), task_(std::move(task)), ended_(std::move(ended)) {
+    if (threads > 1) {
+        cpus_ = usable_cpus();
+        if (cpus_.size() < static_cast<std::size_t>(threads)) cpus_.clear();  // more runners than CPUs: not pinned
+        busy_.assign(cpus_.size(), 0);
+    }
     threads_.reserve(static_cast<std::size_t>(threads));
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
 }
 
 void detail::Runners::push(const std::vector<Placement>& placed) {
     queue_.insert(queue_.end(), placed.begin(), placed.end());
-    if (!placed.empty()) cv_.notify_all();
+    for (std::size_t i = 0; i < placed.size(); ++i) cv_.notify_one();  // a runner each (a runner placing takes one)
 }
 
 void detail::Runners::close() {
@@ -134,8 +142,25 @@ void detail::Runners::loop() {
         const Placement p = queue_.front();
         queue_.pop_front();
         std::exception_ptr error;
-        if (std::optional<Task> t = task_(p))
+        if (std::optional<Task> t = task_(p)) {
+            std::vector<std::size_t> mine;  // the free CPUs a team of several threads takes, lowest first
+            for (std::size_t c = 0; p.threads > 1 && c < cpus_.size() && mine.size() < std::size_t(p.threads); ++c)
+                if (!busy_[c]) mine.push_back(c);
+            if (mine.size() != std::size_t(p.threads)) mine.clear();  // one thread (or, never expected, too few free)
+            std::vector<int> team;
+            for (std::size_t c : mine) {
+                busy_[c] = 1;
+                team.push_back(cpus_[c]);
+            }
+            if (!cpus_.empty()) {
+                lk.unlock();
+                if (team.empty()) unbind(cpus_);
+                else bind_team(team);
+                lk.lock();
+            }
             error = run_task(lk, *t->ev, *t->g, p.node, p.threads, *t->vals, *t->uses);
+            for (std::size_t c : mine) busy_[c] = 0;
+        }
         ended_(p, error);
     }
 }
@@ -177,6 +202,10 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
     };
     // The evaluator is the caller's, alive for the whole call.
     const std::shared_ptr<const ckks::Evaluator> evp(std::shared_ptr<const ckks::Evaluator>(), &ev);
+    // Under the lock: the jobs that have arrived by `now` join, and what the policy lets start starts. Called by the
+    // scheduler thread at arrivals and by the runner whose task ended, which so goes on without waking the scheduler.
+    std::size_t next = 0;  // the next job to arrive
+    std::function<void(double)> admit_and_place;
     detail::Runners runners(
         m, opts.threads,
         [&](const detail::Placement& p) -> std::optional<detail::Runners::Task> {
@@ -191,7 +220,8 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
                 cv_sched.notify_all();
                 return;
             }
-            d.finish(p, elapsed());
+            const double now = elapsed();
+            d.finish(p, now);
             JobState& js = state[p.job];
             if (d.job_done(p.job)) {
                 ++done;
@@ -200,21 +230,23 @@ RunResult run(const Graph& g, const ckks::Evaluator& ev, const std::map<std::str
                 JobState().vals.swap(js.vals);
                 std::vector<int>().swap(js.uses);
             }
-            cv_sched.notify_one();
+            admit_and_place(now);
+            if (done == jobs) cv_sched.notify_one();
         });
+    admit_and_place = [&](double now) {
+        for (; next < jobs && arrivals[next] <= now; ++next) {
+            state[next].vals = input_values;
+            state[next].uses = uses0;
+            d.arrive(static_cast<int>(next), arrivals[next]);
+            if (d.job_done(static_cast<int>(next))) ++done;
+        }
+        runners.push(d.place(now));
+    };
 
     {
         std::unique_lock lk(m);
-        std::size_t next = 0;
         while (!error && done < jobs) {
-            const double now = elapsed();
-            for (; next < jobs && arrivals[next] <= now; ++next) {
-                state[next].vals = input_values;
-                state[next].uses = uses0;
-                d.arrive(static_cast<int>(next), arrivals[next]);
-                if (d.job_done(static_cast<int>(next))) ++done;
-            }
-            runners.push(d.place(now));
+            admit_and_place(elapsed());
             if (done == jobs) break;
             if (next < jobs)
                 cv_sched.wait_until(lk, t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(

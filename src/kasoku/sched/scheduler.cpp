@@ -304,10 +304,13 @@ void Dispatcher::finish(const Placement& p, double now) {
     result.busy_thread_ms += p.threads * (now - p.start_ms);
     if (const double took = now - p.start_ms; took > 0) {
         // The model's time for the task under the load it ran beside (the mean of the busy threads over its run), and
-        // the running mean of log(observed / that) over the first 16 tasks of a kind and thread count, then an
-        // exponential one of weight 1/16: it settles fast and follows a load that changes. The simulator's own tasks
-        // thus teach it next to nothing; a real machine teaches it where the model is wrong. Ratios are clamped to
-        // [1/4, 4] so that one stalled task (a page fault storm, a preempted runner) cannot swing it.
+        // the mean of log(observed / that) over 8 tasks at the model's time (a prior) and the first 8 tasks of a kind
+        // and thread count, then an exponential one of weight 1/16: it settles fast and follows a load that changes.
+        // The simulator's own tasks thus teach it next to nothing; a real machine teaches it where the model is
+        // wrong. Ratios are clamped to [1/4, 4], and the prior keeps one stalled task (a page fault storm, a
+        // preempted runner) from swinging it: without it, a stream's first plaintext product, 2.1-4.6x the model on
+        // cold memory, set that kind's one-thread estimate and kasoku never ran the kind on one thread again (Zen 5,
+        // 2 threads; docs/SCHEDULING.md).
         const Graph& g = j.plan->g;
         const OpKind op = g.nodes()[p.node].op;
         const int busy = std::max(static_cast<int>(std::lround((busy_area_ - p.busy_area) / took)), p.threads);
@@ -316,8 +319,9 @@ void Dispatcher::finish(const Placement& p, double now) {
                                  cost_.job_factor(p.jobs_in_flight);
         const int k = static_cast<int>(op) - 1, i = p.threads - 1;
         const double r = std::clamp(took / model, 0.25, 4.0);
+        constexpr int kPrior = 8;
         const int seen = ++seen_[k][i];
-        log_ratio_[k][i] += (std::log(r) - log_ratio_[k][i]) / std::min(seen, 16);
+        log_ratio_[k][i] += (std::log(r) - log_ratio_[k][i]) / std::min(seen + kPrior, 16);
         correction_[k][i] = std::exp(log_ratio_[k][i]);
     }
     if (batch_plan_ && p.trace_entry < result.tasks.size()) result.tasks[p.trace_entry].end_ms = now;

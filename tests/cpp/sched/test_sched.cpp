@@ -4,11 +4,17 @@
 #include <cmath>
 #include <complex>
 #include <map>
+#include <thread>
+#include <vector>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/sched/executor.hpp"
 #include "kasoku/sched/scheduler.hpp"
 #include "kasoku/support/error.hpp"
+#include "kasoku/support/threads.hpp"
 #include "sched/dispatcher_internal.hpp"
 #include "test_env.hpp"
 
@@ -61,6 +67,46 @@ SchedulerView view(int T, int busy, OpKind op, int nq, int others = 0, int other
 }
 
 }  // namespace
+
+#ifdef __linux__
+// The CPUs the calling thread may run on.
+std::vector<int> affinity() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> out;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &set)) out.push_back(c);
+    return out;
+}
+
+// The runners pin a task's team to CPUs of its own (docs/SCHEDULING.md): team thread i to cpus[i], the same threads in
+// later regions, and unbind() lets the thread go anywhere again. On a thread of its own, so that the test's thread
+// keeps its affinity.
+TEST(SchedThreads, BindTeamPinsEachTeamThreadToItsCpu) {
+    const std::vector<int> cpus = usable_cpus();
+    ASSERT_FALSE(cpus.empty());
+    EXPECT_EQ(cpus, affinity());
+    if (cpus.size() < 2) GTEST_SKIP() << "one usable CPU: a team of two cannot have CPUs of its own";
+    std::thread([&] {
+        const std::vector<int> team{cpus[1], cpus[0]};  // reversed: thread i goes where the list says
+        bind_team(team);
+        for (int region = 0; region < 2; ++region) {
+            std::vector<std::vector<int>> seen(2);
+            parallel_for(2, 2, [&](std::size_t i) { seen[i] = affinity(); });  // static: iteration i on thread i
+            EXPECT_EQ(seen[0], std::vector<int>{team[0]}) << "region " << region;
+            EXPECT_EQ(seen[1], std::vector<int>{team[1]}) << "region " << region;
+        }
+        bind_team({cpus[0]});
+        EXPECT_EQ(affinity(), std::vector<int>{cpus[0]});
+        unbind(cpus);
+        EXPECT_EQ(affinity(), cpus);
+        bind_team({});  // nothing to do
+        EXPECT_EQ(affinity(), cpus);
+    }).join();
+    EXPECT_EQ(affinity(), cpus);
+}
+#endif
 
 TEST(SchedGraph, BuildersTrackLevelsAndNq) {
     Graph g;
