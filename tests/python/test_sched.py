@@ -408,3 +408,26 @@ def test_cli_real_executor_makes_the_keys_of_the_graphs_rotations(capsys):
     assert main([*args, "--jobs", "2", "--window", "1,2", "--policy", "kasoku", "--threads", "2"]) == 0
     rows = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
     assert [r["graph"] for r in rows] == ["matmul:3", "random:24:2"] and all(r["executor"] == "real" for r in rows)
+
+
+def test_bench_sched_model_noise_spreads(monkeypatch):
+    """bench/sched_model_noise.py: each table entry's spread over the models, and its summary by kind."""
+    import importlib.util
+    import pathlib
+
+    bench = pathlib.Path(__file__).resolve().parents[2] / "bench"
+    monkeypatch.syspath_prepend(str(bench))
+    spec = importlib.util.spec_from_file_location("sched_model_noise", bench / "sched_model_noise.py")
+    noise = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noise)
+
+    def model(mul, add):
+        return {"ops": {"multiply": {"nq_min": 2, "ms": [[mul, mul / 2]]}, "add": {"nq_min": 2, "ms": [[add, add]]}}}
+
+    models = [model(10.0, 1.0), model(11.0, 1.5), model(10.5, 1.2)]
+    s = noise.spreads(models)
+    assert [(k, nq, t) for _, k, nq, t in s] == [("multiply", 2, 1), ("multiply", 2, 2), ("add", 2, 1), ("add", 2, 2)]
+    assert [round(x[0], 6) for x in s] == [0.1, 0.1, 0.5, 0.5]
+    got = noise.summary(models)
+    assert got["heavy_median_pct"] == got["heavy_max_pct"] == 10.0
+    assert got["all_max_pct"] == 50.0 and got["all_median_pct"] == 30.0

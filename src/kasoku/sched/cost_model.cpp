@@ -331,9 +331,6 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         }
         return median(ms);
     };
-    auto time_op = [&](OpKind op, const ckks::Ciphertext& ct, int t, int n) {
-        return time_fn([&] { return run_op(op, ct, t); }, n);
-    };
 
     // Contention points: per team width w (1, 2, 4, ..., max_threads), m = 2, 4, ... teams of w threads (and the
     // most that fit): busy = m * w threads.
@@ -342,22 +339,43 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         for (int m = 2; m * w <= max_threads; m *= 2) points.emplace_back(w, m);
         if (const int most = max_threads / w; most > 1 && (most & (most - 1)) != 0) points.emplace_back(w, most);
     }
-    const int total = top * kTaskKinds + (top - 1) + static_cast<int>(points.size()) + 1;
+    const int total = (reps + 1) + (top - 1) + static_cast<int>(points.size()) + 1;
     int done = 0;
     auto tick = [&] {
         ++done;
         if (progress) progress(done, total);
     };
 
+    // Every entry (kind, nq, threads) is timed once per round, in `reps` rounds after a warm-up round, and takes the
+    // median of its rounds: its calls are spread over the whole measurement instead of back to back, so a burst of
+    // the machine's noise moves one call of many entries rather than every call of a few. Three models measured one
+    // after another (2 Zen 5 threads, reps 5): the entries of the key-switching kinds differed by 3.0-5.4 % (median
+    // over the entries, three such triples) and up to 8-119 % with each entry's calls back to back; by 1.8-2.6 % and
+    // up to 6-11 % interleaved (four triples).
+    std::vector<ckks::Ciphertext> at;  // the top ciphertext at nq = 2 .. top + 1
+    for (int nq = 2; nq <= top + 1; ++nq) at.push_back(ev.drop_limbs(ct_top, nq - 1));
+    const std::size_t threads_n = static_cast<std::size_t>(max_threads);
+    std::vector<std::vector<double>> calls(kTaskKinds * at.size() * threads_n);
+    for (int round = -1; round < reps; ++round) {
+        for (std::size_t i = 0; i < at.size(); ++i)
+            for (int k = 0; k < kTaskKinds; ++k)
+                for (int t = 1; t <= max_threads; ++t) {
+                    const auto t0 = std::chrono::steady_clock::now();
+                    run_op(kind_at(k), at[i], t);
+                    const double ms =
+                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                    if (round >= 0) calls[(k * at.size() + i) * threads_n + t - 1].push_back(ms);
+                }
+        tick();
+    }
     std::array<Table, kTaskKinds> ops;
-    for (auto& t : ops) t.nq_min = 2;
-    for (int nq = 2; nq <= top + 1; ++nq) {
-        const auto ct = ev.drop_limbs(ct_top, nq - 1);
-        for (int k = 0; k < kTaskKinds; ++k) {
+    for (int k = 0; k < kTaskKinds; ++k) {
+        ops[k].nq_min = 2;
+        for (std::size_t i = 0; i < at.size(); ++i) {
             std::vector<double> row;
-            for (int t = 1; t <= max_threads; ++t) row.push_back(std::max(time_op(kind_at(k), ct, t, reps), 1e-6));
+            for (std::size_t t = 0; t < threads_n; ++t)
+                row.push_back(std::max(median(calls[(k * at.size() + i) * threads_n + t]), 1e-6));
             ops[k].ms.push_back(std::move(row));
-            tick();
         }
     }
     // Alignment at task nq = 2..top: an add of operands at levels nq and nq - 1, each at its level's canonical scale
@@ -398,6 +416,32 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         if (w == 1 || cpus.size() < static_cast<std::size_t>(max_threads)) return std::vector<int>{};
         return std::vector<int>(cpus.begin() + i * w, cpus.begin() + (i + 1) * w);
     };
+    // Runs f on a thread of its own pinned to team 0's CPUs of width w, and rethrows what it throws.
+    auto on_team0 = [&](int w, const auto& f) {
+        std::exception_ptr failed;
+        std::thread([&] {
+            bind_team(team_cpus(0, w));
+            try {
+                f();
+            } catch (...) {
+                failed = std::current_exception();
+            }
+        }).join();
+        if (failed) std::rethrow_exception(failed);
+    };
+    auto time_team0 = [&](OpKind op, int w) {
+        std::size_t c = 0;
+        return time_fn([&] { return run_op(op, own[0][c++ % kPerTeam], w); },
+                       std::max(reps, 3) * (is_light(op) ? 20 : 1));
+    };
+    // The reference of a point: the same loop on team 0's CPUs with no other team running (the table's entries are
+    // timed in rounds among the other entries, which leaves their caches colder than this loop's).
+    std::vector<std::vector<double>> alone_ms(kTaskKinds, std::vector<double>(threads_n, 0.0));
+    for (int w = 1; 2 * w <= max_threads; w *= 2)
+        on_team0(w, [&] {
+            for (int k = 0; k < kTaskKinds; ++k)
+                alone_ms[static_cast<std::size_t>(k)][static_cast<std::size_t>(w - 1)] = time_team0(kind_at(k), w);
+        });
     for (auto [w, m] : points) {
         std::atomic<bool> stop{false};
         std::atomic<int> started{0};
@@ -416,24 +460,19 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
             });
         while (started.load() < m - 1) std::this_thread::yield();  // every other team past its first task
         std::exception_ptr failed;
-        std::thread([&, w = w, m = m] {  // the measured team: team 0, on a thread of its own like the others
-            bind_team(team_cpus(0, w));
-            try {
+        try {
+            on_team0(w, [&, w = w, m = m] {  // the measured team: team 0, on a thread of its own like the others
                 for (int k = 0; k < kTaskKinds; ++k) {
-                    const OpKind op = kind_at(k);
-                    const int n = std::max(reps, 3) * (is_light(op) ? 20 : 1);
-                    std::size_t c = 0;
-                    const double loaded = time_fn([&] { return run_op(op, own[0][c++ % kPerTeam], w); }, n);
-                    const double alone = ops[k].ms.back()[static_cast<std::size_t>(w - 1)];
+                    const double loaded = time_team0(kind_at(k), w);
+                    const double alone = alone_ms[static_cast<std::size_t>(k)][static_cast<std::size_t>(w - 1)];
                     auto& rows = load[k];
                     if (rows.back().first != w) rows.emplace_back(w, LoadCurve{{w, 1.0}});
                     rows.back().second.emplace_back(m * w, std::max(loaded / alone, 1.0));
                 }
-            } catch (...) {
-                failed = std::current_exception();
-            }
-        })
-            .join();
+            });
+        } catch (...) {
+            failed = std::current_exception();
+        }
         stop = true;
         for (auto& t : others) t.join();
         if (failed) std::rethrow_exception(failed);
