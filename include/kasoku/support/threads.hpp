@@ -11,7 +11,8 @@ int hardware_threads();
 // @throws ParameterError for a negative count
 int resolve_threads(int threads);
 
-// The CPUs this process may run on (its affinity mask, in order; 0 .. hardware_threads() - 1 where that cannot be read).
+// The CPUs the calling thread may run on (its affinity mask, in order: the process's unless the thread was pinned;
+// 0 .. hardware_threads() - 1 where that cannot be read).
 std::vector<int> usable_cpus();
 
 // Pins the calling thread to cpus[0] and the threads of the OpenMP teams it opens with up to cpus.size() threads to

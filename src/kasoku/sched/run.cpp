@@ -136,6 +136,7 @@ void detail::Runners::join() {
 
 void detail::Runners::loop() {
     std::unique_lock lk(m_);
+    bool pinned = false;  // this runner bound to a team's CPUs (made with cpus_ as its affinity, as its creator's)
     while (true) {
         cv_.wait(lk, [&] { return closing_ || !queue_.empty(); });
         if (queue_.empty()) return;  // closing
@@ -152,11 +153,12 @@ void detail::Runners::loop() {
                 busy_[c] = 1;
                 team.push_back(cpus_[c]);
             }
-            if (!cpus_.empty()) {
+            if (!team.empty() || pinned) {  // a one-thread task after another one: already free to run anywhere
                 lk.unlock();
                 if (team.empty()) unbind(cpus_);
                 else bind_team(team);
                 lk.lock();
+                pinned = !team.empty();
             }
             error = run_task(lk, *t->ev, *t->g, p.node, p.threads, *t->vals, *t->uses);
             for (std::size_t c : mine) busy_[c] = 0;
