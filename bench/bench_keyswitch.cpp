@@ -6,7 +6,8 @@
 // Prints one JSON line per step (median, min, max over the repetitions; every repetition runs every step once, in
 // turn) and a markdown table. The steps of a rotation and a multiplication run on --threads threads (default 1), the
 // floors on one; the kernel body is the one KASOKU_SIMD selects. Run it with --threads 1 and 2 (..16) to see which
-// step stops scaling.
+// step stops scaling. With T > 1 it also times the ceilings: a floor's kernels on every thread at once, each on data of
+// its own, beside the same on one thread, and prints the speed-up the machine allows for NTTs and for streaming reads.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/rns/keyswitch.hpp"
 #include "kasoku/support/aligned.hpp"
+#include "kasoku/support/threads.hpp"
 
 using namespace kasoku;
 using namespace kasoku::ckks;
@@ -276,6 +278,46 @@ int main(int argc, char** argv) {
                 }
         });
 
+    // ---- ceilings: T threads at once, each running a floor's kernels on limbs of its own. Against the same kernels
+    // on one thread, T x (one thread's time) / (this time) is the speed-up this machine allows that kind of work
+    // (T on a machine whose cores share nothing; less where they share a core's units, memory bandwidth or a clock).
+    std::vector<Limbs> own;  // outlive the steps' lambdas
+    std::vector<std::vector<const u64*>> own_key(T);
+    std::vector<AlignedWords> key_copy;
+    const auto each = [&](const std::function<void(int)>& body) {
+        parallel_for(T, static_cast<std::size_t>(T), [&](std::size_t i) { body(static_cast<int>(i)); });
+    };
+    if (T > 1) {
+        for (int i = 0; i < T; ++i) own.emplace_back(R, q_idx);
+        for (int i = 0; i < T; ++i)
+            for (const u64* k : key_limbs) {  // a copy of the key per thread: T x the bytes streamed
+                key_copy.emplace_back(k, k + n);
+                own_key[i].push_back(key_copy.back().data());
+            }
+        add(
+            "ceiling", "NTT x" + std::to_string(nq) + " per thread", "one thread's floor, on every thread", [] {},
+            [&] {
+                each([&](int i) {
+                    for (std::size_t l = 0; l < nq; ++l) arith::ntt_forward(own[i].x[l].data(), own[i].ntt[l]);
+                });
+            });
+        add(
+            "ceiling", "NTT x" + std::to_string(nq) + " on one thread", "the same kernels, one thread", [] {},
+            [&] {
+                for (std::size_t l = 0; l < nq; ++l) arith::ntt_forward(own[0].x[l].data(), own[0].ntt[l]);
+            });
+        add(
+            "ceiling", "key read per thread", "one thread's key read, on every thread", [] {},
+            [&] {
+                std::vector<u64> acc(T);
+                each([&](int i) { acc[i] = stream_read(own_key[i], n); });
+                for (u64 a : acc) sink = sink + a;
+            });
+        add(
+            "ceiling", "key read on one thread", "the same read, one thread", [] {},
+            [&] { sink = sink + stream_read(own_key[0], n); });
+    }
+
     std::fprintf(stderr, "[bench_keyswitch] simd %s, %d repetitions of %zu steps\n", arith::active_kernels().name, reps,
                  steps.size());
     for (int r = 0; r < reps; ++r) {
@@ -297,9 +339,9 @@ int main(int argc, char** argv) {
                       "{\"op\": \"%s/%s\", \"what\": \"%s\", \"params\": \"%s\", \"threads\": %d, \"simd\": \"%s\", "
                       "\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"reps\": %d}",
                       st.group.c_str(), st.name.c_str(), st.what.c_str(), params_name.c_str(),
-                      st.group == "floor" ? 1 : T, arith::active_kernels().name, median(st.ms),
-                      *std::min_element(st.ms.begin(), st.ms.end()), *std::max_element(st.ms.begin(), st.ms.end()),
-                      reps);
+                      st.group == "floor" || st.name.find("one thread") != std::string::npos ? 1 : T,
+                      arith::active_kernels().name, median(st.ms), *std::min_element(st.ms.begin(), st.ms.end()),
+                      *std::max_element(st.ms.begin(), st.ms.end()), reps);
         std::puts(line);
         if (out) out << line << "\n";
     }
@@ -311,5 +353,16 @@ int main(int argc, char** argv) {
                      steps.begin()]
                    .ms);
     std::printf("\nstreaming read: %.1f GB/s (%.0f MB of key)\n", key_mb / key_ms, key_mb);
+    const auto ms_of = [&](const std::string& name) {
+        for (const Step& st : steps)
+            if (st.name == name) return median(st.ms);
+        return 0.0;
+    };
+    if (T > 1) {
+        const std::string ntt = "NTT x" + std::to_string(nq);
+        std::printf("speed-up this machine allows on %d threads: NTTs %.2fx, key read %.2fx\n", T,
+                    T * ms_of(ntt + " on one thread") / ms_of(ntt + " per thread"),
+                    T * ms_of("key read on one thread") / ms_of("key read per thread"));
+    }
     return static_cast<int>(sink & 0);
 }

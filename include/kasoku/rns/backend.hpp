@@ -193,6 +193,10 @@ public:
     // a over Q_l (l >= 1, num_p = 0) -> round(a / q_l) over Q_{l-1}.
     // @throws InternalError for a foreign a, or one that is not in NTT form over Q_l with l >= 1
     void rescale(RnsPoly& a, Exec exec) const;
+    // rescale of each of `polys` (the parts of a ciphertext), in one call so that a backend can spread them over its
+    // threads together: the same results as one rescale each.
+    // @throws InternalError as rescale, for any of them
+    void rescale(std::vector<RnsPoly>& polys, Exec exec) const;
     // a over Q_l * p_0 (num_p = 1) -> round((a + addend) / p_0) over Q_l; addend: n small signed coefficients
     // (|e| < every prime) or null. Encryption ends with it, so that fresh noise is divided by p_0.
     // @throws InternalError for a foreign a, or one that is not in NTT form over Q_l * p_0
@@ -308,6 +312,8 @@ protected:
     virtual void do_from_ntt(RnsPoly& a, Exec exec) const = 0;
     virtual void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const = 0;
     virtual void do_rescale(RnsPoly& a, Exec exec) const = 0;
+    // Default: do_rescale of each.
+    virtual void do_rescale_all(std::vector<RnsPoly>& polys, Exec exec) const;
     virtual void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const = 0;
     virtual void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                              u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const = 0;

@@ -468,7 +468,7 @@ Ciphertext Evaluator::linear_combination_at(const std::vector<const Ciphertext*>
     Ciphertext out;
     out.polys.resize(2);
     combine(xs, coeffs, constant, limbs, target, nullptr, 1, out.polys.data(), exec);
-    for (auto& p : out.polys) ctx_->backend().rescale(p, exec);
+    ctx_->backend().rescale(out.polys, exec);
     detail::stamp(out, *xs[0], scale);
     return out;
 }
@@ -535,7 +535,7 @@ Ciphertext Evaluator::rescale(const Ciphertext& a, Exec exec) const {
             "rescale at level 0: the ciphertext has no level left; decrypt it, or use parameters with more levels");
     exec = ctx_->exec(exec);
     Ciphertext r = a;
-    for (auto& p : r.polys) ctx_->backend().rescale(p, exec);
+    ctx_->backend().rescale(r.polys, exec);
     r.scale = a.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())));
     return r;
 }

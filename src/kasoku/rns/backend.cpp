@@ -256,6 +256,19 @@ void Backend::rescale(RnsPoly& a, Exec exec) const {
     do_rescale(a, exec);
 }
 
+void Backend::rescale(std::vector<RnsPoly>& polys, Exec exec) const {
+    for (const RnsPoly& a : polys) {
+        check_mine(a, "rescale");
+        require(a.ntt_form() && a.num_p() == 0 && a.num_q() >= 2, "rescale",
+                "needs NTT-form polynomials over Q_l, l >= 1");
+    }
+    do_rescale_all(polys, exec);
+}
+
+void Backend::do_rescale_all(std::vector<RnsPoly>& polys, Exec exec) const {
+    for (RnsPoly& a : polys) do_rescale(a, exec);
+}
+
 void Backend::divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
     check_mine(a, "divide_round_by_p0");
     require(a.ntt_form() && a.num_p() == 1, "divide_round_by_p0", "needs an NTT-form polynomial over Q_l * p_0");

@@ -35,6 +35,19 @@ const u64* plain_columns(const RnsPoly& y, std::size_t t, std::size_t n, std::si
     return buf;
 }
 
+// Element-wise work on `limbs` limbs of n words: fn(i, c, len) on columns [c, c + len) of limb i. When the limbs do
+// not share evenly over the threads, each limb is cut into `threads` pieces (of whole cache lines), so that each thread
+// takes the same number of consecutive words: whole limbs left one thread idle for one limb of every odd count on two.
+template <class F>
+void for_columns(int threads, std::size_t limbs, std::size_t n, F&& fn) {
+    const std::size_t t = threads > 1 ? static_cast<std::size_t>(threads) : 1;
+    const std::size_t pieces = limbs % t ? t : 1, len = (n / pieces + 7) / 8 * 8;
+    parallel_for(threads, limbs * pieces, [&](std::size_t job) {
+        const std::size_t c = job % pieces * len;
+        if (c < n) fn(job / pieces, c, std::min(len, n - c));
+    });
+}
+
 class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(std::shared_ptr<const RnsContext> ring);
@@ -76,6 +89,7 @@ protected:
     void do_from_ntt(RnsPoly& a, Exec exec) const override;
     void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const override;
     void do_rescale(RnsPoly& a, Exec exec) const override;
+    void do_rescale_all(std::vector<RnsPoly>& polys, Exec exec) const override;
     void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const override;
     void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
                      RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
@@ -112,12 +126,17 @@ private:
     // (out_b, out_a) = round((b, a) / R) (+ the addends, then permuted by perm) on the first `keep` q-limbs, R = the
     // product of the primes of src_limbs. The source limbs are taken first; then each output limb of both polynomials
     // is taken, converted, transformed, combined and permuted while it is in cache. The outputs may be b and a.
-    void divide_exact(const PairLimbs& limbs, std::size_t num_q, const std::vector<std::size_t>& src_limbs,
-                      const BaseConverter& conv, const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out_b,
-                      RnsPoly& out_a, int threads, const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
+    // in_memory: `limbs` only points into polynomials, so the two halves of a limb may be taken by two threads.
+    void divide_exact(const PairLimbs& limbs, bool in_memory, std::size_t num_q,
+                      const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
+                      const u64* inv_shoup, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads,
+                      const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
                       const std::uint32_t* perm = nullptr) const;
-    void divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup, const u64* half_mod,
-                              int threads, const std::int64_t* addend = nullptr) const;
+    // round((a + addend) / r) on the first `keep` q-limbs of each of `count` polynomials over the same limbs, r the
+    // prime of their last limb.
+    void divide_round_by_last(RnsPoly* const* polys, std::size_t count, std::size_t keep, const u64* inv,
+                              const u64* inv_shoup, const u64* half_mod, int threads,
+                              const std::int64_t* addend = nullptr) const;
     const BaseConverter& digit_converter(std::size_t digit, std::size_t num_q) const {
         return t_.digit_converter(ring(), digit, num_q);
     }
@@ -200,77 +219,80 @@ void CpuBackend::do_from_signed_subring(const __int128* coeffs, RnsPoly& out, Ex
 }
 
 void CpuBackend::do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
-    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
-        arith::add_mod(limb(a, i), limb(b, i), n_, ring().prime(pidx(i, a.num_q())), limb(out, i));
+    for_columns(exec.threads, a.limbs(), n_, [&](std::size_t i, std::size_t c, std::size_t len) {
+        arith::add_mod(limb(a, i) + c, limb(b, i) + c, len, ring().prime(pidx(i, a.num_q())), limb(out, i) + c);
     });
 }
 
 void CpuBackend::do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
-    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
-        arith::sub_mod(limb(a, i), limb(b, i), n_, ring().prime(pidx(i, a.num_q())), limb(out, i));
+    for_columns(exec.threads, a.limbs(), n_, [&](std::size_t i, std::size_t c, std::size_t len) {
+        arith::sub_mod(limb(a, i) + c, limb(b, i) + c, len, ring().prime(pidx(i, a.num_q())), limb(out, i) + c);
     });
 }
 
 void CpuBackend::do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const {
-    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
-        arith::negate_mod(limb(a, i), n_, ring().prime(pidx(i, a.num_q())), limb(out, i));
+    for_columns(exec.threads, a.limbs(), n_, [&](std::size_t i, std::size_t c, std::size_t len) {
+        arith::negate_mod(limb(a, i) + c, len, ring().prime(pidx(i, a.num_q())), limb(out, i) + c);
     });
 }
 
 void CpuBackend::do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
-    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
-        arith::mul_mod(limb(a, i), limb(b, i), n_, ring().modulus(pidx(i, a.num_q())), limb(out, i));
+    for_columns(exec.threads, a.limbs(), n_, [&](std::size_t i, std::size_t c, std::size_t len) {
+        arith::mul_mod(limb(a, i) + c, limb(b, i) + c, len, ring().modulus(pidx(i, a.num_q())), limb(out, i) + c);
     });
 }
 
 void CpuBackend::do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const {
-    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
-        arith::fma_mod(limb(a, i), limb(b, i), limb(c, i), n_, ring().modulus(pidx(i, a.num_q())), limb(out, i));
+    for_columns(exec.threads, a.limbs(), n_, [&](std::size_t i, std::size_t k, std::size_t len) {
+        arith::fma_mod(limb(a, i) + k, limb(b, i) + k, limb(c, i) + k, len, ring().modulus(pidx(i, a.num_q())),
+                       limb(out, i) + k);
     });
 }
 
-// Limb by limb: the four operand limbs stay in cache for the three products.
+// Limb by limb (or piece by piece): the four operand limbs stay in cache for the three products.
 void CpuBackend::do_tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0,
                            RnsPoly& d1, RnsPoly& d2, Exec exec) const {
-    parallel_for(exec.threads, a0.limbs(), [&](std::size_t i) {
+    for_columns(exec.threads, a0.limbs(), n_, [&](std::size_t i, std::size_t c, std::size_t len) {
         const Modulus& m = ring().modulus(pidx(i, a0.num_q()));
-        arith::mul_mod(limb(a0, i), limb(b0, i), n_, m, limb(d0, i));
-        arith::mul_mod(limb(a0, i), limb(b1, i), n_, m, limb(d1, i));
-        arith::fma_mod(limb(a1, i), limb(b0, i), limb(d1, i), n_, m, limb(d1, i));
-        arith::mul_mod(limb(a1, i), limb(b1, i), n_, m, limb(d2, i));
+        const u64 *x0 = limb(a0, i) + c, *x1 = limb(a1, i) + c, *y0 = limb(b0, i) + c, *y1 = limb(b1, i) + c;
+        u64* z1 = limb(d1, i) + c;
+        arith::mul_mod(x0, y0, len, m, limb(d0, i) + c);
+        arith::mul_mod(x0, y1, len, m, z1);
+        arith::fma_mod(x1, y0, z1, len, m, z1);
+        arith::mul_mod(x1, y1, len, m, limb(d2, i) + c);
     });
 }
 
 void CpuBackend::do_mul_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const {
-    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
+    for_columns(exec.threads, a.limbs(), n_, [&](std::size_t i, std::size_t c, std::size_t len) {
         const std::size_t idx = pidx(i, a.num_q());
         const u64 q = ring().prime(idx), w = residues[idx] % q;
-        arith::mul_scalar_mod(limb(a, i), w, arith::shoup(w, q), n_, q, limb(out, i));
+        arith::mul_scalar_mod(limb(a, i) + c, w, arith::shoup(w, q), len, q, limb(out, i) + c);
     });
 }
 
 void CpuBackend::do_linear_combination(const std::vector<const RnsPoly*>& x, const std::vector<std::vector<u64>>& c,
                                        RnsPoly& out, Exec exec) const {
-    parallel_for(exec.threads, out.num_q(), [&](std::size_t i) {
+    for_columns(exec.threads, out.num_q(), n_, [&](std::size_t i, std::size_t k, std::size_t len) {
         std::vector<const u64*> src(x.size());
         std::vector<u64> f(x.size());
         for (std::size_t t = 0; t < x.size(); ++t) {
-            src[t] = limb(*x[t], i);  // q-limb i is limb i whatever the term's level
+            src[t] = limb(*x[t], i) + k;  // q-limb i is limb i whatever the term's level
             f[t] = c[t][i] % ring().prime(i);
         }
         // the terms' residues are below q_i: below 2^48 when q_i is
-        arith::dot_const_mod(src.data(), f.data(), x.size(), n_, ring().modulus(i), limb(out, i), nullptr, nullptr,
+        arith::dot_const_mod(src.data(), f.data(), x.size(), len, ring().modulus(i), limb(out, i) + k, nullptr, nullptr,
                              ring().prime(i) < (u64{1} << 48));
     });
 }
 
 void CpuBackend::do_add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const {
-    parallel_for(exec.threads, a.limbs(), [&](std::size_t i) {
+    for_columns(exec.threads, a.limbs(), n_, [&](std::size_t i, std::size_t c, std::size_t len) {
         const std::size_t idx = pidx(i, a.num_q());
-        const u64 q = ring().prime(idx), c = residues[idx] % q;
-        const u64* src = limb(a, i);
-        u64* dst = limb(out, i);
-        for (std::size_t k = 0; k < n_; ++k) dst[k] = arith::add_mod(src[k], c, q);
+        const u64 q = ring().prime(idx), w = residues[idx] % q;
+        const u64* src = limb(a, i) + c;
+        u64* dst = limb(out, i) + c;
+        for (std::size_t k = 0; k < len; ++k) dst[k] = arith::add_mod(src[k], w, q);
     });
 }
 
@@ -317,11 +339,12 @@ void CpuBackend::do_to_subring(const RnsPoly& a, RnsPoly& out, Exec exec) const 
 }
 
 void CpuBackend::do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec exec) const {
-    parallel_for(exec.threads, out.num_q(), [&](std::size_t i) {
+    for_columns(exec.threads, out.num_q(), n_, [&](std::size_t i, std::size_t w, std::size_t len) {
         const Modulus& m = ring().modulus(i);
-        u64* acc = limb(out, i);
-        std::copy(limb(*c.back(), i), limb(*c.back(), i) + n_, acc);
-        for (std::size_t k = c.size() - 1; k-- > 0;) arith::fma_mod(acc, limb(x, i), limb(*c[k], i), n_, m, acc);
+        u64* acc = limb(out, i) + w;
+        std::copy(limb(*c.back(), i) + w, limb(*c.back(), i) + w + len, acc);
+        for (std::size_t k = c.size() - 1; k-- > 0;)
+            arith::fma_mod(acc, limb(x, i) + w, limb(*c[k], i) + w, len, m, acc);
     });
 }
 
@@ -347,57 +370,80 @@ void CpuBackend::do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out,
 
 // ---------------------------------------------------------------- scaling
 
-void CpuBackend::divide_round_by_last(RnsPoly& a, std::size_t keep, const u64* inv, const u64* inv_shoup,
-                                      const u64* half_mod, int threads, const std::int64_t* addend) const {
-    // round((a + addend) / r) on the first `keep` q-limbs, r = the prime of a's last limb. The small coefficient-form
-    // addend joins the correction polynomial before its NTT, so it costs no transform of its own.
-    const std::size_t last_limb = a.limbs() - 1, idx = pidx(last_limb, a.num_q());
+void CpuBackend::divide_round_by_last(RnsPoly* const* polys, std::size_t count, std::size_t keep, const u64* inv,
+                                      const u64* inv_shoup, const u64* half_mod, int threads,
+                                      const std::int64_t* addend) const {
+    // The small coefficient-form addend joins the correction polynomial before its NTT, so it costs no transform of
+    // its own. Every polynomial's last limb first (one thread each), then every kept limb of all of them in one team:
+    // two polynomials of an odd number of limbs share evenly over two threads where one alone does not.
+    const std::size_t last_limb = polys[0]->limbs() - 1, idx = pidx(last_limb, polys[0]->num_q());
     const u64 r = ring().prime(idx), half = r >> 1;
-    AlignedWords last(limb(a, last_limb), limb(a, last_limb) + n_);
-    arith::ntt_inverse(last.data(), *ntt_[idx]);
-    if (addend)
-        for (std::size_t c = 0; c < n_; ++c) last[c] = arith::add_mod(last[c], signed_residue(addend[c], r), r);
-    for (auto& x : last) x = arith::add_mod(x, half, r);  // round instead of floor
-    RnsPoly out = poly(keep, 0, true);                    // written limb by limb: no copy of the kept limbs afterwards
-    parallel_for(threads, keep, [&](std::size_t i) {
-        u64* t = limb(out, i);
+    std::vector<AlignedWords> last(count);
+    parallel_for(threads, count, [&](std::size_t k) {
+        last[k].assign(limb(*polys[k], last_limb), limb(*polys[k], last_limb) + n_);
+        arith::ntt_inverse(last[k].data(), *ntt_[idx]);
+        if (addend)
+            for (std::size_t c = 0; c < n_; ++c)
+                last[k][c] = arith::add_mod(last[k][c], signed_residue(addend[c], r), r);
+        for (auto& x : last[k]) x = arith::add_mod(x, half, r);  // round instead of floor
+    });
+    std::vector<RnsPoly> out;  // written limb by limb: no copy of the kept limbs afterwards
+    for (std::size_t k = 0; k < count; ++k) out.push_back(poly(keep, 0, true));
+    parallel_for(threads, count * keep, [&](std::size_t job) {
+        const std::size_t k = job / keep, i = job % keep;
+        u64* t = limb(out[k], i);
+        const u64* lk = last[k].data();
         const Modulus& mi = ring().modulus(i);
-        for (std::size_t c = 0; c < n_; ++c)
-            t[c] = arith::sub_mod(arith::reduce_64(last[c], mi), half_mod[i], mi.value);
+        for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(arith::reduce_64(lk[c], mi), half_mod[i], mi.value);
         if (addend)  // a + e - t = a - (t - e)
             for (std::size_t c = 0; c < n_; ++c)
                 t[c] = arith::sub_mod(t[c], signed_residue(addend[c], mi.value), mi.value);
         arith::ntt_forward(t, *ntt_[i]);
-        arith::sub_mod(limb(a, i), t, n_, mi.value, t);
+        arith::sub_mod(limb(*polys[k], i), t, n_, mi.value, t);
         arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, mi.value, t);
     });
-    a = std::move(out);
+    for (std::size_t k = 0; k < count; ++k) *polys[k] = std::move(out[k]);
 }
 
 void CpuBackend::do_rescale(RnsPoly& a, Exec exec) const {
     const std::size_t l = a.num_q() - 1;
-    divide_round_by_last(a, l, t_.rescale_inv[l].data(), t_.rescale_inv_shoup[l].data(), t_.rescale_half[l].data(),
+    RnsPoly* p = &a;
+    divide_round_by_last(&p, 1, l, t_.rescale_inv[l].data(), t_.rescale_inv_shoup[l].data(), t_.rescale_half[l].data(),
                          exec.threads);
 }
 
-void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
-    divide_round_by_last(a, a.num_q(), t_.p_inv[1].data(), t_.p_inv_shoup[1].data(), t_.p0_half.data(), exec.threads,
-                         addend);
+void CpuBackend::do_rescale_all(std::vector<RnsPoly>& polys, Exec exec) const {
+    std::vector<RnsPoly*> p;
+    for (RnsPoly& a : polys) {
+        if (a.num_q() != polys[0].num_q()) return Backend::do_rescale_all(polys, exec);
+        p.push_back(&a);
+    }
+    if (p.empty()) return;
+    const std::size_t l = polys[0].num_q() - 1;
+    divide_round_by_last(p.data(), p.size(), l, t_.rescale_inv[l].data(), t_.rescale_inv_shoup[l].data(),
+                         t_.rescale_half[l].data(), exec.threads);
 }
 
-void CpuBackend::divide_exact(const PairLimbs& limbs, std::size_t num_q, const std::vector<std::size_t>& src_limbs,
-                              const BaseConverter& conv, const u64* inv, const u64* inv_shoup, std::size_t keep,
-                              RnsPoly& out_b, RnsPoly& out_a, int threads, const RnsPoly* add_b, const RnsPoly* add_a,
-                              const std::uint32_t* perm) const {
-    // round(x / R): x - [x]_R (exact, centered conversion) is divisible by R.
-    const std::size_t s = src_limbs.size();
+void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
+    RnsPoly* p = &a;
+    divide_round_by_last(&p, 1, a.num_q(), t_.p_inv[1].data(), t_.p_inv_shoup[1].data(), t_.p0_half.data(),
+                         exec.threads, addend);
+}
+
+void CpuBackend::divide_exact(const PairLimbs& limbs, bool in_memory, std::size_t num_q,
+                              const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
+                              const u64* inv_shoup, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads,
+                              const RnsPoly* add_b, const RnsPoly* add_a, const std::uint32_t* perm) const {
+    // round(x / R): x - [x]_R (exact, centered conversion) is divisible by R. A job is a limb of both polynomials, or
+    // (in_memory) of one: 2 s jobs share evenly over two threads where s may not.
+    const std::size_t s = src_limbs.size(), halves = in_memory ? 2 : 1;
     RnsPoly y[2] = {poly(0, s, false), poly(0, s, false)};
-    parallel_for(threads, s, [&](std::size_t j) {
-        const std::size_t l = src_limbs[j];
+    parallel_for(threads, s * halves, [&](std::size_t job) {
+        const std::size_t j = job / halves, l = src_limbs[j], h0 = in_memory ? job % 2 : 0, h1 = in_memory ? h0 + 1 : 2;
         u64* buf[2] = {limb(y[0], j), limb(y[1], j)};
         const u64* x[2];
         limbs(l, buf[0], buf[1], x[0], x[1]);
-        for (int h = 0; h < 2; ++h) {
+        for (std::size_t h = h0; h < h1; ++h) {
             if (x[h] != buf[h]) std::copy(x[h], x[h] + n_, buf[h]);
             arith::ntt_inverse(buf[h], *ntt_[pidx(l, num_q)]);
         }
@@ -421,11 +467,12 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, std::size_t num_q, const s
     RnsPoly result[2] = {poly(keep, 0, true), poly(keep, 0, true)};  // written limb by limb
     const RnsPoly* add[2] = {add_b, add_a};
     const std::vector<u64>& q = ring().q_primes();
-    parallel_for(threads, keep, [&](std::size_t i) {
+    parallel_for(threads, keep * halves, [&](std::size_t job) {
+        const std::size_t i = job / halves, h0 = in_memory ? job % 2 : 0, h1 = in_memory ? h0 + 1 : 2;
         AlignedWords scratch((perm ? 3 : 2) * n_);
         const u64* x[2];
         limbs(i, scratch.data(), scratch.data() + n_, x[0], x[1]);
-        for (int h = 0; h < 2; ++h) {
+        for (std::size_t h = h0; h < h1; ++h) {
             u64* t = perm ? scratch.data() + 2 * n_ : limb(result[h], i);
             conv.convert_to(i, yp[h].data(), n_, t, v[h].data());
             arith::ntt_forward(t, *ntt_[i]);
@@ -458,7 +505,7 @@ void CpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* 
                              u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
     const std::size_t nq = b.num_q(), np = b.num_p();
-    divide_exact(own_limbs(b, a), nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
+    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
                  t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, add_b, add_a,
                  perm ? perm->data() : nullptr);
 }
@@ -468,7 +515,7 @@ void CpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_
     if (add_b) do_add_times_p(*add_b, b, 0, b.num_q(), exec);
     if (add_a) do_add_times_p(*add_a, a, 0, a.num_q(), exec);
     const std::size_t nq = b.num_q(), l = nq - 1;
-    divide_exact(own_limbs(b, a), nq, special_limbs(nq, b.num_p(), true), t_.pq_to_q[l], t_.pq_inv[l].data(),
+    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, b.num_p(), true), t_.pq_to_q[l], t_.pq_inv[l].data(),
                  t_.pq_inv_shoup[l].data(), l, b, a, exec.threads);
 }
 
@@ -496,8 +543,11 @@ CpuBackend::ModUpSources CpuBackend::mod_up_sources(const RnsPoly& d, int thread
     ModUpSources dec;
     dec.num_q = d.num_q();
     dec.ntt = &d;
-    dec.scaled = d;
-    do_from_ntt(dec.scaled, threads);
+    dec.scaled = poly(d.num_q(), d.num_p(), false);  // each limb copied by the thread that transforms it
+    parallel_for(threads, d.limbs(), [&](std::size_t i) {
+        std::copy(limb(d, i), limb(d, i) + n_, limb(dec.scaled, i));
+        arith::ntt_inverse(limb(dec.scaled, i), *ntt_[pidx(i, d.num_q())]);
+    });
     // Each digit's limbs scaled, in chunks of coefficients so that the threads share the work evenly (three digits
     // on two threads would leave one idle a third of the time).
     const std::size_t digits = ring().digits_at(d.num_q()), chunk = std::min<std::size_t>(n_, 4096),
@@ -628,12 +678,13 @@ void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, 
     };
     if (rescale) {
         const std::size_t l = nq - 1;
-        return divide_exact(limbs, nq, special_limbs(nq, np, true), t_.pq_to_q[l], t_.pq_inv[l].data(),
+        return divide_exact(limbs, false, nq, special_limbs(nq, np, true), t_.pq_to_q[l], t_.pq_inv[l].data(),
                             t_.pq_inv_shoup[l].data(), l, out_b, out_a, exec.threads);
     }
     const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
-    divide_exact(limbs, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(), t_.p_inv_shoup[np].data(),
-                 nq, out_b, out_a, exec.threads, add_b, add_a, perm ? perm->data() : nullptr);
+    divide_exact(limbs, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
+                 t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, add_b, add_a,
+                 perm ? perm->data() : nullptr);
 }
 
 std::vector<const std::uint32_t*> CpuBackend::permutations(const std::vector<KeyTerm>& terms,
@@ -786,8 +837,8 @@ void CpuBackend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<
         xb = b_buf;
         xa = a_buf;
     };
-    divide_exact(limbs, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(), t_.p_inv_shoup[np].data(),
-                 nq, out_b, out_a, exec.threads, &c0_sum, nullptr, nullptr);
+    divide_exact(limbs, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
+                 t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, &c0_sum, nullptr, nullptr);
 }
 
 }  // namespace

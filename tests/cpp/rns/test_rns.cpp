@@ -262,6 +262,66 @@ TEST(Backend, ElementWiseAndSignedInputsMatchScalarReferences) {
     EXPECT_EQ(s, sn);
 }
 
+// The CPU backend shares work over its threads by limbs, pieces of limbs (when the limbs do not share evenly) and the
+// halves of a pair: the same bits on 1, 2 and 3 threads, for odd and even limb counts (n = 64: pieces of 32, or of
+// 24, 24 and 16 words).
+TEST(Backend, EveryThreadCountGivesTheSameBits) {
+    Fixture f(6, 3, 3);
+    std::mt19937_64 rng(12);
+    const KeySwitcher ks(*f.be);
+    const GadgetKey key = f.random_key(rng);
+    for (std::size_t nq : {3u, 4u, 5u}) {
+        const RnsPoly a = f.random(nq, 0, rng, true), b = f.random(nq, 0, rng, true), c = f.random(nq, 0, rng, true),
+                      e = f.random(nq, 0, rng, true), wide = f.random(nq, 3, rng, true),
+                      wide2 = f.random(nq, 3, rng, true);
+        std::vector<u64> res(f.ring->q_count() + f.ring->p_count());
+        for (auto& x : res) x = rng();
+        std::vector<std::vector<u64>> cs(2, std::vector<u64>(res.size()));
+        for (auto& v : cs)
+            for (std::size_t idx = 0; idx < v.size(); ++idx) v[idx] = rng() % f.ring->prime(idx);
+        // every result of `threads` threads, in order
+        const auto run = [&](int T) {
+            std::vector<RnsPoly> out(19);
+            f.be->add(a, b, out[0], T);
+            f.be->sub(a, b, out[1], T);
+            f.be->negate(a, out[2], T);
+            f.be->mul(a, b, out[3], T);
+            f.be->fma(a, b, c, out[4], T);
+            f.be->mul_constant(a, res, out[5], T);
+            f.be->add_constant(a, res, out[6], T);
+            f.be->tensor(a, b, c, e, out[7], out[8], out[9], T);
+            f.be->linear_combination({&a, &b}, cs, nq, out[10], T);
+            out[11] = f.be->poly(nq, 0, true);
+            f.be->horner({&a, &b, &c}, e, out[11], T);
+            std::vector<RnsPoly> pair = {a, b};
+            f.be->rescale(pair, T);  // both at once
+            out[12] = pair[0];
+            out[13] = pair[1];
+            f.be->mod_down(wide, wide2, &a, &b, 5, out[14], out[15], T);
+            RnsPoly w0 = wide, w1 = wide2;
+            f.be->mod_down_rescale(w0, w1, &a, nullptr, T);
+            out[16] = w0;
+            out[17] = w1;
+            out[18] = a;
+            f.be->rescale(out[18], T);
+            for (const RnsPoly& d : f.be->mod_up(a, T)) out.push_back(d);
+            RnsPoly k0, k1;
+            f.be->key_switch_mod_down(a, key, &b, &c, 5, false, k0, k1, T);
+            out.push_back(k0);
+            out.push_back(k1);
+            return out;
+        };
+        const std::vector<RnsPoly> one = run(1);
+        ASSERT_EQ(one[12], one[18]) << "a rescaled alone and in a pair";
+        for (int T : {2, 3}) {
+            const std::vector<RnsPoly> many = run(T);
+            ASSERT_EQ(many.size(), one.size());
+            for (std::size_t i = 0; i < one.size(); ++i)
+                ASSERT_EQ(many[i], one[i]) << "nq " << nq << ", " << T << " threads, result " << i;
+        }
+    }
+}
+
 TEST(Rns, RescaleIsRoundedDivision) {
     Fixture f;
     std::mt19937_64 rng(4);
