@@ -126,8 +126,9 @@ private:
     // (out_b, out_a) = round((b, a) / R) (+ the addends, then permuted by perm) on the first `keep` q-limbs, R = the
     // product of the primes of src_limbs. The source limbs are taken first; then each output limb of both polynomials
     // is taken, converted, transformed, combined and permuted while it is in cache. The outputs may be b and a.
-    // in_memory: `limbs` only points into polynomials, so the two halves of a limb may be taken by two threads.
-    void divide_exact(const PairLimbs& limbs, bool in_memory, std::size_t num_q,
+    // split_sources (split_outputs): `limbs` only points into memory for the source limbs (the output limbs), so that
+    // the two polynomials of such a limb may be taken by two threads.
+    void divide_exact(const PairLimbs& limbs, bool split_sources, bool split_outputs, std::size_t num_q,
                       const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
                       const u64* inv_shoup, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads,
                       const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
@@ -430,16 +431,17 @@ void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, E
                          exec.threads, addend);
 }
 
-void CpuBackend::divide_exact(const PairLimbs& limbs, bool in_memory, std::size_t num_q,
+void CpuBackend::divide_exact(const PairLimbs& limbs, bool split_sources, bool split_outputs, std::size_t num_q,
                               const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
                               const u64* inv_shoup, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads,
                               const RnsPoly* add_b, const RnsPoly* add_a, const std::uint32_t* perm) const {
     // round(x / R): x - [x]_R (exact, centered conversion) is divisible by R. A job is a limb of both polynomials, or
-    // (in_memory) of one: 2 s jobs share evenly over two threads where s may not.
-    const std::size_t s = src_limbs.size(), halves = in_memory ? 2 : 1;
+    // (split) of one: 2 s jobs share evenly over two threads where s may not.
+    const std::size_t s = src_limbs.size(), halves = split_sources ? 2 : 1;
     RnsPoly y[2] = {poly(0, s, false), poly(0, s, false)};
     parallel_for(threads, s * halves, [&](std::size_t job) {
-        const std::size_t j = job / halves, l = src_limbs[j], h0 = in_memory ? job % 2 : 0, h1 = in_memory ? h0 + 1 : 2;
+        const std::size_t j = job / halves, l = src_limbs[j], h0 = halves == 2 ? job % 2 : 0,
+                          h1 = halves == 2 ? h0 + 1 : 2;
         u64* buf[2] = {limb(y[0], j), limb(y[1], j)};
         const u64* x[2];
         limbs(l, buf[0], buf[1], x[0], x[1]);
@@ -467,8 +469,9 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool in_memory, std::size_
     RnsPoly result[2] = {poly(keep, 0, true), poly(keep, 0, true)};  // written limb by limb
     const RnsPoly* add[2] = {add_b, add_a};
     const std::vector<u64>& q = ring().q_primes();
-    parallel_for(threads, keep * halves, [&](std::size_t job) {
-        const std::size_t i = job / halves, h0 = in_memory ? job % 2 : 0, h1 = in_memory ? h0 + 1 : 2;
+    const std::size_t out_halves = split_outputs ? 2 : 1;
+    parallel_for(threads, keep * out_halves, [&](std::size_t job) {
+        const std::size_t i = job / out_halves, h0 = out_halves == 2 ? job % 2 : 0, h1 = out_halves == 2 ? h0 + 1 : 2;
         AlignedWords scratch((perm ? 3 : 2) * n_);
         const u64* x[2];
         limbs(i, scratch.data(), scratch.data() + n_, x[0], x[1]);
@@ -505,7 +508,7 @@ void CpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* 
                              u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
     const std::size_t nq = b.num_q(), np = b.num_p();
-    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
+    divide_exact(own_limbs(b, a), true, true, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
                  t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, add_b, add_a,
                  perm ? perm->data() : nullptr);
 }
@@ -515,8 +518,8 @@ void CpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_
     if (add_b) do_add_times_p(*add_b, b, 0, b.num_q(), exec);
     if (add_a) do_add_times_p(*add_a, a, 0, a.num_q(), exec);
     const std::size_t nq = b.num_q(), l = nq - 1;
-    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, b.num_p(), true), t_.pq_to_q[l], t_.pq_inv[l].data(),
-                 t_.pq_inv_shoup[l].data(), l, b, a, exec.threads);
+    divide_exact(own_limbs(b, a), true, true, nq, special_limbs(nq, b.num_p(), true), t_.pq_to_q[l],
+                 t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(), l, b, a, exec.threads);
 }
 
 void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const {
@@ -607,23 +610,30 @@ void dot_digits(const std::vector<const u64*>& d, const std::array<const u64* co
     }
 }
 
-// The limbs of a key's first `digits` digits that meet limb t of an operand over Q_l * P (nq q-limbs), on the prime of
-// index `prime`: b from its b-parts, a from its a-parts or, for a compact key, drawn into `drawn` (n words a digit).
-void key_limbs(const GadgetKey& key, std::size_t t, std::size_t nq, std::size_t prime, std::size_t digits,
-               std::size_t n, AlignedWords& drawn, std::vector<const u64*>& kb, std::vector<const u64*>& ka) {
+// The limbs of half h (0: b, 1: a) of a key's first `digits` digits that meet limb t of an operand over Q_l * P (nq
+// q-limbs), on the prime of index `prime`: b from its b-parts, a from its a-parts or, for a compact key, drawn into
+// `drawn` (n words a digit).
+void key_half_limbs(const GadgetKey& key, int h, std::size_t t, std::size_t nq, std::size_t prime, std::size_t digits,
+                    std::size_t n, AlignedWords& drawn, std::vector<const u64*>& out) {
     const std::size_t kl = key.limb_of(t, nq);
-    kb.resize(digits);
-    ka.resize(digits);
-    if (key.compact() && drawn.size() < digits * n) drawn.resize(digits * n);
+    out.resize(digits);
+    const bool draw = h == 1 && key.compact();
+    if (draw && drawn.size() < digits * n) drawn.resize(digits * n);
     for (std::size_t j = 0; j < digits; ++j) {
-        kb[j] = limb(key.b_parts()[j], kl);
-        if (key.compact()) {
+        if (h == 0) {
+            out[j] = limb(key.b_parts()[j], kl);
+        } else if (draw) {
             key.a_limb(j, prime, drawn.data() + j * n);
-            ka[j] = drawn.data() + j * n;
+            out[j] = drawn.data() + j * n;
         } else {
-            ka[j] = limb(key.a[j], kl);
+            out[j] = limb(key.a[j], kl);
         }
     }
+}
+void key_limbs(const GadgetKey& key, std::size_t t, std::size_t nq, std::size_t prime, std::size_t digits,
+               std::size_t n, AlignedWords& drawn, std::vector<const u64*>& kb, std::vector<const u64*>& ka) {
+    key_half_limbs(key, 0, t, nq, prime, digits, n, drawn, kb);
+    key_half_limbs(key, 1, t, nq, prime, digits, n, drawn, ka);
 }
 
 void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const {
@@ -663,28 +673,66 @@ void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, 
     const ModUpSources dec = mod_up_sources(d, exec.threads);
     const std::vector<u64>& q = ring().q_primes();
     const RnsPoly* add[2] = {add_b, add_a};
+    const auto add_times_p = [&](int h, std::size_t t, u64* x, u64* tmp) {  // with a rescale: x += P add_h on q-limbs
+        if (!rescale || t >= nq || !add[h]) return;
+        arith::mul_scalar_mod(limb(*add[h], t), t_.p_mod_q[t], t_.p_mod_q_shoup[t], n_, q[t], tmp);
+        arith::add_mod(x, tmp, n_, q[t], x);
+    };
+    // ModDown takes the source limbs (the special primes', and q_l's with a rescale) first, then the output limbs, each
+    // made limb by limb (ModUp at that limb, the inner products) when it is taken. Limbs that would not share evenly
+    // over the threads are made first across the team in two steps: every digit's ModUp limb at each, then each
+    // polynomial's inner product. Those are the source limbs when their count is not a multiple of the threads (one
+    // special prime: one limb on two threads), and one output limb for each thread that the static schedule gives a
+    // limb more than the others (the first limb of its share), so that its share costs the same.
+    const std::vector<std::size_t> src = special_limbs(nq, np, rescale);
+    const std::size_t s = src.size(), keep = rescale ? nq - 1 : nq,
+                      T = static_cast<std::size_t>(std::max(exec.threads, 1));
+    const bool split = T > 1 && s % T != 0;
+    std::vector<std::size_t> pre = split ? src : std::vector<std::size_t>{};
+    for (std::size_t k = 0; T > 1 && k < keep % T; ++k) pre.push_back(k * ((keep + T - 1) / T));
+    const std::size_t m = pre.size();
+    AlignedWords made(2 * m * n_);  // the pair's limbs made first: b's m limbs, then a's
+    if (m > 0) {
+        AlignedWords up(m * digits * n_);
+        std::vector<const u64*> dt(m * digits);
+        parallel_for(exec.threads, m * digits, [&](std::size_t job) {
+            dt[job] = mod_up_limb(dec, job % digits, pre[job / digits], up.data() + job * n_);
+        });
+        parallel_for(exec.threads, 2 * m, [&](std::size_t job) {
+            const std::size_t j = job / 2, t = pre[j];
+            const int h = static_cast<int>(job % 2);
+            AlignedWords drawn, tmp(n_);
+            std::vector<const u64*> k;
+            key_half_limbs(key, h, t, nq, pidx(t, nq), digits, n_, drawn, k);
+            const std::vector<const u64*> dj(dt.begin() + static_cast<std::ptrdiff_t>(j * digits),
+                                             dt.begin() + static_cast<std::ptrdiff_t>((j + 1) * digits));
+            u64* x = made.data() + (h * m + j) * n_;
+            dot_digits<1>(dj, {k.data()}, {x}, false, n_, ring().modulus(pidx(t, nq)));
+            add_times_p(h, t, x, tmp.data());
+        });
+    }
     const PairLimbs limbs = [&](std::size_t t, u64* b_buf, u64* a_buf, const u64*& xb, const u64*& xa) {
+        for (std::size_t j = 0; j < m; ++j)
+            if (pre[j] == t) {
+                xb = made.data() + j * n_;
+                xa = made.data() + (m + j) * n_;
+                return;
+            }
         AlignedWords tmp(digits * n_);
         key_switch_limb(dec, key, t, b_buf, a_buf, tmp.data());
-        if (rescale && t < nq)  // tmp, its ModUp limbs used, takes P add
-            for (int h = 0; h < 2; ++h)
-                if (add[h]) {
-                    u64* x = h == 0 ? b_buf : a_buf;
-                    arith::mul_scalar_mod(limb(*add[h], t), t_.p_mod_q[t], t_.p_mod_q_shoup[t], n_, q[t], tmp.data());
-                    arith::add_mod(x, tmp.data(), n_, q[t], x);
-                }
+        add_times_p(0, t, b_buf, tmp.data());  // tmp, its ModUp limbs used, takes P add
+        add_times_p(1, t, a_buf, tmp.data());
         xb = b_buf;
         xa = a_buf;
     };
     if (rescale) {
         const std::size_t l = nq - 1;
-        return divide_exact(limbs, false, nq, special_limbs(nq, np, true), t_.pq_to_q[l], t_.pq_inv[l].data(),
-                            t_.pq_inv_shoup[l].data(), l, out_b, out_a, exec.threads);
+        return divide_exact(limbs, split, false, nq, src, t_.pq_to_q[l], t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(),
+                            l, out_b, out_a, exec.threads);
     }
     const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
-    divide_exact(limbs, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
-                 t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, add_b, add_a,
-                 perm ? perm->data() : nullptr);
+    divide_exact(limbs, split, false, nq, src, t_.p_to_q[np], t_.p_inv[np].data(), t_.p_inv_shoup[np].data(), nq, out_b,
+                 out_a, exec.threads, add_b, add_a, perm ? perm->data() : nullptr);
 }
 
 std::vector<const std::uint32_t*> CpuBackend::permutations(const std::vector<KeyTerm>& terms,
@@ -837,7 +885,7 @@ void CpuBackend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<
         xb = b_buf;
         xa = a_buf;
     };
-    divide_exact(limbs, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
+    divide_exact(limbs, false, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
                  t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, &c0_sum, nullptr, nullptr);
 }
 
