@@ -348,16 +348,12 @@ int main(int argc, char** argv) {
     std::printf("\n| step | median ms | call |\n| --- | ---: | --- |\n");
     for (const Step& st : steps)
         std::printf("| %s: %s | %.2f | %s |\n", st.group.c_str(), st.name.c_str(), median(st.ms), st.what.c_str());
-    const double key_ms =
-        median(steps[std::find_if(steps.begin(), steps.end(), [](const Step& st) { return st.name == "key read"; }) -
-                     steps.begin()]
-                   .ms);
-    std::printf("\nstreaming read: %.1f GB/s (%.0f MB of key)\n", key_mb / key_ms, key_mb);
-    const auto ms_of = [&](const std::string& name) {
+    const auto ms_of = [&](const std::string& name) {  // a step's median by name
         for (const Step& st : steps)
             if (st.name == name) return median(st.ms);
         return 0.0;
     };
+    std::printf("\nstreaming read: %.1f GB/s (%.0f MB of key)\n", key_mb / ms_of("key read"), key_mb);
     if (T > 1) {
         const std::string ntt = "NTT x" + std::to_string(nq);
         std::printf("speed-up this machine allows on %d threads: NTTs %.2fx, key read %.2fx\n", T,

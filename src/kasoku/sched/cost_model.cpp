@@ -82,12 +82,17 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
+// The CPUs of team i of w threads, i * w .. (i + 1) * w - 1 of `cpus`, as the executor pins a task's team (Runners):
+// none (not pinned) for one thread, or where `cpus` has fewer than the `needed` CPUs of all the teams.
+std::vector<int> team_cpus(const std::vector<int>& cpus, int i, int w, int needed) {
+    if (w == 1 || cpus.size() < static_cast<std::size_t>(needed)) return {};
+    return std::vector<int>(cpus.begin() + i * w, cpus.begin() + (i + 1) * w);
+}
+
 // Time of one dispatch as the real executor does it: a condition-variable hand-off to a waiting thread, which then
 // binds a team of `threads` threads to CPUs (a parallel region; bind_team, as a runner does) and hands back.
 double measure_overhead_ms(int threads, int reps) {
-    std::vector<int> team = usable_cpus();  // pinned as the runners pin, where they do
-    if (threads < 2 || team.size() < static_cast<std::size_t>(threads)) team.clear();
-    team.resize(team.empty() ? 0 : static_cast<std::size_t>(threads));
+    const std::vector<int> team = team_cpus(usable_cpus(), 0, threads, threads);
     std::mutex m;
     std::condition_variable cv;
     int posted = 0, served = 0;
@@ -410,17 +415,12 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         for (int c = 0; c < kPerTeam; ++c) v.push_back(fresh(top));
     std::array<LoadTable, kTaskKinds> load;
     for (int k = 0; k < kTaskKinds; ++k) load[k] = {{1, {{1, 1.0}}}};
-    // Team i runs on CPUs i * w .. (i + 1) * w - 1 of its own, as the executor pins a task's team (Runners).
-    const std::vector<int> cpus = usable_cpus();
-    auto team_cpus = [&](int i, int w) {
-        if (w == 1 || cpus.size() < static_cast<std::size_t>(max_threads)) return std::vector<int>{};
-        return std::vector<int>(cpus.begin() + i * w, cpus.begin() + (i + 1) * w);
-    };
+    const std::vector<int> cpus = usable_cpus();  // team i on CPUs of its own (team_cpus)
     // Runs f on a thread of its own pinned to team 0's CPUs of width w, and rethrows what it throws.
     auto on_team0 = [&](int w, const auto& f) {
         std::exception_ptr failed;
         std::thread([&] {
-            bind_team(team_cpus(0, w));
+            bind_team(team_cpus(cpus, 0, w, max_threads));
             try {
                 f();
             } catch (...) {
@@ -449,7 +449,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         others.reserve(static_cast<std::size_t>(m - 1));
         for (int i = 0; i < m - 1; ++i)
             others.emplace_back([&, i, w] {
-                bind_team(team_cpus(i + 1, w));
+                bind_team(team_cpus(cpus, i + 1, w, max_threads));
                 const auto& cts = own[static_cast<std::size_t>(i) + 1];
                 std::size_t c = 0;
                 for (std::size_t j = static_cast<std::size_t>(i) * 7 % kinds.size(); !stop;

@@ -43,28 +43,19 @@ std::vector<int> usable_cpus() {
     return cpus;
 }
 
-namespace {
-void pin_self([[maybe_unused]] int cpu) {
-#ifdef __linux__
-    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    sched_setaffinity(0, sizeof set, &set);  // the calling thread; a failure leaves it where it was
-#endif
-}
-}  // namespace
-
 void unbind([[maybe_unused]] const std::vector<int>& cpus) {
 #ifdef __linux__
-    if (cpus.empty()) return;
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int c : cpus)
         if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
-    sched_setaffinity(0, sizeof set, &set);
+    if (CPU_COUNT(&set) > 0) sched_setaffinity(0, sizeof set, &set);  // the calling thread; a failure leaves it
 #endif
 }
+
+namespace {
+void pin_self(int cpu) { unbind({cpu}); }  // the calling thread to that one CPU
+}  // namespace
 
 void bind_team(const std::vector<int>& cpus) {
     if (cpus.empty()) return;
