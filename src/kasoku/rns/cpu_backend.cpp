@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <numeric>
 #include <string>
 
 #include "kasoku/arith/kernels.hpp"
@@ -46,6 +47,16 @@ void for_columns(int threads, std::size_t limbs, std::size_t n, F&& fn) {
         const std::size_t c = job % pieces * len;
         if (c < n) fn(job / pieces, c, std::min(len, n - c));
     });
+}
+
+// Indices 0 .. count - 1 by decreasing cost(i), ties in index order: the order Schedule::dynamic wants.
+template <class F>
+std::vector<std::size_t> by_decreasing(std::size_t count, F&& cost) {
+    std::vector<std::size_t> c(count), order(count);
+    for (std::size_t i = 0; i < count; ++i) c[i] = cost(i);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return c[x] > c[y]; });
+    return order;
 }
 
 class CpuBackend final : public Backend {
@@ -127,12 +138,13 @@ private:
     // product of the primes of src_limbs. The source limbs are taken first; then each output limb of both polynomials
     // is taken, converted, transformed, combined and permuted while it is in cache. The outputs may be b and a.
     // split_sources (split_outputs): `limbs` only points into memory for the source limbs (the output limbs), so that
-    // the two polynomials of such a limb may be taken by two threads.
+    // the two polynomials of such a limb may be taken by two threads. order: the output limbs in the order the threads
+    // take them, each the next when done with one (the costliest first; null: 0 .. keep - 1).
     void divide_exact(const PairLimbs& limbs, bool split_sources, bool split_outputs, std::size_t num_q,
                       const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
                       const u64* inv_shoup, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads,
                       const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
-                      const std::uint32_t* perm = nullptr) const;
+                      const std::uint32_t* perm = nullptr, const std::vector<std::size_t>* order = nullptr) const;
     // round((a + addend) / r) on the first `keep` q-limbs of each of `count` polynomials over the same limbs, r the
     // prime of their last limb.
     void divide_round_by_last(RnsPoly* const* polys, std::size_t count, std::size_t keep, const u64* inv,
@@ -142,6 +154,15 @@ private:
         return t_.digit_converter(ring(), digit, num_q);
     }
     std::size_t pidx(std::size_t limb_index, std::size_t num_q) const { return ring().prime_index(limb_index, num_q); }
+    // The work of limb t (of Q_l * P, nq q-limbs) of digit j's ModUp, in source limbs read: 0 when t is one of the
+    // digit's own limbs, else the digit's size (a conversion from its limbs, then a transform).
+    std::size_t conversion_cost(std::size_t t, std::size_t j, std::size_t nq) const {
+        const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, nq);
+        return t >= begin && t < begin + m ? 0 : m;
+    }
+    // Limbs 0 .. count - 1 by decreasing work of every digit's ModUp at them (the order Schedule::dynamic wants):
+    // the limbs of a short last digit convert more source limbs than the others, and the special primes' most.
+    std::vector<std::size_t> by_mod_up_cost(std::size_t count, std::size_t nq) const;
     using Permutation = std::shared_ptr<const std::vector<std::uint32_t>>;
     // Each term's permutation (null for g = 1), kept alive by `owned`.
     std::vector<const std::uint32_t*> permutations(const std::vector<KeyTerm>& terms,
@@ -309,7 +330,7 @@ void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*
     for (const RnsPoly* o : out) limbs = std::max(limbs, o->limbs());
     for (const RnsPoly* yi : y) subring += yi->n() != n_;
     const std::size_t chunks = (n_ + kChunk - 1) / kChunk;
-    parallel_for(exec.threads, limbs * chunks, [&](std::size_t job) {
+    const auto sum_chunk = [&](std::size_t job) {
         const std::size_t t = job / chunks, c = job % chunks * kChunk, len = std::min(kChunk, n_ - c);
         const Modulus& m = ring().modulus(pidx(t, out[0]->num_q()));
         std::vector<const u64*> a(x.size()), b(x.size());
@@ -327,7 +348,8 @@ void CpuBackend::do_sum_of_products(const std::vector<std::vector<const RnsPoly*
                 arith::dot_mod(a.data() + g, b.data() + g, std::min(kGroup, x.size() - g), len, m, dst,
                                accumulate || g > 0);
         }
-    });
+    };
+    parallel_for(exec.threads, limbs * chunks, sum_chunk, Schedule::contiguous);
 }
 
 void CpuBackend::do_to_subring(const RnsPoly& a, RnsPoly& out, Exec exec) const {
@@ -434,7 +456,8 @@ void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, E
 void CpuBackend::divide_exact(const PairLimbs& limbs, bool split_sources, bool split_outputs, std::size_t num_q,
                               const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
                               const u64* inv_shoup, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads,
-                              const RnsPoly* add_b, const RnsPoly* add_a, const std::uint32_t* perm) const {
+                              const RnsPoly* add_b, const RnsPoly* add_a, const std::uint32_t* perm,
+                              const std::vector<std::size_t>* order) const {
     // round(x / R): x - [x]_R (exact, centered conversion) is divisible by R. A job is a limb of both polynomials, or
     // (split) of one: 2 s jobs share evenly over two threads where s may not.
     const std::size_t s = src_limbs.size(), halves = split_sources ? 2 : 1;
@@ -459,19 +482,21 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split_sources, bool s
     // The scaling and the overflow counts, coefficient-wise, in chunks of both polynomials across the threads (on one
     // thread of the team they were a tenth of a key switch, which capped its speed-up on two threads).
     const std::size_t chunk = std::min<std::size_t>(n_, 4096), chunks = n_ / chunk;
-    parallel_for(threads, 2 * chunks, [&](std::size_t job) {
+    const auto scale_chunk = [&](std::size_t job) {
         const std::size_t h = job / chunks, c0 = (job % chunks) * chunk;
         std::vector<u64*> part(s);
         for (std::size_t j = 0; j < s; ++j) part[j] = yp[h][j] + c0;
         conv.scale_source(part.data(), chunk, part.data());
         conv.overflow_count(part.data(), chunk, v[h].data() + c0);
-    });
+    };
+    parallel_for(threads, 2 * chunks, scale_chunk, Schedule::contiguous);
     RnsPoly result[2] = {poly(keep, 0, true), poly(keep, 0, true)};  // written limb by limb
     const RnsPoly* add[2] = {add_b, add_a};
     const std::vector<u64>& q = ring().q_primes();
     const std::size_t out_halves = split_outputs ? 2 : 1;
-    parallel_for(threads, keep * out_halves, [&](std::size_t job) {
-        const std::size_t i = job / out_halves, h0 = out_halves == 2 ? job % 2 : 0, h1 = out_halves == 2 ? h0 + 1 : 2;
+    const auto output_limb = [&](std::size_t job) {
+        const std::size_t i = order ? (*order)[job / out_halves] : job / out_halves, h0 = out_halves == 2 ? job % 2 : 0,
+                          h1 = out_halves == 2 ? h0 + 1 : 2;
         AlignedWords scratch((perm ? 3 : 2) * n_);
         const u64* x[2];
         limbs(i, scratch.data(), scratch.data() + n_, x[0], x[1]);
@@ -484,7 +509,8 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split_sources, bool s
             if (add[h]) arith::add_mod(t, limb(*add[h], i), n_, q[i], t);
             if (perm) arith::permute(t, perm, n_, limb(result[h], i));
         }
-    });
+    };
+    parallel_for(threads, keep * out_halves, output_limb, Schedule::dynamic);
     out_b = std::move(result[0]);
     out_a = std::move(result[1]);
 }
@@ -542,6 +568,14 @@ void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first,
 
 // ---------------------------------------------------------------- key switching
 
+std::vector<std::size_t> CpuBackend::by_mod_up_cost(std::size_t count, std::size_t nq) const {
+    return by_decreasing(count, [&](std::size_t t) {
+        std::size_t c = 0;
+        for (std::size_t j = 0; j < ring().digits_at(nq); ++j) c += conversion_cost(t, j, nq);
+        return c;
+    });
+}
+
 CpuBackend::ModUpSources CpuBackend::mod_up_sources(const RnsPoly& d, int threads) const {
     ModUpSources dec;
     dec.num_q = d.num_q();
@@ -555,13 +589,14 @@ CpuBackend::ModUpSources CpuBackend::mod_up_sources(const RnsPoly& d, int thread
     // on two threads would leave one idle a third of the time).
     const std::size_t digits = ring().digits_at(d.num_q()), chunk = std::min<std::size_t>(n_, 4096),
                       chunks = n_ / chunk;
-    parallel_for(threads, digits * chunks, [&](std::size_t job) {
+    const auto scale_chunk = [&](std::size_t job) {
         const std::size_t j = job / chunks, c0 = (job % chunks) * chunk;
         const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, d.num_q());
         u64* y[kMaxDigitPrimes];
         for (std::size_t i = 0; i < m; ++i) y[i] = limb(dec.scaled, begin + i) + c0;
         digit_converter(j, d.num_q()).scale_source(y, chunk, y);
-    });
+    };
+    parallel_for(threads, digits * chunks, scale_chunk, Schedule::contiguous);
     return dec;
 }
 
@@ -582,12 +617,16 @@ std::vector<RnsPoly> CpuBackend::do_mod_up(const RnsPoly& d, Exec exec) const {
     std::vector<RnsPoly> out;
     out.reserve(digits);
     for (std::size_t j = 0; j < digits; ++j) out.push_back(poly(nq, np, true));
-    parallel_for(exec.threads, digits * (nq + np), [&](std::size_t i) {
-        const std::size_t j = i / (nq + np), t = i % (nq + np);
+    const std::vector<std::size_t> jobs =  // (digit, limb): the largest conversions first, copies last
+        by_decreasing(digits * (nq + np),
+                      [&](std::size_t i) { return conversion_cost(i % (nq + np), i / (nq + np), nq); });
+    const auto convert = [&](std::size_t k) {
+        const std::size_t i = jobs[k], j = i / (nq + np), t = i % (nq + np);
         u64* dst = limb(out[j], t);
         const u64* src = mod_up_limb(dec, j, t, dst);
         if (src != dst) std::copy(src, src + n_, dst);
-    });
+    };
+    parallel_for(exec.threads, jobs.size(), convert, Schedule::dynamic);
     return out;
 }
 
@@ -640,10 +679,13 @@ void CpuBackend::do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& 
     // Over Q_l * P_k, the key's special primes (all of P, or a prefix).
     const std::size_t nq = d.num_q(), np = key.b_parts()[0].num_p(), digits = ring().digits_at(nq);
     const ModUpSources dec = mod_up_sources(d, exec.threads);
-    parallel_for(exec.threads, nq + np, [&](std::size_t t) {
+    const std::vector<std::size_t> order = by_mod_up_cost(nq + np, nq);
+    const auto switch_limb = [&](std::size_t k) {
+        const std::size_t t = order[k];
         AlignedWords tmp(digits * n_);
         key_switch_limb(dec, key, t, limb(b, t), limb(a, t), tmp.data());
-    });
+    };
+    parallel_for(exec.threads, nq + np, switch_limb, Schedule::dynamic);
 }
 
 std::vector<const u64*> CpuBackend::mod_up_limbs(const ModUpSources& dec, std::size_t t, u64* scratch) const {
@@ -679,25 +721,32 @@ void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, 
         arith::add_mod(x, tmp, n_, q[t], x);
     };
     // ModDown takes the source limbs (the special primes', and q_l's with a rescale) first, then the output limbs, each
-    // made limb by limb (ModUp at that limb, the inner products) when it is taken. Limbs that would not share evenly
-    // over the threads are made first across the team in two steps: every digit's ModUp limb at each, then each
-    // polynomial's inner product. Those are the source limbs when their count is not a multiple of the threads (one
-    // special prime: one limb on two threads), and one output limb for each thread that the static schedule gives a
-    // limb more than the others (the first limb of its share), so that its share costs the same.
+    // made limb by limb (ModUp at that limb, the inner products) when it is taken, the costliest first, each thread
+    // taking the next limb when done with one. Limbs that would not share evenly over the threads are made first
+    // across the team in two steps: every digit's ModUp limb at each, then each polynomial's inner product. Those are
+    // the source limbs when their count is not a multiple of the threads (one special prime: one limb on two threads),
+    // and the keep % T cheapest output limbs, so that the others share evenly and the made ones, quick to finish, come
+    // last.
     const std::vector<std::size_t> src = special_limbs(nq, np, rescale);
     const std::size_t s = src.size(), keep = rescale ? nq - 1 : nq,
                       T = static_cast<std::size_t>(std::max(exec.threads, 1));
     const bool split = T > 1 && s % T != 0;
+    const std::vector<std::size_t> order = by_mod_up_cost(keep, nq);
     std::vector<std::size_t> pre = split ? src : std::vector<std::size_t>{};
-    for (std::size_t k = 0; T > 1 && k < keep % T; ++k) pre.push_back(k * ((keep + T - 1) / T));
+    if (T > 1) pre.insert(pre.end(), order.end() - static_cast<std::ptrdiff_t>(keep % T), order.end());
     const std::size_t m = pre.size();
     AlignedWords made(2 * m * n_);  // the pair's limbs made first: b's m limbs, then a's
     if (m > 0) {
         AlignedWords up(m * digits * n_);
         std::vector<const u64*> dt(m * digits);
-        parallel_for(exec.threads, m * digits, [&](std::size_t job) {
+        const std::vector<std::size_t> jobs =  // (limb, digit): the largest conversions first, a digit's own limbs last
+            by_decreasing(m * digits,
+                          [&](std::size_t job) { return conversion_cost(pre[job / digits], job % digits, nq); });
+        const auto convert = [&](std::size_t k) {
+            const std::size_t job = jobs[k];
             dt[job] = mod_up_limb(dec, job % digits, pre[job / digits], up.data() + job * n_);
-        });
+        };
+        parallel_for(exec.threads, jobs.size(), convert, Schedule::dynamic);
         parallel_for(exec.threads, 2 * m, [&](std::size_t job) {
             const std::size_t j = job / 2, t = pre[j];
             const int h = static_cast<int>(job % 2);
@@ -728,11 +777,11 @@ void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, 
     if (rescale) {
         const std::size_t l = nq - 1;
         return divide_exact(limbs, split, false, nq, src, t_.pq_to_q[l], t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(),
-                            l, out_b, out_a, exec.threads);
+                            l, out_b, out_a, exec.threads, nullptr, nullptr, nullptr, &order);
     }
     const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
     divide_exact(limbs, split, false, nq, src, t_.p_to_q[np], t_.p_inv[np].data(), t_.p_inv_shoup[np].data(), nq, out_b,
-                 out_a, exec.threads, add_b, add_a, perm ? perm->data() : nullptr);
+                 out_a, exec.threads, add_b, add_a, perm ? perm->data() : nullptr, &order);
 }
 
 std::vector<const std::uint32_t*> CpuBackend::permutations(const std::vector<KeyTerm>& terms,
@@ -885,8 +934,9 @@ void CpuBackend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<
         xb = b_buf;
         xa = a_buf;
     };
+    const std::vector<std::size_t> order = by_mod_up_cost(nq, nq);
     divide_exact(limbs, false, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
-                 t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, &c0_sum, nullptr, nullptr);
+                 t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, &c0_sum, nullptr, nullptr, &order);
 }
 
 }  // namespace

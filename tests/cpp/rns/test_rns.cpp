@@ -305,10 +305,12 @@ TEST(Backend, EveryThreadCountGivesTheSameBits) {
             out[18] = a;
             f.be->rescale(out[18], T);
             for (const RnsPoly& d : f.be->mod_up(a, T)) out.push_back(d);
-            RnsPoly k0, k1;
+            RnsPoly k0, k1, r0, r1, s0, s1, w0b = f.be->poly(nq, 3, true), w1b = f.be->poly(nq, 3, true);
             f.be->key_switch_mod_down(a, key, &b, &c, 5, false, k0, k1, T);
-            out.push_back(k0);
-            out.push_back(k1);
+            f.be->key_switch_mod_down(a, key, &b, &c, 1, true, r0, r1, T);
+            f.be->key_switch_sum_mod_down(a, {{&key, 5}, {&key, 1}}, c, s0, s1, T);
+            f.be->key_switch(a, key, w0b, w1b, T);
+            for (RnsPoly* x : {&k0, &k1, &r0, &r1, &s0, &s1, &w0b, &w1b}) out.push_back(*x);
             return out;
         };
         const std::vector<RnsPoly> one = run(1);
