@@ -89,6 +89,20 @@ std::vector<int> team_cpus(const std::vector<int>& cpus, int i, int w, int neede
     return std::vector<int>(cpus.begin() + i * w, cpus.begin() + (i + 1) * w);
 }
 
+// Runs f on a thread of its own (whose affinity the caller's does not keep) and rethrows what it throws.
+template <class F>
+void on_thread(const F& f) {
+    std::exception_ptr failed;
+    std::thread([&] {
+        try {
+            f();
+        } catch (...) {
+            failed = std::current_exception();
+        }
+    }).join();
+    if (failed) std::rethrow_exception(failed);
+}
+
 // Time of one dispatch as the real executor does it: a condition-variable hand-off to a waiting thread, which then
 // binds a team of `threads` threads to CPUs (a parallel region; bind_team, as a runner does) and hands back.
 double measure_overhead_ms(int threads, int reps) {
@@ -357,22 +371,36 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     // after another (2 Zen 5 threads, reps 5): the entries of the key-switching kinds differed by 3.0-5.4 % (median
     // over the entries, three such triples) and up to 8-119 % with each entry's calls back to back; by 1.8-2.6 % and
     // up to 6-11 % interleaved (four triples).
+    // The calls run on a thread of their own as a runner of the executor runs a task: a team of several threads
+    // pinned to CPUs of its own (bind_team, as the executor binds a task's team; its cost is in the dispatch
+    // overhead), one thread free to run on any CPU; each round times every entry of one thread count before the next
+    // count, so that a team's calls follow each other as a stream's tasks of that width do. On 2 Zen 5 threads a
+    // pinned team took 4-5 % longer than the same calls from an unpinned caller (SCHED rotation 4.65 -> 4.86 ms,
+    // multiplication 5.1 -> 5.35 ms), and the stream's 2-thread tasks had run 1.07-1.12x the table measured unpinned;
+    // a team's calls alternated with one-thread calls took 1.2-1.8x, its second thread woken each time.
     std::vector<ckks::Ciphertext> at;  // the top ciphertext at nq = 2 .. top + 1
     for (int nq = 2; nq <= top + 1; ++nq) at.push_back(ev.drop_limbs(ct_top, nq - 1));
     const std::size_t threads_n = static_cast<std::size_t>(max_threads);
     std::vector<std::vector<double>> calls(kTaskKinds * at.size() * threads_n);
-    for (int round = -1; round < reps; ++round) {
-        for (std::size_t i = 0; i < at.size(); ++i)
-            for (int k = 0; k < kTaskKinds; ++k)
-                for (int t = 1; t <= max_threads; ++t) {
-                    const auto t0 = std::chrono::steady_clock::now();
-                    run_op(kind_at(k), at[i], t);
-                    const double ms =
-                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-                    if (round >= 0) calls[(k * at.size() + i) * threads_n + t - 1].push_back(ms);
-                }
-        tick();
-    }
+    const std::vector<int> cpus = usable_cpus();  // team i on CPUs of its own (team_cpus)
+    on_thread([&] {
+        for (int round = -1; round < reps; ++round) {
+            for (int t = 1; t <= max_threads; ++t) {
+                const std::vector<int> team = team_cpus(cpus, 0, t, t);
+                if (team.empty()) unbind(cpus);
+                else bind_team(team);
+                for (std::size_t i = 0; i < at.size(); ++i)
+                    for (int k = 0; k < kTaskKinds; ++k) {
+                        const auto t0 = std::chrono::steady_clock::now();
+                        run_op(kind_at(k), at[i], t);
+                        const double ms =
+                            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                        if (round >= 0) calls[(k * at.size() + i) * threads_n + t - 1].push_back(ms);
+                    }
+            }
+            tick();
+        }
+    });
     std::array<Table, kTaskKinds> ops;
     for (int k = 0; k < kTaskKinds; ++k) {
         ops[k].nq_min = 2;
@@ -415,19 +443,12 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         for (int c = 0; c < kPerTeam; ++c) v.push_back(fresh(top));
     std::array<LoadTable, kTaskKinds> load;
     for (int k = 0; k < kTaskKinds; ++k) load[k] = {{1, {{1, 1.0}}}};
-    const std::vector<int> cpus = usable_cpus();  // team i on CPUs of its own (team_cpus)
     // Runs f on a thread of its own pinned to team 0's CPUs of width w, and rethrows what it throws.
     auto on_team0 = [&](int w, const auto& f) {
-        std::exception_ptr failed;
-        std::thread([&] {
+        on_thread([&] {
             bind_team(team_cpus(cpus, 0, w, max_threads));
-            try {
-                f();
-            } catch (...) {
-                failed = std::current_exception();
-            }
-        }).join();
-        if (failed) std::rethrow_exception(failed);
+            f();
+        });
     };
     auto time_team0 = [&](OpKind op, int w) {
         std::size_t c = 0;
