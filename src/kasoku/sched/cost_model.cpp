@@ -386,7 +386,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     on_thread([&] {
         for (int round = -1; round < reps; ++round) {
             for (int t = 1; t <= max_threads; ++t) {
-                const std::vector<int> team = team_cpus(cpus, 0, t, t);
+                const std::vector<int> team = team_cpus(cpus, 0, t, max_threads);
                 if (team.empty()) unbind(cpus);
                 else bind_team(team);
                 for (std::size_t i = 0; i < at.size(); ++i)
