@@ -133,9 +133,9 @@ def simulate(
 _measured: dict = {}
 
 
-def measured_cost_model(params, threads: int, reps: int = 3, mix: Sequence[Graph] = ()) -> CostModel:
-    """CostModel.measure(params, threads, mix=mix), measured once per process, parameter set and operation mix."""
-    key = (repr(params), threads, tuple(tuple(n["op"] for n in g.nodes) for g in mix))
+def measured_cost_model(params, threads: int, reps: int = 11, mix: Sequence[Graph] = ()) -> CostModel:
+    """CostModel.measure(params, threads, reps, mix), measured once per process, parameter set, rounds and mix."""
+    key = (repr(params), threads, reps, tuple(tuple(n["op"] for n in g.nodes) for g in mix))
     if key not in _measured:
         _measured[key] = CostModel.measure(params, max_threads=threads, reps=reps, mix=list(mix))
     return _measured[key]

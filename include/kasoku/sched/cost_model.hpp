@@ -54,7 +54,7 @@ public:
     // the scale and takes a few ms, folded into the task (§7.1).
     static CostModel from_paper();
     // Times every task kind on this machine at params, for nq = 2..levels+1 and 1..max_threads threads (median of
-    // `reps`); the contention: per team width w = 1, 2, 4, ... and m = 2, 4, ... teams of w threads (up to
+    // `reps` rounds; at 5, two models measured minutes apart on 2 Zen 5 threads differed by a tenth); the contention: per team width w = 1, 2, 4, ... and m = 2, 4, ... teams of w threads (up to
     // max_threads busy), each task kind on one team at the top level while the m - 1 others run the stream's operation
     // mix (the tasks of the graphs in `mix`, round and round; empty: every kind in turn), its median over its time
     // alone giving the load table's point (w, busy = m w); the overhead of one dispatch; and the alignment of an
@@ -64,7 +64,7 @@ public:
     //     parameters that Context::create refuses
     // @throws Error if the OS has no randomness to give
     // @throws what `progress` throws
-    static CostModel measure(const ckks::Parameters& params, int max_threads, int reps = 3,
+    static CostModel measure(const ckks::Parameters& params, int max_threads, int reps = 11,
                              const std::function<void(int, int)>& progress = {}, const std::vector<Graph>& mix = {});
     // @throws SerializationError for text that is not a kasoku cost model (malformed JSON, another format, a missing
     //     table) or whose tables the constructor refuses

@@ -172,7 +172,7 @@ void bind_sched(nb::module_& parent) {
                     };
                 return CostModel::measure(p, max_threads, reps, cb, mix);
             },
-            "params"_a, "max_threads"_a = 0, "reps"_a = 3, "progress"_a.none() = nb::none(),
+            "params"_a, "max_threads"_a = 0, "reps"_a = 11, "progress"_a.none() = nb::none(),
             "mix"_a = std::vector<Graph>{},
             "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores), and "
             "each kind under contention: on a team of w threads while other teams of w threads run the tasks of the "

@@ -3,9 +3,11 @@
 // while it is in cache, and the limbs are spread over the team.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "kasoku/arith/kernels.hpp"
 #include "kasoku/arith/ntt.hpp"
@@ -581,22 +583,30 @@ CpuBackend::ModUpSources CpuBackend::mod_up_sources(const RnsPoly& d, int thread
     dec.num_q = d.num_q();
     dec.ntt = &d;
     dec.scaled = poly(d.num_q(), d.num_p(), false);  // each limb copied by the thread that transforms it
-    parallel_for(threads, d.limbs(), [&](std::size_t i) {
-        std::copy(limb(d, i), limb(d, i) + n_, limb(dec.scaled, i));
-        arith::ntt_inverse(limb(dec.scaled, i), *ntt_[pidx(i, d.num_q())]);
-    });
-    // Each digit's limbs scaled, in chunks of coefficients so that the threads share the work evenly (three digits
-    // on two threads would leave one idle a third of the time).
-    const std::size_t digits = ring().digits_at(d.num_q()), chunk = std::min<std::size_t>(n_, 4096),
-                      chunks = n_ / chunk;
-    const auto scale_chunk = [&](std::size_t job) {
-        const std::size_t j = job / chunks, c0 = (job % chunks) * chunk;
-        const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, d.num_q());
+    // One loop: each limb's inverse transform, digit by digit, then each digit's scaling in chunks of coefficients,
+    // so that the threads share the work evenly (three digits on two threads would leave one idle a third of the
+    // time, and an odd number of limbs one transform). A dynamic loop hands its jobs out in index order: a thread
+    // that takes a digit's chunk finds every transform of that digit taken, and waits only for one still running
+    // (rare: the digits' transforms are handed out first to last, their chunks likewise).
+    const std::size_t nq = d.num_q(), limbs = d.limbs(), digits = ring().digits_at(nq),
+                      chunk = std::min<std::size_t>(n_, 4096), chunks = n_ / chunk;
+    const std::unique_ptr<std::atomic<std::size_t>[]> transformed(new std::atomic<std::size_t>[digits]);
+    for (std::size_t j = 0; j < digits; ++j) transformed[j].store(0, std::memory_order_relaxed);
+    const auto job = [&](std::size_t k) {
+        if (k < limbs) {
+            std::copy(limb(d, k), limb(d, k) + n_, limb(dec.scaled, k));
+            arith::ntt_inverse(limb(dec.scaled, k), *ntt_[pidx(k, nq)]);
+            if (k < nq) transformed[k / ring().alpha()].fetch_add(1, std::memory_order_release);
+            return;
+        }
+        const std::size_t j = (k - limbs) / chunks, c0 = (k - limbs) % chunks * chunk;
+        const std::size_t begin = ring().digit_begin(j), m = ring().digit_size(j, nq);
+        while (transformed[j].load(std::memory_order_acquire) < m) std::this_thread::yield();
         u64* y[kMaxDigitPrimes];
         for (std::size_t i = 0; i < m; ++i) y[i] = limb(dec.scaled, begin + i) + c0;
-        digit_converter(j, d.num_q()).scale_source(y, chunk, y);
+        digit_converter(j, nq).scale_source(y, chunk, y);
     };
-    parallel_for(threads, digits * chunks, scale_chunk, Schedule::contiguous);
+    parallel_for(threads, limbs + digits * chunks, job, Schedule::dynamic);
     return dec;
 }
 
@@ -872,7 +882,14 @@ void CpuBackend::do_inner_product_sums(const std::vector<RnsPoly>& digits, const
                 slot[e.term] = used.size();
                 used.push_back(e.term);
             }
-    parallel_for(exec.threads, nq + kp, [&](std::size_t t) {
+    // The limbs costliest first, each thread taking the next when done: wider primes first (their products run on
+    // slower kernels: a bootstrapping chain's 60-bit primes beside its 40-bit user primes), and among equals those
+    // that also carry c0's products.
+    const std::vector<std::size_t> order = by_decreasing(nq + kp, [&](std::size_t t) {
+        return static_cast<std::size_t>(ring().modulus(pidx(t, nq)).bits) * 2 + (t < nq);
+    });
+    const auto limb_sums = [&](std::size_t k) {
+        const std::size_t t = order[k];
         const Modulus& m = ring().modulus(pidx(t, nq));
         const bool with_c0 = t < nq;
         std::vector<const u64*> dt(digits.size());
@@ -914,7 +931,8 @@ void CpuBackend::do_inner_product_sums(const std::vector<RnsPoly>& digits, const
                 started[j] = true;
             }
         }
-    });
+    };
+    parallel_for(exec.threads, nq + kp, limb_sums, Schedule::dynamic);
 }
 
 // The sum form in one pass: each limb of the sum over the keys is made (ModUp of every digit at that limb, then
