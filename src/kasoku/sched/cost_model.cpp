@@ -479,12 +479,23 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
                 }
             });
         while (started.load() < m - 1) std::this_thread::yield();  // every other team past its first task
-        // Pauses the other teams (each ends its call) or resumes them, and waits until they are parked or all back.
+        // Pauses the other teams (each ends its call) or resumes them, and waits until they are parked or all back,
+        // spinning: a measured thread left to sleep starts its next call on a CPU woken from idle, slower.
         const auto set_paused = [&](bool p) {
             paused = p;
             if (!p) paused.notify_all();
             const int want = p ? m - 1 : 0;
-            for (int n = parked.load(); n != want; n = parked.load()) parked.wait(n);
+            while (parked.load() != want) std::this_thread::yield();
+        };
+        // Resumed, the other teams start a call each; a loaded block waits (spinning) a random part of their mean
+        // call first, so that it meets their calls at any point, as a stream's tasks do, not only at their start.
+        double mix_ms = 0;
+        for (OpKind op : kinds) mix_ms += ops[kind_index(op)].ms.back()[static_cast<std::size_t>(w - 1)];
+        mix_ms /= static_cast<double>(kinds.size());
+        std::mt19937_64 phase_rng(static_cast<std::uint64_t>(w * 1000 + m));
+        const auto spin_ms = [](double ms) {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
+            while (std::chrono::steady_clock::now() < until) std::this_thread::yield();
         };
         std::exception_ptr failed;
         try {
@@ -504,6 +515,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
                         set_paused(true);
                         for (int i = 0; i < per; ++i) alone.push_back(call_ms());
                         set_paused(false);
+                        spin_ms(std::uniform_real_distribution<double>(0, mix_ms)(phase_rng));
                         for (int i = 0; i < per; ++i) loaded.push_back(call_ms());
                     }
                     auto& rows = load[k];
