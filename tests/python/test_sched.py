@@ -305,6 +305,29 @@ def test_cli_schedule_policy_list(tmp_path, capsys):
     )
     got = [(r["seed"], r["policy"]) for r in map(json.loads, capsys.readouterr().out.splitlines())]
     assert got == [(5, "fixed-1"), (5, "kasoku"), (6, "kasoku"), (6, "fixed-1")]
+    # one seed: each stream (graph, D) starts at the next policy, so that none always runs first
+    assert (
+        main(
+            [
+                "schedule",
+                "--D",
+                "120,150,200",
+                "--graph",
+                "exp,poly:3",
+                "--jobs",
+                "20",
+                "--window",
+                "3,18",
+                "--policy",
+                "fixed-1,kasoku,dynamic",
+            ]
+        )
+        == 0
+    )
+    got = [(r["graph"], r["D_ms"], r["policy"]) for r in map(json.loads, capsys.readouterr().out.splitlines())]
+    firsts = [got[i][2] for i in range(0, len(got), 3)]
+    assert firsts == ["fixed-1", "kasoku", "dynamic", "fixed-1", "kasoku", "dynamic"]
+    assert all(sorted(p for _, _, p in got[i : i + 3]) == ["dynamic", "fixed-1", "kasoku"] for i in range(0, 18, 3))
     assert main(["schedule", "--seeds", "2", "--first-seed", "0"]) == 2
     assert "must be >= 1, got 2 and 0" in capsys.readouterr().err
 

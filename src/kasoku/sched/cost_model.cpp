@@ -455,6 +455,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     // the median of its calls. Timing the calls alone first and then every point's loaded calls, the factors of
     // three models in a row on 2 Zen 5 threads were 5.6-7.4 % apart (median over the kinds; products 1.00 to 1.15):
     // the machine's speed drifts between the two measurements by as much as the contention to be measured.
+    // Alternated, 2.8-7.0 % (five triples; docs/SCHEDULING.md).
     for (auto [w, m] : points) {
         std::atomic<bool> stop{false}, paused{false};
         std::atomic<int> started{0}, parked{0};
