@@ -57,10 +57,10 @@ public:
     // `reps` rounds; at 5, two models measured minutes apart on 2 Zen 5 threads differed by a tenth); the contention:
     // per team width w = 1, 2, 4, ... and m = 2, 4, ... teams of w threads (up to max_threads busy), each task kind
     // on one team at the top level while the m - 1 others run the stream's operation mix (the tasks of the graphs in
-    // `mix`, round and round; empty: every kind in turn), its median over its median with the others paused (the two
-    // alternated in `reps` rounds) giving the load table's point (w, busy = m w); the overhead of one dispatch; and
-    // the alignment of an operand one level up (kasoku keeps canonical scales, so that is a constant product and a
-    // rescale: an add across levels minus an add at one level). progress(done, total) if given.
+    // `mix`, round and round; empty: every kind in turn), its median over its time alone giving the load table's
+    // point (w, busy = m w); the overhead of one dispatch; and the alignment of an operand one level up (kasoku keeps
+    // canonical scales, so that is a constant product and a rescale: an add across levels minus an add at one level).
+    // progress(done, total) if given.
     // @throws ParameterError for a negative max_threads, reps < 1, parameters without a level to rescale, or
     //     parameters that Context::create refuses
     // @throws Error if the OS has no randomness to give

@@ -450,15 +450,22 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
             f();
         });
     };
-    // A point's factor: the kind's calls on team 0 with the other teams running, over its calls with them paused
-    // (their CPUs idle), in rounds that alternate the two (a block of calls each; 20 calls for the light kinds), each
-    // the median of its calls. Timing the calls alone first and then every point's loaded calls, the factors of
-    // three models in a row on 2 Zen 5 threads were 5.6-7.4 % apart (median over the kinds; products 1.00 to 1.15):
-    // the machine's speed drifts between the two measurements by as much as the contention to be measured.
-    // Alternated, 2.8-7.0 % (five triples; docs/SCHEDULING.md).
+    auto time_team0 = [&](OpKind op, int w) {
+        std::size_t c = 0;
+        return time_fn([&] { return run_op(op, own[0][c++ % kPerTeam], w); },
+                       std::max(reps, 3) * (is_light(op) ? 20 : 1));
+    };
+    // The reference of a point: the same loop on team 0's CPUs with no other team running (the table's entries are
+    // timed in rounds among the other entries, which leaves their caches colder than this loop's).
+    std::vector<std::vector<double>> alone_ms(kTaskKinds, std::vector<double>(threads_n, 0.0));
+    for (int w = 1; 2 * w <= max_threads; w *= 2)
+        on_team0(w, [&] {
+            for (int k = 0; k < kTaskKinds; ++k)
+                alone_ms[static_cast<std::size_t>(k)][static_cast<std::size_t>(w - 1)] = time_team0(kind_at(k), w);
+        });
     for (auto [w, m] : points) {
-        std::atomic<bool> stop{false}, paused{false};
-        std::atomic<int> started{0}, parked{0};
+        std::atomic<bool> stop{false};
+        std::atomic<int> started{0};
         std::vector<std::thread> others;
         others.reserve(static_cast<std::size_t>(m - 1));
         for (int i = 0; i < m - 1; ++i)
@@ -468,68 +475,26 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
                 std::size_t c = 0;
                 for (std::size_t j = static_cast<std::size_t>(i) * 7 % kinds.size(); !stop;
                      j = (j + 1) % kinds.size()) {
-                    if (paused) {  // park (blocked, the CPUs idle) until resumed or stopped
-                        parked.fetch_add(1);
-                        parked.notify_all();
-                        paused.wait(true);
-                        parked.fetch_sub(1);
-                        parked.notify_all();
-                    }
                     run_op(kinds[j], cts[c++ % cts.size()], w);
                     if (j == static_cast<std::size_t>(i) * 7 % kinds.size()) started.fetch_add(1);
                 }
             });
         while (started.load() < m - 1) std::this_thread::yield();  // every other team past its first task
-        // Pauses the other teams (each ends its call) or resumes them, and waits until they are parked or all back,
-        // spinning: a measured thread left to sleep starts its next call on a CPU woken from idle, slower.
-        const auto set_paused = [&](bool p) {
-            paused = p;
-            if (!p) paused.notify_all();
-            const int want = p ? m - 1 : 0;
-            while (parked.load() != want) std::this_thread::yield();
-        };
-        // Resumed, the other teams start a call each; a loaded block waits (spinning) a random part of their mean
-        // call first, so that it meets their calls at any point, as a stream's tasks do, not only at their start.
-        double mix_ms = 0;
-        for (OpKind op : kinds) mix_ms += ops[kind_index(op)].ms.back()[static_cast<std::size_t>(w - 1)];
-        mix_ms /= static_cast<double>(kinds.size());
-        std::mt19937_64 phase_rng(static_cast<std::uint64_t>(w * 1000 + m));
-        const auto spin_ms = [](double ms) {
-            const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
-            while (std::chrono::steady_clock::now() < until) std::this_thread::yield();
-        };
         std::exception_ptr failed;
         try {
             on_team0(w, [&, w = w, m = m] {  // the measured team: team 0, on a thread of its own like the others
                 for (int k = 0; k < kTaskKinds; ++k) {
-                    const OpKind op = kind_at(k);
-                    const int per = is_light(op) ? 20 : 1;
-                    std::size_t c = 0;
-                    const auto call_ms = [&] {
-                        const auto t0 = std::chrono::steady_clock::now();
-                        run_op(op, own[0][c++ % kPerTeam], w);
-                        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-                    };
-                    call_ms();  // warm-up (scratch memory, caches)
-                    std::vector<double> alone, loaded;
-                    for (int r = 0; r < std::max(reps, 3); ++r) {
-                        set_paused(true);
-                        for (int i = 0; i < per; ++i) alone.push_back(call_ms());
-                        set_paused(false);
-                        spin_ms(std::uniform_real_distribution<double>(0, mix_ms)(phase_rng));
-                        for (int i = 0; i < per; ++i) loaded.push_back(call_ms());
-                    }
+                    const double loaded = time_team0(kind_at(k), w);
+                    const double alone = alone_ms[static_cast<std::size_t>(k)][static_cast<std::size_t>(w - 1)];
                     auto& rows = load[k];
                     if (rows.back().first != w) rows.emplace_back(w, LoadCurve{{w, 1.0}});
-                    rows.back().second.emplace_back(m * w, std::max(median(loaded) / median(alone), 1.0));
+                    rows.back().second.emplace_back(m * w, std::max(loaded / alone, 1.0));
                 }
             });
         } catch (...) {
             failed = std::current_exception();
         }
         stop = true;
-        paused = false;
-        paused.notify_all();
         for (auto& t : others) t.join();
         if (failed) std::rethrow_exception(failed);
         tick();
