@@ -1,14 +1,25 @@
-// A bootstrap's speed-up on T threads, measured in pairs: one bootstrap on one thread, then one on T, `reps` times in
-// one process, so that a machine whose speed drifts (a VM) moves both sides of each pair alike. The first pair faults
-// in fresh pages; leave it out of the medians.
-//   build/cpp/bench/bench_thread_pairs [--params BOOT16] [--threads 2] [--reps 4] [--compact]
+// An operation's speed-up on T threads, measured in pairs: the operation on one thread, then on T, `reps` times in one
+// process, so that a machine whose speed drifts (a VM) moves both sides of each pair alike. The first pair faults in
+// fresh pages; leave it out of the medians.
+//   build/cpp/bench/bench_thread_pairs [--op bootstrap|rotate|multiply] [--params BOOT16] [--threads 2] [--reps 4]
+//                                      [--compact] [--copies]
+// --op: a bootstrap (default), or a rotation by one slot / a multiplication with relinearisation and rescale at the top
+// level (give --params H16); those are timed over --iters runs each (default 20).
 // --compact: compact Galois keys for the levels each is used at, as ctx.keygen(bootstrapping=True) makes them (their
 // a-parts drawn from a seed inside each inner product); default: whole keys.
-// Prints one line per bootstrap (pair, threads, total and stage seconds), then the median ratio over pairs 2..reps.
+// --copies: each pair also runs the one-thread operation in T processes at once (forked after the keys, which they
+// share copy-on-write, as threads share them; each runs it once before, untimed): the machine's ceiling for T copies of the work that need no barrier and
+// share no temporaries. T x (one alone) / (the slowest copy) is the throughput T cores give that work; a speed-up on T
+// threads below T but at or above it is lost to the memory system, not to the team.
+// Prints one line per measurement, then the medians over pairs 2..reps, and those as a JSON line.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,55 +32,161 @@
 using namespace kasoku;
 using namespace kasoku::ckks;
 
+namespace {
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t k = v.size();
+    return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+// The slowest of `copies` processes that each run `one` once, released together once each has run it once more before
+// (its temporaries are then its own pages, not the parent's shared copy-on-write); -1 where one failed.
+double run_copies(int copies, const std::function<double()>& one) {
+    int ready[2], start[2], result[2];
+    if (pipe(ready) != 0 || pipe(start) != 0 || pipe(result) != 0) return -1;
+    std::fflush(stdout);
+    std::vector<pid_t> kids;
+    for (int c = 0; c < copies; ++c) {
+        const pid_t pid = fork();
+        if (pid == 0) {  // a child: warm up, say so, wait until the parent closes the start pipe, run, send the seconds
+            close(start[1]);
+            one();
+            const char b = 1;
+            bool ok = write(ready[1], &b, 1) == 1;
+            close(ready[1]);  // a child that dies before this line leaves the parent an end of file, not a wait
+            char e;
+            while (read(start[0], &e, 1) > 0) {}
+            const double s = one();
+            ok = ok && write(result[1], &s, sizeof s) == static_cast<ssize_t>(sizeof s);
+            _exit(ok ? 0 : 1);
+        }
+        if (pid < 0) break;
+        kids.push_back(pid);
+    }
+    close(ready[1]);
+    close(start[0]);
+    close(result[1]);
+    bool ok = kids.size() == static_cast<std::size_t>(copies);
+    char b;
+    for (std::size_t c = 0; c < kids.size(); ++c) ok = ok && read(ready[0], &b, 1) == 1;
+    close(start[1]);  // every child starts now
+    double slowest = 0, s = 0;
+    for (std::size_t c = 0; c < kids.size(); ++c) {
+        ok = ok && read(result[0], &s, sizeof s) == static_cast<ssize_t>(sizeof s);
+        slowest = std::max(slowest, s);
+    }
+    close(ready[0]);
+    close(result[0]);
+    for (pid_t pid : kids) waitpid(pid, nullptr, 0);
+    return ok ? slowest : -1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-    std::string params = "BOOT16";
-    int T = 2, reps = 4;
-    bool compact = false;
+    std::string params = "BOOT16", op = "bootstrap";
+    int T = 2, reps = 4, iters = 20;
+    bool compact = false, copies = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--params" && i + 1 < argc) params = argv[++i];
+        else if (a == "--op" && i + 1 < argc) op = argv[++i];
         else if (a == "--threads" && i + 1 < argc) T = std::max(2, std::atoi(argv[++i]));
         else if (a == "--reps" && i + 1 < argc) reps = std::max(2, std::atoi(argv[++i]));
+        else if (a == "--iters" && i + 1 < argc) iters = std::max(1, std::atoi(argv[++i]));
         else if (a == "--compact") compact = true;
+        else if (a == "--copies") copies = true;
         else {
-            std::fprintf(stderr, "usage: %s [--params BOOT16] [--threads 2] [--reps 4] [--compact]\n", argv[0]);
+            std::fprintf(stderr,
+                         "usage: %s [--op bootstrap|rotate|multiply] [--params BOOT16] [--threads 2] [--reps 4] "
+                         "[--iters 20] [--compact] [--copies]\n",
+                         argv[0]);
             return 2;
         }
     }
+    const bool boot_op = op == "bootstrap";
+    if (!boot_op && op != "rotate" && op != "multiply") {
+        std::fprintf(stderr, "unknown --op %s: bootstrap, rotate or multiply\n", op.c_str());
+        return 2;
+    }
     const ContextPtr ctx = Context::create(Parameters::named(params), T);
-    std::fprintf(stderr, "[bench_thread_pairs] %s: keys and the bootstrapping plan ...\n", params.c_str());
-    const algo::Bootstrapper boot(ctx);
+    std::fprintf(stderr, "[bench_thread_pairs] %s: keys%s ...\n", params.c_str(),
+                 boot_op ? " and the bootstrapping plan" : "");
+    std::unique_ptr<const algo::Bootstrapper> boot;
+    if (boot_op) boot = std::make_unique<const algo::Bootstrapper>(ctx);
     KeyGenerator kg(ctx);
     const SecretKey sk = kg.secret_key();
-    EvaluationKeys keys = kg.evaluation_keys(sk, true, {}, true, boot.galois_elements(), {}, {}, compact,
-                                             compact ? boot.galois_levels() : std::map<std::uint64_t, int>{});
-    if (ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(sk, keys);
+    EvaluationKeys keys = boot_op ? kg.evaluation_keys(sk, true, {}, true, boot->galois_elements(), {}, {}, compact,
+                                                       compact ? boot->galois_levels() : std::map<std::uint64_t, int>{})
+                                  : kg.evaluation_keys(sk, true, {1}, false);
+    if (boot_op && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(sk, keys);
     const Evaluator ev(ctx, std::make_shared<const EvaluationKeys>(std::move(keys)));
     std::vector<std::complex<double>> v(ctx->slots());
     std::mt19937_64 rng(1);
     std::uniform_real_distribution<double> u(-1, 1);
     for (auto& z : v) z = {u(rng), u(rng)};
-    const Ciphertext ct = Encryptor(ctx).encrypt(Encoder(ctx).encode(v, ctx->default_scale(), 1), kg.public_key(sk));
-    std::vector<double> ratios;
+    const Ciphertext ct = Encryptor(ctx).encrypt(
+        Encoder(ctx).encode(v, ctx->default_scale(), boot_op ? 1 : ctx->max_level()), kg.public_key(sk));
+
+    // One measurement on t threads: seconds per operation (with the bootstrap's stages in `stages`).
+    std::string stages;
+    const auto measure = [&](int t) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (boot_op) {
+            algo::BootstrapTimes bt;
+            const Ciphertext out = boot->bootstrap(ev, ct, {t}, nullptr, &bt);
+            char line[160];
+            std::snprintf(line, sizeof line, " raise %.3f coeff_to_slot %.3f eval_mod %.3f slot_to_coeff %.3f",
+                          bt.raise, bt.coeff_to_slot, bt.eval_mod, bt.slot_to_coeff);
+            stages = line;
+        } else {
+            for (int i = 0; i < iters; ++i) {
+                const Ciphertext out = op == "rotate" ? ev.rotate(ct, 1, {t}) : ev.multiply(ct, ct, true, {t});
+            }
+        }
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return boot_op ? s : s / iters;
+    };
+    const char* unit = boot_op ? "s" : "ms";
+    const double scale = boot_op ? 1 : 1e3;
+    std::vector<double> ratios, ceilings;
     for (int r = 0; r < reps; ++r) {
         double total[2];
         for (int side = 0; side < 2; ++side) {
             const int t = side == 0 ? 1 : T;
-            algo::BootstrapTimes bt;
-            const auto t0 = std::chrono::steady_clock::now();
-            const Ciphertext out = boot.bootstrap(ev, ct, {t}, nullptr, &bt);
-            total[side] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            std::printf(
-                "pair %d threads %d total %.3f raise %.3f coeff_to_slot %.3f eval_mod %.3f slot_to_coeff %.3f\n", r, t,
-                total[side], bt.raise, bt.coeff_to_slot, bt.eval_mod, bt.slot_to_coeff);
+            total[side] = measure(t);
+            std::printf("pair %d threads %d %s %.3f %s%s\n", r, t, op.c_str(), total[side] * scale, unit,
+                        boot_op ? stages.c_str() : "");
             std::fflush(stdout);
         }
         if (r > 0) ratios.push_back(total[0] / total[1]);
+        if (copies) {
+            const double slowest = run_copies(T, [&] { return measure(1); });
+            if (slowest <= 0) {
+                std::fprintf(stderr, "[bench_thread_pairs] a copy could not be started or did not report\n");
+                return 1;
+            }
+            std::printf("pair %d copies %d %s %.3f %s (the slowest of %d one-thread processes at once)\n", r, T,
+                        op.c_str(), slowest * scale, unit, T);
+            if (r > 0) ceilings.push_back(T * total[0] / slowest);
+        }
     }
-    std::sort(ratios.begin(), ratios.end());
-    const std::size_t k = ratios.size();
-    const double med = k % 2 ? ratios[k / 2] : 0.5 * (ratios[k / 2 - 1] + ratios[k / 2]);
-    std::printf("median speed-up on %d threads over %zu pairs: %.2fx (%.2f-%.2f)\n", T, k, med, ratios.front(),
-                ratios.back());
+    const auto range = [](const std::vector<double>& x) {
+        char s[64];
+        std::snprintf(s, sizeof s, "%.2fx (%.2f-%.2f)", median(x), *std::min_element(x.begin(), x.end()),
+                      *std::max_element(x.begin(), x.end()));
+        return std::string(s);
+    };
+    std::printf("median speed-up on %d threads over %zu pairs: %s\n", T, ratios.size(), range(ratios).c_str());
+    if (copies)
+        std::printf("median throughput of %d one-thread copies at once over %zu pairs: %s of one alone\n", T,
+                    ceilings.size(), range(ceilings).c_str());
+    char ceiling[32] = "null";
+    if (copies) std::snprintf(ceiling, sizeof ceiling, "%.3f", median(ceilings));
+    std::printf(
+        "{\"op\": \"thread_pairs/%s\", \"params\": \"%s\", \"threads\": %d, \"compact\": %s, \"pairs\": %zu, "
+        "\"speedup_median\": %.3f, \"copies_throughput_median\": %s}\n",
+        op.c_str(), params.c_str(), T, compact ? "true" : "false", ratios.size(), median(ratios), ceiling);
     return 0;
 }

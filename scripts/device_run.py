@@ -457,6 +457,28 @@ STEPS = [
         ],
     ),
     Step(
+        "thread-ceilings",
+        300,
+        "issue 64: the H16 rotation and multiplication and BOOT16's bootstrap on 1 thread, then 16, in pairs, beside 16 "
+        "one-thread copies at once in processes that share the keys (bench_thread_pairs --copies): how much of 16x the "
+        "memory system allows work that needs no barrier, against what the team gets",
+        lambda r: [
+            ["cmake", "-DKASOKU_BUILD_BENCH=ON", str(r.build)],  # the build step leaves the benchmarks out
+            ["cmake", "--build", str(r.build), "--target", "bench_thread_pairs"],
+            *[
+                [str(r.build / "bench" / "bench_thread_pairs"), "--params", "H16", "--op", op, "--threads", "16"]
+                + ["--reps", "4", "--copies"]
+                for op in ("rotate", "multiply")
+            ],
+            [str(r.build / "bench" / "bench_thread_pairs"), "--threads", "16", "--reps", "3", "--copies"],
+        ],
+        dry=lambda r: [
+            [str(r.build / "bench" / "bench_thread_pairs"), "--params", "T12", "--op", "rotate", "--iters", "3"]
+            + ["--reps", "2", "--copies"],
+            [str(r.build / "bench" / "bench_thread_pairs"), "--params", "TB10", "--reps", "2", "--copies"],
+        ],
+    ),
+    Step(
         "boot16-threads",
         540,
         "BOOT16 bootstrapping on 1, 2, 4, 8, 16 threads",
