@@ -109,6 +109,9 @@ public:
     //     fit it
     ckks::Ciphertext apply(const ckks::Evaluator& ev, const ckks::Ciphertext& a, Exec exec = {},
                            OpCounts* counts = nullptr) const;
+    // The same, its decomposition keeping a instead of a copy (for a caller done with a).
+    ckks::Ciphertext apply(const ckks::Evaluator& ev, ckks::Ciphertext&& a, Exec exec = {},
+                           OpCounts* counts = nullptr) const;
     // The same from a decomposition of the input that other hoisted rotations share.
     // @throws LevelError if d's ciphertext is not at level()
     // @throws MissingKeyError if ev's keys lack a Galois key of galois_elements()
@@ -129,6 +132,7 @@ public:
 
 private:
     void check_level(const ckks::Ciphertext& a) const;
+    bool rotates() const;  // some baby step is a rotation (else no decomposition)
     ckks::Ciphertext run(const ckks::Evaluator& ev, const ckks::Ciphertext& a, const ckks::Decomposition* d,
                          Exec exec) const;
 

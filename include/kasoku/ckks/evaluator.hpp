@@ -264,6 +264,9 @@ public:
     // The digits of a's c1 (ModUp), shared by the key switches of a.
     // @throws ParameterError for a bad operand or exec, or a size-3 operand
     Decomposition decompose(const Ciphertext& a, Exec exec = {}) const;
+    // The same, keeping a itself instead of a copy (a caller done with it saves copying both polynomials, a serial
+    // memory pass that one thread of a team made alone while the others waited).
+    Decomposition decompose(Ciphertext&& a, Exec exec = {}) const;
     // psi_g(a) before its ModDown: inner products with the Galois key of g, then the automorphism.
     // @throws MissingKeyError if the evaluation keys have no key for galois_elt
     // @throws ParameterError for a galois_elt that is even, >= 2N or 1, a decomposition not made by decompose() (of

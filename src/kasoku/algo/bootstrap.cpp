@@ -110,10 +110,9 @@ Diagonals signed_offsets(const Diagonals& d, std::size_t s, std::size_t all) {
     return out;
 }
 
-Ciphertext apply_all(const std::vector<LinearTransform>& transforms, const ckks::Evaluator& ev, const Ciphertext& in,
+Ciphertext apply_all(const std::vector<LinearTransform>& transforms, const ckks::Evaluator& ev, Ciphertext x,
                      Exec exec) {
-    Ciphertext x = in;
-    for (const auto& t : transforms) x = t.apply(ev, x, exec);
+    for (const auto& t : transforms) x = t.apply(ev, std::move(x), exec);  // each decomposition keeps its input
     return x;
 }
 
@@ -630,7 +629,7 @@ Ciphertext Bootstrapper::bootstrap(const ckks::Evaluator& ev, const Ciphertext& 
         w = cev.add(re, cev.multiply_by_i(im, exec), exec);
     }
     if (cfg_.slot_to_coeff_first)
-        w = transforms_->finish.front().apply(cev, w, exec);  // the final scaling, timed with EvalMod
+        w = transforms_->finish.front().apply(cev, std::move(w), exec);  // the final scaling, timed with EvalMod
     lap(&BootstrapTimes::eval_mod);
     if (cfg_.slot_to_coeff_first) return w;
     Ciphertext out = slot_to_coeff(cev, w, exec);

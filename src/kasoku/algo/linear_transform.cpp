@@ -208,14 +208,22 @@ void LinearTransform::check_level(const Ciphertext& a) const {
                          "; drop it with ev.drop_level or build the transform at its level");
 }
 
+bool LinearTransform::rotates() const {
+    return std::any_of(plan_.babies.begin(), plan_.babies.end(), [&](auto s) { return ctx_->galois_element(s) != 1; });
+}
+
 Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const Ciphertext& a, Exec exec, OpCounts* counts) const {
+    if (!rotates()) return run(counts ? ev.counting(*counts) : ev, a, nullptr, exec);
+    check_level(a);  // before the copy
+    return apply(ev, Ciphertext(a), exec, counts);
+}
+
+Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, Ciphertext&& a, Exec exec, OpCounts* counts) const {
     const ckks::Evaluator cev = counts ? ev.counting(*counts) : ev;
-    const bool rotates =
-        std::any_of(plan_.babies.begin(), plan_.babies.end(), [&](auto s) { return ctx_->galois_element(s) != 1; });
-    if (!rotates) return run(cev, a, nullptr, exec);
+    if (!rotates()) return run(cev, a, nullptr, exec);
     check_level(a);  // before the decomposition
-    const ckks::Decomposition d = cev.decompose(a, exec);
-    return run(cev, a, &d, exec);
+    const ckks::Decomposition d = cev.decompose(std::move(a), exec);
+    return run(cev, d.input, &d, exec);
 }
 
 Ciphertext LinearTransform::apply(const ckks::Evaluator& ev, const ckks::Decomposition& d, Exec exec,

@@ -295,24 +295,21 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev0, const EncryptedMatrix& a, con
     };
     std::vector<std::optional<Ciphertext>> acc(G * G);
     for (std::size_t kb = 0; kb < G; ++kb) {
-        std::vector<Ciphertext> sa, sb;
-        std::vector<ckks::Decomposition> da, db;
-        for (std::size_t i = 0; i < G; ++i) {
-            sa.push_back(lv.sigma->apply(ev, at_level(a.blocks[i * G + kb]), exec));
-            da.push_back(ev.decompose(sa.back(), exec));
-        }
+        std::vector<ckks::Decomposition> da, db;  // sigma(A) and tau(B) blocks, kept in their decompositions
+        for (std::size_t i = 0; i < G; ++i)
+            da.push_back(ev.decompose(lv.sigma->apply(ev, at_level(a.blocks[i * G + kb]), exec), exec));
         for (std::size_t j = 0; j < G; ++j) {
             Ciphertext t = lv.tau->apply(ev, at_level(b.blocks[kb * G + j]), exec);
-            sb.push_back(p.cyclic ? scalar_one(t) : std::move(t));  // psi^k is then a rotation at the lower level
-            db.push_back(ev.decompose(sb.back(), exec));
+            // psi^k is then a rotation at the lower level
+            db.push_back(ev.decompose(p.cyclic ? scalar_one(t) : std::move(t), exec));
         }
         for (std::size_t k = 0; k < K; ++k) {
             std::vector<Ciphertext> phi, psi;
             for (std::size_t i = 0; i < G; ++i)
-                phi.push_back(k == 0 ? scalar_one(sa[i]) : lv.phi[k - 1].apply(ev, da[i], exec));
+                phi.push_back(k == 0 ? scalar_one(da[i].input) : lv.phi[k - 1].apply(ev, da[i], exec));
             for (std::size_t j = 0; j < G; ++j) {
                 if (k == 0) {
-                    psi.push_back(p.cyclic ? sb[j] : scalar_one(sb[j]));
+                    psi.push_back(p.cyclic ? db[j].input : scalar_one(db[j].input));
                 } else if (p.cyclic) {
                     psi.push_back(
                         ev.mod_down(ev.inner_product_lazy(db[j], p.ctx->galois_element(p.psi_step(k)), exec), exec));

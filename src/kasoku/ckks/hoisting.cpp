@@ -25,12 +25,17 @@ using rns::RnsPoly;
 // ---------------------------------------------------------------- decomposition and lazy key switching
 
 Decomposition Evaluator::decompose(const Ciphertext& a, Exec exec) const {
+    check(a, "operand");  // before the copy
+    return decompose(Ciphertext(a), exec);
+}
+
+Decomposition Evaluator::decompose(Ciphertext&& a, Exec exec) const {
     const Count count(*this, {.decompose = 1});
     check(a, "operand");
     detail::check_relinearised(a, "key switching");
     exec = ctx_->exec(exec);
     Decomposition d;
-    d.input = a;
+    d.input = std::move(a);
     d.digits = ctx_->backend().mod_up(d.input.polys[1], exec);
     return d;
 }

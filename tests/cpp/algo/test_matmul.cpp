@@ -194,6 +194,11 @@ TEST(LinearTransform, EncodedAtUseGivesTheSameCiphertext) {
     ASSERT_EQ(a.polys.size(), b.polys.size());
     for (std::size_t i = 0; i < a.polys.size(); ++i) EXPECT_TRUE(a.polys[i] == b.polys[i]) << "polynomial " << i;
     EXPECT_EQ(a.scale, b.scale);
+    // the operand handed over (its decomposition keeps it instead of a copy): the same bits
+    Ciphertext moved = x;
+    const Ciphertext c = whole.apply(env2.ev, std::move(moved));
+    for (std::size_t i = 0; i < a.polys.size(); ++i) EXPECT_TRUE(a.polys[i] == c.polys[i]) << "polynomial " << i;
+    EXPECT_EQ(a.scale, c.scale);
     // the rotated babies' diagonals one giant step a pass (each pass makes the babies again): the same bits
     LinearTransform one_by_one(env2.ctx, diags, level, 4, {}, true);
     one_by_one.set_at_use_batch_bytes(1);

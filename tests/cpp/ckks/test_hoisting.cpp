@@ -155,6 +155,13 @@ TEST_P(Hoisting, InnerProductSumsEqualTheSeparateSteps) {
     const auto v = e.random(true);
     const auto c = e.encrypt(v);
     const Decomposition d = e.ev.decompose(c);
+    {  // handed over instead of copied: the same decomposition
+        Ciphertext moved = c;
+        const Decomposition m = e.ev.decompose(std::move(moved));
+        EXPECT_EQ(m.input.polys, d.input.polys);
+        EXPECT_EQ(m.input.scale, d.input.scale);
+        EXPECT_EQ(m.digits, d.digits);
+    }
     const std::vector<std::int64_t> steps = {1, -2, 5, 17};
     std::vector<std::uint64_t> elts;
     for (auto s : steps) elts.push_back(e.ctx->galois_element(s));
