@@ -404,6 +404,8 @@ private:
     void combine(const std::vector<const Ciphertext*>& xs, const std::vector<std::complex<double>>& coeffs,
                  std::complex<double> constant, std::size_t limbs, double target, const Ciphertext* base,
                  std::int64_t k, rns::RnsPoly* out, Exec exec) const;
+    // decompose()'s digits of a, counted as one decomposition (its checks and errors), with a left where it is.
+    std::vector<rns::RnsPoly> mod_up_digits(const Ciphertext& a, Exec exec) const;
     // tensor() with `op` naming the caller in its errors; exec already resolved.
     Ciphertext tensor_product(const Ciphertext& a, const Ciphertext& b, const char* op, Exec exec) const;
     // The Galois key of galois_elt for an operand under key_id at `level` (detail::galois_keys' errors), and the

@@ -353,7 +353,7 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
             continue;
         }
         for (const auto& [np, x] : xj) add_down(cj, x);
-        add_lazy(total, ev.inner_product_lazy(ev.decompose(cj, exec), g, exec));
+        add_lazy(total, ev.inner_product_lazy(ev.decompose(std::move(cj), exec), g, exec));  // cj is done with
     }
     if (total.empty()) return ev.rescale(plain, exec);
     // ModDown, the products of the giant step 0 and the rescale in one base conversion (the sums over fewer special

@@ -24,19 +24,24 @@ using rns::RnsPoly;
 
 // ---------------------------------------------------------------- decomposition and lazy key switching
 
-Decomposition Evaluator::decompose(const Ciphertext& a, Exec exec) const {
-    check(a, "operand");  // before the copy
-    return decompose(Ciphertext(a), exec);
-}
-
-Decomposition Evaluator::decompose(Ciphertext&& a, Exec exec) const {
+std::vector<RnsPoly> Evaluator::mod_up_digits(const Ciphertext& a, Exec exec) const {
     const Count count(*this, {.decompose = 1});
     check(a, "operand");
     detail::check_relinearised(a, "key switching");
-    exec = ctx_->exec(exec);
+    return ctx_->backend().mod_up(a.polys[1], ctx_->exec(exec));
+}
+
+Decomposition Evaluator::decompose(const Ciphertext& a, Exec exec) const {
     Decomposition d;
+    d.digits = mod_up_digits(a, exec);
+    d.input = a;
+    return d;
+}
+
+Decomposition Evaluator::decompose(Ciphertext&& a, Exec exec) const {
+    Decomposition d;
+    d.digits = mod_up_digits(a, exec);
     d.input = std::move(a);
-    d.digits = ctx_->backend().mod_up(d.input.polys[1], exec);
     return d;
 }
 
@@ -268,7 +273,7 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
     detail::galois_keys(*this, switched, a.key_id, a.level(),
                         false);  // all keys checked before any work, each expanded at its use
     if (switched.empty()) return std::vector<Ciphertext>(elts.size(), a);
-    const Decomposition d = decompose(a, exec);
+    const std::vector<RnsPoly> digits = mod_up_digits(a, exec);  // a stays where it is: no decomposition's copy
     const auto& ks = ctx_->keyswitcher();
     std::vector<Ciphertext> out;
     for (u64 g : elts) {
@@ -278,7 +283,7 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
         }
         // As in apply_galois: inner products, ModDown, then the automorphism on the two polynomials over Q_l.
         const auto key = galois_key(g, a.key_id, a.level());
-        out.push_back(finish(a, ks.inner_product(d.digits, *key, exec), &a.polys[0], nullptr, g, exec));
+        out.push_back(finish(a, ks.inner_product(digits, *key, exec), &a.polys[0], nullptr, g, exec));
     }
     return out;
 }
