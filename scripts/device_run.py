@@ -459,9 +459,9 @@ STEPS = [
     Step(
         "thread-ceilings",
         300,
-        "issue 64: the H16 rotation and multiplication and BOOT16's bootstrap on 1 thread, then 16, in pairs, beside 16 "
-        "one-thread copies at once in processes that share the keys (bench_thread_pairs --copies): how much of 16x the "
-        "memory system allows work that needs no barrier, against what the team gets",
+        "issue 64: the H16 rotation and multiplication and BOOT16's bootstrap on 1 thread, then 16, in pairs, beside "
+        "16 one-thread copies at once in processes that share the keys (bench_thread_pairs --copies): how much of 16x "
+        "the memory system allows work that needs no barrier, against what the team gets",
         lambda r: [
             ["cmake", "-DKASOKU_BUILD_BENCH=ON", str(r.build)],  # the build step leaves the benchmarks out
             ["cmake", "--build", str(r.build), "--target", "bench_thread_pairs"],
