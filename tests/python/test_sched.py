@@ -252,6 +252,21 @@ def test_cli_schedule_sim(tmp_path, capsys):
     assert "source's Table 6" in table.read_text() and plot.stat().st_size > 10000
 
 
+def test_cli_schedule_cost_scale(capsys):
+    """--cost-scale F: the what-if of a model F times off; each line says so, and a stream's p95 moves with it."""
+    from kasoku.__main__ import main
+
+    base = ["schedule", "--D", "60", "--jobs", "200", "--window", "21,180", "--policy", "fixed-1", "--threads", "8"]
+    assert main(base) == 0
+    (plain,) = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
+    assert main([*base, "--cost-scale", "1.1"]) == 0
+    (slow,) = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
+    assert "cost_scale" not in plain and slow["cost_scale"] == 1.1
+    assert slow["p95_ms"] > 1.05 * plain["p95_ms"] and slow["makespan_ms"] > plain["makespan_ms"]
+    assert main([*base, "--cost-scale", "0"]) != 0
+    assert "scale factor" in capsys.readouterr().err
+
+
 def test_cli_schedule_policy_list(tmp_path, capsys):
     from kasoku.__main__ import main
 

@@ -138,6 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         help="what-if for the simulation: tasks also slow by 1 + S * (jobs in flight) (default: the model's, 0)",
     )
     s.add_argument(
+        "--cost-scale",
+        type=float,
+        default=None,
+        metavar="F",
+        help="what-if: every task of the cost model takes F times its time (how far each stream's p95 moves when "
+        "the model is a few per cent off: run the simulation at 0.97, 1 and 1.03)",
+    )
+    s.add_argument(
         "--compare",
         default=None,
         metavar="JSONL",
@@ -264,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                 job_slowdown=args.job_slowdown,
                 first_seed=args.first_seed,
                 trace_path=args.trace,
+                cost_scale=args.cost_scale,
             )
             return 0
         if args.cmd == "bench":

@@ -126,12 +126,15 @@ def run(
     job_slowdown: float | None = None,
     first_seed: int = 1,
     trace_path: str | None = None,
+    cost_scale: float | None = None,
 ) -> list[dict]:
     params = ks.Parameters.named(params_name)
     built = {spec: make_graph(spec, 7 if cost == "paper" else params.levels) for spec in graphs}
     cm = _cost_model(cost, params, threads, save_cost, reps, built.values())
     if job_slowdown is not None:
         cm = cm.with_job_slowdown(job_slowdown)
+    if cost_scale is not None:  # after --save-cost: the file keeps the model as measured or loaded
+        cm = cm.scaled(cost_scale)
     real = _real_setup(params, built.values()) if executor == "real" else None
     rows, curves = [], {}
     out = open(json_path, "a") if json_path else None
@@ -179,6 +182,8 @@ def run(
                     }
                     if cm.job_slowdown:
                         row["job_slowdown"] = cm.job_slowdown
+                    if cost_scale is not None:
+                        row["cost_scale"] = cost_scale
                     if err is not None:
                         row["max_error_first_job"] = err
                     rows.append(row)
