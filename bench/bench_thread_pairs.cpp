@@ -5,8 +5,9 @@
 //                                      [--compact] [--copies]
 // --op: a bootstrap (default), or a rotation by one slot / a multiplication with relinearisation and rescale at the top
 // level (give --params H16); those are timed over --iters runs each (default 20).
-// --compact: compact Galois keys for the levels each is used at, as ctx.keygen(bootstrapping=True) makes them (their
-// a-parts drawn from a seed inside each inner product); default: whole keys.
+// --compact: compact Galois keys (for the bootstrap, for the levels each is used at, as ctx.keygen(bootstrapping=True)
+// makes them; their a-parts drawn from a seed inside each inner product; the relinearisation key stays whole);
+// default: whole keys.
 // --copies: each pair also runs the one-thread operation in T processes at once (forked after the keys, which they
 // share copy-on-write, as threads share them; each runs it once before, untimed): the machine's ceiling for T copies of the work that need no barrier and
 // share no temporaries. T x (one alone) / (the slowest copy) is the throughput T cores give that work; a speed-up on T
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
     const SecretKey sk = kg.secret_key();
     EvaluationKeys keys = boot_op ? kg.evaluation_keys(sk, true, {}, true, boot->galois_elements(), {}, {}, compact,
                                                        compact ? boot->galois_levels() : std::map<std::uint64_t, int>{})
-                                  : kg.evaluation_keys(sk, true, {1}, false);
+                                  : kg.evaluation_keys(sk, true, {1}, false, {}, {}, {}, compact);
     if (boot_op && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(sk, keys);
     const Evaluator ev(ctx, std::make_shared<const EvaluationKeys>(std::move(keys)));
     std::vector<std::complex<double>> v(ctx->slots());
