@@ -28,9 +28,12 @@
 #include "kasoku/support/aligned.hpp"
 #include "kasoku/support/threads.hpp"
 
+#include "bench_stats.hpp"
+
 using namespace kasoku;
 using namespace kasoku::ckks;
 using arith::u64;
+using kasoku::bench::median;
 
 namespace {
 
@@ -39,12 +42,6 @@ struct Step {
     std::function<void()> setup, run;  // setup is not timed
     std::vector<double> ms;
 };
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t k = v.size();
-    return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
-}
 
 // Kernel-only work on the primes of one H16 step: limbs of N random residues per prime, each kernel called on them.
 struct Limbs {

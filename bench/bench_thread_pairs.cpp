@@ -30,16 +30,13 @@
 #include "kasoku/ckks/encoder.hpp"
 #include "kasoku/ckks/evaluator.hpp"
 
+#include "bench_stats.hpp"
+
 using namespace kasoku;
 using namespace kasoku::ckks;
+using kasoku::bench::median;
 
 namespace {
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t k = v.size();
-    return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
-}
 
 // The slowest of `copies` processes that each run `one` once, released together once each has run it once more before
 // (its temporaries are then its own pages, not the parent's shared copy-on-write); -1 where one failed.
