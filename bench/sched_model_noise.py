@@ -70,7 +70,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--params", default="SCHED")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=11)
+    ap.add_argument("--reps", type=int, default=ks.sched.CostModel.DEFAULT_REPS)
     ap.add_argument(
         "--graph",
         default="exp,poly:15,matmul:3",
@@ -89,11 +89,12 @@ def main() -> int:
         models.append(ks.sched.CostModel.measure(params, max_threads=a.threads, reps=a.reps, mix=mix).to_dict())
         secs.append(round(time.perf_counter() - t0, 2))
         print(f"model {i + 1}/{a.models}: {secs[-1]} s", file=sys.stderr)
+    load = load_factors(models)
     harness.emit(
         {"params": a.params, "threads": a.threads, "reps": a.reps, "graph": a.graph, "seconds": secs}
         | summary(models)
-        | load_spread(load_factors(models))
-        | {"load": load_factors(models)},
+        | load_spread(load)
+        | {"load": load},
         a.out,
     )
     return 0

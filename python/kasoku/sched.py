@@ -133,7 +133,9 @@ def simulate(
 _measured: dict = {}
 
 
-def measured_cost_model(params, threads: int, reps: int = 11, mix: Sequence[Graph] = ()) -> CostModel:
+def measured_cost_model(
+    params, threads: int, reps: int = CostModel.DEFAULT_REPS, mix: Sequence[Graph] = ()
+) -> CostModel:
     """CostModel.measure(params, threads, reps, mix), measured once per process, parameter set, rounds and mix."""
     key = (repr(params), threads, reps, tuple(tuple(n["op"] for n in g.nodes) for g in mix))
     if key not in _measured:

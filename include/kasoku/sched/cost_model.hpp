@@ -65,7 +65,8 @@ public:
     //     parameters that Context::create refuses
     // @throws Error if the OS has no randomness to give
     // @throws what `progress` throws
-    static CostModel measure(const ckks::Parameters& params, int max_threads, int reps = 11,
+    static constexpr int kDefaultReps = 11;  // measure's rounds unless told (Python: CostModel.DEFAULT_REPS)
+    static CostModel measure(const ckks::Parameters& params, int max_threads, int reps = kDefaultReps,
                              const std::function<void(int, int)>& progress = {}, const std::vector<Graph>& mix = {});
     // @throws SerializationError for text that is not a kasoku cost model (malformed JSON, another format, a missing
     //     table) or whose tables the constructor refuses

@@ -130,7 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--table", default=None, help="write the markdown table over D here")
     s.add_argument("--plot", default=None, help="write the latency-per-job plot here (PNG)")
     s.add_argument("--save-cost", default=None, help="save the cost model used to this JSON file")
-    s.add_argument("--reps", type=int, default=11, help="rounds of timings for --cost measure (medians; default 11)")
+    s.add_argument(
+        "--reps",
+        type=int,
+        default=ks.sched.CostModel.DEFAULT_REPS,
+        help=f"rounds of timings for --cost measure (medians; default {ks.sched.CostModel.DEFAULT_REPS})",
+    )
     s.add_argument(
         "--job-slowdown",
         type=float,

@@ -25,7 +25,7 @@ PAPER_TABLE6 = {
 }
 
 
-def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = 11, mix=()):
+def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = sched.CostModel.DEFAULT_REPS, mix=()):
     if spec == "paper":
         cm = sched.CostModel.from_paper()
     elif spec == "measure":
@@ -122,7 +122,7 @@ def run(
     table_path: str | None,
     plot_path: str | None,
     save_cost: str | None,
-    reps: int = 11,
+    reps: int = sched.CostModel.DEFAULT_REPS,
     job_slowdown: float | None = None,
     first_seed: int = 1,
     trace_path: str | None = None,

@@ -158,6 +158,7 @@ void bind_sched(nb::module_& parent) {
           "A seeded random DAG of fused tasks over inputs 'x' and 'y', its dangling results summed into 'out'.");
 
     nb::class_<CostModel>(m, "CostModel", "T(op, nq, threads) of one task, a load factor and a start-up overhead.")
+        .def_ro_static("DEFAULT_REPS", &CostModel::kDefaultReps, "measure's rounds unless told.")
         .def_static("from_paper", &CostModel::from_paper, "The source's Xeon Phi 7230F tables (seed 001 Tables 1-5).")
         .def_static(
             "measure",
@@ -172,7 +173,7 @@ void bind_sched(nb::module_& parent) {
                     };
                 return CostModel::measure(p, max_threads, reps, cb, mix);
             },
-            "params"_a, "max_threads"_a = 0, "reps"_a = 11, "progress"_a.none() = nb::none(),
+            "params"_a, "max_threads"_a = 0, "reps"_a = CostModel::kDefaultReps, "progress"_a.none() = nb::none(),
             "mix"_a = std::vector<Graph>{},
             "Times every task kind on this machine (nq = 2..levels+1, threads 1..max_threads; 0 = all cores), and "
             "each kind under contention: on a team of w threads while other teams of w threads run the tasks of the "
