@@ -391,6 +391,41 @@ def test_cli_compare_pairs_runs_of_one_stream(tmp_path, capsys):
     assert "line 1: not a run of `schedule`" in capsys.readouterr().err
 
 
+def test_cli_compare_with_the_simulated_runs(tmp_path, capsys):
+    """--compare REAL --simulated SIM: each real run's p95 against the simulator's of its stream and policy, the counts
+    within 10, 15 and 20 %, and the spread of the repeated (A/A) runs."""
+    from kasoku.__main__ import main
+
+    def row(g, d, pol, p95):
+        return {"graph": g, "D_ms": d, "seed": 1, "policy": pol, "makespan_ms": 1000.0, "p95_ms": p95}
+
+    real = [
+        row("exp", 100, "dynamic", 100.0),
+        row("exp", 100, "kasoku", 200.0),
+        row("exp", 100, "dynamic", 125.0),
+        row("exp", 150, "dynamic", 80.0),
+        row("exp", 150, "kasoku", 50.0),
+    ]
+    sim = [row("exp", 100, "dynamic", 110.0), row("exp", 100, "kasoku", 170.0), row("exp", 150, "dynamic", 100.0)]
+    rp, sp = tmp_path / "real.jsonl", tmp_path / "sim.jsonl"
+    rp.write_text("".join(json.dumps(r) + "\n" for r in real))
+    sp.write_text("".join(json.dumps(r) + "\n" for r in sim))
+    assert main(["schedule", "--compare", str(rp), "--baseline", "dynamic", "--simulated", str(sp)]) == 0
+    out = capsys.readouterr().out
+    # 110/100 = 1.10 (within 10 %), 110/125 = 0.88, 170/200 = 0.85, 100/80 = 1.25; kasoku at D = 150 not simulated
+    assert "| exp | 100 | 1 | 100 / 125, 1.10 / 0.88 | 200, 0.85 |" in out
+    assert "| exp | 150 | 1 | 80, 1.25 | 50, not simulated |" in out
+    assert "All 4 runs: 1 within 10 %, 3 within 15 %, 3 within 20 % (simulated / real 0.85-1.25)." in out
+    assert "- dynamic, 3 runs: 1 within 10 %, 2 within 15 %, 2 within 20 %." in out
+    assert "real p95 apart by 25.0 % (median), up to 25.0 %." in out
+    assert "1 real runs have no simulated run" in out
+    assert main(["schedule", "--simulated", str(sp)]) == 2
+    assert "--simulated goes with --compare" in capsys.readouterr().err
+    sp.write_text(json.dumps(row("poly:15", 100, "dynamic", 1.0)) + "\n")
+    assert main(["schedule", "--compare", str(rp), "--baseline", "dynamic", "--simulated", str(sp)]) == 2
+    assert "no real run has a simulated run" in capsys.readouterr().err
+
+
 def test_cli_trace_and_its_report(tmp_path, capsys):
     """--trace writes every task of every run; --trace-report sets measured against expected times per task kind, and
     of two traces of the same streams names the first task whose start differs."""
@@ -469,3 +504,40 @@ def test_bench_sched_model_noise_spreads(monkeypatch):
     got = noise.summary(models)
     assert got["heavy_median_pct"] == got["heavy_max_pct"] == 10.0
     assert got["all_max_pct"] == 50.0 and got["all_median_pct"] == 30.0
+
+
+def test_bench_sched_sim_vs_real_pools_studies(tmp_path, monkeypatch, capsys):
+    """bench/sched_sim_vs_real.py: each study's real p95 against its own simulation, pooled per stream and policy."""
+    import importlib.util
+    import pathlib
+
+    bench = pathlib.Path(__file__).resolve().parents[2] / "bench"
+    monkeypatch.syspath_prepend(str(bench))
+    spec = importlib.util.spec_from_file_location("sched_sim_vs_real", bench / "sched_sim_vs_real.py")
+    pool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pool)
+
+    def row(pol, p95, d=100):
+        return {"graph": "exp", "D_ms": d, "seed": 1, "policy": pol, "makespan_ms": 1.0, "p95_ms": p95}
+
+    # study 1: dynamic twice (A/A) against one simulation; study 2 has its own simulation; kasoku at D = 150 has none
+    one = ([row("dynamic", 100.0), row("dynamic", 125.0), row("kasoku", 200.0, 150)], [row("dynamic", 110.0)])
+    two = ([row("dynamic", 80.0)], [row("dynamic", 90.0)])
+    res = pool.ratios([one, two])
+    assert res == {("exp", 100, "dynamic"): pytest.approx([1.1, 0.88, 1.125])}
+    text = pool.table(res)
+    assert "| exp | 100 | dynamic | 3 | 1.029 | 0.88-1.12 |" in text  # (1.1 * 0.88 * 1.125) ** (1 / 3)
+    assert "Geometric means within 10 %: 1 of 1; single runs within 10 %: 1 of 3." in text
+    files = []
+    for i, (real, sim) in enumerate((one, two)):
+        for name, rows in (("real", real), ("sim", sim)):
+            p = tmp_path / f"{name}{i}.jsonl"
+            p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            files.append(str(p))
+    out = tmp_path / "t.md"
+    assert pool.main([f"{files[0]}:{files[1]}", f"{files[2]}:{files[3]}", "--table", str(out)]) == 0
+    assert out.read_text() == capsys.readouterr().out == text
+    assert pool.main([files[0]]) == 2
+    assert "give each study as REAL.jsonl:SIM.jsonl" in capsys.readouterr().err
+    assert pool.main([f"{files[0]}:{files[0]}".replace("real0", "missing")]) == 2
+    assert "cannot read the runs" in capsys.readouterr().err

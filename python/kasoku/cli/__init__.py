@@ -160,6 +160,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     s.add_argument("--baseline", default="fixed-1", help="the policy --compare measures against (default fixed-1)")
     s.add_argument(
+        "--simulated",
+        default=None,
+        metavar="JSONL",
+        help="with --compare: the simulator's runs of the same streams (--executor sim --json); adds each real "
+        "run's p95 against the simulated one and how many are within 10, 15 and 20 %%",
+    )
+    s.add_argument(
         "--trace",
         default=None,
         metavar="JSONL",
@@ -233,8 +240,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "demo":
             return demo.main(args.params)
         if args.cmd == "schedule":
+            if args.simulated and not args.compare:
+                print("error: --simulated goes with --compare REAL.jsonl", file=sys.stderr)
+                return 2
             if args.compare:
-                print(schedule_cli.compare(args.compare, args.baseline, args.table, args.plot))
+                print(schedule_cli.compare(args.compare, args.baseline, args.table, args.plot, args.simulated))
                 return 0
             if args.trace_report:
                 if len(args.trace_report) > 2:

@@ -436,22 +436,92 @@ def paired_plot(rows: list[dict], path: str, baseline: str = "fixed-1") -> None:
     plt.close(fig)
 
 
-def compare(json_path: str, baseline: str, table_path: str | None, plot_path: str | None) -> str:
-    """The paired comparison of a JSON-lines file from earlier runs (--compare)."""
+SIM_TOLERANCES = (0.10, 0.15, 0.20)
+
+
+def simulated_versus_real(rows: list[dict], sims: list[dict]) -> str:
+    """Markdown: each real run's p95 beside the simulator's for the same stream (graph, D, seed) and policy, as
+    simulated / real, a row per stream; then how many runs are within 10, 15 and 20 %, over all and per policy. A
+    policy that ran twice on a stream (an A/A pair) shows both ratios, and the spread of those pairs is given beside:
+    a real p95 that moves that much between identical runs bounds how close any model can come in one run."""
+    sim = {(str(r.get("graph", "")), r["D_ms"], r["seed"], r["policy"]): r["p95_ms"] for r in sims}
+    streams: dict = {}
+    for r in rows:
+        streams.setdefault((str(r.get("graph", "")), r["D_ms"], r["seed"]), {}).setdefault(r["policy"], []).append(
+            r["p95_ms"]
+        )
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    lines = [
+        "| graph | D | seed | " + " | ".join(f"{p}: real p95 ms, sim / real" for p in policies) + " |",
+        "| --- | --- | --- |" + " --- |" * len(policies),
+    ]
+    ratios: dict = {p: [] for p in policies}
+    aa = []
+    missing = 0
+    for (graph, d, seed), per in sorted(streams.items()):
+        cells = []
+        for p in policies:
+            real = per.get(p, [])
+            key = (graph, d, seed, p)
+            if not real:
+                cells.append("")
+            elif key not in sim:
+                missing += len(real)
+                cells.append(" / ".join(f"{v:.0f}" for v in real) + ", not simulated")
+            else:
+                rs = [sim[key] / v for v in real]
+                ratios[p] += rs
+                cells.append(" / ".join(f"{v:.0f}" for v in real) + ", " + " / ".join(f"{x:.2f}" for x in rs))
+            if len(real) >= 2:
+                aa.append(abs(np.log(real[1] / real[0])))
+        lines.append(f"| {graph} | {d:g} | {seed} | " + " | ".join(cells) + " |")
+    every = [x for rs in ratios.values() for x in rs]
+    if not every:
+        raise ks.ParameterError("no real run has a simulated run of the same graph, D, seed and policy")
+
+    def within(xs: list[float]) -> str:
+        return ", ".join(
+            f"{sum(abs(x - 1) <= t + 1e-12 for x in xs)} within {round(100 * t)} %" for t in SIM_TOLERANCES
+        )
+
+    lines += ["", f"- All {len(every)} runs: {within(every)} (simulated / real {min(every):.2f}-{max(every):.2f})."]
+    lines += [f"- {p}, {len(rs)} runs: {within(rs)}." for p, rs in ratios.items() if rs]
+    if aa:
+        lines.append(
+            f"- The {len(aa)} repeated runs (the same policy twice on a stream): their real p95 apart by "
+            f"{100 * np.expm1(np.median(aa)):.1f} % (median), up to {100 * np.expm1(max(aa)):.1f} %."
+        )
+    if missing:
+        lines.append(f"- {missing} real runs have no simulated run of their stream and policy.")
+    return "\n".join(lines) + "\n"
+
+
+def _read_runs(path: str) -> list[dict]:
     try:
-        with open(json_path) as f:
+        with open(path) as f:
             rows = [json.loads(line) for line in f if line.strip()]
     except (OSError, ValueError) as e:
-        raise ks.ParameterError(f"cannot read the runs to compare from {json_path}: {e}") from e
+        raise ks.ParameterError(f"cannot read the runs to compare from {path}: {e}") from e
     need = ("D_ms", "seed", "policy", "makespan_ms", "p95_ms")
     for i, r in enumerate(rows, 1):
         if not isinstance(r, dict) or any(k not in r for k in need):
-            raise ks.ParameterError(f"{json_path}, line {i}: not a run of `schedule` (it needs {', '.join(need)})")
+            raise ks.ParameterError(f"{path}, line {i}: not a run of `schedule` (it needs {', '.join(need)})")
+    return rows
+
+
+def compare(
+    json_path: str, baseline: str, table_path: str | None, plot_path: str | None, simulated: str | None = None
+) -> str:
+    """The paired comparison of a JSON-lines file from earlier runs (--compare); with the simulator's runs of the same
+    streams (--simulated), each real run's p95 against the simulated one as well."""
+    rows = _read_runs(json_path)
     if not any(r["policy"] == baseline for r in rows):
         raise ks.ParameterError(
             f"{json_path} has no runs of the baseline policy '{baseline}'; choose one with --baseline"
         )
     text = paired_table(rows, baseline)
+    if simulated:
+        text += "\n" + simulated_versus_real(rows, _read_runs(simulated))
     if table_path:
         with open(table_path, "w") as f:
             f.write(text)

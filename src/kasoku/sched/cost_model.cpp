@@ -331,14 +331,24 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     auto fresh = [&](int level) {
         return encryptor.encrypt_symmetric(enc.encode(vals, ctx->scale_at(level), level), sk);
     };
-    const auto ct_top = fresh(top);
 
-    auto run_op = [&](OpKind op, const ckks::Ciphertext& ct, int t) {
-        Node n;  // both operands ct; constants 0.5 (product) and 1 (sum); rotation by one slot
+    // A task on ciphertexts of its own, as a stream's jobs compute: the kinds with two operands (multiply, add) take
+    // a and b, two ciphertexts, so that they read both (one ciphertext as both operands read half the memory: a SCHED
+    // multiplication on one Zen 5 thread took 2-3 % less on (a, a) than on (a, b)); constants 0.5 (product) and 1
+    // (sum); rotation by one slot.
+    auto run_op = [&](OpKind op, const ckks::Ciphertext& a, const ckks::Ciphertext& b, int t) {
+        Node n;
         n.op = op;
         n.constant = op == OpKind::multiply_plain ? 0.5 : 1.0;
         n.step = 1;
-        return detail::execute(ev, n, ct, ct, t);
+        return detail::execute(ev, n, a, b, t);
+    };
+    // Calls that follow each other take their operands from pairs of ciphertexts in turn (cts: an even number), so that
+    // no call reads what the call before it read: it would find them in the caches (a SCHED square after a product
+    // of the ciphertext it squares: 5-6 % under the stream's squares).
+    auto run_next = [&](OpKind op, const std::vector<ckks::Ciphertext>& cts, std::size_t& c, int t) {
+        const std::size_t i = 2 * (c++ % (cts.size() / 2));
+        return run_op(op, cts[i], cts[i + 1], t);
     };
     auto time_fn = [&](const auto& f, int n) {
         std::vector<double> ms;
@@ -358,7 +368,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         for (int m = 2; m * w <= max_threads; m *= 2) points.emplace_back(w, m);
         if (const int most = max_threads / w; most > 1 && (most & (most - 1)) != 0) points.emplace_back(w, most);
     }
-    const int total = (reps + 1) + (top - 1) + static_cast<int>(points.size()) + 1;
+    const int total = (reps + 1) + static_cast<int>(points.size()) + 1;
     int done = 0;
     auto tick = [&] {
         ++done;
@@ -378,10 +388,30 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     // pinned team took 4-5 % longer than the same calls from an unpinned caller (SCHED rotation 4.65 -> 4.86 ms,
     // multiplication 5.1 -> 5.35 ms), and the stream's 2-thread tasks had run 1.07-1.12x the table measured unpinned;
     // a team's calls alternated with one-thread calls took 1.2-1.8x, its second thread woken each time.
-    std::vector<ckks::Ciphertext> at;  // the top ciphertext at nq = 2 .. top + 1
-    for (int nq = 2; nq <= top + 1; ++nq) at.push_back(ev.drop_limbs(ct_top, nq - 1));
+    constexpr int kInputs = 4;  // ciphertexts per level (and per team below), two pairs taken in turn (run_next)
+    std::vector<std::vector<ckks::Ciphertext>> at(static_cast<std::size_t>(top));  // at[i]: kInputs at nq = 2 + i
+    for (int c = 0; c < kInputs; ++c) {
+        const auto ct = fresh(top);
+        for (int nq = 2; nq <= top + 1; ++nq) at[static_cast<std::size_t>(nq - 2)].push_back(ev.drop_limbs(ct, nq - 1));
+    }
+    // The alignment at task nq = 2..top, timed in the same rounds: an add of operands at levels nq and nq - 1, each at
+    // its level's canonical scale as products leave them (kInputs pairs in turn), minus the add at level nq - 1. Timed
+    // back to back on one pair instead, it came out 5-14 % below the same add among other calls on other pairs (SCHED,
+    // one Zen 5 thread, nq = 7 and 4), and the streams' additions ran 1.12-1.14x the model.
+    std::vector<std::vector<ckks::Ciphertext>> hi(static_cast<std::size_t>(top - 1)), lo(hi.size());
+    for (int nq = 2; nq <= top; ++nq)
+        for (int c = 0; c < kInputs; ++c) {
+            hi[static_cast<std::size_t>(nq - 2)].push_back(fresh(nq));
+            lo[static_cast<std::size_t>(nq - 2)].push_back(fresh(nq - 1));
+        }
+    std::size_t next = 0;
     const std::size_t threads_n = static_cast<std::size_t>(max_threads);
-    std::vector<std::vector<double>> calls(kTaskKinds * at.size() * threads_n);
+    std::vector<std::vector<double>> calls(kTaskKinds * at.size() * threads_n), align_calls(hi.size() * threads_n);
+    auto ms_of = [](const auto& f) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
     const std::vector<int> cpus = usable_cpus();  // team i on CPUs of its own (team_cpus)
     on_thread([&] {
         for (int round = -1; round < reps; ++round) {
@@ -389,14 +419,17 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
                 const std::vector<int> team = team_cpus(cpus, 0, t, max_threads);
                 if (team.empty()) unbind(cpus);
                 else bind_team(team);
-                for (std::size_t i = 0; i < at.size(); ++i)
+                for (std::size_t i = 0; i < at.size(); ++i) {
                     for (int k = 0; k < kTaskKinds; ++k) {
-                        const auto t0 = std::chrono::steady_clock::now();
-                        run_op(kind_at(k), at[i], t);
-                        const double ms =
-                            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                        const double ms = ms_of([&] { return run_next(kind_at(k), at[i], next, t); });
                         if (round >= 0) calls[(k * at.size() + i) * threads_n + t - 1].push_back(ms);
                     }
+                    if (i < hi.size()) {
+                        const std::size_t c = next++ % kInputs;
+                        const double ms = ms_of([&] { return ev.add(hi[i][c], lo[i][c], t); });
+                        if (round >= 0) align_calls[i * threads_n + t - 1].push_back(ms);
+                    }
+                }
             }
             tick();
         }
@@ -411,18 +444,13 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
             ops[k].ms.push_back(std::move(row));
         }
     }
-    // Alignment at task nq = 2..top: an add of operands at levels nq and nq - 1, each at its level's canonical scale
-    // as products leave them, minus an add at level nq - 1.
     Table align{2, {}};
-    for (int nq = 2; nq <= top; ++nq) {
-        const auto lo = fresh(nq - 1), hi = fresh(nq);
+    for (std::size_t i = 0; i < hi.size(); ++i) {
         std::vector<double> row;
-        for (int t = 1; t <= max_threads; ++t) {
-            const double both = time_fn([&] { return ev.add(hi, lo, t); }, reps);
-            row.push_back(std::max(both - ops[kind_index(OpKind::add)].ms[nq - 2][t - 1], 1e-3));
-        }
+        for (std::size_t t = 0; t < threads_n; ++t)
+            row.push_back(
+                std::max(median(align_calls[i * threads_n + t]) - ops[kind_index(OpKind::add)].ms[i][t], 1e-3));
         align.ms.push_back(std::move(row));
-        tick();
     }
     // Contention: each task kind timed on a team of w threads at the top level while m - 1 other teams of w threads
     // run the stream's operation mix (the tasks of `mix`, in order, round and round) beside it; the factor is its
@@ -436,11 +464,10 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     // Each team computes on ciphertexts of its own, a few in turn, as a stream's jobs do: a team that reuses one
     // ciphertext keeps it in the caches, and teams that share one share their caches (on 16 threads of the GPU
     // machine's Xeon that measured no contention at all, while the stream's tasks ran 1.0-1.7x their estimates).
-    constexpr int kPerTeam = 4;
     const int teams = points.empty() ? 0 : max_threads;
     std::vector<std::vector<ckks::Ciphertext>> own(static_cast<std::size_t>(teams));
     for (auto& v : own)
-        for (int c = 0; c < kPerTeam; ++c) v.push_back(fresh(top));
+        for (int c = 0; c < kInputs; ++c) v.push_back(fresh(top));
     std::array<LoadTable, kTaskKinds> load;
     for (int k = 0; k < kTaskKinds; ++k) load[k] = {{1, {{1, 1.0}}}};
     // Runs f on a thread of its own pinned to team 0's CPUs of width w, and rethrows what it throws.
@@ -452,8 +479,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     };
     auto time_team0 = [&](OpKind op, int w) {
         std::size_t c = 0;
-        return time_fn([&] { return run_op(op, own[0][c++ % kPerTeam], w); },
-                       std::max(reps, 3) * (is_light(op) ? 20 : 1));
+        return time_fn([&] { return run_next(op, own[0], c, w); }, std::max(reps, 3) * (is_light(op) ? 20 : 1));
     };
     // The reference of a point: the same loop on team 0's CPUs with no other team running (the table's entries are
     // timed in rounds among the other entries, which leaves their caches colder than this loop's).
@@ -475,7 +501,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
                 std::size_t c = 0;
                 for (std::size_t j = static_cast<std::size_t>(i) * 7 % kinds.size(); !stop;
                      j = (j + 1) % kinds.size()) {
-                    run_op(kinds[j], cts[c++ % cts.size()], w);
+                    run_next(kinds[j], cts, c, w);
                     if (j == static_cast<std::size_t>(i) * 7 % kinds.size()) started.fetch_add(1);
                 }
             });
