@@ -395,18 +395,14 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         for (int nq = 2; nq <= top + 1; ++nq) at[static_cast<std::size_t>(nq - 2)].push_back(ev.drop_limbs(ct, nq - 1));
     }
     // The alignment at task nq = 2..top, timed in the same rounds: an add of operands at levels nq and nq - 1, each at
-    // its level's canonical scale as products leave them (kInputs pairs in turn), minus the add at level nq - 1. Timed
-    // back to back on one pair instead, it came out 5-14 % below the same add among other calls on other pairs (SCHED,
-    // one Zen 5 thread, nq = 7 and 4), and the streams' additions ran 1.12-1.14x the model.
-    std::vector<std::vector<ckks::Ciphertext>> hi(static_cast<std::size_t>(top - 1)), lo(hi.size());
-    for (int nq = 2; nq <= top; ++nq)
-        for (int c = 0; c < kInputs; ++c) {
-            hi[static_cast<std::size_t>(nq - 2)].push_back(fresh(nq));
-            lo[static_cast<std::size_t>(nq - 2)].push_back(fresh(nq - 1));
-        }
+    // its level's canonical scale as products leave them, minus the add at level nq - 1. Timed back to back instead, it
+    // came out 5-14 % below the same add among other calls (SCHED, one Zen 5 thread, nq = 7 and 4), and the streams'
+    // additions ran 1.12-1.14x the model.
+    std::vector<std::pair<ckks::Ciphertext, ckks::Ciphertext>> aligned;  // aligned[i]: the operands at nq = 2 + i
+    for (int nq = 2; nq <= top; ++nq) aligned.emplace_back(fresh(nq), fresh(nq - 1));
     std::size_t next = 0;
     const std::size_t threads_n = static_cast<std::size_t>(max_threads);
-    std::vector<std::vector<double>> calls(kTaskKinds * at.size() * threads_n), align_calls(hi.size() * threads_n);
+    std::vector<std::vector<double>> calls(kTaskKinds * at.size() * threads_n), align_calls(aligned.size() * threads_n);
     auto ms_of = [](const auto& f) {
         const auto t0 = std::chrono::steady_clock::now();
         f();
@@ -424,9 +420,8 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
                         const double ms = ms_of([&] { return run_next(kind_at(k), at[i], next, t); });
                         if (round >= 0) calls[(k * at.size() + i) * threads_n + t - 1].push_back(ms);
                     }
-                    if (i < hi.size()) {
-                        const std::size_t c = next++ % kInputs;
-                        const double ms = ms_of([&] { return ev.add(hi[i][c], lo[i][c], t); });
+                    if (i < aligned.size()) {
+                        const double ms = ms_of([&] { return ev.add(aligned[i].first, aligned[i].second, t); });
                         if (round >= 0) align_calls[i * threads_n + t - 1].push_back(ms);
                     }
                 }
@@ -445,7 +440,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         }
     }
     Table align{2, {}};
-    for (std::size_t i = 0; i < hi.size(); ++i) {
+    for (std::size_t i = 0; i < aligned.size(); ++i) {
         std::vector<double> row;
         for (std::size_t t = 0; t < threads_n; ++t)
             row.push_back(
