@@ -23,9 +23,9 @@ def ratios(pairs: list[tuple[list[dict], list[dict]]]) -> dict:
     """{(graph, D, policy): [simulated / real p95, one per real run with a simulated run of its stream]}."""
     out: dict = {}
     for real, sims in pairs:
-        sim = {(str(r.get("graph", "")), r["D_ms"], r["seed"], r["policy"]): r["p95_ms"] for r in sims}
+        sim = {schedule_cli.run_key(r): r["p95_ms"] for r in sims}
         for r in real:
-            key = (str(r.get("graph", "")), r["D_ms"], r["seed"], r["policy"])
+            key = schedule_cli.run_key(r)
             if key in sim:
                 out.setdefault((key[0], key[1], key[3]), []).append(sim[key] / r["p95_ms"])
     return out
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             real, sep, sim = p.partition(":")
             if not sep:
                 raise ks.ParameterError(f"'{p}': give each study as REAL.jsonl:SIM.jsonl")
-            pairs.append((schedule_cli._read_runs(real), schedule_cli._read_runs(sim)))
+            pairs.append((schedule_cli.read_runs(real), schedule_cli.read_runs(sim)))
         res = ratios(pairs)
         if not res:
             raise ks.ParameterError("no real run has a simulated run of the same graph, D, seed and policy")

@@ -439,17 +439,20 @@ def paired_plot(rows: list[dict], path: str, baseline: str = "fixed-1") -> None:
 SIM_TOLERANCES = (0.10, 0.15, 0.20)
 
 
+def run_key(r: dict) -> tuple:
+    """A run's stream and policy: (graph, D, seed, policy)."""
+    return (str(r.get("graph", "")), r["D_ms"], r["seed"], r["policy"])
+
+
 def simulated_versus_real(rows: list[dict], sims: list[dict]) -> str:
     """Markdown: each real run's p95 beside the simulator's for the same stream (graph, D, seed) and policy, as
     simulated / real, a row per stream; then how many runs are within 10, 15 and 20 %, over all and per policy. A
     policy that ran twice on a stream (an A/A pair) shows both ratios, and the spread of those pairs is given beside:
     a real p95 that moves that much between identical runs bounds how close any model can come in one run."""
-    sim = {(str(r.get("graph", "")), r["D_ms"], r["seed"], r["policy"]): r["p95_ms"] for r in sims}
+    sim = {run_key(r): r["p95_ms"] for r in sims}
     streams: dict = {}
     for r in rows:
-        streams.setdefault((str(r.get("graph", "")), r["D_ms"], r["seed"]), {}).setdefault(r["policy"], []).append(
-            r["p95_ms"]
-        )
+        streams.setdefault(run_key(r)[:3], {}).setdefault(r["policy"], []).append(r["p95_ms"])
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     lines = [
         "| graph | D | seed | " + " | ".join(f"{p}: real p95 ms, sim / real" for p in policies) + " |",
@@ -496,7 +499,8 @@ def simulated_versus_real(rows: list[dict], sims: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _read_runs(path: str) -> list[dict]:
+def read_runs(path: str) -> list[dict]:
+    """The runs of a JSON-lines file of `schedule --json`, checked; ParameterError says what is wrong."""
     try:
         with open(path) as f:
             rows = [json.loads(line) for line in f if line.strip()]
@@ -514,14 +518,14 @@ def compare(
 ) -> str:
     """The paired comparison of a JSON-lines file from earlier runs (--compare); with the simulator's runs of the same
     streams (--simulated), each real run's p95 against the simulated one as well."""
-    rows = _read_runs(json_path)
+    rows = read_runs(json_path)
     if not any(r["policy"] == baseline for r in rows):
         raise ks.ParameterError(
             f"{json_path} has no runs of the baseline policy '{baseline}'; choose one with --baseline"
         )
     text = paired_table(rows, baseline)
     if simulated:
-        text += "\n" + simulated_versus_real(rows, _read_runs(simulated))
+        text += "\n" + simulated_versus_real(rows, read_runs(simulated))
     if table_path:
         with open(table_path, "w") as f:
             f.write(text)
