@@ -350,14 +350,15 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         const std::size_t i = 2 * (c++ % (cts.size() / 2));
         return run_op(op, cts[i], cts[i + 1], t);
     };
+    auto ms_of = [](const auto& f) {  // one call of f, in ms
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
     auto time_fn = [&](const auto& f, int n) {
         std::vector<double> ms;
         f();  // warm-up (scratch memory, caches)
-        for (int r = 0; r < n; ++r) {
-            auto t0 = std::chrono::steady_clock::now();
-            f();
-            ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-        }
+        for (int r = 0; r < n; ++r) ms.push_back(ms_of(f));
         return median(ms);
     };
 
@@ -403,11 +404,6 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     std::size_t next = 0;
     const std::size_t threads_n = static_cast<std::size_t>(max_threads);
     std::vector<std::vector<double>> calls(kTaskKinds * at.size() * threads_n), align_calls(aligned.size() * threads_n);
-    auto ms_of = [](const auto& f) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    };
     const std::vector<int> cpus = usable_cpus();  // team i on CPUs of its own (team_cpus)
     on_thread([&] {
         for (int round = -1; round < reps; ++round) {
