@@ -7,7 +7,9 @@
 // turn) and a markdown table. The steps of a rotation and a multiplication run on --threads threads (default 1), the
 // floors on one; the kernel body is the one KASOKU_SIMD selects. Run it with --threads 1 and 2 (..16) to see which
 // step stops scaling. With T > 1 it also times the ceilings: a floor's kernels on every thread at once, each on data of
-// its own, beside the same on one thread, and prints the speed-up the machine allows for NTTs and for streaming reads.
+// its own, beside the same on one thread, and prints the speed-up the machine allows for NTTs of the parameters' size
+// (their limbs and tables from L3 or memory), NTTs whose limb and tables stay in a core's L2, modular products in
+// registers, and streaming reads.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -67,6 +69,18 @@ u64 stream_read(const std::vector<const u64*>& limbs, std::size_t n) {
     for (const u64* p : limbs)
         for (std::size_t i = 0; i < n; i += 8)
             acc ^= p[i] ^ p[i + 1] ^ p[i + 2] ^ p[i + 3] ^ p[i + 4] ^ p[i + 5] ^ p[i + 6] ^ p[i + 7];
+    return acc;
+}
+
+// 2^22 modular products (Shoup) in eight independent chains that stay in registers: the cores' arithmetic alone.
+u64 register_chain(u64 q, u64 seed) {
+    const u64 w = 0x123456789ULL % q, wp = arith::shoup(w, q);
+    u64 x[8];
+    for (int k = 0; k < 8; ++k) x[k] = (seed + k) % q;
+    for (int r = 0; r < (1 << 19); ++r)
+        for (int k = 0; k < 8; ++k) x[k] = arith::mul_shoup(x[k], w, wp, q);
+    u64 acc = 0;
+    for (int k = 0; k < 8; ++k) acc ^= x[k];
     return acc;
 }
 
@@ -284,7 +298,20 @@ int main(int argc, char** argv) {
     const auto each = [&](const std::function<void(int)>& body) {
         parallel_for(T, static_cast<std::size_t>(T), [&](std::size_t i) { body(static_cast<int>(i)); });
     };
+    struct SmallLimb {
+        arith::NttTables ntt;
+        AlignedWords x;
+    };
+    std::vector<SmallLimb> small;
+    const auto ntt_in_l2 = [](SmallLimb& l) {
+        for (int r = 0; r < 512; ++r) arith::ntt_forward(l.x.data(), l.ntt);
+    };
     if (T > 1) {
+        const u64 q1 = R.prime(std::min<std::size_t>(1, nq - 1));  // a scaling prime, as most of the NTTs above
+        for (int i = 0; i < T; ++i) {
+            small.push_back({arith::NttTables(q1, 4096), AlignedWords(4096)});
+            for (std::size_t k = 0; k < 4096; ++k) small.back().x[k] = (k * 2654435761u + i) % q1;
+        }
         for (int i = 0; i < T; ++i) own.emplace_back(R, q_idx);
         for (int i = 0; i < T; ++i)
             for (const u64* k : key_limbs) {  // a copy of the key per thread: T x the bytes streamed
@@ -303,6 +330,24 @@ int main(int argc, char** argv) {
             [&] {
                 for (std::size_t l = 0; l < nq; ++l) arith::ntt_forward(own[0].x[l].data(), own[0].ntt[l]);
             });
+        // The same NTTs on a limb of 4096 words (32 KB, its tables 64 KB): in each core's L2, no shared cache or memory
+        // between the threads, so what is left of their ceiling is the cores' clock and the host's other guests.
+        add(
+            "ceiling", "NTT in L2 per thread", "512 NTTs of 4096 words, on every thread", [] {},
+            [&] { each([&](int i) { ntt_in_l2(small[i]); }); });
+        add(
+            "ceiling", "NTT in L2 on one thread", "the same NTTs, one thread", [] {}, [&] { ntt_in_l2(small[0]); });
+        // Modular products in registers: no memory at all.
+        add(
+            "ceiling", "arithmetic per thread", "2^22 Shoup products in registers, on every thread", [] {},
+            [&] {
+                std::vector<u64> acc(T);
+                each([&](int i) { acc[i] = register_chain(R.prime(0), i + 2); });
+                for (u64 a : acc) sink = sink + a;
+            });
+        add(
+            "ceiling", "arithmetic on one thread", "the same products, one thread", [] {},
+            [&] { sink = sink + register_chain(R.prime(0), 2); });
         add(
             "ceiling", "key read per thread", "one thread's key read, on every thread", [] {},
             [&] {
@@ -353,9 +398,13 @@ int main(int argc, char** argv) {
     std::printf("\nstreaming read: %.1f GB/s (%.0f MB of key)\n", key_mb / ms_of("key read"), key_mb);
     if (T > 1) {
         const std::string ntt = "NTT x" + std::to_string(nq);
-        std::printf("speed-up this machine allows on %d threads: NTTs %.2fx, key read %.2fx\n", T,
-                    T * ms_of(ntt + " on one thread") / ms_of(ntt + " per thread"),
-                    T * ms_of("key read on one thread") / ms_of("key read per thread"));
+        std::printf(
+            "speed-up this machine allows on %d threads: NTTs %.2fx, NTTs in L2 %.2fx, arithmetic in registers %.2fx, "
+            "key read %.2fx\n",
+            T, T * ms_of(ntt + " on one thread") / ms_of(ntt + " per thread"),
+            T * ms_of("NTT in L2 on one thread") / ms_of("NTT in L2 per thread"),
+            T * ms_of("arithmetic on one thread") / ms_of("arithmetic per thread"),
+            T * ms_of("key read on one thread") / ms_of("key read per thread"));
     }
     return static_cast<int>(sink & 0);
 }

@@ -117,6 +117,9 @@ inline __m512i mul_hi(__m512i a, __m512i b) {
 // Shoup: w * x mod q in [0, 2q) for a constant w with wp = floor(w 2^64 / q), any x < 2^64.
 struct ShoupDq {
     static constexpr bool kFusedStages = false;  // its products bound the NTT: radix 4 measured 3 % slower (Zen 4)
+    // Each twiddle read from its table: computing it from its factor (1 + hi64(wp q)) takes an emulated 64-bit high
+    // product here, and made the NTT of 2^16 points at 60 bits 8 % slower (Zen 5), where IFMA's is one instruction.
+    static constexpr bool kRootFromShoup = false;
     __m512i q;
     explicit ShoupDq(u64 qv) : q(set1(qv)) {}
     static __m512i prep(__m512i wp) { return wp; }
@@ -180,9 +183,18 @@ inline __m512i mask52() { return set1((1ULL << 52) - 1); }
 // w x - floor(x wp52 / 2^52) q lies in [0, 2q), so it is exact modulo 2^52.
 struct ShoupIfma {
     static constexpr bool kFusedStages = true;  // radix 4: 5-10 % faster NTT of 2^16 points (Zen 4)
-    __m512i neg_q;                              // 2^52 - q: adding lo52(h * neg_q) subtracts h q modulo 2^52
-    explicit ShoupIfma(u64 qv) : neg_q(set1((1ULL << 52) - qv)) {}
+    // The NTT reads only the Shoup factors of its twiddles and computes each twiddle from its factor (root below):
+    // half the bytes of table per transform, which at 2^16 points (1 MB of twiddles beside 512 KB of data, 21-28
+    // primes a key switch) come from L3 or memory.
+    static constexpr bool kRootFromShoup = true;
+    __m512i neg_q;  // 2^52 - q: adding lo52(h * neg_q) subtracts h q modulo 2^52
+    __m512i q, one;
+    explicit ShoupIfma(u64 qv) : neg_q(set1((1ULL << 52) - qv)), q(set1(qv)), one(set1(1)) {}
     static __m512i prep(__m512i wp) { return _mm512_srli_epi64(wp, 12); }
+    // w from its prepared factor wp52 = floor(w 2^52 / q), for 0 < w < q < 2^50: w 2^52 / q = wp52 + e with 0 < e < 1
+    // (e = 0 would need q | w 2^52), so wp52 q / 2^52 = w - e q / 2^52 with 0 < e q / 2^52 < 1 / 4, whose floor is
+    // w - 1: w = 1 + hi52(wp52 q), one multiply-add.
+    __m512i root(__m512i wp52) const { return madd52hi(one, wp52, q); }
     __m512i mul_lazy(__m512i x, __m512i w, __m512i wp52) const {
         const __m512i zero = _mm512_setzero_si512();
         const __m512i h = madd52hi(zero, x, wp52);
@@ -269,6 +281,15 @@ inline void gs_butterfly(const Shoup& sh, __m512i& x, __m512i& y, __m512i w, __m
     y = sh.mul_lazy(_mm512_add_epi64(_mm512_sub_epi64(u, v), v2q), w, wp);
 }
 
+// A stage's twiddles and their prepared Shoup factors, `get` loading a vector from a table (w, then wp): both
+// tables read, or the factors only where the policy computes the twiddle from its factor.
+template <class Shoup, class Get>
+inline void twiddles(const Shoup& sh, const u64* w, const u64* wp, Get get, __m512i& vw, __m512i& vwp) {
+    vwp = Shoup::prep(get(wp));
+    if constexpr (Shoup::kRootFromShoup) vw = sh.root(vwp);
+    else vw = get(w);
+}
+
 // One of the three small-gap stages; the last forward one also reduces its outputs to [0, q).
 template <class Shoup, std::size_t Gap, bool Forward, bool FinalReduce = false>
 inline void small_stage(u64* a, std::size_t m, const u64* w, const u64* wp, const Shoup& sh, __m512i vq, __m512i v2q) {
@@ -278,7 +299,9 @@ inline void small_stage(u64* a, std::size_t m, const u64* w, const u64* wp, cons
         u64* p = a + 2 * Gap * i;
         __m512i x, y;
         st.split(p, x, y);
-        const __m512i vw = st.twiddles(w + m + i), vwp = Shoup::prep(st.twiddles(wp + m + i));
+        __m512i vw, vwp;
+        twiddles(
+            sh, w, wp, [&](const u64* t) { return st.twiddles(t + m + i); }, vw, vwp);
         if constexpr (Forward) {
             ct_butterfly(sh, x, y, vw, vwp, v2q);
             if constexpr (FinalReduce) {
@@ -297,7 +320,9 @@ template <class Shoup, bool Forward>
 inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh,
                        __m512i v2q) {
     for (std::size_t i = 0; i < m; ++i) {
-        const __m512i vw = set1(w[m + i]), vwp = Shoup::prep(set1(wp[m + i]));
+        __m512i vw, vwp;
+        twiddles(
+            sh, w, wp, [&](const u64* t) { return set1(t[m + i]); }, vw, vwp);
         u64* x = a + 2 * i * gap;
         u64* y = x + gap;
         for (std::size_t j = 0; j < gap; j += 8) {
@@ -327,9 +352,13 @@ inline void wide_stage_pair(u64* a, std::size_t m, std::size_t gap, const u64* w
     const std::size_t blocks = Forward ? m : m / 2, stride = Forward ? gap / 2 : gap;
     for (std::size_t i = 0; i < blocks; ++i) {
         const std::size_t first = Forward ? m + i : m / 2 + i, second = Forward ? 2 * m + 2 * i : m + 2 * i;
-        const __m512i w0 = set1(w[first]), wp0 = Shoup::prep(set1(wp[first]));
-        const __m512i w1 = set1(w[second]), wp1 = Shoup::prep(set1(wp[second]));
-        const __m512i w2 = set1(w[second + 1]), wp2 = Shoup::prep(set1(wp[second + 1]));
+        __m512i w0, wp0, w1, wp1, w2, wp2;
+        twiddles(
+            sh, w, wp, [&](const u64* t) { return set1(t[first]); }, w0, wp0);
+        twiddles(
+            sh, w, wp, [&](const u64* t) { return set1(t[second]); }, w1, wp1);
+        twiddles(
+            sh, w, wp, [&](const u64* t) { return set1(t[second + 1]); }, w2, wp2);
         u64* p = a + 4 * i * stride;
         for (std::size_t j = 0; j < stride; j += 8) {
             __m512i x[4];
