@@ -28,6 +28,20 @@ public:
     const u64* inv_root_shoup() const { return inv_roots_shoup_.data(); }
     u64 n_inv() const { return n_inv_; }
     u64 n_inv_shoup() const { return n_inv_shoup_; }
+    // The three last forward stages' twiddles (the three first inverse stages'), each as products, for n >= 16: in the
+    // stage of gap g (1, 2 or 4; its n / 2g blocks, twiddles from entry m = n / 2g of the table), the twiddle of block
+    // (8/g) c + j is the twiddle of block (8/g) c times lane[j] mod q, c < n/16, j < 8/g, where lane[j] is the
+    // quotient of the twiddle of block j by that of block 0 (bit reversal of m + i over log n bits adds the parts of
+    // i's low log2(8/g) bits and of the rest). block_shoup holds the Shoup constants of the n/16 block twiddles, so
+    // that a body which computes a twiddle from its Shoup constant (the IFMA NTT) reads n/16 words a stage instead of
+    // n / 2g twiddles.
+    struct SplitStage {
+        const u64* block_shoup;  // n/16 words: shoup(table[m + (8/g) c])
+        const u64* lane;         // 8 words, 8/g used
+        const u64* lane_shoup;
+    };
+    // @throws ParameterError for a gap other than 1, 2, 4 or n < 16
+    SplitStage split_stage(std::size_t gap, bool inverse) const;
 
 private:
     std::size_t n_;
@@ -35,6 +49,8 @@ private:
     Modulus mod_;
     u64 psi_;
     AlignedWords roots_, roots_shoup_, inv_roots_, inv_roots_shoup_;
+    // Per direction (forward, inverse) and gap (1, 2, 4): split_[direction][stage] = {block_shoup, lane, lane_shoup}.
+    AlignedWords split_[2][3][3];
     u64 n_inv_, n_inv_shoup_;
 };
 

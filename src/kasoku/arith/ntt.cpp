@@ -43,6 +43,33 @@ NttTables::NttTables(u64 q, std::size_t n) : n_(n), mod_(q) {
     }
     n_inv_ = inv_mod(n % q, mod_);
     n_inv_shoup_ = shoup(n_inv_, q);
+    if (n >= 16) {
+        // The lane factors are the quotients of a stage's first twiddles by its first (Ntt.SmallStagesSplit checks
+        // every product).
+        for (int dir = 0; dir < 2; ++dir)
+            for (int s = 0; s < 3; ++s) {
+                const AlignedWords& r = dir == 0 ? roots_ : inv_roots_;
+                const std::size_t gap = std::size_t{1} << s, m = n / (2 * gap), per = 8 / gap;
+                AlignedWords* out = split_[dir][s];
+                out[0].assign(n / 16, 0);
+                out[1].assign(8, 0);
+                out[2].assign(8, 0);
+                const u64 first_inv = inv_mod(r[m], mod_);
+                for (std::size_t j = 0; j < per; ++j) {
+                    out[1][j] = mul_mod(r[m + j], first_inv, mod_);
+                    out[2][j] = shoup(out[1][j], q);
+                }
+                for (std::size_t c = 0; c < n / 16; ++c) out[0][c] = shoup(r[m + per * c], q);
+            }
+    }
+}
+
+NttTables::SplitStage NttTables::split_stage(std::size_t gap, bool inverse) const {
+    if ((gap != 1 && gap != 2 && gap != 4) || n_ < 16)
+        throw ParameterError("NttTables::split_stage: gap 1, 2 or 4 of a transform of at least 16 points, got gap " +
+                             std::to_string(gap) + " at n = " + std::to_string(n_));
+    const AlignedWords* s = split_[inverse ? 1 : 0][gap == 1 ? 0 : gap == 2 ? 1 : 2];
+    return {s[0].data(), s[1].data(), s[2].data()};
 }
 
 void ntt_forward(u64* a, const NttTables& t) { active_kernels().ntt_forward(a, t); }

@@ -315,6 +315,40 @@ inline void small_stage(u64* a, std::size_t m, const u64* w, const u64* wp, cons
     }
 }
 
+// A small-gap stage with its twiddles as products (NttTables::split_stage): the twiddle of block (8/Gap) c + j is that
+// of block (8/Gap) c times j's lane factor, so the lane factors stay in a register and the stage reads one Shoup
+// constant per 16 words (n/16 for the stage), computing its twiddle from it, instead of 8/Gap twiddles. Forward, y is multiplied by its lane factor before the
+// butterfly with the block's; inverse, the butterfly's product is multiplied by it after: either way the product
+// lies in [0, 2q) as the butterfly's own, with the same residue.
+template <class Shoup, std::size_t Gap, bool Forward, bool FinalReduce = false>
+inline void split_small_stage(u64* a, const NttTables& t, const Shoup& sh, __m512i vq, __m512i v2q) {
+    static_assert(Shoup::kRootFromShoup, "the split tables hold the block twiddles' Shoup constants only");
+    static const SmallStage<Gap> st;
+    const NttTables::SplitStage f = t.split_stage(Gap, !Forward);
+    __m512i lane, lane_p;
+    twiddles(
+        sh, f.lane, f.lane_shoup, [&](const u64* table) { return st.twiddles(table); }, lane, lane_p);
+    for (std::size_t c = 0; c < t.n() / 16; ++c) {
+        u64* p = a + 16 * c;
+        __m512i x, y, vw, vwp;
+        st.split(p, x, y);
+        vwp = Shoup::prep(set1(f.block_shoup[c]));
+        vw = sh.root(vwp);
+        if constexpr (Forward) {
+            y = sh.mul_lazy(y, lane, lane_p);
+            ct_butterfly(sh, x, y, vw, vwp, v2q);
+            if constexpr (FinalReduce) {
+                x = sub_if_ge(sub_if_ge(x, v2q), vq);
+                y = sub_if_ge(sub_if_ge(y, v2q), vq);
+            }
+        } else {
+            gs_butterfly(sh, x, y, vw, vwp, v2q);
+            y = sh.mul_lazy(y, lane, lane_p);
+        }
+        st.join(p, x, y);
+    }
+}
+
 // One stage with gap >= 8: m blocks, each with one twiddle broadcast over its whole x and y halves.
 template <class Shoup, bool Forward>
 inline void wide_stage(u64* a, std::size_t m, std::size_t gap, const u64* w, const u64* wp, const Shoup& sh,
@@ -390,9 +424,15 @@ void ntt_forward_body(u64* a, const NttTables& t) {
     if constexpr (Shoup::kFusedStages)
         for (; gap >= 16; m <<= 2, gap >>= 2) wide_stage_pair<Shoup, true>(a, m, gap, w, wp, sh, v2q);
     for (; gap >= 8; m <<= 1, gap >>= 1) wide_stage<Shoup, true>(a, m, gap, w, wp, sh, v2q);
-    small_stage<Shoup, 4, true>(a, m, w, wp, sh, vq, v2q);
-    small_stage<Shoup, 2, true>(a, 2 * m, w, wp, sh, vq, v2q);
-    small_stage<Shoup, 1, true, true>(a, 4 * m, w, wp, sh, vq, v2q);
+    if constexpr (Shoup::kRootFromShoup) {  // the twiddles as products: n/16 factors a stage read, not n/8 .. n/2
+        split_small_stage<Shoup, 4, true>(a, t, sh, vq, v2q);
+        split_small_stage<Shoup, 2, true>(a, t, sh, vq, v2q);
+        split_small_stage<Shoup, 1, true, true>(a, t, sh, vq, v2q);
+    } else {
+        small_stage<Shoup, 4, true>(a, m, w, wp, sh, vq, v2q);
+        small_stage<Shoup, 2, true>(a, 2 * m, w, wp, sh, vq, v2q);
+        small_stage<Shoup, 1, true, true>(a, 4 * m, w, wp, sh, vq, v2q);
+    }
 }
 
 // Inverse transform without the final scaling by n^-1 (outputs in [0, 2q)).
@@ -404,9 +444,15 @@ void ntt_inverse_body(u64* a, const NttTables& t) {
     const Shoup sh(t.q());
     const __m512i vq = set1(t.q()), v2q = set1(2 * t.q());
     std::size_t m = n >> 1;
-    small_stage<Shoup, 1, false>(a, m, w, wp, sh, vq, v2q);
-    small_stage<Shoup, 2, false>(a, m >> 1, w, wp, sh, vq, v2q);
-    small_stage<Shoup, 4, false>(a, m >> 2, w, wp, sh, vq, v2q);
+    if constexpr (Shoup::kRootFromShoup) {
+        split_small_stage<Shoup, 1, false>(a, t, sh, vq, v2q);
+        split_small_stage<Shoup, 2, false>(a, t, sh, vq, v2q);
+        split_small_stage<Shoup, 4, false>(a, t, sh, vq, v2q);
+    } else {
+        small_stage<Shoup, 1, false>(a, m, w, wp, sh, vq, v2q);
+        small_stage<Shoup, 2, false>(a, m >> 1, w, wp, sh, vq, v2q);
+        small_stage<Shoup, 4, false>(a, m >> 2, w, wp, sh, vq, v2q);
+    }
     m >>= 3;
     std::size_t gap = 8;
     if constexpr (Shoup::kFusedStages)

@@ -8,6 +8,7 @@
 #include "kasoku/arith/ntt.hpp"
 #include "kasoku/arith/primes.hpp"
 #include "kasoku/arith/simd.hpp"
+#include "kasoku/support/error.hpp"
 
 using namespace kasoku::arith;
 
@@ -86,4 +87,31 @@ TEST(Ntt, ForwardEvaluatesAtOddPowersOfPsi) {
         seen[e]++;
     }
     for (size_t j = 1; j < 2 * n; j += 2) EXPECT_EQ(seen[j], 1);
+}
+
+TEST(Ntt, SmallStagesSplit) {
+    // Each twiddle of the three last forward (first inverse) stages is its block's twiddle times its lane's factor.
+    for (size_t n : {16, 64, 4096, 65536})
+        for (int bits : {40, 50, 60}) {
+            const NttTables t(generate_ntt_primes(bits, 1, n)[0], n);
+            const Modulus& m = t.modulus();
+            for (bool inverse : {false, true})
+                for (size_t gap : {1, 2, 4}) {
+                    const NttTables::SplitStage s = t.split_stage(gap, inverse);
+                    const u64* r = inverse ? t.inv_root_powers() : t.root_powers();
+                    const size_t first = n / (2 * gap), per = 8 / gap;
+                    for (size_t c = 0; c < n / 16; ++c) {
+                        const u64 block = r[first + per * c];
+                        ASSERT_EQ(s.block_shoup[c], shoup(block, m.value));
+                        for (size_t j = 0; j < per; ++j)
+                            ASSERT_EQ(mul_mod(block, s.lane[j], m), r[first + per * c + j])
+                                << "n=" << n << " bits=" << bits << " inverse=" << inverse << " gap=" << gap
+                                << " c=" << c << " j=" << j;
+                    }
+                    for (size_t j = 0; j < per; ++j) EXPECT_EQ(s.lane_shoup[j], shoup(s.lane[j], m.value));
+                }
+        }
+    const NttTables t(generate_ntt_primes(40, 1, 64)[0], 64);
+    EXPECT_THROW(t.split_stage(8, false), kasoku::ParameterError);
+    EXPECT_THROW(NttTables(generate_ntt_primes(40, 1, 8)[0], 8).split_stage(1, false), kasoku::ParameterError);
 }
