@@ -290,36 +290,44 @@ inline void twiddles(const Shoup& sh, const u64* w, const u64* wp, Get get, __m5
     else vw = get(w);
 }
 
-// One of the three small-gap stages; the last forward one also reduces its outputs to [0, q).
+// The butterflies of one 16-word group of a small-gap stage, with twiddle vw; with Lane, the product also by the lane
+// factor `lane` (forward before the butterfly, inverse after it: either way the product lies in [0, 2q) as the
+// butterfly's own, with the residue of the product by vw * lane). The last forward stage also reduces to [0, q).
+template <class Shoup, std::size_t Gap, bool Forward, bool FinalReduce, bool Lane>
+inline void small_group(u64* p, const SmallStage<Gap>& st, const Shoup& sh, __m512i vw, __m512i vwp, __m512i lane,
+                        __m512i lane_p, __m512i vq, __m512i v2q) {
+    __m512i x, y;
+    st.split(p, x, y);
+    if constexpr (Forward) {
+        if constexpr (Lane) y = sh.mul_lazy(y, lane, lane_p);
+        ct_butterfly(sh, x, y, vw, vwp, v2q);
+        if constexpr (FinalReduce) {
+            x = sub_if_ge(sub_if_ge(x, v2q), vq);
+            y = sub_if_ge(sub_if_ge(y, v2q), vq);
+        }
+    } else {
+        gs_butterfly(sh, x, y, vw, vwp, v2q);
+        if constexpr (Lane) y = sh.mul_lazy(y, lane, lane_p);
+    }
+    st.join(p, x, y);
+}
+
+// One of the three small-gap stages, its twiddles read from the table.
 template <class Shoup, std::size_t Gap, bool Forward, bool FinalReduce = false>
 inline void small_stage(u64* a, std::size_t m, const u64* w, const u64* wp, const Shoup& sh, __m512i vq, __m512i v2q) {
     static const SmallStage<Gap> st;
     constexpr std::size_t blocks = 8 / Gap;
     for (std::size_t i = 0; i < m; i += blocks) {
-        u64* p = a + 2 * Gap * i;
-        __m512i x, y;
-        st.split(p, x, y);
         __m512i vw, vwp;
         twiddles(
             sh, w, wp, [&](const u64* t) { return st.twiddles(t + m + i); }, vw, vwp);
-        if constexpr (Forward) {
-            ct_butterfly(sh, x, y, vw, vwp, v2q);
-            if constexpr (FinalReduce) {
-                x = sub_if_ge(sub_if_ge(x, v2q), vq);
-                y = sub_if_ge(sub_if_ge(y, v2q), vq);
-            }
-        } else {
-            gs_butterfly(sh, x, y, vw, vwp, v2q);
-        }
-        st.join(p, x, y);
+        small_group<Shoup, Gap, Forward, FinalReduce, false>(a + 2 * Gap * i, st, sh, vw, vwp, vw, vwp, vq, v2q);
     }
 }
 
 // A small-gap stage with its twiddles as products (NttTables::split_stage): the twiddle of block (8/Gap) c + j is that
 // of block (8/Gap) c times j's lane factor, so the lane factors stay in a register and the stage reads one Shoup
-// constant per 16 words (n/16 for the stage), computing its twiddle from it, instead of 8/Gap twiddles. Forward, y is multiplied by its lane factor before the
-// butterfly with the block's; inverse, the butterfly's product is multiplied by it after: either way the product
-// lies in [0, 2q) as the butterfly's own, with the same residue.
+// constant per 16 words (n/16 for the stage), computing its twiddle from it, instead of 8/Gap twiddles.
 template <class Shoup, std::size_t Gap, bool Forward, bool FinalReduce = false>
 inline void split_small_stage(u64* a, const NttTables& t, const Shoup& sh, __m512i vq, __m512i v2q) {
     static_assert(Shoup::kRootFromShoup, "the split tables hold the block twiddles' Shoup constants only");
@@ -329,23 +337,9 @@ inline void split_small_stage(u64* a, const NttTables& t, const Shoup& sh, __m51
     twiddles(
         sh, f.lane, f.lane_shoup, [&](const u64* table) { return st.twiddles(table); }, lane, lane_p);
     for (std::size_t c = 0; c < t.n() / 16; ++c) {
-        u64* p = a + 16 * c;
-        __m512i x, y, vw, vwp;
-        st.split(p, x, y);
-        vwp = Shoup::prep(set1(f.block_shoup[c]));
-        vw = sh.root(vwp);
-        if constexpr (Forward) {
-            y = sh.mul_lazy(y, lane, lane_p);
-            ct_butterfly(sh, x, y, vw, vwp, v2q);
-            if constexpr (FinalReduce) {
-                x = sub_if_ge(sub_if_ge(x, v2q), vq);
-                y = sub_if_ge(sub_if_ge(y, v2q), vq);
-            }
-        } else {
-            gs_butterfly(sh, x, y, vw, vwp, v2q);
-            y = sh.mul_lazy(y, lane, lane_p);
-        }
-        st.join(p, x, y);
+        const __m512i vwp = Shoup::prep(set1(f.block_shoup[c]));
+        small_group<Shoup, Gap, Forward, FinalReduce, true>(a + 16 * c, st, sh, sh.root(vwp), vwp, lane, lane_p, vq,
+                                                            v2q);
     }
 }
 
