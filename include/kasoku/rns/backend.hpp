@@ -236,7 +236,9 @@ public:
     void key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const;
     // key_switch(d, key) followed by mod_down(.., add_b, add_a, galois_elt, out_b, out_a) or, with `rescale` (g = 1,
     // l >= 1), by mod_down_rescale(.., add_b, add_a): the same results, in one call, so that a backend can run the inner
-    // product and ModDown limb by limb without the pair over Q_l * P in memory (the CPU backend does).
+    // product and ModDown without the pair over Q_l * P in memory (the GPU backend does; the CPU backend runs the two
+    // steps: its limb-by-limb form, which streamed every digit's sources and the key for each limb, measured 16-20 %
+    // slower on a Zen 5, docs/PERFORMANCE.md).
     // @throws InternalError for a d or key as key_switch refuses them, a rescale with g != 1 or l = 0, outputs that
     //     are one polynomial, or addends that are foreign or not in NTT form over Q_l
     // @throws ParameterError for a galois_elt other than 1 that is even or >= 2n

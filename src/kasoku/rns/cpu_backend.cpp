@@ -111,8 +111,6 @@ protected:
     void do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const override;
     std::vector<RnsPoly> do_mod_up(const RnsPoly& d, Exec exec) const override;
     void do_key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const override;
-    void do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
-                                u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
     void do_inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms, RnsPoly& b, RnsPoly& a,
                           const RnsPoly* c0, RnsPoly* c0_out, Exec exec) const override;
     void do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<KeyTerm>& terms, const RnsPoly& c0,
@@ -712,86 +710,6 @@ void CpuBackend::key_switch_limb(const ModUpSources& dec, const GadgetKey& key, 
     std::vector<const u64*> kb, ka;
     key_limbs(key, t, nq, pidx(t, nq), dt.size(), n_, drawn, kb, ka);
     dot_digits<2>(dt, {kb.data(), ka.data()}, {b, a}, false, n_, ring().modulus(pidx(t, nq)));
-}
-
-// The key switch and ModDown limb by limb: each limb of the pair <ModUp(d), key> is made (ModUp of every digit at that
-// limb, the inner products with the key's b and a halves) when divide_exact takes it, the special primes' (and, with a
-// rescale, q_l's) first, so that the pair over Q_l * P is never in memory. With a rescale the addends join as P add
-// (as in do_mod_down_rescale), else after the division (as in do_mod_down).
-void CpuBackend::do_key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b,
-                                        const RnsPoly* add_a, u64 galois_elt, bool rescale, RnsPoly& out_b,
-                                        RnsPoly& out_a, Exec exec) const {
-    const std::size_t nq = d.num_q(), np = key.b_parts()[0].num_p(), digits = ring().digits_at(nq);
-    const ModUpSources dec = mod_up_sources(d, exec.threads);
-    const std::vector<u64>& q = ring().q_primes();
-    const RnsPoly* add[2] = {add_b, add_a};
-    const auto add_times_p = [&](int h, std::size_t t, u64* x, u64* tmp) {  // with a rescale: x += P add_h on q-limbs
-        if (!rescale || t >= nq || !add[h]) return;
-        arith::mul_scalar_mod(limb(*add[h], t), t_.p_mod_q[t], t_.p_mod_q_shoup[t], n_, q[t], tmp);
-        arith::add_mod(x, tmp, n_, q[t], x);
-    };
-    // ModDown takes the source limbs (the special primes', and q_l's with a rescale) first, then the output limbs, each
-    // made limb by limb (ModUp at that limb, the inner products) when it is taken, the costliest first, each thread
-    // taking the next limb when done with one. Limbs that would not share evenly over the threads are made first
-    // across the team in two steps: every digit's ModUp limb at each, then each polynomial's inner product. Those are
-    // the source limbs when their count is not a multiple of the threads (one special prime: one limb on two threads),
-    // and the keep % T cheapest output limbs, so that the others share evenly and the made ones, quick to finish, come
-    // last.
-    const std::vector<std::size_t> src = special_limbs(nq, np, rescale);
-    const std::size_t s = src.size(), keep = rescale ? nq - 1 : nq,
-                      T = static_cast<std::size_t>(std::max(exec.threads, 1));
-    const bool split = T > 1 && s % T != 0;
-    const std::vector<std::size_t> order = by_mod_up_cost(keep, nq);
-    std::vector<std::size_t> pre = split ? src : std::vector<std::size_t>{};
-    if (T > 1) pre.insert(pre.end(), order.end() - static_cast<std::ptrdiff_t>(keep % T), order.end());
-    const std::size_t m = pre.size();
-    AlignedWords made(2 * m * n_);  // the pair's limbs made first: b's m limbs, then a's
-    if (m > 0) {
-        AlignedWords up(m * digits * n_);
-        std::vector<const u64*> dt(m * digits);
-        const std::vector<std::size_t> jobs =  // (limb, digit): the largest conversions first, a digit's own limbs last
-            by_decreasing(m * digits,
-                          [&](std::size_t job) { return conversion_cost(pre[job / digits], job % digits, nq); });
-        const auto convert = [&](std::size_t k) {
-            const std::size_t job = jobs[k];
-            dt[job] = mod_up_limb(dec, job % digits, pre[job / digits], up.data() + job * n_);
-        };
-        parallel_for(exec.threads, jobs.size(), convert, Schedule::dynamic);
-        parallel_for(exec.threads, 2 * m, [&](std::size_t job) {
-            const std::size_t j = job / 2, t = pre[j];
-            const int h = static_cast<int>(job % 2);
-            AlignedWords drawn, tmp(n_);
-            std::vector<const u64*> k;
-            key_half_limbs(key, h, t, nq, pidx(t, nq), digits, n_, drawn, k);
-            const std::vector<const u64*> dj(dt.begin() + static_cast<std::ptrdiff_t>(j * digits),
-                                             dt.begin() + static_cast<std::ptrdiff_t>((j + 1) * digits));
-            u64* x = made.data() + (h * m + j) * n_;
-            dot_digits<1>(dj, {k.data()}, {x}, false, n_, ring().modulus(pidx(t, nq)));
-            add_times_p(h, t, x, tmp.data());
-        });
-    }
-    const PairLimbs limbs = [&](std::size_t t, u64* b_buf, u64* a_buf, const u64*& xb, const u64*& xa) {
-        for (std::size_t j = 0; j < m; ++j)
-            if (pre[j] == t) {
-                xb = made.data() + j * n_;
-                xa = made.data() + (m + j) * n_;
-                return;
-            }
-        AlignedWords tmp(digits * n_);
-        key_switch_limb(dec, key, t, b_buf, a_buf, tmp.data());
-        add_times_p(0, t, b_buf, tmp.data());  // tmp, its ModUp limbs used, takes P add
-        add_times_p(1, t, a_buf, tmp.data());
-        xb = b_buf;
-        xa = a_buf;
-    };
-    if (rescale) {
-        const std::size_t l = nq - 1;
-        return divide_exact(limbs, split, false, nq, src, t_.pq_to_q[l], t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(),
-                            l, out_b, out_a, exec.threads, nullptr, nullptr, nullptr, &order);
-    }
-    const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
-    divide_exact(limbs, split, false, nq, src, t_.p_to_q[np], t_.p_inv[np].data(), t_.p_inv_shoup[np].data(), nq, out_b,
-                 out_a, exec.threads, add_b, add_a, perm ? perm->data() : nullptr, &order);
 }
 
 std::vector<const std::uint32_t*> CpuBackend::permutations(const std::vector<KeyTerm>& terms,
