@@ -70,13 +70,15 @@ void negate_ifma(const u64* a, std::size_t n, u64 q, u64* out) { kAvx512Kernels.
 // so that four independent chains hide the IFMA latency. With H' = H + (L >> 52) (< 2^61 for 255 sources):
 //   sum y_i f_i = L mod 2^52 + 2^52 (H' mod 2^52) + 2^104 (H' >> 52)   (mod t),
 // three Shoup products by the constants 1, 2^52 mod t and 2^104 mod t, each in [0, 2t).
-void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
-                    const std::uint8_t* index, const u64* table) {
-    if (!fits(m.value)) return kAvx512Kernels.dot_const(y, f, s, n, m, out, index, table);
+// Small: every source below 2^48 (dot_const_small), so x >> 52 is 0 and the products of the high parts are left out:
+// two multiply-adds a source instead of four (the sources in turn into both pairs of accumulators), the same sums.
+template <bool Small>
+void dot_const_ifma_body(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                         const std::uint8_t* index, const u64* table) {
     const u64 t = m.value;
-    std::vector<u64> g(s);
+    std::vector<u64> g(Small ? 0 : s);
     const u64 c52 = static_cast<u64>((static_cast<u128>(1) << 52) % t);
-    for (std::size_t i = 0; i < s; ++i) g[i] = static_cast<u64>((static_cast<u128>(f[i]) * c52) % t);
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<u64>((static_cast<u128>(f[i]) * c52) % t);
     const u64 c104 = static_cast<u64>((static_cast<u128>(c52) * c52) % t);
     const ShoupIfma sh(t);
     const __m512i w1 = set1(1), w1p = set1(shoup(1, t) >> 12), w52 = set1(c52), w52p = set1(shoup(c52, t) >> 12);
@@ -86,13 +88,29 @@ void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_
     std::size_t c = 0;
     for (; c + 8 <= n; c += 8) {
         __m512i la = zero, lb = zero, ha = zero, hb = zero;
-        for (std::size_t i = 0; i < s; ++i) {
-            const __m512i x = load(y[i] + c), xh = _mm512_srli_epi64(x, 52);
-            const __m512i vf = set1(f[i]), vg = set1(g[i]);
-            la = madd52lo(la, x, vf);
-            ha = madd52hi(ha, x, vf);
-            lb = madd52lo(lb, xh, vg);
-            hb = madd52hi(hb, xh, vg);
+        if constexpr (Small) {  // sources in turn into the two pairs of accumulators: still four chains
+            std::size_t i = 0;
+            for (; i + 2 <= s; i += 2) {
+                const __m512i x0 = load(y[i] + c), f0 = set1(f[i]), x1 = load(y[i + 1] + c), f1 = set1(f[i + 1]);
+                la = madd52lo(la, x0, f0);
+                ha = madd52hi(ha, x0, f0);
+                lb = madd52lo(lb, x1, f1);
+                hb = madd52hi(hb, x1, f1);
+            }
+            if (i < s) {
+                const __m512i x0 = load(y[i] + c), f0 = set1(f[i]);
+                la = madd52lo(la, x0, f0);
+                ha = madd52hi(ha, x0, f0);
+            }
+        } else {
+            for (std::size_t i = 0; i < s; ++i) {
+                const __m512i x = load(y[i] + c), xh = _mm512_srli_epi64(x, 52);
+                const __m512i vf = set1(f[i]), vg = set1(g[i]);
+                la = madd52lo(la, x, vf);
+                ha = madd52hi(ha, x, vf);
+                lb = madd52lo(lb, xh, vg);
+                hb = madd52hi(hb, xh, vg);
+            }
         }
         const __m512i l = _mm512_add_epi64(la, lb);
         const __m512i h = _mm512_add_epi64(_mm512_add_epi64(ha, hb), _mm512_srli_epi64(l, 52));
@@ -105,6 +123,18 @@ void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_
         store(out + c, r);
     }
     dot_const_tail(y, f, s, c, n, m, out, index, table);
+}
+
+void dot_const_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                    const std::uint8_t* index, const u64* table) {
+    if (!fits(m.value)) return kAvx512Kernels.dot_const(y, f, s, n, m, out, index, table);
+    dot_const_ifma_body<false>(y, f, s, n, m, out, index, table);
+}
+
+void dot_const_small_ifma(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
+                          const std::uint8_t* index, const u64* table) {
+    if (!fits(m.value)) return kAvx512Kernels.dot_const_small(y, f, s, n, m, out, index, table);
+    dot_const_ifma_body<true>(y, f, s, n, m, out, index, table);
 }
 
 // out[c] = sum_j a[j][c] b[j][c] (+ out[c]) mod q for q < 2^50: the low and high 52-bit halves of the products
@@ -172,7 +202,7 @@ const KernelTable kIfmaKernels = {
     .mul_scalar = mul_scalar_ifma,
     .fma = fma_ifma,
     .dot_const = dot_const_ifma,
-    .dot_const_small = dot_const_ifma,
+    .dot_const_small = dot_const_small_ifma,
     .dot = dot_ifma,
     .ntt_forward = ntt_forward_ifma,
     .ntt_inverse = ntt_inverse_ifma,
