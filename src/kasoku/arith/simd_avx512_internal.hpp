@@ -183,9 +183,10 @@ inline __m512i mask52() { return set1((1ULL << 52) - 1); }
 // w x - floor(x wp52 / 2^52) q lies in [0, 2q), so it is exact modulo 2^52.
 struct ShoupIfma {
     static constexpr bool kFusedStages = true;  // radix 4: 5-10 % faster NTT of 2^16 points (Zen 4)
-    // The NTT reads only the Shoup factors of its twiddles and computes each twiddle from its factor (root below):
-    // half the bytes of table per transform, which at 2^16 points (1 MB of twiddles beside 512 KB of data, 21-28
-    // primes a key switch) come from L3 or memory.
+    // The NTT reads only the Shoup factors of its twiddles and computes each twiddle from its factor (root below), and
+    // its small-gap stages take their twiddles as products (split_small_stage): a sixth of the tables' bytes per
+    // transform, which at 2^16 points (1 MB of twiddles beside 512 KB of data, 21-28 primes a key switch) come from L3
+    // or memory.
     static constexpr bool kRootFromShoup = true;
     __m512i neg_q;  // 2^52 - q: adding lo52(h * neg_q) subtracts h q modulo 2^52
     __m512i q, one;
