@@ -137,13 +137,12 @@ private:
     // (out_b, out_a) = round((b, a) / R) (+ the addends, then permuted by perm) on the first `keep` q-limbs, R = the
     // product of the primes of src_limbs. The source limbs are taken first; then each output limb of both polynomials
     // is taken, converted, transformed, combined and permuted while it is in cache. The outputs may be b and a.
-    // split_sources (split_outputs): `limbs` only points into memory for the source limbs (the output limbs), so that
-    // the two polynomials of such a limb may be taken by two threads. order: the output limbs in the order the threads
-    // take them, each the next when done with one (the costliest first; null: 0 .. keep - 1).
-    void divide_exact(const PairLimbs& limbs, bool split_sources, bool split_outputs, std::size_t num_q,
-                      const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
-                      const u64* inv_shoup, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads,
-                      const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
+    // split: `limbs` only points into memory (the pair is held), so that the two polynomials of a limb may be taken by
+    // two threads. order: the output limbs in the order the threads take them, each the next when done with one (the
+    // costliest first; null: 0 .. keep - 1).
+    void divide_exact(const PairLimbs& limbs, bool split, std::size_t num_q, const std::vector<std::size_t>& src_limbs,
+                      const BaseConverter& conv, const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out_b,
+                      RnsPoly& out_a, int threads, const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
                       const std::uint32_t* perm = nullptr, const std::vector<std::size_t>* order = nullptr) const;
     // round((a + addend) / r) on the first `keep` q-limbs of each of `count` polynomials over the same limbs, r the
     // prime of their last limb.
@@ -453,14 +452,14 @@ void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, E
                          exec.threads, addend);
 }
 
-void CpuBackend::divide_exact(const PairLimbs& limbs, bool split_sources, bool split_outputs, std::size_t num_q,
+void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t num_q,
                               const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
                               const u64* inv_shoup, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads,
                               const RnsPoly* add_b, const RnsPoly* add_a, const std::uint32_t* perm,
                               const std::vector<std::size_t>* order) const {
     // round(x / R): x - [x]_R (exact, centered conversion) is divisible by R. A job is a limb of both polynomials, or
     // (split) of one: 2 s jobs share evenly over two threads where s may not.
-    const std::size_t s = src_limbs.size(), halves = split_sources ? 2 : 1;
+    const std::size_t s = src_limbs.size(), halves = split ? 2 : 1;
     RnsPoly y[2] = {poly(0, s, false), poly(0, s, false)};
     parallel_for(threads, s * halves, [&](std::size_t job) {
         const std::size_t j = job / halves, l = src_limbs[j], h0 = halves == 2 ? job % 2 : 0,
@@ -493,7 +492,7 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split_sources, bool s
     RnsPoly result[2] = {poly(keep, 0, true), poly(keep, 0, true)};  // written limb by limb
     const RnsPoly* add[2] = {add_b, add_a};
     const std::vector<u64>& q = ring().q_primes();
-    const std::size_t out_halves = split_outputs ? 2 : 1;
+    const std::size_t out_halves = split ? 2 : 1;
     const auto output_limb = [&](std::size_t job) {
         const std::size_t i = order ? (*order)[job / out_halves] : job / out_halves, h0 = out_halves == 2 ? job % 2 : 0,
                           h1 = out_halves == 2 ? h0 + 1 : 2;
@@ -534,7 +533,7 @@ void CpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* 
                              u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
     const std::size_t nq = b.num_q(), np = b.num_p();
-    divide_exact(own_limbs(b, a), true, true, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
+    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
                  t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, add_b, add_a,
                  perm ? perm->data() : nullptr);
 }
@@ -544,8 +543,8 @@ void CpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_
     if (add_b) do_add_times_p(*add_b, b, 0, b.num_q(), exec);
     if (add_a) do_add_times_p(*add_a, a, 0, a.num_q(), exec);
     const std::size_t nq = b.num_q(), l = nq - 1;
-    divide_exact(own_limbs(b, a), true, true, nq, special_limbs(nq, b.num_p(), true), t_.pq_to_q[l],
-                 t_.pq_inv[l].data(), t_.pq_inv_shoup[l].data(), l, b, a, exec.threads);
+    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, b.num_p(), true), t_.pq_to_q[l], t_.pq_inv[l].data(),
+                 t_.pq_inv_shoup[l].data(), l, b, a, exec.threads);
 }
 
 void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const {
@@ -871,7 +870,7 @@ void CpuBackend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<
         xa = a_buf;
     };
     const std::vector<std::size_t> order = by_mod_up_cost(nq, nq);
-    divide_exact(limbs, false, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
+    divide_exact(limbs, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
                  t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, &c0_sum, nullptr, nullptr, &order);
 }
 
