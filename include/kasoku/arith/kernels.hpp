@@ -13,7 +13,8 @@ void add_mod(const u64* a, const u64* b, std::size_t n, u64 q, u64* out);
 void sub_mod(const u64* a, const u64* b, std::size_t n, u64 q, u64* out);
 void negate_mod(const u64* a, std::size_t n, u64 q, u64* out);
 void mul_mod(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* out);
-// out = a * w mod q with w < q and its Shoup constant wp = shoup(w, q).
+// out = a * w mod q with w < q and its Shoup constant wp = shoup(w, q), for any a < 2^50 (not only residues mod q:
+// with w = 1 it reduces another prime's residues, as the rescale does).
 void mul_scalar_mod(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out);
 // Fused multiply-add: out = a * b + c mod q with one final reduction (seed 000 Alg. 4.1.1).
 void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out);

@@ -401,13 +401,14 @@ void CpuBackend::divide_round_by_last(RnsPoly* const* polys, std::size_t count, 
     const std::size_t last_limb = polys[0]->limbs() - 1, idx = pidx(last_limb, polys[0]->num_q());
     const u64 r = ring().prime(idx), half = r >> 1;
     std::vector<AlignedWords> last(count);
+    const AlignedWords halves(n_, half);  // the kernels take vectors: a constant as one
     parallel_for(threads, count, [&](std::size_t k) {
         last[k].assign(limb(*polys[k], last_limb), limb(*polys[k], last_limb) + n_);
         arith::ntt_inverse(last[k].data(), *ntt_[idx]);
         if (addend)
             for (std::size_t c = 0; c < n_; ++c)
                 last[k][c] = arith::add_mod(last[k][c], signed_residue(addend[c], r), r);
-        for (auto& x : last[k]) x = arith::add_mod(x, half, r);  // round instead of floor
+        arith::add_mod(last[k].data(), halves.data(), n_, r, last[k].data());  // round instead of floor
     });
     std::vector<RnsPoly> out;  // written limb by limb: no copy of the kept limbs afterwards
     for (std::size_t k = 0; k < count; ++k) out.push_back(poly(keep, 0, true));
@@ -416,13 +417,19 @@ void CpuBackend::divide_round_by_last(RnsPoly* const* polys, std::size_t count, 
         u64* t = limb(out[k], i);
         const u64* lk = last[k].data();
         const Modulus& mi = ring().modulus(i);
-        for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(arith::reduce_64(lk[c], mi), half_mod[i], mi.value);
+        const u64 qi = mi.value, h = half_mod[i];
+        if (r < (u64{1} << 50)) {  // lk < 2^50: a product by 1 reduces it (arith::mul_scalar_mod)
+            arith::mul_scalar_mod(lk, 1, arith::shoup(1, qi), n_, qi, t);
+            const AlignedWords hs(n_, h);
+            arith::sub_mod(t, hs.data(), n_, qi, t);
+        } else {
+            for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(arith::reduce_64(lk[c], mi), h, qi);
+        }
         if (addend)  // a + e - t = a - (t - e)
-            for (std::size_t c = 0; c < n_; ++c)
-                t[c] = arith::sub_mod(t[c], signed_residue(addend[c], mi.value), mi.value);
+            for (std::size_t c = 0; c < n_; ++c) t[c] = arith::sub_mod(t[c], signed_residue(addend[c], qi), qi);
         arith::ntt_forward(t, *ntt_[i]);
-        arith::sub_mod(limb(*polys[k], i), t, n_, mi.value, t);
-        arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, mi.value, t);
+        arith::sub_mod(limb(*polys[k], i), t, n_, qi, t);
+        arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, qi, t);
     });
     for (std::size_t k = 0; k < count; ++k) *polys[k] = std::move(out[k]);
 }

@@ -80,6 +80,32 @@ TEST(Kernels, EveryBodyMatchesScalar) {
     }
 }
 
+// mul_scalar on inputs that are not residues mod q, up to 2^50 - 1 (the rescale reduces another prime's residues by a
+// product by 1): every body against the exact product, at every modulus size.
+TEST(Kernels, MulScalarReducesInputsBelow2To50) {
+    std::mt19937_64 rng(8);
+    auto bodies = bodies_under_test();
+    bodies.insert(bodies.begin(), &kernel_table(SimdLevel::scalar));
+    for (int bits : {30, 40, 47, 48, 49, 50, 60}) {
+        const u64 q = generate_ntt_primes(bits, 1, 1024)[0];
+        const Modulus m(q);
+        const size_t n = 1027;
+        std::vector<u64> a(n);
+        for (auto& x : a) x = rng() >> 14;  // < 2^50
+        a[0] = (u64{1} << 50) - 1;
+        a[1] = q;
+        a[2] = 2 * q - 1;
+        for (u64 w : {u64{1}, q - 1, rng() % q}) {
+            std::vector<u64> expect(n), got(n);
+            for (size_t c = 0; c < n; ++c) expect[c] = reduce_128(static_cast<u128>(a[c]) * w, m);
+            for (const KernelTable* k : bodies) {
+                k->mul_scalar(a.data(), w, shoup(w, q), n, q, got.data());
+                ASSERT_EQ(got, expect) << "body=" << k->name << " bits=" << bits << " w=" << w;
+            }
+        }
+    }
+}
+
 // Base-conversion dot products: sources up to 2^61 - 1 (residues of other moduli), constants below t,
 // long and short sums, with and without the subtracted table entry (overflow correction, tables that fit a
 // register and larger ones); the scalar body against a product-by-product reference, every body against it.
