@@ -205,7 +205,7 @@ void CpuBackend::do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec)
     // Magnitudes and signs once, then per limb a reduction without branches on the sign (random signs would
     // mispredict), of one word when every magnitude fits one (encoded messages at scales below 2^64).
     std::vector<u64> lo(n_), hi(n_), neg(n_);
-    u64 any_hi = 0;
+    u64 any_hi = 0, all_lo = 0;
     for (std::size_t c = 0; c < n_; ++c) {
         const bool minus = coeffs[c] < 0;
         const auto mag = static_cast<arith::u128>(minus ? -coeffs[c] : coeffs[c]);
@@ -213,15 +213,20 @@ void CpuBackend::do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec)
         hi[c] = static_cast<u64>(mag >> 64);
         neg[c] = minus ? ~u64{0} : 0;
         any_hi |= hi[c];
+        all_lo |= lo[c];
     }
+    // Magnitudes below 2^50 (a message at a scale up to about 2^49, an error): reduced by a product by 1 in the kernels.
+    const bool small = any_hi == 0 && all_lo < (u64{1} << 50);
     const bool ntt = out.ntt_form();
     parallel_for(exec.threads, out.limbs(), [&](std::size_t i) {
         const std::size_t idx = pidx(i, out.num_q());
         const Modulus& m = ring().modulus(idx);
         u64* d = limb(out, i);
+        if (small) arith::mul_scalar_mod(lo.data(), 1, arith::shoup(1, m.value), n_, m.value, d);
         for (std::size_t c = 0; c < n_; ++c) {
-            const u64 r = any_hi ? arith::reduce_128((static_cast<arith::u128>(hi[c]) << 64) | lo[c], m)
-                                 : arith::reduce_64(lo[c], m);
+            const u64 r = small    ? d[c]
+                          : any_hi ? arith::reduce_128((static_cast<arith::u128>(hi[c]) << 64) | lo[c], m)
+                                   : arith::reduce_64(lo[c], m);
             const u64 minus = r == 0 ? 0 : m.value - r;
             d[c] = r ^ ((r ^ minus) & neg[c]);
         }
