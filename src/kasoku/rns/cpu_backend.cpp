@@ -215,7 +215,8 @@ void CpuBackend::do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec)
         any_hi |= hi[c];
         all_lo |= lo[c];
     }
-    // Magnitudes below 2^50 (a message at a scale up to about 2^49, an error): reduced by a product by 1 in the kernels.
+    // Magnitudes below 2^50 (a message at a scale up to about 2^49, an error): reduced by a product by 1 in the
+    // kernels.
     const bool small = any_hi == 0 && all_lo < (u64{1} << 50);
     const bool ntt = out.ntt_form();
     parallel_for(exec.threads, out.limbs(), [&](std::size_t i) {
