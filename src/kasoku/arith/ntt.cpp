@@ -48,7 +48,8 @@ NttTables::NttTables(u64 q, std::size_t n) : n_(n), mod_(q) {
         // every product).
         for (int dir = 0; dir < 2; ++dir)
             for (int s = 0; s < 3; ++s) {
-                const AlignedWords& r = dir == 0 ? roots_ : inv_roots_;
+                const AlignedWords &r = dir == 0 ? roots_ : inv_roots_,
+                                   &rp = dir == 0 ? roots_shoup_ : inv_roots_shoup_;
                 const std::size_t gap = std::size_t{1} << s, m = n / (2 * gap), per = 8 / gap;
                 AlignedWords* out = split_[dir][s];
                 out[0].assign(n / 16, 0);
@@ -59,7 +60,7 @@ NttTables::NttTables(u64 q, std::size_t n) : n_(n), mod_(q) {
                     out[1][j] = mul_mod(r[m + j], first_inv, mod_);
                     out[2][j] = shoup(out[1][j], q);
                 }
-                for (std::size_t c = 0; c < n / 16; ++c) out[0][c] = shoup(r[m + per * c], q);
+                for (std::size_t c = 0; c < n / 16; ++c) out[0][c] = rp[m + per * c];  // the block twiddles' own
             }
     }
 }
