@@ -32,7 +32,8 @@ public:
     // linearly and extended flat to the left and linearly (by the last segment) to the right.
     using LoadCurve = std::vector<std::pair<int, double>>;
     // One curve per width of the concurrent tasks (threads per task: the rows of the source's Tables 4-5), widths
-    // increasing. The factor at (busy, mean width) interpolates between the two nearest rows in log2(width).
+    // increasing. The factor at (busy, mean width) interpolates between the two nearest rows in log2(width); wider
+    // than the widest row w, it is that row's at busy - mean width + w (the same threads busy beside the task's team).
     using LoadTable = std::vector<std::pair<int, LoadCurve>>;
 
     CostModel() = default;

@@ -333,6 +333,10 @@ TEST(SchedCostModel, PaperTablesAndJsonRoundTrip) {
     EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 128, 1), 1091.0 / 348);  // Table 4, t = 1, M = 128
     EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::add, 64, 2), 103.0 / 81);        // Table 5, t = 2, M = 32
     EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 1, 1), 1.0);
+    // Wider than the widest row (t = 8): that row at as many threads busy beside the task's team. 16-thread tasks on
+    // 64 threads: 48 beside each, as two teams of 8 at 56 (M = 7, between M = 4 and 8 of Table 4's t = 8 row).
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 64, 16), (52 + (69 - 52) * (56 - 32) / 32.0) / 51);
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 16, 16), 1.0);  // alone
     const CostModel back = CostModel::from_json(cm.to_json());
     // A name that is not UTF-8 (C++ strings are bytes) is written with U+FFFD in its place, not refused by the JSON
     // writer's exception.
@@ -584,6 +588,8 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
         EXPECT_EQ(rows[0].second[1].first, 2);
         EXPECT_GE(rows[0].second[1].second, 1.0);
         EXPECT_DOUBLE_EQ(loaded.load_factor(op, 2, 1), rows[0].second[1].second);
+        // A 2-thread task alone (busy 2, mean width 2) has no team beside it: the width-1 row at one busy thread.
+        EXPECT_DOUBLE_EQ(loaded.load_factor(op, 2, 2), 1.0);
     }
     EXPECT_EQ(CostModel::from_json(loaded.to_json()).to_json(), loaded.to_json());
     for (Policy p : all_policies()) {
