@@ -20,6 +20,7 @@ import numpy as np
 
 from ._kasoku import hardware_threads
 from ._kasoku import sched as _s
+from .errors import ParameterError
 
 Graph = _s.Graph
 CostModel = _s.CostModel
@@ -130,6 +131,39 @@ def simulate(
     return StreamResult(raw, policy, int(threads), "simulated")
 
 
+def median_model(models: Sequence[CostModel]) -> CostModel:
+    """The entrywise median of cost models measured with the same parameters and thread count (their tables, alignment,
+    load points and overhead): a model is a snapshot of the machine, and on a shared one a single measurement can
+    come out a few per cent off the machine's state over a longer run (docs/SCHEDULING.md, "Models measured through
+    the study"). Raises ParameterError for no models or models of different shapes, names or machines."""
+    if not models:
+        raise ParameterError("median_model: no cost models given")
+    docs = [m.to_dict() for m in models]
+
+    def med(vals: list, where: str):
+        first = vals[0]
+        if isinstance(first, float):
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+                raise ParameterError(f"median_model: the models differ in kind at {where}")
+            return float(np.median(vals))
+        if isinstance(first, list):
+            if any(not isinstance(v, list) or len(v) != len(first) for v in vals):
+                raise ParameterError(
+                    f"median_model: the models differ in shape at {where}; measure them with the same parameters "
+                    "and threads"
+                )
+            return [med([v[i] for v in vals], f"{where}[{i}]") for i in range(len(first))]
+        if isinstance(first, dict):
+            if any(not isinstance(v, dict) or v.keys() != first.keys() for v in vals):
+                raise ParameterError(f"median_model: the models have different entries at {where or 'the top'}")
+            return {k: med([v[k] for v in vals], f"{where}.{k}" if where else k) for k in first}
+        if any(v != first for v in vals):  # names, machines, counts (nq_min, widths, busy threads)
+            raise ParameterError(f"median_model: the models differ at {where}: {first!r} and others")
+        return first
+
+    return CostModel.from_dict(med(docs, ""))
+
+
 _measured: dict = {}
 
 
@@ -157,7 +191,7 @@ def run(
 ) -> RunResult:
     """Runs the job stream for real: each job starts at its arrival (ms after the call) on `inputs`, tasks run on
     this machine's threads (None: all cores) with the thread counts the policy gives; a task on several threads has
-    them pinned to CPUs that no other running task holds. `cost` gives the priorities
+    them pinned to CPUs that no other running task holds, a one-thread task too. `cost` gives the priorities
     and the kasoku policy's estimates; None measures one for ctx's parameters and the graph's operation mix (once
     per process). `ev` needs the
     relinearisation key for products and the Galois keys of `graph.rotation_steps()` for rotations (MissingKeyError
@@ -174,6 +208,7 @@ def run(
 __all__ = [
     "Graph",
     "CostModel",
+    "median_model",
     "Executor",
     "check_job",
     "StreamResult",

@@ -64,6 +64,36 @@ def test_cost_model_paper_save_load(tmp_path):
         sched.CostModel.load(str(tmp_path / "bad.json"))
 
 
+def test_median_model_is_entrywise():
+    """median_model: each time, alignment entry, load factor and overhead is the median of the models'; models of other
+    shapes or machines are refused."""
+    cm = sched.CostModel.from_paper()
+    d = cm.to_dict()
+    d["overhead_ms"] = 0.5
+    models = [sched.CostModel.from_dict(d).scaled(f) for f in (0.9, 1.0, 1.3)]
+    m = sched.median_model(models)
+    for op, nq, t in (("multiply", 8, 1), ("rotate", 5, 3), ("add_plain", 2, 12)):
+        assert m.time_ms(op, nq, t) == pytest.approx(cm.time_ms(op, nq, t))
+    assert m.overhead_ms == pytest.approx(0.5)
+    loads = []
+    for f in (1.0, 1.2, 5.0):  # one load factor changed per model: the median takes the middle one
+        e = cm.to_dict()
+        e["load"]["rotate"][0][1][1][1] *= f
+        loads.append(sched.CostModel.from_dict(e))
+    assert sched.median_model(loads).load_factor("rotate", 4, 1) == pytest.approx(1.2 * cm.load_factor("rotate", 4, 1))
+    assert sched.median_model([cm]).to_json() == cm.to_json()
+    with pytest.raises(ks.ParameterError, match="no cost models"):
+        sched.median_model([])
+    short = cm.to_dict()
+    short["ops"]["add"]["ms"] = short["ops"]["add"]["ms"][:3]
+    with pytest.raises(ks.ParameterError, match="shape"):
+        sched.median_model([cm, sched.CostModel.from_dict(short)])
+    other = cm.to_dict()
+    other["machine"] = "another machine"
+    with pytest.raises(ks.ParameterError, match="machine"):
+        sched.median_model([cm, sched.CostModel.from_dict(other)])
+
+
 def test_poisson_is_seeded():
     a, b = sched.poisson(mean_ms=80, jobs=5000, seed=1), sched.poisson(mean_ms=80, jobs=5000, seed=1)
     assert isinstance(a, np.ndarray) and np.array_equal(a, b)
@@ -481,6 +511,22 @@ def test_cli_real_executor_makes_the_keys_of_the_graphs_rotations(capsys):
     assert main([*args, "--jobs", "2", "--window", "1,2", "--policy", "kasoku", "--threads", "2"]) == 0
     rows = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
     assert [r["graph"] for r in rows] == ["matmul:3", "random:24:2"] and all(r["executor"] == "real" for r in rows)
+
+
+def test_cli_remeasure_takes_the_median_of_the_measurements(tmp_path, capsys):
+    """--remeasure: the cost model measured again after each stream, the next streams and --save-cost on the median of
+    the measurements so far; only with --executor real --cost measure."""
+    from kasoku.__main__ import main
+
+    saved = tmp_path / "cost.json"
+    args = ["schedule", "--executor", "real", "--params", "T12", "--graph", "exp:2", "--D", "50,60", "--jobs", "2"]
+    args += ["--window", "1,2", "--policy", "fixed-1", "--threads", "2", "--reps", "1", "--save-cost", str(saved)]
+    assert main([*args, "--remeasure"]) == 0
+    rows = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
+    assert [r["cost_measurements"] for r in rows] == [1, 2]
+    assert sched.CostModel.load(str(saved)).name == "measured T12"
+    assert main([*args[:2], "sim", *args[3:], "--remeasure"]) == 2
+    assert "--remeasure goes with --executor real --cost measure" in capsys.readouterr().err
 
 
 def test_bench_sched_model_noise_spreads(monkeypatch):

@@ -137,6 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"rounds of timings for --cost measure (medians; default {ks.sched.CostModel.DEFAULT_REPS})",
     )
     s.add_argument(
+        "--remeasure",
+        action="store_true",
+        help="with --executor real and --cost measure: measure the cost model again after each stream (graph, D, "
+        "seed); the streams after it and --save-cost take the median of every measurement so far (one model is a "
+        "snapshot of a shared machine)",
+    )
+    s.add_argument(
         "--job-slowdown",
         type=float,
         default=None,
@@ -266,6 +273,19 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
+            cost = args.cost or ("paper" if args.executor == "sim" else "measure")
+            if args.remeasure and (
+                args.executor != "real"
+                or cost != "measure"
+                or args.job_slowdown is not None
+                or args.cost_scale is not None
+            ):
+                print(
+                    "error: --remeasure goes with --executor real --cost measure, without the what-ifs "
+                    "--job-slowdown and --cost-scale",
+                    file=sys.stderr,
+                )
+                return 2
             w = tuple(int(v) for v in args.window.split(","))
             threads = args.threads or (126 if args.executor == "sim" else ks.hardware_threads())
             schedule_cli.run(
@@ -275,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                 w,
                 threads,
                 args.executor,
-                args.cost or ("paper" if args.executor == "sim" else "measure"),
+                cost,
                 args.params,
                 args.seeds,
                 args.graph.split(","),
@@ -288,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                 first_seed=args.first_seed,
                 trace_path=args.trace,
                 cost_scale=args.cost_scale,
+                remeasure=args.remeasure,
             )
             return 0
         if args.cmd == "bench":

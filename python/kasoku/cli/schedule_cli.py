@@ -127,10 +127,12 @@ def run(
     first_seed: int = 1,
     trace_path: str | None = None,
     cost_scale: float | None = None,
+    remeasure: bool = False,
 ) -> list[dict]:
     params = ks.Parameters.named(params_name)
     built = {spec: make_graph(spec, 7 if cost == "paper" else params.levels) for spec in graphs}
     cm = _cost_model(cost, params, threads, save_cost, reps, built.values())
+    measured = [cm]  # with remeasure: every measurement so far; the streams use, and save_cost keeps, their median
     if job_slowdown is not None:
         cm = cm.with_job_slowdown(job_slowdown)
     if cost_scale is not None:  # after --save-cost: the file keeps the model as measured or loaded
@@ -180,6 +182,8 @@ def run(
                         "machine": cm.machine,
                         **r.to_dict(),
                     }
+                    if remeasure:
+                        row["cost_measurements"] = len(measured)
                     if cm.job_slowdown:
                         row["job_slowdown"] = cm.job_slowdown
                     if cost_scale is not None:
@@ -219,6 +223,12 @@ def run(
                         file=sys.stderr,
                         flush=True,
                     )
+                if remeasure:  # after each stream's runs, so that the measurements span the study
+                    measured.append(_cost_model("measure", params, threads, None, reps, built.values()))
+                    cm = sched.median_model(measured)
+                    if save_cost:
+                        cm.save(save_cost)
+                    print(f"the cost model: the median of {len(measured)} measurements", file=sys.stderr)
     for f in (out, trace):
         if f:
             f.close()

@@ -82,10 +82,11 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
-// The CPUs of team i of w threads, i * w .. (i + 1) * w - 1 of `cpus`, as the executor pins a task's team (Runners):
-// none (not pinned) for one thread, or where `cpus` has fewer than the `needed` CPUs of all the teams.
+// The CPUs of team i of w threads, i * w .. (i + 1) * w - 1 of `cpus`, as the executor pins a task's threads
+// (Runners): none (not pinned) for a single thread in all, or where `cpus` has fewer than the `needed` CPUs of all the
+// teams.
 std::vector<int> team_cpus(const std::vector<int>& cpus, int i, int w, int needed) {
-    if (w == 1 || cpus.size() < static_cast<std::size_t>(needed)) return {};
+    if (needed < 2 || cpus.size() < static_cast<std::size_t>(needed)) return {};
     return std::vector<int>(cpus.begin() + i * w, cpus.begin() + (i + 1) * w);
 }
 
@@ -388,11 +389,10 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     // after another (2 Zen 5 threads, reps 5): the entries of the key-switching kinds differed by 3.0-5.4 % (median
     // over the entries, three such triples) and up to 8-119 % with each entry's calls back to back; by 1.8-2.6 % and
     // up to 6-11 % interleaved (four triples).
-    // The calls run on a thread of their own as a runner of the executor runs a task: a team of several threads
-    // pinned to CPUs of its own (bind_team, as the executor binds a task's team; its cost is in the dispatch
-    // overhead), one thread free to run on any CPU; each round times every entry of one thread count before the next
-    // count, so that a team's calls follow each other as a stream's tasks of that width do. On 2 Zen 5 threads a
-    // pinned team took 4-5 % longer than the same calls from an unpinned caller (SCHED rotation 4.65 -> 4.86 ms,
+    // The calls run on a thread of their own as a runner of the executor runs a task, its threads pinned to CPUs of
+    // their own as the executor pins a task's (bind_team; its cost is in the dispatch overhead); each round times
+    // every entry of one thread count before the next count, so that a team's calls follow each other as a stream's
+    // tasks of that width do. On 2 Zen 5 threads a pinned team took 4-5 % longer than the same calls from an unpinned caller (SCHED rotation 4.65 -> 4.86 ms,
     // multiplication 5.1 -> 5.35 ms), and the stream's 2-thread tasks had run 1.07-1.12x the table measured unpinned;
     // a team's calls alternated with one-thread calls took 1.2-1.8x, its second thread woken each time.
     constexpr int kInputs = 4;  // ciphertexts per level (and per team below), two pairs taken in turn (run_next)

@@ -136,7 +136,7 @@ void detail::Runners::join() {
 
 void detail::Runners::loop() {
     std::unique_lock lk(m_);
-    bool pinned = false;  // this runner bound to a team's CPUs (made with cpus_ as its affinity, as its creator's)
+    std::vector<int> pinned;  // the CPUs this runner's last task was bound to (none: free on cpus_, as made)
     while (true) {
         cv_.wait(lk, [&] { return closing_ || !queue_.empty(); });
         if (queue_.empty()) return;  // closing
@@ -144,21 +144,21 @@ void detail::Runners::loop() {
         queue_.pop_front();
         std::exception_ptr error;
         if (std::optional<Task> t = task_(p)) {
-            std::vector<std::size_t> mine;  // the free CPUs a team of several threads takes, lowest first
-            for (std::size_t c = 0; p.threads > 1 && c < cpus_.size() && mine.size() < std::size_t(p.threads); ++c)
+            std::vector<std::size_t> mine;  // the free CPUs the task's threads take, lowest first
+            for (std::size_t c = 0; c < cpus_.size() && mine.size() < std::size_t(p.threads); ++c)
                 if (!busy_[c]) mine.push_back(c);
-            if (mine.size() != std::size_t(p.threads)) mine.clear();  // one thread (or, never expected, too few free)
+            if (mine.size() != std::size_t(p.threads)) mine.clear();  // never expected: too few free
             std::vector<int> team;
             for (std::size_t c : mine) {
                 busy_[c] = 1;
                 team.push_back(cpus_[c]);
             }
-            if (!team.empty() || pinned) {  // a one-thread task after another one: already free to run anywhere
+            if (team.size() > 1 || team != pinned) {  // a one-thread task on the CPU it ran on before: as it is
                 lk.unlock();
                 if (team.empty()) unbind(cpus_);
                 else bind_team(team);
                 lk.lock();
-                pinned = !team.empty();
+                pinned = team;
             }
             error = run_task(lk, *t->ev, *t->g, p.node, p.threads, *t->vals, *t->uses);
             for (std::size_t c : mine) busy_[c] = 0;
