@@ -392,9 +392,10 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     // The calls run on a thread of their own as a runner of the executor runs a task, its threads pinned to CPUs of
     // their own as the executor pins a task's (bind_team; its cost is in the dispatch overhead); each round times
     // every entry of one thread count before the next count, so that a team's calls follow each other as a stream's
-    // tasks of that width do. On 2 Zen 5 threads a pinned team took 4-5 % longer than the same calls from an unpinned caller (SCHED rotation 4.65 -> 4.86 ms,
-    // multiplication 5.1 -> 5.35 ms), and the stream's 2-thread tasks had run 1.07-1.12x the table measured unpinned;
-    // a team's calls alternated with one-thread calls took 1.2-1.8x, its second thread woken each time.
+    // tasks of that width do. On 2 Zen 5 threads a pinned team took 4-5 % longer than the same calls from an
+    // unpinned caller (SCHED rotation 4.65 -> 4.86 ms, multiplication 5.1 -> 5.35 ms), and the stream's 2-thread
+    // tasks had run 1.07-1.12x the table measured unpinned; a team's calls alternated with one-thread calls took
+    // 1.2-1.8x, its second thread woken each time.
     constexpr int kInputs = 4;  // ciphertexts per level (and per team below), two pairs taken in turn (run_next)
     std::vector<std::vector<ckks::Ciphertext>> at(static_cast<std::size_t>(top));  // at[i]: kInputs at nq = 2 + i
     for (int c = 0; c < kInputs; ++c) {
