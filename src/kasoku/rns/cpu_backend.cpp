@@ -506,23 +506,45 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t nu
     const RnsPoly* add[2] = {add_b, add_a};
     const std::vector<u64>& q = ring().q_primes();
     const std::size_t out_halves = split ? 2 : 1;
-    const auto output_limb = [&](std::size_t job) {
-        const std::size_t i = order ? (*order)[job / out_halves] : job / out_halves, h0 = out_halves == 2 ? job % 2 : 0,
-                          h1 = out_halves == 2 ? h0 + 1 : 2;
-        AlignedWords scratch((perm ? 3 : 2) * n_);
-        const u64* x[2];
-        limbs(i, scratch.data(), scratch.data() + n_, x[0], x[1]);
-        for (std::size_t h = h0; h < h1; ++h) {
-            u64* t = perm ? scratch.data() + 2 * n_ : limb(result[h], i);
-            conv.convert_to(i, yp[h].data(), n_, t, v[h].data());
-            arith::ntt_forward(t, *ntt_[i]);
-            arith::sub_mod(x[h], t, n_, q[i], t);
-            arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, q[i], t);
-            if (add[h]) arith::add_mod(t, limb(*add[h], i), n_, q[i], t);
-            if (perm) arith::permute(t, perm, n_, limb(result[h], i));
+    // A job is a group of up to 4 output limbs (of one half, or both): their conversions column chunk by column chunk,
+    // so that each chunk of the s source limbs is read once for the group while it stays in cache, then each limb's
+    // transform and the rest. Groups only while there are two jobs a thread. H16 on one Zen 5 thread and two, four
+    // alternated rounds against one limb a job: ModDown with the rescale 14.5 -> 13.7 and 8.0 -> 7.4 ms, ModDown with
+    // the automorphism 12.3 -> 11.9 and 6.8 -> 6.3 ms.
+    const std::size_t group = std::clamp<std::size_t>(keep * out_halves / (2 * std::max(threads, 1)), 1, 4),
+                      groups = (keep + group - 1) / group;
+    const auto output_group = [&](std::size_t job) {
+        const std::size_t g = job / out_halves, h0 = out_halves == 2 ? job % 2 : 0, h1 = out_halves == 2 ? h0 + 1 : 2;
+        const std::size_t first = g * group, count = std::min(group, keep - first);
+        auto limb_at = [&](std::size_t k) { return order ? (*order)[first + k] : first + k; };
+        AlignedWords scratch(2 * n_), converted(perm ? count * (h1 - h0) * n_ : 0);
+        auto target = [&](std::size_t k, std::size_t h) {
+            return perm ? converted.data() + ((h - h0) * count + k) * n_ : limb(result[h], limb_at(k));
+        };
+        constexpr std::size_t kColumns = 2048;
+        std::vector<const u64*> part(s);
+        for (std::size_t h = h0; h < h1; ++h)
+            for (std::size_t c = 0; c < n_; c += kColumns) {
+                const std::size_t len = std::min(kColumns, n_ - c);
+                for (std::size_t j = 0; j < s; ++j) part[j] = yp[h][j] + c;
+                for (std::size_t k = 0; k < count; ++k)
+                    conv.convert_to(limb_at(k), part.data(), len, target(k, h) + c, v[h].data() + c);
+            }
+        for (std::size_t k = 0; k < count; ++k) {
+            const std::size_t i = limb_at(k);
+            const u64* x[2];
+            limbs(i, scratch.data(), scratch.data() + n_, x[0], x[1]);
+            for (std::size_t h = h0; h < h1; ++h) {
+                u64* t = target(k, h);
+                arith::ntt_forward(t, *ntt_[i]);
+                arith::sub_mod(x[h], t, n_, q[i], t);
+                arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, q[i], t);
+                if (add[h]) arith::add_mod(t, limb(*add[h], i), n_, q[i], t);
+                if (perm) arith::permute(t, perm, n_, limb(result[h], i));
+            }
         }
     };
-    parallel_for(threads, keep * out_halves, output_limb, Schedule::dynamic);
+    parallel_for(threads, groups * out_halves, output_group, Schedule::dynamic);
     out_b = std::move(result[0]);
     out_a = std::move(result[1]);
 }
