@@ -524,6 +524,7 @@ def test_cli_remeasure_takes_the_median_of_the_measurements(tmp_path, capsys):
     assert main([*args, "--remeasure"]) == 0
     rows = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
     assert [r["cost_measurements"] for r in rows] == [1, 2]
+    assert all(0 <= r["cpu_steal_pct"] <= 100 for r in rows)  # this Linux's /proc/stat
     assert sched.CostModel.load(str(saved)).name == "measured T12"
     assert main([*args[:2], "sim", *args[3:], "--remeasure"]) == 2
     assert "--remeasure goes with --executor real --cost measure" in capsys.readouterr().err

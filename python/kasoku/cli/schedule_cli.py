@@ -25,6 +25,25 @@ PAPER_TABLE6 = {
 }
 
 
+def cpu_times() -> tuple[int, int] | None:
+    """(steal, total) clock ticks of all CPUs from /proc/stat (Linux), or None: the time a hypervisor gave this VM's
+    CPUs to others, against all of it."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 8:
+        return None
+    return fields[7], sum(fields[:8])  # user nice system idle iowait irq softirq steal
+
+
+def _steal_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
+
+
 def _cost_model(spec: str, params, threads: int, save: str | None, reps: int = sched.CostModel.DEFAULT_REPS, mix=()):
     if spec == "paper":
         cm = sched.CostModel.from_paper()
@@ -153,12 +172,13 @@ def run(
                 k = (gi * len(ds) + di + seed - 1) % len(policies)
                 for pol in policies[k:] + policies[:k]:
                     t0 = time.time()
-                    err = None
+                    err = steal = None
                     if real is None:
                         r = sched.simulate(g, cm, threads, pol, arr, window)
                     else:
                         ctx, keys, ev, x, ct = real
                         names = [n["name"] for n in g.nodes if n["op"] == "input"]
+                        ticks = cpu_times()
                         r = sched.run(
                             g,
                             ctx,
@@ -170,6 +190,7 @@ def run(
                             window=window,
                             cost=cm,
                         )
+                        steal = _steal_pct(ticks, cpu_times())
                         want = expected_output(spec, x)
                         if want is not None:
                             got = ctx.decrypt(r.outputs[0][g.outputs[0][1]], keys.secret).real
@@ -182,6 +203,9 @@ def run(
                         "machine": cm.machine,
                         **r.to_dict(),
                     }
+                    if steal is not None:
+                        # a team of several threads waits at each barrier for a CPU the hypervisor took
+                        row["cpu_steal_pct"] = round(steal, 3)
                     if remeasure:
                         row["cost_measurements"] = len(measured)
                     if cm.job_slowdown:
