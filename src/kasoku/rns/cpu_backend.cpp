@@ -508,10 +508,10 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t nu
     const std::size_t out_halves = split ? 2 : 1;
     // A job is a group of up to 4 output limbs (of one half, or both): their conversions column chunk by column chunk,
     // so that each chunk of the s source limbs is read once for the group while it stays in cache, then each limb's
-    // transform and the rest. Groups only while there are two jobs a thread. H16 on one Zen 5 thread and two, four
-    // alternated rounds against one limb a job: ModDown with the rescale 14.5 -> 13.7 and 8.0 -> 7.4 ms, ModDown with
-    // the automorphism 12.3 -> 11.9 and 6.8 -> 6.3 ms.
-    const std::size_t group = std::clamp<std::size_t>(keep * out_halves / (2 * std::max(threads, 1)), 1, 4),
+    // transform and the rest. Groups only while there are four jobs a thread (at two, BOOT16's lower levels left
+    // the threads uneven). H16 on one Zen 5 thread and two, four alternated rounds against one limb a job: ModDown
+    // with the rescale 14.5 -> 13.7 and 8.0 -> 7.4 ms, ModDown with the automorphism 12.3 -> 11.9 and 6.8 -> 6.3 ms.
+    const std::size_t group = std::clamp<std::size_t>(keep * out_halves / (4 * std::max(threads, 1)), 1, 4),
                       groups = (keep + group - 1) / group;
     const auto output_group = [&](std::size_t job) {
         const std::size_t g = job / out_halves, h0 = out_halves == 2 ? job % 2 : 0, h1 = out_halves == 2 ? h0 + 1 : 2;

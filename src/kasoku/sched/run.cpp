@@ -147,7 +147,8 @@ void detail::Runners::loop() {
             std::vector<std::size_t> mine;  // the free CPUs the task's threads take, lowest first
             for (std::size_t c = 0; c < cpus_.size() && mine.size() < std::size_t(p.threads); ++c)
                 if (!busy_[c]) mine.push_back(c);
-            if (mine.size() != std::size_t(p.threads)) mine.clear();  // never expected: too few free
+            // Not pinned where there are more runners than CPUs (no cpus_), or, never expected, too few are free.
+            if (mine.size() != std::size_t(p.threads)) mine.clear();
             std::vector<int> team;
             for (std::size_t c : mine) {
                 busy_[c] = 1;
