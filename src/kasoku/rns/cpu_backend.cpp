@@ -135,11 +135,12 @@ private:
     // buffers given (n each) and pointers to those.
     using PairLimbs = std::function<void(std::size_t l, u64* b_buf, u64* a_buf, const u64*& b, const u64*& a)>;
     // (out_b, out_a) = round((b, a) / R) (+ the addends, then permuted by perm) on the first `keep` q-limbs, R = the
-    // product of the primes of src_limbs. The source limbs are taken first; then each output limb of both polynomials
-    // is taken, converted, transformed, combined and permuted while it is in cache. The outputs may be b and a.
+    // product of the primes of src_limbs. The source limbs are taken first; then the output limbs in groups of up to
+    // 4, each group converted column chunk by column chunk, then each of its limbs transformed, combined and permuted
+    // while it is in cache. The outputs may be b and a.
     // split: `limbs` only points into memory (the pair is held), so that the two polynomials of a limb may be taken by
-    // two threads. order: the output limbs in the order the threads take them, each the next when done with one (the
-    // costliest first; null: 0 .. keep - 1).
+    // two threads. order: the output limbs in the order the threads take them, consecutive ones grouped, each thread
+    // taking the next group when done with one (the costliest first; null: 0 .. keep - 1).
     void divide_exact(const PairLimbs& limbs, bool split, std::size_t num_q, const std::vector<std::size_t>& src_limbs,
                       const BaseConverter& conv, const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out_b,
                       RnsPoly& out_a, int threads, const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
