@@ -186,6 +186,8 @@ public:
     // @throws ParameterError for a bad operand or exec
     // @throws LevelError if a is at level 0
     Ciphertext rescale(const Ciphertext& a, Exec exec = {}) const;
+    // The same, in a's own memory (no copy of a).
+    Ciphertext rescale(Ciphertext&& a, Exec exec = {}) const;
     // a at `level` (at or below a's). A ciphertext on the canonical scale of its level (fresh, rescaled products,
     // bootstrapping's output) lands on the canonical scale of `level` (the limbs above level + 1 are dropped and one
     // integer constant and rescale by q_(level+1) adjust the scale, to a relative 2^-40), so it combines
@@ -196,9 +198,9 @@ public:
     Ciphertext drop_level(const Ciphertext& a, int level, Exec exec = {}) const;
     // Drops limbs down to `level`, nothing else: the scale stays a's (off the canonical scale of `level` when a was on
     // its own level's).
-    // @throws ParameterError for a bad operand
+    // @throws ParameterError for a bad operand or exec
     // @throws LevelError if `level` is above a's or below 0
-    Ciphertext drop_limbs(const Ciphertext& a, int level) const;
+    Ciphertext drop_limbs(const Ciphertext& a, int level, Exec exec = {}) const;
     // Every slot times i, exactly and without a level: the product by the monomial X^(n/2).
     // @throws ParameterError for a bad operand or exec
     Ciphertext multiply_by_i(const Ciphertext& a, Exec exec = {}) const;
@@ -389,6 +391,9 @@ private:
         const Ciphertext& a() const { return stored == 1 ? storage : *a_in; }
         const Ciphertext& b() const { return stored == 2 ? storage : *b_in; }
     };
+    // A ciphertext stamped like a (scale, keys, seed) with a's parts from `first` on copied by the backend (across
+    // its threads) and the ones before left empty, for the caller to write.
+    Ciphertext copied(const Ciphertext& a, std::size_t first, Exec exec) const;
     // sum: operands of a sum need one scale at one level (a product takes any two).
     Aligned align(const Ciphertext& a, const Ciphertext& b, bool sum, Exec exec) const;
     // The checks of linear_combination's terms: their lowest level and largest |coefficient| (constant included).

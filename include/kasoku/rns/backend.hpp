@@ -115,6 +115,11 @@ public:
     // @throws InternalError for a foreign a or out, or an a without limbs
     void raise_q0(const RnsPoly& a, RnsPoly& out, Exec exec) const;
 
+    // out = a's first num_q q-limbs (all by default) and its special limbs, in a's form: a copy the backend may spread
+    // over its threads (RnsPoly's copy constructor copies on the calling thread, the whole polynomial).
+    // @throws InternalError for a foreign a, num_q above a's, or an out that is a
+    void copy(const RnsPoly& a, RnsPoly& out, Exec exec, std::size_t num_q = npos) const;
+
     // ---- element-wise (a and b of one shape; out takes a's shape and may be a or b)
     // @throws InternalError for a foreign a, or a b of another shape
     void add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;
@@ -292,6 +297,9 @@ protected:
     virtual void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const = 0;
     // Default: centered_q0 on the host, then from_signed.
     virtual void do_raise_q0(const RnsPoly& a, RnsPoly& out, Exec exec) const;
+    // out shaped by copy(): its q-limbs from a's first ones, its special limbs from a's. The default copies through
+    // the memory on the calling thread.
+    virtual void do_copy(const RnsPoly& a, RnsPoly& out, Exec exec) const;
     virtual void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const = 0;
     virtual void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const = 0;
     virtual void do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const = 0;

@@ -289,7 +289,7 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev0, const EncryptedMatrix& a, con
     const MatmulPlan::Level& lv = p.at(level, exec);
     const ckks::Evaluator ev = counts ? ev0.counting(*counts) : ev0;
     const std::size_t G = p.grid, K = a.rows < p.block ? a.rows : p.block;
-    auto at_level = [&](const Ciphertext& x) { return x.level() == level ? x : ev.drop_limbs(x, level); };
+    auto at_level = [&](const Ciphertext& x) { return x.level() == level ? x : ev.drop_limbs(x, level, exec); };
     auto scalar_one = [&](const Ciphertext& x) {  // one level down at the canonical scale, like a masked rotation
         return ev.multiply_scalar(x, 1.0, true, exec);
     };

@@ -242,7 +242,7 @@ private:
         if (dry() || level >= level_of(i)) return own;
         const auto key = std::make_tuple(i, level, exact);
         if (const auto it = lowered_.find(key); it != lowered_.end()) return it->second;
-        return lowered_[key] = exact ? lower(own, level) : ev_->drop_limbs(own, level);
+        return lowered_[key] = exact ? lower(own, level) : ev_->drop_limbs(own, level, exec_);
     }
     const Ciphertext& power_at(std::size_t i, int level) { return taken_down(i, level, true); }
 

@@ -69,19 +69,23 @@ Evaluator::Aligned Evaluator::align(const Ciphertext& a, const Ciphertext& b, bo
     const Ciphertext& lo = a_high ? b : a;
     Ciphertext adjusted;
     if (same_scale(hi.scale, lo.scale)) {
-        adjusted = drop_limbs(hi, lo.level());
+        adjusted = drop_limbs(hi, lo.level(), exec);
     } else {
-        // Exact scale adjustment: drop to lo.level + 1, multiply by round(s_lo q / s_hi), rescale by q.
-        Ciphertext t = drop_limbs(hi, lo.level() + 1);
-        const double q = static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(lo.level()) + 1));
+        // Exact scale adjustment: drop to lo.level + 1, multiply by round(s_lo q / s_hi), rescale by q. The product
+        // reads the limbs it keeps in place (a linear combination of one term) and the rescale works in its result.
+        const std::size_t keep = static_cast<std::size_t>(lo.level()) + 2;
+        const double q = static_cast<double>(ctx_->rns().prime(keep - 1));
         const double c = std::nearbyint(lo.scale * q / hi.scale);
         if (c < 1.0)
             throw ScaleError("cannot align scales " + fmt_scale(hi.scale) + " and " + fmt_scale(lo.scale) +
                              ": rescale the operand with the larger scale first");
-        const auto res = integer_residues(ctx_->rns(), c);
-        for (auto& p : t.polys) ctx_->backend().mul_constant(p, res, p, exec);
-        t.scale = hi.scale * c;
-        adjusted = rescale(t, exec);
+        const std::vector<std::vector<std::uint64_t>> res{integer_residues(ctx_->rns(), c)};
+        Ciphertext t;
+        detail::stamp(t, hi, hi.scale * c);
+        t.polys.resize(hi.size());
+        for (std::size_t k = 0; k < hi.size(); ++k)
+            ctx_->backend().linear_combination({&hi.polys[k]}, res, keep, t.polys[k], exec);
+        adjusted = rescale(std::move(t), exec);
         adjusted.scale = lo.scale;  // equal up to a relative 2^-40: the rounding of c
     }
     return {&a, &b, std::move(adjusted), a_high ? 1 : 2};
@@ -125,8 +129,10 @@ Ciphertext Evaluator::sub(const Ciphertext& a0, const Ciphertext& b0, Exec exec)
 Ciphertext Evaluator::negate(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);
-    Ciphertext r = a;
-    for (auto& p : r.polys) ctx_->backend().negate(p, p, exec);
+    Ciphertext r;
+    detail::stamp(r, a, a.scale);
+    r.polys.resize(a.size());
+    for (std::size_t k = 0; k < a.size(); ++k) ctx_->backend().negate(a.polys[k], r.polys[k], exec);
     return r;
 }
 
@@ -144,8 +150,10 @@ Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);
     const Plaintext& mono = i_monomial(a.level(), exec);
-    Ciphertext r = a;
-    for (auto& p : r.polys) ctx_->backend().mul(p, mono.poly, p, exec);
+    Ciphertext r;
+    detail::stamp(r, a, a.scale);
+    r.polys.resize(a.size());
+    for (std::size_t k = 0; k < a.size(); ++k) ctx_->backend().mul(a.polys[k], mono.poly, r.polys[k], exec);
     return r;
 }
 
@@ -172,8 +180,8 @@ Ciphertext Evaluator::add_plain(const Ciphertext& a, const std::vector<std::comp
     check(a, "operand");
     exec = ctx_->exec(exec);
     Plaintext pt = encoder_.encode(values, a.scale, a.level(), exec);
-    Ciphertext r = a;
-    ctx_->backend().add(r.polys[0], pt.poly, r.polys[0], exec);
+    Ciphertext r = copied(a, 1, exec);
+    ctx_->backend().add(a.polys[0], pt.poly, r.polys[0], exec);
     return r;
 }
 
@@ -189,8 +197,8 @@ Ciphertext Evaluator::add_scalar(const Ciphertext& a, std::complex<double> c, Ex
         throw ScaleError("constant " + std::to_string(c.real()) +
                          " times the scale does not fit the modulus at this level");
     const auto res = integer_residues(ctx_->rns(), v);
-    Ciphertext r = a;
-    ctx_->backend().add_constant(r.polys[0], res, r.polys[0], exec);
+    Ciphertext r = copied(a, 1, exec);
+    ctx_->backend().add_constant(a.polys[0], res, r.polys[0], exec);
     return r;
 }
 
@@ -213,10 +221,11 @@ Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std:
     const double pt_scale = plain_scale(a);
     check_scale_fits(a.scale * pt_scale, a.level(), "multiply_plain");
     Plaintext pt = encoder_.encode(values, pt_scale, a.level(), exec);
-    Ciphertext r = a;
-    for (auto& p : r.polys) ctx_->backend().mul(p, pt.poly, p, exec);
-    r.scale = a.scale * pt_scale;
-    return rescale_after ? rescale(r, exec) : r;
+    Ciphertext r;
+    detail::stamp(r, a, a.scale * pt_scale);
+    r.polys.resize(a.size());
+    for (std::size_t k = 0; k < a.size(); ++k) ctx_->backend().mul(a.polys[k], pt.poly, r.polys[k], exec);
+    return rescale_after ? rescale(std::move(r), exec) : r;
 }
 
 Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> c, bool rescale_after,
@@ -231,8 +240,10 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> 
     check_scale_fits(a.scale * pt_scale, a.level(), "multiply_scalar");
     const auto& be = ctx_->backend();
     const auto res = integer_residues(ctx_->rns(), c.real() * pt_scale);
-    Ciphertext r = a;
-    for (auto& p : r.polys) be.mul_constant(p, res, p, exec);
+    Ciphertext r;
+    detail::stamp(r, a, a.scale * pt_scale);
+    r.polys.resize(a.size());
+    for (std::size_t k = 0; k < a.size(); ++k) be.mul_constant(a.polys[k], res, r.polys[k], exec);
     if (c.imag() != 0.0) {
         // c in every slot is the polynomial Re c + Im c X^(n/2) (the encoding of the constant): a Re c plus (a Im c)
         // times the monomial this evaluator keeps per level, with nothing encoded or sent to a device.
@@ -245,8 +256,7 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> 
             be.add(r.polys[k], t, r.polys[k], exec);
         }
     }
-    r.scale = a.scale * pt_scale;
-    return rescale_after ? rescale(r, exec) : r;
+    return rescale_after ? rescale(std::move(r), exec) : r;
 }
 
 Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool rescale_after, Exec exec) const {
@@ -528,30 +538,48 @@ Ciphertext Evaluator::relinearize(const Ciphertext& a, Exec exec) const {
 }
 
 Ciphertext Evaluator::rescale(const Ciphertext& a, Exec exec) const {
+    check(a, "operand");
+    return rescale(copied(a, 0, exec), exec);
+}
+
+Ciphertext Evaluator::rescale(Ciphertext&& a, Exec exec) const {
     const Count count(*this, {.rescale = 1});
     check(a, "operand");
     if (a.level() == 0)
         throw LevelError(
             "rescale at level 0: the ciphertext has no level left; decrypt it, or use parameters with more levels");
     exec = ctx_->exec(exec);
-    Ciphertext r = a;
+    const double q = static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())));
+    Ciphertext r = std::move(a);
     ctx_->backend().rescale(r.polys, exec);
-    r.scale = a.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level())));
+    r.scale /= q;
     return r;
 }
 
-Ciphertext Evaluator::drop_limbs(const Ciphertext& a, int level) const {
+Ciphertext Evaluator::copied(const Ciphertext& a, std::size_t first, Exec exec) const {
+    exec = ctx_->exec(exec);
+    Ciphertext r;
+    detail::stamp(r, a, a.scale);
+    r.seed = a.seed;  // still a's second part's when that is copied (serialization checks it)
+    r.polys.resize(a.size());
+    for (std::size_t k = first; k < a.size(); ++k) ctx_->backend().copy(a.polys[k], r.polys[k], exec);
+    return r;
+}
+
+Ciphertext Evaluator::drop_limbs(const Ciphertext& a, int level, Exec exec) const {
     check(a, "operand");
     if (level < 0 || level > a.level())
         throw LevelError("drop_level to " + std::to_string(level) + ": the ciphertext is at level " +
                          std::to_string(a.level()) + " and levels can only go down to 0");
-    Ciphertext r = a;
-    for (auto& p : r.polys) p.truncate(static_cast<std::size_t>(level) + 1);
+    exec = ctx_->exec(exec);
+    Ciphertext r = copied(a, a.size(), exec);
+    for (std::size_t k = 0; k < a.size(); ++k)
+        ctx_->backend().copy(a.polys[k], r.polys[k], exec, static_cast<std::size_t>(level) + 1);
     return r;
 }
 
 Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, Exec exec) const {
-    Ciphertext r = drop_limbs(a, level);  // checks
+    Ciphertext r = drop_limbs(a, level, exec);  // checks
     if (level == a.level() || a.size() != 2 || !ctx_->is_canonical(a.scale, a.level())) return r;
     return linear_combination_at({&a}, {1.0}, 0.0, level, 0.0, exec);
 }

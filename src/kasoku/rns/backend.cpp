@@ -100,6 +100,21 @@ void Backend::sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) c
     do_sub(a, b, out, exec);
 }
 
+void Backend::copy(const RnsPoly& a, RnsPoly& out, Exec exec, std::size_t num_q) const {
+    check_mine(a, "copy");
+    if (num_q == npos) num_q = a.num_q();
+    require(num_q <= a.num_q(), "copy", "more q-limbs asked for than the polynomial has");
+    require(&a != &out, "copy", "out is the polynomial copied");
+    shape(num_q, a.num_p(), a.ntt_form(), out);
+    do_copy(a, out, exec);
+}
+
+void Backend::do_copy(const RnsPoly& a, RnsPoly& out, Exec) const {
+    const std::size_t n = a.n(), nq = out.num_q();
+    memory_->copy(PolyAccess::data(a), n * nq, PolyAccess::data(out));
+    memory_->copy(PolyAccess::data(a) + n * a.num_q(), n * a.num_p(), PolyAccess::data(out) + n * nq);
+}
+
 void Backend::negate(const RnsPoly& a, RnsPoly& out, Exec exec) const {
     check_mine(a, "negate");
     shape(a, out);

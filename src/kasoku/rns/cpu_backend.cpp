@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -84,6 +85,7 @@ protected:
     void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const override;
     void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const override;
     void do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const override;
+    void do_copy(const RnsPoly& a, RnsPoly& out, Exec exec) const override;
     void do_negate(const RnsPoly& a, RnsPoly& out, Exec exec) const override;
     void do_mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const override;
     void do_fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const override;
@@ -255,6 +257,13 @@ void CpuBackend::do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec e
 void CpuBackend::do_sub(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const {
     for_columns(exec.threads, a.limbs(), n_, [&](std::size_t i, std::size_t c, std::size_t len) {
         arith::sub_mod(limb(a, i) + c, limb(b, i) + c, len, ring().prime(pidx(i, a.num_q())), limb(out, i) + c);
+    });
+}
+
+void CpuBackend::do_copy(const RnsPoly& a, RnsPoly& out, Exec exec) const {
+    for_columns(exec.threads, out.limbs(), n_, [&](std::size_t i, std::size_t c, std::size_t len) {
+        const std::size_t from = i < out.num_q() ? i : i - out.num_q() + a.num_q();  // special limbs after a's q-limbs
+        std::memcpy(limb(out, i) + c, limb(a, from) + c, len * sizeof(u64));
     });
 }
 

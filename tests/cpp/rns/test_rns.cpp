@@ -166,6 +166,29 @@ TEST(RnsPoly, StorageIsOwnedAndCopied) {
     EXPECT_THROW(moved.truncate(5), InternalError);
 }
 
+// Backend::copy against RnsPoly's own copy and truncate (the reference), on 1, 2 and 3 threads.
+TEST(Backend, CopyTakesTheLeadingLimbsAndTheSpecialOnes) {
+    Fixture f;
+    std::mt19937_64 rng(3);
+    const RnsPoly a = f.random(5, 2, rng, true);
+    for (int T : {1, 2, 3})
+        for (std::size_t nq : {5u, 3u, 1u, 0u}) {
+            RnsPoly want = a, got;
+            if (nq < 5) want.truncate(nq, 2);
+            f.be->copy(a, got, T, nq == 5 ? Backend::npos : nq);
+            ASSERT_EQ(got, want) << T << " threads, " << nq << " q-limbs";
+            EXPECT_TRUE(got.ntt_form());
+        }
+    RnsPoly out = f.random(2, 0, rng, false);  // reshaped, as every output
+    f.be->copy(a, out, 2, 4);
+    EXPECT_EQ(out.num_q(), 4u);
+    EXPECT_EQ(out.num_p(), 2u);
+    EXPECT_THROW(f.be->copy(a, out, 2, 6), InternalError);  // more limbs than a has
+    RnsPoly self = a;
+    EXPECT_THROW(f.be->copy(self, self, 2), InternalError);
+    EXPECT_THROW(f.be->copy(RnsPoly(), out, 2), InternalError);
+}
+
 TEST(Backend, ShapeMismatchesAreInternalErrors) {
     Fixture f;
     std::mt19937_64 rng(9);
