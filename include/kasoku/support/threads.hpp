@@ -1,6 +1,7 @@
 // Thread counts are per-call arguments (docs/DESIGN.md §3.1); 0 means "all cores".
 #pragma once
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 namespace kasoku {
@@ -15,13 +16,8 @@ int resolve_threads(int threads);
 // 0 .. hardware_threads() - 1 where that cannot be read).
 std::vector<int> usable_cpus();
 
-// Pins the calling thread to cpus[0] and the threads of the OpenMP teams it opens with up to cpus.size() threads to
-// cpus[1], cpus[2], ... (team thread i to cpus[i]; libgomp gives a thread's teams the same threads in the same order).
-// For callers that run teams side by side from several threads (the scheduler's runners): left to itself, Linux may
-// wake a team's thread on the CPU of another team, and two threads of one team then share a core until it moves them.
-// Does nothing for an empty list or where affinity cannot be set (not Linux).
-void bind_team(const std::vector<int>& cpus);
-// Lets the calling thread run on any of `cpus` again (nothing for an empty list, or where affinity cannot be set).
+// Lets the calling thread run on any of `cpus` and no other (one CPU: pins it there; nothing for an empty list, or
+// where affinity cannot be set).
 void unbind(const std::vector<int>& cpus);
 
 // How parallel_for shares its jobs among the threads.
@@ -40,15 +36,63 @@ enum class Schedule {
     dynamic,
 };
 
-// Runs body(i) for i in [0, count) on up to `threads` OpenMP threads (no team when 1, or in a build without OpenMP).
-// body must not throw (an exception cannot leave an OpenMP team).
+// Threads of its own for the parallel_for calls of one thread (a scheduler runner's tasks), in place of OpenMP's.
+// libgomp gives every thread that opens parallel regions a pool of its own, and once its pools hold more threads than
+// there are CPUs, a waiting team thread spins only 100 rounds before it sleeps in the kernel: with a pool per runner,
+// every parallel region of a runner's task woke its second thread from a futex (8 context switches and +20 % for a
+// SCHED plaintext product on 2 Zen 5 threads; docs/SCHEDULING.md). A team's helpers spin while the owner's task runs
+// (each pinned to a CPU of the task's) and sleep between tasks, so a task wakes them once.
+class ThreadTeam {
+public:
+    // A team of up to max_threads threads: the owner (the thread that engages it) and helpers made when first needed.
+    explicit ThreadTeam(int max_threads);
+    ~ThreadTeam();  // ends the helpers; not while engaged
+    ThreadTeam(const ThreadTeam&) = delete;
+    ThreadTeam& operator=(const ThreadTeam&) = delete;
+
+    // While an Engaged lives, parallel_for on the thread that made it runs its up to `threads` threads on the team:
+    // that thread and threads - 1 helpers, helper i pinned to cpus[i] (none pinned for fewer cpus than threads). The
+    // helpers spin between the regions meanwhile (for up to a millisecond each wait) and sleep once it ends.
+    // @throws ParameterError for threads outside 1..max_threads, or a thread that has a team engaged already
+    class Engaged {
+    public:
+        Engaged(ThreadTeam& team, int threads, const std::vector<int>& cpus);
+        ~Engaged();
+        Engaged(const Engaged&) = delete;
+        Engaged& operator=(const Engaged&) = delete;
+
+    private:
+        ThreadTeam& team_;
+    };
+
+    // For parallel_for: runs fn(ctx, i) for i in [0, count) on `threads` threads of the calling thread's engaged team
+    // (false, nothing run, where it has none), every index once, each thread's indices as `how` gives them; a job
+    // whose helper has not woken yet is run by the caller.
+    static bool run(int threads, std::size_t count, void (*fn)(void*, std::size_t), void* ctx, int how);
+    // Whether the calling thread is inside a team's region (parallel_for then runs serially, as a nested OpenMP
+    // region would).
+    static bool in_region();
+
+private:
+    struct State;
+    State* s_;
+};
+
+// Runs body(i) for i in [0, count) on up to `threads` threads: the calling thread's engaged ThreadTeam, or else an
+// OpenMP team (no team when 1, inside a team's region, or in a build without OpenMP). body must not throw (an
+// exception cannot leave a team).
 template <class F>
 void parallel_for(int threads, std::size_t count, F&& body, Schedule how = Schedule::interleaved) {
-    if (threads <= 1 || count <= 1) {
+    if (threads <= 1 || count <= 1 || ThreadTeam::in_region()) {
         for (std::size_t i = 0; i < count; ++i) body(i);
         return;
     }
     [[maybe_unused]] int t = static_cast<int>(count) < threads ? static_cast<int>(count) : threads;
+    using Body = std::remove_reference_t<F>;
+    if (ThreadTeam::run(
+            t, count, [](void* b, std::size_t i) { (*static_cast<Body*>(b))(i); },
+            const_cast<void*>(static_cast<const void*>(&body)), static_cast<int>(how)))
+        return;
     if (how == Schedule::interleaved) {
 #pragma omp parallel for num_threads(t) schedule(static, 1)
         for (std::size_t i = 0; i < count; ++i) body(i);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -104,8 +105,32 @@ void on_thread(const F& f) {
     if (failed) std::rethrow_exception(failed);
 }
 
+// A measuring thread runs its calls as a runner runs tasks (detail::Runners): pinned to the first CPU of its team
+// (sit), and each call of several threads on its ThreadTeam, engaged for that call alone, the helpers on the team's
+// other CPUs (so the call wakes them, as a task does).
+class Seat {
+public:
+    explicit Seat(int max_threads) : helpers_(max_threads) {}
+    void sit(std::vector<int> team, const std::vector<int>& all) {
+        team_ = std::move(team);
+        if (team_.empty()) unbind(all);
+        else unbind({team_[0]});
+    }
+    template <class F>
+    auto run(int threads, const F& f) {
+        std::optional<ThreadTeam::Engaged> wide;
+        if (threads > 1) wide.emplace(helpers_, threads, team_);
+        return f();
+    }
+
+private:
+    ThreadTeam helpers_;
+    std::vector<int> team_;
+};
+
 // Time of one dispatch as the real executor does it: a condition-variable hand-off to a waiting thread, which then
-// binds a team of `threads` threads to CPUs (a parallel region; bind_team, as a runner does) and hands back.
+// pins itself (once: a runner pins itself when its CPUs change) and hands back. Waking a task's helpers is part of
+// each call's time (Seat).
 double measure_overhead_ms(int threads, int reps) {
     const std::vector<int> team = team_cpus(usable_cpus(), 0, threads, threads);
     std::mutex m;
@@ -115,13 +140,12 @@ double measure_overhead_ms(int threads, int reps) {
     std::chrono::steady_clock::time_point sent;
     std::vector<double> lat;
     std::thread worker([&] {
+        if (!team.empty()) unbind({team[0]});
         std::unique_lock lk(m);
         while (true) {
             cv.wait(lk, [&] { return stop || posted > served; });
             if (stop) return;
             lk.unlock();
-            if (team.empty()) parallel_for(threads, static_cast<std::size_t>(threads), [](std::size_t) {});
-            else bind_team(team);
             auto now = std::chrono::steady_clock::now();
             lk.lock();
             lat.push_back(std::chrono::duration<double, std::milli>(now - sent).count());
@@ -343,19 +367,19 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     // a and b, two ciphertexts, so that they read both (one ciphertext as both operands read half the memory: a SCHED
     // multiplication on one Zen 5 thread took 2-3 % less on (a, a) than on (a, b)); constants 0.5 (product) and 1
     // (sum); rotation by one slot.
-    auto run_op = [&](OpKind op, const ckks::Ciphertext& a, const ckks::Ciphertext& b, int t) {
+    auto run_op = [&](Seat& seat, OpKind op, const ckks::Ciphertext& a, const ckks::Ciphertext& b, int t) {
         Node n;
         n.op = op;
         n.constant = op == OpKind::multiply_plain ? 0.5 : 1.0;
         n.step = 1;
-        return detail::execute(ev, n, a, b, t);
+        return seat.run(t, [&] { return detail::execute(ev, n, a, b, t); });
     };
     // Calls that follow each other take their operands from pairs of ciphertexts in turn (cts: an even number), so that
     // no call reads what the call before it read: it would find them in the caches (a SCHED square after a product
     // of the ciphertext it squares: 5-6 % under the stream's squares).
-    auto run_next = [&](OpKind op, const std::vector<ckks::Ciphertext>& cts, std::size_t& c, int t) {
+    auto run_next = [&](Seat& seat, OpKind op, const std::vector<ckks::Ciphertext>& cts, std::size_t& c, int t) {
         const std::size_t i = 2 * (c++ % (cts.size() / 2));
-        return run_op(op, cts[i], cts[i + 1], t);
+        return run_op(seat, op, cts[i], cts[i + 1], t);
     };
     auto ms_of = [](const auto& f) {  // one call of f, in ms
         const auto t0 = std::chrono::steady_clock::now();
@@ -390,7 +414,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     // over the entries, three such triples) and up to 8-119 % with each entry's calls back to back; by 1.8-2.6 % and
     // up to 6-11 % interleaved (four triples).
     // The calls run on a thread of their own as a runner of the executor runs a task, its threads pinned to CPUs of
-    // their own as the executor pins a task's (bind_team; its cost is in the dispatch overhead); each round times
+    // their own as the executor pins a task's (Seat: a ThreadTeam engaged for each call); each round times
     // every entry of one thread count before the next count, so that a team's calls follow each other as a stream's
     // tasks of that width do. On 2 Zen 5 threads a pinned team took 4-5 % longer than the same calls from an
     // unpinned caller (SCHED rotation 4.65 -> 4.86 ms, multiplication 5.1 -> 5.35 ms), and the stream's 2-thread
@@ -413,18 +437,19 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     std::vector<std::vector<double>> calls(kTaskKinds * at.size() * threads_n), align_calls(aligned.size() * threads_n);
     const std::vector<int> cpus = usable_cpus();  // team i on CPUs of its own (team_cpus)
     on_thread([&] {
+        Seat seat(max_threads);
         for (int round = -1; round < reps; ++round) {
             for (int t = 1; t <= max_threads; ++t) {
-                const std::vector<int> team = team_cpus(cpus, 0, t, max_threads);
-                if (team.empty()) unbind(cpus);
-                else bind_team(team);
+                seat.sit(team_cpus(cpus, 0, t, max_threads), cpus);
                 for (std::size_t i = 0; i < at.size(); ++i) {
                     for (int k = 0; k < kTaskKinds; ++k) {
-                        const double ms = ms_of([&] { return run_next(kind_at(k), at[i], next, t); });
+                        const double ms = ms_of([&] { return run_next(seat, kind_at(k), at[i], next, t); });
                         if (round >= 0) calls[(k * at.size() + i) * threads_n + t - 1].push_back(ms);
                     }
                     if (i < aligned.size()) {
-                        const double ms = ms_of([&] { return ev.add(aligned[i].first, aligned[i].second, t); });
+                        const double ms = ms_of([&] {
+                            return seat.run(t, [&] { return ev.add(aligned[i].first, aligned[i].second, t); });
+                        });
                         if (round >= 0) align_calls[i * threads_n + t - 1].push_back(ms);
                     }
                 }
@@ -468,24 +493,26 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         for (int c = 0; c < kInputs; ++c) v.push_back(fresh(top));
     std::array<LoadTable, kTaskKinds> load;
     for (int k = 0; k < kTaskKinds; ++k) load[k] = {{1, {{1, 1.0}}}};
-    // Runs f on a thread of its own pinned to team 0's CPUs of width w, and rethrows what it throws.
+    // Runs f(seat) on a thread of its own seated on team 0's CPUs of width w, and rethrows what it throws.
     auto on_team0 = [&](int w, const auto& f) {
         on_thread([&] {
-            bind_team(team_cpus(cpus, 0, w, max_threads));
-            f();
+            Seat seat(max_threads);
+            seat.sit(team_cpus(cpus, 0, w, max_threads), cpus);
+            f(seat);
         });
     };
-    auto time_team0 = [&](OpKind op, int w) {
+    auto time_team0 = [&](Seat& seat, OpKind op, int w) {
         std::size_t c = 0;
-        return time_fn([&] { return run_next(op, own[0], c, w); }, std::max(reps, 3) * (is_light(op) ? 20 : 1));
+        return time_fn([&] { return run_next(seat, op, own[0], c, w); }, std::max(reps, 3) * (is_light(op) ? 20 : 1));
     };
     // The reference of a point: the same loop on team 0's CPUs with no other team running (the table's entries are
     // timed in rounds among the other entries, which leaves their caches colder than this loop's).
     std::vector<std::vector<double>> alone_ms(kTaskKinds, std::vector<double>(threads_n, 0.0));
     for (int w = 1; 2 * w <= max_threads; w *= 2)
-        on_team0(w, [&] {
+        on_team0(w, [&](Seat& seat) {
             for (int k = 0; k < kTaskKinds; ++k)
-                alone_ms[static_cast<std::size_t>(k)][static_cast<std::size_t>(w - 1)] = time_team0(kind_at(k), w);
+                alone_ms[static_cast<std::size_t>(k)][static_cast<std::size_t>(w - 1)] =
+                    time_team0(seat, kind_at(k), w);
         });
     for (auto [w, m] : points) {
         std::atomic<bool> stop{false};
@@ -494,21 +521,22 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         others.reserve(static_cast<std::size_t>(m - 1));
         for (int i = 0; i < m - 1; ++i)
             others.emplace_back([&, i, w] {
-                bind_team(team_cpus(cpus, i + 1, w, max_threads));
+                Seat seat(max_threads);
+                seat.sit(team_cpus(cpus, i + 1, w, max_threads), cpus);
                 const auto& cts = own[static_cast<std::size_t>(i) + 1];
                 std::size_t c = 0;
                 for (std::size_t j = static_cast<std::size_t>(i) * 7 % kinds.size(); !stop;
                      j = (j + 1) % kinds.size()) {
-                    run_next(kinds[j], cts, c, w);
+                    run_next(seat, kinds[j], cts, c, w);
                     if (j == static_cast<std::size_t>(i) * 7 % kinds.size()) started.fetch_add(1);
                 }
             });
         while (started.load() < m - 1) std::this_thread::yield();  // every other team past its first task
         std::exception_ptr failed;
         try {
-            on_team0(w, [&, w = w, m = m] {  // the measured team: team 0, on a thread of its own like the others
+            on_team0(w, [&, w = w, m = m](Seat& seat) {  // the measured team: team 0, on a thread of its own
                 for (int k = 0; k < kTaskKinds; ++k) {
-                    const double loaded = time_team0(kind_at(k), w);
+                    const double loaded = time_team0(seat, kind_at(k), w);
                     const double alone = alone_ms[static_cast<std::size_t>(k)][static_cast<std::size_t>(w - 1)];
                     auto& rows = load[k];
                     if (rows.back().first != w) rows.emplace_back(w, LoadCurve{{w, 1.0}});

@@ -117,12 +117,14 @@ std::exception_ptr run_task(std::unique_lock<std::mutex>& lk, const ckks::Evalua
 // it with run_task on what `task` gives for it (nothing: skipped, e.g. a task of a job that has ended), and reports
 // to `ended` with the task's exception (null on success); `task` and `ended` are called under the lock. The threads
 // end once close() has been called and the queue is empty (an owner that stops at once clears the queue first).
-// Where there are no more runners than usable CPUs, the team of a task of several threads runs on CPUs of its own:
-// the runner takes as many free CPUs as the task has threads and binds its team to them (bind_team) until the task
-// ends; the placed tasks never hold more threads than there are runners, so the CPUs never run out. A one-thread
-// task has no team to keep together: its runner may run on any of the CPUs (unbind), where Linux balances it.
-// Unpinned, Linux woke the second thread of a 2-thread task on the first one's core often enough that such tasks ran
-// 1.5x their time alone in a stream (Zen 5, 2 cores; docs/SCHEDULING.md).
+// A task of several threads runs on the runner and helpers of the runner's own (a ThreadTeam, which spins between the
+// task's parallel loops and sleeps between tasks: OpenMP teams, one pool per runner, slept in the kernel at every loop
+// once the pools outnumbered the CPUs). Where there are no more runners than usable CPUs, that team runs on CPUs of
+// its own: the runner takes as many free CPUs as the task has threads, pins itself to the first and its helpers to
+// the others until the task ends; the placed tasks never hold more threads than there are runners, so the CPUs never
+// run out. Unpinned, Linux woke the second thread of a 2-thread task on the first one's core often enough that such
+// tasks ran 1.5x their time alone in a stream (Zen 5, 2 cores; docs/SCHEDULING.md). A one-thread task is pinned to
+// a free CPU likewise.
 class Runners {
 public:
     struct Task {
@@ -152,6 +154,7 @@ private:
     std::function<void(const Placement&, std::exception_ptr)> ended_;
     std::vector<int> cpus_;   // the CPUs tasks are pinned to (empty: not pinned)
     std::vector<char> busy_;  // per entry of cpus_: a running task's
+    int width_ = 1;           // the widest task: the runners' count
     std::vector<std::thread> threads_;
 };
 

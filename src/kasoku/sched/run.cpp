@@ -1,5 +1,5 @@
 // The real executor: one scheduler thread (the caller) and opts.threads runner threads. A runner takes a placed task,
-// calls the evaluator with the task's thread count (an OpenMP team of that size inside the runner, pinned to CPUs no
+// calls the evaluator with the task's thread count (the runner and helpers of its own, a ThreadTeam, pinned to CPUs no
 // other running task has) and reports back; the placed tasks never hold more than opts.threads threads, so a runner
 // and its CPUs are always free for a placement.
 #include <chrono>
@@ -106,6 +106,7 @@ detail::Runners::Runners(std::mutex& m, int threads, std::function<std::optional
         if (cpus_.size() < static_cast<std::size_t>(threads)) cpus_.clear();  // more runners than CPUs: not pinned
         busy_.assign(cpus_.size(), 0);
     }
+    width_ = threads;
     threads_.reserve(static_cast<std::size_t>(threads));
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
 }
@@ -135,8 +136,9 @@ void detail::Runners::join() {
 }
 
 void detail::Runners::loop() {
+    ThreadTeam helpers(width_);  // a wide task's other threads (made when first needed)
     std::unique_lock lk(m_);
-    std::vector<int> pinned;  // the CPUs this runner's last task was bound to (none: free on cpus_, as made)
+    int pinned = -1;  // the CPU this runner's last task bound it to (-1: free on cpus_, as made)
     while (true) {
         cv_.wait(lk, [&] { return closing_ || !queue_.empty(); });
         if (queue_.empty()) return;  // closing
@@ -154,14 +156,19 @@ void detail::Runners::loop() {
                 busy_[c] = 1;
                 team.push_back(cpus_[c]);
             }
-            if (team.size() > 1 || team != pinned) {  // a one-thread task on the CPU it ran on before: as it is
+            if (const int first = team.empty() ? -1 : team[0];
+                first != pinned) {  // on the CPU it ran on before: as it is
                 lk.unlock();
                 if (team.empty()) unbind(cpus_);
-                else bind_team(team);
+                else unbind({first});
                 lk.lock();
-                pinned = team;
+                pinned = first;
             }
+            // The task's other threads: this runner's helpers, pinned to the rest of the team's CPUs (ThreadTeam)
+            std::optional<ThreadTeam::Engaged> wide;
+            if (p.threads > 1) wide.emplace(helpers, p.threads, team);
             error = run_task(lk, *t->ev, *t->g, p.node, p.threads, *t->vals, *t->uses);
+            wide.reset();
             for (std::size_t c : mine) busy_[c] = 0;
         }
         ended_(p, error);

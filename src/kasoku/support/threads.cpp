@@ -4,9 +4,13 @@
 #include <omp.h>
 #endif
 #ifdef __linux__
+#include <pthread.h>
 #include <sched.h>
 #endif
 
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -53,26 +57,164 @@ void unbind([[maybe_unused]] const std::vector<int>& cpus) {
 #endif
 }
 
+// ---------------------------------------------------------------- ThreadTeam
+
 namespace {
-void pin_self(int cpu) { unbind({cpu}); }  // the calling thread to that one CPU
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+void pin_thread([[maybe_unused]] std::thread& t, [[maybe_unused]] int cpu) {
+#ifdef __linux__
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(t.native_handle(), sizeof set, &set);  // a failure leaves it where it is
+#endif
+}
+
+thread_local void* t_engaged = nullptr;  // the State of the calling thread's engaged team, if any
+thread_local bool t_in_region = false;
+
 }  // namespace
 
-void bind_team(const std::vector<int>& cpus) {
-    if (cpus.empty()) return;
-    const int n = static_cast<int>(cpus.size());
-    if (n == 1) {
-        pin_self(cpus[0]);
-        return;
+// A region is generation g: the owner writes its job, marks the slots it does not use as taken in g, and publishes g;
+// slot k (thread k's share of the indices) is run by whoever takes it first (claim[k]: from below g to g), helper k - 1
+// or, once done with its own, the owner; the region ends when all `threads` slots are done. A helper that wakes too
+// late finds its slot taken and waits for the next generation.
+struct ThreadTeam::State {
+    explicit State(int max) : max_threads(max), claim(new std::atomic<std::uint64_t>[static_cast<std::size_t>(max)]) {
+        for (int k = 0; k < max; ++k) claim[k].store(0, std::memory_order_relaxed);
     }
-#pragma omp parallel num_threads(n)
-    {
-#ifdef _OPENMP
-        const int i = omp_get_thread_num();
-#else
-        const int i = 0;
-#endif
-        if (i < n) pin_self(cpus[static_cast<std::size_t>(i)]);
+    const int max_threads;
+    std::unique_ptr<std::atomic<std::uint64_t>[]> claim;
+    std::atomic<std::uint64_t> gen{0};
+    std::atomic<std::uint32_t> bell{0};  // rung with every generation (the futex word the helpers sleep on)
+    std::atomic<bool> engaged{false}, quit{false};
+    std::atomic<int> done{0};
+    std::atomic<std::size_t> next{0};  // Schedule::dynamic's next index
+    // The region's job: written by the owner before it publishes the generation, read after a slot is taken.
+    void (*fn)(void*, std::size_t) = nullptr;
+    void* ctx = nullptr;
+    std::size_t count = 0;
+    int threads = 0, how = 0;
+    struct Helper {
+        std::thread thread;
+        int cpu = -1;
+    };
+    std::vector<Helper> helpers;
+    std::vector<int> engaged_cpus;
+
+    bool take(int k, std::uint64_t g) {
+        std::uint64_t prev = claim[k].load(std::memory_order_acquire);
+        return prev < g && claim[k].compare_exchange_strong(prev, g, std::memory_order_acq_rel);
     }
+    void run_slot(int k) {
+        const auto t = static_cast<std::size_t>(threads), kk = static_cast<std::size_t>(k);
+        t_in_region = true;
+        if (how == static_cast<int>(Schedule::interleaved)) {
+            for (std::size_t i = kk; i < count; i += t) fn(ctx, i);
+        } else if (how == static_cast<int>(Schedule::contiguous)) {
+            for (std::size_t i = kk * count / t, e = (kk + 1) * count / t; i < e; ++i) fn(ctx, i);
+        } else {
+            for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < count;) fn(ctx, i);
+        }
+        t_in_region = false;
+        done.fetch_add(1, std::memory_order_acq_rel);
+    }
+    void helper_loop(int k) {
+        std::uint64_t seen = 0;
+        for (;;) {
+            const std::uint32_t b = bell.load(std::memory_order_acquire);
+            const std::uint64_t g = gen.load(std::memory_order_acquire);
+            if (quit.load(std::memory_order_acquire)) return;
+            if (g == seen) {
+                // Spin while the owner's task runs (its next region comes within microseconds), for up to 1 ms.
+                const auto t0 = std::chrono::steady_clock::now();
+                for (unsigned i = 1;
+                     engaged.load(std::memory_order_relaxed) && gen.load(std::memory_order_acquire) == seen &&
+                     !quit.load(std::memory_order_relaxed);
+                     ++i) {
+                    cpu_relax();
+                    if (i % 1024 == 0 && std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(1)) break;
+                }
+                if (gen.load(std::memory_order_acquire) == seen && !quit.load(std::memory_order_acquire))
+                    bell.wait(b, std::memory_order_acquire);
+                continue;
+            }
+            seen = g;
+            if (take(k, g)) run_slot(k);
+        }
+    }
+    void ring() {
+        bell.fetch_add(1, std::memory_order_acq_rel);
+        bell.notify_all();
+    }
+};
+
+ThreadTeam::ThreadTeam(int max_threads) : s_(new State(max_threads < 1 ? 1 : max_threads)) {}
+
+ThreadTeam::~ThreadTeam() {
+    s_->quit.store(true, std::memory_order_release);
+    s_->ring();
+    for (auto& h : s_->helpers) h.thread.join();
+    delete s_;
+}
+
+ThreadTeam::Engaged::Engaged(ThreadTeam& team, int threads, const std::vector<int>& cpus) : team_(team) {
+    State& s = *team.s_;
+    if (threads < 1 || threads > s.max_threads)
+        throw ParameterError("ThreadTeam: " + std::to_string(threads) + " threads asked of a team of at most " +
+                             std::to_string(s.max_threads));
+    if (t_engaged) throw ParameterError("ThreadTeam: this thread has a team engaged already");
+    while (static_cast<int>(s.helpers.size()) < threads - 1) {
+        const int k = static_cast<int>(s.helpers.size()) + 1;  // its slot
+        s.helpers.push_back({std::thread([&s, k] { s.helper_loop(k); }), -1});
+    }
+    if (cpus.size() >= static_cast<std::size_t>(threads))
+        for (int i = 1; i < threads; ++i) {
+            auto& h = s.helpers[static_cast<std::size_t>(i) - 1];
+            if (h.cpu != cpus[static_cast<std::size_t>(i)]) {
+                h.cpu = cpus[static_cast<std::size_t>(i)];
+                pin_thread(h.thread, h.cpu);
+            }
+        }
+    s.engaged.store(true, std::memory_order_release);
+    t_engaged = &s;
+}
+
+ThreadTeam::Engaged::~Engaged() {
+    team_.s_->engaged.store(false, std::memory_order_release);
+    t_engaged = nullptr;
+}
+
+bool ThreadTeam::in_region() { return t_in_region; }
+
+bool ThreadTeam::run(int threads, std::size_t count, void (*fn)(void*, std::size_t), void* ctx, int how) {
+    if (!t_engaged) return false;
+    State& s = *static_cast<State*>(t_engaged);
+    if (threads > static_cast<int>(s.helpers.size()) + 1) threads = static_cast<int>(s.helpers.size()) + 1;
+    s.fn = fn;
+    s.ctx = ctx;
+    s.count = count;
+    s.threads = threads;
+    s.how = how;
+    s.next.store(0, std::memory_order_relaxed);
+    s.done.store(0, std::memory_order_relaxed);
+    const std::uint64_t g = s.gen.load(std::memory_order_relaxed) + 1;
+    for (int k = 0; k < s.max_threads; ++k)
+        if (k == 0 || k >= threads) s.claim[k].store(g, std::memory_order_relaxed);
+    s.gen.store(g, std::memory_order_release);
+    s.ring();
+    s.run_slot(0);
+    for (int k = 1; k < threads; ++k)  // the slots of helpers not awake yet
+        if (s.take(k, g)) s.run_slot(k);
+    while (s.done.load(std::memory_order_acquire) < threads) cpu_relax();
+    return true;
 }
 
 }  // namespace kasoku

@@ -1,9 +1,11 @@
 // The scheduler (seed 001): graphs, cost models, policies, the simulator and the real executor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 #ifdef __linux__
@@ -80,31 +82,76 @@ std::vector<int> affinity() {
     return out;
 }
 
-// The runners pin a task's team to CPUs of its own (docs/SCHEDULING.md): team thread i to cpus[i], the same threads in
-// later regions, and unbind() lets the thread go anywhere again. On a thread of its own, so that the test's thread
-// keeps its affinity.
-TEST(SchedThreads, BindTeamPinsEachTeamThreadToItsCpu) {
+// unbind() keeps the calling thread to the CPUs given (one: pins it) and lets it go anywhere again. On a thread of its
+// own, so that the test's thread keeps its affinity.
+TEST(SchedThreads, UnbindPinsTheCallingThreadToItsCpus) {
     const std::vector<int> cpus = usable_cpus();
     ASSERT_FALSE(cpus.empty());
     EXPECT_EQ(cpus, affinity());
-    if (cpus.size() < 2) GTEST_SKIP() << "one usable CPU: a team of two cannot have CPUs of its own";
     std::thread([&] {
-        const std::vector<int> team{cpus[1], cpus[0]};  // reversed: thread i goes where the list says
-        bind_team(team);
-        for (int region = 0; region < 2; ++region) {
-            std::vector<std::vector<int>> seen(2);
-            parallel_for(2, 2, [&](std::size_t i) { seen[i] = affinity(); });  // static: iteration i on thread i
-            EXPECT_EQ(seen[0], std::vector<int>{team[0]}) << "region " << region;
-            EXPECT_EQ(seen[1], std::vector<int>{team[1]}) << "region " << region;
-        }
-        bind_team({cpus[0]});
-        EXPECT_EQ(affinity(), std::vector<int>{cpus[0]});
+        unbind({cpus.back()});
+        EXPECT_EQ(affinity(), std::vector<int>{cpus.back()});
+        unbind({});  // nothing to do
+        EXPECT_EQ(affinity(), std::vector<int>{cpus.back()});
         unbind(cpus);
-        EXPECT_EQ(affinity(), cpus);
-        bind_team({});  // nothing to do
         EXPECT_EQ(affinity(), cpus);
     }).join();
     EXPECT_EQ(affinity(), cpus);
+}
+
+// A ThreadTeam engaged on a thread runs its parallel_for calls: every index once for every schedule and count, on at
+// most `threads` threads, the helpers on the CPUs given (cpus[i] for helper i; the owner where it was), a nested call
+// on the thread that makes it; and back to OpenMP once disengaged.
+TEST(SchedThreads, ThreadTeamRunsEveryIndexOnceOnItsPinnedHelpers) {
+    const std::vector<int> cpus = usable_cpus();
+    ThreadTeam team(3);
+    std::thread([&] {
+        for (int threads : {2, 3}) {
+            const std::vector<int> pins = cpus.size() >= static_cast<std::size_t>(threads)
+                                              ? std::vector<int>(cpus.rbegin(), cpus.rbegin() + threads)
+                                              : std::vector<int>{};
+            const ThreadTeam::Engaged engaged(team, threads, pins);
+            EXPECT_THROW(ThreadTeam::Engaged(team, 2, pins), ParameterError);  // one team per thread at a time
+            for (Schedule how : {Schedule::interleaved, Schedule::contiguous, Schedule::dynamic})
+                for (std::size_t count : {0u, 1u, 2u, 5u, 64u, 1000u})
+                    for (int region = 0; region < 20; ++region) {  // regions one after another, as a task's
+                        std::vector<int> hits(count, 0);
+                        std::vector<std::thread::id> by(count);
+                        std::vector<std::vector<int>> where(count);
+                        parallel_for(
+                            threads, count,
+                            [&](std::size_t i) {
+                                ++hits[i];
+                                by[i] = std::this_thread::get_id();
+                                if (i % 97 == 0) where[i] = affinity();
+                                if (count < 2) return;  // a serial loop, not a region: its calls may use the team
+                                int nested = 0;         // within a region: on this thread, serially
+                                parallel_for(threads, 4, [&](std::size_t) {
+                                    EXPECT_EQ(std::this_thread::get_id(), by[i]);
+                                    ++nested;
+                                });
+                                EXPECT_EQ(nested, 4);
+                            },
+                            how);
+                        ASSERT_EQ(hits, std::vector<int>(count, 1)) << threads << " threads, count " << count;
+                        std::set<std::thread::id> ids(by.begin(), by.end());
+                        EXPECT_LE(ids.size(), static_cast<std::size_t>(threads));
+                        for (std::size_t i = 0; i < count; i += 97)
+                            if (by[i] != std::this_thread::get_id() && !pins.empty()) {
+                                const auto slot = std::find(pins.begin(), pins.end(), where[i].front());
+                                EXPECT_EQ(where[i].size(), 1u);
+                                EXPECT_NE(slot, pins.begin()) << "a helper on the owner's CPU";
+                                EXPECT_NE(slot, pins.end()) << "a helper on a CPU not given";
+                            }
+                    }
+        }
+        int ran = 0;  // disengaged: the team runs nothing (parallel_for goes to OpenMP)
+        EXPECT_FALSE(ThreadTeam::run(
+            2, 2, [](void* r, std::size_t) { ++*static_cast<int*>(r); }, &ran, 0));
+        EXPECT_EQ(ran, 0);
+    }).join();
+    EXPECT_THROW(ThreadTeam::Engaged(team, 4, cpus), ParameterError);  // more threads than the team has
+    EXPECT_FALSE(ThreadTeam::in_region());
 }
 #endif
 
