@@ -176,6 +176,19 @@ Dispatcher::Dispatcher(const CostModel& cost, Policy policy, int threads)
     }
 }
 
+void borrow_unobserved(std::vector<double>& log_ratio, const std::vector<int>& seen) {
+    const int n = static_cast<int>(log_ratio.size());
+    std::vector<int> below(n, -1), above(n, -1);  // the nearest observed width at or below / at or above each
+    for (int i = 0, last = -1; i < n; ++i) below[i] = last = seen[i] ? i : last;
+    for (int i = n - 1, last = -1; i >= 0; --i) above[i] = last = seen[i] ? i : last;
+    for (int i = 0; i < n; ++i) {
+        if (seen[i]) continue;
+        const int b = below[i], a = above[i];
+        const int from = b < 0 ? a : a < 0 ? b : (i - b <= a - i ? b : a);
+        if (from >= 0) log_ratio[i] = log_ratio[from];
+    }
+}
+
 std::vector<StreamResult::Correction> Dispatcher::corrections() const {
     std::vector<StreamResult::Correction> out;
     for (int k = 0; k < kTaskKinds; ++k)
@@ -306,6 +319,7 @@ void Dispatcher::finish(const Placement& p, double now) {
         // The model's time for the task under the load it ran beside (the mean of the busy threads over its run), and
         // the mean of log(observed / that) over 8 tasks at the model's time (a prior) and the first 8 tasks of a kind
         // and thread count, then an exponential one of weight 1/16: it settles fast and follows a load that changes.
+        // Thread counts not run yet take the nearest run one's (borrow_unobserved), which is then their prior.
         // The simulator's own tasks thus teach it next to nothing; a real machine teaches it where the model is
         // wrong. Ratios are clamped to [1/4, 4], and the prior keeps one stalled task (a page fault storm, a
         // preempted runner) from swinging it: without it, a stream's first plaintext product, 2.1-4.6x the model on
@@ -322,7 +336,9 @@ void Dispatcher::finish(const Placement& p, double now) {
         constexpr int kPrior = 8;
         const int seen = ++seen_[k][i];
         log_ratio_[k][i] += (std::log(r) - log_ratio_[k][i]) / std::min(seen + kPrior, 16);
-        correction_[k][i] = std::exp(log_ratio_[k][i]);
+        borrow_unobserved(log_ratio_[k], seen_[k]);
+        for (int n = 0; n < threads_; ++n)
+            if (n == i || !seen_[k][n]) correction_[k][n] = std::exp(log_ratio_[k][n]);
     }
     if (batch_plan_ && p.trace_entry < result.tasks.size()) result.tasks[p.trace_entry].end_ms = now;
     if (!j.aborted)

@@ -99,6 +99,34 @@ TEST(SchedThreads, UnbindPinsTheCallingThreadToItsCpus) {
     EXPECT_EQ(affinity(), cpus);
 }
 
+// A thread count no task has run at takes the learnt log-ratio of the nearest one that has (the narrower on a tie);
+// the observed ones keep theirs, and with none observed nothing changes.
+TEST(SchedCorrection, UnobservedWidthsBorrowTheNearestObservedOne) {
+    std::vector<double> lr{0.0, 0.1, 0.0, 0.0, 0.3, 0.0, 0.0};
+    detail::borrow_unobserved(lr, {0, 1, 0, 0, 1, 0, 0});
+    EXPECT_EQ(lr, (std::vector<double>{0.1, 0.1, 0.1, 0.3, 0.3, 0.3, 0.3}));  // width 3 ties: the narrower (2)
+    std::vector<double> none{0.0, 0.0};
+    detail::borrow_unobserved(none, {0, 0});
+    EXPECT_EQ(none, (std::vector<double>{0.0, 0.0}));
+    // In a stream: kasoku on one thread only, tasks 1.5x the model, the 2-thread estimate follows the one-thread one.
+    const Graph g = maclaurin_exp(4, 6);
+    const CostModel cm = CostModel::from_paper();
+    detail::Dispatcher d(g, cm, Policy::fixed_1, 2, 1);
+    d.arrive(0, 0.0);
+    double now = 0;
+    for (auto placed = d.place(now); !placed.empty(); placed = d.place(now))
+        for (const auto& p : placed) {
+            now = p.start_ms + 1.5 * (p.expected_end_ms - p.start_ms);
+            d.finish(p, now);
+        }
+    ASSERT_TRUE(d.job_done(0));
+    for (const auto& c : d.corrections()) EXPECT_EQ(c.threads, 1);  // observed: one thread only
+    for (OpKind op : {OpKind::multiply, OpKind::square, OpKind::multiply_plain}) {
+        EXPECT_GT(d.correction(op, 1), 1.04) << op_name(op);  // one task: log 1.5 / 9 above the prior
+        EXPECT_EQ(d.correction(op, 2), d.correction(op, 1)) << op_name(op);
+    }
+}
+
 // A ThreadTeam engaged on a thread runs its parallel_for calls: every index once for every schedule and count, on at
 // most `threads` threads, the helpers on the CPUs given (cpus[i] for helper i; the owner where it was), a nested call
 // on the thread that makes it; and back to OpenMP once disengaged.
