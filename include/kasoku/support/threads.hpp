@@ -51,8 +51,9 @@ public:
     ThreadTeam& operator=(const ThreadTeam&) = delete;
 
     // While an Engaged lives, parallel_for on the thread that made it runs its up to `threads` threads on the team:
-    // that thread and threads - 1 helpers, helper i pinned to cpus[i] (none pinned for fewer cpus than threads). The
-    // helpers spin between the regions meanwhile (for up to a millisecond each wait) and sleep once it ends.
+    // that thread and threads - 1 helpers, helper i pinned to cpus[i] (none pinned for fewer cpus than threads). Pinned
+    // helpers spin between the regions meanwhile (for up to a millisecond each wait); they sleep once it ends, and
+    // unpinned ones whenever they wait.
     // @throws ParameterError for threads outside 1..max_threads, or a thread that has a team engaged already
     class Engaged {
     public:

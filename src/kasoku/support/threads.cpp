@@ -94,7 +94,9 @@ struct ThreadTeam::State {
     std::unique_ptr<std::atomic<std::uint64_t>[]> claim;
     std::atomic<std::uint64_t> gen{0};
     std::atomic<std::uint32_t> bell{0};  // rung with every generation (the futex word the helpers sleep on)
-    std::atomic<bool> engaged{false}, quit{false};
+    // spin: engaged on CPUs of its own (unpinned helpers sleep at once: spinning, they could hold a CPU another
+    // thread of the process needs, as libgomp's throttling avoids)
+    std::atomic<bool> spin{false}, quit{false};
     std::atomic<int> done{0};
     std::atomic<std::size_t> next{0};  // Schedule::dynamic's next index
     // The region's job: written by the owner before it publishes the generation, read after a slot is taken.
@@ -136,7 +138,7 @@ struct ThreadTeam::State {
                 // Spin while the owner's task runs (its next region comes within microseconds), for up to 1 ms.
                 const auto t0 = std::chrono::steady_clock::now();
                 for (unsigned i = 1;
-                     engaged.load(std::memory_order_relaxed) && gen.load(std::memory_order_acquire) == seen &&
+                     spin.load(std::memory_order_relaxed) && gen.load(std::memory_order_acquire) == seen &&
                      !quit.load(std::memory_order_relaxed);
                      ++i) {
                     cpu_relax();
@@ -183,12 +185,12 @@ ThreadTeam::Engaged::Engaged(ThreadTeam& team, int threads, const std::vector<in
                 pin_thread(h.thread, h.cpu);
             }
         }
-    s.engaged.store(true, std::memory_order_release);
+    s.spin.store(cpus.size() >= static_cast<std::size_t>(threads), std::memory_order_release);
     t_engaged = &s;
 }
 
 ThreadTeam::Engaged::~Engaged() {
-    team_.s_->engaged.store(false, std::memory_order_release);
+    team_.s_->spin.store(false, std::memory_order_release);
     t_engaged = nullptr;
 }
 
