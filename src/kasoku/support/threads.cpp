@@ -109,7 +109,6 @@ struct ThreadTeam::State {
         int cpu = -1;
     };
     std::vector<Helper> helpers;
-    std::vector<int> engaged_cpus;
 
     bool take(int k, std::uint64_t g) {
         std::uint64_t prev = claim[k].load(std::memory_order_acquire);
@@ -135,7 +134,8 @@ struct ThreadTeam::State {
             const std::uint64_t g = gen.load(std::memory_order_acquire);
             if (quit.load(std::memory_order_acquire)) return;
             if (g == seen) {
-                // Spin while the owner's task runs (its next region comes within microseconds), for up to 1 ms.
+                // Spin while engaged on CPUs of its own (the task's next region comes within microseconds), for up
+                // to 1 ms; then sleep until the bell rings.
                 const auto t0 = std::chrono::steady_clock::now();
                 for (unsigned i = 1;
                      spin.load(std::memory_order_relaxed) && gen.load(std::memory_order_acquire) == seen &&
