@@ -100,14 +100,16 @@ private:
     // Per kind and thread count (index n - 1): log of the observed / estimated ratio's running mean, and tasks seen.
     std::array<std::vector<double>, kTaskKinds> log_ratio_{}, correction_{};
     std::array<std::vector<int>, kTaskKinds> seen_{};
+    std::array<std::vector<int>, kTaskKinds> from_{};  // nearest_observed(seen_[k]), made again when a count first runs
 };
 
-// The learnt log-ratios of one kind (log_ratio[n - 1] for n threads): each thread count no task of it has run at yet
-// (seen[n - 1] = 0) takes those of the nearest count that has (the narrower one on a tie), so that a width is not
-// preferred only for never having been measured (the correction starts there from what the kind's other widths
-// taught). On 2 Zen 5 threads a model a few per cent under the stream's one-thread tasks made kasoku run rotations and
-// squares on two threads, which the simulator with the same model never chose: p95 +12 % against dynamic.
-void borrow_unobserved(std::vector<double>& log_ratio, const std::vector<int>& seen);
+// For the thread counts of one kind (seen[n - 1]: its tasks run at n threads), the index of the nearest count that has
+// run (itself where it has, the narrower one on a tie; -1 while none has). A count not run yet takes that one's learnt
+// ratio, so that a width is not preferred only for never having been measured (the correction starts there from what
+// the kind's other widths taught). On 2 Zen 5 threads a model a few per cent under the stream's one-thread tasks made
+// kasoku run rotations and squares on two threads, which the simulator with the same model never chose: p95 +12 %
+// against dynamic.
+std::vector<int> nearest_observed(const std::vector<int>& seen);
 
 // Runs task n on its operands with the evaluator (b is used by the two-operand tasks only): the real executor's
 // and CostModel::measure's one mapping from a task kind to the library's operation.

@@ -173,20 +173,20 @@ Dispatcher::Dispatcher(const CostModel& cost, Policy policy, int threads)
         log_ratio_[k].assign(threads, 0.0);
         correction_[k].assign(threads, 1.0);
         seen_[k].assign(threads, 0);
+        from_[k].assign(threads, -1);
     }
 }
 
-void borrow_unobserved(std::vector<double>& log_ratio, const std::vector<int>& seen) {
-    const int n = static_cast<int>(log_ratio.size());
-    std::vector<int> below(n, -1), above(n, -1);  // the nearest observed width at or below / at or above each
+std::vector<int> nearest_observed(const std::vector<int>& seen) {
+    const int n = static_cast<int>(seen.size());
+    std::vector<int> below(n, -1), above(n, -1), from(n, -1);  // the nearest observed width at or below / above each
     for (int i = 0, last = -1; i < n; ++i) below[i] = last = seen[i] ? i : last;
     for (int i = n - 1, last = -1; i >= 0; --i) above[i] = last = seen[i] ? i : last;
     for (int i = 0; i < n; ++i) {
-        if (seen[i]) continue;
         const int b = below[i], a = above[i];
-        const int from = b < 0 ? a : a < 0 ? b : (i - b <= a - i ? b : a);
-        if (from >= 0) log_ratio[i] = log_ratio[from];
+        from[i] = b < 0 ? a : a < 0 ? b : (i - b <= a - i ? b : a);
     }
+    return from;
 }
 
 std::vector<StreamResult::Correction> Dispatcher::corrections() const {
@@ -319,7 +319,7 @@ void Dispatcher::finish(const Placement& p, double now) {
         // The model's time for the task under the load it ran beside (the mean of the busy threads over its run), and
         // the mean of log(observed / that) over 8 tasks at the model's time (a prior) and the first 8 tasks of a kind
         // and thread count, then an exponential one of weight 1/16: it settles fast and follows a load that changes.
-        // Thread counts not run yet take the nearest run one's (borrow_unobserved), which is then their prior.
+        // Thread counts not run yet take the nearest run one's (nearest_observed), which is then their prior.
         // The simulator's own tasks thus teach it next to nothing; a real machine teaches it where the model is
         // wrong. Ratios are clamped to [1/4, 4], and the prior keeps one stalled task (a page fault storm, a
         // preempted runner) from swinging it: without it, a stream's first plaintext product, 2.1-4.6x the model on
@@ -335,10 +335,11 @@ void Dispatcher::finish(const Placement& p, double now) {
         const double r = std::clamp(took / model, 0.25, 4.0);
         constexpr int kPrior = 8;
         const int seen = ++seen_[k][i];
+        if (seen == 1) from_[k] = nearest_observed(seen_[k]);  // a width run the first time: who borrows from whom
         log_ratio_[k][i] += (std::log(r) - log_ratio_[k][i]) / std::min(seen + kPrior, 16);
-        borrow_unobserved(log_ratio_[k], seen_[k]);
-        for (int n = 0; n < threads_; ++n)
-            if (n == i || !seen_[k][n]) correction_[k][n] = std::exp(log_ratio_[k][n]);
+        correction_[k][i] = std::exp(log_ratio_[k][i]);
+        for (int n = 0; n < threads_; ++n)  // the widths not run yet that take width i's
+            if (n != i && from_[k][n] == i) log_ratio_[k][n] = log_ratio_[k][i], correction_[k][n] = correction_[k][i];
     }
     if (batch_plan_ && p.trace_entry < result.tasks.size()) result.tasks[p.trace_entry].end_ms = now;
     if (!j.aborted)

@@ -99,15 +99,12 @@ TEST(SchedThreads, UnbindPinsTheCallingThreadToItsCpus) {
     EXPECT_EQ(affinity(), cpus);
 }
 
-// A thread count no task has run at takes the learnt log-ratio of the nearest one that has (the narrower on a tie);
-// the observed ones keep theirs, and with none observed nothing changes.
+// A thread count no task has run at takes the learnt ratio of the nearest one that has (the narrower on a tie); the
+// observed ones keep theirs, and with none observed none is taken.
 TEST(SchedCorrection, UnobservedWidthsBorrowTheNearestObservedOne) {
-    std::vector<double> lr{0.0, 0.1, 0.0, 0.0, 0.3, 0.0, 0.0};
-    detail::borrow_unobserved(lr, {0, 1, 0, 0, 1, 0, 0});
-    EXPECT_EQ(lr, (std::vector<double>{0.1, 0.1, 0.1, 0.3, 0.3, 0.3, 0.3}));  // width 3 ties: the narrower (2)
-    std::vector<double> none{0.0, 0.0};
-    detail::borrow_unobserved(none, {0, 0});
-    EXPECT_EQ(none, (std::vector<double>{0.0, 0.0}));
+    EXPECT_EQ(detail::nearest_observed({0, 1, 0, 0, 1, 0, 0}), (std::vector<int>{1, 1, 1, 4, 4, 4, 4}));
+    EXPECT_EQ(detail::nearest_observed({0, 1, 0, 1}), (std::vector<int>{1, 1, 1, 3}));  // index 2 ties: the narrower
+    EXPECT_EQ(detail::nearest_observed({0, 0}), (std::vector<int>{-1, -1}));
     // In a stream: kasoku on one thread only, tasks 1.5x the model, the 2-thread estimate follows the one-thread one.
     const Graph g = maclaurin_exp(4, 6);
     const CostModel cm = CostModel::from_paper();
