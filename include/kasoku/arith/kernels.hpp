@@ -19,7 +19,8 @@ void mul_scalar_mod(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out)
 // Fused multiply-add: out = a * b + c mod q with one final reduction (seed 000 Alg. 4.1.1).
 void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out);
 // Dot product with constants, the core of RNS base conversion: out[c] = sum_{i<s} y[i][c] * f[i] mod t,
-// for any y[i][c] < 2^61 (residues of other moduli) and constants f[i] < t. `out` must not alias y.
+// for any y[i][c] < 2^61 (residues of other moduli) and constants f[i] < t. `out` may be one of the y[i] (each column
+// is read before it is written).
 // With `index` and `table` (entries < t), table[index[c]] is subtracted mod t: the overflow correction of an exact
 // base conversion, folded into the same pass. `small_sources`: every y[i][c] < 2^48 (the sources' primes are), which
 // lets a body take a faster path (the same residues).

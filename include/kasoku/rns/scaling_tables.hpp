@@ -24,9 +24,9 @@ struct ScalingTables {
     std::vector<std::vector<u64>> p_inv, p_inv_shoup;
     // per q_i: P with its Shoup constant, (p_0 >> 1) mod q_i
     std::vector<u64> p_mod_q, p_mod_q_shoup, p0_half;
-    // ModDown fused with the rescale at level l (1..L): (P, q_l) -> q_0..q_{l-1}; (P q_l)^-1 mod q_i, Shoup
+    // ModDown fused with the rescale at level l (1..L): (P, q_l) -> q_0..q_{l-1}; (P q_l)^-1 mod q_i
     std::vector<BaseConverter> pq_to_q;
-    std::vector<std::vector<u64>> pq_inv, pq_inv_shoup;
+    std::vector<std::vector<u64>> pq_inv;
 
     // The ModUp converter of digit j of a polynomial with num_q q-limbs.
     const BaseConverter& digit_converter(const RnsContext& ring, std::size_t digit, std::size_t num_q) const {

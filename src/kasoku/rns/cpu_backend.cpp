@@ -136,17 +136,18 @@ private:
     // Limb l of a pair (b, a) over Q_l * P_k (num_q q-limbs): pointers to its words, or the words written into the two
     // buffers given (n each) and pointers to those.
     using PairLimbs = std::function<void(std::size_t l, u64* b_buf, u64* a_buf, const u64*& b, const u64*& a)>;
-    // (out_b, out_a) = round((b, a) / R) (+ the addends, then permuted by perm) on the first `keep` q-limbs, R = the
-    // product of the primes of src_limbs. The source limbs are taken first; then the output limbs in groups of up to
-    // 4, each group converted column chunk by column chunk, then each of its limbs transformed, combined and permuted
-    // while it is in cache. The outputs may be b and a.
+    // (out_b, out_a) = round((b, a) / R) (+ the addends times add_factor, null: 1; then permuted by perm) on the first
+    // `keep` q-limbs, R = the product of the primes of src_limbs, inv its inverses mod the q-primes. The source limbs
+    // are taken first; then the output limbs in groups of up to 4, each group converted column chunk by column chunk,
+    // then each of its limbs transformed, combined and permuted while it is in cache. The outputs may be b and a.
     // split: `limbs` only points into memory (the pair is held), so that the two polynomials of a limb may be taken by
     // two threads. order: the output limbs in the order the threads take them, consecutive ones grouped, each thread
     // taking the next group when done with one (the costliest first; null: 0 .. keep - 1).
     void divide_exact(const PairLimbs& limbs, bool split, std::size_t num_q, const std::vector<std::size_t>& src_limbs,
-                      const BaseConverter& conv, const u64* inv, const u64* inv_shoup, std::size_t keep, RnsPoly& out_b,
-                      RnsPoly& out_a, int threads, const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
-                      const std::uint32_t* perm = nullptr, const std::vector<std::size_t>* order = nullptr) const;
+                      const BaseConverter& conv, const u64* inv, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a,
+                      int threads, const RnsPoly* add_b = nullptr, const RnsPoly* add_a = nullptr,
+                      const u64* add_factor = nullptr, const std::uint32_t* perm = nullptr,
+                      const std::vector<std::size_t>* order = nullptr) const;
     // round((a + addend) / r) on the first `keep` q-limbs of each of `count` polynomials over the same limbs, r the
     // prime of their last limb.
     void divide_round_by_last(RnsPoly* const* polys, std::size_t count, std::size_t keep, const u64* inv,
@@ -477,8 +478,8 @@ void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, E
 
 void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t num_q,
                               const std::vector<std::size_t>& src_limbs, const BaseConverter& conv, const u64* inv,
-                              const u64* inv_shoup, std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads,
-                              const RnsPoly* add_b, const RnsPoly* add_a, const std::uint32_t* perm,
+                              std::size_t keep, RnsPoly& out_b, RnsPoly& out_a, int threads, const RnsPoly* add_b,
+                              const RnsPoly* add_a, const u64* add_factor, const std::uint32_t* perm,
                               const std::vector<std::size_t>* order) const {
     // round(x / R): x - [x]_R (exact, centered conversion) is divisible by R. A job is a limb of both polynomials, or
     // (split) of one: 2 s jobs share evenly over two threads where s may not.
@@ -547,9 +548,15 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t nu
             for (std::size_t h = h0; h < h1; ++h) {
                 u64* t = target(k, h);
                 arith::ntt_forward(t, *ntt_[i]);
-                arith::sub_mod(x[h], t, n_, q[i], t);
-                arith::mul_scalar_mod(t, inv[i], inv_shoup[i], n_, q[i], t);
-                if (add[h]) arith::add_mod(t, limb(*add[h], i), n_, q[i], t);
+                if (add[h] && add_factor) {  // (x - t) inv + add f as x inv + t (q - inv) + add f, one pass
+                    const u64* y[3] = {x[h], t, limb(*add[h], i)};
+                    const u64 f[3] = {inv[i], q[i] - inv[i], add_factor[i]};
+                    arith::dot_const_mod(y, f, 3, n_, ring().modulus(i), t, nullptr, nullptr, q[i] < (u64{1} << 48));
+                } else {  // three passes in cache: faster than the dot of three sources where the addend's factor is 1
+                    arith::sub_mod(x[h], t, n_, q[i], t);
+                    arith::mul_scalar_mod(t, inv[i], arith::shoup(inv[i], q[i]), n_, q[i], t);
+                    if (add[h]) arith::add_mod(t, limb(*add[h], i), n_, q[i], t);
+                }
                 if (perm) arith::permute(t, perm, n_, limb(result[h], i));
             }
         }
@@ -578,18 +585,20 @@ void CpuBackend::do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* 
                              u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const {
     const auto perm = galois_elt == 1 ? nullptr : ring().automorphism_permutation(galois_elt);
     const std::size_t nq = b.num_q(), np = b.num_p();
-    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
-                 t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, add_b, add_a,
-                 perm ? perm->data() : nullptr);
+    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(), nq, out_b,
+                 out_a, exec.threads, add_b, add_a, nullptr, perm ? perm->data() : nullptr);
 }
 
 void CpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                                      Exec exec) const {
-    if (add_b) do_add_times_p(*add_b, b, 0, b.num_q(), exec);
-    if (add_a) do_add_times_p(*add_a, a, 0, a.num_q(), exec);
+    // round((x + P e) / (P q_l)) = round((x' - [x']_{P q_l}) / (P q_l)) + e q_l^-1 with x' = x + P e on the source
+    // limbs alone (P e vanishes mod the special primes): only limb l takes P e before, the kept limbs e q_l^-1 in
+    // the combine (a pass over both polynomials fewer).
     const std::size_t nq = b.num_q(), l = nq - 1;
-    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, b.num_p(), true), t_.pq_to_q[l], t_.pq_inv[l].data(),
-                 t_.pq_inv_shoup[l].data(), l, b, a, exec.threads);
+    if (add_b) do_add_times_p(*add_b, b, l, 1, exec);
+    if (add_a) do_add_times_p(*add_a, a, l, 1, exec);
+    divide_exact(own_limbs(b, a), true, nq, special_limbs(nq, b.num_p(), true), t_.pq_to_q[l], t_.pq_inv[l].data(), l,
+                 b, a, exec.threads, add_b, add_a, t_.rescale_inv[l].data());
 }
 
 void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const {
@@ -915,8 +924,8 @@ void CpuBackend::do_key_switch_sum_mod_down(const RnsPoly& d, const std::vector<
         xa = a_buf;
     };
     const std::vector<std::size_t> order = by_mod_up_cost(nq, nq);
-    divide_exact(limbs, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(),
-                 t_.p_inv_shoup[np].data(), nq, out_b, out_a, exec.threads, &c0_sum, nullptr, nullptr, &order);
+    divide_exact(limbs, false, nq, special_limbs(nq, np, false), t_.p_to_q[np], t_.p_inv[np].data(), nq, out_b, out_a,
+                 exec.threads, &c0_sum, nullptr, nullptr, nullptr, &order);
 }
 
 }  // namespace

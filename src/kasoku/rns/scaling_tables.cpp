@@ -53,15 +53,12 @@ ScalingTables::ScalingTables(const RnsContext& R) {
     }
     pq_to_q.resize(L + 1);
     pq_inv.resize(L + 1);
-    pq_inv_shoup.resize(L + 1);
     for (std::size_t l = 1; l <= L; ++l) {
         std::vector<Modulus> src = pm;
         src.push_back(mods[l]);
         pq_to_q[l] = BaseConverter(src, std::vector<Modulus>(mods.begin(), mods.begin() + l));
         for (std::size_t i = 0; i < l; ++i) {
-            u64 v = arith::mul_mod(full_inv[i], rescale_inv[l][i], mods[i]);
-            pq_inv[l].push_back(v);
-            pq_inv_shoup[l].push_back(arith::shoup(v, q[i]));
+            pq_inv[l].push_back(arith::mul_mod(full_inv[i], rescale_inv[l][i], mods[i]));
         }
     }
 }

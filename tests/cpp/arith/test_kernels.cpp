@@ -108,7 +108,8 @@ TEST(Kernels, MulScalarReducesInputsBelow2To50) {
 
 // Base-conversion dot products: sources up to 2^61 - 1 (residues of other moduli), constants below t,
 // long and short sums, with and without the subtracted table entry (overflow correction, tables that fit a
-// register and larger ones); the scalar body against a product-by-product reference, every body against it.
+// register and larger ones); the scalar body against a product-by-product reference, every body against it, also
+// in place (out one of the sources).
 TEST(Kernels, DotConstMatchesReference) {
     const KernelTable& ref = kernel_table(SimdLevel::scalar);
     std::mt19937_64 rng(11);
@@ -147,6 +148,12 @@ TEST(Kernels, DotConstMatchesReference) {
                     k->dot_const(yp.data(), f.data(), s, n, m, r2.data(), idx, tab);
                     ASSERT_EQ(r2, expect)
                         << "body=" << k->name << " bits=" << bits << " s=" << s << " corrected=" << corrected;
+                    // in place: out is the last source (ModDown's combine writes over the transformed limb)
+                    std::vector<const u64*> in_place = yp;
+                    r2 = y[s - 1];
+                    in_place[s - 1] = r2.data();
+                    k->dot_const(in_place.data(), f.data(), s, n, m, r2.data(), idx, tab);
+                    ASSERT_EQ(r2, expect) << "in place, body=" << k->name << " bits=" << bits << " s=" << s;
                 }
             }
         }
@@ -190,6 +197,12 @@ TEST(Kernels, DotConstSmallSourcesMatchesReference) {
                                        corrected ? table.data() : nullptr);
                     ASSERT_EQ(got, expect)
                         << "body=" << k->name << " bits=" << bits << " s=" << s << " corrected=" << corrected;
+                    std::vector<const u64*> in_place = yp;  // out is the last source
+                    got = y[s - 1];
+                    in_place[s - 1] = got.data();
+                    k->dot_const_small(in_place.data(), f.data(), s, n, m, got.data(),
+                                       corrected ? index.data() : nullptr, corrected ? table.data() : nullptr);
+                    ASSERT_EQ(got, expect) << "in place, body=" << k->name << " bits=" << bits << " s=" << s;
                 }
             }
         }

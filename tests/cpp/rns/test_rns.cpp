@@ -370,34 +370,45 @@ TEST(Rns, RescaleIsRoundedDivision) {
     }
 }
 
+// With an addend e over Q_l: mod_down gives round(x / P) + e, mod_down_rescale round((x + P e) / (P q_l)) (the CPU
+// backend adds P e to limb l alone and e q_l^-1 to the kept limbs).
 TEST(Rns, ModDownDividesByP) {
     Fixture f;
     std::mt19937_64 rng(5);
     const std::size_t nq = 4, np = 3;
-    for (bool fused : {false, true}) {
-        RnsPoly a = f.random(nq, np, rng), orig = a;
-        f.be->to_ntt(a, 2);
-        RnsPoly other = a;  // the pair's second polynomial
-        if (fused) f.be->mod_down_rescale(a, other, nullptr, nullptr, 2);
-        else f.be->mod_down(a, other, nullptr, nullptr, 1, a, other, 2);
-        const std::size_t out_q = fused ? nq - 1 : nq;
-        ASSERT_EQ(a.num_q(), out_q);
-        ASSERT_EQ(a.num_p(), 0u);
-        f.be->from_ntt(a, 1);
-        const Limbs h = f.host(a);
-        mpz_class P = 1;
-        for (u64 p : f.ring->p_primes()) P *= to_mpz(p);
-        if (fused) P *= to_mpz(f.ring->prime(nq - 1));
-        for (std::size_t c = 0; c < f.n; ++c) {
-            mpz_class QP;
-            mpz_class x = f.crt(orig, 0, nq + np, c, &QP);
-            // exact conversion: the result is round(x / P)
-            mpz_class expect, twice = 2 * x + P;
-            mpz_fdiv_q(expect.get_mpz_t(), twice.get_mpz_t(), mpz_class(2 * P).get_mpz_t());
-            for (std::size_t i = 0; i < out_q; ++i)
-                ASSERT_EQ(h[i][c], mod_u64(expect, f.ring->prime(i))) << "fused=" << fused << " c=" << c << " i=" << i;
+    for (bool fused : {false, true})
+        for (bool added : {false, true}) {
+            RnsPoly a = f.random(nq, np, rng), orig = a, e = f.random(nq, 0, rng), e_coeffs = e;
+            f.be->to_ntt(a, 2);
+            f.be->to_ntt(e, 1);
+            RnsPoly other = a;  // the pair's second polynomial
+            const RnsPoly* add = added ? &e : nullptr;
+            if (fused) f.be->mod_down_rescale(a, other, add, add, 2);
+            else f.be->mod_down(a, other, add, add, 1, a, other, 2);
+            const std::size_t out_q = fused ? nq - 1 : nq;
+            ASSERT_EQ(a.num_q(), out_q);
+            ASSERT_EQ(a.num_p(), 0u);
+            f.be->from_ntt(a, 1);
+            const Limbs h = f.host(a);
+            mpz_class P = 1;
+            for (u64 p : f.ring->p_primes()) P *= to_mpz(p);
+            if (fused) P *= to_mpz(f.ring->prime(nq - 1));
+            const Limbs he = f.host(e_coeffs);
+            for (std::size_t c = 0; c < f.n; ++c) {
+                mpz_class QP;
+                mpz_class x = f.crt(orig, 0, nq + np, c, &QP);
+                mpz_class ev = f.crt(e_coeffs, 0, nq, c);
+                if (added && fused) x += P / to_mpz(f.ring->prime(nq - 1)) * ev;  // x + P e
+                // exact conversion: the result is round(x / P)
+                mpz_class expect, twice = 2 * x + P;
+                mpz_fdiv_q(expect.get_mpz_t(), twice.get_mpz_t(), mpz_class(2 * P).get_mpz_t());
+                for (std::size_t i = 0; i < out_q; ++i) {
+                    const u64 qi = f.ring->prime(i), want = mod_u64(expect, qi);
+                    ASSERT_EQ(h[i][c], added && !fused ? (want + he[i][c]) % qi : want)
+                        << "fused=" << fused << " added=" << added << " c=" << c << " i=" << i;
+                }
+            }
         }
-    }
 }
 
 TEST(Rns, ModUpExtendsEachDigit) {
