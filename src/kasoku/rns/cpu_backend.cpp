@@ -548,14 +548,26 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t nu
             for (std::size_t h = h0; h < h1; ++h) {
                 u64* t = target(k, h);
                 arith::ntt_forward(t, *ntt_[i]);
-                if (add[h] && add_factor) {  // (x - t) inv + add f as x inv + t (q - inv) + add f, one pass
+                if (add[h] && add_factor && q[i] < (u64{1} << 50)) {
+                    // (x - t) inv + add f as x inv + t (q - inv) + add f, one pass (the IFMA and double-precision
+                    // bodies' sums; for larger primes the passes below are faster)
                     const u64* y[3] = {x[h], t, limb(*add[h], i)};
                     const u64 f[3] = {inv[i], q[i] - inv[i], add_factor[i]};
                     arith::dot_const_mod(y, f, 3, n_, ring().modulus(i), t, nullptr, nullptr, q[i] < (u64{1} << 48));
-                } else {  // three passes in cache: faster than the dot of three sources where the addend's factor is 1
+                } else {  // passes in cache: faster than the dot of three sources where the addend's factor is 1
                     arith::sub_mod(x[h], t, n_, q[i], t);
                     arith::mul_scalar_mod(t, inv[i], arith::shoup(inv[i], q[i]), n_, q[i], t);
-                    if (add[h]) arith::add_mod(t, limb(*add[h], i), n_, q[i], t);
+                    if (add[h] && add_factor) {  // t += add f, in blocks that stay in L1
+                        const u64 f = add_factor[i], fs = arith::shoup(f, q[i]);
+                        alignas(64) u64 block[2048];
+                        for (std::size_t c = 0; c < n_; c += 2048) {
+                            const std::size_t len = std::min<std::size_t>(2048, n_ - c);
+                            arith::mul_scalar_mod(limb(*add[h], i) + c, f, fs, len, q[i], block);
+                            arith::add_mod(t + c, block, len, q[i], t + c);
+                        }
+                    } else if (add[h]) {
+                        arith::add_mod(t, limb(*add[h], i), n_, q[i], t);
+                    }
                 }
                 if (perm) arith::permute(t, perm, n_, limb(result[h], i));
             }
