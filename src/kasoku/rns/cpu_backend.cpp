@@ -554,7 +554,7 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t nu
                     const u64* y[3] = {x[h], t, limb(*add[h], i)};
                     const u64 f[3] = {inv[i], q[i] - inv[i], add_factor[i]};
                     arith::dot_const_mod(y, f, 3, n_, ring().modulus(i), t, nullptr, nullptr, q[i] < (u64{1} << 48));
-                } else {  // passes in cache: faster than the dot of three sources where the addend's factor is 1
+                } else {  // passes in cache: faster than a dot of three sources for factor 1 and primes of 50+ bits
                     arith::sub_mod(x[h], t, n_, q[i], t);
                     arith::mul_scalar_mod(t, inv[i], arith::shoup(inv[i], q[i]), n_, q[i], t);
                     if (add[h] && add_factor) {  // t += add f, in blocks that stay in L1
