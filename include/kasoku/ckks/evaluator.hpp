@@ -392,8 +392,8 @@ private:
         const Ciphertext& b() const { return stored == 2 ? storage : *b_in; }
     };
     // A ciphertext stamped like a (scale, keys, seed) with a's parts from `first` on copied by the backend (across
-    // its threads) and the ones before left empty, for the caller to write.
-    Ciphertext copied(const Ciphertext& a, std::size_t first, Exec exec) const;
+    // its threads; their first num_q q-limbs, all by default) and the ones before left empty, for the caller to write.
+    Ciphertext copied(const Ciphertext& a, std::size_t first, Exec exec, std::size_t num_q = rns::Backend::npos) const;
     // sum: operands of a sum need one scale at one level (a product takes any two).
     Aligned align(const Ciphertext& a, const Ciphertext& b, bool sum, Exec exec) const;
     // The checks of linear_combination's terms: their lowest level and largest |coefficient| (constant included).

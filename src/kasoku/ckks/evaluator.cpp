@@ -24,6 +24,17 @@ std::vector<std::uint64_t> integer_residues(const rns::RnsContext& r, double c) 
         throw ScaleError("constant too large for the ciphertext modulus: " + std::to_string(c));
     return r.signed_residues(static_cast<__int128>(std::nearbyint(c)));
 }
+
+// A ciphertext stamped like a at `scale` whose part k is written by f(a.polys[k], part k): the result in new
+// polynomials, a untouched.
+template <class F>
+Ciphertext each_part(const Ciphertext& a, double scale, const F& f) {
+    Ciphertext r;
+    detail::stamp(r, a, scale);
+    r.polys.resize(a.size());
+    for (std::size_t k = 0; k < a.size(); ++k) f(a.polys[k], r.polys[k]);
+    return r;
+}
 }  // namespace
 
 OpCounts& OpCounts::operator+=(const OpCounts& o) {
@@ -80,11 +91,9 @@ Evaluator::Aligned Evaluator::align(const Ciphertext& a, const Ciphertext& b, bo
             throw ScaleError("cannot align scales " + fmt_scale(hi.scale) + " and " + fmt_scale(lo.scale) +
                              ": rescale the operand with the larger scale first");
         const std::vector<std::vector<std::uint64_t>> res{integer_residues(ctx_->rns(), c)};
-        Ciphertext t;
-        detail::stamp(t, hi, hi.scale * c);
-        t.polys.resize(hi.size());
-        for (std::size_t k = 0; k < hi.size(); ++k)
-            ctx_->backend().linear_combination({&hi.polys[k]}, res, keep, t.polys[k], exec);
+        Ciphertext t = each_part(hi, hi.scale * c, [&](const RnsPoly& p, RnsPoly& out) {
+            ctx_->backend().linear_combination({&p}, res, keep, out, exec);
+        });
         adjusted = rescale(std::move(t), exec);
         adjusted.scale = lo.scale;  // equal up to a relative 2^-40: the rounding of c
     }
@@ -129,11 +138,7 @@ Ciphertext Evaluator::sub(const Ciphertext& a0, const Ciphertext& b0, Exec exec)
 Ciphertext Evaluator::negate(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);
-    Ciphertext r;
-    detail::stamp(r, a, a.scale);
-    r.polys.resize(a.size());
-    for (std::size_t k = 0; k < a.size(); ++k) ctx_->backend().negate(a.polys[k], r.polys[k], exec);
-    return r;
+    return each_part(a, a.scale, [&](const RnsPoly& p, RnsPoly& out) { ctx_->backend().negate(p, out, exec); });
 }
 
 // i in every slot is the monomial X^(n/2): encoded at scale 1 it is exact.
@@ -150,11 +155,7 @@ Ciphertext Evaluator::multiply_by_i(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
     exec = ctx_->exec(exec);
     const Plaintext& mono = i_monomial(a.level(), exec);
-    Ciphertext r;
-    detail::stamp(r, a, a.scale);
-    r.polys.resize(a.size());
-    for (std::size_t k = 0; k < a.size(); ++k) ctx_->backend().mul(a.polys[k], mono.poly, r.polys[k], exec);
-    return r;
+    return each_part(a, a.scale, [&](const RnsPoly& p, RnsPoly& out) { ctx_->backend().mul(p, mono.poly, out, exec); });
 }
 
 Ciphertext Evaluator::key_switch(const Ciphertext& a, const SwitchKey& key, Exec exec) const {
@@ -221,10 +222,8 @@ Ciphertext Evaluator::multiply_plain(const Ciphertext& a, const std::vector<std:
     const double pt_scale = plain_scale(a);
     check_scale_fits(a.scale * pt_scale, a.level(), "multiply_plain");
     Plaintext pt = encoder_.encode(values, pt_scale, a.level(), exec);
-    Ciphertext r;
-    detail::stamp(r, a, a.scale * pt_scale);
-    r.polys.resize(a.size());
-    for (std::size_t k = 0; k < a.size(); ++k) ctx_->backend().mul(a.polys[k], pt.poly, r.polys[k], exec);
+    Ciphertext r = each_part(a, a.scale * pt_scale,
+                             [&](const RnsPoly& p, RnsPoly& out) { ctx_->backend().mul(p, pt.poly, out, exec); });
     return rescale_after ? rescale(std::move(r), exec) : r;
 }
 
@@ -240,10 +239,8 @@ Ciphertext Evaluator::multiply_scalar(const Ciphertext& a, std::complex<double> 
     check_scale_fits(a.scale * pt_scale, a.level(), "multiply_scalar");
     const auto& be = ctx_->backend();
     const auto res = integer_residues(ctx_->rns(), c.real() * pt_scale);
-    Ciphertext r;
-    detail::stamp(r, a, a.scale * pt_scale);
-    r.polys.resize(a.size());
-    for (std::size_t k = 0; k < a.size(); ++k) be.mul_constant(a.polys[k], res, r.polys[k], exec);
+    Ciphertext r =
+        each_part(a, a.scale * pt_scale, [&](const RnsPoly& p, RnsPoly& out) { be.mul_constant(p, res, out, exec); });
     if (c.imag() != 0.0) {
         // c in every slot is the polynomial Re c + Im c X^(n/2) (the encoding of the constant): a Re c plus (a Im c)
         // times the monomial this evaluator keeps per level, with nothing encoded or sent to a device.
@@ -556,13 +553,13 @@ Ciphertext Evaluator::rescale(Ciphertext&& a, Exec exec) const {
     return r;
 }
 
-Ciphertext Evaluator::copied(const Ciphertext& a, std::size_t first, Exec exec) const {
+Ciphertext Evaluator::copied(const Ciphertext& a, std::size_t first, Exec exec, std::size_t num_q) const {
     exec = ctx_->exec(exec);
     Ciphertext r;
     detail::stamp(r, a, a.scale);
     r.seed = a.seed;  // still a's second part's when that is copied (serialization checks it)
     r.polys.resize(a.size());
-    for (std::size_t k = first; k < a.size(); ++k) ctx_->backend().copy(a.polys[k], r.polys[k], exec);
+    for (std::size_t k = first; k < a.size(); ++k) ctx_->backend().copy(a.polys[k], r.polys[k], exec, num_q);
     return r;
 }
 
@@ -571,11 +568,7 @@ Ciphertext Evaluator::drop_limbs(const Ciphertext& a, int level, Exec exec) cons
     if (level < 0 || level > a.level())
         throw LevelError("drop_level to " + std::to_string(level) + ": the ciphertext is at level " +
                          std::to_string(a.level()) + " and levels can only go down to 0");
-    exec = ctx_->exec(exec);
-    Ciphertext r = copied(a, a.size(), exec);
-    for (std::size_t k = 0; k < a.size(); ++k)
-        ctx_->backend().copy(a.polys[k], r.polys[k], exec, static_cast<std::size_t>(level) + 1);
-    return r;
+    return copied(a, 0, exec, static_cast<std::size_t>(level) + 1);
 }
 
 Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, Exec exec) const {
