@@ -47,13 +47,22 @@ std::vector<int> usable_cpus() {
     return cpus;
 }
 
-void unbind([[maybe_unused]] const std::vector<int>& cpus) {
+namespace {
+// Lets thread t run on `cpus` only (nothing for an empty list or no valid CPU; a failure leaves it where it is).
+void set_affinity([[maybe_unused]] std::thread::native_handle_type t, [[maybe_unused]] const std::vector<int>& cpus) {
 #ifdef __linux__
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int c : cpus)
         if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
-    if (CPU_COUNT(&set) > 0) sched_setaffinity(0, sizeof set, &set);  // the calling thread; a failure leaves it
+    if (CPU_COUNT(&set) > 0) pthread_setaffinity_np(t, sizeof set, &set);
+#endif
+}
+}  // namespace
+
+void unbind([[maybe_unused]] const std::vector<int>& cpus) {
+#ifdef __linux__
+    set_affinity(pthread_self(), cpus);  // the calling thread
 #endif
 }
 
@@ -64,16 +73,6 @@ namespace {
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
-#endif
-}
-
-void pin_thread([[maybe_unused]] std::thread& t, [[maybe_unused]] int cpu) {
-#ifdef __linux__
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(t.native_handle(), sizeof set, &set);  // a failure leaves it where it is
 #endif
 }
 
@@ -182,7 +181,7 @@ ThreadTeam::Engaged::Engaged(ThreadTeam& team, int threads, const std::vector<in
             auto& h = s.helpers[static_cast<std::size_t>(i) - 1];
             if (h.cpu != cpus[static_cast<std::size_t>(i)]) {
                 h.cpu = cpus[static_cast<std::size_t>(i)];
-                pin_thread(h.thread, h.cpu);
+                set_affinity(h.thread.native_handle(), {h.cpu});
             }
         }
     s.spin.store(cpus.size() >= static_cast<std::size_t>(threads), std::memory_order_release);
