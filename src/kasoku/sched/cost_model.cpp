@@ -9,7 +9,6 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -105,28 +104,8 @@ void on_thread(const F& f) {
     if (failed) std::rethrow_exception(failed);
 }
 
-// A measuring thread runs its calls as a runner runs tasks (detail::Runners): pinned to the first CPU of its team
-// (sit), and each call of several threads on its ThreadTeam, engaged for that call alone, the helpers on the team's
-// other CPUs (so the call wakes them, as a task does).
-class Seat {
-public:
-    explicit Seat(int max_threads) : helpers_(max_threads) {}
-    void sit(std::vector<int> team, const std::vector<int>& all) {
-        team_ = std::move(team);
-        if (team_.empty()) unbind(all);
-        else unbind({team_[0]});
-    }
-    template <class F>
-    auto run(int threads, const F& f) {
-        std::optional<ThreadTeam::Engaged> wide;
-        if (threads > 1) wide.emplace(helpers_, threads, team_);
-        return f();
-    }
-
-private:
-    ThreadTeam helpers_;
-    std::vector<int> team_;
-};
+// A measuring thread runs its calls as a runner runs tasks: on a detail::Seat.
+using detail::Seat;
 
 // Time of one dispatch as the real executor does it: a condition-variable hand-off to a waiting thread pinned to a
 // CPU of its own (a runner), which then engages its helpers and wakes them with an empty parallel loop (as a task of
@@ -143,17 +122,14 @@ double measure_overhead_ms(int threads, int reps) {
     std::chrono::steady_clock::time_point sent;
     std::vector<double> lat;
     std::thread worker([&] {
-        ThreadTeam helpers(threads);
-        if (!team.empty()) unbind({team[0]});
+        Seat seat(threads);
+        seat.sit(team, cpus);
         std::unique_lock lk(m);
         while (true) {
             cv.wait(lk, [&] { return stop || posted > served; });
             if (stop) return;
             lk.unlock();
-            if (threads > 1) {
-                const ThreadTeam::Engaged wide(helpers, threads, team);
-                parallel_for(threads, static_cast<std::size_t>(threads), [](std::size_t) {});
-            }
+            seat.run(threads, [&] { parallel_for(threads, static_cast<std::size_t>(threads), [](std::size_t) {}); });
             auto now = std::chrono::steady_clock::now();
             lk.lock();
             lat.push_back(std::chrono::duration<double, std::milli>(now - sent).count());

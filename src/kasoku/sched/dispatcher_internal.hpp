@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kasoku/sched/scheduler.hpp"
+#include "kasoku/support/threads.hpp"
 
 namespace kasoku::sched::detail {
 
@@ -110,6 +111,34 @@ private:
 // kasoku run rotations and squares on two threads, which the simulator with the same model never chose: p95 +12 %
 // against dynamic.
 std::vector<int> nearest_observed(const std::vector<int>& seen);
+
+// Where a runner (and CostModel::measure's measuring thread) runs its tasks: pinned to the first CPU of the task's team
+// (sit; free on all the CPUs for no team), each task of several threads on the seat's ThreadTeam, engaged for that
+// task alone with its helpers on the team's other CPUs, so that the task wakes them.
+class Seat {
+public:
+    explicit Seat(int max_threads) : helpers_(max_threads) {}
+    // Takes the team's CPUs; the calling thread's affinity is set only when its first CPU changes.
+    void sit(std::vector<int> team, const std::vector<int>& all) {
+        if (const int first = team.empty() ? -1 : team[0]; first != pinned_) {
+            if (team.empty()) unbind(all);
+            else unbind({first});
+            pinned_ = first;
+        }
+        team_ = std::move(team);
+    }
+    template <class F>
+    auto run(int threads, const F& f) {
+        std::optional<ThreadTeam::Engaged> wide;
+        if (threads > 1) wide.emplace(helpers_, threads, team_);
+        return f();
+    }
+
+private:
+    ThreadTeam helpers_;
+    std::vector<int> team_;
+    int pinned_ = -2;  // the first CPU of the last team (-1: none, free on all; -2: not seated yet)
+};
 
 // Runs task n on its operands with the evaluator (b is used by the two-operand tasks only): the real executor's
 // and CostModel::measure's one mapping from a task kind to the library's operation.

@@ -136,9 +136,8 @@ void detail::Runners::join() {
 }
 
 void detail::Runners::loop() {
-    ThreadTeam helpers(width_);  // a wide task's other threads (made when first needed)
+    Seat seat(width_);  // a wide task's other threads: its helpers (made when first needed)
     std::unique_lock lk(m_);
-    int pinned = -1;  // the CPU this runner's last task bound it to (-1: free on cpus_, as made)
     while (true) {
         cv_.wait(lk, [&] { return closing_ || !queue_.empty(); });
         if (queue_.empty()) return;  // closing
@@ -156,19 +155,11 @@ void detail::Runners::loop() {
                 busy_[c] = 1;
                 team.push_back(cpus_[c]);
             }
-            if (const int first = team.empty() ? -1 : team[0];
-                first != pinned) {  // on the CPU it ran on before: as it is
-                lk.unlock();
-                if (team.empty()) unbind(cpus_);
-                else unbind({first});
-                lk.lock();
-                pinned = first;
-            }
-            // The task's other threads: this runner's helpers, pinned to the rest of the team's CPUs (ThreadTeam)
-            std::optional<ThreadTeam::Engaged> wide;
-            if (p.threads > 1) wide.emplace(helpers, p.threads, team);
-            error = run_task(lk, *t->ev, *t->g, p.node, p.threads, *t->vals, *t->uses);
-            wide.reset();
+            lk.unlock();
+            seat.sit(std::move(team), cpus_);
+            lk.lock();
+            error =
+                seat.run(p.threads, [&] { return run_task(lk, *t->ev, *t->g, p.node, p.threads, *t->vals, *t->uses); });
             for (std::size_t c : mine) busy_[c] = 0;
         }
         ended_(p, error);
