@@ -52,6 +52,19 @@ void for_columns(int threads, std::size_t limbs, std::size_t n, F&& fn) {
     });
 }
 
+// x += d * f mod q over n words (f < q, fs = shoup(f, q)), in blocks of the product that stay in L1; the block is
+// wiped at the end, since d may be a secret key (key generation's P s).
+void add_scaled(const u64* d, u64 f, u64 fs, std::size_t n, u64 q, u64* x) {
+    constexpr std::size_t kBlock = 2048;
+    alignas(64) u64 t[kBlock];
+    for (std::size_t c = 0; c < n; c += kBlock) {
+        const std::size_t len = std::min(kBlock, n - c);
+        arith::mul_scalar_mod(d + c, f, fs, len, q, t);
+        arith::add_mod(x + c, t, len, q, x + c);
+    }
+    secure_wipe(t, sizeof t);
+}
+
 // Indices 0 .. count - 1 by decreasing cost(i), ties in index order: the order Schedule::dynamic wants.
 template <class F>
 std::vector<std::size_t> by_decreasing(std::size_t count, F&& cost) {
@@ -557,14 +570,8 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t nu
                 } else {  // passes in cache: faster than a dot of three sources for factor 1 and primes of 50+ bits
                     arith::sub_mod(x[h], t, n_, q[i], t);
                     arith::mul_scalar_mod(t, inv[i], arith::shoup(inv[i], q[i]), n_, q[i], t);
-                    if (add[h] && add_factor) {  // t += add f, in blocks that stay in L1
-                        const u64 f = add_factor[i], fs = arith::shoup(f, q[i]);
-                        alignas(64) u64 block[2048];
-                        for (std::size_t c = 0; c < n_; c += 2048) {
-                            const std::size_t len = std::min<std::size_t>(2048, n_ - c);
-                            arith::mul_scalar_mod(limb(*add[h], i) + c, f, fs, len, q[i], block);
-                            arith::add_mod(t + c, block, len, q[i], t + c);
-                        }
+                    if (add[h] && add_factor) {
+                        add_scaled(limb(*add[h], i), add_factor[i], arith::shoup(add_factor[i], q[i]), n_, q[i], t);
                     } else if (add[h]) {
                         arith::add_mod(t, limb(*add[h], i), n_, q[i], t);
                     }
@@ -614,20 +621,9 @@ void CpuBackend::do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_
 }
 
 void CpuBackend::do_add_times_p(const RnsPoly& d, RnsPoly& x, std::size_t first, std::size_t count, Exec exec) const {
-    // In blocks that stay in L1; the block is wiped at the end, since d may be a secret key (key generation).
-    constexpr std::size_t kBlock = 2048;
-    const std::vector<u64>& q = ring().q_primes();
     parallel_for(exec.threads, count, [&](std::size_t k) {
         const std::size_t i = first + k;
-        alignas(64) u64 t[kBlock];
-        const u64* src = limb(d, i);
-        u64* dst = limb(x, i);
-        for (std::size_t c = 0; c < n_; c += kBlock) {
-            const std::size_t len = std::min(kBlock, n_ - c);
-            arith::mul_scalar_mod(src + c, t_.p_mod_q[i], t_.p_mod_q_shoup[i], len, q[i], t);
-            arith::add_mod(dst + c, t, len, q[i], dst + c);
-        }
-        secure_wipe(t, sizeof t);
+        add_scaled(limb(d, i), t_.p_mod_q[i], t_.p_mod_q_shoup[i], n_, ring().prime(i), limb(x, i));
     });
 }
 
