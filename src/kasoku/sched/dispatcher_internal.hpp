@@ -127,6 +127,7 @@ public:
         }
         team_ = std::move(team);
     }
+    int pinned() const { return pinned_; }  // the CPU the calling thread is pinned to (-1, -2: none)
     template <class F>
     auto run(int threads, const F& f) {
         std::optional<ThreadTeam::Engaged> wide;
@@ -160,11 +161,11 @@ std::exception_ptr run_task(std::unique_lock<std::mutex>& lk, const ckks::Evalua
 // A task of several threads runs on the runner and helpers of the runner's own (a ThreadTeam, which spins between the
 // task's parallel loops and sleeps between tasks: OpenMP teams, one pool per runner, slept in the kernel at every loop
 // once the pools outnumbered the CPUs). Where there are no more runners than usable CPUs, that team runs on CPUs of
-// its own: the runner takes as many free CPUs as the task has threads, pins itself to the first and its helpers to
-// the others until the task ends; the placed tasks never hold more threads than there are runners, so the CPUs never
-// run out. Unpinned, Linux woke the second thread of a 2-thread task on the first one's core often enough that such
-// tasks ran 1.5x their time alone in a stream (Zen 5, 2 cores; docs/SCHEDULING.md). A one-thread task is pinned to
-// a free CPU likewise.
+// its own: the runner takes as many free CPUs as the task has threads (its own CPU first where it is free), pins
+// itself to the first and its helpers to the others until the task ends; the placed tasks never hold more threads
+// than there are runners, so the CPUs never run out. Unpinned, Linux woke the second thread of a 2-thread task on the
+// first one's core often enough that such tasks ran 1.5x their time alone in a stream (Zen 5, 2 cores;
+// docs/SCHEDULING.md). A one-thread task is pinned to a free CPU likewise.
 class Runners {
 public:
     struct Task {

@@ -145,9 +145,15 @@ void detail::Runners::loop() {
         queue_.pop_front();
         std::exception_ptr error;
         if (std::optional<Task> t = task_(p)) {
-            std::vector<std::size_t> mine;  // the free CPUs the task's threads take, lowest first
+            // The free CPUs the task's threads take: the runner's own CPU first where it is free, then the lowest.
+            // Taken lowest first, a job's two first tasks on an idle 2-CPU machine had their runners swap CPUs, and
+            // the second waited for the first to leave its CPU: placed to started 1.16 ms (mean; 0.04 ms for the
+            // job's later tasks), 0.12 ms with the runner's own CPU first (SCHED, e^x at D = 150, Zen 5).
+            std::vector<std::size_t> mine;
+            for (std::size_t c = 0; c < cpus_.size(); ++c)
+                if (cpus_[c] == seat.pinned() && !busy_[c]) mine.push_back(c);
             for (std::size_t c = 0; c < cpus_.size() && mine.size() < std::size_t(p.threads); ++c)
-                if (!busy_[c]) mine.push_back(c);
+                if (!busy_[c] && (mine.empty() || c != mine.front())) mine.push_back(c);
             // Not pinned where there are more runners than CPUs (no cpus_), or, never expected, too few are free.
             if (mine.size() != std::size_t(p.threads)) mine.clear();
             std::vector<int> team;

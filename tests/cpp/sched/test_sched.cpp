@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -97,6 +100,59 @@ TEST(SchedThreads, UnbindPinsTheCallingThreadToItsCpus) {
         EXPECT_EQ(affinity(), cpus);
     }).join();
     EXPECT_EQ(affinity(), cpus);
+}
+
+// Runners keep their CPUs: two one-thread tasks placed together, round after round, each run on the CPU its runner had
+// before, so that no runner moves to the other's CPU and waits there for it (lowest free CPU first, the runner woken
+// first took CPU 0 and the runners swapped CPUs in about half the rounds).
+TEST(SchedThreads, RunnersKeepTheirCpusBetweenTasks) {
+#ifdef __linux__
+    if (usable_cpus().size() < 2) GTEST_SKIP() << "needs 2 CPUs to pin runners to";
+    const auto params = ckks::test::research_params(10, 60, 40, 2, 60, 1);
+    ckks::test::Env env(params, {});
+    const auto ct = std::make_shared<const ckks::Ciphertext>(env.encrypt(env.random()));
+    Graph g;
+    g.output(g.add(g.input("x", 2), g.input("y", 2)));
+    constexpr int kRounds = 60;
+    struct JobState {
+        std::vector<detail::CtPtr> vals;
+        std::vector<int> uses;
+    };
+    std::vector<JobState> jobs(2 * kRounds, JobState{{ct, ct, nullptr}, {1, 1, 1}});
+    const std::shared_ptr<const ckks::Evaluator> evp(std::shared_ptr<const ckks::Evaluator>(), &env.ev);
+    std::mutex m;
+    std::condition_variable cv;
+    int done = 0;
+    std::map<std::thread::id, std::vector<int>> cpus;  // per runner, the CPU of each task it ran
+    {
+        detail::Runners runners(
+            m, 2,
+            [&](const detail::Placement& p) {
+                return std::optional(detail::Runners::Task{evp, &g, &jobs[p.job].vals, &jobs[p.job].uses});
+            },
+            [&](const detail::Placement&, std::exception_ptr e) {
+                EXPECT_FALSE(e);
+                cpus[std::this_thread::get_id()].push_back(sched_getcpu());  // still pinned to the task's CPU
+                ++done;
+                cv.notify_all();
+            });
+        std::unique_lock lk(m);
+        for (int r = 0; r < kRounds; ++r) {
+            runners.push({{2 * r, 2, 1, 0, 0}, {2 * r + 1, 2, 1, 0, 0}});
+            cv.wait(lk, [&] { return done == 2 * (r + 1); });
+        }
+        runners.close();
+    }
+    int moves = 0;
+    for (const auto& [id, seen] : cpus)
+        for (std::size_t i = 1; i < seen.size(); ++i) moves += seen[i] != seen[i - 1];
+    // At most a move each to settle: a runner seated for the first time takes the lowest free CPU, which may be the
+    // other runner's; that one then moves once.
+    EXPECT_LE(moves, 2);
+    for (const auto& job : jobs) EXPECT_TRUE(job.vals[2]);
+#else
+    GTEST_SKIP() << "pinning is Linux's";
+#endif
 }
 
 // A thread count no task has run at takes the learnt ratio of the nearest one that has (the narrower on a tie); the
