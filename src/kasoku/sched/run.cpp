@@ -146,9 +146,10 @@ void detail::Runners::loop() {
         std::exception_ptr error;
         if (std::optional<Task> t = task_(p)) {
             // The free CPUs the task's threads take: the runner's own CPU first where it is free, then the lowest.
-            // Taken lowest first, a job's two first tasks on an idle 2-CPU machine had their runners swap CPUs, and
-            // the second waited for the first to leave its CPU: placed to started 1.16 ms (mean; 0.04 ms for the
-            // job's later tasks), 0.12 ms with the runner's own CPU first (SCHED, e^x at D = 150, Zen 5).
+            // Taken lowest first, a job's two first tasks on an idle 2-CPU machine had their runners swap CPUs: the
+            // runner woken second, still pinned to the CPU the first had just taken, waited there before it could
+            // move. Placed to started 1.16 ms (mean; 0.04 ms for the job's later tasks), 0.12 ms with the runner's
+            // own CPU first (SCHED, e^x at D = 150, Zen 5).
             std::vector<std::size_t> mine;
             for (std::size_t c = 0; c < cpus_.size(); ++c)
                 if (cpus_[c] == seat.pinned() && !busy_[c]) mine.push_back(c);
