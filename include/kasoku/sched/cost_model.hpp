@@ -90,16 +90,28 @@ public:
     double task_ms(OpKind op, int nq, bool align, int threads) const {
         return time_ms(op, nq, threads) + (align ? align_ms(nq, threads) : 0.0);
     }
-    // Slowdown while busy_threads threads run in tasks of mean_width threads each.
+    // Slowdown while busy_threads threads run in tasks of mean_width threads each, for a task at nq primes: where the
+    // model has load tables by level (load_levels), interpolated linearly in nq between the two nearest levels and
+    // the nearest one's outside them; else (or nq < 1) the load table of its kind.
     // @throws ParameterError for an input node
-    double load_factor(OpKind op, int busy_threads, double mean_width = 1) const;
+    double load_factor(OpKind op, int busy_threads, double mean_width = 1, int nq = 0) const;
     // ms of a whole task under that load: its operation slowed by its kind's curve, its alignment (a constant
-    // product and a rescale) by multiply_plain's.
+    // product and a rescale) by multiply_plain's, both at the task's nq.
     // @throws ParameterError for an input node or nq or threads < 1
     double loaded_task_ms(OpKind op, int nq, bool align, int threads, int busy_threads, double mean_width) const {
-        return time_ms(op, nq, threads) * load_factor(op, busy_threads, mean_width) +
-               (align ? align_ms(nq, threads) * load_factor(OpKind::multiply_plain, busy_threads, mean_width) : 0.0);
+        return time_ms(op, nq, threads) * load_factor(op, busy_threads, mean_width, nq) +
+               (align ? align_ms(nq, threads) * load_factor(OpKind::multiply_plain, busy_threads, mean_width, nq)
+                      : 0.0);
     }
+    // Load tables measured at several levels, per kind: (nq, table) with nq increasing (empty: none, the kind's
+    // load table serves every nq). On 2 Zen 5 cores a key switch beside another slowed by 0-5 % at the top level of
+    // SCHED (nq 8) and by 4-10 % at nq 5-7, where its key and operands fit the shared L3 alone but not beside the
+    // other's (docs/SCHEDULING.md, "Contention by level").
+    using LevelLoads = std::vector<std::pair<int, LoadTable>>;
+    const LevelLoads& load_levels(OpKind op) const;
+    // This model with load tables by level (indexed as the load tables).
+    // @throws ParameterError for levels whose nq are not >= 1 and increasing or whose tables the constructor refuses
+    CostModel with_load_levels(std::array<LevelLoads, kTaskKinds> levels) const;
     double overhead_ms() const { return overhead_ms_; }
     // A what-if beyond the source's tables (0 unless set): every task slows by a further 1 + s * J while J jobs are
     // in flight (started, not finished), e.g. from their ciphertexts' share of caches and memory. The source's §8
@@ -125,10 +137,13 @@ public:
     const Table& align_table() const { return align_; }
 
 private:
+    static void check_load(const LoadTable& rows, const char* kind);
+    static double factor_in(const LoadTable& rows, int busy_threads, double mean_width);
     std::string name_, machine_;
     int hardware_threads_ = 1;
     std::array<Table, kTaskKinds> ops_{};
     std::array<LoadTable, kTaskKinds> load_{};
+    std::array<LevelLoads, kTaskKinds> load_levels_{};
     double overhead_ms_ = 0;
     Table align_{};
     double job_slowdown_ = 0;

@@ -203,12 +203,13 @@ void bind_sched(nb::module_& parent) {
             "Unloaded ms of bringing a task's higher operand down to its nq (0 when the model has no alignment table).")
         .def(
             "load_factor",
-            [](const CostModel& c, const std::string& op, int busy, double width) {
-                return c.load_factor(op_from_name(op), busy, width);
+            [](const CostModel& c, const std::string& op, int busy, double width, int nq) {
+                return c.load_factor(op_from_name(op), busy, width, nq);
             },
-            "op"_a, "busy_threads"_a, "mean_width"_a = 1.0,
-            "How much slower a task of kind `op` runs with `busy_threads` threads busy, tasks `mean_width` threads "
-            "wide on average (1: unloaded).")
+            "op"_a, "busy_threads"_a, "mean_width"_a = 1.0, "nq"_a = 0,
+            "How much slower a task of kind `op` at `nq` primes runs with `busy_threads` threads busy, tasks "
+            "`mean_width` threads wide on average (1: unloaded). A measured model has load tables at three levels "
+            "(\"load_levels\" in its file), interpolated in nq; nq = 0 takes the top level's.")
         .def_prop_ro("name", &CostModel::name)
         .def_prop_ro("machine", &CostModel::machine)
         .def_prop_ro("hardware_threads", &CostModel::hardware_threads)

@@ -173,20 +173,41 @@ CostModel::CostModel(std::string name, std::string machine, int hardware_threads
     if (!align_.ms.empty()) check_table(align_, "cost model alignment table");
     for (int k = 0; k < kTaskKinds; ++k) {
         check_table(ops_[k], std::string("cost model table '") + op_name(kind_at(k)) + "'");
-        auto& rows = load_[k];
-        if (rows.empty()) rows = {{1, {{1, 1.0}}}};
-        for (std::size_t r = 0; r < rows.size(); ++r) {
-            const auto& c = rows[r].second;
-            bool ok = rows[r].first >= 1 && (r == 0 || rows[r].first > rows[r - 1].first) && !c.empty();
-            for (std::size_t i = 0; i < c.size(); ++i)
-                ok = ok && c[i].second > 0 && std::isfinite(c[i].second) && c[i].first >= 1 &&
-                     (i == 0 || c[i].first > c[i - 1].first);
-            if (!ok)
-                throw ParameterError("cost model load table '" + std::string(op_name(kind_at(k))) +
-                                     "' needs widths >= 1 increasing, and per width busy counts >= 1 increasing with "
-                                     "finite factors > 0");
+        if (load_[k].empty()) load_[k] = {{1, {{1, 1.0}}}};
+        check_load(load_[k], op_name(kind_at(k)));
+    }
+}
+
+void CostModel::check_load(const LoadTable& rows, const char* kind) {
+    bool ok = !rows.empty();
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const auto& c = rows[r].second;
+        ok = ok && rows[r].first >= 1 && (r == 0 || rows[r].first > rows[r - 1].first) && !c.empty();
+        for (std::size_t i = 0; i < c.size(); ++i)
+            ok = ok && c[i].second > 0 && std::isfinite(c[i].second) && c[i].first >= 1 &&
+                 (i == 0 || c[i].first > c[i - 1].first);
+    }
+    if (!ok)
+        throw ParameterError("cost model load table '" + std::string(kind) +
+                             "' needs widths >= 1 increasing, and per width busy counts >= 1 increasing with "
+                             "finite factors > 0");
+}
+
+const CostModel::LevelLoads& CostModel::load_levels(OpKind op) const { return load_levels_[kind_index(op)]; }
+
+CostModel CostModel::with_load_levels(std::array<LevelLoads, kTaskKinds> levels) const {
+    for (int k = 0; k < kTaskKinds; ++k) {
+        const auto& lv = levels[k];
+        for (std::size_t i = 0; i < lv.size(); ++i) {
+            if (lv[i].first < 1 || (i && lv[i].first <= lv[i - 1].first))
+                throw ParameterError("cost model load levels of '" + std::string(op_name(kind_at(k))) +
+                                     "' need nq >= 1 increasing");
+            check_load(lv[i].second, op_name(kind_at(k)));
         }
     }
+    CostModel c = *this;
+    c.load_levels_ = std::move(levels);
+    return c;
 }
 
 const CostModel::Table& CostModel::table(OpKind op) const { return ops_[kind_index(op)]; }
@@ -226,8 +247,19 @@ CostModel CostModel::scaled(double f) const {
 
 double CostModel::align_ms(int nq, int threads) const { return align_.ms.empty() ? 0.0 : lookup(align_, nq, threads); }
 
-double CostModel::load_factor(OpKind op, int busy_threads, double mean_width) const {
-    const auto& rows = load_table(op);
+double CostModel::load_factor(OpKind op, int busy_threads, double mean_width, int nq) const {
+    const auto& lv = load_levels(op);
+    if (nq < 1 || lv.empty()) return factor_in(load_table(op), busy_threads, mean_width);
+    if (nq <= lv.front().first) return factor_in(lv.front().second, busy_threads, mean_width);
+    if (nq >= lv.back().first) return factor_in(lv.back().second, busy_threads, mean_width);
+    std::size_t i = 1;
+    while (lv[i].first < nq) ++i;
+    const double a = double(nq - lv[i - 1].first) / (lv[i].first - lv[i - 1].first);
+    return (1 - a) * factor_in(lv[i - 1].second, busy_threads, mean_width) +
+           a * factor_in(lv[i].second, busy_threads, mean_width);
+}
+
+double CostModel::factor_in(const LoadTable& rows, int busy_threads, double mean_width) {
     const int busy = std::max(busy_threads, 1);
     double f;
     if (mean_width <= rows.front().first) {
@@ -488,19 +520,33 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
             f(seat);
         });
     };
-    auto time_team0 = [&](Seat& seat, OpKind op, int w) {
+    // Team 0 is timed at three levels: the top (its own ciphertexts), the middle and nq = 2 (the table's inputs, which
+    // no other team reads), since the contention depends on the level: on 2 Zen 5 cores a key switch beside another
+    // slowed by 0-5 % at SCHED's top level and by 4-10 % at nq 5-7 (a smaller key and operands fit the shared L3
+    // alone, not beside the other team's), and a model with the top level's factors alone was 7-11 % under e^x's
+    // products in the stream (docs/SCHEDULING.md, "Contention by level").
+    std::vector<int> level_nqs{2, (2 + top + 1) / 2, top + 1};
+    level_nqs.erase(std::unique(level_nqs.begin(), level_nqs.end()), level_nqs.end());
+    const std::size_t n_levels = level_nqs.size();
+    auto time_team0 = [&](Seat& seat, OpKind op, int w, std::size_t l) {
+        const int nq = level_nqs[l];
+        const auto& cts = nq == top + 1 ? own[0] : at[static_cast<std::size_t>(nq - 2)];
         std::size_t c = 0;
-        return time_fn([&] { return run_next(seat, op, own[0], c, w); }, std::max(reps, 3) * (is_light(op) ? 20 : 1));
+        return time_fn([&] { return run_next(seat, op, cts, c, w); }, std::max(reps, 3) * (is_light(op) ? 20 : 1));
     };
     // The reference of a point: the same loop on team 0's CPUs with no other team running (the table's entries are
     // timed in rounds among the other entries, which leaves their caches colder than this loop's).
-    std::vector<std::vector<double>> alone_ms(kTaskKinds, std::vector<double>(threads_n, 0.0));
+    // alone_ms[(level * kTaskKinds + kind) * threads_n + width - 1]
+    std::vector<double> alone_ms(n_levels * kTaskKinds * threads_n, 0.0);
+    auto at_point = [&](std::size_t l, int k, int w) { return (l * kTaskKinds + std::size_t(k)) * threads_n + w - 1; };
     for (int w = 1; 2 * w <= max_threads; w *= 2)
         on_team0(w, [&](Seat& seat) {
-            for (int k = 0; k < kTaskKinds; ++k)
-                alone_ms[static_cast<std::size_t>(k)][static_cast<std::size_t>(w - 1)] =
-                    time_team0(seat, kind_at(k), w);
+            for (std::size_t l = 0; l < n_levels; ++l)
+                for (int k = 0; k < kTaskKinds; ++k) alone_ms[at_point(l, k, w)] = time_team0(seat, kind_at(k), w, l);
         });
+    std::array<LevelLoads, kTaskKinds> levels;
+    for (auto& lv : levels)
+        for (int nq : level_nqs) lv.emplace_back(nq, LoadTable{{1, {{1, 1.0}}}});
     for (auto [w, m] : points) {
         std::atomic<bool> stop{false};
         std::atomic<int> started{0};
@@ -522,13 +568,14 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
         std::exception_ptr failed;
         try {
             on_team0(w, [&, w = w, m = m](Seat& seat) {  // the measured team: team 0, on a thread of its own
-                for (int k = 0; k < kTaskKinds; ++k) {
-                    const double loaded = time_team0(seat, kind_at(k), w);
-                    const double alone = alone_ms[static_cast<std::size_t>(k)][static_cast<std::size_t>(w - 1)];
-                    auto& rows = load[k];
-                    if (rows.back().first != w) rows.emplace_back(w, LoadCurve{{w, 1.0}});
-                    rows.back().second.emplace_back(m * w, std::max(loaded / alone, 1.0));
-                }
+                for (std::size_t l = 0; l < n_levels; ++l)
+                    for (int k = 0; k < kTaskKinds; ++k) {
+                        const double f =
+                            std::max(time_team0(seat, kind_at(k), w, l) / alone_ms[at_point(l, k, w)], 1.0);
+                        auto& rows = levels[k][l].second;
+                        if (rows.back().first != w) rows.emplace_back(w, LoadCurve{{w, 1.0}});
+                        rows.back().second.emplace_back(m * w, f);
+                    }
             });
         } catch (...) {
             failed = std::current_exception();
@@ -540,8 +587,11 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     }
     const double overhead = measure_overhead_ms(max_threads, 51);
     tick();
+    // The load tables: the top level's (what a caller without the task's nq gets), and every level's.
+    for (int k = 0; k < kTaskKinds; ++k) load[k] = levels[k].back().second;
     return CostModel("measured " + (params.name.empty() ? std::string("parameters") : params.name), cpu_model(),
-                     kasoku::hardware_threads(), std::move(ops), std::move(load), overhead, std::move(align));
+                     kasoku::hardware_threads(), std::move(ops), std::move(load), overhead, std::move(align))
+        .with_load_levels(points.empty() ? std::array<LevelLoads, kTaskKinds>{} : std::move(levels));
 }
 
 // --- JSON ---
@@ -556,6 +606,7 @@ std::string CostModel::to_json() const {
     for (int k = 0; k < kTaskKinds; ++k) {
         j["ops"][op_name(kind_at(k))] = {{"nq_min", ops_[k].nq_min}, {"ms", ops_[k].ms}};
         j["load"][op_name(kind_at(k))] = load_[k];
+        if (!load_levels_[k].empty()) j["load_levels"][op_name(kind_at(k))] = load_levels_[k];
     }
     if (!align_.ms.empty()) j["align"] = {{"nq_min", align_.nq_min}, {"ms", align_.ms}};
     if (job_slowdown_ > 0) j["job_slowdown"] = job_slowdown_;
@@ -585,9 +636,14 @@ CostModel CostModel::from_json(const std::string& text) {
             if (align.ms.empty())
                 throw SerializationError("cost model: the alignment table is empty; leave it out instead");
         }
+        std::array<LevelLoads, kTaskKinds> levels;
+        for (int k = 0; k < kTaskKinds; ++k)
+            if (j.contains("load_levels") && j["load_levels"].contains(op_name(kind_at(k))))
+                levels[k] = j["load_levels"][op_name(kind_at(k))].get<LevelLoads>();
         return CostModel(j.value("name", ""), j.value("machine", ""), j.value("hardware_threads", 1), std::move(ops),
                          std::move(load), j.value("overhead_ms", 0.0), std::move(align))
-            .with_job_slowdown(j.value("job_slowdown", 0.0));
+            .with_job_slowdown(j.value("job_slowdown", 0.0))
+            .with_load_levels(std::move(levels));
     } catch (const nlohmann::json::exception& e) {
         throw SerializationError(std::string("cost model: malformed JSON (") + e.what() +
                                  "); write it with CostModel.save");

@@ -494,6 +494,36 @@ TEST(SchedCostModel, PaperTablesAndJsonRoundTrip) {
     EXPECT_THROW(CostModel::load("/nonexistent/cost.json"), SerializationError);
 }
 
+// Load tables by level: the factor at a task's nq interpolates linearly between the two nearest levels, takes the
+// nearest one's outside them and the kind's load table without an nq; a task's loaded time uses its nq; they survive
+// JSON, and levels out of order are refused.
+TEST(SchedCostModel, LoadTablesByLevelInterpolateInNq) {
+    const CostModel base = linear_model(10, 1, {{1, 1.0}, {2, 1.02}});
+    std::array<CostModel::LevelLoads, kTaskKinds> levels;
+    for (auto& lv : levels)
+        lv = {{2, {{1, {{1, 1.0}, {2, 1.2}}}}}, {5, {{1, {{1, 1.0}, {2, 1.08}}}}}, {8, {{1, {{1, 1.0}, {2, 1.02}}}}}};
+    const CostModel cm = base.with_load_levels(levels);
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::multiply, 2, 1, 2), 1.2);
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::multiply, 2, 1, 3), 1.16);  // a third of the way from nq 2 to 5
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::multiply, 2, 1, 7), 1.04);
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::multiply, 2, 1, 1), 1.2);  // below the lowest level: its factor
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 2, 1, 9), 1.02);
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 2, 1), 1.02);    // no nq: the load table
+    EXPECT_DOUBLE_EQ(cm.load_factor(OpKind::rotate, 1, 1, 3), 1.0);  // one thread busy: unloaded at every level
+    EXPECT_DOUBLE_EQ(cm.loaded_task_ms(OpKind::multiply, 3, false, 1, 2, 1), 10 * 1.16);
+    EXPECT_DOUBLE_EQ(base.load_factor(OpKind::multiply, 2, 1, 3), 1.02);  // no levels: the load table at every nq
+    const CostModel back = CostModel::from_json(cm.to_json());
+    EXPECT_EQ(back.to_json(), cm.to_json());
+    EXPECT_DOUBLE_EQ(back.load_factor(OpKind::multiply, 2, 1, 3), 1.16);
+    EXPECT_EQ(base.to_json().find("load_levels"), std::string::npos);  // written only where there are levels
+    auto bad = levels;
+    std::swap(bad[0][0], bad[0][1]);
+    EXPECT_THROW(base.with_load_levels(bad), ParameterError);
+    bad = levels;
+    bad[1][1].second = {{1, {{1, -1.0}}}};
+    EXPECT_THROW(base.with_load_levels(bad), ParameterError);
+}
+
 TEST(SchedCostModel, AlignmentIsPricedWhereTheGraphAligns) {
     // y = x^2 (level 3 -> 2), then x * y and x + y each align x from level 3 to 2 first (task nq 3).
     Graph g;
@@ -718,6 +748,21 @@ TEST(SchedRun, ConcurrentJobsDecryptToExp) {
         EXPECT_DOUBLE_EQ(loaded.load_factor(op, 2, 1), rows[0].second[1].second);
         // A 2-thread task alone (busy 2, mean width 2) has no team beside it: the width-1 row at one busy thread.
         EXPECT_DOUBLE_EQ(loaded.load_factor(op, 2, 2), 1.0);
+        // The same points at nq = 2, the middle and the top level (levels 5: nq 2, 4, 6), the top's the load table.
+        const auto& lv = loaded.load_levels(op);
+        ASSERT_EQ(lv.size(), 3u) << op_name(op);
+        EXPECT_EQ(lv[0].first, 2);
+        EXPECT_EQ(lv[1].first, 4);
+        EXPECT_EQ(lv[2].first, 6);
+        EXPECT_EQ(lv[2].second, rows);
+        for (const auto& [nq, table] : lv) {
+            ASSERT_EQ(table.size(), 1u);
+            ASSERT_EQ(table[0].second.size(), 2u);
+            EXPECT_GE(table[0].second[1].second, 1.0);
+            EXPECT_DOUBLE_EQ(loaded.load_factor(op, 2, 1, nq), table[0].second[1].second);
+        }
+        EXPECT_DOUBLE_EQ(loaded.load_factor(op, 2, 1, 3),
+                         (lv[0].second[0].second[1].second + lv[1].second[0].second[1].second) / 2);
     }
     EXPECT_EQ(CostModel::from_json(loaded.to_json()).to_json(), loaded.to_json());
     for (Policy p : all_policies()) {
