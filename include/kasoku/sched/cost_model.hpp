@@ -57,10 +57,11 @@ public:
     // Times every task kind on this machine at params, for nq = 2..levels+1 and 1..max_threads threads (median of
     // `reps` rounds; at 5, two models measured minutes apart on 2 Zen 5 threads differed by a tenth); the contention:
     // per team width w = 1, 2, 4, ... and m = 2, 4, ... teams of w threads (up to max_threads busy), each task kind
-    // on one team at the top level while the m - 1 others run the stream's operation mix (the tasks of the graphs in
-    // `mix`, round and round; empty: every kind in turn), its median over its time alone giving the load table's
-    // point (w, busy = m w); the overhead of one dispatch; and the alignment of an operand one level up (kasoku keeps
-    // canonical scales, so that is a constant product and a rescale: an add across levels minus an add at one level).
+    // on one team at nq = 2, the middle level and the top while the m - 1 others run the stream's operation mix (the
+    // tasks of the graphs in `mix`, round and round; empty: every kind in turn), its median over its time alone
+    // giving the point (w, busy = m w) of that level's load table (load_levels; the top's is the load table); the
+    // overhead of one dispatch; and the alignment of an operand one level up (kasoku keeps canonical scales, so that
+    // is a constant product and a rescale: an add across levels minus an add at one level).
     // progress(done, total) if given.
     // @throws ParameterError for a negative max_threads, reps < 1, parameters without a level to rescale, or
     //     parameters that Context::create refuses
