@@ -510,8 +510,6 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     std::vector<std::vector<ckks::Ciphertext>> own(static_cast<std::size_t>(teams));
     for (auto& v : own)
         for (int c = 0; c < kInputs; ++c) v.push_back(fresh(top));
-    std::array<LoadTable, kTaskKinds> load;
-    for (int k = 0; k < kTaskKinds; ++k) load[k] = {{1, {{1, 1.0}}}};
     // Runs f(seat) on a thread of its own seated on team 0's CPUs of width w, and rethrows what it throws.
     auto on_team0 = [&](int w, const auto& f) {
         on_thread([&] {
@@ -588,6 +586,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     const double overhead = measure_overhead_ms(max_threads, 51);
     tick();
     // The load tables: the top level's (what a caller without the task's nq gets), and every level's.
+    std::array<LoadTable, kTaskKinds> load;
     for (int k = 0; k < kTaskKinds; ++k) load[k] = levels[k].back().second;
     return CostModel("measured " + (params.name.empty() ? std::string("parameters") : params.name), cpu_model(),
                      kasoku::hardware_threads(), std::move(ops), std::move(load), overhead, std::move(align))
