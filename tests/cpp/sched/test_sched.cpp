@@ -106,7 +106,6 @@ TEST(SchedThreads, UnbindPinsTheCallingThreadToItsCpus) {
 // before, so that no runner moves to the other's CPU and waits there for it (lowest free CPU first, the runner woken
 // first took CPU 0 and the runners swapped CPUs in about half the rounds).
 TEST(SchedThreads, RunnersKeepTheirCpusBetweenTasks) {
-#ifdef __linux__
     if (usable_cpus().size() < 2) GTEST_SKIP() << "needs 2 CPUs to pin runners to";
     const auto params = ckks::test::research_params(10, 60, 40, 2, 60, 1);
     ckks::test::Env env(params, {});
@@ -150,9 +149,6 @@ TEST(SchedThreads, RunnersKeepTheirCpusBetweenTasks) {
     // other runner's; that one then moves once.
     EXPECT_LE(moves, 2);
     for (const auto& job : jobs) EXPECT_TRUE(job.vals[2]);
-#else
-    GTEST_SKIP() << "pinning is Linux's";
-#endif
 }
 
 // A thread count no task has run at takes the learnt ratio of the nearest one that has (the narrower on a tie); the
