@@ -2,7 +2,7 @@
 // process, so that a machine whose speed drifts (a VM) moves both sides of each pair alike. The first pair faults in
 // fresh pages; leave it out of the medians.
 //   build/cpp/bench/bench_thread_pairs [--op bootstrap|rotate|multiply] [--params BOOT16] [--threads 2] [--reps 4]
-//                                      [--compact] [--copies]
+//                                      [--compact] [--copies] [--granularity]
 // --op: a bootstrap (default), or a rotation by one slot / a multiplication of two ciphertexts with relinearisation and
 // rescale at the top level (give --params H16); those are timed over --iters runs each (default 20).
 // --compact: compact Galois keys (for the bootstrap, for the levels each is used at, as ctx.keygen(bootstrapping=True)
@@ -13,6 +13,13 @@
 // share no temporaries. T x (one alone) / (the slowest copy) is the throughput T cores give that work; a speed-up on T
 // threads below T but at or above it is lost to the memory system, not to the team.
 // Prints one line per measurement, then the medians over pairs 2..reps, and those as a JSON line.
+// --granularity: no pairs; the operation on one thread (the median of --reps runs), then on {T} for T = 2, 4, 8, ..
+// up to --threads with a RegionRecorder (support/threads.hpp: each parallel region's jobs run one after another on
+// this thread and timed, laid out as on T threads), --reps times each after one left out (on a VM the first touch of
+// memory a layout allocates anew can take milliseconds a 2 MiB page, and lands in whichever job touches it): the time on T threads if the threads ran as fast
+// as one alone and met at no cost (each region's jobs spread over T as the team spreads them), and the speed-up that
+// leaves, the ceiling from the split of the work into jobs alone; then, for the largest T, the loops (call sites) by
+// the time they lose to it (span - work / T). One JSON line per T.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +37,7 @@
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/encoder.hpp"
 #include "kasoku/ckks/evaluator.hpp"
+#include "kasoku/support/threads.hpp"
 
 #include "bench_stats.hpp"
 
@@ -80,12 +89,125 @@ double run_copies(int copies, const std::function<double()>& one) {
     return ok ? slowest : -1;
 }
 
+// A loop's call site from its body's demangled lambda type: the function that encloses the first lambda (a helper's
+// own lambda, as for_columns's, names its caller's lambda inside its template arguments, which come first), its last
+// two name parts, and the lambda's number where it has one ("CpuBackend::divide_exact #3").
+std::string call_site(const std::string& type) {
+    const std::size_t lam = type.find("::{lambda");
+    if (lam == std::string::npos) return type.substr(0, 80);
+    std::string f = type.substr(0, lam);
+    if (f.size() >= 6 && f.compare(f.size() - 6, 6, " const") == 0) f.resize(f.size() - 6);
+    if (!f.empty() && f.back() == ')') {  // drop the parameter list
+        int depth = 0;
+        std::size_t i = f.size();
+        while (i-- > 0) {
+            if (f[i] == ')') ++depth;
+            else if (f[i] == '(' && --depth == 0) break;
+        }
+        if (i != std::string::npos) f.resize(i);
+    }
+    std::size_t cut = f.rfind("::");
+    if (cut != std::string::npos && cut > 0) {
+        const std::size_t prev = f.rfind("::", cut - 1);
+        cut = prev == std::string::npos ? 0 : prev + 2;
+    } else {
+        cut = 0;
+    }
+    f = f.substr(cut);
+    if (const std::size_t sp = f.rfind(' '); sp != std::string::npos) f = f.substr(sp + 1);
+    const std::size_t hash = type.find('#', lam), close = type.find('}', lam);
+    if (hash != std::string::npos && close != std::string::npos && hash < close && type.compare(hash, 3, "#1}") != 0)
+        f += " " + type.substr(hash, close - hash);
+    return f;
+}
+
+// What the recorded run of an operation would take on T threads: its time outside the regions plus each region's jobs
+// spread over its team.
+double projected(const RegionRecorder& rec, double total) {
+    double t = total;
+    for (const auto& g : rec.regions()) t += RegionRecorder::makespan(g.how, g.threads, g.jobs) - (g.end - g.start);
+    return t;
+}
+
+// --granularity (the header): `run(t)` runs the operation once on t threads.
+int granularity(const std::string& op, const std::string& params, int max_threads, int reps,
+                const std::function<void(int)>& run) {
+    const auto seconds = [&](int t) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run(t);
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    run(1);  // faults the temporaries in
+    std::vector<double> one;
+    for (int r = 0; r < reps; ++r) one.push_back(seconds(1));
+    const double t1 = median(one);
+    std::printf("%s %s on 1 thread: %.4f s (median of %d)\n", params.c_str(), op.c_str(), t1, reps);
+    std::vector<int> ts;
+    for (int t = 2; t < max_threads; t *= 2) ts.push_back(t);
+    ts.push_back(max_threads);
+    struct Site {
+        double work = 0, span = 0;
+        int regions = 0;
+    };
+    std::map<std::string, Site> sites;
+    for (int T : ts) {
+        std::vector<double> recorded, proj;
+        std::vector<std::map<std::string, Site>> by_rep;
+        for (int r = -1; r < reps; ++r) {  // the first, left out, faults in what this layout allocates anew
+            RegionRecorder rec;
+            run(T);
+            const double total = rec.elapsed();
+            if (r < 0) continue;
+            recorded.push_back(total);
+            proj.push_back(projected(rec, total));
+            std::map<std::string, Site> m;
+            for (const auto& g : rec.regions()) {
+                Site& s = m[call_site(g.site)];
+                for (double j : g.jobs) s.work += j;
+                s.span += RegionRecorder::makespan(g.how, g.threads, g.jobs);
+                ++s.regions;
+            }
+            by_rep.push_back(std::move(m));
+        }
+        const double p = median(proj);
+        // the sites of the repetition whose projection is the median's (the nearest to it)
+        std::size_t mid = 0;
+        for (std::size_t r = 1; r < proj.size(); ++r)
+            if (std::abs(proj[r] - p) < std::abs(proj[mid] - p)) mid = r;
+        sites = by_rep[mid];
+        std::printf(
+            "threads %2d: recorded %.4f s (the %d-thread layout on one), projected %.4f s, ceiling %.2fx "
+            "(%.0f %% of %d)\n",
+            T, median(recorded), T, p, t1 / p, 100 * t1 / p / T, T);
+        std::printf(
+            "{\"op\": \"granularity/%s\", \"params\": \"%s\", \"threads\": %d, \"reps\": %d, "
+            "\"one_thread_s\": %.6f, \"recorded_s\": %.6f, \"projected_s\": %.6f, \"ceiling\": %.3f}\n",
+            op.c_str(), params.c_str(), T, reps, t1, median(recorded), p, t1 / p);
+        std::fflush(stdout);
+    }
+    std::vector<std::pair<std::string, Site>> order(sites.begin(), sites.end());
+    const double T = max_threads;
+    std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+        return a.second.span - a.second.work / T > b.second.span - b.second.work / T;
+    });
+    std::printf("\nloops on %d threads, by the time their split loses (span - work / %d), one run:\n", max_threads,
+                max_threads);
+    std::printf(
+        "| loop | regions | work ms | span ms | lost ms | efficiency |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (std::size_t i = 0; i < order.size() && i < 12; ++i) {
+        const Site& s = order[i].second;
+        std::printf("| %s | %d | %.2f | %.2f | %.2f | %.2f |\n", order[i].first.c_str(), s.regions, 1e3 * s.work,
+                    1e3 * s.span, 1e3 * (s.span - s.work / T), s.span > 0 ? s.work / s.span / T : 1.0);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string params = "BOOT16", op = "bootstrap";
     int T = 2, reps = 4, iters = 20;
-    bool compact = false, copies = false;
+    bool compact = false, copies = false, grain = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--params" && i + 1 < argc) params = argv[++i];
@@ -95,10 +217,11 @@ int main(int argc, char** argv) {
         else if (a == "--iters" && i + 1 < argc) iters = std::max(1, std::atoi(argv[++i]));
         else if (a == "--compact") compact = true;
         else if (a == "--copies") copies = true;
+        else if (a == "--granularity") grain = true;
         else {
             std::fprintf(stderr,
                          "usage: %s [--op bootstrap|rotate|multiply] [--params BOOT16] [--threads 2] [--reps 4] "
-                         "[--iters 20] [--compact] [--copies]\n",
+                         "[--iters 20] [--compact] [--copies] [--granularity]\n",
                          argv[0]);
             return 2;
         }
@@ -152,6 +275,14 @@ int main(int argc, char** argv) {
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return boot_op ? s : s / iters;
     };
+    if (grain)
+        return granularity(op, params, T, reps, [&](int t) {
+            if (boot_op) {
+                const Ciphertext out = boot->bootstrap(ev, ct, {t});
+            } else {
+                const Ciphertext out = op == "rotate" ? ev.rotate(ct, 1, {t}) : ev.multiply(ct, ct2, true, {t});
+            }
+        });
     const char* unit = boot_op ? "s" : "ms";
     const double scale = boot_op ? 1 : 1e3;
     std::vector<double> ratios, ceilings;

@@ -233,6 +233,33 @@ def sched_sim(r: Run, threads: str, d_values: str, jobs: str, window: str, seeds
     ]
 
 
+def thread_pairs_step(name: str, limit: int, what: str, mode: str, h16_reps: str, boot_reps: str) -> Step:
+    """A bench_thread_pairs step in `mode`: the H16 rotation and multiplication, then BOOT16's bootstrap, on 16
+    threads; its dry run T12's rotation and TB10's bootstrap on 4."""
+
+    def pairs(r: Run, *args: str) -> list[str]:
+        return [str(r.build / "bench" / "bench_thread_pairs"), *args, mode]
+
+    return Step(
+        name,
+        limit,
+        what,
+        lambda r: [
+            ["cmake", "-DKASOKU_BUILD_BENCH=ON", str(r.build)],  # the build step leaves the benchmarks out
+            ["cmake", "--build", str(r.build), "--target", "bench_thread_pairs"],
+            *[
+                pairs(r, "--params", "H16", "--op", op, "--threads", "16", "--reps", h16_reps)
+                for op in ("rotate", "multiply")
+            ],
+            pairs(r, "--threads", "16", "--reps", boot_reps),
+        ],
+        dry=lambda r: [
+            pairs(r, "--params", "T12", "--op", "rotate", "--iters", "3", "--threads", "4", "--reps", "2"),
+            pairs(r, "--params", "TB10", "--threads", "4", "--reps", "2"),
+        ],
+    )
+
+
 STEPS = [
     Step(
         "build",
@@ -461,27 +488,26 @@ STEPS = [
             for t in (1, 2)
         ],
     ),
-    Step(
+    thread_pairs_step(
         "thread-ceilings",
         300,
         "issue 64: the H16 rotation and multiplication and BOOT16's bootstrap on 1 thread, then 16, in pairs, beside "
         "16 one-thread copies at once in processes that share the keys (bench_thread_pairs --copies): how much of 16x "
         "the memory system allows work that needs no barrier, against what the team gets",
-        lambda r: [
-            ["cmake", "-DKASOKU_BUILD_BENCH=ON", str(r.build)],  # the build step leaves the benchmarks out
-            ["cmake", "--build", str(r.build), "--target", "bench_thread_pairs"],
-            *[
-                [str(r.build / "bench" / "bench_thread_pairs"), "--params", "H16", "--op", op, "--threads", "16"]
-                + ["--reps", "4", "--copies"]
-                for op in ("rotate", "multiply")
-            ],
-            [str(r.build / "bench" / "bench_thread_pairs"), "--threads", "16", "--reps", "3", "--copies"],
-        ],
-        dry=lambda r: [
-            [str(r.build / "bench" / "bench_thread_pairs"), "--params", "T12", "--op", "rotate", "--iters", "3"]
-            + ["--reps", "2", "--copies"],
-            [str(r.build / "bench" / "bench_thread_pairs"), "--params", "TB10", "--reps", "2", "--copies"],
-        ],
+        "--copies",
+        h16_reps="4",
+        boot_reps="3",
+    ),
+    thread_pairs_step(
+        "thread-granularity",
+        300,
+        "issue 64: the H16 rotation and multiplication and BOOT16's bootstrap with each parallel region's jobs timed "
+        "one after another on one thread and spread over 2-16 threads as the team spreads them "
+        "(bench_thread_pairs --granularity): the speed-up the split of the work into jobs leaves, and the loops that "
+        "lose most, beside what thread-ceilings measures",
+        "--granularity",
+        h16_reps="5",
+        boot_reps="1",
     ),
     Step(
         "boot16-threads",

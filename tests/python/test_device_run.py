@@ -29,7 +29,7 @@ def test_dry_run_skips_cuda_steps_and_runs_the_rest(tmp_path):
     listed = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "device_run.py"), "--list"], capture_output=True, text=True, check=True
     ).stdout.split()
-    assert set(steps) <= set(listed) and len(steps) == 24
+    assert set(steps) <= set(listed) and len(steps) == 25
     for name in ("sanitizers", "h16-gpu", "boot16-gpu", "ncu", "m14-gpu", "nn-gpu", "nn-resnet-gpu"):
         assert steps[name]["status"] == "skipped" and "CUDA" in steps[name]["why"], steps[name]
     for name in (
@@ -39,6 +39,7 @@ def test_dry_run_skips_cuda_steps_and_runs_the_rest(tmp_path):
         "boot16-threads",
         "keyswitch-threads",
         "thread-ceilings",
+        "thread-granularity",
         "boot-ifma",
         "sched-cost",
         "sched-real",

@@ -8,9 +8,15 @@
 #include <sched.h>
 #endif
 
+#include <cxxabi.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <functional>
 #include <memory>
+#include <queue>
 #include <string>
 #include <thread>
 
@@ -216,6 +222,78 @@ bool ThreadTeam::run(int threads, std::size_t count, void (*fn)(void*, std::size
         if (s.take(k, g)) s.run_slot(k);
     while (s.done.load(std::memory_order_acquire) < threads) cpu_relax();
     return true;
+}
+
+// ---------------------------------------------------------------- RegionRecorder
+
+namespace {
+thread_local RegionRecorder* t_recorder = nullptr;
+
+double seconds_now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string demangled(const std::type_info& t) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(t.name(), nullptr, nullptr, &status);
+    std::string s = status == 0 && d ? d : t.name();
+    std::free(d);
+    return s;
+}
+}  // namespace
+
+RegionRecorder::RegionRecorder() : begin_(seconds_now()) {
+    if (t_recorder) throw ParameterError("RegionRecorder: this thread records its regions already");
+    t_recorder = this;
+}
+
+RegionRecorder::~RegionRecorder() {
+    if (t_recorder == this) t_recorder = nullptr;
+}
+
+double RegionRecorder::elapsed() const { return seconds_now() - begin_; }
+
+bool RegionRecorder::recording() { return t_recorder != nullptr; }
+
+void RegionRecorder::run(int threads, std::size_t count, void (*fn)(void*, std::size_t), void* ctx, Schedule how,
+                         const std::type_info& body) {
+    RegionRecorder& r = *t_recorder;
+    Region g{demangled(body), how, threads, seconds_now() - r.begin_, 0, std::vector<double>(count)};
+    t_in_region = true;  // nested loops run inside their job, as on a team
+    for (std::size_t i = 0; i < count; ++i) {
+        const double t0 = seconds_now();
+        fn(ctx, i);
+        g.jobs[i] = seconds_now() - t0;
+    }
+    t_in_region = false;
+    g.end = seconds_now() - r.begin_;
+    r.regions_.push_back(std::move(g));
+}
+
+double RegionRecorder::makespan(Schedule how, int threads, const std::vector<double>& jobs) {
+    const std::size_t n = jobs.size(),
+                      t = std::max<std::size_t>(1, std::min<std::size_t>(n, threads > 0 ? threads : 1));
+    double end = 0;
+    if (how == Schedule::dynamic) {
+        std::priority_queue<double, std::vector<double>, std::greater<>> free_at;  // each thread's time when free
+        for (std::size_t k = 0; k < t; ++k) free_at.push(0);
+        for (double j : jobs) {
+            const double s = free_at.top();
+            free_at.pop();
+            free_at.push(s + j);
+            end = std::max(end, s + j);
+        }
+        return end;
+    }
+    for (std::size_t k = 0; k < t; ++k) {  // thread k's jobs, as ThreadTeam's run_slot takes them
+        double sum = 0;
+        if (how == Schedule::interleaved)
+            for (std::size_t i = k; i < n; i += t) sum += jobs[i];
+        else
+            for (std::size_t i = k * n / t, e = (k + 1) * n / t; i < e; ++i) sum += jobs[i];
+        end = std::max(end, sum);
+    }
+    return end;
 }
 
 }  // namespace kasoku

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <complex>
 #include <condition_variable>
@@ -231,6 +232,65 @@ TEST(SchedThreads, ThreadTeamRunsEveryIndexOnceOnItsPinnedHelpers) {
     EXPECT_FALSE(ThreadTeam::in_region());
 }
 #endif
+
+// Jobs spread as parallel_for's teams take them: interleaved (thread k: k, k + T, ...), contiguous (consecutive
+// ranges), dynamic (each job to the thread free first, in index order); never more threads than jobs.
+TEST(SchedThreads, RegionMakespanSpreadsJobsAsTheTeamTakesThem) {
+    const std::vector<double> jobs{5, 1, 1, 1, 1, 1};
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::interleaved, 2, jobs), 7);  // {5, 1, 1} and {1, 1, 1}
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::contiguous, 2, jobs), 7);   // {5, 1, 1} and {1, 1, 1}
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::dynamic, 2, jobs), 5);      // the 1s all go to the other
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::contiguous, 3, {1, 2, 3, 4, 5, 6}), 11);  // {5, 6}
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::interleaved, 3, {1, 2, 3, 4, 5, 6}), 9);  // {3, 6}
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::dynamic, 3, {1, 2, 3, 4, 5, 6}), 9);      // 1+4+... : 3+6
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::dynamic, 16, {2, 3}), 3);
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::interleaved, 1, {2, 3}), 5);
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::dynamic, 4, {}), 0);
+}
+
+// While a recorder lives, a region that would open a team runs on the calling thread, each job once and timed; loops
+// nested in a job, one-thread and one-job loops are not regions; another thread's loops are its own; the recorder ends
+// with its scope, and a second one on the same thread is refused.
+TEST(SchedThreads, RegionRecorderRunsEachRegionOnTheCallingThread) {
+    const auto me = std::this_thread::get_id();
+    std::vector<int> runs(10, 0);
+    bool elsewhere = false;
+    {
+        RegionRecorder rec;
+        EXPECT_THROW(RegionRecorder{}, ParameterError);
+        parallel_for(
+            4, runs.size(),
+            [&](std::size_t i) {
+                ++runs[i];
+                elsewhere |= std::this_thread::get_id() != me;
+                parallel_for(4, 3, [&](std::size_t) { elsewhere |= std::this_thread::get_id() != me; });
+                std::this_thread::sleep_for(std::chrono::microseconds(i == 0 ? 2000 : 100));
+            },
+            Schedule::dynamic);
+        parallel_for(1, 5, [&](std::size_t) {});
+        parallel_for(8, 1, [&](std::size_t) {});
+        parallel_for(8, 3, [&](std::size_t) {});
+        std::thread other([] { parallel_for(2, 4, [](std::size_t) {}); });
+        other.join();
+        ASSERT_EQ(rec.regions().size(), 2u);
+        const auto& g = rec.regions()[0];
+        EXPECT_EQ(g.how, Schedule::dynamic);
+        EXPECT_EQ(g.threads, 4);
+        ASSERT_EQ(g.jobs.size(), 10u);
+        EXPECT_GE(g.jobs[0], 0.0019);
+        for (double j : g.jobs) EXPECT_GE(j, 0.00009);
+        EXPECT_GE(g.end - g.start, 0.0028);
+        EXPECT_NE(g.site.find("RegionRecorderRunsEachRegionOnTheCallingThread"), std::string::npos) << g.site;
+        EXPECT_EQ(rec.regions()[1].threads, 3);  // 3 jobs: a team of 3
+        EXPECT_EQ(rec.regions()[1].how, Schedule::interleaved);
+        EXPECT_GE(rec.elapsed(), g.end);
+    }
+    EXPECT_EQ(runs, std::vector<int>(10, 1));
+    EXPECT_FALSE(elsewhere);
+    EXPECT_FALSE(RegionRecorder::recording());
+    RegionRecorder again;  // the first one ended
+    EXPECT_TRUE(RegionRecorder::recording());
+}
 
 TEST(SchedGraph, BuildersTrackLevelsAndNq) {
     Graph g;
