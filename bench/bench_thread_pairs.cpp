@@ -13,18 +13,20 @@
 // share no temporaries. T x (one alone) / (the slowest copy) is the throughput T cores give that work; a speed-up on T
 // threads below T but at or above it is lost to the memory system, not to the team.
 // Prints one line per measurement, then the medians over pairs 2..reps, and those as a JSON line.
-// --granularity: no pairs; the operation on one thread (the median of --reps runs), then on {T} for T = 2, 4, 8, ..
-// up to --threads with a RegionRecorder (support/threads.hpp: each parallel region's jobs run one after another on
-// this thread and timed, laid out as on T threads), --reps times each after one left out (on a VM the first touch of
-// memory a layout allocates anew can take milliseconds a 2 MiB page, and lands in whichever job touches it): the time on T threads if the threads ran as fast
-// as one alone and met at no cost (each region's jobs spread over T as the team spreads them), and the speed-up that
-// leaves, the ceiling from the split of the work into jobs alone; then, for the largest T, the loops (call sites) by
-// the time they lose to it (span - work / T). One JSON line per T.
+// --granularity: no pairs; the operation on one thread (the median of --reps runs, one operation each: --iters is not
+// used), then on {T} for T = 2, 4, 8, .. up to --threads with a RegionRecorder (support/threads.hpp: each parallel
+// region's jobs run one after another on this thread and timed, laid out as on T threads), --reps times each after one
+// left out (on a VM the first touch of memory a layout allocates anew can take milliseconds a 2 MiB page, and lands in
+// whichever job touches it): the time on T threads if the threads ran as fast as one alone and met at no cost (each
+// region's jobs spread over T as the team spreads them), and the speed-up that leaves, the ceiling from the split of
+// the work into jobs alone; then, for the largest T, the loops (call sites) by the time they lose to it (span - work /
+// T). One JSON line per T.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>

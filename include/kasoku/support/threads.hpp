@@ -106,9 +106,9 @@ public:
     const std::vector<Region>& regions() const { return regions_; }
     // Seconds since the recorder began.
     double elapsed() const;
-    // When `jobs` of these seconds end on `threads` threads (each job's time its own, the threads otherwise idle) shared
-    // as `how` shares them: interleaved and contiguous as parallel_for assigns them, dynamic as list scheduling in index
-    // order (each job to the thread that is free first).
+    // When `jobs` of these seconds end on `threads` threads (each job's time its own, the threads otherwise idle)
+    // shared as `how` shares them: interleaved and contiguous as parallel_for assigns them, dynamic as list scheduling
+    // in index order (each job to the thread that is free first).
     static double makespan(Schedule how, int threads, const std::vector<double>& jobs);
 
     // For parallel_for: whether the calling thread records, and the recording run of one region.

@@ -327,7 +327,11 @@ TEST(Backend, EveryThreadCountGivesTheSameBits) {
             out[17] = w1;
             out[18] = a;
             f.be->rescale(out[18], T);
-            for (const RnsPoly& d : f.be->mod_up(a, T)) out.push_back(d);
+            const std::vector<RnsPoly> digits = f.be->mod_up(a, T);
+            for (const RnsPoly& d : digits) out.push_back(d);
+            RnsPoly ib, ia, ic;  // the hoisted inner product, its limbs handed out one at a time
+            f.be->inner_product(digits, {{&key, 5}, {&key, 1}}, ib, ia, &c, &ic, T);
+            for (RnsPoly* x : {&ib, &ia, &ic}) out.push_back(*x);
             RnsPoly k0, k1, r0, r1, s0, s1, w0b = f.be->poly(nq, 3, true), w1b = f.be->poly(nq, 3, true);
             f.be->key_switch_mod_down(a, key, &b, &c, 5, false, k0, k1, T);
             f.be->key_switch_mod_down(a, key, &b, &c, 1, true, r0, r1, T);
