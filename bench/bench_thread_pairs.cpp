@@ -13,14 +13,14 @@
 // share no temporaries. T x (one alone) / (the slowest copy) is the throughput T cores give that work; a speed-up on T
 // threads below T but at or above it is lost to the memory system, not to the team.
 // Prints one line per measurement, then the medians over pairs 2..reps, and those as a JSON line.
-// --granularity: no pairs; the operation on one thread (the median of --reps runs, one operation each: --iters is not
-// used), then on {T} for T = 2, 4, 8, .. up to --threads with a RegionRecorder (support/threads.hpp: each parallel
-// region's jobs run one after another on this thread and timed, laid out as on T threads), --reps times each after one
-// left out (on a VM the first touch of memory a layout allocates anew can take milliseconds a 2 MiB page, and lands in
+// --granularity: the operation on one thread, then on {T} with a RegionRecorder (support/threads.hpp: each parallel
+// region's jobs run one after another on this thread and timed, laid out as on T threads), in pairs for T = 2, 4, 8, ..
+// up to --threads, --reps pairs each (one operation a side: --iters is not used), after one recorded run per T left out
+// (on a VM the first touch of memory a layout allocates anew can take milliseconds a 2 MiB page, and lands in
 // whichever job touches it): the time on T threads if the threads ran as fast as one alone and met at no cost (each
-// region's jobs spread over T as the team spreads them), and the speed-up that leaves, the ceiling from the split of
-// the work into jobs alone; then, for the largest T, the loops (call sites) by the time they lose to it (span - work /
-// T). One JSON line per T.
+// region's jobs spread over T as the team spreads them), and the speed-up that leaves (the median of the pairs'
+// ratios), the ceiling from the split of the work into jobs alone; then, for the largest T, the loops (call sites) by
+// the time they lose to it (span - work / T). One JSON line per T.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,60 +134,73 @@ double projected(const RegionRecorder& rec, double total) {
 // --granularity (the header): `run(t)` runs the operation once on t threads.
 int granularity(const std::string& op, const std::string& params, int max_threads, int reps,
                 const std::function<void(int)>& run) {
+    struct Site {
+        double work = 0, span = 0;
+        int regions = 0;
+    };
+    struct Recorded {
+        double total, projected;
+        std::map<std::string, Site> sites;
+    };
     const auto seconds = [&](int t) {
         const auto t0 = std::chrono::steady_clock::now();
         run(t);
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
-    run(1);  // faults the temporaries in
-    std::vector<double> one;
-    for (int r = 0; r < reps; ++r) one.push_back(seconds(1));
-    const double t1 = median(one);
-    std::printf("%s %s on 1 thread: %.4f s (median of %d)\n", params.c_str(), op.c_str(), t1, reps);
+    const auto record = [&](int T) {
+        RegionRecorder rec;
+        run(T);
+        Recorded out{rec.elapsed(), 0, {}};
+        out.projected = projected(rec, out.total);
+        for (const auto& g : rec.regions()) {
+            Site& s = out.sites[call_site(g.site)];
+            for (double j : g.jobs) s.work += j;
+            s.span += RegionRecorder::makespan(g.how, g.threads, g.jobs);
+            ++s.regions;
+        }
+        return out;
+    };
     std::vector<int> ts;
     for (int t = 2; t < max_threads; t *= 2) ts.push_back(t);
     ts.push_back(max_threads);
-    struct Site {
-        double work = 0, span = 0;
-        int regions = 0;
-    };
-    std::map<std::string, Site> sites;
-    for (int T : ts) {
-        std::vector<double> recorded, proj;
-        std::vector<std::map<std::string, Site>> by_rep;
-        for (int r = -1; r < reps; ++r) {  // the first, left out, faults in what this layout allocates anew
-            RegionRecorder rec;
-            run(T);
-            const double total = rec.elapsed();
-            if (r < 0) continue;
-            recorded.push_back(total);
-            proj.push_back(projected(rec, total));
-            std::map<std::string, Site> m;
-            for (const auto& g : rec.regions()) {
-                Site& s = m[call_site(g.site)];
-                for (double j : g.jobs) s.work += j;
-                s.span += RegionRecorder::makespan(g.how, g.threads, g.jobs);
-                ++s.regions;
-            }
-            by_rep.push_back(std::move(m));
+    run(1);                            // faults the temporaries in
+    for (int T : ts) (void)record(T);  // and what each layout allocates anew; left out
+    // In pairs, the operation on one thread, then recorded in the layout of T, rep after rep and T after T: a machine
+    // whose speed drifts (a VM) moves both sides of each ratio alike.
+    std::map<int, std::vector<double>> one, recorded, proj, ratio;
+    std::map<int, std::vector<std::map<std::string, Site>>> sites;
+    for (int r = 0; r < reps; ++r)
+        for (int T : ts) {
+            const double t1 = seconds(1);
+            Recorded x = record(T);
+            one[T].push_back(t1);
+            recorded[T].push_back(x.total);
+            proj[T].push_back(x.projected);
+            ratio[T].push_back(t1 / x.projected);
+            sites[T].push_back(std::move(x.sites));
         }
-        const double p = median(proj);
-        // the sites of the repetition whose projection is the median's (the nearest to it)
-        std::size_t mid = 0;
-        for (std::size_t r = 1; r < proj.size(); ++r)
-            if (std::abs(proj[r] - p) < std::abs(proj[mid] - p)) mid = r;
-        sites = by_rep[mid];
+    std::printf("%s %s, medians of %d pairs (one thread, then the T-thread layout recorded on one):\n", params.c_str(),
+                op.c_str(), reps);
+    for (int T : ts) {
+        const double c = median(ratio[T]);
         std::printf(
-            "threads %2d: recorded %.4f s (the %d-thread layout on one), projected %.4f s, ceiling %.2fx "
-            "(%.0f %% of %d)\n",
-            T, median(recorded), T, p, t1 / p, 100 * t1 / p / T, T);
+            "threads %2d: one thread %.4f s, recorded %.4f s, projected %.4f s, ceiling %.2fx (%.0f %% of %d; "
+            "pairs %.2f-%.2fx)\n",
+            T, median(one[T]), median(recorded[T]), median(proj[T]), c, 100 * c / T, T,
+            *std::min_element(ratio[T].begin(), ratio[T].end()), *std::max_element(ratio[T].begin(), ratio[T].end()));
         std::printf(
-            "{\"op\": \"granularity/%s\", \"params\": \"%s\", \"threads\": %d, \"reps\": %d, "
+            "{\"op\": \"granularity/%s\", \"params\": \"%s\", \"threads\": %d, \"pairs\": %d, "
             "\"one_thread_s\": %.6f, \"recorded_s\": %.6f, \"projected_s\": %.6f, \"ceiling\": %.3f}\n",
-            op.c_str(), params.c_str(), T, reps, t1, median(recorded), p, t1 / p);
+            op.c_str(), params.c_str(), T, reps, median(one[T]), median(recorded[T]), median(proj[T]), c);
         std::fflush(stdout);
     }
-    std::vector<std::pair<std::string, Site>> order(sites.begin(), sites.end());
+    // the loops of the largest T's pair whose ratio is the median's (the nearest to it)
+    const std::vector<double>& rt = ratio[max_threads];
+    const double c = median(rt);
+    std::size_t mid = 0;
+    for (std::size_t r = 1; r < rt.size(); ++r)
+        if (std::abs(rt[r] - c) < std::abs(rt[mid] - c)) mid = r;
+    std::vector<std::pair<std::string, Site>> order(sites[max_threads][mid].begin(), sites[max_threads][mid].end());
     const double T = max_threads;
     std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
         return a.second.span - a.second.work / T > b.second.span - b.second.work / T;
