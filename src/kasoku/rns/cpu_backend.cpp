@@ -833,8 +833,9 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
     // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1. Each thread takes
     // the next limb when done with one, the primes of 50 bits and more first (their kernels are the slower ones): with
     // fixed shares (thread k: limbs k, k + T, ...) one thread of two took every limb that starts a 2 MiB page of the
-    // fresh outputs (every fourth at n = 2^16), whose first touch faults the page in, and in a BOOT16 bootstrap on two
-    // Zen 5 threads waited 34 ms for it (RegionRecorder's timings: one region's limbs 9.4 ms and 0.3 ms).
+    // fresh outputs (every fourth at n = 2^16), whose first touch faults the page in: in one region of a BOOT16
+    // bootstrap on two Zen 5 threads, limbs of 9.4 and 0.3 ms and a span of 69.6 ms for 37.6 ms of work a thread
+    // (RegionRecorder's timings; 40.9 ms with the limbs handed out so).
     const std::vector<std::size_t> order =
         by_decreasing(nq + np, [&](std::size_t t) { return ring().prime(pidx(t, nq)) >= (u64{1} << 50) ? 1 : 0; });
     parallel_for(

@@ -242,7 +242,7 @@ TEST(SchedThreads, RegionMakespanSpreadsJobsAsTheTeamTakesThem) {
     EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::dynamic, 2, jobs), 5);      // the 1s all go to the other
     EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::contiguous, 3, {1, 2, 3, 4, 5, 6}), 11);  // {5, 6}
     EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::interleaved, 3, {1, 2, 3, 4, 5, 6}), 9);  // {3, 6}
-    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::dynamic, 3, {1, 2, 3, 4, 5, 6}), 9);      // 1+4+... : 3+6
+    EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::dynamic, 3, {1, 2, 3, 4, 5, 6}), 9);  // {1, 4}, {2, 5}, {3, 6}
     EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::dynamic, 16, {2, 3}), 3);
     EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::interleaved, 1, {2, 3}), 5);
     EXPECT_DOUBLE_EQ(RegionRecorder::makespan(Schedule::dynamic, 4, {}), 0);
