@@ -500,7 +500,7 @@ STEPS = [
     ),
     thread_pairs_step(
         "thread-granularity",
-        300,
+        360,
         "issue 64: the H16 rotation and multiplication and BOOT16's bootstrap with each parallel region's jobs timed "
         "one after another on one thread and spread over 2-16 threads as the team spreads them "
         "(bench_thread_pairs --granularity): the speed-up the split of the work into jobs leaves, and the loops that "
