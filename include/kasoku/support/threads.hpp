@@ -132,16 +132,13 @@ void parallel_for(int threads, std::size_t count, F&& body, Schedule how = Sched
     }
     [[maybe_unused]] int t = static_cast<int>(count) < threads ? static_cast<int>(count) : threads;
     using Body = std::remove_reference_t<F>;
+    void (*const call)(void*, std::size_t) = [](void* b, std::size_t i) { (*static_cast<Body*>(b))(i); };
+    void* const ctx = const_cast<void*>(static_cast<const void*>(&body));
     if (RegionRecorder::recording()) [[unlikely]] {
-        RegionRecorder::run(
-            t, count, [](void* b, std::size_t i) { (*static_cast<Body*>(b))(i); },
-            const_cast<void*>(static_cast<const void*>(&body)), how, typeid(Body));
+        RegionRecorder::run(t, count, call, ctx, how, typeid(Body));
         return;
     }
-    if (ThreadTeam::run(
-            t, count, [](void* b, std::size_t i) { (*static_cast<Body*>(b))(i); },
-            const_cast<void*>(static_cast<const void*>(&body)), static_cast<int>(how)))
-        return;
+    if (ThreadTeam::run(t, count, call, ctx, static_cast<int>(how))) return;
     if (how == Schedule::interleaved) {
 #pragma omp parallel for num_threads(t) schedule(static, 1)
         for (std::size_t i = 0; i < count; ++i) body(i);

@@ -179,6 +179,10 @@ private:
     // Limbs 0 .. count - 1 by decreasing work of every digit's ModUp at them (the order Schedule::dynamic wants):
     // the limbs of a short last digit convert more source limbs than the others, and the special primes' most.
     std::vector<std::size_t> by_mod_up_cost(std::size_t count, std::size_t nq) const;
+    // Limbs 0 .. count - 1 of an inner product with the keys by decreasing cost (the order Schedule::dynamic wants):
+    // wider primes first (their products run on slower kernels: a bootstrapping chain's 60-bit primes beside its
+    // 40-bit user primes), and among equals the q-limbs, which also carry c0's images where there is a c0.
+    std::vector<std::size_t> by_product_cost(std::size_t count, std::size_t nq) const;
     using Permutation = std::shared_ptr<const std::vector<std::uint32_t>>;
     // Each term's permutation (null for g = 1), kept alive by `owned`.
     std::vector<const std::uint32_t*> permutations(const std::vector<KeyTerm>& terms,
@@ -637,6 +641,12 @@ std::vector<std::size_t> CpuBackend::by_mod_up_cost(std::size_t count, std::size
     });
 }
 
+std::vector<std::size_t> CpuBackend::by_product_cost(std::size_t count, std::size_t nq) const {
+    return by_decreasing(count, [&](std::size_t t) {
+        return static_cast<std::size_t>(ring().modulus(pidx(t, nq)).bits) * 2 + (t < nq);
+    });
+}
+
 CpuBackend::ModUpSources CpuBackend::mod_up_sources(const RnsPoly& d, int threads) const {
     ModUpSources dec;
     dec.num_q = d.num_q();
@@ -831,13 +841,12 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
     std::vector<Permutation> owned;
     const std::vector<const std::uint32_t*> perms = permutations(terms, owned);
     // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1. Each thread takes
-    // the next limb when done with one, the primes of 50 bits and more first (their kernels are the slower ones): with
-    // fixed shares (thread k: limbs k, k + T, ...) one thread of two took every limb that starts a 2 MiB page of the
-    // fresh outputs (every fourth at n = 2^16), whose first touch faults the page in: in one region of a BOOT16
-    // bootstrap on two Zen 5 threads, limbs of 9.4 and 0.3 ms and a span of 69.6 ms for 37.6 ms of work a thread
-    // (RegionRecorder's timings; 40.9 ms with the limbs handed out so).
-    const std::vector<std::size_t> order =
-        by_decreasing(nq + np, [&](std::size_t t) { return ring().prime(pidx(t, nq)) >= (u64{1} << 50) ? 1 : 0; });
+    // the next limb when done with one, the costliest first (by_product_cost): with fixed shares (thread k: limbs k,
+    // k + T, ...) one thread of two took every limb that starts a 2 MiB page of the fresh outputs (every fourth at
+    // n = 2^16), whose first touch faults the page in: in one region of a BOOT16 bootstrap on two Zen 5 threads, limbs
+    // of 9.4 and 0.3 ms and a span of 69.6 ms for 37.6 ms of work a thread (RegionRecorder's timings; 40.9 ms with the
+    // limbs handed out so, the 50-bit-and-more primes first).
+    const std::vector<std::size_t> order = by_product_cost(nq + np, nq);
     parallel_for(
         exec.threads, nq + np,
         [&](std::size_t k) {
@@ -872,12 +881,8 @@ void CpuBackend::do_inner_product_sums(const std::vector<RnsPoly>& digits, const
                 slot[e.term] = used.size();
                 used.push_back(e.term);
             }
-    // The limbs costliest first, each thread taking the next when done: wider primes first (their products run on
-    // slower kernels: a bootstrapping chain's 60-bit primes beside its 40-bit user primes), and among equals those
-    // that also carry c0's products.
-    const std::vector<std::size_t> order = by_decreasing(nq + kp, [&](std::size_t t) {
-        return static_cast<std::size_t>(ring().modulus(pidx(t, nq)).bits) * 2 + (t < nq);
-    });
+    // The limbs costliest first, each thread taking the next when done.
+    const std::vector<std::size_t> order = by_product_cost(nq + kp, nq);
     const auto limb_sums = [&](std::size_t k) {
         const std::size_t t = order[k];
         const Modulus& m = ring().modulus(pidx(t, nq));
