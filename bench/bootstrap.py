@@ -7,6 +7,7 @@
     .venv/bin/python bench/bootstrap.py --params BOOT16 --whole-keys   # default: compact keys, as ctx.keygen makes them
     .venv/bin/python bench/bootstrap.py --params BOOT16 --real --at-use   # the transforms encoded at each bootstrap
     .venv/bin/python bench/bootstrap.py --params BOOT16 --device cuda --reps 5
+    .venv/bin/python bench/bootstrap.py --params BOOT16 --k-bound 10 --double-angle 3 --cos-degree 31   # EvalMod given
 
 --params: named sets (docs/PARAMS.md). --log-n: research parameters (security=None) of one prime size: q_0 60 bits,
 17 levels of 50 bits, 3 special primes of 60 bits, sparse secret (h = 64). The default Bootstrapper either way, or
@@ -49,6 +50,7 @@ def run(
     compact_keys: bool | None = None,
     real: bool = False,
     at_use: bool = False,
+    evalmod: dict | None = None,
 ) -> dict:
     ctx = ks.Context(params, threads=threads, device=device)
     progress(f"{params!r}: planning")
@@ -61,6 +63,7 @@ def run(
         slot_to_coeff_first=stc_first,
         real=real,
         at_use=at_use,
+        **(evalmod or {}),
     )
     plan_s = time.perf_counter() - t
     plan_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the process's peak so far: context and plan
@@ -125,6 +128,9 @@ def run(
         "scale_bits": params.scale_bits,
         "cos_degree": boot.cos_degree,
         "k_bound": boot.k_bound,
+        "double_angle": boot.double_angle,
+        "failure_log2": boot.failure["log2_per_bootstrap"],  # -inf: never (JSON -Infinity)
+        "reach": boot.failure["reach"],
         "message_ratio": boot.message_ratio,
         "galois_keys": len(boot.galois_elements()),
         "log_qp": params.log_qp,
@@ -155,6 +161,10 @@ def main() -> None:
     )
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu, or cuda: the first CUDA GPU")
     ap.add_argument("--at-use", action="store_true", help="the transforms encoded at each bootstrap (a smaller plan)")
+    ap.add_argument("--k-bound", type=float, default=0, help="EvalMod's bound on |I| (0: chosen for --failure-bits)")
+    ap.add_argument("--double-angle", type=int, default=None, help="EvalMod's double-angle steps (default: chosen)")
+    ap.add_argument("--cos-degree", type=int, default=0, help="the cosine interpolant's degree (0: chosen)")
+    ap.add_argument("--failure-bits", type=int, default=128, help="the chosen EvalMod fails at most 2^-this")
     ap.add_argument(
         "--special",
         metavar="BITSxCOUNT",
@@ -199,6 +209,12 @@ def main() -> None:
                 args.compact_keys,
                 args.real,
                 args.at_use,
+                {
+                    "k_bound": args.k_bound,
+                    "double_angle": args.double_angle,
+                    "cos_degree": args.cos_degree,
+                    "failure_bits": args.failure_bits,
+                },
             ),
             args.out,
         )

@@ -5,7 +5,7 @@ virtual environments of their own without kasoku, import it too (a script in ben
     import harness
     secs = harness.times(fn, reps=5, warmup=1)          # every repetition, in seconds
     rec = {"op": "...", **harness.summary(secs, "ms")}  # median_ms, min_ms, max_ms, reps
-    harness.emit(rec, args.out)                         # + machine and date; printed, and appended to --out
+    harness.emit(rec, args.out)                         # + machine, date, commit, command; printed, appended to --out
     rows = harness.read("run.jsonl")                    # the lines of a file, as dicts
 
 Each timed call's result is kept until its clock has stopped, so that freeing it is not part of the measurement.
@@ -18,7 +18,10 @@ import functools
 import json
 import os
 import platform
+import shlex
 import statistics
+import subprocess
+import sys
 import time
 from typing import Any, Callable, Hashable
 
@@ -125,12 +128,28 @@ def summary(secs: list[float], unit: str = "s") -> dict:
     }
 
 
+@functools.lru_cache(maxsize=1)
+def commit() -> str:
+    """The repository's commit (short hash), with "+dirty" when tracked files differ from it; "" outside git."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "diff", "--quiet", "HEAD"], capture_output=True).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head + ("+dirty" if dirty else "")
+
+
 def emit(record: dict, out: str | os.PathLike | None = None, echo: bool = True) -> dict:
-    """The record with the machine and the date (unless it has them) as one JSON line, printed (unless echo is False:
-    a script whose output is a table) and appended to `out` when given."""
+    """The record with the machine, the date, the commit and the command (unless it has them) as one JSON line,
+    printed (unless echo is False: a script whose output is a table) and appended to `out` when given."""
     rec = {**record}
     rec.setdefault("machine", machine())
     rec.setdefault("date", datetime.date.today().isoformat())
+    rec.setdefault("commit", commit())
+    rec.setdefault("command", shlex.join([os.path.relpath(sys.argv[0]) if sys.argv[0] else "python", *sys.argv[1:]]))
     line = json.dumps(rec)
     if echo:
         print(line, flush=True)

@@ -81,7 +81,7 @@ def test_keys_for_the_default_config_and_the_default_bootstrapper(boot, rng):
 
 def test_errors_say_what_to_change(boot):
     ctx, b, keys, ev = boot
-    with pytest.raises(ks.ParameterError, match="needs 15 levels"):
+    with pytest.raises(ks.ParameterError, match="needs 14 levels"):
         ks.Bootstrapper(ks.Context(boot_params(levels=10), threads=1))
     with pytest.raises(ks.ParameterError, match="sparse secret"):
         ks.Bootstrapper(ks.Context(boot_params(hamming_weight=0), threads=1))
@@ -177,6 +177,27 @@ def test_sparse_slots_and_arcsine(rng):
         ctx.decrypt(out, keys.secret, slots=0)
 
 
+def test_failure_probability_is_stated_and_chosen(boot):
+    """Every default bootstrapper fails with probability at most 2^-128 (an I beyond what EvalMod maps: the exact law of
+    I, EvalMod's measured reach) and says so; a given k_bound is kept and its probability stated; failure_bits sets
+    the target that the chosen k_bound and double_angle meet (the C++ tests count failures against it)."""
+    ctx, b, _, _ = boot
+    f = b.failure
+    assert b.failure_probability <= 2.0**-128 and f["log2_per_bootstrap"] <= -128
+    assert f["secret_weight"] == 64 and f["coefficients"] == ctx.n and f["reach"] > b.k_bound
+    assert f"failure_probability=2^{f['log2_per_bootstrap']:.1f}" in repr(b)
+    assert f"double_angle={b.double_angle}" in repr(b) and f"k_bound={int(b.k_bound)}" in repr(b)
+    loose = ks.Bootstrapper(ctx, k_bound=4, double_angle=3)
+    assert loose.k_bound == 4 and loose.failure["reach"] < f["reach"] and loose.failure_probability > 2.0**-20
+    cheaper = ks.Bootstrapper(ctx, failure_bits=40)
+    assert cheaper.k_bound < b.k_bound and 2.0**-128 < cheaper.failure_probability <= 2.0**-40
+    # the encapsulated secret of weight 32 (the C++ tests check BOOT15, BOOT16 and BOOT16L without planning them)
+    tb10 = ks.Bootstrapper(ks.Context(ks.Parameters.named("TB10")), at_use=True, progress=False)
+    assert tb10.failure_probability <= 2.0**-128 and tb10.failure["secret_weight"] == 32
+    with pytest.raises(ks.ParameterError, match="failure_bits"):
+        ks.Bootstrapper(ctx, failure_bits=0)
+
+
 def test_bootstrapping_presets():
     for name in ("BOOT15", "BOOT16", "BOOT16L"):
         p = ks.Parameters.named(name)
@@ -253,9 +274,9 @@ def test_ctrl_c_ends_a_long_call_at_its_next_step():
 # The operations of one bootstrap at boot_params(), its budget: a change that adds a key switch (rot), a ModUp
 # (decompose), a ModDown or a product fails here. A change that removes some on purpose updates the numbers.
 BOOTSTRAP_BUDGET = {
-    "full": {"add": 170, "cmult": 120, "decompose": 43, "mod_down": 43, "mult": 32, "rescale": 52, "rot": 47},
-    "slots=64": {"add": 87, "cmult": 62, "decompose": 27, "mod_down": 27, "mult": 16, "rescale": 29, "rot": 35},
-    "real": {"add": 121, "cmult": 98, "decompose": 29, "mod_down": 29, "mult": 16, "rescale": 29, "rot": 49},
+    "full": {"add": 348, "cmult": 188, "decompose": 65, "mod_down": 65, "mult": 54, "rescale": 86, "rot": 47},
+    "slots=64": {"add": 172, "cmult": 96, "decompose": 37, "mod_down": 37, "mult": 26, "rescale": 45, "rot": 35},
+    "real": {"add": 206, "cmult": 132, "decompose": 39, "mod_down": 39, "mult": 26, "rescale": 45, "rot": 49},
 }
 
 

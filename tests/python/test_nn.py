@@ -2,6 +2,8 @@
 
 import math
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -458,6 +460,9 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
         level = plan.ctx.user_level if isinstance(s, ksnn.Bootstrap) else s.level - s.depth
         assert level >= 0
     assert "bootstraps" in repr(plan)
+    # each bootstrap's failure probability is the default bootstrapper's, and the plan states the inference's
+    assert plan.bootstrapper.failure_probability <= 2.0**-128
+    assert re.search(r"each fails with probability <= 2\^-1[2-9]\d\.\d", repr(plan)), repr(plan)
     with pytest.raises(ks.ParameterError, match=r"layer 4 \(SiLU\) is past the last .*bootstrap=False"):
         ksnn.compile(model, calibration[:1], calibration=calibration, params=params, bootstrap=False)
     keys = plan.keygen()

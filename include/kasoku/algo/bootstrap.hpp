@@ -5,7 +5,8 @@
 //
 //   1. ModRaise: the ciphertext at level 0, its message first multiplied by a power of two c so that
 //      K = q_0 / (c * scale) is about 2^log_message_ratio, then its coefficients read over all primes: it decrypts to
-//      t = c * (the message polynomial) + q_0 I, I a small integer polynomial (sparse secret: |I| <= k_bound).
+//      t = c * (the message polynomial) + q_0 I, I a small integer polynomial (a secret with h nonzero coefficients:
+//      |I| <= h / 2 + 1/2, and far less but with a vanishing probability; see failure() below).
 //      With sparse-secret encapsulation (Parameters::boot_secret_weight; Bossuat, Troncoso-Pastoriza, Hubaux, ePrint
 //      2022/024) the main secret may be dense: the ciphertext is switched to an ephemeral sparse secret at level 0,
 //      raised, and switched back, so that I is as small as the sparse secret makes it.
@@ -20,7 +21,9 @@
 //      u_j = (t_{gj} + i t_{g(j + s)}) / (q_0 (k_bound + 1)) in slots j < s and the imaginary parts in s..2s - 1
 //      (repeating every 2s): one real vector, so EvalMod runs once instead of twice.
 //   3. EvalMod: sin(2 pi x) = cos(2 pi (x - 1/4)): a Chebyshev interpolant of cos(2 pi ((k_bound + 1) y - 1/4) / 2^r)
-//      on y in [-1, 1], then r double-angle steps cos 2a = 2 cos^2 a - 1. sin(2 pi x) = sin(2 pi coefficient / K),
+//      on y in [-1, 1], then r double-angle steps cos 2a = 2 cos^2 a - 1. A coefficient whose |I| lies beyond what
+//      this chain maps to the sine (its reach, measured in plain arithmetic) comes out wrong: the bootstrap fails;
+//      k_bound and r are chosen so that this happens with probability at most 2^-failure_bits (failure()). sin(2 pi x) = sin(2 pi coefficient / K),
 //      2 pi coefficient / K to within (2 pi / K)^3 / 6 relative to the message (the price of the sine's curvature);
 //      the optional arcsine correction (arcsine_degree) evaluates arcsin's Taylor polynomial on it, which removes
 //      that error down to the next Taylor term and lets K be smaller.
@@ -36,6 +39,7 @@
 // primes above the user's) they are those, and the output is at the user level with the user's scale; without, they
 // are taken from max_level.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -53,15 +57,20 @@ struct BootstrapConfig {
     // 8) take less time and a third of the plan's memory of three each (kasoku.nn's parameters; docs/NN.md).
     int cts_levels = 0;
     int stc_levels = 0;
-    int double_angle = 3;  // r, 0..8
+    // r, 0..8; -1: chosen with k_bound (below).
+    int double_angle = -1;
     // log2 K wanted, 4..30 (K lands in [2^this, 2^(this+1)) or below when q_0 is small); 0: with bootstrapping levels,
     // round(4 + 0.4 (boot_bits - 55) + 0.75 (16 - log_n)) + floor(log2(g) / 2) within 4..30, fitted to the best
     // measured precision at N = 2^10..2^16 and 50-60-bit bootstrapping primes (docs/BOOTSTRAPPING.md: the noise of
     // smaller primes and larger rings outweighs the sine's curvature), g = n / (2 slots) for sparse slots (their
     // coefficients are sqrt(g) times larger); 8 without.
     int log_message_ratio = 0;
-    double k_bound = 0;  // bound on |I|; 0: 6 standard deviations of I for the weight of the secret ModRaise sees
-    std::size_t cos_degree = 0;  // degree of the cosine interpolant; 0: the least 2^d - 1 within 2^-42 on [-1, 1]
+    // Bound on |I| that EvalMod's interpolant spans; 0: chosen, with double_angle when that is -1, as the
+    // configuration of fewest EvalMod levels, then fewest ciphertext products, then smallest k_bound, whose failure
+    // probability (failure()) is at most 2^-failure_bits.
+    double k_bound = 0;
+    // Degree of the cosine interpolant; 0: the least degree within 2^-42 on [-1, 1] for the fewest levels.
+    std::size_t cos_degree = 0;
     // Complex slots bootstrapped: 0 or n/2 for all; a power of two 2..n/4 for sparse packing, where the input's slots
     // repeat every `slots` slots (Encoder::replicate) and so does the output's.
     std::size_t slots = 0;
@@ -82,6 +91,32 @@ struct BootstrapConfig {
     // once: a plan of their values (one period each) instead of their encodings over Q_l * P, for the encoding time at
     // every bootstrap. The same results, bit for bit.
     bool at_use = false;
+    // The failure probability the chosen k_bound and double_angle meet: at most 2^-failure_bits per bootstrap, 1..1000.
+    int failure_bits = 128;
+};
+
+// P(V >= a) as log2, for V the sum of `terms` independent uniform variables on (-1/2, 1/2) (the Irwin-Hall law,
+// centred; -infinity where it is 0, a >= terms / 2). Exact up to rounding (a recursion of nonnegative terms, no
+// cancellation). Bootstrapping's I is round(V - d) for the Hamming weight of the secret as `terms` (Bootstrapper::failure).
+// @throws ParameterError for terms outside 1..65536 or a non-finite a
+double log2_irwin_hall_tail(int terms, double a);
+
+// When a bootstrap can fail, and how likely it is (Bootstrapper::failure(), docs/BOOTSTRAPPING.md).
+// ModRaise leaves x = m / K + I in each coefficient EvalMod evaluates, for the message coefficient m (|m| <= 1 for
+// slots |z| <= 1) and I = round(V - d) with V the sum of h uniform terms: the h coefficients of c_1 / q_0 that the
+// secret's h nonzero coefficients pick (c_0 follows from c_1 and the message, so it adds none) and |d| <= 1 / K.
+// The reach is the largest integer R such that EvalMod's chain, evaluated in plain arithmetic (eval_mod_reference) at
+// every x = +-I + m / K with I <= R and |m| <= 1, is within `tolerance` of sin(2 pi x) (with the arcsine correction: of
+// its polynomial on sin(2 pi x)): tolerance is 2^-20 2 pi / K, an error that SlotToCoeff makes 2^-20 in every output slot. A
+// bootstrap fails when some coefficient has |I| > reach: at most `coefficients` times P(|I| > R), which is
+// 2 P(V >= R + 1/2 - 1 / K) (the union bound: it holds whatever the coefficients' dependence).
+struct BootstrapFailure {
+    int secret_weight = 0;            // h of the secret ModRaise sees; 0: a dense secret (no bound: probability 1)
+    int reach = 0;                    // R
+    double tolerance = 0;             // in units of the sine (EvalMod's output)
+    std::size_t coefficients = 0;     // that EvalMod evaluates in one bootstrap: n, n / 2 for real slots, 2 s sparse
+    double log2_per_coefficient = 0;  // log2 P(|I| > reach); -infinity when |I| never exceeds it
+    double log2_per_bootstrap = 0;    // min(0, log2(coefficients) + log2_per_coefficient)
 };
 
 // The butterfly stages of the encoding's special FFT on `slots` values (0: ctx.slots(); Encoder::fft_special;
@@ -160,7 +195,16 @@ public:
     // user_level() with bootstrapping levels, else max_level() - depth().
     int output_level() const { return top_ - depth_; }
     double k_bound() const { return k_bound_; }
-    double message_ratio() const { return ratio_; }      // K
+    double message_ratio() const { return ratio_; }  // K
+    // The law of I, EvalMod's measured reach and what they give: the probability that one bootstrap fails.
+    const BootstrapFailure& failure() const { return failure_; }
+    // The same for a config, without encoding anything.
+    // @throws ParameterError as the constructor (the config, the secret, too few levels)
+    static BootstrapFailure failure(const ckks::Context& ctx, const BootstrapConfig& cfg = {});
+    double failure_probability() const { return std::exp2(failure_.log2_per_bootstrap); }  // 0 when it never fails
+    // EvalMod's chain (the cosine, the double-angle steps, the arcsine correction) in plain arithmetic at
+    // x = m / K + I, the input that eval_mod() sees as x / (k_bound + 1): about sin(2 pi x) when |I| <= reach.
+    double eval_mod_reference(double x) const;
     const Polynomial& cosine() const { return cos_; }    // EvalMod's interpolant (on [-1, 1])
     const Polynomial& arcsine() const { return asin_; }  // the arcsine correction (no coefficients when off)
     const BootstrapConfig& config() const { return cfg_; }
@@ -223,6 +267,7 @@ private:
     BootstrapConfig cfg_;
     double k_bound_ = 0, ratio_ = 0;
     int doublings_ = 0;  // c = 2^doublings
+    BootstrapFailure failure_;
     // Real slots in full packing: the input projected on its real part at level 0, one EvalMod, the conjugation sum.
     bool real_projection() const { return cfg_.real && !sparse() && !cfg_.slot_to_coeff_first; }
     int depth_ = 0, top_ = 0;

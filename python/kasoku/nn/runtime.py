@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import kasoku as ks
@@ -103,11 +105,14 @@ class Plan:
     def __repr__(self) -> str:
         rot = sum(len(pl[0]) + len(pl[1]) for s in self.steps if isinstance(s, Affine) for pl in s.plans)
         rot += sum(len(s.sums) for s in self.steps if isinstance(s, Affine))
+        boots = f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}"
+        if self.bootstraps:  # Bootstrapper.failure: an I beyond EvalMod's reach, from the law of I
+            fail = self.bootstrapper.failure["log2_per_bootstrap"]
+            boots += f" (each fails with probability <= {'0' if fail == -math.inf else f'2^{fail:.1f}'})"
         lines = [
             f"Plan({self.in_shape} -> {self.out_dim}; {self.params!r})",
             f"  depth {self.depth} of {self.ctx.user_level} levels (the input at {self.input_level}), "
-            f"{self.bootstraps or 'no'} bootstrap{'s' if self.bootstraps != 1 else ''}; {rot} rotations per "
-            f"inference, "
+            f"{boots}; {rot} rotations per inference, "
             f"{len(self.galois_elements())} Galois keys, {self.key_bytes() / 1e9:.2f} GB of evaluation keys; "
             + ("loaded from bytes" if self.compile_s is None else f"compiled in {self.compile_s:.1f} s"),
         ]

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <numbers>
 #include <string>
+#include <tuple>
 
 #include "kasoku/support/error.hpp"
 
@@ -64,10 +66,6 @@ Diagonals compose(const Diagonals& a, const Diagonals& b, std::size_t n) {
         }
     return c;
 }
-
-// Standard deviation of I's coefficients: t = c0 + c1 s over the integers with c0, c1 uniform mod q_0 and h nonzero
-// secret coefficients is a sum of h + 1 uniform terms of (-q_0/2, q_0/2), so I = round(t / q_0) has variance (h + 1) / 12.
-double i_sigma(int hamming_weight) { return std::sqrt((hamming_weight + 1) / 12.0); }
 
 void check_range(const char* what, double v, double lo, double hi) {
     if (!(v >= lo && v <= hi))
@@ -148,6 +146,27 @@ std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, 
     return out;
 }
 
+double log2_irwin_hall_tail(int terms, double a) {
+    if (terms < 1 || terms > 65536 || !std::isfinite(a))
+        throw ParameterError("log2_irwin_hall_tail: terms must be in 1..65536 and a finite");
+    // W = V + terms / 2 lies in [0, terms] and is symmetric about terms / 2: P(V >= a) = P(W <= t), t = terms / 2 - a,
+    // the CDF F_m(t) of m = terms uniforms on [0, 1]. F_j(x) = (x F_{j-1}(x) + (j - x) F_{j-1}(x - 1)) / j with F_0 the
+    // unit step: on 0 < x < j both weights are positive, so no term cancels another. f[i] holds F_j(t - i); only
+    // i < t matters (F_j vanishes at and below 0).
+    const long double t = static_cast<long double>(terms) / 2 - a;
+    if (t <= 0) return -std::numeric_limits<double>::infinity();
+    if (t >= terms) return 0.0;
+    const std::size_t points = static_cast<std::size_t>(std::ceil(t)) + 1;
+    std::vector<long double> f(points + 1);
+    for (std::size_t i = 0; i <= points; ++i) f[i] = t - static_cast<long double>(i) >= 0 ? 1.0L : 0.0L;
+    for (int j = 1; j <= terms; ++j)
+        for (std::size_t i = 0; i < points; ++i) {
+            const long double x = t - static_cast<long double>(i);
+            f[i] = x <= 0 ? 0.0L : x >= j ? 1.0L : (x * f[i] + (j - x) * f[i + 1]) / j;
+        }
+    return static_cast<double>(std::log2(f[0]));
+}
+
 namespace {
 // The config with its transform levels chosen, the bound on |I| and EvalMod's cosine: everything that decides the
 // levels and the Galois elements, without encoding anything.
@@ -156,7 +175,10 @@ struct Plan {
     double k_bound = 0;
     Polynomial cos, asin;
     std::size_t slots = 0;
-    int depth = 0;  // the levels it takes
+    int depth = 0;      // the levels it takes
+    int doublings = 0;  // ModRaise's c = 2^doublings
+    double ratio = 0;   // K = q_0 / (c s_0)
+    BootstrapFailure failure;
 };
 
 // arcsin(y) = sum_k (2k)! / (4^k (k!)^2 (2k + 1)) y^(2k + 1), to the given odd degree.
@@ -170,6 +192,111 @@ Polynomial arcsine_taylor(int degree) {
     return Polynomial(std::move(c));
 }
 
+constexpr double kCosineError = 0x1p-42;  // the chosen cosine interpolant's error on [-1, 1]
+constexpr int kToleranceBits = 20;        // the reach's tolerance: 2^-20 in every output slot
+constexpr int kMaxExactWeight = 4096;     // larger Hamming weights get no bound (probability 1)
+
+// EvalMod's chain in plain arithmetic at x = m / K + I (its input slot holds x / range), and what it stands for.
+double eval_mod_chain(const Polynomial& cos, int r, const Polynomial& asin, double range, double x) {
+    double c = cos(x / range).real();
+    for (int i = 0; i < r; ++i) c = 2.0 * c * c - 1.0;
+    return asin.coeffs.empty() ? c : asin(c).real();
+}
+// (The arcsine polynomial on the exact sine: its own truncation, like the sine's curvature, is an error of the message
+// that every coefficient has, not a failure.)
+double eval_mod_ideal(const Polynomial& asin, double x) {
+    const double sine = std::sin(2.0 * std::numbers::pi * x);
+    return asin.coeffs.empty() ? sine : asin(sine).real();
+}
+
+// The cosine interpolant of cos(2 pi (range y - 1/4) / 2^r) on [-1, 1]: of the given degree, else the least degree
+// within kCosineError among those of the fewest levels (up to 1023); no coefficients when none is.
+Polynomial cosine_for(double range, int r, std::size_t degree) {
+    const double shrink = std::ldexp(1.0, -r);
+    const auto f = [range, shrink](double y) { return std::cos(2.0 * std::numbers::pi * (range * y - 0.25) * shrink); };
+    if (degree > 0) return chebyshev(f, -1.0, 1.0, degree);
+    const auto fits = [&](std::size_t d, Polynomial& p) {
+        p = chebyshev(f, -1.0, 1.0, d);
+        for (int i = 0; i <= 4096; ++i) {
+            const double y = -1.0 + i / 2048.0;
+            if (!(std::abs(p(y).real() - f(y)) <= kCosineError)) return false;
+        }
+        return true;
+    };
+    Polynomial best;
+    std::size_t hi = 7;
+    while (!fits(hi, best)) {
+        if (hi >= 1023) return {};
+        hi = 2 * hi + 1;
+    }
+    for (std::size_t lo = hi / 2; hi - lo > 1;) {  // degrees of the same depth as hi: (hi / 2, hi]
+        const std::size_t mid = (lo + hi) / 2;
+        Polynomial p;
+        if (fits(mid, p)) {
+            hi = mid;
+            best = std::move(p);
+        } else {
+            lo = mid;
+        }
+    }
+    return best;
+}
+
+// BootstrapFailure of a chain: its reach measured at x = +-I + m / K (33 values of m in [-1, 1] each), I = 0, 1, ..
+// up to the largest |I| the secret allows, and the union bound of the law over the coefficients.
+BootstrapFailure failure_of(const Polynomial& cos, int r, const Polynomial& asin, double range, double ratio, int h,
+                            std::size_t coefficients) {
+    BootstrapFailure f;
+    f.secret_weight = h;
+    f.coefficients = coefficients;
+    f.tolerance = std::ldexp(2.0 * std::numbers::pi / ratio, -kToleranceBits);
+    const int top = h > 0 ? h / 2 + 1 : static_cast<int>(range) + 8;
+    f.reach = top;
+    for (int i = 0; i <= top && f.reach == top; ++i)
+        for (int k = 0; k <= 32; ++k) {
+            const double m = (k / 16.0 - 1.0) / ratio;
+            if (!(std::abs(eval_mod_chain(cos, r, asin, range, i + m) - eval_mod_ideal(asin, i + m)) <= f.tolerance &&
+                  std::abs(eval_mod_chain(cos, r, asin, range, -i + m) - eval_mod_ideal(asin, -i + m)) <=
+                      f.tolerance)) {
+                f.reach = i - 1;
+                break;
+            }
+        }
+    if (h <= 0 || h > kMaxExactWeight) return f;  // no bound: probability 1
+    f.log2_per_coefficient = std::min(0.0, 1.0 + log2_irwin_hall_tail(h, f.reach + 0.5 - 1.0 / ratio));
+    f.log2_per_bootstrap = std::min(0.0, std::log2(static_cast<double>(coefficients)) + f.log2_per_coefficient);
+    return f;
+}
+
+// One EvalMod configuration: its bound, double angles, cosine, levels, ciphertext products and failure.
+struct EvalMod {
+    double k_bound = 0;
+    int r = 0;
+    Polynomial cos;
+    int depth = 0;
+    std::size_t products = 0;
+    BootstrapFailure failure;
+    bool valid() const { return !cos.coeffs.empty(); }
+    // fewer levels, then fewer products, then a smaller bound (EvalMod amplifies the noise by 2 pi (k_bound + 1))
+    bool better_than(const EvalMod& o) const {
+        return std::tie(depth, products, k_bound) < std::tie(o.depth, o.products, o.k_bound);
+    }
+};
+
+EvalMod eval_mod_for(double k_bound, int r, const BootstrapConfig& cfg, const Polynomial& asin, double ratio, int h,
+                     std::size_t coefficients) {
+    EvalMod e;
+    e.k_bound = k_bound;
+    e.r = r;
+    e.cos = cosine_for(k_bound + 1.0, r, cfg.cos_degree);
+    if (!e.valid()) return e;
+    e.depth = e.cos.depth() + r + (asin.coeffs.empty() ? 0 : asin.depth());
+    e.products = plan_polynomial(e.cos).products + static_cast<std::size_t>(r) +
+                 (asin.coeffs.empty() ? 0 : plan_polynomial(asin).products);
+    e.failure = failure_of(e.cos, r, asin, k_bound + 1.0, ratio, h, coefficients);
+    return e;
+}
+
 Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
     Plan plan;
     plan.slots = cfg.slots ? cfg.slots : ctx.slots();
@@ -178,7 +305,8 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
                              ") or a power of two in 2.." + std::to_string(ctx.slots()) + ", not " +
                              std::to_string(cfg.slots));
     const int stages = std::countr_zero(plan.slots);
-    check_range("double_angle", cfg.double_angle, 0, 8);
+    if (cfg.double_angle != -1) check_range("double_angle", cfg.double_angle, 0, 8);
+    check_range("failure_bits", cfg.failure_bits, 1, 1000);
     if (cfg.arcsine_degree != 0 && (cfg.arcsine_degree < 3 || cfg.arcsine_degree > 15 || cfg.arcsine_degree % 2 == 0))
         throw ParameterError("bootstrapping: arcsine_degree must be 0 (off) or odd in 3..15, not " +
                              std::to_string(cfg.arcsine_degree));
@@ -200,43 +328,57 @@ Plan make_plan(const ckks::Context& ctx, BootstrapConfig cfg) {
     if (cfg.cts_levels < 0 || cfg.stc_levels < 0)
         throw ParameterError("bootstrapping: cts_levels and stc_levels must be >= 1 (or 0: chosen from the levels)");
     if (!std::isfinite(cfg.k_bound) || cfg.k_bound < 0)
-        throw ParameterError("bootstrapping: k_bound must be finite and >= 0 (0: from the secret's Hamming weight)");
+        throw ParameterError("bootstrapping: k_bound must be finite and >= 0 (0: chosen for failure_bits)");
+    // c = 2^doublings: K = q_0 / (c s_0) the largest power-of-two step at or above 2^log_message_ratio.
+    const double q0 = static_cast<double>(ctx.rns().prime(0)), s0 = ctx.scale_at(0);
+    const double want = std::ldexp(1.0, cfg.log_message_ratio);
+    while (q0 / (std::ldexp(s0, plan.doublings + 1)) >= want) ++plan.doublings;
+    plan.ratio = q0 / std::ldexp(s0, plan.doublings);
     const auto& params = ctx.params();
     const int h = params.boot_secret_weight > 0 ? params.boot_secret_weight : params.hamming_weight;
-    if (cfg.k_bound > 0) {
-        plan.k_bound = cfg.k_bound;
-    } else if (h > 0) {
-        plan.k_bound = std::ceil(6.0 * i_sigma(h));
-    } else {
+    if (cfg.k_bound == 0 && h == 0)
         throw ParameterError(
             "bootstrapping with a uniform ternary secret: ModRaise's q_0 I would need a very long sine "
             "approximation; use parameters with boot_secret_weight (sparse-secret encapsulation, e.g. "
             "32) or a sparse secret (hamming_weight), or give k_bound");
-    }
-    // EvalMod: cos(2 pi ((B + 1) y - 1/4) / 2^r) on [-1, 1].
-    const double range = plan.k_bound + 1.0, shrink = std::ldexp(1.0, -cfg.double_angle);
-    const auto f = [range, shrink](double y) { return std::cos(2.0 * std::numbers::pi * (range * y - 0.25) * shrink); };
-    const auto max_error = [&](const Polynomial& p) {
-        double e = 0;
-        for (int i = 0; i <= 4096; ++i) {
-            const double y = -1.0 + i / 2048.0;
-            e = std::max(e, std::abs(p(y) - f(y)));
-        }
-        return e;
-    };
-    if (cfg.cos_degree > 0) {
-        plan.cos = chebyshev(f, -1.0, 1.0, cfg.cos_degree);
-    } else {
-        for (std::size_t d = 7;; d = 2 * d + 1) {
-            plan.cos = chebyshev(f, -1.0, 1.0, d);
-            if (max_error(plan.cos) <= std::ldexp(1.0, -42)) break;
-            if (d >= 1023)
-                throw ParameterError(
-                    "bootstrapping: no cosine interpolant of degree <= 1023 reaches 2^-42 for k_bound " +
-                    std::to_string(plan.k_bound) + "; raise double_angle");
-        }
-    }
     if (cfg.arcsine_degree) plan.asin = arcsine_taylor(cfg.arcsine_degree);
+    // The coefficients EvalMod evaluates: all n (real and imaginary parts of n / 2 slots), the lower half for real
+    // slots, 2 s for s sparse slots.
+    const std::size_t coefficients = plan.slots < ctx.slots() ? 2 * plan.slots : cfg.real ? ctx.n() / 2 : ctx.n();
+    // EvalMod: cos(2 pi ((B + 1) y - 1/4) / 2^r) on [-1, 1], B and r as given or chosen. Chosen: for each r in 1..6
+    // (r = 0 never takes fewer levels or products) the least B whose failure probability meets the target, and of
+    // those the best (EvalMod::better_than). A given B with r chosen: the best r that meets the target, else the best.
+    const double target = -static_cast<double>(cfg.failure_bits);
+    const bool chosen_r = cfg.double_angle == -1;
+    EvalMod best, best_any;
+    for (int r = chosen_r ? 1 : cfg.double_angle; r <= (chosen_r ? 6 : cfg.double_angle); ++r) {
+        const int largest = cfg.k_bound > 0 ? 0 : h / 2 + 1;  // at h / 2 + 1 nothing lies beyond the range
+        for (int b = 1; b <= std::max(1, largest); ++b) {
+            const double bound = cfg.k_bound > 0 ? cfg.k_bound : b;
+            EvalMod e = eval_mod_for(bound, r, cfg, plan.asin, plan.ratio, h, coefficients);
+            if (!e.valid()) continue;
+            const bool meets = e.failure.log2_per_bootstrap <= target;
+            if (!best_any.valid() || e.better_than(best_any)) best_any = e;
+            if (meets) {
+                if (!best.valid() || e.better_than(best)) best = std::move(e);
+                break;
+            }
+        }
+    }
+    if (!best.valid()) {
+        if (cfg.k_bound == 0 || !best_any.valid())
+            throw ParameterError("bootstrapping: no cosine interpolant of degree <= 1023 " +
+                                 (cfg.k_bound > 0
+                                      ? "for k_bound " + std::to_string(cfg.k_bound)
+                                      : "keeps the failure probability at 2^-" + std::to_string(cfg.failure_bits) +
+                                            " for a secret of weight " + std::to_string(h)) +
+                                 "; raise double_angle" + (cfg.k_bound > 0 ? std::string() : " or lower failure_bits"));
+        best = std::move(best_any);  // the given k_bound, whatever its failure probability
+    }
+    plan.k_bound = best.k_bound;
+    cfg.double_angle = best.r;
+    plan.cos = std::move(best.cos);
+    plan.failure = best.failure;
     // Transform levels left to choose (0): the room the bootstrapping levels leave beside EvalMod (6 without them),
     // CoeffToSlot taking the larger half (up to 4), SlotToCoeff the rest (up to 4), neither above the FFT's stages.
     const int evalmod = plan.cos.depth() + cfg.double_angle + (cfg.arcsine_degree ? plan.asin.depth() : 0);
@@ -380,11 +522,10 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
     const double range = k_bound_ + 1.0;
     const TransformLevels at = transform_levels(*ctx_, plan);
     top_ = at.top;
-    // c = 2^doublings: K = q_0 / (c s_0) the largest power-of-two step at or above 2^log_message_ratio.
-    const double q0 = static_cast<double>(ctx_->rns().prime(0)), s0 = ctx_->scale_at(0);
-    const double want = std::ldexp(1.0, cfg_.log_message_ratio);
-    while (q0 / (std::ldexp(s0, doublings_ + 1)) >= want) ++doublings_;
-    ratio_ = q0 / std::ldexp(s0, doublings_);
+    doublings_ = plan.doublings;
+    ratio_ = plan.ratio;
+    failure_ = plan.failure;
+    const double q0 = static_cast<double>(ctx_->rns().prime(0));
 
     // The encoded transforms: those of a living bootstrapper of this context and config (shared_transforms), else
     // encoded now. The key is everything the planned config fixes (its transform levels chosen).
@@ -430,6 +571,14 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
         }
         return std::shared_ptr<const void>(std::move(t));
     }));
+}
+
+double Bootstrapper::eval_mod_reference(double x) const {
+    return eval_mod_chain(cos_, cfg_.double_angle, asin_, k_bound_ + 1.0, x);
+}
+
+BootstrapFailure Bootstrapper::failure(const ckks::Context& ctx, const BootstrapConfig& cfg) {
+    return make_plan(ctx, cfg).failure;
 }
 
 int Bootstrapper::levels_needed(const ckks::Context& ctx, const BootstrapConfig& cfg) {

@@ -14,8 +14,10 @@
 #include <nanobind/stl/vector.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <variant>
@@ -86,6 +88,15 @@ std::vector<const Ciphertext*> unwrap_all(const KEvaluator& e, const std::vector
     }
     return xs;
 }
+// "2^-131.6", "0" (never) or "1" (no bound): a probability far below what a double prints usefully.
+std::string failure_text(const algo::BootstrapFailure& f) {
+    if (std::isinf(f.log2_per_bootstrap)) return "0";
+    if (f.log2_per_bootstrap >= 0) return "1";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "2^%.1f", f.log2_per_bootstrap);
+    return buf;
+}
+
 }  // namespace
 
 void bind_functions(nb::module_& m) {
@@ -155,8 +166,11 @@ void bind_functions(nb::module_& m) {
     nb::class_<KBootstrapper>(
         m, "Bootstrapper",
         "CKKS bootstrapping: ModRaise, CoeffToSlot (special FFT stages merged into cts_levels BSGS transforms), "
-        "EvalMod (Chebyshev cosine, double_angle double-angle steps, optionally arcsin's Taylor polynomial of odd "
-        "arcsine_degree), SlotToCoeff (stc_levels transforms). slots=0: all ctx.slots complex slots; a power of two up "
+        "EvalMod (Chebyshev cosine over abs(I) <= k_bound, double_angle double-angle steps, optionally arcsin's Taylor "
+        "polynomial of odd arcsine_degree), SlotToCoeff (stc_levels transforms). k_bound 0 and double_angle None: "
+        "chosen, the fewest levels and products whose failure probability (an I beyond what EvalMod maps, from the "
+        "exact law of I and EvalMod's measured reach: failure_probability, failure) is at most 2^-failure_bits. "
+        "slots=0: all ctx.slots complex slots; a power of two up "
         "to ctx.slots / 2: sparse packing, where the input repeats every `slots` slots (ctx.encode/encrypt with "
         "slots=) - one EvalMod instead of two. slot_to_coeff_first=True: SlotToCoeff on the input's lowest levels "
         "(stc_levels of them; the input must be at level >= stc_levels), then ModRaise, CoeffToSlot, EvalMod and one "
@@ -175,20 +189,29 @@ void bind_functions(nb::module_& m) {
         "transform (KeyboardInterrupt).")
         .def(
             "__init__",
-            [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, int double_angle,
+            [](KBootstrapper* self, const KContext& c, int cts_levels, int stc_levels, std::optional<int> double_angle,
                int log_message_ratio, double k_bound, std::size_t cos_degree, std::size_t slots, int arcsine_degree,
-               bool slot_to_coeff_first, bool real, bool at_use, TArg t, nb::handle progress) {
-                const algo::BootstrapConfig cfg{cts_levels, stc_levels, double_angle,   log_message_ratio,   k_bound,
-                                                cos_degree, slots,      arcsine_degree, slot_to_coeff_first, real,
-                                                at_use};
+               bool slot_to_coeff_first, bool real, bool at_use, int failure_bits, TArg t, nb::handle progress) {
+                const algo::BootstrapConfig cfg{cts_levels,
+                                                stc_levels,
+                                                double_angle.value_or(-1),
+                                                log_message_ratio,
+                                                k_bound,
+                                                cos_degree,
+                                                slots,
+                                                arcsine_degree,
+                                                slot_to_coeff_first,
+                                                real,
+                                                at_use,
+                                                failure_bits};
                 new (self) KBootstrapper{c.owner, std::make_shared<const algo::Bootstrapper>(
                                                       c.owner->ctx, cfg, threads_arg(t),
                                                       python_progress(progress, "bootstrapping plan", "transform"))};
             },
-            "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = 3, "log_message_ratio"_a = 0,
+            "ctx"_a, "cts_levels"_a = 0, "stc_levels"_a = 0, "double_angle"_a = nb::none(), "log_message_ratio"_a = 0,
             "k_bound"_a = 0.0, "cos_degree"_a = 0, "slots"_a = 0, "arcsine_degree"_a = 0,
-            "slot_to_coeff_first"_a = false, "real"_a = false, "at_use"_a = false, "threads"_a = nb::none(),
-            "progress"_a = nb::none(), ReleaseGil())
+            "slot_to_coeff_first"_a = false, "real"_a = false, "at_use"_a = false, "failure_bits"_a = 128,
+            "threads"_a = nb::none(), "progress"_a = nb::none(), ReleaseGil())
         .def_prop_ro(
             "depth", [](const KBootstrapper& b) { return b.boot->depth(); }, "Levels a bootstrap consumes.")
         .def_prop_ro(
@@ -205,7 +228,34 @@ void bind_functions(nb::module_& m) {
             "The level ModRaise raises to: user_level + depth with bootstrapping levels, else max_level.")
         .def_prop_ro(
             "k_bound", [](const KBootstrapper& b) { return b.boot->k_bound(); },
-            "Bound on abs(I) in ModRaise's q_0 I (6 standard deviations for the secret's Hamming weight by default).")
+            "Bound on abs(I) in ModRaise's q_0 I that EvalMod's interpolant spans (chosen for failure_bits by "
+            "default).")
+        .def_prop_ro(
+            "double_angle", [](const KBootstrapper& b) { return b.boot->config().double_angle; },
+            "EvalMod's double-angle steps (chosen with k_bound by default).")
+        .def_prop_ro(
+            "failure_probability", [](const KBootstrapper& b) { return b.boot->failure_probability(); },
+            "Probability that one bootstrap fails (a coefficient's abs(I) beyond EvalMod's reach): an upper bound from "
+            "the exact law of I and the reach measured in plain arithmetic; 0.0 when abs(I) can never exceed it, 1.0 "
+            "when the secret is dense (no bound). failure gives its parts.")
+        .def_prop_ro(
+            "failure",
+            [](const KBootstrapper& b) {
+                const algo::BootstrapFailure& f = b.boot->failure();
+                nb::dict d;
+                d["secret_weight"] = f.secret_weight;
+                d["reach"] = f.reach;
+                d["tolerance"] = f.tolerance;
+                d["coefficients"] = f.coefficients;
+                d["log2_per_coefficient"] = f.log2_per_coefficient;
+                d["log2_per_bootstrap"] = f.log2_per_bootstrap;
+                return d;
+            },
+            "dict: secret_weight (h of the secret ModRaise sees), reach (the largest abs(I) EvalMod maps within "
+            "tolerance, measured), tolerance (EvalMod's error that puts 2^-20 into every output slot), coefficients "
+            "(EvalMod evaluates per bootstrap), log2_per_coefficient (P(abs(I) > reach)), log2_per_bootstrap (the "
+            "union "
+            "bound; -inf: never). docs/BOOTSTRAPPING.md, 'Failure probability'.")
         .def_prop_ro(
             "message_ratio", [](const KBootstrapper& b) { return b.boot->message_ratio(); },
             "K = q_0 / (message scale at ModRaise).")
@@ -233,7 +283,8 @@ void bind_functions(nb::module_& m) {
                    ", cos_degree=" + std::to_string(b.boot->cosine().degree()) +
                    ", arcsine_degree=" + std::to_string(c.arcsine_degree) +
                    (c.slot_to_coeff_first ? ", slot_to_coeff_first=True" : "") + (c.real ? ", real=True" : "") +
-                   ", k_bound=" + std::to_string(static_cast<int>(b.boot->k_bound())) + ")";
+                   ", k_bound=" + std::to_string(static_cast<int>(b.boot->k_bound())) +
+                   ", failure_probability=" + failure_text(b.boot->failure()) + ")";
         });
 
     m.def(

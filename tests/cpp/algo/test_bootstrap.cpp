@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <random>
 #include <set>
@@ -256,6 +257,12 @@ TEST(Bootstrap, Errors) {
     EXPECT_THROW(Bootstrapper(e.ctx, {.cts_levels = -1}), ParameterError);
     EXPECT_THROW(Bootstrapper(e.ctx, {.cts_levels = 10}), ParameterError);  // 2^9 slots: 9 stages
     EXPECT_THROW(Bootstrapper(e.ctx, {.double_angle = 9}), ParameterError);
+    EXPECT_THROW(Bootstrapper(e.ctx, {.double_angle = -2}), ParameterError);
+    EXPECT_THROW(Bootstrapper(e.ctx, {.failure_bits = 0}), ParameterError);
+    // A given k_bound is kept whatever its failure probability, and says it.
+    const Bootstrapper loose(e.ctx, {.double_angle = 3, .k_bound = 3});
+    EXPECT_EQ(loose.k_bound(), 3.0);
+    EXPECT_GT(loose.failure().log2_per_bootstrap, -20.0);
     // A level-0 ciphertext off its canonical scale (limbs dropped, the scale of the level it came from): no level is
     // left to adjust it, and the error says what to do.
     const Ciphertext odd = e.ev.drop_limbs(e.encrypt(e.random()), 0);
@@ -402,6 +409,129 @@ TEST(Bootstrap, LayeredEndToEndLandsOnTheUserLevelAndScale) {
     }
 }
 
+// The Irwin-Hall tail against what is known of it in closed form: P(V >= 0) = 1/2, the complement, one and two terms,
+// t^m / m! within one of the end (t = m / 2 - a <= 1), and the alternating sum of the CDF where it cancels little.
+TEST(FailureProbability, IrwinHallTailIsTheExactLaw) {
+    for (int m : {1, 2, 7, 32, 64}) EXPECT_NEAR(log2_irwin_hall_tail(m, 0.0), -1.0, 1e-12) << m;
+    for (int m : {3, 32})
+        for (double a : {0.3, 1.1, 2.5})
+            EXPECT_NEAR(std::exp2(log2_irwin_hall_tail(m, a)) + std::exp2(log2_irwin_hall_tail(m, -a)), 1.0, 1e-12);
+    EXPECT_NEAR(std::exp2(log2_irwin_hall_tail(1, 0.2)), 0.3, 1e-15);
+    EXPECT_NEAR(std::exp2(log2_irwin_hall_tail(2, 0.5)), 0.125, 1e-15);  // (1 - 0.5)^2 / 2
+    // One term of the CDF's sum: t^m / m!, here 2^-149.6 (|I| = 16 for a secret of weight 32).
+    const auto log2_factorial = [](int m) { return std::lgamma(m + 1.0) / std::numbers::ln2; };
+    EXPECT_NEAR(log2_irwin_hall_tail(32, 15.5), -32.0 - log2_factorial(32), 1e-9);
+    EXPECT_NEAR(log2_irwin_hall_tail(32, 15.25), 32 * std::log2(0.75) - log2_factorial(32), 1e-9);
+    EXPECT_EQ(log2_irwin_hall_tail(32, 16.0), -std::numeric_limits<double>::infinity());
+    EXPECT_EQ(log2_irwin_hall_tail(32, -16.0), 0.0);
+    // (1 / m!) sum_k (-1)^k C(m, k) (t - k)^m in long double: exact enough at m = 12.
+    for (double a : {0.7, 2.5, 4.5}) {
+        const int m = 12;
+        const long double t = m / 2.0L - a;
+        long double sum = 0, binom = 1, fact = 1;
+        for (int k = 1; k <= m; ++k) fact *= k;
+        for (int k = 0; k <= m && t - k > 0; ++k) {
+            sum += (k % 2 ? -1 : 1) * binom * std::pow(t - k, static_cast<long double>(m));
+            binom = binom * (m - k) / (k + 1);
+        }
+        EXPECT_NEAR(log2_irwin_hall_tail(m, a), static_cast<double>(std::log2(sum / fact)), 1e-9) << a;
+    }
+    EXPECT_THROW(log2_irwin_hall_tail(0, 1.0), ParameterError);
+    EXPECT_THROW(log2_irwin_hall_tail(4, std::nan("")), ParameterError);
+}
+
+namespace {
+// The layered shape's bootstrapper with k_bound 4 and a cosine of degree 19 under 3 double angles: EvalMod maps
+// |I| <= 5 (past its nominal range of 4) within 2^-28 of the sine (in the output's units) and puts 2^-13.6 into the
+// slots at |I| = 6.
+BootstrapConfig short_reach() { return {.double_angle = 3, .k_bound = 4, .cos_degree = 19}; }
+}  // namespace
+
+// The reach rests on the plain chain modelling the encrypted one: eval_mod on x / (k_bound + 1) decrypts to
+// eval_mod_reference(x) within the reach, past the nominal range, where the chain is within tolerance of the sine; one
+// beyond it the encrypted EvalMod is off the sine as the chain is.
+TEST(FailureProbability, EncryptedEvalModFollowsThePlainChainPastItsRange) {
+    auto& le = layered_env();
+    auto& e = le.env;
+    const Bootstrapper boot(e.ctx, short_reach());
+    const BootstrapFailure& f = boot.failure();
+    ASSERT_EQ(f.reach, 5);
+    const double range = boot.k_bound() + 1.0, k = boot.message_ratio();
+    std::mt19937_64 rng(9);
+    std::uniform_int_distribution<int> i_dist(-(f.reach + 1), f.reach + 1);
+    std::uniform_real_distribution<double> m_dist(-1, 1);
+    cvec y(e.ctx->slots());
+    for (auto& v : y) v = (i_dist(rng) + m_dist(rng) / k) / range;
+    const int level = boot.raise_level() - boot.config().cts_levels;
+    const Ciphertext ct = e.encryptor.encrypt_symmetric(e.enc.encode(y, e.ctx->scale_at(level), level), e.sk);
+    const cvec got = e.decrypt(boot.eval_mod(le.ev, ct));
+    double within = 0, chain_within = 0, beyond = 1e300;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        const double x = y[i].real() * range, sine = std::sin(2.0 * std::numbers::pi * x);
+        if (std::abs(std::nearbyint(x)) <= f.reach) {
+            within = std::max(within, std::abs(got[i].real() - boot.eval_mod_reference(x)));
+            chain_within = std::max(chain_within, std::abs(boot.eval_mod_reference(x) - sine));
+        } else {
+            beyond = std::min(beyond, std::abs(got[i].real() - sine));
+        }
+    }
+    EXPECT_LT(within, std::ldexp(1.0, -20));
+    EXPECT_LE(chain_within, f.tolerance);
+    EXPECT_GT(beyond, f.tolerance);
+}
+
+// The failure probability is a computation (the law of I and EvalMod's reach); here it meets bootstraps. The layered
+// shape (weight-32 encapsulation, n = 1024) with short_reach(): |I| > 5 happens in a coefficient with probability
+// 6.4e-4 (1 - (1 - 6.4e-4)^1024 = 0.48 of the bootstraps). Each bootstrap fails exactly when its raise has a
+// coefficient with |I| > reach; the bootstraps that fail, and the coefficients with |I| >= j, are as many as the law
+// says, within 4.5 standard deviations.
+TEST(FailureProbability, BootstrapsFailAsTheLawAndTheReachPredict) {
+    auto& le = layered_env();
+    auto& e = le.env;
+    const Bootstrapper boot(e.ctx, short_reach());
+    const BootstrapFailure& f = boot.failure();
+    ASSERT_EQ(f.secret_weight, 32);
+    ASSERT_EQ(f.coefficients, e.ctx->n());
+    ASSERT_EQ(f.reach, 5);
+    const double q0 = static_cast<double>(e.ctx->rns().prime(0));
+    constexpr int kBootstraps = 100, kRaises = 300, kMaxJ = 7;
+    std::vector<double> at_least(kMaxJ + 1, 0.0);  // coefficients with |I| >= j
+    int failed = 0;
+    for (int k = 0; k < kRaises; ++k) {
+        const cvec z = e.random(true);
+        const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk);
+        // The raise is deterministic: bootstrap(ct) raises ct to this same ciphertext.
+        const Ciphertext raised = boot.raise(le.ev, ct);
+        cvec c = e.decrypt(raised);  // decode(t) / scale: t's coefficients after the inverse special FFT
+        e.enc.fft_special_inv(c);
+        int largest = 0;
+        for (const auto& w : c)
+            for (double v : {w.real(), w.imag()}) {
+                const int i = static_cast<int>(std::abs(std::nearbyint(v * raised.scale / q0)));
+                largest = std::max(largest, i);
+                for (int j = 1; j <= std::min(i, kMaxJ); ++j) at_least[static_cast<std::size_t>(j)] += 1;
+            }
+        if (k < kBootstraps) {
+            const double bits = test::precision_bits(e.decrypt(boot.bootstrap(le.ev, ct)), z);
+            EXPECT_EQ(bits<16.0, largest> f.reach)
+                << "bootstrap " << k << ": |I| up to " << largest << ", " << bits << " bits";
+            failed += bits < 16.0 ? 1 : 0;
+        }
+    }
+    const double p_coefficient = std::exp2(f.log2_per_coefficient);
+    const double p = 1.0 - std::pow(1.0 - p_coefficient, static_cast<double>(f.coefficients));
+    EXPECT_GT(p, 0.3);
+    EXPECT_LT(p, 0.7);
+    EXPECT_LE(p, boot.failure_probability());  // the union bound is above
+    EXPECT_NEAR(failed, kBootstraps * p, 4.5 * std::sqrt(kBootstraps * p * (1 - p)));
+    const double samples = static_cast<double>(kRaises) * static_cast<double>(e.ctx->n());
+    for (int j = 1; j <= kMaxJ; ++j) {
+        const double expected = samples * 2.0 * std::exp2(log2_irwin_hall_tail(32, j - 0.5));
+        if (expected < 10) continue;
+        EXPECT_NEAR(at_least[static_cast<std::size_t>(j)], expected, 4.5 * std::sqrt(expected)) << "|I| >= " << j;
+    }
+}
+
 // Every ciphertext a user can hold bootstraps (the layered shape of BOOT16: user levels under bootstrapping levels,
 // a dense secret): fresh, brought down with drop_level, products rescaled or not, size 3, plaintext products, a
 // polynomial's value; each comes back at the user level on its canonical scale with the message it had.
@@ -468,6 +598,11 @@ TEST(Parameters, BootstrappingPresetsAreSecureAndHoldTheirBootstrap) {
         EXPECT_LE(p.log_qp_bits(), Parameters::max_log_qp_128(p.log_n)) << name;
         auto ctx = Context::create(p, 1);
         EXPECT_EQ(Bootstrapper::levels_needed(*ctx), p.boot_levels) << name;  // the default config fills them exactly
+        // The chosen k_bound and double angles keep one bootstrap's failure probability at 2^-128 or below.
+        const BootstrapFailure f = Bootstrapper::failure(*ctx);
+        EXPECT_LE(f.log2_per_bootstrap, -128.0) << name;
+        EXPECT_EQ(f.secret_weight, 32) << name;
+        EXPECT_GE(f.reach, 15) << name;
     }
     const Parameters b16 = Parameters::named("BOOT16");
     EXPECT_EQ(b16.n(), std::uint64_t{1} << 16);
@@ -679,9 +814,13 @@ TEST(Bootstrap, RealSlotsTakeOneEvalModAndKeepTheRealParts) {
         const double full_bits = test::precision_bits(e.decrypt(full.bootstrap(e.ev, ct, {}, &full_counts)), z);
         EXPECT_GT(bits, 14.0) << "from level " << level;
         EXPECT_GT(bits, full_bits - 1.0) << "from level " << level;
-        // One EvalMod fewer: its products are the difference.
-        EXPECT_EQ(full_counts.mult - real_counts.mult,
-                  plan_polynomial(full.cosine()).products + static_cast<std::size_t>(full.config().double_angle));
+        // One EvalMod instead of two: the products are EvalMod's. (Its cosine may differ from the full bootstrap's:
+        // with half the coefficients, a smaller k_bound can meet the same failure probability.)
+        const auto eval_mod_products = [](const Bootstrapper& b) {
+            return plan_polynomial(b.cosine()).products + static_cast<std::size_t>(b.config().double_angle);
+        };
+        EXPECT_EQ(full_counts.mult, 2 * eval_mod_products(full));
+        EXPECT_EQ(real_counts.mult, eval_mod_products(real));
     }
 }
 
