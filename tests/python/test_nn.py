@@ -432,6 +432,38 @@ def test_bad_models_are_refused_naming_the_layer(monkeypatch):
         ksnn.compile(wide, torch.rand(1, 1, 8, 8))
 
 
+def test_outputs_to_share_are_flooded():
+    """plan.decrypt(ct, flood=True): outputs safe to share (docs/NN.md, 'Results to share'). compile(shareable=True)
+    sizes the parameters so that the flood leaves bits: each flooded output within 6 deviations of the clear model's,
+    at the precision it states or more; a plan compiled without it refuses a flood that would leave none and says
+    what to do; a model that must bootstrap cannot be shareable."""
+    torch.manual_seed(9)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), ksnn.Square(), nn.Linear(8, 4)).eval()
+    calibration = torch.randn(64, 1, 4, 4)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2, shareable=True)
+    assert plan.shareable.statistical_security == 40 and plan.shareable_bits >= 6
+    assert "outputs to share" in repr(plan)
+    plan.keygen()
+    for x in calibration[:3]:
+        out = plan.run(plan.encrypt(x))
+        want = model(x[None]).detach().numpy().reshape(-1)
+        shared = plan.decrypt(out, flood=True)
+        assert isinstance(shared, ksnn.FloodedOutput) and shared.precision_bits >= plan.shareable_bits
+        assert np.max(np.abs(shared.values - want)) < 6 * 2.0**-shared.precision_bits
+        assert np.max(np.abs(plan.decrypt(out) - want)) < 2.0**-20  # exact: for the key holder only
+        again = plan.decrypt(out, flood=ks.Flooding(queries=2))  # a fresh flood, sized for two queries
+        assert not np.array_equal(again.values, shared.values) and again.sigma > shared.sigma
+    plain = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
+    plain.keygen()
+    with pytest.raises(ks.ParameterError, match="would leave .*shareable"):
+        plain.decrypt(plain.run(plain.encrypt(calibration[0])), flood=True)
+    with pytest.raises(ks.ParameterError, match="shareable must be"):
+        ksnn.compile(model, calibration[:1], shareable="yes")
+    deep = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.SiLU(), nn.Linear(8, 8), nn.SiLU(), nn.Linear(8, 4)).eval()
+    with pytest.raises(ks.ParameterError, match="bootstrap"):
+        ksnn.compile(deep, calibration[:1], calibration=calibration, params=small_boot_params(4), shareable=True)
+
+
 def test_bootstraps_are_placed_where_the_levels_run_out():
     """Layers of 8 or more levels on parameters with four user levels between bootstraps (research parameters at
     N = 2^10, no security claim: fast): a bootstrap before each layer that would fall below level 0, the bootstrapped

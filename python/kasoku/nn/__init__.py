@@ -7,6 +7,7 @@
     ct = plan.encrypt(x)                                                  # client: one sample like example_input
     out = plan.run(ct)                                                    # server: evaluation keys only
     logits = plan.decrypt(out)                                            # client
+    shared = plan.decrypt(out, flood=True).values   # safe to share (compile(..., shareable=True))
 
 The model is traced with torch.fx. The affine parts of its graph (Linear, Conv1d/2d with any stride, padding and
 groups, BatchNorm in eval mode, AvgPool, AdaptiveAvgPool, Flatten, reshapes, constant scalings and shifts, residual
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from .compiler import compile
 from .ir import Activation, Affine, Bootstrap, ReluJoin  # noqa: F401 (the steps of plan.steps)
-from .runtime import Plan, load
+from .runtime import FloodedOutput, Plan, load
 from .trace import Polynomial, Square
 
-__all__ = ["compile", "load", "Plan", "Polynomial", "Square"]
+__all__ = ["compile", "load", "FloodedOutput", "Plan", "Polynomial", "Square"]

@@ -15,7 +15,15 @@ import kasoku as ks
 from .activations import _SMOOTH, _STAGE_DEPTH, _degree_for, sign_polynomials
 from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2
 from .packing import _input_layout, _pack_affine
-from .placement import _choose_params, _first_past, _memory_class, _place_bootstraps, _units
+from .placement import (
+    _choose_params,
+    _first_past,
+    _flood_bits,
+    _memory_class,
+    _place_bootstraps,
+    _shareable_params,
+    _units,
+)
 from .probe import _probe
 from .runtime import (
     _ENCODED_BYTES,
@@ -128,6 +136,7 @@ def compile(
     relu_bits: int = 10,
     max_encoded_bytes: int | None = None,
     max_memory_bytes: int | None = None,
+    shareable=False,
 ):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
     dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals (default:
@@ -148,10 +157,18 @@ def compile(
     bootstrap's working set and each thread's block pool): the parameters of the fewest bootstraps that fit it (more
     user levels between bootstraps cost larger keys); by default the smallest of 4, 8 and 16 GiB that any fits (a CNN
     of four ReLUs on 3 x 32 x 32 inputs on 2 threads: 7 bootstraps in 3.6 GB, where the fewest, 3, took 6.2 GB with
-    no transform kept). Raises
+    no transform kept). shareable: True or a ks.Flooding: outputs meant to be shared, flooded (plan.decrypt(ct,
+    flood=...)): params=None chooses parameters whose scale keeps precision_bits after that flood, which
+    costs about 31 bits over the noise at 40-bit statistical security (docs/NN.md, 'Results to share'); such a plan
+    does not bootstrap (a bootstrap keeps about 20 bits, fewer than the flood takes); precision_bits None: the most
+    the smallest ring gives. Raises
     ks.ParameterError naming the layer for what it cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()
+    shareable_bits = None  # what params=None sized the outputs to keep after the flood
+    flooding = None if shareable is False or shareable is None else ks.Flooding() if shareable is True else shareable
+    if flooding is not None and not isinstance(flooding, ks.Flooding):
+        raise ks.ParameterError(f"shareable must be True, False or a ks.Flooding, not {shareable!r}")
     model = copy.deepcopy(model).eval().double()
     x0 = torch.as_tensor(example_input, dtype=torch.float64)
     if x0.dim() >= 2 and x0.shape[0] == 1:
@@ -278,9 +295,12 @@ def compile(
                     sizes[p.levels] = base + _inference_bytes(steps, where, p, threads, elements)
                 return sizes[p.levels]
 
-        params = _choose_params(
-            steps, depth, slots, precision_bits, bootstrap, integer_bits, estimate, max_memory_bytes
-        )
+        if flooding is None:
+            params = _choose_params(
+                steps, depth, slots, precision_bits, bootstrap, integer_bits, estimate, max_memory_bytes
+            )
+        else:  # one chain of levels whose scale keeps precision_bits after the flood, whose cost grows with N
+            params, shareable_bits = _shareable_params(steps, depth, slots, precision_bits, flooding, integer_bits)
         if estimate is not None and params.boot_levels > 0 and max_encoded_bytes is None:
             peak = estimate(params)
             if (limit := _memory_class(peak, max_memory_bytes)) is not None:
@@ -307,6 +327,12 @@ def compile(
                 "with more levels or bootstrapping (e.g. BOOT16), or params=None to have them "
                 "chosen"
             )
+        if flooding is not None:
+            raise ks.ParameterError(
+                f"shareable: the model needs {depth} levels and bootstraps, and a bootstrapped output keeps about 20 "
+                f"bits, fewer than the {_flood_bits(flooding, 16)} a flood for {flooding!r} takes: share it with "
+                "shareable=False through a multiparty decryption (docs/MULTIPARTY.md), or use a shallower model"
+            )
         steps, input_level = _place_bootstraps(steps, ctx.user_level)
         held = min(ctx.slots, max(where[s.input][1] for s in steps if isinstance(s, Bootstrap)))
         bootstrapper = _bootstrapper(ctx, held, threads)
@@ -318,7 +344,7 @@ def compile(
         bootstrapper, budget = _plan_bootstrapper(ctx, bootstrapper.slots, threads, budget)
     _encode(steps, ctx, threads, budget)
     _release_freed()
-    return Plan(
+    plan = Plan(
         steps,
         out_id,
         in_shape,
@@ -333,3 +359,6 @@ def compile(
         time.perf_counter() - t0,
         input_level,
     )
+    if flooding is not None:
+        plan.shareable, plan.shareable_bits = flooding, shareable_bits
+    return plan

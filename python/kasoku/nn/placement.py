@@ -137,6 +137,39 @@ def _units(steps, peaks: dict) -> dict:
     return units
 
 
+def _flood_bits(flooding, log_n: int) -> int:
+    """The bits a flood (ks.Flooding) takes from the outputs over the noise it floods, in a ring of 2^log_n: its
+    slots' deviation sigma sqrt(n) / scale against the noise's, where sigma = 8 x the noise's root mean square x
+    sqrt(n) sqrt(queries / 2) 2^(statistical_security / 2) (ks.flooding_sigma, docs/SECURITY.md): 29 bits at N = 2^13,
+    31 at 2^16, for 40-bit statistical security and one query."""
+    return math.ceil(3 + log_n / 2 + math.log2(max(flooding.queries, 1) / 2) / 2 + flooding.statistical_security / 2)
+
+
+def _shareable_params(steps, depth: int, slots: int, bits, flooding, integer_bits: int):
+    """Parameters.for_circuit for a plan whose outputs keep `bits` (None: the most, up to 20) after the flood, and
+    those bits: the smallest ring N whose parameters at bits + _flood_bits(N) of precision are of that ring or a
+    smaller one. Raises ks.ParameterError saying what the flood takes where none is."""
+    why = None
+    for b in [bits] if bits is not None else range(20, 0, -1):
+        for log_n in (13, 14, 15, 16):
+            if (want := b + _flood_bits(flooding, log_n)) > 40:  # for_circuit's most
+                why = f"{want} bits of precision, more than for_circuit's 40"
+                break
+            try:
+                p = ks.Parameters.for_circuit(depth, want, slots=slots, integer_bits=integer_bits)
+            except ks.ParameterError as e:
+                why = e
+                continue
+            if p.log_n <= log_n:
+                return p, b
+    raise ks.ParameterError(
+        f"shareable: the outputs keep {bits or 1} bits after a flood for {flooding!r} only with "
+        f"{_flood_bits(flooding, 13)}-{_flood_bits(flooding, 16)} bits more scale than the noise, in one chain of "
+        f"{depth} levels, which no 128-bit ring holds ({why}): ask for fewer precision_bits, a shallower model, or "
+        "share through a multiparty decryption (docs/MULTIPARTY.md)"
+    )
+
+
 def _first_past(steps, levels: int) -> str:
     """The name of the first step that needs a level beyond `levels`."""
     at = _levels(steps, levels)[1]

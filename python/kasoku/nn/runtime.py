@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -12,6 +13,17 @@ import kasoku as ks
 from .ir import Activation, Affine, Bootstrap, ReluJoin, _levels, _pow2
 from .packing import _diagonals_of_input, _summarize
 from .persist import _check_plan, read_plan, write_plan
+
+
+@dataclass(frozen=True)
+class FloodedOutput:
+    """Plan.decrypt(ct, flood=...): outputs safe to share. precision_bits: -log2 of the standard deviation the flood
+    adds to each output, in the outputs' units; sigma and noise_bound: the flood's (ks.FloodedDecryption)."""
+
+    values: np.ndarray
+    precision_bits: float
+    sigma: float
+    noise_bound: float
 
 
 class Plan:
@@ -50,6 +62,9 @@ class Plan:
         self.input_level = ctx.user_level if input_level is None else int(input_level)
         self.keys = None
         self.evaluator = None
+        # the flood compile(..., shareable=) sized the parameters for (a ks.Flooding), else None, and the bits it
+        # leaves the outputs by that sizing
+        self.shareable, self.shareable_bits = None, None
 
     @property
     def depth(self) -> int:
@@ -116,6 +131,13 @@ class Plan:
             f"{len(self.galois_elements())} Galois keys, {self.key_bytes() / 1e9:.2f} GB of evaluation keys; "
             + ("loaded from bytes" if self.compile_s is None else f"compiled in {self.compile_s:.1f} s"),
         ]
+        if self.shareable is not None:
+            f = self.shareable
+            left = "" if self.shareable_bits is None else f", sized to keep {self.shareable_bits} bits or more"
+            lines.append(
+                f"  outputs to share: sized for decrypt(..., flood=...) at {f.statistical_security}-bit statistical "
+                f"security over {f.queries} quer{'y' if f.queries == 1 else 'ies'}{left}"
+            )
         m = {k: v / 1e9 for k, v in self.memory().items()}
         lines.append(
             f"  memory: {m['keys']:.2f} GB of keys, {m['bootstrap_plan']:.2f} GB bootstrapping plan, "
@@ -178,11 +200,28 @@ class Plan:
             vals[s.output] = s.forward(ins) if isinstance(s, (Affine, ReluJoin)) else s.forward(ins[0])
         return vals[self.output]
 
-    def decrypt(self, ct, key=None) -> np.ndarray:
+    def decrypt(self, ct, key=None, flood=None):
         """Client side: the model's outputs (logits) from run's ciphertext, read from the slots the plan put them in,
-        with `key` (default: the secret key of keygen)."""
+        with `key` (default: the secret key of keygen). flood None: exact, for the key holder's eyes only (the values
+        beside the ciphertext give away the key; docs/SECURITY.md). flood=True or a ks.Flooding: values safe to share,
+        noise-flooded for the Flooding's statistical security and queries, returned as a FloodedOutput (values,
+        precision_bits in the outputs' units, sigma, noise_bound); a plan compiled with shareable= keeps its bits
+        after that flood, others raise ks.ParameterError where it would leave none."""
         key = key if key is not None else self._keys("decrypt").secret
-        return np.real(self.ctx.decrypt(ct, key))[self.out_layout] * self.out_unit
+        if flood is None or flood is False:
+            return np.real(self.ctx.decrypt(ct, key))[self.out_layout] * self.out_unit
+        flooding = ks.Flooding() if flood is True else flood
+        try:
+            d = self.ctx.decrypt(ct, key, flood=flooding)
+        except ks.ParameterError as e:
+            hint = (
+                "compile(..., shareable=...) with this Flooding sizes the parameters for it"
+                if self.shareable is None
+                else f"this plan was sized for {self.shareable!r}"
+            )
+            raise ks.ParameterError(f"{e}; {hint} (docs/NN.md, 'Results to share')") from None
+        values = np.real(d.values)[self.out_layout] * self.out_unit
+        return FloodedOutput(values, d.precision_bits - math.log2(self.out_unit), d.sigma, d.noise_bound)
 
     def _keys(self, what):
         if self.keys is None:

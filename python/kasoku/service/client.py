@@ -182,7 +182,8 @@ class Client:
 
     def infer(self, model: str, sample, keys: str, ctx=None, timeout: float = 300.0):
         """The stored model on an encrypted sample (plan.encrypt(x)): the encrypted logits, a Ciphertext of ctx (the
-        plan's context, plan.ctx; plan.decrypt reads it), or their bytes when ctx is None."""
+        plan's context, plan.ctx; plan.decrypt reads it, and plan.decrypt(..., flood=True) for logits to share), or
+        their bytes when ctx is None."""
         out = self.result_bytes(self.submit({"x": sample}, keys, model=model), timeout)["logits"]
         return out if ctx is None else Ciphertext.from_bytes(ctx, out)
 

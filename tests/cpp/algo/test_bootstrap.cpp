@@ -707,7 +707,8 @@ TEST(Bootstrap, SparseSlotsEndToEndWithOneEvalMod) {
     const Bootstrapper corrected(e.ctx, {.slots = kSparse[0], .arcsine_degree = 3});
     const cvec z = e.enc.replicate(se.random_values(kSparse[0]), kSparse[0]);
     const Ciphertext ct = e.encryptor.encrypt(e.enc.encode(z, e.ctx->scale_at(0), 0), e.pk);
-    EXPECT_GT(test::precision_bits(e.decrypt(corrected.bootstrap(se.ev, ct)), z), 24.0);  // measured 28.5
+    // measured 24.5-25.5 (25.1-26.1 with k_bound 10 and three double angles, which fail with probability 2^-42)
+    EXPECT_GT(test::precision_bits(e.decrypt(corrected.bootstrap(se.ev, ct)), z), 23.0);
     EXPECT_THROW(Bootstrapper(e.ctx, {.slots = 3}), ParameterError);
     EXPECT_THROW(Bootstrapper(e.ctx, {.slots = 1024}), ParameterError);
     EXPECT_THROW(e.enc.replicate(cvec(17), 16), ParameterError);
@@ -759,7 +760,7 @@ TEST(Bootstrap, SlotToCoeffFirstRunsOnTheInputsLevels) {
         EXPECT_GT(times.slot_to_coeff, 0.0);
         EXPECT_EQ(out.level(), 2);
         EXPECT_EQ(out.scale, std::ldexp(1.0, 40));
-        EXPECT_GT(test::precision_bits(e.decrypt(out), z), 24.0) << s << " slots";  // measured 28.5
+        EXPECT_GT(test::precision_bits(e.decrypt(out), z), 24.0) << s << " slots";  // measured 25.6-27.6
         // Below its SlotToCoeff levels: the error says which level is needed.
         try {
             boot.bootstrap(se.ev, e.ev.drop_level(ct, 1));
