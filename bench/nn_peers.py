@@ -7,6 +7,7 @@ the same images, the same thread count, each library and network in a process of
     .venv/bin/python bench/nn_peers.py --models MLP --all-digits        # kasoku only: every digits test image
     .venv/bin/python bench/nn_peers.py --models ResNet20 ResNet32 ResNet44 --threads 1 --images 1 \\
         --orion-python bench/.venv-orion/bin/python                     # 3 x 32 x 32, bootstrapping
+    .venv/bin/python bench/nn_peers.py --models ResNet20-trained --libs kasoku --images 50 --threads 2
 
 The networks (examples/nn/models.py, Orion's orion.models shapes, x^2 activations) are trained here in the clear on
 scikit-learn's digits upsampled to 28 x 28 (fixed seeds), and their weights loaded into Orion's own modules (same
@@ -85,10 +86,13 @@ ORION_CLASS = {"MLP": "MLP", "LoLA": "LoLA", "LeNet5": "LeNet", **{name: name fo
 CIFAR_SHAPED = set(RESNET_BLOCKS) | {"SmallCNN"}
 # networks Orion does not ship, run by kasoku's scripts alone (bench/nn_memory.py)
 KASOKU_ONLY = ["SmallCNN"]
+# the CIFAR networks trained here on the digits as 3 x 32 x 32 images (name -> examples/nn/models.py class): a network
+# with real margins between its outputs, whose encrypted decisions are compared with its labels (accuracy) too
+TRAINED = {"ResNet20-trained": "ResNet20"}
 # ResNet-20's 21 transforms at N = 2^16 would hold tens of GB encoded: on the CPU every transform (and the bootstrapping
 # plan) encoded at each use, which kept ResNet-20 under 8 GB (7.8 GB against 9.1 GB with 1 GiB kept, 134.5 s against
 # 121.5 s on one Zen 5 thread: docs/NN.md)
-COMPILE = {name: {"max_encoded_bytes": 0} for name in RESNET_BLOCKS}
+COMPILE = {name: {"max_encoded_bytes": 0} for name in [*RESNET_BLOCKS, *TRAINED]}
 # Orion in two processes with its HDF5 offload (io_mode save, then load): one of its bootstrappers at N = 2^16 holds
 # about 12.7 GB of keys (measured), and with io_mode none ResNet-20 was killed in compile on a 24 GB machine
 ORION_SPLIT = set(RESNET_BLOCKS)
@@ -197,6 +201,7 @@ def child_kasoku(
 
 
 def _kasoku_run(ks, ksnn, net, data, x, name: str, threads: int, device: str, params: str | None) -> dict:
+    import numpy as np
     import torch
 
     chosen = ks.Parameters.named(params) if params else None
@@ -229,10 +234,19 @@ def _kasoku_run(ks, ksnn, net, data, x, name: str, threads: int, device: str, pa
         progress(f"kasoku {name}: {len(batch)} images on {threads} workers: {throughput:.3f} images/s")
     with torch.no_grad():
         want = net(x).numpy()
+    labels = {}
+    if "y_test" in data:  # the decisions against the labels: the clear model's accuracy and the encrypted run's
+        y = data["y_test"][: len(x)].numpy()
+        labels = {
+            "accuracy_clear": float((want.argmax(1) == y).mean()),
+            "accuracy_encrypted": float((np.asarray(got).argmax(1) == y).mean()),
+        }
     p = plan.params
     boot = f", bootstrapping {p.boot_levels} x {p.boot_bits} bits" if p.boot_levels else ""
     return {
         **record(compile_s, keygen_s, enc, inf, got, want),
+        **labels,
+        "calibration": plan.calibration,
         "images_per_s": throughput,
         "bootstraps": plan.bootstraps,
         "galois_keys": len(plan.galois_elements()),
@@ -543,7 +557,7 @@ def child_orion(
 
 
 def _data_file(name: str) -> str:
-    return "cifar-shaped.pt" if name in CIFAR_SHAPED else "data.pt"
+    return "digits32.pt" if name in TRAINED else "cifar-shaped.pt" if name in CIFAR_SHAPED else "data.pt"
 
 
 def load_trained(work: pathlib.Path, name: str):
@@ -554,7 +568,7 @@ def load_trained(work: pathlib.Path, name: str):
     sys.path.insert(0, str(ROOT))
     from examples.nn import models
 
-    net = getattr(models, name)()
+    net = getattr(models, TRAINED.get(name, name))()
     net.load_state_dict(torch.load(work / f"{name}.pt"))
     return net.eval(), torch.load(work / _data_file(name))
 
@@ -570,7 +584,16 @@ def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
     g = torch.Generator().manual_seed(0)
     x_rand = torch.rand(96, 3, 32, 32, generator=g)
     torch.save({"x_cal": x_rand[:64], "x_test": x_rand[64:]}, work / "cifar-shaped.pt")
+    if any(name in TRAINED for name in names):
+        (x3_train, y3_train), (x3_test, y3_test) = models.digits(size=32, channels=3)
+        torch.save({"x_cal": x3_train[:256], "x_test": x3_test, "y_test": y3_test}, work / "digits32.pt")
     for name in names:
+        if name in TRAINED:
+            net = getattr(models, TRAINED[name])()
+            secs, net = harness.timed(lambda: models.train(net, x3_train, y3_train, epochs=epochs))
+            torch.save(net.state_dict(), work / f"{name}.pt")
+            progress(f"{name}: trained in {secs:.1f} s, test accuracy {models.accuracy(net, x3_test, y3_test):.3f}")
+            continue
         if name in CIFAR_SHAPED:
             secs, net = harness.timed(lambda: _initialised(getattr(models, name), x_rand[:64]))
             torch.save(net.state_dict(), work / f"{name}.pt")
@@ -700,7 +723,9 @@ def run_orion_split(
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", nargs="+", default=["MLP", "LoLA", "LeNet5"], choices=list(ORION_CONFIG))
+    ap.add_argument(
+        "--models", nargs="+", default=["MLP", "LoLA", "LeNet5"], choices=[*ORION_CONFIG, *KASOKU_ONLY, *TRAINED]
+    )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--images", type=int, default=5, help="test images per network and library")
     ap.add_argument("--epochs", type=int, default=30)
@@ -740,7 +765,7 @@ def main() -> int:
         train_all(work, a.models, a.epochs)
         for name in a.models:
             libs = [("kasoku", sys.executable)] if "kasoku" in a.libs else []
-            if a.orion_python and not a.all_digits and "orion" in a.libs:
+            if a.orion_python and not a.all_digits and "orion" in a.libs and name in ORION_CONFIG:
                 libs.append(("orion", os.path.abspath(a.orion_python)))
             for lib, python in libs:
                 progress(f"{lib} {name} ...")

@@ -163,14 +163,14 @@ class SmallCNN(nn.Module):
         return self.fc2(F.relu(self.fc1(self.flatten(self.pool(x)))))
 
 
-def digits(test_size: int = 360, seed: int = 0):
-    """scikit-learn's 8 x 8 digits, bilinearly upsampled to 1 x 28 x 28 in [0, 1]:
-    (x_train, y_train), (x_test, y_test)."""
+def digits(test_size: int = 360, seed: int = 0, size: int = 28, channels: int = 1):
+    """scikit-learn's 8 x 8 digits, bilinearly upsampled to channels x size x size in [0, 1] (1 x 28 x 28 by default;
+    3 x 32 x 32, the channel repeated, for the CIFAR networks): (x_train, y_train), (x_test, y_test)."""
     from sklearn.datasets import load_digits
 
     d = load_digits()
     x = torch.tensor(d.images / 16.0, dtype=torch.float32)[:, None]
-    x = F.interpolate(x, size=(28, 28), mode="bilinear", align_corners=False)
+    x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False).repeat(1, channels, 1, 1)
     y = torch.tensor(d.target)
     g = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(y), generator=g)

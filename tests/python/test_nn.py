@@ -432,6 +432,43 @@ def test_bad_models_are_refused_naming_the_layer(monkeypatch):
         ksnn.compile(wide, torch.rand(1, 1, 8, 8))
 
 
+def test_relu_is_made_finer_until_the_calibration_decisions_hold():
+    """compile runs the plan's clear arithmetic on the calibration inputs and makes ReLU's approximation finer until
+    every decision is the model's. Here one input's ReLU value, 0.015 (of a unit of 2), lies below relu_eps 1/64 and
+    comes out 0.0133 with (1/64, 10 bits), under the other output's constant 0.014; (1/128, 12) keeps it. The check is
+    the plan's own arithmetic (forward_clear), and plan.calibration and repr(plan) say what it gave."""
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1, self.l2 = nn.Linear(2, 1), nn.Linear(1, 2)
+            with torch.no_grad():
+                self.l1.weight[:] = torch.tensor([[1.0, 0.0]])
+                self.l1.bias[:] = 0
+                self.l2.weight[:] = torch.tensor([[1.0], [0.0]])
+                self.l2.bias[:] = torch.tensor([0.0, 0.014])
+
+        def forward(self, x):
+            return self.l2(torch.relu(self.l1(x)))
+
+    model = Tiny().eval()
+    calibration = torch.tensor([[1.0, 0.0], [0.015, 0.0], [-1.0, 0.0], [0.5, 0.0]])
+    want = model(calibration).detach().numpy()
+    coarse = ksnn.compile(model, calibration[:1], calibration=calibration, relu_eps=1 / 64, relu_bits=10)
+    assert coarse.calibration["decisions"] == 3 and coarse.calibration["relu"] == (1 / 64, 10)
+    got = np.array([coarse.forward_clear(x) for x in calibration])
+    assert np.argmax(got[1]) == 1 and np.argmax(want[1]) == 0
+    assert abs(np.max(np.abs(got - want)) - coarse.calibration["logit_error"]) < 1e-9
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration)  # relu_eps, relu_bits chosen
+    c = plan.calibration
+    assert c["inputs"] == 4 and c["decisions"] == 4 and c["relu"] == (1 / 128, 12)
+    assert abs(c["smallest_margin"] - 0.001) < 1e-6 and c["logit_error"] < 1e-4
+    assert "4 of 4 decisions the model's" in repr(plan) and "2^-12 beyond 0.0078125" in repr(plan)
+    plan.keygen()
+    out = plan.decrypt(plan.run(plan.encrypt(calibration[1])))
+    assert np.argmax(out) == 0 and np.max(np.abs(out - want[1])) < c["logit_error"] + 1e-4
+
+
 def test_outputs_to_share_are_flooded():
     """plan.decrypt(ct, flood=True): outputs safe to share (docs/NN.md, 'Results to share'). compile(shareable=True)
     sizes the parameters so that the flood leaves bits: each flooded output within 6 deviations of the clear model's,
@@ -443,6 +480,9 @@ def test_outputs_to_share_are_flooded():
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2, shareable=True)
     assert plan.shareable.statistical_security == 40 and plan.shareable_bits >= 6
     assert "outputs to share" in repr(plan)
+    loaded = ksnn.load(plan.to_bytes())  # the sizing and the calibration check travel with the plan
+    assert loaded.shareable_bits == plan.shareable_bits and loaded.calibration == plan.calibration
+    assert loaded.shareable.statistical_security == 40
     plan.keygen()
     for x in calibration[:3]:
         out = plan.run(plan.encrypt(x))

@@ -13,7 +13,7 @@ import numpy as np
 import kasoku as ks
 
 from .activations import _SMOOTH, _STAGE_DEPTH, _degree_for, sign_polynomials
-from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2
+from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2, _unit
 from .packing import _input_layout, _pack_affine
 from .placement import (
     _choose_params,
@@ -120,6 +120,78 @@ def _check_one_sample(torch, model, x0) -> None:
     )
 
 
+# ReLU's sign approximations compile tries in turn, coarsest first: (relu_eps, relu_bits). On a ResNet-32 of random
+# weights (64 random CIFAR-shaped calibration images): the clear arithmetic within 0.034 of the logits (range 2.0) and
+# 63 of 64 decisions with 30 bootstraps; 0.0099 and 64 of 64 with 31; 0.0036 with 46 (docs/NN.md).
+_RELU_CHOICES = ((1 / 64, 10), (1 / 128, 12), (1 / 256, 14))
+
+
+def _relu_steps(name, src: int, out: int, choice, stage_depth: int, peaks: dict, where: dict) -> list:
+    """ReLU of value `src` into value `out`: the sign's stages for choice = (eps, bits) on new values, then the
+    join."""
+    steps, prev = [], src
+    stages = sign_polynomials(choice[0], choice[1], stage_depth)
+    for i, poly in enumerate(stages):
+        sid = max(peaks) + 1
+        peaks[sid] = 1.0
+        steps.append(
+            Activation(
+                f"{name} sign stage {i + 1}/{len(stages)}",
+                "sign",
+                poly=poly,
+                degree=poly.degree,
+                input=prev,
+                output=sid,
+            )
+        )
+        where[sid] = where[src]  # odd: p(0) = 0
+        prev = sid
+    return steps + [ReluJoin(name, [src, prev], out)]
+
+
+def _with_relu(steps: list, choice, stage_depth: int, peaks: dict, where: dict) -> list:
+    """The steps with every ReLU's sign stages made again for choice = (eps, bits)."""
+    out = []
+    for s in steps:
+        if isinstance(s, Activation) and s.kind == "sign":
+            continue
+        if isinstance(s, ReluJoin):
+            out += _relu_steps(s.name, s.inputs[0], s.output, choice, stage_depth, peaks, where)
+        else:
+            out.append(s)
+    return out
+
+
+def _clear_check(steps: list, peaks: dict, out_id: int, xs: np.ndarray, want: np.ndarray) -> dict:
+    """The steps' arithmetic in the model's own units (a ReLU's sign reads its input divided by its unit, as the plan
+    holds it) on the inputs xs (one a row) against the model's outputs: how many decisions (argmax) agree, the largest
+    output error, and the smallest margin between the model's top two outputs."""
+    sign_outputs = {s.output for s in steps if isinstance(s, Activation) and s.kind == "sign"}
+    got = []
+    for x in xs:
+        vals = {0: x}
+        for s in steps:
+            if isinstance(s, Affine):
+                vals[s.output] = s.forward([vals[i] for i in s.inputs])
+            elif isinstance(s, ReluJoin):
+                unit = _unit(peaks[s.inputs[0]])
+                u = vals[s.inputs[0]] / unit
+                vals[s.output] = (u + u * vals[s.inputs[1]]) * unit / 2
+            elif isinstance(s, Activation) and s.kind == "sign" and s.input not in sign_outputs:
+                vals[s.output] = s.forward(vals[s.input] / _unit(peaks[s.input]))
+            else:
+                vals[s.output] = s.forward(vals[s.input])
+        got.append(vals[out_id])
+    got = np.asarray(got)
+    top2 = np.sort(want, axis=1)[:, -2:] if want.shape[1] > 1 else np.zeros((len(want), 2))
+    return {
+        "inputs": len(xs),
+        "decisions": int((got.argmax(axis=1) == want.argmax(axis=1)).sum()),
+        "logit_error": float(np.abs(got - want).max()),
+        "smallest_margin": float((top2[:, 1] - top2[:, 0]).min()),
+    }
+
+
 def compile(
     model,
     example_input,
@@ -132,36 +204,38 @@ def compile(
     activation_error: float = 1e-3,
     max_activation_depth: int = 6,
     bootstrap: bool = True,
-    relu_eps: float = 1 / 64,
-    relu_bits: int = 10,
+    relu_eps: float | None = None,
+    relu_bits: int | None = None,
     max_encoded_bytes: int | None = None,
     max_memory_bytes: int | None = None,
     shareable=False,
 ):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
-    dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals (default:
-    the example input), widened by `margin` on each side. params: a ks.Parameters, or None for the smallest 128-bit
-    set with the plan's depth and slots at `precision_bits` (Parameters.for_circuit; precision_bits None: the most the
-    smallest ring gives), or a bootstrapping preset when none holds the depth. bootstrap: place bootstraps where the
-    levels run out (parameters that can bootstrap), or refuse such a model. relu_eps, relu_bits: ReLU is
-    u (1 + sign u) / 2 on its input divided by its unit (the power of two above its peak, with the margin), the sign a
-    composite of minimax polynomials within 2^-relu_bits of it where abs(u) >= relu_eps, in the fewest levels
-    (activations.sign_stages: 9 levels for 1/64 and 10 bits): within relu_eps times the unit below relu_eps, within
-    2^-relu_bits times abs(x) above it. max_encoded_bytes: the memory the transforms may keep encoded (the
-    bootstrapping plan first, then the layers' smallest first; default 4 GiB on the CPU, half the device's memory on a
-    GPU); the others are encoded at each use, for a few seconds each at N = 2^16 (a large network's diagonals over
-    Q * P would take tens of GB; ResNet-20 on one Zen 5 thread: 134.5 s and 7.8 GB peak with 0, 121.5 s and 9.1 GB
-    with 1 GiB); by default, where params=None chose bootstrapping parameters on the CPU, at most half of what their
-    estimated peak leaves in its memory class. max_memory_bytes (params=None, bootstrapping on the CPU): the peak an
-    inference may take, estimated before compiling (the process's resident memory, the keys, the bootstrapping plan, a
-    bootstrap's working set and each thread's block pool): the parameters of the fewest bootstraps that fit it (more
-    user levels between bootstraps cost larger keys); by default the smallest of 4, 8 and 16 GiB that any fits (a CNN
-    of four ReLUs on 3 x 32 x 32 inputs on 2 threads: 7 bootstraps in 3.6 GB, where the fewest, 3, took 6.2 GB with
-    no transform kept). shareable: True or a ks.Flooding: outputs meant to be shared, flooded (plan.decrypt(ct,
-    flood=...)): params=None chooses parameters whose scale keeps precision_bits after that flood, which
-    costs about 31 bits over the noise at 40-bit statistical security (docs/NN.md, 'Results to share'); such a plan
-    does not bootstrap (a bootstrap keeps about 20 bits, fewer than the flood takes); precision_bits None: the most
-    the smallest ring gives. Raises
+    dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals
+    (default: the example input), widened by `margin` on each side. params: a ks.Parameters, or None for the
+    smallest 128-bit set with the plan's depth and slots at `precision_bits` (Parameters.for_circuit; precision_bits
+    None: the most the smallest ring gives), or a bootstrapping preset when none holds the depth. bootstrap: place
+    bootstraps where the levels run out (parameters that can bootstrap), or refuse such a model. relu_eps,
+    relu_bits: ReLU is u (1 + sign u) / 2 on its input divided by its unit (the power of two above its peak, with
+    the margin), the sign a composite of minimax polynomials within 2^-relu_bits of it where abs(u) >= relu_eps, in
+    the fewest levels (activations.sign_stages: 9 levels for 1/64 and 10 bits): within relu_eps times the unit below
+    relu_eps, within 2^-relu_bits times abs(x) above it. Both None: chosen, the first of (1/64, 10), (1/128, 12),
+    (1/256, 14) with which the plan's clear arithmetic takes the model's decision on every calibration input (else
+    the one that takes the most); plan.calibration and repr(plan) say what it gave. max_encoded_bytes: the memory
+    the transforms may keep encoded (the bootstrapping plan first, then the layers' smallest first; default 4 GiB on
+    the CPU, half the device's memory on a GPU); the others are encoded at each use, for a few seconds each at N =
+    2^16 (a large network's diagonals over Q * P would take tens of GB; ResNet-20 on one Zen 5 thread: 134.5 s and
+    7.8 GB peak with 0, 121.5 s and 9.1 GB with 1 GiB); by default, where params=None chose bootstrapping parameters
+    on the CPU, at most half of what their estimated peak leaves in its memory class. max_memory_bytes (params=None,
+    bootstrapping on the CPU): the peak an inference may take, estimated before compiling (the process's resident
+    memory, the keys, the bootstrapping plan, a bootstrap's working set and each thread's block pool): the
+    parameters of the fewest bootstraps that fit it (more user levels between bootstraps cost larger keys); by
+    default the smallest of 4, 8 and 16 GiB that any fits (a CNN of four ReLUs on 3 x 32 x 32 inputs on 2 threads: 7
+    bootstraps in 3.6 GB, where the fewest, 3, took 6.2 GB with no transform kept). shareable: True or a
+    ks.Flooding: outputs meant to be shared, flooded (plan.decrypt(ct, flood=...)): params=None chooses parameters
+    whose scale keeps precision_bits after that flood, which costs about 31 bits over the noise at 40-bit
+    statistical security (docs/NN.md, 'Results to share'); such a plan does not bootstrap (a bootstrap keeps about
+    20 bits, fewer than the flood takes); precision_bits None: the most the smallest ring gives. Raises
     ks.ParameterError naming the layer for what it cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()
@@ -220,6 +294,10 @@ def compile(
     # where each held value sits: index i at slot layout[i] of a vector of `period`; zero: slots known to hold 0
     where = {0: (in_layout, _pow2(dim0), ~np.isin(np.arange(_pow2(dim0)), in_layout))}
     steps: list = []
+    if relu_eps is None and relu_bits is None:
+        relu_choices = list(_RELU_CHOICES)
+    else:
+        relu_choices = [(1 / 64 if relu_eps is None else relu_eps, 10 if relu_bits is None else relu_bits)]
     # a sign stage fits between two bootstraps of the parameters given (the presets params=None picks hold 6 levels)
     stage_depth = _STAGE_DEPTH if params is None or params == "auto" else max(2, min(_STAGE_DEPTH, params.levels))
     with torch.no_grad():
@@ -242,24 +320,7 @@ def compile(
                 kind, name = kinds[n], _name(n, modules)
                 lay, per, z = where[vid[src]]
                 if kind[0] == "relu":  # u (1 + p_m(...p_1(u))): the sign's stages, then the join
-                    prev = vid[src]
-                    stages = sign_polynomials(relu_eps, relu_bits, stage_depth)
-                    for i, poly in enumerate(stages):
-                        sid = len(peaks)
-                        peaks[sid] = 1.0
-                        steps.append(
-                            Activation(
-                                f"{name} sign stage {i + 1}/{len(stages)}",
-                                "sign",
-                                poly=poly,
-                                degree=poly.degree,
-                                input=prev,
-                                output=sid,
-                            )
-                        )
-                        where[sid] = (lay, per, z)  # odd: p(0) = 0
-                        prev = sid
-                    steps.append(ReluJoin(name, [vid[src], prev], vid[n]))
+                    steps += _relu_steps(name, vid[src], vid[n], relu_choices[0], stage_depth, peaks, where)
                     where[vid[n]] = (lay, per, z)
                     continue
                 if kind == "square":
@@ -281,6 +342,20 @@ def compile(
                 where[vid[n]] = (lay, per, z)
             steps.append(step)
     out_id = vid[outputs[0]]
+    # The plan's clear arithmetic on the calibration inputs against the model's outputs; ReLU's approximation made
+    # finer (relu_choices) until every decision is the model's.
+    cal_x = cal.reshape(len(cal), -1).numpy()
+    cal_want = calv[outputs[0]].reshape(len(cal), -1).numpy()
+    relu, check = relu_choices[0], _clear_check(steps, peaks, out_id, cal_x, cal_want)
+    for choice in relu_choices[1:]:
+        if check["decisions"] == check["inputs"]:
+            break
+        finer = _with_relu(steps, choice, stage_depth, peaks, where)
+        finer_check = _clear_check(finer, peaks, out_id, cal_x, cal_want)
+        if finer_check["decisions"] > check["decisions"]:
+            steps, relu, check = finer, choice, finer_check
+    if any(isinstance(s, ReluJoin) for s in steps):
+        check["relu"] = relu
     out_dim = int(np.prod(ex[outputs[0]].shape[1:]))
     depth = _depth(steps)
     slots = max([_pow2(dim0)] + [max(s.p_in, s.p_out) for s in steps if isinstance(s, Affine)])
@@ -359,6 +434,7 @@ def compile(
         time.perf_counter() - t0,
         input_level,
     )
+    plan.calibration = check
     if flooding is not None:
         plan.shareable, plan.shareable_bits = flooding, shareable_bits
     return plan

@@ -18,6 +18,21 @@ _PLAN_MAGIC = b"KASOKU-NN-PLAN\n"
 _PLAN_VERSION = 1
 
 
+def _calibration_from(c):
+    """Plan.calibration read back from its JSON (None where the plan was saved without it)."""
+    if c is None:
+        return None
+    out = {
+        "inputs": int(c["inputs"]),
+        "decisions": int(c["decisions"]),
+        "logit_error": float(c["logit_error"]),
+        "smallest_margin": float(c["smallest_margin"]),
+    }
+    if "relu" in c:
+        out["relu"] = (float(c["relu"][0]), int(c["relu"][1]))
+    return out
+
+
 def write_plan(plan) -> bytes:
     """A Plan's bytes (Plan.to_bytes): its parameters, steps, layouts and units as NumPy arrays and
     one JSON part, in a compressed NumPy archive after a magic line."""
@@ -30,6 +45,16 @@ def write_plan(plan) -> bytes:
         "output": plan.output,
         "bootstrap_slots": None if plan.bootstrapper is None else plan.bootstrapper.slots,
         "input_level": plan.input_level,
+        "calibration": plan.calibration,
+        "shareable": None
+        if plan.shareable is None
+        else {
+            "statistical_security": plan.shareable.statistical_security,
+            "queries": plan.shareable.queries,
+            "noise_bound": plan.shareable.noise_bound,
+            "min_precision_bits": plan.shareable.min_precision_bits,
+            "bits": plan.shareable_bits,
+        },
         "steps": [],
     }
     arrays = {
@@ -96,11 +121,25 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
         boot_slots = meta["bootstrap_slots"]
         input_level = None if meta.get("input_level") is None else int(meta["input_level"])
         in_unit, out_unit, out_dim = float(meta["in_unit"]), float(meta["out_unit"]), int(meta["out_dim"])
+        calibration, shareable = _calibration_from(meta.get("calibration")), meta.get("shareable")
+        if shareable is not None:
+            bits = shareable["bits"]
+            shareable = (
+                ks.Flooding(
+                    statistical_security=int(shareable["statistical_security"]),
+                    queries=int(shareable["queries"]),
+                    noise_bound=float(shareable["noise_bound"]),
+                    min_precision_bits=float(shareable["min_precision_bits"]),
+                ),
+                None if bits is None else int(bits),
+            )
     except ks.SerializationError:
         raise
     except Exception as e:  # zip, zlib, JSON, NumPy and field errors alike: untrusted bytes, one kind of error
         raise ks.SerializationError(f"the plan's bytes are damaged or incomplete ({type(e).__name__}: {e})") from None
     return dict(
+        calibration=calibration,
+        shareable=shareable,
         params=params,
         steps=steps,
         in_layout=in_layout,

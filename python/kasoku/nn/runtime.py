@@ -65,6 +65,10 @@ class Plan:
         # the flood compile(..., shareable=) sized the parameters for (a ks.Flooding), else None, and the bits it
         # leaves the outputs by that sizing
         self.shareable, self.shareable_bits = None, None
+        # compile's check of the plan's clear arithmetic on the calibration inputs (None for a loaded plan): inputs,
+        # decisions (argmax the model's), logit_error (the largest), smallest_margin (the model's top two), relu
+        # (relu_eps, relu_bits) where the model has ReLUs
+        self.calibration = None
 
     @property
     def depth(self) -> int:
@@ -131,6 +135,14 @@ class Plan:
             f"{len(self.galois_elements())} Galois keys, {self.key_bytes() / 1e9:.2f} GB of evaluation keys; "
             + ("loaded from bytes" if self.compile_s is None else f"compiled in {self.compile_s:.1f} s"),
         ]
+        if self.calibration is not None:
+            c = self.calibration
+            relu = f"; ReLU's sign within 2^-{c['relu'][1]} beyond {c['relu'][0]:g}" if "relu" in c else ""
+            lines.append(
+                f"  clear arithmetic on {c['inputs']} calibration inputs: {c['decisions']} of {c['inputs']} decisions "
+                f"the model's, outputs within {c['logit_error']:.3g} of its (its smallest top-two margin "
+                f"{c['smallest_margin']:.3g}){relu}; the encryption adds its noise"
+            )
         if self.shareable is not None:
             f = self.shareable
             left = "" if self.shareable_bits is None else f", sized to keep {self.shareable_bits} bits or more"
@@ -330,7 +342,7 @@ def load(
         boot, budget = _plan_bootstrapper(ctx, int(f["boot_slots"]), threads, budget)
     _encode(steps, ctx, threads, budget)
     _release_freed()
-    return Plan(
+    plan = Plan(
         steps,
         output,
         f["in_shape"],
@@ -345,6 +357,10 @@ def load(
         None,
         f["input_level"],
     )
+    plan.calibration = f["calibration"]
+    if f["shareable"] is not None:
+        plan.shareable, plan.shareable_bits = f["shareable"]
+    return plan
 
 
 def _galois_levels(steps, ctx, bootstrapper, at=None, elements=None) -> dict[int, int]:
