@@ -37,7 +37,20 @@ from .runtime import (
     _release_freed,
     _working_bytes,
 )
-from .trace import _classify, _lower_max_pools, _name, _region, _run_nodes, _tensor_inputs, _torch, _trace
+from .trace import (
+    _classify,
+    _lower_max_pools,
+    _lower_relu6,
+    _mark_shapes,
+    _name,
+    _region,
+    _run_nodes,
+    _strip_final,
+    _tensor_inputs,
+    _torch,
+    _trace,
+    _where,
+)
 
 
 def _bootstrapper(ctx, held: int, threads):
@@ -209,6 +222,7 @@ def compile(
     max_encoded_bytes: int | None = None,
     max_memory_bytes: int | None = None,
     shareable=False,
+    output: str = "model",
 ):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
     dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals
@@ -235,8 +249,10 @@ def compile(
     ks.Flooding: outputs meant to be shared, flooded (plan.decrypt(ct, flood=...)): params=None chooses parameters
     whose scale keeps precision_bits after that flood, which costs about 31 bits over the noise at 40-bit
     statistical security (docs/NN.md, 'Results to share'); such a plan does not bootstrap (a bootstrap keeps about
-    20 bits, fewer than the flood takes); precision_bits None: the most the smallest ring gives. Raises
-    ks.ParameterError naming the layer for what it cannot compile."""
+    20 bits, fewer than the flood takes); precision_bits None: the most the smallest ring gives. output: a model
+    ending with a softmax, log-softmax or sigmoid has the plan compute what it reads (the logits: the same
+    decisions, no approximation) and the client apply it after decryption ("model", the default: plan.decrypt gives
+    the model's outputs) or not ("logits"). Raises ks.ParameterError naming the layer for what it cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()
     shareable_bits = None  # what params=None sized the outputs to keep after the flood
@@ -249,8 +265,13 @@ def compile(
         x0 = x0[0]
     _check_one_sample(torch, model, x0)
     in_shape = tuple(x0.shape)
+    if output not in ("model", "logits"):
+        raise ks.ParameterError(f'output must be "model" or "logits", not {output!r}')
     gm = _trace(torch, model)
+    final = _strip_final(torch, gm)  # a last softmax, log-softmax or sigmoid: applied by the client after decryption
+    _lower_relu6(torch, gm)
     _lower_max_pools(torch, gm, x0)
+    _mark_shapes(torch, gm, x0)
     modules = dict(gm.named_modules())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != 1:
@@ -263,9 +284,9 @@ def compile(
     for n in nodes:
         kinds[n] = _classify(torch, n, modules)
         if isinstance(kinds[n], tuple) and kinds[n][0] == "unsupported":
-            raise ks.ParameterError(f"layer {_name(n, modules)}: {kinds[n][1]}")
+            raise ks.ParameterError(f"layer {_name(n, modules)}{_where(n)}: {kinds[n][1]}")
         if kinds[n] != "affine" and len(_tensor_inputs(n)) != 1:
-            raise ks.ParameterError(f"layer {_name(n, modules)}: an activation reads one tensor")
+            raise ks.ParameterError(f"layer {_name(n, modules)}{_where(n)}: an activation reads one tensor")
     # The values the plan holds as ciphertexts: the input, every activation's output, and the tensors activations and
     # the output read (affine ones: each is computed from the activations before it in one transform, so that every
     # run of affine layers, branches and joins included, costs one level).
@@ -279,8 +300,10 @@ def compile(
     with torch.no_grad():
         ex = _run_nodes(torch, gm, nodes, {placeholders[0]: x0[None]})
         calv = _run_nodes(torch, gm, nodes, {placeholders[0]: cal})
-    absmax = {n: float(t.abs().max()) for n, t in calv.items()}
+    absmax = {n: float(t.abs().max()) for n, t in calv.items() if isinstance(t, torch.Tensor)}
     for n in nodes:  # the largest value the calibration shows anywhere: q_0 holds it
+        if n not in absmax or n.meta.get("kasoku_const"):
+            continue
         peak = absmax[n]
         if not peak < 2.0**30:
             raise ks.ParameterError(
@@ -342,6 +365,12 @@ def compile(
                 where[vid[n]] = (lay, per, z)
             steps.append(step)
     out_id = vid[outputs[0]]
+    if final is not None and final[0] != "sigmoid" and (ex[outputs[0]].dim() != 2 or final[1] not in (None, 1, -1)):
+        raise ks.ParameterError(
+            f"the model ends with {final[0]} over dim {final[1]} of outputs shaped {tuple(ex[outputs[0]].shape)}: "
+            "kasoku.nn takes a last softmax over the classes of a flat output (one dimension a sample), applied "
+            "after decryption; end the model before it"
+        )
     # The plan's clear arithmetic on the calibration inputs against the model's outputs; ReLU's approximation made
     # finer (relu_choices) until every decision is the model's.
     cal_x = cal.reshape(len(cal), -1).numpy()
@@ -435,6 +464,7 @@ def compile(
         input_level,
     )
     plan.calibration = check
+    plan.final, plan.output_kind = final, output
     if flooding is not None:
         plan.shareable, plan.shareable_bits = flooding, shareable_bits
     return plan

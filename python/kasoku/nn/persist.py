@@ -46,6 +46,8 @@ def write_plan(plan) -> bytes:
         "bootstrap_slots": None if plan.bootstrapper is None else plan.bootstrapper.slots,
         "input_level": plan.input_level,
         "calibration": plan.calibration,
+        "final": plan.final,
+        "output_kind": plan.output_kind,
         "shareable": None
         if plan.shareable is None
         else {
@@ -122,6 +124,12 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
         input_level = None if meta.get("input_level") is None else int(meta["input_level"])
         in_unit, out_unit, out_dim = float(meta["in_unit"]), float(meta["out_unit"]), int(meta["out_dim"])
         calibration, shareable = _calibration_from(meta.get("calibration")), meta.get("shareable")
+        final = meta.get("final")
+        if final is not None:
+            if final[0] not in ("softmax", "log_softmax", "sigmoid"):
+                raise ks.SerializationError(f"the plan's last operation {final[0]!r} is none kasoku.nn applies")
+            final = (str(final[0]), None if final[1] is None else int(final[1]))
+        output_kind = str(meta.get("output_kind", "model"))
         if shareable is not None:
             bits = shareable["bits"]
             shareable = (
@@ -138,6 +146,8 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
     except Exception as e:  # zip, zlib, JSON, NumPy and field errors alike: untrusted bytes, one kind of error
         raise ks.SerializationError(f"the plan's bytes are damaged or incomplete ({type(e).__name__}: {e})") from None
     return dict(
+        final=final,
+        output_kind=output_kind,
         calibration=calibration,
         shareable=shareable,
         params=params,

@@ -27,7 +27,9 @@ def _probe(torch, gm, region, ins, ex, name) -> Affine:
     shapes = [tuple(ex[m].shape[1:]) for m in ins]
     dims = [int(np.prod(sh)) for sh in shapes]
     out_dim = int(np.prod(tuple(ex[region[-1]].shape[1:])))
-    widest = max([out_dim] + dims + [int(np.prod(tuple(ex[n].shape[1:]))) for n in region if n in ex])
+    widest = max(
+        [out_dim] + dims + [int(np.prod(tuple(ex[n].shape[1:]))) for n in region if isinstance(ex.get(n), torch.Tensor)]
+    )
     batch = max(1, _PROBE_VALUES // widest)
     zeros = {m: torch.zeros(1, *sh, dtype=torch.float64) for m, sh in zip(ins, shapes)}
     b = _run_nodes(torch, gm, region, zeros)[region[-1]].reshape(-1).numpy().copy()

@@ -69,6 +69,9 @@ class Plan:
         # decisions (argmax the model's), logit_error (the largest), smallest_margin (the model's top two), relu
         # (relu_eps, relu_bits) where the model has ReLUs
         self.calibration = None
+        # a last softmax, log-softmax or sigmoid of the model (name, dim) that the client applies after decryption
+        # when output_kind is "model" (compile's output=), else None
+        self.final, self.output_kind = None, "model"
 
     @property
     def depth(self) -> int:
@@ -135,6 +138,16 @@ class Plan:
             f"{len(self.galois_elements())} Galois keys, {self.key_bytes() / 1e9:.2f} GB of evaluation keys; "
             + ("loaded from bytes" if self.compile_s is None else f"compiled in {self.compile_s:.1f} s"),
         ]
+        if self.final is not None:
+            dim = "" if self.final[1] is None else f" over dim {self.final[1]}"
+            lines.append(
+                f"  the model's last {self.final[0]}{dim} is not encrypted: the plan computes its input (the same "
+                + (
+                    "decisions); decrypt applies it (output='model')"
+                    if self.output_kind == "model"
+                    else "decisions) and decrypt gives that (output='logits')"
+                )
+            )
         if self.calibration is not None:
             c = self.calibration
             relu = f"; ReLU's sign within 2^-{c['relu'][1]} beyond {c['relu'][0]:g}" if "relu" in c else ""
@@ -221,7 +234,7 @@ class Plan:
         after that flood, others raise ks.ParameterError where it would leave none."""
         key = key if key is not None else self._keys("decrypt").secret
         if flood is None or flood is False:
-            return np.real(self.ctx.decrypt(ct, key))[self.out_layout] * self.out_unit
+            return self._finish(np.real(self.ctx.decrypt(ct, key))[self.out_layout] * self.out_unit)
         flooding = ks.Flooding() if flood is True else flood
         try:
             d = self.ctx.decrypt(ct, key, flood=flooding)
@@ -232,8 +245,18 @@ class Plan:
                 else f"this plan was sized for {self.shareable!r}"
             )
             raise ks.ParameterError(f"{e}; {hint} (docs/NN.md, 'Results to share')") from None
-        values = np.real(d.values)[self.out_layout] * self.out_unit
+        values = self._finish(np.real(d.values)[self.out_layout] * self.out_unit)
         return FloodedOutput(values, d.precision_bits - math.log2(self.out_unit), d.sigma, d.noise_bound)
+
+    def _finish(self, logits: np.ndarray) -> np.ndarray:
+        """The model's last softmax, log-softmax or sigmoid applied to the plan's outputs (output_kind "model")."""
+        if self.final is None or self.output_kind == "logits":
+            return logits
+        if self.final[0] == "sigmoid":
+            return 1.0 / (1.0 + np.exp(-logits))
+        z = logits - logits.max()
+        log_sum = np.log(np.exp(z).sum())
+        return np.exp(z - log_sum) if self.final[0] == "softmax" else z - log_sum
 
     def _keys(self, what):
         if self.keys is None:
@@ -317,9 +340,9 @@ class Plan:
 
     def forward_clear(self, x) -> np.ndarray:
         """The plan in plain arithmetic (the affine maps and the polynomials it evaluates): what run() computes
-        without the encryption's noise."""
+        without the encryption's noise, read as decrypt reads it."""
         v = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
-        return self._clear(v / self.in_unit, check=False) * self.out_unit
+        return self._finish(self._clear(v / self.in_unit, check=False) * self.out_unit)
 
 
 _ENCODED_BYTES = 4 << 30  # the most host memory a plan's transforms keep encoded; the others are encoded at each use
@@ -357,7 +380,7 @@ def load(
         None,
         f["input_level"],
     )
-    plan.calibration = f["calibration"]
+    plan.calibration, plan.final, plan.output_kind = f["calibration"], f["final"], f["output_kind"]
     if f["shareable"] is not None:
         plan.shareable, plan.shareable_bits = f["shareable"]
     return plan

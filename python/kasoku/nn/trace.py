@@ -47,10 +47,23 @@ except ImportError:  # pragma: no cover
     Square = Polynomial = None  # type: ignore[assignment,misc]
 
 
+# Functions, methods and modules that are affine in their one tensor input (their other arguments constants: weights,
+# shapes, dimensions), with the names the error messages use for what is not.
+_AFFINE_METHODS = {
+    "view", "reshape", "flatten", "contiguous", "squeeze", "unsqueeze", "permute", "transpose", "t", "mean", "sum",
+    "expand", "expand_as", "repeat", "neg", "add", "sub", "mul", "div", "truediv", "__getitem__",
+    "size", "dim", "numel", "ndimension",  # shapes: evaluated with the region, the input's own at each run
+}  # fmt: skip
+
+
 def _classify(torch, node, modules):
-    """'affine', 'square', ('smooth', name), ('power', coeffs) or ('unsupported', why) for a node of the graph."""
+    """'affine', 'square', ('smooth', name), ('power', coeffs), ('relu',) or ('unsupported', why) for a node of the
+    graph. A node computed from the model's constants alone (parameters, buffers, literals) is 'affine': it is
+    evaluated with the region that reads it."""
     nn, F = torch.nn, torch.nn.functional
-    args = [a for a in node.args if isinstance(a, torch.fx.Node)]
+    if node.meta.get("kasoku_const") or node.meta.get("kasoku_shape"):
+        return "affine"
+    args = _tensor_inputs(node)
     if node.op == "call_module":
         m = modules[node.target]
         if Square is not None and isinstance(m, Square):
@@ -70,9 +83,12 @@ def _classify(torch, node, modules):
             nn.Flatten,
             nn.Unflatten,
             nn.Identity,
-            nn.Dropout,
+            nn.modules.dropout._DropoutNd,
+            nn.ZeroPad2d,
+            nn.ConstantPad1d,
+            nn.ConstantPad2d,
         )
-        if isinstance(m, affine):
+        if isinstance(m, affine) and (not isinstance(m, (nn.ConstantPad1d, nn.ConstantPad2d)) or m.value == 0):
             return "affine"
         smooth = {nn.SiLU: "silu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.GELU: "gelu", nn.Softplus: "softplus"}
         for t, name in smooth.items():
@@ -80,31 +96,54 @@ def _classify(torch, node, modules):
                 return ("smooth", name)
         if type(m) is nn.ReLU:
             return ("relu",)
-        if isinstance(m, (nn.ReLU6, nn.LeakyReLU)):
+        if isinstance(m, nn.LeakyReLU):
+            return ("unsupported", "LeakyReLU is not built yet: use ReLU, x^2 (kasoku.nn.Square), SiLU, GELU or tanh")
+        if isinstance(m, (nn.Softmax, nn.LogSoftmax)):
             return (
                 "unsupported",
-                f"{type(m).__name__} is not built yet: use ReLU, x^2 (kasoku.nn.Square), SiLU, GELU, sigmoid or tanh",
+                f"{type(m).__name__} is taken only as the model's last operation (compile's output=)",
+            )
+        if isinstance(m, (nn.LayerNorm, nn.GroupNorm, nn.InstanceNorm1d, nn.InstanceNorm2d)):
+            return (
+                "unsupported",
+                f"{type(m).__name__} divides by each sample's own standard deviation, an encrypted inverse square "
+                "root, which kasoku.nn does not build: use BatchNorm (eval mode: affine, folded into its neighbours "
+                "for free), or normalise the inputs before encrypting them",
             )
         return ("unsupported", f"layer type {type(m).__name__} is not supported")
     if node.op == "call_function":
         f = node.target
-        if f in (operator.mul,) and len(args) == 2 and args[0] is args[1]:
+        if f in (operator.mul, torch.mul) and len(node.args) == 2 and node.args[0] is node.args[1]:
             return "square"
         if f in (torch.square,) or (f in (operator.pow, torch.pow) and len(node.args) == 2 and node.args[1] == 2):
             return "square"
+        linear_in_one = (
+            operator.mul, operator.truediv, operator.add, operator.sub, operator.neg, operator.matmul, torch.mul,
+            torch.div, torch.true_divide, torch.add, torch.sub, torch.neg, torch.matmul, F.linear, F.conv1d, F.conv2d,
+            F.batch_norm, F.dropout, F.dropout1d, F.dropout2d, F.alpha_dropout, torch.mean, torch.sum,
+        )  # fmt: skip
         if f in (
             torch.flatten,
             torch.reshape,
+            torch.permute,
+            torch.transpose,
+            torch.squeeze,
+            torch.unsqueeze,
             F.avg_pool1d,
             F.avg_pool2d,
             F.adaptive_avg_pool1d,
             F.adaptive_avg_pool2d,
-            operator.neg,
             operator.getitem,
-        ) or (
-            f in (operator.mul, operator.truediv, operator.add, operator.sub, torch.mul, torch.add) and len(args) == 1
-        ):
+            getattr,  # x.shape, x.ndim: evaluated with the region
+        ) or (f in linear_in_one and len(args) == 1):
             return "affine"
+        if (
+            f is F.pad
+            and len(args) == 1
+            and (node.kwargs.get("value", node.args[3] if len(node.args) > 3 else 0) or 0) == 0
+        ):
+            if node.kwargs.get("mode", node.args[2] if len(node.args) > 2 else "constant") == "constant":
+                return "affine"
         smooth = {
             F.silu: "silu",
             torch.sigmoid: "sigmoid",
@@ -120,24 +159,58 @@ def _classify(torch, node, modules):
             return "affine"  # a residual connection: affine in both operands
         if f in (torch.cat, torch.concat):
             return "affine"
-        if f in (operator.mul, torch.mul) and len(args) == 2:
-            return ("unsupported", "products of two different tensors are not supported (only x * x)")
+        if f in (operator.mul, torch.mul, operator.matmul, torch.matmul) and len(args) == 2:
+            return (
+                "unsupported",
+                "a product of two values computed from the input (a ciphertext by a ciphertext) is supported only as "
+                "x * x; products by constants (parameters, buffers, literals) are plaintext products and compile",
+            )
         if f in (torch.relu, F.relu):
             return ("relu",)
+        if f in (torch.softmax, F.softmax, torch.log_softmax, F.log_softmax):
+            return ("unsupported", f"{f.__name__} is taken only as the model's last operation (compile's output=)")
+        if f in (F.layer_norm, F.group_norm, F.instance_norm):
+            return ("unsupported", f"{f.__name__}: an encrypted inverse square root, not built: use BatchNorm")
         return ("unsupported", f"function {getattr(f, '__name__', f)} is not supported")
     if node.op == "call_method":
-        if node.target in ("view", "reshape", "flatten", "contiguous", "squeeze", "unsqueeze"):
+        if node.target in ("mul", "__mul__") and len(node.args) == 2 and node.args[0] is node.args[1]:
+            return "square"
+        if node.target in _AFFINE_METHODS and len(args) == 1:
             return "affine"
-        if node.target in ("add", "sub") and len(args) <= 2:
-            return "affine"
+        if node.target in ("add", "sub") and len(args) == 2:
+            return "affine"  # a residual connection
         if node.target == "square" or (node.target == "pow" and len(node.args) == 2 and node.args[1] == 2):
             return "square"
         if node.target in ("sigmoid", "tanh"):
             return ("smooth", node.target)
         if node.target == "relu":
             return ("relu",)
+        if node.target in ("softmax", "log_softmax"):
+            return ("unsupported", f".{node.target}() is taken only as the model's last operation (compile's output=)")
+        if node.target in ("mul", "matmul", "__matmul__") and len(args) == 2:
+            return ("unsupported", "a product of two values computed from the input is supported only as x * x")
         return ("unsupported", f"method .{node.target}() is not supported")
     return ("unsupported", f"graph node {node.op} {node.target}")
+
+
+def _where(node) -> str:
+    """Where the node stands in the model's own source, from the trace's stack: " (models.py:42: h = x * w)", or ""."""
+    import os
+
+    lines = (node.stack_trace or "").splitlines()
+    torch_dir = os.path.dirname(_torch().__file__)
+    here = os.path.dirname(os.path.dirname(__file__))
+    for i, line in enumerate(lines):
+        line = line.strip()
+        if not line.startswith('File "'):
+            continue
+        path = line[6 : line.index('"', 6)]
+        if path.startswith(torch_dir) or path.startswith(here):
+            continue
+        number = line.split(", line ")[1].split(",")[0] if ", line " in line else "?"
+        code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        return f" ({os.path.basename(path)}:{number}: {code})"
+    return ""
 
 
 def _name(node, modules) -> str:
@@ -150,13 +223,52 @@ def _name(node, modules) -> str:
 
 
 def _trace(torch, model):
-    """torch.fx's graph of the model, with this package's activations kept as modules (not traced into)."""
+    """torch.fx's graph of the model, with this package's activations kept as modules (not traced into), each node's
+    place in the model's source recorded (_where), and the nodes computed from constants alone marked
+    (meta["kasoku_const"]). Shapes read in forward (x.size(0), x.shape[0], x.dim()) stay nodes of the graph, evaluated
+    on each run's own input: the calibration batch, the probes, one sample (tracing with the example's concrete shapes,
+    as torch.export does, would fix the batch of one in every reshape)."""
 
     class Tracer(torch.fx.Tracer):
         def is_leaf_module(self, m, qualname):
             return isinstance(m, (Square, Polynomial)) or super().is_leaf_module(m, qualname)
 
-    return torch.fx.GraphModule(model, Tracer().trace(model))
+    tracer = Tracer()
+    tracer.record_stack_traces = True
+    # len(x) in a forward: recorded as a node (a shape) instead of refused, as torch.fx.wrap("len") in the model's own
+    # modules would (torch.fx's table of wrapped functions, private: without it len stays refused, with a hint)
+    table = getattr(torch.fx._symbolic_trace, "_wrapped_fns_to_patch", None)
+    added = []
+    if isinstance(table, dict):
+        for g in {id(f.__globals__): f.__globals__ for f in (type(m).forward for m in model.modules())}.values():
+            if (id(g), "len") not in table:
+                table[(id(g), "len")] = g
+                added.append((id(g), "len"))
+    try:
+        graph = tracer.trace(model)
+    except (RuntimeError, NameError, torch.fx.proxy.TraceError) as e:
+        text = str(e)
+        hint = (
+            "len(x) of a traced tensor: write x.shape[0] or x.size(0)"
+            if "'len'" in text
+            else "a module made inside forward: make it in __init__ (self.act = nn.ReLU()), or call its function "
+            "(F.relu)"
+            if "not installed as a submodule" in text
+            else "forward takes a branch on a value or a shape computed from the input: kasoku.nn traces one path "
+            "of the model; write the branch's condition from constants (or take the branch outside forward)"
+            if "control flow" in text
+            else text
+        )
+        raise ks.ParameterError(f"kasoku.nn could not trace the model: {hint} ({type(e).__name__})") from None
+    finally:
+        for key in added:
+            table.pop(key, None)
+    for n in graph.nodes:
+        if n.op == "get_attr" or (
+            n.op.startswith("call_") and all(a.meta.get("kasoku_const") for a in n.all_input_nodes)
+        ):
+            n.meta["kasoku_const"] = True
+    return torch.fx.GraphModule(model, graph)
 
 
 def _lower_max_pools(torch, gm, x) -> None:
@@ -227,9 +339,89 @@ def _lower_max_pools(torch, gm, x) -> None:
     gm.recompile()
 
 
+def _mark_shapes(torch, gm, x) -> None:
+    """Marks the nodes whose values are shapes, not tensors (x.size(0), x.shape[0], x.dim(), and what is computed from
+    them), by running the graph on the sample x as a batch of one: meta["kasoku_shape"]. They are evaluated where a
+    node reads them, from that run's own input."""
+    nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    placeholder = next(n for n in gm.graph.nodes if n.op == "placeholder")
+    with torch.no_grad():
+        env = _run_nodes(torch, gm, nodes, {placeholder: x[None]})
+    for n in nodes:
+        if not n.meta.get("kasoku_const") and not isinstance(env[n], torch.Tensor):
+            n.meta["kasoku_shape"] = True
+
+
+def _lower_relu6(torch, gm) -> None:
+    """Each ReLU6 (nn.ReLU6, F.relu6, F.hardtanh(x, 0, 6)) rewritten in the graph as the clipped ReLU it is:
+    relu(x) - relu(x - 6), two ReLUs side by side (one ReLU's levels)."""
+    nn, F = torch.nn, torch.nn.functional
+    modules = dict(gm.named_modules())
+    g = gm.graph
+    for n in list(g.nodes):
+        hardtanh = n.op == "call_function" and n.target is F.hardtanh
+        low_high = [
+            n.kwargs.get(k, n.args[i] if len(n.args) > i else d) for i, k, d in ((1, "min_val", -1), (2, "max_val", 1))
+        ]
+        six = (
+            (n.op == "call_module" and isinstance(modules.get(n.target), nn.ReLU6))
+            or (n.op == "call_function" and n.target is F.relu6)
+            or (hardtanh and low_high == [0.0, 6.0])
+        )
+        if not six:
+            continue
+        x = n.args[0]
+        with g.inserting_before(n):
+            low = g.create_node("call_function", F.relu, (x,), name=f"{n.name}_low")
+            shifted = g.create_node("call_function", operator.sub, (x, 6.0), name=f"{n.name}_shift")
+            high = g.create_node("call_function", F.relu, (shifted,), name=f"{n.name}_high")
+            out = g.create_node("call_function", operator.sub, (low, high), name=f"{n.name}_clip")
+        for new in (low, shifted, high, out):
+            new.meta["stack_trace"] = n.meta.get("stack_trace")
+        n.replace_all_uses_with(out)
+        g.erase_node(n)
+    g.lint()
+    gm.recompile()
+
+
+def _strip_final(torch, gm):
+    """The model's last operation when it is a softmax, log-softmax or sigmoid (module, function or method): removed
+    from the graph, so that the plan computes what it reads (the logits), and returned as (name, dim) for the client to
+    apply after decryption; else None. These keep the decision (argmax) and cost nothing in the clear."""
+    nn, F = torch.nn, torch.nn.functional
+    modules = dict(gm.named_modules())
+    out = [n for n in gm.graph.nodes if n.op == "output"][0]
+    last = out.args[0]
+    if not isinstance(last, torch.fx.Node) or len(last.users) != 1:
+        return None
+    final = None
+    if last.op == "call_module":
+        m = modules[last.target]
+        if isinstance(m, (nn.Softmax, nn.LogSoftmax)):
+            final = ("softmax" if isinstance(m, nn.Softmax) else "log_softmax", m.dim)
+        elif isinstance(m, nn.Sigmoid):
+            final = ("sigmoid", None)
+    elif last.op == "call_function" and last.target in (torch.softmax, F.softmax, torch.log_softmax, F.log_softmax):
+        dim = last.kwargs.get("dim", last.args[1] if len(last.args) > 1 else None)
+        final = ("softmax" if last.target in (torch.softmax, F.softmax) else "log_softmax", dim)
+    elif last.op == "call_function" and last.target in (torch.sigmoid, F.sigmoid):
+        final = ("sigmoid", None)
+    elif last.op == "call_method" and last.target in ("softmax", "log_softmax", "sigmoid"):
+        dim = last.kwargs.get("dim", last.args[1] if len(last.args) > 1 else None)
+        final = (last.target, dim if last.target != "sigmoid" else None)
+    if final is None:
+        return None
+    out.args = (last.args[0],)
+    gm.graph.erase_node(last)
+    gm.graph.lint()
+    gm.recompile()
+    return final
+
+
 def _tensor_inputs(node) -> list:
-    """The graph nodes a node reads its tensors from (constants fetched with get_attr do not count)."""
-    return [a for a in node.all_input_nodes if a.op != "get_attr"]
+    """The graph nodes a node reads its values from (constants: parameters, buffers and what is computed from them
+    alone, and shapes do not count)."""
+    return [a for a in node.all_input_nodes if not (a.meta.get("kasoku_const") or a.meta.get("kasoku_shape"))]
 
 
 def _run_nodes(torch, gm, nodes, env: dict) -> dict:
@@ -243,6 +435,8 @@ def _run_nodes(torch, gm, nodes, env: dict) -> dict:
             for part in n.target.split("."):
                 v = getattr(v, part)
             return v
+        if n not in env and (n.meta.get("kasoku_const") or n.meta.get("kasoku_shape")):
+            env.update(_run_nodes(torch, gm, [n], env))  # a constant or a shape, computed where it is read
         return env[n]
 
     for node in nodes:
