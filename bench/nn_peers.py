@@ -226,7 +226,13 @@ def _kasoku_run(ks, ksnn, net, data, x, name: str, threads: int, device: str, pa
         secs, out = harness.timed(lambda: plan.run(ct, threads=threads))
         inf.append(secs)
         got.append(plan.decrypt(out))
-        progress(f"kasoku {name}: image {i + 1}/{len(x)}: {inf[-1]:.3f} s")
+        with torch.no_grad():
+            clear = net(x[i : i + 1]).numpy().reshape(-1)
+        label = f", label {int(data['y_test'][i])}" if "y_test" in data else ""
+        progress(
+            f"kasoku {name}: image {i + 1}/{len(x)}: {inf[-1]:.3f} s, decision {int(got[-1].argmax())} (clear "
+            f"{int(clear.argmax())}{label}), logit error {float(abs(got[-1] - clear).max()):.2e}"
+        )
     throughput = None
     if len(cts) > 1 and threads > 1 and device == "cpu":  # images in flight, one thread each (two rounds of workers)
         batch = cts[: 2 * threads]

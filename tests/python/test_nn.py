@@ -603,7 +603,12 @@ def _forms() -> dict:
         "ReLU6": (lambda s, x: s.head(s.act(4 * x).flatten(1)), dict(act=nn.ReLU6(), head=head), (2, 4, 4), relu),
         "F.relu6": (lambda s, x: s.head(F.relu6(4 * x).flatten(1)), dict(head=head), (2, 4, 4), relu),
         "MaxPool1d": (lambda s, x: s.a(x), dict(a=nn.MaxPool1d(2)), (2, 8), relu),
-        "MaxPool2d": (lambda s, x: s.a(x), dict(a=nn.MaxPool2d(2)), (2, 4, 4), relu),
+        "MaxPool2d": (
+            lambda s, x: s.a(s.b(F.relu(x))),
+            dict(a=nn.MaxPool2d(2), b=nn.MaxPool2d(3, 1, 1)),
+            (2, 4, 4),
+            relu,
+        ),
         "F.max_pool2d": (lambda s, x: F.max_pool2d(x, 2), {}, (2, 4, 4), relu),
         **{
             name: (lambda s, x: s.head(s.act(x).flatten(1)), dict(act=act, head=head), (2, 4, 4), smooth)

@@ -269,8 +269,8 @@ def compile(
         raise ks.ParameterError(f'output must be "model" or "logits", not {output!r}')
     gm = _trace(torch, model)
     final = _strip_final(torch, gm)  # a last softmax, log-softmax or sigmoid: applied by the client after decryption
+    _lower_max_pools(torch, gm, x0)  # (before ReLU6 is rewritten: a pool of a ReLU6's values may pad)
     _lower_relu6(torch, gm)
-    _lower_max_pools(torch, gm, x0)
     _mark_shapes(torch, gm, x0)
     modules = dict(gm.named_modules())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]

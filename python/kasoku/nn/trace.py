@@ -271,11 +271,22 @@ def _trace(torch, model):
     return torch.fx.GraphModule(model, graph)
 
 
+def _is_relu(torch, node, modules) -> bool:
+    """Whether a node's values are a ReLU's (module, function or method: never negative)."""
+    F = torch.nn.functional
+    return (
+        (node.op == "call_module" and type(modules.get(node.target)) in (torch.nn.ReLU, torch.nn.ReLU6))
+        or (node.op == "call_function" and node.target in (torch.relu, F.relu, F.relu6))
+        or (node.op == "call_method" and node.target == "relu")
+    )
+
+
 def _lower_max_pools(torch, gm, x) -> None:
     """Each max-pooling (MaxPool1d/2d, F.max_pool1d/2d) rewritten in the graph as what the plan evaluates: the window's
     elements as strided slices (affine), reduced in pairs by max(a, b) = b + relu(a - b), so that a k x k window costs
-    ceil(log2(k^2)) ReLUs one after the other (ReLU's sign stages, levels and precision). Raises ks.ParameterError for
-    padding (max-pooling pads with -infinity), dilation, ceil_mode or return_indices."""
+    ceil(log2(k^2)) ReLUs one after the other (ReLU's sign stages, levels and precision). Padding, which is -infinity,
+    becomes zeros where the pooled values are a ReLU's (torchvision's ResNets pool so). Raises ks.ParameterError for
+    other padding, dilation, ceil_mode or return_indices."""
     nn, F = torch.nn, torch.nn.functional
     modules = dict(gm.named_modules())
     pools = []
@@ -305,18 +316,30 @@ def _lower_max_pools(torch, gm, x) -> None:
     from torch.fx.passes.shape_prop import ShapeProp
 
     ShapeProp(gm).propagate(x[None])
+    shapes = {n: tuple(n.args[0].meta["tensor_meta"].shape) for n, _, _ in pools}  # before any pool is rewritten
     for n, dims, o in pools:
         tup = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * dims  # noqa: E731
         k = tup(o["kernel_size"])
         s = tup(o["stride"] if o["stride"] not in (None, [], ()) else o["kernel_size"])
-        if any(tup(o["padding"])) or any(d != 1 for d in tup(o["dilation"])) or o["ceil_mode"] or o["return_indices"]:
-            raise ks.ParameterError(
-                f"layer {_name(n, modules)}: max-pooling with padding, dilation, ceil_mode or return_indices is not "
-                "built (padding is -infinity, which CKKS cannot hold): pad the input with zeros before it (F.pad), "
-                "or pool without them"
-            )
         src = n.args[0]
-        size = tuple(src.meta["tensor_meta"].shape[-dims:])
+        pad = tup(o["padding"])
+        # padding is -infinity; after a ReLU (values >= 0, so a window's max is >= 0) zeros give the same maxima
+        if any(pad) and not _is_relu(torch, src, modules):
+            raise ks.ParameterError(
+                f"layer {_name(n, modules)}{_where(n)}: max-pooling with padding pads with -infinity, which CKKS "
+                "cannot hold: pool the output of a ReLU (where zeros give the same maxima), pad with zeros first "
+                "(F.pad), or pool without padding"
+            )
+        if any(d != 1 for d in tup(o["dilation"])) or o["ceil_mode"] or o["return_indices"]:
+            raise ks.ParameterError(
+                f"layer {_name(n, modules)}{_where(n)}: max-pooling with dilation, ceil_mode or return_indices is "
+                "not built: pool without them"
+            )
+        if any(pad):
+            with gm.graph.inserting_before(n):
+                spec = tuple(v for p_ in reversed(pad) for v in (p_, p_))  # F.pad's order: last dimension first
+                src = gm.graph.create_node("call_function", F.pad, (src, spec), name=f"{n.name}_zeros")
+        size = tuple(sz + 2 * p_ for sz, p_ in zip(shapes[n][-dims:], pad))
         out = [(sz - kk) // ss + 1 for sz, kk, ss in zip(size, k, s)]
         g = gm.graph
         with g.inserting_before(n):
