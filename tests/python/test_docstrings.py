@@ -1,10 +1,14 @@
 """Every public name of kasoku and of its modules kasoku.sched, kasoku.multiparty, kasoku.nn and
 kasoku.service.ray_executor (their __all__ where they have one), and every public method and property of their
-classes, says what it does: a docstring beyond the signature line nanobind writes for a compiled function."""
+classes, says what it does: a docstring beyond the signature line nanobind writes for a compiled function. And the
+index of docs/data is current."""
 
 import __future__
 import importlib
 import inspect
+import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -59,3 +63,11 @@ def test_every_cpp_header_is_in_the_reference():
     assert headers, "no headers found"
     missing = [h for h in headers if f".. literalinclude:: ../../{h}" not in page]
     assert not missing, f"add these headers to docs/api/cpp.rst: {missing}"
+
+
+def test_the_data_index_lists_every_file_as_it_is():
+    """docs/data/README.md is what scripts/data_index.py makes of docs/data now: every file listed, with the machines,
+    dates, commits and commands its lines name and the documents that cite it (run the script after adding data)."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    check = subprocess.run([sys.executable, str(root / "scripts" / "data_index.py"), "--check"], capture_output=True)
+    assert check.returncode == 0, check.stderr.decode()
