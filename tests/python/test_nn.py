@@ -778,10 +778,10 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
 
 def test_bootstrapping_parameters_are_chosen_for_the_plan():
     """A plan no 128-bit ring holds gets N = 2^16 bootstrapping parameters with the fewest user levels that give the
-    fewest bootstraps: every set 128-bit secure, every prime but q_0 below 2^50, the fewest key-switching digits that
-    fit; a chain of ReLU blocks of 11 levels takes 11 (one bootstrap a block), not 14."""
+    fewest bootstraps: every set 128-bit secure, every prime but q_0 below 2^50 (2^48 for AVX2's kernels), the fewest
+    key-switching digits that fit; a chain of ReLU blocks of 11 levels takes 11 (one bootstrap a block), not 14."""
     from kasoku.nn.ir import Activation, Affine, ReluJoin
-    from kasoku.nn.placement import _BOOT_LEVELS, _bootstrapping_params, _choose_params
+    from kasoku.nn.placement import _BOOT_LEVELS, _bootstrapping_params, _choose_params, _prime_bits
 
     for levels in range(6, 15):
         p = _bootstrapping_params(levels)
@@ -808,6 +808,14 @@ def test_bootstrapping_parameters_are_chosen_for_the_plan():
     assert ks.Parameters.for_circuit(33, 8, slots=1 << 15, integer_bits=20).log_n == 16
     assert _choose_params(steps[:12], 33, 1 << 15, None, True, 20).boot_levels == _BOOT_LEVELS
     assert _choose_params(steps[:12], 33, 1 << 15, None, False, 20).boot_levels == 0
+    # for AVX2's kernels, primes below 2^48 (their double-precision path); the same plan shape, 128-bit
+    assert _prime_bits("avx2") == 48 and _prime_bits("ifma") == _prime_bits("avx512") == _prime_bits("cuda") == 50
+    p48 = _choose_params(steps, 66, 1 << 15, None, True, 20, prime_bits=48)
+    assert p48.boot_bits == p48.special_bits == 48 and p48.levels == 11 and p48.log_qp <= 1772
+    for levels in range(6, 15):
+        assert _bootstrapping_params(levels, 48).log_qp <= 1772
+    with pytest.raises(ks.ParameterError, match="simd must be one of"):
+        ksnn.compile(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), torch.rand(1, 2, 2), simd="neon")
 
 
 def test_bootstrapping_parameters_fit_the_memory_asked():

@@ -21,6 +21,7 @@ from .placement import (
     _flood_bits,
     _memory_class,
     _place_bootstraps,
+    _prime_bits,
     _shareable_params,
     _units,
 )
@@ -223,6 +224,7 @@ def compile(
     max_memory_bytes: int | None = None,
     shareable=False,
     output: str = "model",
+    simd: str | None = None,
 ):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
     dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals
@@ -252,7 +254,11 @@ def compile(
     20 bits, fewer than the flood takes); precision_bits None: the most the smallest ring gives. output: a model
     ending with a softmax, log-softmax or sigmoid has the plan compute what it reads (the logits: the same
     decisions, no approximation) and the client apply it after decryption ("model", the default: plan.decrypt gives
-    the model's outputs) or not ("logits"). Raises ks.ParameterError naming the layer for what it cannot compile."""
+    the model's outputs) or not ("logits"). simd: the kernels the plan will run on, "scalar", "avx2", "avx512",
+    "ifma" or "cuda" (None: this machine's, ks.simd_active(), or "cuda" with device="cuda"): params=None picks
+    bootstrapping and special primes on their fast path (below 2^48 for AVX2, 2^50 otherwise); the plan runs
+    correctly anywhere and repr(plan) says what it was tuned for. Raises ks.ParameterError naming the layer for what
+    it cannot compile."""
     torch = _torch()
     t0 = time.perf_counter()
     shareable_bits = None  # what params=None sized the outputs to keep after the flood
@@ -267,6 +273,10 @@ def compile(
     in_shape = tuple(x0.shape)
     if output not in ("model", "logits"):
         raise ks.ParameterError(f'output must be "model" or "logits", not {output!r}')
+    targets = ("scalar", "avx2", "avx512", "ifma", "cuda")
+    if simd is not None and simd not in targets:
+        raise ks.ParameterError(f"simd must be one of {', '.join(targets)} (or None: this machine's), not {simd!r}")
+    target = simd or ("cuda" if device == "cuda" else ks.simd_active())
     gm = _trace(torch, model)
     final = _strip_final(torch, gm)  # a last softmax, log-softmax or sigmoid: applied by the client after decryption
     _lower_max_pools(torch, gm, x0)  # (before ReLU6 is rewritten: a pool of a ReLU6's values may pad)
@@ -388,7 +398,8 @@ def compile(
     out_dim = int(np.prod(ex[outputs[0]].shape[1:]))
     depth = _depth(steps)
     slots = max([_pow2(dim0)] + [max(s.p_in, s.p_out) for s in steps if isinstance(s, Affine)])
-    if params is None or params == "auto":
+    chosen = params is None or params == "auto"
+    if chosen:
         integer_bits = min(30, max(8, math.ceil(math.log2(2 * max(peaks.values()) + 1e-300)) + 1))
         estimate = None
         if bootstrap and device == "cpu":
@@ -401,7 +412,15 @@ def compile(
 
         if flooding is None:
             params = _choose_params(
-                steps, depth, slots, precision_bits, bootstrap, integer_bits, estimate, max_memory_bytes
+                steps,
+                depth,
+                slots,
+                precision_bits,
+                bootstrap,
+                integer_bits,
+                estimate,
+                max_memory_bytes,
+                _prime_bits(target),
             )
         else:  # one chain of levels whose scale keeps precision_bits after the flood, whose cost grows with N
             params, shareable_bits = _shareable_params(steps, depth, slots, precision_bits, flooding, integer_bits)
@@ -465,6 +484,8 @@ def compile(
     )
     plan.calibration = check
     plan.final, plan.output_kind = final, output
+    if params.boot_levels > 0 and chosen:  # bootstrapping parameters chosen for the kernels of `target`
+        plan.tuned_for = target
     if flooding is not None:
         plan.shareable, plan.shareable_bits = flooding, shareable_bits
     return plan

@@ -47,6 +47,7 @@ def write_plan(plan) -> bytes:
         "input_level": plan.input_level,
         "calibration": plan.calibration,
         "final": plan.final,
+        "tuned_for": plan.tuned_for,
         "output_kind": plan.output_kind,
         "shareable": None
         if plan.shareable is None
@@ -130,6 +131,8 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
                 raise ks.SerializationError(f"the plan's last operation {final[0]!r} is none kasoku.nn applies")
             final = (str(final[0]), None if final[1] is None else int(final[1]))
         output_kind = str(meta.get("output_kind", "model"))
+        tuned_for = meta.get("tuned_for")
+        tuned_for = None if tuned_for is None else str(tuned_for)
         if shareable is not None:
             bits = shareable["bits"]
             shareable = (
@@ -146,6 +149,7 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
     except Exception as e:  # zip, zlib, JSON, NumPy and field errors alike: untrusted bytes, one kind of error
         raise ks.SerializationError(f"the plan's bytes are damaged or incomplete ({type(e).__name__}: {e})") from None
     return dict(
+        tuned_for=tuned_for,
         final=final,
         output_kind=output_kind,
         calibration=calibration,

@@ -180,17 +180,29 @@ _BOOT_LEVELS = 16  # what the default ks.Bootstrapper takes there: CoeffToSlot 4
 _MAX_USER_LEVELS = 14
 
 
-def _bootstrapping_params(levels: int):
-    """N = 2^16 parameters with `levels` user levels of 40 bits above q_0 (60 bits), 16 bootstrapping levels of 50 bits
+# The widest primes the kernels that will run take on their fast path: AVX2's double-precision residue arithmetic
+# below 2^48; AVX-512-IFMA's 52-bit products below 2^50 (and the AVX-512DQ, scalar and GPU bodies at any width, where
+# 50 bits keep the plan's shape).
+_FAST_PRIME_BITS = {"avx2": 48}
+
+
+def _prime_bits(target: str) -> int:
+    """The bootstrapping and special primes' width for the kernels of `target` (ks.simd_active()'s names, or
+    "cuda")."""
+    return _FAST_PRIME_BITS.get(target, 50)
+
+
+def _bootstrapping_params(levels: int, bits: int = 50):
+    """N = 2^16 parameters with `levels` user levels of 40 bits above q_0 (60 bits), 16 bootstrapping levels of `bits`
     (the default bootstrapper's CoeffToSlot 4, EvalMod 8, SlotToCoeff 4: with ResNet-20's 12 user levels, 4.7 s a
     real-slot bootstrap against 5.5 s with 14 levels and three transforms each, a plan of 0.55 GB against 1.47 GB,
     2 bits less in the worst slot (dnum 4 then fits, not 3); Zen 5, one thread, docs/NN.md) and an ephemeral sparse
     secret of weight 32 (as BOOT16), at 128-bit security, with the smallest keys: the fewest key-switching digits (2,
-    then 3, 4, 5, 6) that fit, with special primes of 50 bits (P as large as the largest digit; 2 digits fit up to 7
-    user levels, where a key at the top is half the size of one with 4 digits). Every prime but q_0 is
-    below 2^50, where the AVX-512-IFMA kernels take it: a bootstrap 12 % faster than with 53-bit primes (Zen 5, one
-    thread), for 17 bits of precision instead of 20 (mean; 15 and 18 worst, with 14 bootstrapping levels). None where
-    none fits."""
+    then 3, 4, 5, 6) that fit, with special primes of `bits` too (P as large as the largest digit; 2 digits fit up to
+    7 user levels, where a key at the top is half the size of one with 4 digits). Every prime but q_0 is then on the
+    fast path of the kernels `bits` was chosen for (_prime_bits): 50, below 2^50, where the AVX-512-IFMA kernels take
+    it (a bootstrap 12 % faster than with 53-bit primes, Zen 5, one thread, for 17 bits of precision instead of 20:
+    mean; 15 and 18 worst, with 14 bootstrapping levels); 48 for AVX2's. None where none fits."""
     primes = 1 + levels + _BOOT_LEVELS
     for dnum in (2, 3, 4, 5, 6):
         try:
@@ -199,11 +211,11 @@ def _bootstrapping_params(levels: int):
                 first_bits=60,
                 scale_bits=40,
                 levels=levels,
-                special_bits=50,
+                special_bits=bits,
                 special_primes=-(-primes // dnum),
                 dnum=dnum,
                 boot_levels=_BOOT_LEVELS,
-                boot_bits=50,
+                boot_bits=bits,
                 boot_secret_weight=32,
                 security=128,
             )
@@ -227,7 +239,15 @@ def _memory_class(estimate: int, max_memory_bytes: int | None) -> int | None:
 
 
 def _choose_params(
-    steps, depth: int, slots: int, precision_bits, bootstrap: bool, integer_bits: int, estimate=None, max_memory=None
+    steps,
+    depth: int,
+    slots: int,
+    precision_bits,
+    bootstrap: bool,
+    integer_bits: int,
+    estimate=None,
+    max_memory=None,
+    prime_bits: int = 50,
 ):
     """Parameters.for_circuit for the plan (q_0 integer_bits above the scale: the largest value with the margin, and
     at least 8, the room a product at level 1 needs before its rescale). precision_bits None: the most precision (up
@@ -237,7 +257,7 @@ def _choose_params(
     levels that give it (fewer levels: smaller keys, cheaper steps, each from the deepest step's depth up to 14). Of
     those, without `estimate` (params -> the peak bytes an inference would take): the fewest bootstraps; with it, the
     fewest bootstraps among those whose estimate fits max_memory bytes, or by default the smallest of _MEMORY_CLASSES
-    any fits (else the smallest estimate)."""
+    any fits (else the smallest estimate). prime_bits: the bootstrapping and special primes' width (_prime_bits)."""
 
     def fit(bits, d=depth):  # None where no 128-bit ring holds it
         try:
@@ -248,7 +268,7 @@ def _choose_params(
     def bootstrapping():  # None where no bootstrapping parameters hold the plan
         fewest: dict[int, ks.Parameters] = {}  # bootstraps -> the parameters of the fewest levels that give them
         for levels in range(max(st.depth for st in steps), _MAX_USER_LEVELS + 1):
-            p = _bootstrapping_params(levels)
+            p = _bootstrapping_params(levels, prime_bits)
             if p is None or p.slots < slots:
                 continue
             fewest.setdefault(sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, levels)[0]), p)

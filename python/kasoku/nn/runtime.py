@@ -72,6 +72,8 @@ class Plan:
         # a last softmax, log-softmax or sigmoid of the model (name, dim) that the client applies after decryption
         # when output_kind is "model" (compile's output=), else None
         self.final, self.output_kind = None, "model"
+        # the kernels whose fast path compile chose the bootstrapping and special primes for (None: not chosen there)
+        self.tuned_for = None
 
     @property
     def depth(self) -> int:
@@ -138,6 +140,11 @@ class Plan:
             f"{len(self.galois_elements())} Galois keys, {self.key_bytes() / 1e9:.2f} GB of evaluation keys; "
             + ("loaded from bytes" if self.compile_s is None else f"compiled in {self.compile_s:.1f} s"),
         ]
+        if self.tuned_for is not None:
+            lines.append(
+                f"  parameters tuned for the {self.tuned_for} kernels: bootstrapping and special primes of "
+                f"{self.params.boot_bits} bits, on their fast path (correct on any machine)"
+            )
         if self.final is not None:
             dim = "" if self.final[1] is None else f" over dim {self.final[1]}"
             lines.append(
@@ -381,6 +388,7 @@ def load(
         f["input_level"],
     )
     plan.calibration, plan.final, plan.output_kind = f["calibration"], f["final"], f["output_kind"]
+    plan.tuned_for = f["tuned_for"]
     if f["shareable"] is not None:
         plan.shareable, plan.shareable_bits = f["shareable"]
     return plan
