@@ -1,4 +1,4 @@
-"""Big-integer multiplication through the NTT (seed 004, docs/HARDWARE.md).
+"""Big-integer multiplication through the NTT (Kawamura et al., docs/HARDWARE.md).
 
 import kasoku as ks
 ks.bigmul(3**100000, 7**90000)          # == 3**100000 * 7**90000, any size up to 2^31 bits per operand

@@ -1,4 +1,4 @@
-"""Scheduling streams of HE jobs on many cores (seed 001, docs/DESIGN.md §3.2).
+"""Scheduling streams of HE jobs on many cores (Suzuki, Ishimaki and Yamana, docs/DESIGN.md §3.2).
 
     import kasoku as ks
     g = ks.sched.maclaurin_exp(order=6)                      # or build one: ks.sched.Graph()

@@ -1,4 +1,4 @@
-"""Batches (seed 002): element i of every *_many equals the single operation's result, byte for byte; out= writes
+"""Batches (Takao et al.): element i of every *_many equals the single operation's result, byte for byte; out= writes
 into given ciphertexts; bad lists are ParameterErrors."""
 
 import numpy as np

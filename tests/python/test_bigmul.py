@@ -1,4 +1,4 @@
-"""ks.bigmul and ks.bigmul_decimal (seed 004's NTT multiplication) against Python's int."""
+"""ks.bigmul and ks.bigmul_decimal (Kawamura et al.'s NTT multiplication) against Python's int."""
 
 import random
 import sys

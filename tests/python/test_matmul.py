@@ -1,4 +1,4 @@
-"""Linear transforms and encrypted matrix products (seed 003) against NumPy."""
+"""Linear transforms and encrypted matrix products (Manabe et al.) against NumPy."""
 
 import numpy as np
 import pytest

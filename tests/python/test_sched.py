@@ -1,4 +1,4 @@
-"""ks.sched: graphs, cost models, policies, the simulator and the real executor (seed 001)."""
+"""ks.sched: graphs, cost models, policies, the simulator and the real executor (Suzuki, Ishimaki and Yamana)."""
 
 import json
 

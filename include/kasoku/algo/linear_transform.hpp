@@ -1,5 +1,5 @@
 // Plaintext-matrix x ciphertext-vector products by the diagonal method with baby-step giant-step (BSGS) and
-// hoisted baby steps (seed 003 §3, after Halevi-Shoup and Bossuat et al.):
+// hoisted baby steps (Manabe et al. §3, after Halevi-Shoup and Bossuat et al.):
 //
 //   out[s] = sum_r diag_r[s] * in[(s + r) mod slots],  r = unit * (n1 * j + i)
 //          = sum_j Rot_{unit*n1*j}( sum_i Rot_{-unit*n1*j}(diag_r) (.) Rot_{unit*i}(in) ).
@@ -52,7 +52,8 @@ public:
     // diagonals: offset r (any integer; taken mod slots) -> values (up to slots, zero padded). Encoded once, over
     // Q_level * P, for inputs at `level` with the canonical scale of that level: the result then has the
     // canonical scale of level - 1 (other input scales give an exact but non-canonical result scale).
-    // at_use: keep the diagonals' values (one period of each; real ones as doubles) and encode them in apply, kAtUseChunk
+    // at_use: keep the diagonals' values (one period of each; real ones as doubles) and encode them in apply,
+    // kAtUseChunk
     // at a time, each chunk freed once its products are summed: 16 encodings at a time instead of all (a diagonal over
     // Q_level * P is up to 9 MB at N = 2^16, a convolution's giant step over a hundred), for the encoding time at every
     // apply; the rotated babies' diagonals over Q_level * P in batches of giant steps of at most kAtUseFusedBytes

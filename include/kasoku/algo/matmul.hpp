@@ -1,5 +1,5 @@
-// Encrypted matrix multiplication (Jiang, Kim, Lauter, Song, CCS 2018; seed 003) with g matrices packed per
-// ciphertext (seed 003 Alg. 1):
+// Encrypted matrix multiplication (Jiang, Kim, Lauter, Song, CCS 2018; Manabe et al.) with g matrices packed per
+// ciphertext (Manabe et al. Alg. 1):
 //
 //   V[g*j + i] = M_i[j / d][j mod d]  (j < d*d, i < g), tiled to fill the slots,
 //   AB = sum_{k<d} phi^k(sigma(A)) (.) psi^k(tau(B))  (depth 3),

@@ -16,7 +16,7 @@ void mul_mod(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* o
 // out = a * w mod q with w < q and its Shoup constant wp = shoup(w, q), for any a < 2^50 (not only residues mod q:
 // with w = 1 it reduces another prime's residues, as the rescale does).
 void mul_scalar_mod(const u64* a, u64 w, u64 wp, std::size_t n, u64 q, u64* out);
-// Fused multiply-add: out = a * b + c mod q with one final reduction (seed 000 Alg. 4.1.1).
+// Fused multiply-add: out = a * b + c mod q with one final reduction (Inoue 2022 Alg. 4.1.1).
 void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modulus& m, u64* out);
 // Dot product with constants, the core of RNS base conversion: out[c] = sum_{i<s} y[i][c] * f[i] mod t,
 // for any y[i][c] < 2^61 (residues of other moduli) and constants f[i] < t. `out` may be one of the y[i] (each column

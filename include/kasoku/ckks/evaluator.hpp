@@ -29,7 +29,7 @@
 
 namespace kasoku::ckks {
 
-// Key switching split into its typed steps (seed 000 §3.2): decompose (digit split + ModUp: the part that
+// Key switching split into its typed steps (Inoue 2022 §3.2): decompose (digit split + ModUp: the part that
 // several key switches of one ciphertext share) -> inner_product_lazy (stays in the Q_l * P basis) -> mod_down.
 struct Decomposition {
     Ciphertext input;                  // the ciphertext (c0 is used by the later steps)
@@ -44,7 +44,7 @@ struct LazyCiphertext : rns::LazyPolys {
     int level() const { return static_cast<int>(c0.num_q()) - 1; }
 };
 
-// Operations executed (the columns of seed 003 Table 5, plus the key-switching steps), as an evaluator made by
+// Operations executed (the columns of Manabe et al. Table 5, plus the key-switching steps), as an evaluator made by
 // Evaluator::counting counts them: each public operation adds its own (below), the composite ones (trace, sum_slots,
 // the batches) add those of the operations they run. add: ciphertext additions (lazy ones, and the terms of a sum,
 // included); cmult: plaintext or constant products; rot: key-switched automorphisms (hoisted ones included); mult:
@@ -237,7 +237,8 @@ public:
     void rescale_inplace(Ciphertext& a, Exec exec = {}) const { a = rescale(a, exec); }
     void rotate_inplace(Ciphertext& a, std::int64_t step, Exec exec = {}) const { a = rotate(a, step, exec); }
 
-    // --- Batches (seed 002): one operation on many independent ciphertexts (element i of each list). The backend runs
+    // --- Batches (Takao et al.): one operation on many independent ciphertexts (element i of each list). The backend
+    // runs
     // them as it likes (the CPU: spread over the thread team, one ciphertext per thread, when there are at least as
     // many as threads); element i of the result equals the single operation's, bit for bit. Each batch:
     // @throws ParameterError if its lists differ in length, an element is null, or for a bad exec
@@ -262,7 +263,7 @@ public:
         return b;
     }
 
-    // --- Split key switching and hoisting (seed 000 Alg. 3.2.1; rns::KeySwitcher does the work) ---
+    // --- Split key switching and hoisting (Inoue 2022 Alg. 3.2.1; rns::KeySwitcher does the work) ---
     // The digits of a's c1 (ModUp), shared by the key switches of a.
     // @throws ParameterError for a bad operand or exec, or a size-3 operand
     Decomposition decompose(const Ciphertext& a, Exec exec = {}) const;
@@ -348,7 +349,7 @@ public:
                                   Exec exec = {}) const;
     // Trace-type function over the doubling steps kappa_0..kappa_{M-1}: sum over all subsets S of
     // psi_{prod S}(a). h = M is repeated doubling (a <- a + psi_kappa_i(a), one key switch per step); h < M
-    // unrolls it (seed 000 Alg. 3.2.2) into h hoisted sums over groups of steps. h = 0: the cheapest h whose
+    // unrolls it (Inoue 2022 Alg. 3.2.2) into h hoisted sums over groups of steps. h = 0: the cheapest h whose
     // keys are all present, by the measured cost model (keyswitch_costs). No automorphism: a itself.
     // @throws ParameterError for a bad operand or exec, an automorphism that is even, >= 2n or 1, h outside 0..M, a
     //     size-3 operand, a key under another secret key, or (h given) dependent steps or a group of 24 or more

@@ -1,4 +1,4 @@
-// Trace-type functions (seed 000 §3.2.2): the plan of an unrolled trace and its cost model.
+// Trace-type functions (Inoue 2022 §3.2.2): the plan of an unrolled trace and its cost model.
 // Errors: ParameterError for h outside 1..M, M above log2(n), a group of 24 or more steps (too many keys), or
 // doubling steps whose product is the identity.
 #pragma once
@@ -25,7 +25,7 @@ std::vector<std::vector<std::uint64_t>> trace_group_elements(const std::vector<s
 // Rotation elements 5^(2^i) mod 2n, i < M: the doubling steps of a sum over 2^M consecutive slots.
 std::vector<std::uint64_t> rotation_doubling_steps(std::size_t M, std::uint64_t two_n);
 
-// The doubling steps of the source's trace (seed 000 §5.2): rotations by 1, 2, ..., 2^(M-1) for
+// The doubling steps of the source's trace (Inoue 2022 §5.2): rotations by 1, 2, ..., 2^(M-1) for
 // M <= log2(slots); M = log2(n) adds conjugation as the last step (the full trace: 2 Re of the slot sum).
 // @throws ParameterError if M > log2(n)
 std::vector<std::uint64_t> trace_doubling_steps(std::size_t M, std::uint64_t two_n);

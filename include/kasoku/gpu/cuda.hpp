@@ -1,4 +1,4 @@
-// The CUDA side of kasoku (seed 002, docs/DESIGN.md §3.3): what this build and machine have, and device memory for
+// The CUDA side of kasoku (Takao et al., docs/DESIGN.md §3.3): what this build and machine have, and device memory for
 // polynomials. Built with KASOKU_CUDA=AUTO|ON (AUTO: when nvcc is found); a build without CUDA has the same API, and
 // says so (cuda_info().reason; cuda_memory throws).
 #pragma once

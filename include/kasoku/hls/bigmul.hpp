@@ -1,4 +1,4 @@
-// Big-integer multiplication through the NTT (seed 004 §2, docs/HARDWARE.md).
+// Big-integer multiplication through the NTT (Kawamura et al. §2, docs/HARDWARE.md).
 // - multiply_decimal: the seed's scheme: base-10 digits as a signal of M = 2^m points (m <= 16), the seed's field
 //   (P >= 81 M bounds every convolution value), the M-point NTT of ntt.hpp (Fig. 7's structure, the seed's best),
 //   a pointwise product, the inverse transform and the carries. Up to 32,768 digits per operand.

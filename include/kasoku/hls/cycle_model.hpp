@@ -1,4 +1,4 @@
-// The cycle model of seed 004 (its eq. 13: a pipelined loop of trip count TC takes L = IL + II * (TC - 1) + C
+// The cycle model of Kawamura et al. (its eq. 13: a pipelined loop of trip count TC takes L = IL + II * (TC - 1) + C
 // cycles), applied to each of its synthesis methods (1)-(8), and the seed's own cycle counts (Tables 1-5) to set it
 // against (docs/HARDWARE.md).
 // Per method, with M = 2^m points and b the bits of P; IO = 2M cycles move the input in and the output out:

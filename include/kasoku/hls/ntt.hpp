@@ -1,5 +1,5 @@
-// The M-point NTT of seed 004 (docs/HARDWARE.md) written as synthesisable C++: fixed-size arrays, no recursion, no
-// heap, one function per loop structure of the seed (Figs. 4-7), its loops labelled so that a high-level-synthesis
+// The M-point NTT of Kawamura et al. (docs/HARDWARE.md) written as synthesisable C++: fixed-size arrays, no recursion,
+// no heap, one function per loop structure of the seed (Figs. 4-7), its loops labelled so that a high-level-synthesis
 // tool's directives can name them (kMethods in cycle_model.hpp lists the directives of the seed's methods (1)-(8)).
 // The transform is the seed's decimation in frequency (its eq. 12): X(k) = sum_t x(t) alpha^(tk) mod P, read from
 // data[0] of a Stages array, written to data[m] in bit-reversed order (data[m][i] = X(bitrev_m(i))).

@@ -81,7 +81,7 @@ public:
     static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
     virtual const char* name() const = 0;
-    // Runs fn(i, e) for the `count` independent operations of a batch (seed 002), each with the execution handle e
+    // Runs fn(i, e) for the `count` independent operations of a batch (Takao et al.), each with the execution handle e
     // to compute with. The default runs them in order with exec (a device queues them on its stream); the CPU backend
     // spreads a batch of at least its team's size over the team, one thread each. fn must not throw.
     virtual void for_each(std::size_t count, Exec exec, const std::function<void(std::size_t, Exec)>& fn) const {
@@ -130,11 +130,11 @@ public:
     // NTT form.
     // @throws InternalError for a foreign a, a b of another shape, or operands in coefficient form
     void mul(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec exec) const;
-    // out = a * b + c (NTT form), one reduction (seed 000 Alg. 4.1.1).
+    // out = a * b + c (NTT form), one reduction (Inoue 2022 Alg. 4.1.1).
     // @throws InternalError for a foreign a, a b or c of another shape, or operands in coefficient form
     void fma(const RnsPoly& a, const RnsPoly& b, const RnsPoly& c, RnsPoly& out, Exec exec) const;
-    // The tensor product of two size-2 ciphertexts (NTT form, one shape): d0 = a0 b0, d1 = a0 b1 + a1 b0, d2 = a1 b1, in
-    // one pass over the operands (the outputs take a0's shape and must not be operands).
+    // The tensor product of two size-2 ciphertexts (NTT form, one shape): d0 = a0 b0, d1 = a0 b1 + a1 b0, d2 = a1 b1,
+    // in one pass over the operands (the outputs take a0's shape and must not be operands).
     // @throws InternalError for a foreign a0, operands of different shapes or in coefficient form, an output that is
     //     an operand, or outputs that are not three polynomials
     void tensor(const RnsPoly& a0, const RnsPoly& a1, const RnsPoly& b0, const RnsPoly& b1, RnsPoly& d0, RnsPoly& d1,
@@ -145,7 +145,8 @@ public:
     // out = a + c limb-wise (a constant polynomial when a is in NTT form).
     // @throws InternalError for a foreign a, or fewer residues than primes
     void add_constant(const RnsPoly& a, const std::vector<u64>& residues, RnsPoly& out, Exec exec) const;
-    // out = sum_i x[i] * c[i] over the first num_q q-limbs (num_p = 0; NTT form as the x[i]), c[i] given by its residues
+    // out = sum_i x[i] * c[i] over the first num_q q-limbs (num_p = 0; NTT form as the x[i]), c[i] given by its
+    // residues
     // per prime (each below its prime): the leading limbs of each x[i] are read in place, so terms at several levels
     // are summed at the lowest without copies, in one pass over each limb of out (base conversion's dot product). Each
     // x[i] needs num_q q-limbs or more; out must not be one of them.
@@ -206,8 +207,8 @@ public:
     // (|e| < every prime) or null. Encryption ends with it, so that fresh noise is divided by p_0.
     // @throws InternalError for a foreign a, or one that is not in NTT form over Q_l * p_0
     void divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const;
-    // ModDown of a key-switched pair: out_b = psi_g(round(b / P) + add_b), out_a = psi_g(round(a / P) + add_a) over Q_l,
-    // for b and a over Q_l * P (all special primes, or the first k of them: P is then their product, as after a
+    // ModDown of a key-switched pair: out_b = psi_g(round(b / P) + add_b), out_a = psi_g(round(a / P) + add_a) over
+    // Q_l, for b and a over Q_l * P (all special primes, or the first k of them: P is then their product, as after a
     // key_switch with a key over such a prefix); the addends over Q_l or null, g = 1: no automorphism. An exact,
     // centered conversion; the outputs may be the inputs. Both polynomials in one call, so that a device runs the pair
     // in one sequence of launches.
@@ -216,8 +217,8 @@ public:
     // @throws ParameterError for a galois_elt other than 1 that is even or >= 2n
     void mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
                   RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
-    // ModDown, the additions and a rescale in one base conversion per polynomial, for the pair: b = round((b + P add_b) /
-    // (P q_l)), a likewise, over Q_{l-1}, for b and a over Q_l * P (l >= 1), the addends over Q_l or null. Over a
+    // ModDown, the additions and a rescale in one base conversion per polynomial, for the pair: b = round((b + P add_b)
+    // / (P q_l)), a likewise, over Q_{l-1}, for b and a over Q_l * P (l >= 1), the addends over Q_l or null. Over a
     // prefix P_k of the special primes (a key made for low levels): mod_down, then the rescale (the same values).
     // @throws InternalError for foreign operands, b and a not both in NTT form over one Q_l * P_k (l >= 1), addends
     //     that are foreign or not in NTT form over Q_l, or b and a one polynomial
@@ -228,7 +229,7 @@ public:
     //     special primes
     void add_times_p(const RnsPoly& d, RnsPoly& x, Exec exec, std::size_t first = 0, std::size_t count = npos) const;
 
-    // ---- key-switching primitives (composed by KeySwitcher; seed 000 Alg. 2.4.1-2.4.4 and 3.2.1)
+    // ---- key-switching primitives (composed by KeySwitcher; Inoue 2022 Alg. 2.4.1-2.4.4 and 3.2.1)
     // ModUp of every digit of d (NTT form over Q_l, num_p = 0): digit j extended to Q_l * P, NTT form.
     // @throws InternalError for a foreign d, one that is not in NTT form over Q_l, or a ring without special primes
     std::vector<RnsPoly> mod_up(const RnsPoly& d, Exec exec) const;
@@ -240,7 +241,8 @@ public:
     //     over Q_m * P_k with m >= l (its b- and a-parts, or a compact key's b-parts)
     void key_switch(const RnsPoly& d, const GadgetKey& key, RnsPoly& b, RnsPoly& a, Exec exec) const;
     // key_switch(d, key) followed by mod_down(.., add_b, add_a, galois_elt, out_b, out_a) or, with `rescale` (g = 1,
-    // l >= 1), by mod_down_rescale(.., add_b, add_a): the same results, in one call, so that a backend can run the inner
+    // l >= 1), by mod_down_rescale(.., add_b, add_a): the same results, in one call, so that a backend can run the
+    // inner
     // product and ModDown without the pair over Q_l * P in memory (the GPU backend does; the CPU backend runs the two
     // steps: its limb-by-limb form, which streamed every digit's sources and the key for each limb, measured 16-20 %
     // slower on a Zen 5, docs/PERFORMANCE.md).
@@ -249,8 +251,8 @@ public:
     // @throws ParameterError for a galois_elt other than 1 that is even or >= 2n
     void key_switch_mod_down(const RnsPoly& d, const GadgetKey& key, const RnsPoly* add_b, const RnsPoly* add_a,
                              u64 galois_elt, bool rescale, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
-    // The sum form of hoisting in one call: inner_product(mod_up(d), terms, c0) followed by mod_down with the sum of c0's
-    // images as addend, i.e. out_b = round(sum_e psi_{g_e}(<ModUp(d), key_e.b>) / P) + sum_e psi_{g_e}(c0), out_a
+    // The sum form of hoisting in one call: inner_product(mod_up(d), terms, c0) followed by mod_down with the sum of
+    // c0's images as addend, i.e. out_b = round(sum_e psi_{g_e}(<ModUp(d), key_e.b>) / P) + sum_e psi_{g_e}(c0), out_a
     // likewise without c0; the same results, and a backend may run it limb by limb without the digits or the pair over
     // Q_l * P in memory (the CPU backend does). The keys may be over a prefix P_k of the special primes, one k for all.
     // @throws InternalError for a d as mod_up refuses it, a foreign c0 or one not in NTT form over d's Q_l, no term,
@@ -365,8 +367,8 @@ private:
     void check_addends(const RnsPoly* add_b, const RnsPoly* add_a, std::size_t num_q, const char* op) const;
     // The operand of a key switch: an NTT-form polynomial over Q_l of this backend (and a ring with special primes).
     void check_switched(const RnsPoly& d, const char* op) const;
-    // The key as the do_* calls take it: key itself, or (a compact key, and a backend that does not draw a-limbs itself)
-    // one with its a-parts drawn into `storage`.
+    // The key as the do_* calls take it: key itself, or (a compact key, and a backend that does not draw a-limbs
+    // itself) one with its a-parts drawn into `storage`.
     const GadgetKey& with_a_parts(const GadgetKey& key, GadgetKey& storage) const;
     // The terms as the do_* calls take them: unless this backend draws compact keys' a-limbs itself, every compact key
     // replaced by one with its a-parts drawn into `keys` (for the call).

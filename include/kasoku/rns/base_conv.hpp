@@ -1,4 +1,4 @@
-// Fast approximate base conversion (seed 000 eq. 2.2):
+// Fast approximate base conversion (Inoue 2022 eq. 2.2):
 //   Conv_{C->B}(x)_t = sum_i [x_i (Q/q_i)^-1]_{q_i} (Q/q_i) mod t,  Q = prod of the source primes.
 // The result is x + e Q for a small integer e (0 <= e < |C|).
 #pragma once

@@ -1,5 +1,5 @@
-// Hybrid key switching (Han-Ki; seed 000 Alg. 2.4.1-2.4.4, hoisting after Alg. 3.2.1), written once for every
-// backend as whole-polynomial operations, in the three steps of seed 000:
+// Hybrid key switching (Han-Ki; Inoue 2022 Alg. 2.4.1-2.4.4, hoisting after Alg. 3.2.1), written once for every
+// backend as whole-polynomial operations, in the three steps of Inoue 2022:
 //
 //   1. ModUp:          split c1 into dnum digits of alpha primes and extend each to Q_l * P (Backend::mod_up; the
 //                      decomposition that hoisted key switches share);
@@ -65,15 +65,16 @@ public:
                                  Exec exec) const;
 
     // ---- step 3 (add_b, add_a over Q_l, may be null; empty or null terms are zero)
-    // out_b = psi_g(round(x.b / P) + x.c0 + add_b), out_a = psi_g(round(x.a / P) + add_a) over Q_l (g = 1: no automorphism).
+    // out_b = psi_g(round(x.b / P) + x.c0 + add_b), out_a = psi_g(round(x.a / P) + add_a) over Q_l (g = 1: no
+    // automorphism).
     // The automorphism comes last, on two polynomials over Q_l: keys switch to s(X^{g^-1}) for that (keygen).
     // @throws InternalError as Backend::mod_down (x.b and x.a not over one Q_l * P_k, addends or x.c0 not over Q_l,
     //     outputs that are one polynomial)
     // @throws ParameterError for a galois_elt other than 1 that is even or >= 2n
     void mod_down(const LazyPolys& x, const RnsPoly* add_b, const RnsPoly* add_a, std::uint64_t galois_elt,
                   RnsPoly& out_b, RnsPoly& out_a, Exec exec) const;
-    // out_b = round((x.b + P (x.c0 + add_b)) / (P q_l)), out_a = round((x.a + P add_a) / (P q_l)) over Q_{l-1}: ModDown,
-    // the additions and a rescale in one base conversion per polynomial. Consumes x.
+    // out_b = round((x.b + P (x.c0 + add_b)) / (P q_l)), out_a = round((x.a + P add_a) / (P q_l)) over Q_{l-1}:
+    // ModDown, the additions and a rescale in one base conversion per polynomial. Consumes x.
     // @throws InternalError as Backend::mod_down_rescale (x.b and x.a not over one Q_l * P with l >= 1, addends or x.c0
     //     not over Q_l)
     void mod_down_rescale(LazyPolys&& x, const RnsPoly* add_b, const RnsPoly* add_a, RnsPoly& out_b, RnsPoly& out_a,
@@ -83,8 +84,8 @@ public:
     // key_switch_sum_mod_down (fused limb by limb there).
 
     // ---- key generation
-    // b += P s on the q-limbs of digit j: the gadget term of key digit j (s and b over Q_m * P_k, NTT form, P the product
-    // of b's special primes: all of them, or a prefix; s is secret).
+    // b += P s on the q-limbs of digit j: the gadget term of key digit j (s and b over Q_m * P_k, NTT form, P the
+    // product of b's special primes: all of them, or a prefix; s is secret).
     // @throws InternalError for a digit that b's q-limbs do not have, s and b of different shapes, or (as
     //     Backend::add_times_p) a foreign s or b
     void add_gadget(const RnsPoly& s, std::size_t digit, RnsPoly& b, Exec exec) const;

@@ -1,13 +1,12 @@
-// Cost model T(op, nq, threads) of the scheduler (seed 001 §4, docs/DESIGN.md §3.2): the time of one fused task on an idle
-// machine, by its kind, the primes nq of its operands and its thread count (the shape of the source's Tables 1-3),
-// times a load factor for the threads busy at once across the machine (its Tables 4-5), plus a start-up overhead per
-// task, plus the alignment of an operand from a higher level where the task has one (Graph::aligns). Measured here
-// (measure), read from JSON (load / from_json), or built from the source's own tables (from_paper) so that its Xeon
-// Phi can be simulated on any machine.
-// Errors: ParameterError for invalid tables (empty, nq_min < 1, times not finite and > 0, load curves out of order),
-// hardware_threads < 1, a negative overhead or job slowdown, an input node or nq / threads < 1 in a lookup, or
-// measure's reps < 1 or parameters without a level; SerializationError for a file that cannot be read, written or
-// parsed as a cost model.
+// Cost model T(op, nq, threads) of the scheduler (Suzuki, Ishimaki and Yamana §4, docs/DESIGN.md §3.2): the time of one
+// fused task on an idle machine, by its kind, the primes nq of its operands and its thread count (the shape of the
+// source's Tables 1-3), times a load factor for the threads busy at once across the machine (its Tables 4-5), plus a
+// start-up overhead per task, plus the alignment of an operand from a higher level where the task has one
+// (Graph::aligns). Measured here (measure), read from JSON (load / from_json), or built from the source's own tables
+// (from_paper) so that its Xeon Phi can be simulated on any machine. Errors: ParameterError for invalid tables (empty,
+// nq_min < 1, times not finite and > 0, load curves out of order), hardware_threads < 1, a negative overhead or job
+// slowdown, an input node or nq / threads < 1 in a lookup, or measure's reps < 1 or parameters without a level;
+// SerializationError for a file that cannot be read, written or parsed as a cost model.
 #pragma once
 #include <algorithm>
 #include <array>

@@ -1,4 +1,5 @@
-// The online executor: the scheduler of seed 001 for a server. Jobs of any task graph, each with its own evaluator
+// The online executor: the scheduler of Suzuki, Ishimaki and Yamana for a server. Jobs of any task graph, each with its
+// own evaluator
 // (its client's keys) and input ciphertexts, join at any time; their tasks run on `threads` threads with the thread
 // counts the policy gives (the same list scheduler and policies as sched::run), and finished jobs are collected.
 // Errors: submit throws what checking a job finds (ParameterError for a missing or unknown input, LevelError for an

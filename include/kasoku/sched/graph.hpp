@@ -1,4 +1,5 @@
-// Task graphs of HE operations (seed 001, docs/DESIGN.md §3.2). A node is one fused task on ciphertexts of known levels:
+// Task graphs of HE operations (Suzuki, Ishimaki and Yamana, docs/DESIGN.md §3.2). A node is one fused task on
+// ciphertexts of known levels:
 // multiply / square (tensor + relinearise + rescale), multiply_plain (by a constant, then rescale), add, add_plain,
 // rotate. Level alignment (ModDrop) and copies are folded into the task that needs them, as in the source.
 // Errors: ParameterError for an unknown operation name, a node id that does not exist, a negative input level, two
@@ -116,7 +117,7 @@ Graph maclaurin_exp(int order = 6, int level = 7);
 // @throws ParameterError for degree < 2 or a negative level
 // @throws LevelError if `level` is too low for the depth
 Graph bsgs_polynomial(int degree = 31, int level = 7);
-// The task structure of one encrypted d x d matrix product (Jiang et al., seed 003): sigma(A) and tau(B) as
+// The task structure of one encrypted d x d matrix product (Jiang et al., Manabe et al.): sigma(A) and tau(B) as
 // rotations times plaintext diagonals summed, then for k = 1..d-1 a column shift of sigma(A) (one rotation) and a row
 // shift of tau(B) (two rotations, two plaintext masks, a sum), the d products and their sum. Inputs "A", "B", output
 // "AB".

@@ -1,4 +1,5 @@
-// List scheduling of job streams over task graphs (seed 001 §7): critical-path priorities, earlier jobs first, and a
+// List scheduling of job streams over task graphs (Suzuki, Ishimaki and Yamana §7): critical-path priorities, earlier
+// jobs first, and a
 // thread-allocation policy per task. Two executors share the dispatcher: simulate (discrete events driven by a
 // CostModel, any thread count) and run (this machine's threads, the library's operations on real ciphertexts).
 // Errors: ParameterError for a bad argument (unknown policy name, threads < 1, arrivals that are not finite,

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="?",
         default="core",
         choices=["core", "matmul"],
-        help="core: the basic operations; matmul: the encrypted matrix products of seed 003 (M14 by default)",
+        help="core: the basic operations; matmul: the encrypted matrix products of Manabe et al. (M14 by default)",
     )
     b.add_argument(
         "--params", default=None, help="named parameter set (T12, T13, H15, H16, M14, ...); default T13, M14 for matmul"
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--plot", default=None, help="matmul: write the log-log plot of time vs d here (PNG)")
     s = sub.add_parser(
         "schedule",
-        help="job streams of task graphs (e^x, seed 001) on the task scheduler, simulated or real: "
+        help="job streams of task graphs (e^x, Suzuki, Ishimaki and Yamana) on the task scheduler, simulated or real: "
         "JSON lines, a table over D and a latency-per-job plot",
     )
     s.add_argument(

@@ -1,7 +1,7 @@
-"""`python -m kasoku bench matmul`: the experiment of seed 003 (Jiang et al.'s product), reproduced and extended.
+"""`python -m kasoku bench matmul`: the experiment of Manabe et al. (Jiang et al.'s product), reproduced and extended.
 
 For d in 2..64 with g = 1 and g = 8 (g = 2 at d = 64) at parameter set M14: the operations actually executed
-(Add, CMult, Rot, Mult: the shape of seed 003 Table 5), the time per product (median of --reps) at 1 thread and
+(Add, CMult, Rot, Mult: the shape of Manabe et al. Table 5), the time per product (median of --reps) at 1 thread and
 at all threads, and the max and min element-wise absolute error against NumPy (means over --pairs random pairs in
 [0, 1)). The schoolbook baseline (one ciphertext per element) runs up to d = 16, and a blocked 256 x 256 product
 closes the table. JSON lines on stdout (and --json), a markdown table (--table) and a log-log plot (--plot).

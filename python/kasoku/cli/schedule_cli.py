@@ -1,4 +1,4 @@
-"""python -m kasoku schedule: the source's job-stream experiment (seed 001 §7), simulated or real.
+"""python -m kasoku schedule: the source's job-stream experiment (Suzuki, Ishimaki and Yamana §7), simulated or real.
 
 For every mean inter-arrival time D and policy it runs a stream of e^x jobs (Poisson arrivals), prints one JSON line
 per run, and writes the table over D (makespan as in the source's Table 6, p95 latency) and the latency-per-job plot

@@ -1,14 +1,15 @@
 """The encrypted-compute service: python -m kasoku serve (docs/SERVING.md).
 
 A client registers its evaluation keys once, submits jobs (a task graph of ks.sched, or a named computation, with its
-input ciphertexts) and fetches their results. Jobs run under kasoku's scheduler (the online executor of seed 001) on
-this machine's cores, or on a Ray cluster (--executor ray). Every accepted job is durable (store.py) before the
-server answers 202; a full queue answers 429 with Retry-After instead of growing. Each client has its own token and
-sees only its own key sets and jobs. The server holds no secret key: it cannot decrypt what it computes on.
+input ciphertexts) and fetches their results. Jobs run under kasoku's scheduler (the online executor after Suzuki,
+Ishimaki and Yamana's study) on this machine's cores, or on a Ray cluster (--executor ray). Every accepted job is
+durable (store.py) before the server answers 202; a full queue answers 429 with Retry-After instead of growing. Each
+client has its own token and sees only its own key sets and jobs. The server holds no secret key: it cannot decrypt what
+it computes on.
 
-Laid out as FastAPI projects are: settings (config.py), the service's logic apart from HTTP (core.py, metrics.py),
-the JSON bodies (schemas.py), the dependencies (deps.py: the service, the calling client, the admin), the routes
-(routes/, one module per resource), and here the application, the OpenAPI document and the command line.
+Laid out as FastAPI projects are: settings (config.py), the service's logic apart from HTTP (core.py, metrics.py), the
+JSON bodies (schemas.py), the dependencies (deps.py: the service, the calling client, the admin), the routes (routes/,
+one module per resource), and here the application, the OpenAPI document and the command line.
 """
 
 from __future__ import annotations

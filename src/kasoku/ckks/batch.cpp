@@ -1,4 +1,4 @@
-// Batches of independent operations (seed 002): each element is the single operation, run where the backend puts it
+// Batches of independent operations (Takao et al.): each element is the single operation, run where the backend puts it
 // (rns::Backend::for_each), so that element i equals the single operation's result bit for bit on every backend.
 #include <exception>
 #include <string>

@@ -39,8 +39,8 @@ bool rounds_first_limb(const rns::RnsContext& r, std::size_t nq, std::size_t np)
     return bound < -20.0;
 }
 
-// The key's error e_j as the residues of e_j - r_j, r_j = [b_j + e_j]_{q_0} centered, for b_j = -a_j s + P g_j s' so far:
-// b_j + e_j - r_j is then a multiple of q_0. Made in the one lift that adds the error (no pass of its own).
+// The key's error e_j as the residues of e_j - r_j, r_j = [b_j + e_j]_{q_0} centered, for b_j = -a_j s + P g_j s' so
+// far: b_j + e_j - r_j is then a multiple of q_0. Made in the one lift that adds the error (no pass of its own).
 std::vector<__int128> error_rounding_to_q0(const Context& ctx, const RnsPoly& b, const std::vector<std::int64_t>& e,
                                            Exec exec) {
     std::vector<__int128> u =
@@ -181,7 +181,7 @@ SwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint64_t galois_elt
     detail::check_key(*ctx_, sk.context_uid(), "secret key");
     exec = ctx_->exec(exec);
     ctx_->check_galois_element(galois_elt, "galois_key");
-    // Switches from s to s(X^{g^-1}): the evaluator applies X -> X^g after the inner product (seed 000 Alg. 3.2.1),
+    // Switches from s to s(X^{g^-1}): the evaluator applies X -> X^g after the inner product (Inoue 2022 Alg. 3.2.1),
     // which turns it into the key switch from s(X^g) to s that the automorphism needs.
     RnsPoly s_inv;
     ctx_->backend().automorphism(sk.poly(), galois_inverse(galois_elt, 2 * ctx_->n()), s_inv, exec);

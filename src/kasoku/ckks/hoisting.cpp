@@ -1,4 +1,5 @@
-// Hoisted key switching and lazy ModDown (seed 000 Alg. 3.2.1); the trace-type functions built on them are in trace.cpp.
+// Hoisted key switching and lazy ModDown (Inoue 2022 Alg. 3.2.1); the trace-type functions built on them are in
+// trace.cpp.
 //
 // Galois keys switch s -> s(X^{g^-1}) (KeyGenerator::galois_key). For the ModUp digits D_j of c1,
 // u = sum_j D_j * key_j then satisfies u_b + u_a s(X^{g^-1}) ~ P c1 s, and applying X -> X^g afterwards gives

@@ -1,4 +1,4 @@
-// Trace-type functions (seed 000 Alg. 3.2.2): sums of automorphisms by repeated doubling in groups of h, their plans
+// Trace-type functions (Inoue 2022 Alg. 3.2.2): sums of automorphisms by repeated doubling in groups of h, their plans
 // and Galois elements, and the measured key-switching costs that choose h (kept per context).
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-// The GPU backend's kernels (seed 002, issue "GPU kernels shaped for an H100"), each a struct K of:
+// The GPU backend's kernels (Takao et al., issue "GPU kernels shaped for an H100"), each a struct K of:
 //   K::Shared  what every item of a launch shares (the ring's tables, per-call constants);
 //   K::Item    one unit of work (a run of limbs of one polynomial, one digit, one inner product ...);
 //   K::word(s, item, w)  for word w < K::words(s, item) of an item (item kernels), or
@@ -230,7 +230,8 @@ struct FromSigned {
 
 // ---------------------------------------------------------------- subring polynomials
 
-// Every 2^shift-th word of a run of limbs (Backend::to_subring): out[w] = a[w << shift] over limbs * (n >> shift) words.
+// Every 2^shift-th word of a run of limbs (Backend::to_subring): out[w] = a[w << shift] over limbs * (n >> shift)
+// words.
 struct SubItem {
     u64* out;
     const u64* a;

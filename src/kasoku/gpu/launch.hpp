@@ -1,4 +1,4 @@
-// Launching the kernels of kernels.hpp, and batches as one launch sequence (seed 002's "one kernel launch for many
+// Launching the kernels of kernels.hpp, and batches as one launch sequence (Takao et al.'s "one kernel launch for many
 // ciphertexts"). Host code includes this header without CUDA's.
 //
 // issue<K>(mem, shared, items, count) runs kernel K over the items on the device that holds `mem` (kernels.cu: one

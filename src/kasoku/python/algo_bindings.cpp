@@ -1,4 +1,4 @@
-// Linear transforms, the matrix encoder and encrypted matrix products (seed 003).
+// Linear transforms, the matrix encoder and encrypted matrix products (Manabe et al.).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>

@@ -178,7 +178,7 @@ void bind_function_methods(nb::class_<KEvaluator>& ev);  // Evaluator.evaluate_p
 void bind_info(nb::module_& m);                          // trace plans, SIMD and build information, kernel timing
 void bind_sched(nb::module_& m);                         // kasoku._kasoku.sched
 void bind_multiparty(nb::module_& m);                    // kasoku._kasoku.multiparty
-void bind_hls(nb::module_& m);                           // big-integer multiplication through the NTT (seed 004)
+void bind_hls(nb::module_& m);                           // big-integer multiplication through the NTT (Kawamura et al.)
 
 }  // namespace kasoku_py
 

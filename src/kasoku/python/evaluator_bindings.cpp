@@ -170,7 +170,7 @@ void bind_evaluator(nb::module_& m) {
             },
             "a"_a, "threads"_a = nb::none(), "The complex conjugate of every slot (needs keygen(conjugation=True)).",
             ReleaseGil())
-        // ---- batches (seed 002): element i of the result is the single operation on element i of the inputs
+        // ---- batches (Takao et al.): element i of the result is the single operation on element i of the inputs
         .def(
             "add_many",
             [](const KEvaluator& e, const CtList& a, const CtList& b, OutList out, TArg t) {
@@ -228,7 +228,7 @@ void bind_evaluator(nb::module_& m) {
             "values: one array (or a scalar, for every slot) per ciphertext, encoded as multiply_plain encodes them. "
             "Element i of the result equals multiply_plain(a[i], values[i]) bit for bit; out=[...] as for add_many.",
             ReleaseGil())
-        // ---- hoisting and trace-type functions (seed 000)
+        // ---- hoisting and trace-type functions (Inoue 2022)
         .def(
             "rotate_hoisted",
             [](const KEvaluator& e, const KCiphertext& a, const std::vector<std::int64_t>& steps, bool conjugate,

@@ -1,4 +1,5 @@
-// Big-integer multiplication through the NTT (seed 004): the byte-level entries under ks.bigmul / ks.bigmul_decimal.
+// Big-integer multiplication through the NTT (Kawamura et al.): the byte-level entries under ks.bigmul /
+// ks.bigmul_decimal.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -40,7 +41,8 @@ void bind_hls(nb::module_& m) {
     m.def(
         "bigmul_decimal",
         [](const std::string& a, const std::string& b) { return kasoku::hls::multiply_decimal(a, b); }, "a"_a, "b"_a,
-        "The product of two decimal strings by seed 004's scheme (base-10 digits, the M-point NTT over its smallest "
+        "The product of two decimal strings by Kawamura et al.'s scheme (base-10 digits, the M-point NTT over its "
+        "smallest "
         "prime P >= 81 M), up to 32,768 digits each, e.g. bigmul_decimal('123', '-4') == '-492'.",
         ReleaseGil());
 }

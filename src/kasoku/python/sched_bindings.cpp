@@ -88,8 +88,8 @@ struct PyExecutor {
 }  // namespace
 
 void bind_sched(nb::module_& parent) {
-    nb::module_ m =
-        parent.def_submodule("sched", "Task graphs of HE operations, cost models and the scheduler (seed 001).");
+    nb::module_ m = parent.def_submodule(
+        "sched", "Task graphs of HE operations, cost models and the scheduler (Suzuki, Ishimaki and Yamana).");
 
     nb::class_<Graph>(m, "Graph", "A DAG of fused HE tasks on ciphertexts of known levels; builders return node ids.")
         .def(nb::init<>())
@@ -159,7 +159,8 @@ void bind_sched(nb::module_& parent) {
 
     nb::class_<CostModel>(m, "CostModel", "T(op, nq, threads) of one task, a load factor and a start-up overhead.")
         .def_ro_static("DEFAULT_REPS", &CostModel::kDefaultReps, "measure's rounds unless told.")
-        .def_static("from_paper", &CostModel::from_paper, "The source's Xeon Phi 7230F tables (seed 001 Tables 1-5).")
+        .def_static("from_paper", &CostModel::from_paper,
+                    "The source's Xeon Phi 7230F tables (Suzuki, Ishimaki and Yamana Tables 1-5).")
         .def_static(
             "measure",
             [](const ckks::Parameters& p, int max_threads, int reps, const std::optional<nb::callable>& progress,
@@ -318,7 +319,7 @@ void bind_sched(nb::module_& parent) {
     nb::class_<PyExecutor>(
         m, "Executor",
         "The online executor: jobs of any graph, each with its evaluator and inputs, join at any time and run on "
-        "`threads` threads under the policy (the scheduler of seed 001 for a server).")
+        "`threads` threads under the policy (the scheduler of Suzuki, Ishimaki and Yamana for a server).")
         .def(nb::init<const CostModel&, int, const std::string&>(), "cost"_a, "threads"_a = 0, "policy"_a = "kasoku",
              "threads: 0 = all cores.")
         .def(

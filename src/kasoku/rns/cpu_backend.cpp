@@ -29,8 +29,8 @@ using arith::Modulus;
 u64* limb(RnsPoly& p, std::size_t i) { return PolyAccess::data(p) + i * p.n(); }
 const u64* limb(const RnsPoly& p, std::size_t i) { return PolyAccess::data(p) + i * p.n(); }
 
-// Columns c..c+len of limb t of plaintext y over n words a limb: its own words, or for a subring plaintext (fewer words,
-// each standing for a block of n / y.n() equal ones) the block's words written into buf (len words).
+// Columns c..c+len of limb t of plaintext y over n words a limb: its own words, or for a subring plaintext (fewer
+// words, each standing for a block of n / y.n() equal ones) the block's words written into buf (len words).
 const u64* plain_columns(const RnsPoly& y, std::size_t t, std::size_t n, std::size_t c, std::size_t len, u64* buf) {
     const u64* yt = limb(y, t);
     if (y.n() == n) return yt + c;
@@ -192,8 +192,8 @@ private:
     // Limb t (of Q_l * P_k) of the pair <ModUp(d), key>, written to b and a; scratch as for mod_up_limbs.
     void key_switch_limb(const ModUpSources& dec, const GadgetKey& key, std::size_t t, u64* b, u64* a,
                          u64* scratch) const;
-    // Limb t (of Q_l * P, nq q-limbs) of b = sum_e psi_{g_e}(<digits, key_e.b>) and a likewise, from the digits' limbs at
-    // t (perms[e]: g_e's permutation, null for 1); with c0 (its limb t) also c0_out = sum_e psi_{g_e}(c0).
+    // Limb t (of Q_l * P, nq q-limbs) of b = sum_e psi_{g_e}(<digits, key_e.b>) and a likewise, from the digits' limbs
+    // at t (perms[e]: g_e's permutation, null for 1); with c0 (its limb t) also c0_out = sum_e psi_{g_e}(c0).
     void inner_product_limb(std::size_t t, std::size_t nq, const std::vector<const u64*>& dt,
                             const std::vector<KeyTerm>& terms, const std::vector<const std::uint32_t*>& perms, u64* b,
                             u64* a, const u64* c0, u64* c0_out) const;
@@ -840,7 +840,7 @@ void CpuBackend::do_inner_product(const std::vector<RnsPoly>& digits, const std:
     const std::size_t nq = digits[0].num_q(), np = b.num_p();
     std::vector<Permutation> owned;
     const std::vector<const std::uint32_t*> perms = permutations(terms, owned);
-    // Loop over limbs (parallel) and, inside, over the keys: the two loops of seed 000 Alg. 3.2.1. Each thread takes
+    // Loop over limbs (parallel) and, inside, over the keys: the two loops of Inoue 2022 Alg. 3.2.1. Each thread takes
     // the next limb when done with one, the costliest first (by_product_cost): with fixed shares (thread k: limbs k,
     // k + T, ...) one thread of two took every limb that starts a 2 MiB page of the fresh outputs (every fourth at
     // n = 2^16), whose first touch faults the page in: in one region of a BOOT16 bootstrap on two Zen 5 threads, limbs

@@ -356,8 +356,10 @@ CostModel CostModel::from_paper() {
     load[kind_index(OpKind::add)] = ls;
     load[kind_index(OpKind::add_plain)] = ls;
     load[kind_index(OpKind::rotate)] = lr;
-    return CostModel("paper", "Intel Xeon Phi 7230F (64 cores, 256 threads), SEAL 3.2, N = 2^15 (seed 001 Tables 1-5)",
-                     256, std::move(ops), std::move(load), 0.0);
+    return CostModel(
+        "paper",
+        "Intel Xeon Phi 7230F (64 cores, 256 threads), SEAL 3.2, N = 2^15 (Suzuki, Ishimaki and Yamana Tables 1-5)",
+        256, std::move(ops), std::move(load), 0.0);
 }
 
 // --- Measurement on this machine ---

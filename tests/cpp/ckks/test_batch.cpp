@@ -1,4 +1,4 @@
-// Batches (seed 002): element i of every batch operation equals the single operation's result, bit for bit, on a
+// Batches (Takao et al.): element i of every batch operation equals the single operation's result, bit for bit, on a
 // batch spread over the thread team and on one run item by item; errors name the element's problem.
 #include <gtest/gtest.h>
 

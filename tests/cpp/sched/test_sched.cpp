@@ -1,4 +1,4 @@
-// The scheduler (seed 001): graphs, cost models, policies, the simulator and the real executor.
+// The scheduler (Suzuki, Ishimaki and Yamana): graphs, cost models, policies, the simulator and the real executor.
 #include <gtest/gtest.h>
 
 #include <algorithm>
