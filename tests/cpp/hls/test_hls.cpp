@@ -1,4 +1,4 @@
-// Seed 004's NTT in its four loop structures against the schoolbook DFT and arith's NTT, its cycle model against the
+// Kawamura et al.'s NTT in its four loop structures against the schoolbook DFT and arith's NTT, its cycle model against the
 // seed's tables, and big-integer multiplication through the NTT against GMP.
 #include <gmpxx.h>
 #include <gtest/gtest.h>
