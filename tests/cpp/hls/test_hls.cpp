@@ -1,5 +1,5 @@
-// Kawamura et al.'s NTT in its four loop structures against the schoolbook DFT and arith's NTT, its cycle model against the
-// seed's tables, and big-integer multiplication through the NTT against GMP.
+// Kawamura et al.'s NTT in its four loop structures against the schoolbook DFT and arith's NTT, its cycle model against
+// the seed's tables, and big-integer multiplication through the NTT against GMP.
 #include <gmpxx.h>
 #include <gtest/gtest.h>
 
