@@ -524,7 +524,7 @@ CostModel CostModel::measure(const ckks::Parameters& params, int max_threads, in
     // no other team reads), since the contention depends on the level: on 2 Zen 5 cores a key switch beside another
     // slowed by 0-5 % at SCHED's top level and by 4-10 % at nq 5-7 (a smaller key and operands fit the shared L3
     // alone, not beside the other team's), and a model with the top level's factors alone was 7-11 % under e^x's
-    // products in the stream (docs/SCHEDULING.md, "Contention by level").
+    // products in the stream (docs/SCHEDULING.md, "Two real threads").
     std::vector<int> level_nqs{2, (2 + top + 1) / 2, top + 1};
     level_nqs.erase(std::unique(level_nqs.begin(), level_nqs.end()), level_nqs.end());
     const std::size_t n_levels = level_nqs.size();
