@@ -134,7 +134,8 @@ def simulate(
 def median_model(models: Sequence[CostModel]) -> CostModel:
     """The entrywise median of cost models measured with the same parameters and thread count (their tables, alignment,
     load points and overhead): a model is a snapshot of the machine, and on a shared one a single measurement can
-    come out a few per cent off the machine's state over a longer run (docs/SCHEDULING.md, "Two real threads"). Raises ParameterError for no models or models of different shapes, names or machines."""
+    come out a few per cent off the machine's state over a longer run (docs/SCHEDULING.md, "Two real threads").
+    Raises ParameterError for no models or models of different shapes, names or machines."""
     if not models:
         raise ParameterError("median_model: no cost models given")
     docs = [m.to_dict() for m in models]
