@@ -10,8 +10,10 @@ Standard library only."""
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import pathlib
+import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -71,12 +73,30 @@ def _summary(path: pathlib.Path) -> tuple[str, list, list, list, list]:
     return (first[:160] + ("..." if len(first) > 160 else "")).replace("|", "/"), [], [], [], []
 
 
+_PATTERN = re.compile(r"[\w.-]*(?:\{[\w.,-]+\}|\*)[\w.*{},-]*\.(?:jsonl|json|csv|txt|md|png)")
+
+
+def _expand(pattern: str) -> list[str]:
+    """A file pattern as documents write it, `name-{a,b}.csv` or `name-*.csv`, as fnmatch patterns."""
+    m = re.search(r"\{([^}]*)\}", pattern)
+    if not m:
+        return [pattern]
+    return [q for alt in m.group(1).split(",") for q in _expand(pattern[: m.start()] + alt + pattern[m.end() :])]
+
+
+def _cites(text: str, name: str) -> bool:
+    """Whether a document names the file, literally or by a pattern such as `gpu-h100-...-ncu-{mul,rot}.csv`."""
+    if name in text:
+        return True
+    return any(fnmatch.fnmatchcase(name, q) for p in _PATTERN.findall(text) for q in _expand(p))
+
+
 def render() -> str:
     docs = {p: p.read_text(errors="replace") for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]}
     rows = []
     for path in sorted(p for p in DATA.iterdir() if p.is_file() and p != INDEX):
         holds, machines, dates, commits, commands = _summary(path)
-        cited = [p.relative_to(ROOT).as_posix() for p, text in docs.items() if path.name in text]
+        cited = [p.relative_to(ROOT).as_posix() for p, text in docs.items() if _cites(text, path.name)]
         rows.append(
             f"| `{path.name}` | {holds} | {_cell(machines, 2)} | {_cell(dates)} | {_cell(commits, 2)} | "
             f"{_cell(commands, 1)} | {_cell(cited, 4)} |"

@@ -71,3 +71,20 @@ def test_the_data_index_lists_every_file_as_it_is():
     root = pathlib.Path(__file__).resolve().parents[2]
     check = subprocess.run([sys.executable, str(root / "scripts" / "data_index.py"), "--check"], capture_output=True)
     assert check.returncode == 0, check.stderr.decode()
+
+
+def test_the_data_index_reads_file_patterns_as_citations():
+    """A document that names files by a pattern (`...-ncu-{mul,rot}.csv`, `...-ncu-*.csv`) cites each file it matches,
+    and only those."""
+    import importlib.util
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("data_index", root / "scripts" / "data_index.py")
+    index = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(index)
+    braces = "the kernels (`docs/data/gpu-x-ncu-{mul,rot}.csv`) and"
+    assert index._cites(braces, "gpu-x-ncu-mul.csv") and index._cites(braces, "gpu-x-ncu-rot.csv")
+    assert not index._cites(braces, "gpu-x-ncu-batch.csv")
+    star = "every kernel (`docs/data/gpu-y-ncu-*.csv`)"
+    assert index._cites(star, "gpu-y-ncu-Rotate.csv") and not index._cites(star, "gpu-z-ncu-Rotate.csv")
+    assert index._cites("see `a.jsonl`", "a.jsonl") and not index._cites("see `a.jsonl`", "b.jsonl")
