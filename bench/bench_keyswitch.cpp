@@ -182,15 +182,15 @@ int main(int argc, char** argv) {
         },
         [&] { lazy = ks.inner_product(mod_up, gkey, T); });
     add(
-        "rotate", "ModUp + inner product, fused", "keyswitcher.switch_lazy(c1, key)", [] {},
-        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, T); });
+        "rotate", "ModUp + inner product, fused", "keyswitcher.key_switch(c1, key)", [] {},
+        [&] { lazy = ks.key_switch(ct.polys[1], gkey, T); });
     add(
         "rotate", "ModDown + c0 + automorphism", "keyswitcher.mod_down(x, c0, g)",
-        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, T); },
+        [&] { lazy = ks.key_switch(ct.polys[1], gkey, T); },
         [&] { ks.mod_down(lazy, &ct.polys[0], nullptr, g, out0, out1, T); });
     add(
         "rotate", "ModDown + c0 (no automorphism)", "keyswitcher.mod_down(x, c0, 1)",
-        [&] { lazy = ks.switch_lazy(ct.polys[1], gkey, T); },
+        [&] { lazy = ks.key_switch(ct.polys[1], gkey, T); },
         [&] { ks.mod_down(lazy, &ct.polys[0], nullptr, 1, out0, out1, T); });
     add(
         "rotate", "automorphism alone (2 polys)", "backend.automorphism x2", [] {},
@@ -210,11 +210,11 @@ int main(int argc, char** argv) {
             be.mul(ct.polys[1], ct.polys[1], work, T);
         });
     add(
-        "multiply", "ModUp + inner product, fused", "keyswitcher.switch_lazy(d2, relin key)", [] {},
-        [&] { lazy = ks.switch_lazy(ct.polys[1], rkey, T); });
+        "multiply", "ModUp + inner product, fused", "keyswitcher.key_switch(d2, relin key)", [] {},
+        [&] { lazy = ks.key_switch(ct.polys[1], rkey, T); });
     add(
         "multiply", "ModDown + rescale, fused", "keyswitcher.mod_down_rescale(x, d0, d1)",
-        [&] { lazy = ks.switch_lazy(ct.polys[1], rkey, T); },
+        [&] { lazy = ks.key_switch(ct.polys[1], rkey, T); },
         [&] { ks.mod_down_rescale(std::move(lazy), &ct.polys[0], &ct.polys[1], out0, out1, T); });
     // ---- floors: kernel calls alone
     add(

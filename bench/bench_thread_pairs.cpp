@@ -13,8 +13,8 @@
 // share no temporaries. T x (one alone) / (the slowest copy) is the throughput T cores give that work; a speed-up on T
 // threads below T but at or above it is lost to the memory system, not to the team.
 // Prints one line per measurement, then the medians over pairs 2..reps, and those as a JSON line.
-// --granularity: the operation on one thread, then on {T} with a RegionRecorder (support/threads.hpp: each parallel
-// region's jobs run one after another on this thread and timed, laid out as on T threads), in pairs for T = 2, 4, 8, ..
+// --granularity: the operation on one thread, then on {T} with a RegionRecorder (support/region_recorder.hpp: each
+// parallel region's jobs run one after another on this thread and timed, laid out as on T threads), in pairs for T = 2, 4, 8, ..
 // up to --threads, --reps pairs each (one operation a side: --iters is not used), after one recorded run per T left out
 // (on a VM the first touch of memory a layout allocates anew can take milliseconds a 2 MiB page, and lands in
 // whichever job touches it): the time on T threads if the threads ran as fast as one alone and met at no cost (each
@@ -40,6 +40,7 @@
 #include "kasoku/ckks/encoder.hpp"
 #include "kasoku/ckks/evaluator.hpp"
 #include "kasoku/support/threads.hpp"
+#include "support/region_recorder.hpp"
 
 #include "bench_stats.hpp"
 

@@ -316,3 +316,17 @@ def test_an_unknown_attribute_is_still_an_attribute_error(name):
 
     with pytest.raises(AttributeError):
         getattr(ks, name)
+
+
+def test_no_module_imports_another_modules_underscore_names():
+    """A module's names with a leading underscore are its own: what another module of the package uses has a name
+    without one (the compiled extension, kasoku._kasoku, aside: its classes are the library's to wrap)."""
+    crossing = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.level or (node.module or "").startswith("kasoku")):
+                continue
+            if node.module and node.module.split(".")[-1] == "_kasoku":
+                continue
+            crossing += [f"{name} imports {a.name} from {node.module}" for a in node.names if a.name[:1] == "_"]
+    assert not crossing, crossing

@@ -274,11 +274,10 @@ private:
     std::size_t slots_ = 0;
     std::vector<std::uint64_t> trace_steps_;  // sparse: Galois elements of the rotations by s * 2^i
     Polynomial cos_, asin_;
-    struct Transforms {
+    struct Transforms final : ckks::Context::Shared {
         std::vector<LinearTransform> cts, stc, finish;  // finish: SlotToCoeff first's final scaling
     };
-    // Shared by every bootstrapper of the same context and config while one of them lives (shared_transforms in
-    // bootstrap.cpp: algo keeps its cache, not the context).
+    // Shared by every bootstrapper of the same context and config while one of them lives (Context::shared).
     std::shared_ptr<const Transforms> transforms_;
 };
 

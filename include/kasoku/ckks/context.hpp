@@ -1,13 +1,15 @@
 // Context: parameters, the RNS ring, the polynomial backend that computes on it (with its tables: NTT, base
 // conversion) and the encoder's FFT roots: what its parameters determine. Immutable after construction and shared by
-// every object made from it (the key-switching costs measured on this machine are the evaluator's:
-// Evaluator::keyswitch_costs).
+// every object made from it; what the layers above derive from it and share among their objects (the key-switching
+// costs measured on this machine, a bootstrapper's encoded transforms) it keeps for them (Context::shared).
 #pragma once
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,9 +94,31 @@ public:
     const std::vector<std::complex<double>>& fft_twiddles() const { return fft_tw_; }
     const std::vector<std::complex<double>>& fft_twiddles_inverse() const { return fft_tw_inv_; }
 
+    // What the layers above derive from this context and share among their objects, kept by the context so that it
+    // ends with it (no process-wide cache): Evaluator::keyswitch_costs' measured costs, algo::Bootstrapper's encoded
+    // transforms. Each kind is a class derived from Shared, read back with std::dynamic_pointer_cast.
+    class Shared {
+    public:
+        virtual ~Shared() = default;
+    };
+    // The object kept under `key`, else make()'s, then kept under `key`: for the context's life with `keep`, else
+    // while something else holds it. make runs under the key's own lock, so that a second caller of the same key
+    // waits for the first instead of making it again (make must not ask for its own key). Thread-safe.
+    // @throws what make throws (nothing is kept then)
+    std::shared_ptr<const Shared> shared(const std::string& key,
+                                         const std::function<std::shared_ptr<const Shared>()>& make,
+                                         bool keep = false) const;
+
     Context(const Parameters& params, int threads, const rns::BackendFactory& backend);
 
 private:
+    struct SharedSlot {
+        std::mutex mu;
+        std::weak_ptr<const Shared> alive;
+        std::shared_ptr<const Shared> kept;
+    };
+    mutable std::mutex shared_mu_;
+    mutable std::map<std::string, std::shared_ptr<SharedSlot>> shared_;
     Parameters params_;
     std::shared_ptr<const rns::RnsContext> ring_;
     std::unique_ptr<const rns::Backend> backend_;

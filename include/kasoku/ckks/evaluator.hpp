@@ -421,7 +421,7 @@ private:
     // psi_g(x.c0 + ModDown(x.b) + add_b), psi_g(ModDown(x.a) + add_a) with like's metadata, g = galois_elt.
     Ciphertext finish(const Ciphertext& like, const rns::LazyPolys& x, const rns::RnsPoly* add_b,
                       const rns::RnsPoly* add_a, std::uint64_t galois_elt, Exec exec) const;
-    // finish(like, switch_lazy(d, key), add_b, add_a, galois_elt) in one backend call (Backend::key_switch_mod_down).
+    // finish(like, key_switch(d, key), add_b, add_a, galois_elt) in one call (KeySwitcher::key_switch_mod_down).
     Ciphertext switch_finish(const Ciphertext& like, const rns::RnsPoly& d, const rns::GadgetKey& key,
                              const rns::RnsPoly* add_b, const rns::RnsPoly* add_a, std::uint64_t galois_elt,
                              Exec exec) const;

@@ -70,8 +70,10 @@ public:
 
     // For parallel_for: runs fn(ctx, i) for i in [0, count) on `threads` threads of the calling thread's engaged team
     // (false, nothing run, where it has none), every index once, each thread's indices as `how` gives them; a job
-    // whose helper has not woken yet is run by the caller.
-    static bool run(int threads, std::size_t count, void (*fn)(void*, std::size_t), void* ctx, int how);
+    // whose helper has not woken yet is run by the caller. `body` names the loop for the instruments of a build
+    // configured with KASOKU_INSTRUMENTS (src/kasoku/support/region_recorder.hpp), which may run the region instead.
+    static bool run(int threads, std::size_t count, void (*fn)(void*, std::size_t), void* ctx, int how,
+                    const std::type_info& body = typeid(void));
     // Whether the calling thread is inside a team's region (parallel_for then runs serially, as a nested OpenMP
     // region would).
     static bool in_region();
@@ -79,46 +81,6 @@ public:
 private:
     struct State;
     State* s_;
-};
-
-// What a team's parallel regions would cost on more threads than this machine has: while a RegionRecorder lives on a
-// thread, each parallel_for of that thread that would open a team runs its jobs one after another on the calling thread
-// instead, timing each, and records the region (nested loops run inside their job, as in a team). An operation run so
-// with {T} threads lays its work out as on T threads (the same jobs), and makespan() spreads each region's jobs over T
-// threads as the team would: what the operation's time on T threads would be if its threads ran as fast as one alone
-// and met at no cost, the ceiling that the split of its work into jobs leaves (bench_thread_pairs --granularity).
-class RegionRecorder {
-public:
-    struct Region {
-        std::string site;          // the loop's body: its lambda's demangled type, which names the enclosing function
-        Schedule how;              // as parallel_for was given it
-        int threads;               // the team it would have had: min(threads asked for, jobs)
-        double start, end;         // seconds since the recorder began
-        std::vector<double> jobs;  // each job's seconds, in index order
-    };
-    // Starts recording the calling thread's regions.
-    // @throws ParameterError where the calling thread records already
-    RegionRecorder();
-    ~RegionRecorder();
-    RegionRecorder(const RegionRecorder&) = delete;
-    RegionRecorder& operator=(const RegionRecorder&) = delete;
-
-    const std::vector<Region>& regions() const { return regions_; }
-    // Seconds since the recorder began.
-    double elapsed() const;
-    // When `jobs` of these seconds end on `threads` threads (each job's time its own, the threads otherwise idle)
-    // shared as `how` shares them: interleaved and contiguous as parallel_for assigns them, dynamic as list scheduling
-    // in index order (each job to the thread that is free first).
-    static double makespan(Schedule how, int threads, const std::vector<double>& jobs);
-
-    // For parallel_for: whether the calling thread records, and the recording run of one region.
-    static bool recording();
-    static void run(int threads, std::size_t count, void (*fn)(void*, std::size_t), void* ctx, Schedule how,
-                    const std::type_info& body);
-
-private:
-    std::vector<Region> regions_;
-    double begin_;
 };
 
 // Runs body(i) for i in [0, count) on up to `threads` threads: the calling thread's engaged ThreadTeam, or else an
@@ -134,11 +96,7 @@ void parallel_for(int threads, std::size_t count, F&& body, Schedule how = Sched
     using Body = std::remove_reference_t<F>;
     void (*const call)(void*, std::size_t) = [](void* b, std::size_t i) { (*static_cast<Body*>(b))(i); };
     void* const ctx = const_cast<void*>(static_cast<const void*>(&body));
-    if (RegionRecorder::recording()) [[unlikely]] {
-        RegionRecorder::run(t, count, call, ctx, how, typeid(Body));
-        return;
-    }
-    if (ThreadTeam::run(t, count, call, ctx, static_cast<int>(how))) return;
+    if (ThreadTeam::run(t, count, call, ctx, static_cast<int>(how), typeid(Body))) return;
     if (how == Schedule::interleaved) {
 #pragma omp parallel for num_threads(t) schedule(static, 1)
         for (std::size_t i = 0; i < count; ++i) body(i);

@@ -17,7 +17,7 @@ import kasoku as ks
 from kasoku._progress import Steps
 
 
-def _timeit(fn, reps: int, sync=None):
+def time_calls(fn, reps: int, sync=None):
     """Wall times in ms of `reps` calls after one warm-up call (each up to sync(): a device's queued work done; the
     warm-up's too, before the first timed call starts)."""
     fn()
@@ -59,7 +59,7 @@ def run(
     t = ctx.threads
 
     def timeit(fn, n):
-        return _timeit(fn, n, ctx.synchronize)
+        return time_calls(fn, n, ctx.synchronize)
 
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, ctx.slots)

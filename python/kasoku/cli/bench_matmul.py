@@ -18,7 +18,7 @@ import numpy as np
 
 import kasoku as ks
 from kasoku._progress import Steps
-from kasoku.cli.bench import _timeit  # one warm-up call first (the first product also encodes its level's transforms)
+from kasoku.cli.bench import time_calls  # a warm-up call first (the first product encodes its level's transforms)
 
 
 def _errors(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, float]:
@@ -78,7 +78,7 @@ def run(
         ca, cb = enc.encrypt(rng.random((g, d, d)), keys.public), enc.encrypt(rng.random((g, d, d)), keys.public)
         for t in thread_counts:
             step(f"d = {d}, g = {g}: {n_reps} timed products, {t} thread(s)")
-            ts = _timeit(lambda: ks.matmul(ev, ca, cb, threads=t), n_reps, ctx.synchronize)  # noqa: F821 (del below)
+            ts = time_calls(lambda: ks.matmul(ev, ca, cb, threads=t), n_reps, ctx.synchronize)  # noqa: F821 (del below)
             emit(
                 {
                     "op": "MatMul",
@@ -118,7 +118,7 @@ def run(
                 mins.append(mn)
             for t in thread_counts:
                 step(f"d = {d}: schoolbook, {s_reps} timed products, {t} thread(s)")
-                ts = _timeit(lambda: ks.matmul_schoolbook(sev, ca, cb, d, threads=t), s_reps, ctx.synchronize)
+                ts = time_calls(lambda: ks.matmul_schoolbook(sev, ca, cb, d, threads=t), s_reps, ctx.synchronize)
                 emit(
                     {
                         "op": "MatMulSchoolbook",

@@ -11,7 +11,7 @@ import numpy as np
 
 import kasoku as ks
 
-_SMOOTH = {
+SMOOTH = {
     "silu": lambda x: x / (1.0 + np.exp(-x)),
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
     "tanh": np.tanh,
@@ -20,7 +20,7 @@ _SMOOTH = {
 }
 
 
-def _degree_for(fn, interval, max_depth: int, tol: float) -> Any:
+def degree_for(fn, interval, max_depth: int, tol: float) -> Any:
     """The least 2^d - 1 degree whose Chebyshev interpolant is within tol on the interval (at most 2^max_depth - 1)."""
     a, b = interval
     xs = np.linspace(a, b, 2001)
@@ -40,7 +40,7 @@ def _odd_basis(x: np.ndarray, degree: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=512)
-def _minimax_stage(a: float, degree: int) -> tuple[np.ndarray, float, float]:
+def minimax_stage(a: float, degree: int) -> tuple[np.ndarray, float, float]:
     """The odd polynomial of the given degree closest to 1 on [a, 1] in the maximum norm (Remez's exchange over a
     dense grid), as its odd Chebyshev coefficients, with its least value on [a, 1] and its greatest magnitude on [0, 1]:
     it maps [a, 1] into [lo, hi] and [-1, 1] into [-hi, hi]."""
@@ -78,10 +78,10 @@ def _minimax_stage(a: float, degree: int) -> tuple[np.ndarray, float, float]:
     return coeffs, float((basis @ c).min()), float(max(below.max(), np.abs(basis @ c).max()))
 
 
-_STAGE_DEPTH = 6  # the deepest stage: an odd polynomial of degree 63
+STAGE_DEPTH = 6  # the deepest stage: an odd polynomial of degree 63
 
 
-def sign_stages(eps: float, bits: int, max_depth: int = _STAGE_DEPTH) -> list[np.ndarray]:
+def sign_stages(eps: float, bits: int, max_depth: int = STAGE_DEPTH) -> list[np.ndarray]:
     """Odd Chebyshev coefficients of the stages of a composite polynomial p_m o ... o p_1 within 2^-bits of sign(x)
     for eps <= |x| <= 1 and within [-1 - 2^-bits, 1 + 2^-bits] everywhere on [-1, 1], in the fewest levels (Lee, Lee,
     Kim and No, "Minimax approximate sign function by composite polynomial"): each stage is the minimax polynomial of
@@ -94,7 +94,7 @@ def sign_stages(eps: float, bits: int, max_depth: int = _STAGE_DEPTH) -> list[np
         raise ks.ParameterError(f"relu_eps {eps} must be in (0, 1) and relu_bits {bits} at least 1")
     if max_depth < 2:
         raise ks.ParameterError(f"a sign stage takes at least 2 levels; {max_depth} are left between bootstraps")
-    return [c.copy() for c in _sign_stages(float(eps), int(bits), min(int(max_depth), _STAGE_DEPTH))]
+    return [c.copy() for c in _sign_stages(float(eps), int(bits), min(int(max_depth), STAGE_DEPTH))]
 
 
 @functools.lru_cache(maxsize=64)
@@ -103,7 +103,7 @@ def _sign_stages(eps: float, bits: int, max_depth: int) -> tuple[np.ndarray, ...
     depths = range(2, max_depth + 1)  # a stage of depth k: degree 2^k - 1
 
     def stage(a: float, k: int):  # the stage of depth k on [a, 1]: (coefficients, lo, hi)
-        return _minimax_stage(round(a, 12), (1 << k) - 1)
+        return minimax_stage(round(a, 12), (1 << k) - 1)
 
     best: dict[int, tuple[float, tuple[np.ndarray, ...]]] = {0: (eps, ())}  # depth -> (a reached, stages)
     for depth in range(2, 61):
@@ -118,7 +118,7 @@ def _sign_stages(eps: float, bits: int, max_depth: int) -> tuple[np.ndarray, ...
         if finals:
             k, a, stages = min(finals, key=lambda f: f[0])  # the shallowest last stage: the fewest products
             for degree in range((1 << (k - 1)) + 1, (1 << k), 2):  # its least degree of that depth
-                c, lo, hi = _minimax_stage(round(a, 12), degree)
+                c, lo, hi = minimax_stage(round(a, 12), degree)
                 if 1.0 - lo <= target and hi - 1.0 <= target:
                     return (*stages, c)
             return (*stages, stage(a, k)[0])
@@ -133,6 +133,6 @@ def _sign_stages(eps: float, bits: int, max_depth: int) -> tuple[np.ndarray, ...
     raise ks.ParameterError(f"no composite sign polynomial of up to 60 levels reaches 2^-{bits} at eps {eps}")
 
 
-def sign_polynomials(eps: float, bits: int, max_depth: int = _STAGE_DEPTH) -> list:
+def sign_polynomials(eps: float, bits: int, max_depth: int = STAGE_DEPTH) -> list:
     """The stages of sign_stages as ks.Polynomial (Chebyshev basis on [-1, 1]: no level for the interval)."""
     return [ks.Polynomial(c, "chebyshev") for c in sign_stages(eps, bits, max_depth)]

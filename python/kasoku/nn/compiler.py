@@ -12,45 +12,45 @@ import numpy as np
 
 import kasoku as ks
 
-from .activations import _SMOOTH, _STAGE_DEPTH, _degree_for, sign_polynomials
-from .ir import Activation, Affine, Bootstrap, ReluJoin, _depth, _levels, _pow2, _unit
-from .packing import _input_layout, _pack_affine
+from .activations import SMOOTH, STAGE_DEPTH, degree_for, sign_polynomials
+from .ir import Activation, Affine, Bootstrap, ReluJoin, plan_depth, value_levels, pow2, unit_of
+from .packing import input_layout, pack_affine
 from .placement import (
-    _choose_params,
-    _first_past,
-    _flood_bits,
-    _memory_class,
-    _place_bootstraps,
-    _prime_bits,
-    _shareable_params,
-    _units,
+    choose_params,
+    first_past,
+    flood_bits,
+    memory_class,
+    place_bootstraps,
+    prime_bits_for,
+    shareable_params,
+    units_of,
 )
-from .probe import _probe
+from .probe import probe_affine
 from .runtime import (
-    _ENCODED_BYTES,
+    ENCODED_BYTES,
     Plan,
-    _budget,
-    _encode,
-    _galois_levels,
-    _key_bytes,
-    _keys_bytes,
-    _plan_bootstrapper,
-    _release_freed,
-    _working_bytes,
+    encoding_budget,
+    encode,
+    galois_levels_of,
+    switch_key_bytes,
+    keys_bytes,
+    plan_bootstrapper,
+    release_freed,
+    working_bytes,
 )
 from .trace import (
-    _classify,
-    _lower_max_pools,
-    _lower_relu6,
-    _mark_shapes,
-    _name,
-    _region,
-    _run_nodes,
-    _strip_final,
-    _tensor_inputs,
-    _torch,
-    _trace,
-    _where,
+    classify,
+    lower_max_pools,
+    lower_relu6,
+    mark_shapes,
+    layer_name,
+    affine_region,
+    run_nodes,
+    strip_final,
+    tensor_inputs,
+    import_torch,
+    trace_model,
+    source_line,
 )
 
 
@@ -64,7 +64,7 @@ def _bootstrapper(ctx, held: int, threads):
     best = None
     for slots in (held << i for i in range(ctx.slots.bit_length()) if held << i <= ctx.slots):
         b = ks.Bootstrapper(ctx, slots=slots, real=True, threads=threads)
-        cost = b.plan_nbytes + sum(_key_bytes(ctx, level, 1) for level in b.galois_levels().values())
+        cost = b.plan_nbytes + sum(switch_key_bytes(ctx, level, 1) for level in b.galois_levels().values())
         if best is None or cost < best[0]:
             best = (cost, b)
     return best[1]
@@ -78,7 +78,7 @@ _FREE_HEAP = 0.2
 
 def _resident_bytes() -> int:
     """The process's resident memory now, after returning what it has freed (Linux; elsewhere 0)."""
-    _release_freed()
+    release_freed()
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -94,16 +94,16 @@ def _inference_bytes(steps, where, params, threads, elements: dict) -> int:
     thread, and the heap's free blocks (_FREE_HEAP). The layers' transforms are encoded at use here too (their budget
     comes after)."""
     ctx = ks.Context(params)
-    placed, input_level = _place_bootstraps(steps, ctx.user_level)
-    at = _levels(placed, ctx.user_level, input_level)[1]
+    placed, input_level = place_bootstraps(steps, ctx.user_level)
+    at = value_levels(placed, ctx.user_level, input_level)[1]
     boots = [s for s in placed if isinstance(s, Bootstrap)]
     boot = None
     if boots:
         held = min(ctx.slots, max(where[s.input][1] for s in boots))
         boot = ks.Bootstrapper(ctx, slots=held, real=True, at_use=True)
-    keys = _keys_bytes(ctx, _galois_levels(placed, ctx, boot, at, elements), boot)
+    keys = keys_bytes(ctx, galois_levels_of(placed, ctx, boot, at, elements), boot)
     plan = boot.plan_nbytes if boot is not None else 0
-    total = keys + plan + _working_bytes(ctx) + (threads or os.cpu_count() or 1) * _POOL_BYTES
+    total = keys + plan + working_bytes(ctx) + (threads or os.cpu_count() or 1) * _POOL_BYTES
     return int(total * (1 + _FREE_HEAP))
 
 
@@ -188,11 +188,11 @@ def _clear_check(steps: list, peaks: dict, out_id: int, xs: np.ndarray, want: np
             if isinstance(s, Affine):
                 vals[s.output] = s.forward([vals[i] for i in s.inputs])
             elif isinstance(s, ReluJoin):
-                unit = _unit(peaks[s.inputs[0]])
+                unit = unit_of(peaks[s.inputs[0]])
                 u = vals[s.inputs[0]] / unit
                 vals[s.output] = (u + u * vals[s.inputs[1]]) * unit / 2
             elif isinstance(s, Activation) and s.kind == "sign" and s.input not in sign_outputs:
-                vals[s.output] = s.forward(vals[s.input] / _unit(peaks[s.input]))
+                vals[s.output] = s.forward(vals[s.input] / unit_of(peaks[s.input]))
             else:
                 vals[s.output] = s.forward(vals[s.input])
         got.append(vals[out_id])
@@ -259,7 +259,7 @@ def compile(
     bootstrapping and special primes on their fast path (below 2^48 for AVX2, 2^50 otherwise); the plan runs
     correctly anywhere and repr(plan) says what it was tuned for. Raises ks.ParameterError naming the layer for what
     it cannot compile."""
-    torch = _torch()
+    torch = import_torch()
     t0 = time.perf_counter()
     shareable_bits = None  # what params=None sized the outputs to keep after the flood
     flooding = None if shareable is False or shareable is None else ks.Flooding() if shareable is True else shareable
@@ -277,11 +277,11 @@ def compile(
     if simd is not None and simd not in targets:
         raise ks.ParameterError(f"simd must be one of {', '.join(targets)} (or None: this machine's), not {simd!r}")
     target = simd or ("cuda" if device == "cuda" else ks.simd_active())
-    gm = _trace(torch, model)
-    final = _strip_final(torch, gm)  # a last softmax, log-softmax or sigmoid: applied by the client after decryption
-    _lower_max_pools(torch, gm, x0)  # (before ReLU6 is rewritten: a pool of a ReLU6's values may pad)
-    _lower_relu6(torch, gm)
-    _mark_shapes(torch, gm, x0)
+    gm = trace_model(torch, model)
+    final = strip_final(torch, gm)  # a last softmax, log-softmax or sigmoid: applied by the client after decryption
+    lower_max_pools(torch, gm, x0)  # (before ReLU6 is rewritten: a pool of a ReLU6's values may pad)
+    lower_relu6(torch, gm)
+    mark_shapes(torch, gm, x0)
     modules = dict(gm.named_modules())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != 1:
@@ -292,24 +292,24 @@ def compile(
         raise ks.ParameterError("kasoku.nn compiles models with one output tensor computed from the input")
     kinds = {}
     for n in nodes:
-        kinds[n] = _classify(torch, n, modules)
+        kinds[n] = classify(torch, n, modules)
         if isinstance(kinds[n], tuple) and kinds[n][0] == "unsupported":
-            raise ks.ParameterError(f"layer {_name(n, modules)}{_where(n)}: {kinds[n][1]}")
-        if kinds[n] != "affine" and len(_tensor_inputs(n)) != 1:
-            raise ks.ParameterError(f"layer {_name(n, modules)}{_where(n)}: an activation reads one tensor")
+            raise ks.ParameterError(f"layer {layer_name(n, modules)}{source_line(n)}: {kinds[n][1]}")
+        if kinds[n] != "affine" and len(tensor_inputs(n)) != 1:
+            raise ks.ParameterError(f"layer {layer_name(n, modules)}{source_line(n)}: an activation reads one tensor")
     # The values the plan holds as ciphertexts: the input, every activation's output, and the tensors activations and
     # the output read (affine ones: each is computed from the activations before it in one transform, so that every
     # run of affine layers, branches and joins included, costs one level).
     acts = [n for n in nodes if kinds[n] != "affine"]
     held = [placeholders[0]] + acts
-    held += [m for m in [_tensor_inputs(a)[0] for a in acts] + outputs if m not in held]
+    held += [m for m in [tensor_inputs(a)[0] for a in acts] + outputs if m not in held]
     held = [n for n in gm.graph.nodes if n in held]  # in graph order: every value after the ones it reads
     vid = {n: i for i, n in enumerate(held)}
     cal = torch.as_tensor(calibration, dtype=torch.float64) if calibration is not None else x0[None]
     cal = cal.reshape(-1, *in_shape)
     with torch.no_grad():
-        ex = _run_nodes(torch, gm, nodes, {placeholders[0]: x0[None]})
-        calv = _run_nodes(torch, gm, nodes, {placeholders[0]: cal})
+        ex = run_nodes(torch, gm, nodes, {placeholders[0]: x0[None]})
+        calv = run_nodes(torch, gm, nodes, {placeholders[0]: cal})
     absmax = {n: float(t.abs().max()) for n, t in calv.items() if isinstance(t, torch.Tensor)}
     for n in nodes:  # the largest value the calibration shows anywhere: q_0 holds it
         if n not in absmax or n.meta.get("kasoku_const"):
@@ -317,40 +317,40 @@ def compile(
         peak = absmax[n]
         if not peak < 2.0**30:
             raise ks.ParameterError(
-                f"layer {_name(n, modules)}: the calibration data drives its outputs to {peak:.3g} (2^"
+                f"layer {layer_name(n, modules)}: the calibration data drives its outputs to {peak:.3g} (2^"
                 f"{math.log2(peak) if math.isfinite(peak) else math.inf:.0f}), beyond the 2^30 CKKS holds above its "
                 "scale: scale the inputs or the weights down (values near 1 keep every level's precision)"
             )
-    in_layout = _input_layout(in_shape)
+    in_layout = input_layout(in_shape)
     dim0 = int(np.prod(in_shape))
     peaks = {vid[m]: absmax[m] * (1 + margin) for m in held}  # with the margin
     # where each held value sits: index i at slot layout[i] of a vector of `period`; zero: slots known to hold 0
-    where = {0: (in_layout, _pow2(dim0), ~np.isin(np.arange(_pow2(dim0)), in_layout))}
+    where = {0: (in_layout, pow2(dim0), ~np.isin(np.arange(pow2(dim0)), in_layout))}
     steps: list = []
     if relu_eps is None and relu_bits is None:
         relu_choices = list(_RELU_CHOICES)
     else:
         relu_choices = [(1 / 64 if relu_eps is None else relu_eps, 10 if relu_bits is None else relu_bits)]
     # a sign stage fits between two bootstraps of the parameters given (the presets params=None picks hold 6 levels)
-    stage_depth = _STAGE_DEPTH if params is None or params == "auto" else max(2, min(_STAGE_DEPTH, params.levels))
+    stage_depth = STAGE_DEPTH if params is None or params == "auto" else max(2, min(STAGE_DEPTH, params.levels))
     with torch.no_grad():
         for n in held[1:]:
             step: Affine | Activation
             if kinds[n] == "affine":
-                region, ins = _region(n, held, kinds)
-                step = _probe(torch, gm, region, ins, ex, ", ".join(_name(m, modules) for m in region))
+                region, ins = affine_region(n, held, kinds)
+                step = probe_affine(torch, gm, region, ins, ex, ", ".join(layer_name(m, modules) for m in region))
                 step.inputs, step.output = [vid[m] for m in ins], vid[n]
                 step.layouts_in = [where[i][0] for i in step.inputs]
                 step.p_in = max(where[i][1] for i in step.inputs)
                 main = where[step.inputs[0]]
                 zero = np.tile(main[2], step.p_in // main[1])
-                _pack_affine(step, 2 * max(step.p_in, _pow2(step.Ws[0].shape[0])), zero)
+                pack_affine(step, 2 * max(step.p_in, pow2(step.Ws[0].shape[0])), zero)
                 z = np.ones(step.p_out, dtype=bool)  # the transform writes only its outputs' slots
                 z[step.layout_out] = False
                 where[vid[n]] = (step.layout_out, step.p_out, z)
             else:
-                src = _tensor_inputs(n)[0]
-                kind, name = kinds[n], _name(n, modules)
+                src = tensor_inputs(n)[0]
+                kind, name = kinds[n], layer_name(n, modules)
                 lay, per, z = where[vid[src]]
                 if kind[0] == "relu":  # u (1 + p_m(...p_1(u))): the sign's stages, then the join
                     steps += _relu_steps(name, vid[src], vid[n], relu_choices[0], stage_depth, peaks, where)
@@ -367,8 +367,8 @@ def compile(
                     lo, hi = float(calv[src].min()), float(calv[src].max())
                     pad = margin * max(hi - lo, 1e-6)
                     interval = (lo - pad, hi + pad)
-                    fn = _SMOOTH[kind[1]]
-                    poly = _degree_for(fn, interval, max_activation_depth, activation_error)
+                    fn = SMOOTH[kind[1]]
+                    poly = degree_for(fn, interval, max_activation_depth, activation_error)
                     step = Activation(name, "chebyshev", fn=fn, interval=interval, poly=poly, degree=poly.degree)
                     z = np.zeros_like(z)  # f(0) != 0 in the slots between the values
                 step.input, step.output = vid[src], vid[n]
@@ -396,8 +396,8 @@ def compile(
     if any(isinstance(s, ReluJoin) for s in steps):
         check["relu"] = relu
     out_dim = int(np.prod(ex[outputs[0]].shape[1:]))
-    depth = _depth(steps)
-    slots = max([_pow2(dim0)] + [max(s.p_in, s.p_out) for s in steps if isinstance(s, Affine)])
+    depth = plan_depth(steps)
+    slots = max([pow2(dim0)] + [max(s.p_in, s.p_out) for s in steps if isinstance(s, Affine)])
     chosen = params is None or params == "auto"
     if chosen:
         integer_bits = min(30, max(8, math.ceil(math.log2(2 * max(peaks.values()) + 1e-300)) + 1))
@@ -411,7 +411,7 @@ def compile(
                 return sizes[p.levels]
 
         if flooding is None:
-            params = _choose_params(
+            params = choose_params(
                 steps,
                 depth,
                 slots,
@@ -420,15 +420,15 @@ def compile(
                 integer_bits,
                 estimate,
                 max_memory_bytes,
-                _prime_bits(target),
+                prime_bits_for(target),
             )
         else:  # one chain of levels whose scale keeps precision_bits after the flood, whose cost grows with N
-            params, shareable_bits = _shareable_params(steps, depth, slots, precision_bits, flooding, integer_bits)
+            params, shareable_bits = shareable_params(steps, depth, slots, precision_bits, flooding, integer_bits)
         if estimate is not None and params.boot_levels > 0 and max_encoded_bytes is None:
             peak = estimate(params)
-            if (limit := _memory_class(peak, max_memory_bytes)) is not None:
+            if (limit := memory_class(peak, max_memory_bytes)) is not None:
                 # half of what the estimate leaves (its free blocks are a measured share, not a bound)
-                max_encoded_bytes = min(_ENCODED_BYTES, max(0, limit - peak) // 2)
+                max_encoded_bytes = min(ENCODED_BYTES, max(0, limit - peak) // 2)
     ctx = ks.Context(params, threads=threads, device=device)
     if ctx.slots < slots:
         raise ks.ParameterError(
@@ -445,7 +445,7 @@ def compile(
                 else "the parameters cannot bootstrap (no sparse secret, no bootstrapping levels)"
             )
             raise ks.ParameterError(
-                f"layer {_first_past(steps, ctx.user_level)} is past the last of the parameters' "
+                f"layer {first_past(steps, ctx.user_level)} is past the last of the parameters' "
                 f"{ctx.user_level} levels (the model needs {depth}) and {why}: pass parameters "
                 "with more levels or bootstrapping (e.g. BOOT16), or params=None to have them "
                 "chosen"
@@ -453,20 +453,20 @@ def compile(
         if flooding is not None:
             raise ks.ParameterError(
                 f"shareable: the model needs {depth} levels and bootstraps, and a bootstrapped output keeps about 20 "
-                f"bits, fewer than the {_flood_bits(flooding, 16)} a flood for {flooding!r} takes: share it with "
+                f"bits, fewer than the {flood_bits(flooding, 16)} a flood for {flooding!r} takes: share it with "
                 "shareable=False through a multiparty decryption (docs/MULTIPARTY.md), or use a shallower model"
             )
-        steps, input_level = _place_bootstraps(steps, ctx.user_level)
+        steps, input_level = place_bootstraps(steps, ctx.user_level)
         held = min(ctx.slots, max(where[s.input][1] for s in steps if isinstance(s, Bootstrap)))
         bootstrapper = _bootstrapper(ctx, held, threads)
-    units = _units(steps, peaks)
-    for s, level in zip(steps, _levels(steps, ctx.user_level, input_level)[1]):
+    units = units_of(steps, peaks)
+    for s, level in zip(steps, value_levels(steps, ctx.user_level, input_level)[1]):
         s.level = level
-    budget = _budget(ctx, max_encoded_bytes)
+    budget = encoding_budget(ctx, max_encoded_bytes)
     if bootstrapper is not None:
-        bootstrapper, budget = _plan_bootstrapper(ctx, bootstrapper.slots, threads, budget)
-    _encode(steps, ctx, threads, budget)
-    _release_freed()
+        bootstrapper, budget = plan_bootstrapper(ctx, bootstrapper.slots, threads, budget)
+    encode(steps, ctx, threads, budget)
+    release_freed()
     plan = Plan(
         steps,
         out_id,

@@ -32,18 +32,18 @@ class Affine:
     name: str
     inputs: list[int]  # value ids
     output: int
-    Ws: list[_SparseMatrix]
+    Ws: list[SparseMatrix]
     b: np.ndarray
     layouts_in: list[np.ndarray]
     p_in: int
     layout_out: Any = None  # np.ndarray once packed
     p_out: int = 0
     mode: str = "hybrid"
-    diags: Any = None  # per input: offset -> values over one period (None: rebuilt from Ws, packing._diagonals_of)
+    diags: Any = None  # per input: offset -> values over one period (None: rebuilt from Ws, packing.diagonals_of)
     offsets: Any = None  # per input: the offsets of its nonzero diagonals
     sums: list[int] = field(default_factory=list)  # rotations of the rotate-and-sum (hybrid, shrinking)
     level: int = 0
-    lts: Any = None  # ks.LinearTransform per input (None: encoded at each use, see _encode)
+    lts: Any = None  # ks.LinearTransform per input (None: encoded at each use, see encode)
     plans: Any = None  # per input: (baby steps, giant steps, Galois elements, baby) of its transform
     count: int = 0  # diagonals, all inputs
     bias: np.ndarray | None = None  # b at its slots, tiled to the slots
@@ -158,12 +158,12 @@ class ReluJoin:
         return xs[0] + xs[0] * xs[1]
 
 
-def _unit(peak: float) -> float:
+def unit_of(peak: float) -> float:
     """The power of two at or above a value's peak: the plan holds every value divided by it, in [-1, 1]."""
     return 2.0 ** math.ceil(math.log2(peak)) if peak > 0 else 1.0
 
 
-class _SparseMatrix:
+class SparseMatrix:
     """An affine step's weights as (row, column, value) triples sorted by row, in the memory of their nonzeros (a
     convolution's matrix is mostly zeros: ResNet-20's first block is 16384 x 16384 with 144 weights a row)."""
 
@@ -187,11 +187,11 @@ class _SparseMatrix:
         """Row o's entries are [starts[o], starts[o + 1])."""
         return np.searchsorted(self.rows, np.arange(self.shape[0] + 1))
 
-    def __mul__(self, f: float) -> _SparseMatrix:
-        return _SparseMatrix(self.shape, self.rows, self.cols, self.values * f)
+    def __mul__(self, f: float) -> SparseMatrix:
+        return SparseMatrix(self.shape, self.rows, self.cols, self.values * f)
 
     @classmethod
-    def from_arrays(cls, arrays: dict, key: str) -> _SparseMatrix:
+    def from_arrays(cls, arrays: dict, key: str) -> SparseMatrix:
         rows, cols = arrays[f"{key}.rows"].astype(np.int64), arrays[f"{key}.cols"].astype(np.int64)
         values = arrays[f"{key}.values"].astype(np.float64)
         shape = tuple(int(v) for v in arrays[f"{key}.shape"])
@@ -208,7 +208,7 @@ class _SparseMatrix:
         return np.bincount(self.rows, weights=self.values * x[self.cols], minlength=self.shape[0])
 
 
-def _levels(steps, top: int, start: int | None = None) -> tuple[dict, list[int]]:
+def value_levels(steps, top: int, start: int | None = None) -> tuple[dict, list[int]]:
     """With the input at level `start` (default `top`) and bootstraps landing at `top`: the level of every value, and
     each step's (the lowest of its inputs': the others are dropped to it)."""
     level, at = {0: top if start is None else start}, []
@@ -218,10 +218,10 @@ def _levels(steps, top: int, start: int | None = None) -> tuple[dict, list[int]]
     return level, at
 
 
-def _depth(steps) -> int:
+def plan_depth(steps) -> int:
     """The levels the plan takes: its longest path."""
-    return -min(_levels(steps, 0)[0].values())
+    return -min(value_levels(steps, 0)[0].values())
 
 
-def _pow2(n: int) -> int:
+def pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())

@@ -7,15 +7,15 @@ import math
 
 import numpy as np
 
-from .ir import Affine, _pow2, _SparseMatrix
+from .ir import Affine, pow2, SparseMatrix
 
 
-def _hybrid(W: _SparseMatrix, layout_in: np.ndarray, p_in: int, build: bool = True):
+def _hybrid(W: SparseMatrix, layout_in: np.ndarray, p_in: int, build: bool = True):
     """The hybrid packing: output slots 0..d_out-1, its diagonals (only their offsets unless `build`) and
     rotate-and-sum steps. Diagonal r < p holds, at slot s, the weight of output s mod p on the input at slot
     (s + r) mod q (the p_out x p_in matrix's rows repeated every p slots)."""
     d_out = W.shape[0]
-    p = _pow2(d_out)
+    p = pow2(d_out)
     q = max(p, p_in)
     rows, cols, vals = W.nonzero()
     c = layout_in[cols]
@@ -40,7 +40,7 @@ def _diagonals(offsets: np.ndarray, slots: np.ndarray, values: np.ndarray, lengt
     return diags
 
 
-def _layout(W: _SparseMatrix, layout_in: np.ndarray, p_in: int, limit: int, zero: np.ndarray):
+def _layout(W: SparseMatrix, layout_in: np.ndarray, p_in: int, limit: int, zero: np.ndarray):
     """The layout packing, or None when the outputs share no pattern (a dense layer: the hybrid packing is cheaper).
     zero[s]: slot s of the input is known to hold 0 (no value is packed there and the steps before keep it 0)."""
     d_out = W.shape[0]
@@ -130,13 +130,13 @@ def _layout(W: _SparseMatrix, layout_in: np.ndarray, p_in: int, limit: int, zero
     if first is None:
         return None
     # the fewest diagonals within the period of the first-free placement (never a wider one: the ring depends on it)
-    fewer = place(max(p_in, _pow2(int(first.max()) + 1)), True)
+    fewer = place(max(p_in, pow2(int(first.max()) + 1)), True)
     out_slot = first if fewer is None else fewer
-    p_out = max(p_in, _pow2(int(out_slot.max()) + 1))
+    p_out = max(p_in, pow2(int(out_slot.max()) + 1))
     return out_slot, p_out, _onto(W, layout_in, p_in, out_slot, p_out)
 
 
-def _pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
+def pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
     """Chooses the first input's packing with fewer rotations (about 2 sqrt(diagonals) for the BSGS, plus the
     rotate-and-sum), then reads the other inputs onto its output slots."""
     W, lay_in = step.Ws[0], step.layouts_in[0]
@@ -153,24 +153,24 @@ def _pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
     step.diags = [first] + [
         _onto(Wk, lk, step.p_in, step.layout_out, length) for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])
     ]
-    _summarize(step)
+    summarize(step)
 
 
-def _summarize(step: Affine) -> None:
-    """Keeps the offsets and count of the step's diagonals and drops their values: _diagonals_of rebuilds them from
+def summarize(step: Affine) -> None:
+    """Keeps the offsets and count of the step's diagonals and drops their values: diagonals_of rebuilds them from
     the weights, bit for bit, where they are needed (a large network's diagonals are GB; its weights a fraction)."""
     step.offsets = [sorted(r for r, d in ds.items() if np.any(d)) for ds in step.diags]
     step.count = sum(len(ds) for ds in step.diags)
     step.diags = None
 
 
-def _onto(W: _SparseMatrix, layout_in: np.ndarray, p_in: int, out_slot: np.ndarray, length: int) -> dict:
+def _onto(W: SparseMatrix, layout_in: np.ndarray, p_in: int, out_slot: np.ndarray, length: int) -> dict:
     """The diagonals that put W x (x at layout_in, period p_in) at the given output slots of a vector of `length`."""
     rows, cols, vals = W.nonzero()
     return _diagonals((layout_in[cols] - out_slot[rows]) % p_in, out_slot[rows], vals, length)
 
 
-def _input_layout(shape) -> np.ndarray:
+def input_layout(shape) -> np.ndarray:
     """The input's slots: an image (..., H, W) with g empty columns after each row and g empty rows after each plane,
     the largest g in 4, 2, 1 that keeps the same power of two of slots: a padded convolution's border then reads zeros
     and shares the diagonals of the inside (see _layout). Other shapes: in order."""
@@ -179,18 +179,18 @@ def _input_layout(shape) -> np.ndarray:
         h, w = shape[-2:]
         c = dim // (h * w)
         for g in (4, 2, 1):
-            if c * (h + g) * (w + g) <= _pow2(dim):
+            if c * (h + g) * (w + g) <= pow2(dim):
                 ci, hi, wi = np.meshgrid(np.arange(c), np.arange(h), np.arange(w), indexing="ij")
                 return (ci * (h + g) * (w + g) + hi * (w + g) + wi).reshape(-1)
     return np.arange(dim)
 
 
-def _diagonals_of(s: Affine) -> list:
-    """The step's diagonals per input, rebuilt from its weights where they were dropped (_summarize)."""
-    return [_diagonals_of_input(s, k) for k in range(len(s.Ws))]
+def diagonals_of(s: Affine) -> list:
+    """The step's diagonals per input, rebuilt from its weights where they were dropped (summarize)."""
+    return [diagonals_of_input(s, k) for k in range(len(s.Ws))]
 
 
-def _diagonals_of_input(s: Affine, k: int) -> dict:
+def diagonals_of_input(s: Affine, k: int) -> dict:
     """Input k's diagonals: kept, or rebuilt by the packing that made them (_hybrid for a hybrid step's first input,
     _onto for the rest), the same values bit for bit."""
     if s.diags is not None:

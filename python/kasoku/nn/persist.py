@@ -11,8 +11,8 @@ import numpy as np
 
 import kasoku as ks
 
-from .ir import Activation, Affine, Bootstrap, ReluJoin, _levels, _pow2, _SparseMatrix
-from .packing import _diagonals_of
+from .ir import Activation, Affine, Bootstrap, ReluJoin, value_levels, pow2, SparseMatrix
+from .packing import diagonals_of
 
 _PLAN_MAGIC = b"KASOKU-NN-PLAN\n"
 _PLAN_VERSION = 1
@@ -70,7 +70,7 @@ def write_plan(plan) -> bytes:
         if isinstance(st, Affine):
             d.update(output=st.output, p_in=st.p_in, p_out=st.p_out, mode=st.mode, sums=list(st.sums))
             arrays[f"{i}.b"], arrays[f"{i}.layout_out"] = st.b, np.asarray(st.layout_out)
-            for k, (W, lay, diags) in enumerate(zip(st.Ws, st.layouts_in, _diagonals_of(st))):
+            for k, (W, lay, diags) in enumerate(zip(st.Ws, st.layouts_in, diagonals_of(st))):
                 rows, cols, values = W.nonzero()
                 arrays[f"{i}.W{k}.shape"] = np.array(W.shape, dtype=np.int64)
                 arrays[f"{i}.W{k}.rows"], arrays[f"{i}.W{k}.cols"] = rows, cols
@@ -182,7 +182,7 @@ def _step_from(d: dict, i: int, arrays: dict):
             name,
             inputs,
             int(d["output"]),
-            [_SparseMatrix.from_arrays(arrays, f"{i}.W{k}") for k in range(n)],
+            [SparseMatrix.from_arrays(arrays, f"{i}.W{k}") for k in range(n)],
             arrays[f"{i}.b"],
             [arrays[f"{i}.layout_in{k}"].astype(np.int64) for k in range(n)],
             int(d["p_in"]),
@@ -209,7 +209,7 @@ def _step_from(d: dict, i: int, arrays: dict):
     return st
 
 
-def _check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx, input_level=None) -> None:
+def check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx, input_level=None) -> None:
     """A loaded plan's steps read only values made before them, at levels the context has (the input at input_level,
     default the top user level), with slots and layouts within the ring: what run() and the transforms' encoding
     assume."""
@@ -217,14 +217,14 @@ def _check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx, in
     def bad(what):
         raise ks.SerializationError(f"the plan is inconsistent: {what}")
 
-    made, p_in, slots = {0}, _pow2(int(np.prod(in_shape))), ctx.slots
+    made, p_in, slots = {0}, pow2(int(np.prod(in_shape))), ctx.slots
     if p_in > slots or in_layout.size != int(np.prod(in_shape)) or in_layout.min(initial=0) < 0:
         bad("the input layout does not fit the ring")
     if in_layout.max(initial=0) >= p_in:
         bad("the input layout does not fit its period")
     if input_level is not None and not 0 <= input_level <= ctx.user_level:
         bad(f"the input is read at level {input_level}, outside 0..{ctx.user_level}")
-    for st, level in zip(steps, _levels(steps, ctx.user_level, input_level)[1]):
+    for st, level in zip(steps, value_levels(steps, ctx.user_level, input_level)[1]):
         if any(i not in made for i in st.inputs):
             bad(f"step {st.name} reads a value no earlier step makes")
         if st.level != level or not 0 <= level <= ctx.user_level:

@@ -9,10 +9,10 @@ import numpy as np
 
 import kasoku as ks
 
-from .ir import Activation, Affine, Bootstrap, ReluJoin, _levels, _unit
+from .ir import Activation, Affine, Bootstrap, ReluJoin, value_levels, unit_of
 
 
-_STATES = 4096  # the most level assignments _place_bootstraps keeps after each step (the cheapest)
+_STATES = 4096  # the most level assignments place_bootstraps keeps after each step (the cheapest)
 
 
 def _work(st) -> float:
@@ -25,7 +25,7 @@ def _work(st) -> float:
     return 1.0
 
 
-def _place_bootstraps(steps, top: int) -> tuple[list, int]:
+def place_bootstraps(steps, top: int) -> tuple[list, int]:
     """The steps with bootstraps placed over the whole graph, and the level to encrypt the input at: the fewest
     bootstraps such that every step finds the levels it needs, then the least work (each step's _work times the limbs
     it runs on; the input is encrypted no higher than it needs to be, which also makes the first transform's keys
@@ -82,7 +82,7 @@ def _place_bootstraps(steps, top: int) -> tuple[list, int]:
     return out, dict(key)[0]
 
 
-def _units(steps, peaks: dict) -> dict:
+def units_of(steps, peaks: dict) -> dict:
     """Each held value's unit: the plan holds it divided by that power of two. A value that is bootstrapped must be
     within [-1, 1] (bootstrapping's sine is precise only there), so its unit is the power of two at or above its peak
     (with the margin), set by the step that makes it (weights, bias and polynomials divided by it, the readers'
@@ -105,9 +105,9 @@ def _units(steps, peaks: dict) -> dict:
 
     for s in steps:
         if isinstance(s, Bootstrap):
-            need(s.input, _unit(peaks[s.input]))
+            need(s.input, unit_of(peaks[s.input]))
         elif isinstance(s, ReluJoin):  # the sign reads the ReLU's input in [-1, 1]
-            need(s.inputs[0], _unit(peaks[s.inputs[0]]))
+            need(s.inputs[0], unit_of(peaks[s.inputs[0]]))
     for s in steps:  # the units the steps fix: x^2 squares its input's, a ReLU halves it, a sign stage is 1
         if isinstance(s, Activation) and s.kind == "square":
             units[s.output] = units[s.input] ** 2
@@ -137,7 +137,7 @@ def _units(steps, peaks: dict) -> dict:
     return units
 
 
-def _flood_bits(flooding, log_n: int) -> int:
+def flood_bits(flooding, log_n: int) -> int:
     """The bits a flood (ks.Flooding) takes from the outputs over the noise it floods, in a ring of 2^log_n: its
     slots' deviation sigma sqrt(n) / scale against the noise's, where sigma = 8 x the noise's root mean square x
     sqrt(n) sqrt(queries / 2) 2^(statistical_security / 2) (ks.flooding_sigma, docs/SECURITY.md): 29 bits at N = 2^13,
@@ -145,14 +145,14 @@ def _flood_bits(flooding, log_n: int) -> int:
     return math.ceil(3 + log_n / 2 + math.log2(max(flooding.queries, 1) / 2) / 2 + flooding.statistical_security / 2)
 
 
-def _shareable_params(steps, depth: int, slots: int, bits, flooding, integer_bits: int):
+def shareable_params(steps, depth: int, slots: int, bits, flooding, integer_bits: int):
     """Parameters.for_circuit for a plan whose outputs keep `bits` (None: the most, up to 20) after the flood, and
-    those bits: the smallest ring N whose parameters at bits + _flood_bits(N) of precision are of that ring or a
+    those bits: the smallest ring N whose parameters at bits + flood_bits(N) of precision are of that ring or a
     smaller one. Raises ks.ParameterError saying what the flood takes where none is."""
     why = None
     for b in [bits] if bits is not None else range(20, 0, -1):
         for log_n in (13, 14, 15, 16):
-            if (want := b + _flood_bits(flooding, log_n)) > 40:  # for_circuit's most
+            if (want := b + flood_bits(flooding, log_n)) > 40:  # for_circuit's most
                 why = f"{want} bits of precision, more than for_circuit's 40"
                 break
             try:
@@ -164,19 +164,19 @@ def _shareable_params(steps, depth: int, slots: int, bits, flooding, integer_bit
                 return p, b
     raise ks.ParameterError(
         f"shareable: the outputs keep {bits or 1} bits after a flood for {flooding!r} only with "
-        f"{_flood_bits(flooding, 13)}-{_flood_bits(flooding, 16)} bits more scale than the noise, in one chain of "
+        f"{flood_bits(flooding, 13)}-{flood_bits(flooding, 16)} bits more scale than the noise, in one chain of "
         f"{depth} levels, which no 128-bit ring holds ({why}): ask for fewer precision_bits, a shallower model, or "
         "share through a multiparty decryption (docs/MULTIPARTY.md)"
     )
 
 
-def _first_past(steps, levels: int) -> str:
+def first_past(steps, levels: int) -> str:
     """The name of the first step that needs a level beyond `levels`."""
-    at = _levels(steps, levels)[1]
+    at = value_levels(steps, levels)[1]
     return next((st.name for st, level in zip(steps, at) if level < st.depth), steps[-1].name)
 
 
-_BOOT_LEVELS = 16  # what the default ks.Bootstrapper takes there: CoeffToSlot 4, EvalMod 8, SlotToCoeff 4
+BOOT_LEVELS = 16  # what the default ks.Bootstrapper takes there: CoeffToSlot 4, EvalMod 8, SlotToCoeff 4
 _MAX_USER_LEVELS = 14
 
 
@@ -186,13 +186,13 @@ _MAX_USER_LEVELS = 14
 _FAST_PRIME_BITS = {"avx2": 48}
 
 
-def _prime_bits(target: str) -> int:
+def prime_bits_for(target: str) -> int:
     """The bootstrapping and special primes' width for the kernels of `target` (ks.simd_active()'s names, or
     "cuda")."""
     return _FAST_PRIME_BITS.get(target, 50)
 
 
-def _bootstrapping_params(levels: int, bits: int = 50):
+def bootstrapping_params(levels: int, bits: int = 50):
     """N = 2^16 parameters with `levels` user levels of 40 bits above q_0 (60 bits), 16 bootstrapping levels of `bits`
     (the default bootstrapper's CoeffToSlot 4, EvalMod 8, SlotToCoeff 4: with ResNet-20's 12 user levels, 4.7 s a
     real-slot bootstrap against 5.5 s with 14 levels and three transforms each, a plan of 0.55 GB against 1.47 GB,
@@ -200,10 +200,10 @@ def _bootstrapping_params(levels: int, bits: int = 50):
     secret of weight 32 (as BOOT16), at 128-bit security, with the smallest keys: the fewest key-switching digits (2,
     then 3, 4, 5, 6) that fit, with special primes of `bits` too (P as large as the largest digit; 2 digits fit up to
     7 user levels, where a key at the top is half the size of one with 4 digits). Every prime but q_0 is then on the
-    fast path of the kernels `bits` was chosen for (_prime_bits): 50, below 2^50, where the AVX-512-IFMA kernels take
+    fast path of the kernels `bits` was chosen for (prime_bits_for): 50, below 2^50, where the AVX-512-IFMA kernels take
     it (a bootstrap 12 % faster than with 53-bit primes, Zen 5, one thread, for 17 bits of precision instead of 20:
     mean; 15 and 18 worst, with 14 bootstrapping levels); 48 for AVX2's. None where none fits."""
-    primes = 1 + levels + _BOOT_LEVELS
+    primes = 1 + levels + BOOT_LEVELS
     for dnum in (2, 3, 4, 5, 6):
         try:
             return ks.Parameters(
@@ -214,7 +214,7 @@ def _bootstrapping_params(levels: int, bits: int = 50):
                 special_bits=bits,
                 special_primes=-(-primes // dnum),
                 dnum=dnum,
-                boot_levels=_BOOT_LEVELS,
+                boot_levels=BOOT_LEVELS,
                 boot_bits=bits,
                 boot_secret_weight=32,
                 security=128,
@@ -230,7 +230,7 @@ def _bootstrapping_params(levels: int, bits: int = 50):
 _MEMORY_CLASSES = (4 << 30, 8 << 30, 16 << 30)
 
 
-def _memory_class(estimate: int, max_memory_bytes: int | None) -> int | None:
+def memory_class(estimate: int, max_memory_bytes: int | None) -> int | None:
     """The memory a plan of this estimated peak is held to: max_memory_bytes, or the smallest class it fits (None:
     none)."""
     if max_memory_bytes is not None:
@@ -238,7 +238,7 @@ def _memory_class(estimate: int, max_memory_bytes: int | None) -> int | None:
     return next((c for c in _MEMORY_CLASSES if estimate <= c), None)
 
 
-def _choose_params(
+def choose_params(
     steps,
     depth: int,
     slots: int,
@@ -253,11 +253,11 @@ def _choose_params(
     at least 8, the room a product at level 1 needs before its rescale). precision_bits None: the most precision (up
     to 20 bits) that the smallest ring holding the plan at 8 bits gives with the same number of primes (so at the same
     speed). A plan no 128-bit ring holds, or one that would need N = 2^16 and more than 14 levels, when bootstrap is
-    on: bootstrapping parameters (_bootstrapping_params), for each number of bootstraps those with the fewest user
+    on: bootstrapping parameters (bootstrapping_params), for each number of bootstraps those with the fewest user
     levels that give it (fewer levels: smaller keys, cheaper steps, each from the deepest step's depth up to 14). Of
     those, without `estimate` (params -> the peak bytes an inference would take): the fewest bootstraps; with it, the
     fewest bootstraps among those whose estimate fits max_memory bytes, or by default the smallest of _MEMORY_CLASSES
-    any fits (else the smallest estimate). prime_bits: the bootstrapping and special primes' width (_prime_bits)."""
+    any fits (else the smallest estimate). prime_bits: the bootstrapping and special primes' width (prime_bits_for)."""
 
     def fit(bits, d=depth):  # None where no 128-bit ring holds it
         try:
@@ -268,16 +268,16 @@ def _choose_params(
     def bootstrapping():  # None where no bootstrapping parameters hold the plan
         fewest: dict[int, ks.Parameters] = {}  # bootstraps -> the parameters of the fewest levels that give them
         for levels in range(max(st.depth for st in steps), _MAX_USER_LEVELS + 1):
-            p = _bootstrapping_params(levels, prime_bits)
+            p = bootstrapping_params(levels, prime_bits)
             if p is None or p.slots < slots:
                 continue
-            fewest.setdefault(sum(isinstance(st, Bootstrap) for st in _place_bootstraps(steps, levels)[0]), p)
+            fewest.setdefault(sum(isinstance(st, Bootstrap) for st in place_bootstraps(steps, levels)[0]), p)
         if not fewest:
             return None
         if estimate is None:
             return fewest[min(fewest)]
         size = {count: estimate(p) for count, p in fewest.items()}
-        limit = _memory_class(min(size.values()), max_memory)  # the smallest class any fits
+        limit = memory_class(min(size.values()), max_memory)  # the smallest class any fits
         fits = [count for count in fewest if limit is not None and size[count] <= limit]
         return fewest[min(fits)] if fits else fewest[min(fewest, key=size.get)]
 
@@ -288,7 +288,7 @@ def _choose_params(
             return p
         most = next((d for d in range(depth - 1, -1, -1) if fit(precision_bits or 8, d)), -1)
         raise ks.ParameterError(
-            f"layer {_first_past(steps, most)} is past the {most} levels a 128-bit ring holds at {precision_bits or 8} "
+            f"layer {first_past(steps, most)} is past the {most} levels a 128-bit ring holds at {precision_bits or 8} "
             f"bits (the model needs {depth} levels and {slots} slots; {e}) and "
             + ("bootstrap=False" if not bootstrap else "no bootstrapping preset holds its widest step")
             + ": use fewer or lower-degree activations (x^2 is one level), fewer precision_bits, or bootstrap=True"

@@ -7,16 +7,16 @@ import numpy as np
 
 import kasoku as ks
 
-from .ir import Affine, _SparseMatrix
-from .trace import _run_nodes
+from .ir import Affine, SparseMatrix
+from .trace import run_nodes
 
 
-_PROBE_NONZEROS = 1 << 26  # the most weights (nonzeros) of an affine part _probe derives: 1.5 GB of triples
+_PROBE_NONZEROS = 1 << 26  # the most weights (nonzeros) of an affine part probe_affine derives: 1.5 GB of triples
 _PROBE_VALUES = 1 << 24  # values of one probe batch's widest tensor (128 MB in float64)
 _PROBE_UNITS = 4096  # inputs up to this size are probed by unit vectors; larger feature maps by spaced groups first
 
 
-def _probe(torch, gm, region, ins, ex, name) -> Affine:
+def probe_affine(torch, gm, region, ins, ex, name) -> Affine:
     """y = sum_k W_k x_k + b of an affine region, found by running it in float64 on 0 and on probes of each input (the
     first input: the one with the most weights). A feature map (C, H, W, ...) larger than _PROBE_UNITS values is probed
     by groups: the inputs of one channel at positions congruent modulo a spacing s (s = 3, 5, 9, ...), all at once, then
@@ -32,7 +32,7 @@ def _probe(torch, gm, region, ins, ex, name) -> Affine:
     )
     batch = max(1, _PROBE_VALUES // widest)
     zeros = {m: torch.zeros(1, *sh, dtype=torch.float64) for m, sh in zip(ins, shapes)}
-    b = _run_nodes(torch, gm, region, zeros)[region[-1]].reshape(-1).numpy().copy()
+    b = run_nodes(torch, gm, region, zeros)[region[-1]].reshape(-1).numpy().copy()
     Ws = []
     for m, sh, d in zip(ins, shapes, dims):
 
@@ -43,7 +43,7 @@ def _probe(torch, gm, region, ins, ex, name) -> Affine:
                 n = min(batch, len(X) - start)
                 env = {k: torch.zeros(n, *s2, dtype=torch.float64) for k, s2 in zip(ins, shapes)}
                 env[m] = torch.from_numpy(np.ascontiguousarray(X[start : start + n])).reshape(n, *sh)
-                out.append(_run_nodes(torch, gm, region, env)[region[-1]].reshape(n, -1).numpy() - b)
+                out.append(run_nodes(torch, gm, region, env)[region[-1]].reshape(n, -1).numpy() - b)
             return np.concatenate(out)
 
         W = None
@@ -51,12 +51,12 @@ def _probe(torch, gm, region, ins, ex, name) -> Affine:
             for spacing in (3, 5, 9, 17, 33):
                 if spacing >= max(sh[1:]):
                     break
-                W = _probe_groups(linear, sh, spacing, out_dim)
+                W = probe_groups(linear, sh, spacing, out_dim)
                 if W is not None:
                     r = np.random.default_rng(0).standard_normal((2, d))
                     want = linear(r)
                     got = np.stack([W @ v for v in r])
-                    bound = np.stack([_SparseMatrix(W.shape, W.rows, W.cols, np.abs(W.values)) @ np.abs(v) for v in r])
+                    bound = np.stack([SparseMatrix(W.shape, W.rows, W.cols, np.abs(W.values)) @ np.abs(v) for v in r])
                     if np.all(np.abs(got - want) <= 1e-9 * (bound + np.abs(want)) + 1e-300):
                         break
                     W = None
@@ -75,7 +75,7 @@ def _probe(torch, gm, region, ins, ex, name) -> Affine:
     return step
 
 
-def _probe_units(linear, d: int, out_dim: int, batch: int) -> _SparseMatrix | None:
+def _probe_units(linear, d: int, out_dim: int, batch: int) -> SparseMatrix | None:
     """The matrix from the region on each unit vector, a batch at a time, keeping the nonzeros (None past
     _PROBE_NONZEROS of them)."""
     rows, cols, vals, total = [], [], [], 0
@@ -91,12 +91,12 @@ def _probe_units(linear, d: int, out_dim: int, batch: int) -> _SparseMatrix | No
         rows.append(o)
         cols.append(start + i)
         vals.append(out[i, o])
-    return _SparseMatrix((out_dim, d), np.concatenate(rows), np.concatenate(cols), np.concatenate(vals))
+    return SparseMatrix((out_dim, d), np.concatenate(rows), np.concatenate(cols), np.concatenate(vals))
 
 
-def _probe_groups(linear, shape: tuple, spacing: int, out_dim: int) -> _SparseMatrix | None:
-    """The matrix of a feature map's region from grouped probes (see _probe), or None where an output's responses do not
-    name one input of a group (two of its inputs in one group: the spacing is too small)."""
+def probe_groups(linear, shape: tuple, spacing: int, out_dim: int) -> SparseMatrix | None:
+    """The matrix of a feature map's region from grouped probes (see probe_affine), or None where an output's responses
+    do not name one input of a group (two of its inputs in one group: the spacing is too small)."""
     d = int(np.prod(shape))
     coords = np.unravel_index(np.arange(d), shape)  # channel, then the positions
     spatial = coords[1:]
@@ -128,4 +128,4 @@ def _probe_groups(linear, shape: tuple, spacing: int, out_dim: int) -> _SparseMa
     col = np.ravel_multi_index((coords[0][first[gi]], *pos), shape)
     if np.any(key[col] != groups[gi]):
         return None
-    return _SparseMatrix((out_dim, d), o, col, base[gi, o])
+    return SparseMatrix((out_dim, d), o, col, base[gi, o])

@@ -10,9 +10,9 @@ import numpy as np
 
 import kasoku as ks
 
-from .ir import Activation, Affine, Bootstrap, ReluJoin, _levels, _pow2
-from .packing import _diagonals_of_input, _summarize
-from .persist import _check_plan, read_plan, write_plan
+from .ir import Activation, Affine, Bootstrap, ReluJoin, value_levels, pow2
+from .packing import diagonals_of_input, summarize
+from .persist import check_plan, read_plan, write_plan
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Plan:
     @property
     def depth(self) -> int:
         """The levels the plan takes (between bootstraps, where it has them)."""
-        return self.ctx.user_level - min(_levels(self.steps, self.ctx.user_level, self.input_level)[0].values())
+        return self.ctx.user_level - min(value_levels(self.steps, self.ctx.user_level, self.input_level)[0].values())
 
     @property
     def bootstraps(self) -> int:
@@ -88,7 +88,7 @@ class Plan:
     @property
     def p_in(self) -> int:
         """Slots the input occupies: the power of two at or above its size."""
-        return _pow2(self.in_dim)
+        return pow2(self.in_dim)
 
     def galois_elements(self) -> list[int]:
         """The Galois elements of every rotation the plan runs (keygen makes exactly their keys)."""
@@ -99,7 +99,7 @@ class Plan:
         steps at the transform's level, its rotate-and-sum one level below; bootstrapping's where a bootstrap uses them
         (Bootstrapper.galois_levels: CoeffToSlot's at the top, SlotToCoeff's lower). keygen makes each key for those
         levels only (over Q_level * P, with the digits of Q_level)."""
-        return _galois_levels(self.steps, self.ctx, self.bootstrapper)
+        return galois_levels_of(self.steps, self.ctx, self.bootstrapper)
 
     def key_bytes(self, compact: bool | None = None) -> int:
         """The memory of the evaluation keys keygen makes, from their shapes (before any is made): the
@@ -107,7 +107,7 @@ class Plan:
         need (ctx.special_primes_at; its b-parts only where
         keygen makes them compact: bootstrapping key sets on the CPU; compact=True/False: as if so), bootstrapping's
         encapsulation keys."""
-        return _keys_bytes(self.ctx, self.galois_levels(), self.bootstrapper, compact)
+        return keys_bytes(self.ctx, self.galois_levels(), self.bootstrapper, compact)
 
     def memory(self) -> dict[str, int]:
         """What the plan holds and needs, in bytes: the evaluation keys (key_bytes), the bootstrapping plan, the
@@ -117,7 +117,7 @@ class Plan:
         boot = self.bootstrapper.plan_nbytes if self.bootstrapper is not None else 0
         kept = sum(lt.nbytes for s in affine if s.lts is not None for lt in s.lts)
         weights = sum(a.nbytes for s in affine for W in s.Ws for a in W.nonzero())
-        working = _working_bytes(self.ctx)
+        working = working_bytes(self.ctx)
         return {
             "keys": self.key_bytes(),
             "bootstrap_plan": boot,
@@ -186,7 +186,7 @@ class Plan:
         self.keys = self.ctx.keygen(
             galois_levels=self.galois_levels(), bootstrapping=self.bootstrapper or False, progress=progress
         )
-        _release_freed()
+        release_freed()
         self.evaluator = self.ctx.evaluator(self.keys.evaluation())
         return self.keys
 
@@ -323,7 +323,7 @@ class Plan:
             elif isinstance(s, Bootstrap):
                 # the heap's free blocks back to the system before the largest working set: SmallCNN (6 bootstraps,
                 # 2 threads) peaked at 4.5 GB instead of 4.8, in the same time
-                _release_freed()
+                release_freed()
                 out = ev.bootstrap(ins[0], self.bootstrapper, threads=threads)
             elif isinstance(s, ReluJoin):
                 prod = ev.multiply(ins[0], ins[1], threads=threads)
@@ -352,7 +352,7 @@ class Plan:
         return self._finish(self._clear(v / self.in_unit, check=False) * self.out_unit)
 
 
-_ENCODED_BYTES = 4 << 30  # the most host memory a plan's transforms keep encoded; the others are encoded at each use
+ENCODED_BYTES = 4 << 30  # the most host memory a plan's transforms keep encoded; the others are encoded at each use
 
 
 def load(
@@ -366,12 +366,12 @@ def load(
     f = read_plan(data, max_bytes)
     steps, output, in_layout, out_layout = f["steps"], f["output"], f["in_layout"], f["out_layout"]
     ctx = ks.Context(f["params"], threads=threads, device=device)
-    _check_plan(steps, output, f["in_shape"], in_layout, f["out_dim"], out_layout, ctx, f["input_level"])
-    boot, budget = None, _budget(ctx, max_encoded_bytes)
+    check_plan(steps, output, f["in_shape"], in_layout, f["out_dim"], out_layout, ctx, f["input_level"])
+    boot, budget = None, encoding_budget(ctx, max_encoded_bytes)
     if any(isinstance(st, Bootstrap) for st in steps):
-        boot, budget = _plan_bootstrapper(ctx, int(f["boot_slots"]), threads, budget)
-    _encode(steps, ctx, threads, budget)
-    _release_freed()
+        boot, budget = plan_bootstrapper(ctx, int(f["boot_slots"]), threads, budget)
+    encode(steps, ctx, threads, budget)
+    release_freed()
     plan = Plan(
         steps,
         output,
@@ -394,7 +394,7 @@ def load(
     return plan
 
 
-def _galois_levels(steps, ctx, bootstrapper, at=None, elements=None) -> dict[int, int]:
+def galois_levels_of(steps, ctx, bootstrapper, at=None, elements=None) -> dict[int, int]:
     """Plan.galois_levels of these steps and this bootstrapper: each Affine step at its level with its transforms'
     plans, or (at) at at[i] for steps[i] with the Galois elements of plans made for ctx at that level, kept in
     `elements` by step (an estimate for other levels: a plan's split between baby and giant steps depends on its
@@ -420,22 +420,22 @@ def _galois_levels(steps, ctx, bootstrapper, at=None, elements=None) -> dict[int
     return levels
 
 
-def _keys_bytes(ctx, galois_levels: dict, bootstrapper, compact: bool | None = None) -> int:
+def keys_bytes(ctx, galois_levels: dict, bootstrapper, compact: bool | None = None) -> int:
     """Plan.key_bytes for these Galois keys' levels and this bootstrapper."""
     p = ctx.params
     if compact is None:
         compact = bootstrapper is not None and ctx.device == "cpu"
     top = ctx.max_level
-    total = _key_bytes(ctx, top, 2, whole=True) + sum(
-        _key_bytes(ctx, lv, 1 if compact else 2) for lv in galois_levels.values()
+    total = switch_key_bytes(ctx, top, 2, whole=True) + sum(
+        switch_key_bytes(ctx, lv, 1 if compact else 2) for lv in galois_levels.values()
     )
     if bootstrapper is not None and p.boot_secret_weight > 0:
         # to the sparse secret (q_0 * p_0, one digit), and back
-        total += 8 * 2 * p.n * 2 + _key_bytes(ctx, top, 2, whole=True)
+        total += 8 * 2 * p.n * 2 + switch_key_bytes(ctx, top, 2, whole=True)
     return total
 
 
-def _key_bytes(ctx, level: int, parts: int, whole: bool = False) -> int:
+def switch_key_bytes(ctx, level: int, parts: int, whole: bool = False) -> int:
     """The memory of a key switching key for levels up to `level` (over Q_level * P_k, one pair of parts per digit of
     Q_level, P_k the special primes those levels need: ctx.special_primes_at; a compact key: its b-parts, one part).
     whole: a key for every level, over all of P (the relinearisation key)."""
@@ -444,14 +444,14 @@ def _key_bytes(ctx, level: int, parts: int, whole: bool = False) -> int:
     return 8 * -(-(level + 1) // p.alpha) * (level + 1 + special) * p.n * parts
 
 
-def _working_bytes(ctx) -> int:
+def working_bytes(ctx) -> int:
     """A bootstrap's hoisted baby steps: 16 ciphertexts over Q * P at the top, the most an inference holds at once
     beyond its values (an estimate)."""
     p = ctx.params
     return 16 * 2 * (ctx.max_level + 1 + p.special_primes) * p.n * 8
 
 
-def _release_freed() -> None:
+def release_freed() -> None:
     """Returns the memory the process has freed to the system (glibc's malloc_trim; elsewhere nothing): compiling a
     large network frees hundreds of MB of small objects, which would otherwise stay resident under what comes next."""
     try:
@@ -481,7 +481,7 @@ def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
     for k, plan in enumerate(s.plans or [None] * len(s.Ws)):
         diags = {
             r: d if d.size == ctx.slots else np.tile(d, ctx.slots // d.size)
-            for r, d in _diagonals_of_input(s, k).items()
+            for r, d in diagonals_of_input(s, k).items()
         }
         out.append(
             ks.LinearTransform(
@@ -497,16 +497,16 @@ def _transforms(s: Affine, ctx, threads, at_use: bool = False) -> list:
     return out
 
 
-def _budget(ctx, budget: int | None) -> int:
+def encoding_budget(ctx, budget: int | None) -> int:
     """The bytes a plan's transforms may keep encoded: `budget`, or by default 4 GiB on the CPU (a laptop's 16 GB also
     holds the keys), half the device's memory on a GPU (encoding at use there is host work and a copy per diagonal,
     which would cost more than the GPU's arithmetic)."""
     if budget is None:
-        budget = (ctx.device == "cuda" and ks.cuda_info().get("memory_bytes", 0) // 2) or _ENCODED_BYTES
+        budget = (ctx.device == "cuda" and ks.cuda_info().get("memory_bytes", 0) // 2) or ENCODED_BYTES
     return max(0, int(budget))
 
 
-def _plan_bootstrapper(ctx, slots: int, threads, budget: int):
+def plan_bootstrapper(ctx, slots: int, threads, budget: int):
     """The real-slot bootstrapper of `slots` slots with its transforms kept encoded where they fit in `budget` bytes,
     else encoded at each bootstrap (at_use: a plan of their values, a tenth of the size; the same results), and the
     budget left for the layers' transforms. The bootstrapping plan comes first: it runs at every bootstrap."""
@@ -518,16 +518,16 @@ def _plan_bootstrapper(ctx, slots: int, threads, budget: int):
     return ks.Bootstrapper(ctx, slots=slots, real=True, at_use=True, threads=threads), budget
 
 
-def _encode(steps, ctx, threads, budget: int | None = None) -> None:
+def encode(steps, ctx, threads, budget: int | None = None) -> None:
     """The affine steps' transform plans and biases for the context; their transforms encoded (at each step's level)
-    while they fit in `budget` bytes (_budget), the smallest first, and encoded at each use beyond it, a giant step's
-    diagonals at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB; ResNet-20's 21 transforms hold about
-    10,000. The diagonals' values are then dropped (rebuilt from the weights where needed)."""
-    budget = _budget(ctx, budget)
+    while they fit in `budget` bytes (encoding_budget), the smallest first, and encoded at each use beyond it, a giant
+    step's diagonals at a time: a diagonal over Q_level * P at N = 2^16 is up to 9 MB; ResNet-20's 21 transforms hold
+    about 10,000. The diagonals' values are then dropped (rebuilt from the weights where needed)."""
+    budget = encoding_budget(ctx, budget)
     affine = [s for s in steps if isinstance(s, Affine)]
     for s in affine:
         if s.offsets is None:  # a loaded plan's
-            _summarize(s)
+            summarize(s)
         s.plans = [ks.LinearTransform.plan(ctx, offs, level=s.level) for offs in s.offsets]
     size = {id(s): _encoded_bytes(s, ctx) for s in affine}
     for s in sorted(affine, key=lambda s: size[id(s)]):

@@ -11,7 +11,7 @@ import numpy as np
 import kasoku as ks
 
 
-def _torch():
+def import_torch():
     try:
         import torch
         import torch.fx  # noqa: F401
@@ -56,14 +56,14 @@ _AFFINE_METHODS = {
 }  # fmt: skip
 
 
-def _classify(torch, node, modules):
+def classify(torch, node, modules):
     """'affine', 'square', ('smooth', name), ('power', coeffs), ('relu',) or ('unsupported', why) for a node of the
     graph. A node computed from the model's constants alone (parameters, buffers, literals) is 'affine': it is
     evaluated with the region that reads it."""
     nn, F = torch.nn, torch.nn.functional
     if node.meta.get("kasoku_const") or node.meta.get("kasoku_shape"):
         return "affine"
-    args = _tensor_inputs(node)
+    args = tensor_inputs(node)
     if node.op == "call_module":
         m = modules[node.target]
         if Square is not None and isinstance(m, Square):
@@ -193,12 +193,12 @@ def _classify(torch, node, modules):
     return ("unsupported", f"graph node {node.op} {node.target}")
 
 
-def _where(node) -> str:
+def source_line(node) -> str:
     """Where the node stands in the model's own source, from the trace's stack: " (models.py:42: h = x * w)", or ""."""
     import os
 
     lines = (node.stack_trace or "").splitlines()
-    torch_dir = os.path.dirname(_torch().__file__)
+    torch_dir = os.path.dirname(import_torch().__file__)
     here = os.path.dirname(os.path.dirname(__file__))
     for i, line in enumerate(lines):
         line = line.strip()
@@ -213,7 +213,7 @@ def _where(node) -> str:
     return ""
 
 
-def _name(node, modules) -> str:
+def layer_name(node, modules) -> str:
     """A layer's name as its model says it: the module's path and type, or the function traced."""
     if node.op == "call_module":
         return f"{node.target} ({type(modules[node.target]).__name__})"
@@ -222,9 +222,9 @@ def _name(node, modules) -> str:
     return f"{node.name} (.{node.target}())"
 
 
-def _trace(torch, model):
+def trace_model(torch, model):
     """torch.fx's graph of the model, with this package's activations kept as modules (not traced into), each node's
-    place in the model's source recorded (_where), and the nodes computed from constants alone marked
+    place in the model's source recorded (source_line), and the nodes computed from constants alone marked
     (meta["kasoku_const"]). Shapes read in forward (x.size(0), x.shape[0], x.dim()) stay nodes of the graph, evaluated
     on each run's own input: the calibration batch, the probes, one sample (tracing with the example's concrete shapes,
     as torch.export does, would fix the batch of one in every reshape)."""
@@ -281,7 +281,7 @@ def _is_relu(torch, node, modules) -> bool:
     )
 
 
-def _lower_max_pools(torch, gm, x) -> None:
+def lower_max_pools(torch, gm, x) -> None:
     """Each max-pooling (MaxPool1d/2d, F.max_pool1d/2d) rewritten in the graph as what the plan evaluates: the window's
     elements as strided slices (affine), reduced in pairs by max(a, b) = b + relu(a - b), so that a k x k window costs
     ceil(log2(k^2)) ReLUs one after the other (ReLU's sign stages, levels and precision). Padding, which is -infinity,
@@ -326,14 +326,14 @@ def _lower_max_pools(torch, gm, x) -> None:
         # padding is -infinity; after a ReLU (values >= 0, so a window's max is >= 0) zeros give the same maxima
         if any(pad) and not _is_relu(torch, src, modules):
             raise ks.ParameterError(
-                f"layer {_name(n, modules)}{_where(n)}: max-pooling with padding pads with -infinity, which CKKS "
-                "cannot hold: pool the output of a ReLU (where zeros give the same maxima), pad with zeros first "
+                f"layer {layer_name(n, modules)}{source_line(n)}: max-pooling with padding pads with -infinity, which "
+                "CKKS cannot hold: pool the output of a ReLU (where zeros give the same maxima), pad with zeros first "
                 "(F.pad), or pool without padding"
             )
         if any(d != 1 for d in tup(o["dilation"])) or o["ceil_mode"] or o["return_indices"]:
             raise ks.ParameterError(
-                f"layer {_name(n, modules)}{_where(n)}: max-pooling with dilation, ceil_mode or return_indices is "
-                "not built: pool without them"
+                f"layer {layer_name(n, modules)}{source_line(n)}: max-pooling with dilation, ceil_mode or "
+                "return_indices is not built: pool without them"
             )
         if any(pad):
             with gm.graph.inserting_before(n):
@@ -362,20 +362,20 @@ def _lower_max_pools(torch, gm, x) -> None:
     gm.recompile()
 
 
-def _mark_shapes(torch, gm, x) -> None:
+def mark_shapes(torch, gm, x) -> None:
     """Marks the nodes whose values are shapes, not tensors (x.size(0), x.shape[0], x.dim(), and what is computed from
     them), by running the graph on the sample x as a batch of one: meta["kasoku_shape"]. They are evaluated where a
     node reads them, from that run's own input."""
     nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
     placeholder = next(n for n in gm.graph.nodes if n.op == "placeholder")
     with torch.no_grad():
-        env = _run_nodes(torch, gm, nodes, {placeholder: x[None]})
+        env = run_nodes(torch, gm, nodes, {placeholder: x[None]})
     for n in nodes:
         if not n.meta.get("kasoku_const") and not isinstance(env[n], torch.Tensor):
             n.meta["kasoku_shape"] = True
 
 
-def _lower_relu6(torch, gm) -> None:
+def lower_relu6(torch, gm) -> None:
     """Each ReLU6 (nn.ReLU6, F.relu6, F.hardtanh(x, 0, 6)) rewritten in the graph as the clipped ReLU it is:
     relu(x) - relu(x - 6), two ReLUs side by side (one ReLU's levels)."""
     nn, F = torch.nn, torch.nn.functional
@@ -407,7 +407,7 @@ def _lower_relu6(torch, gm) -> None:
     gm.recompile()
 
 
-def _strip_final(torch, gm):
+def strip_final(torch, gm):
     """The model's last operation when it is a softmax, log-softmax or sigmoid (module, function or method): removed
     from the graph, so that the plan computes what it reads (the logits), and returned as (name, dim) for the client to
     apply after decryption; else None. These keep the decision (argmax) and cost nothing in the clear."""
@@ -441,13 +441,13 @@ def _strip_final(torch, gm):
     return final
 
 
-def _tensor_inputs(node) -> list:
+def tensor_inputs(node) -> list:
     """The graph nodes a node reads its values from (constants: parameters, buffers and what is computed from them
     alone, and shapes do not count)."""
     return [a for a in node.all_input_nodes if not (a.meta.get("kasoku_const") or a.meta.get("kasoku_shape"))]
 
 
-def _run_nodes(torch, gm, nodes, env: dict) -> dict:
+def run_nodes(torch, gm, nodes, env: dict) -> dict:
     """Runs graph nodes in order on the values of env (node -> tensor) and returns env with theirs added."""
     modules = dict(gm.named_modules())
     env = dict(env)
@@ -459,7 +459,7 @@ def _run_nodes(torch, gm, nodes, env: dict) -> dict:
                 v = getattr(v, part)
             return v
         if n not in env and (n.meta.get("kasoku_const") or n.meta.get("kasoku_shape")):
-            env.update(_run_nodes(torch, gm, [n], env))  # a constant or a shape, computed where it is read
+            env.update(run_nodes(torch, gm, [n], env))  # a constant or a shape, computed where it is read
         return env[n]
 
     for node in nodes:
@@ -474,7 +474,7 @@ def _run_nodes(torch, gm, nodes, env: dict) -> dict:
     return env
 
 
-def _region(node, held, kinds):
+def affine_region(node, held, kinds):
     """The affine nodes that compute `node` from held values (in graph order) and the held non-affine values they
     read (the placeholder, activations)."""
     region, ins, todo, seen = [], [], [node], set()
@@ -487,6 +487,6 @@ def _region(node, held, kinds):
             ins.append(n)
             continue
         region.append(n)
-        todo.extend(_tensor_inputs(n))
+        todo.extend(tensor_inputs(n))
     order = {n: i for i, n in enumerate(node.graph.nodes)}
     return sorted(region, key=order.get), sorted(ins, key=order.get)

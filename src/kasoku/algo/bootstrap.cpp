@@ -4,6 +4,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
@@ -467,22 +468,6 @@ Maps transform_maps(const ckks::Context& ctx, const Plan& plan, double cts_facto
     return m;
 }
 
-// The encoded transforms of a living bootstrapper of the same context and key (its planned config), else make()'s,
-// held here weakly: they live as long as a bootstrapper holds them (and they hold the context). make runs under the
-// lock, so that a second bootstrapper of the same key waits for the first instead of encoding again. Thread-safe.
-std::shared_ptr<const void> shared_transforms(const ckks::Context& ctx, const std::vector<double>& key,
-                                              const std::function<std::shared_ptr<const void>()>& make) {
-    static std::mutex mu;
-    static std::map<std::pair<std::uint64_t, std::vector<double>>, std::weak_ptr<const void>> cache;
-    const std::lock_guard<std::mutex> lock(mu);
-    for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
-    auto& slot = cache[{ctx.uid(), key}];
-    if (auto alive = slot.lock()) return alive;
-    std::shared_ptr<const void> made = make();
-    slot = made;
-    return made;
-}
-
 // Sparse slots: the rotations by s * 2^i, i < log2(ctx.slots() / s), whose doubling sum is the trace to the subring.
 std::vector<std::uint64_t> trace_steps(const ckks::Context& ctx, std::size_t s) {
     std::vector<std::uint64_t> steps;
@@ -527,20 +512,19 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
     failure_ = plan.failure;
     const double q0 = static_cast<double>(ctx_->rns().prime(0));
 
-    // The encoded transforms: those of a living bootstrapper of this context and config (shared_transforms), else
+    // The encoded transforms: those of a living bootstrapper of this context and config (Context::shared), else
     // encoded now. The key is everything the planned config fixes (its transform levels chosen).
-    const std::vector<double> key = {static_cast<double>(cfg_.cts_levels),
-                                     static_cast<double>(cfg_.stc_levels),
-                                     static_cast<double>(cfg_.double_angle),
-                                     static_cast<double>(cfg_.log_message_ratio),
-                                     k_bound_,
-                                     static_cast<double>(cos_.coeffs.size()),
-                                     static_cast<double>(slots_),
-                                     static_cast<double>(cfg_.arcsine_degree),
-                                     cfg_.slot_to_coeff_first ? 1.0 : 0.0,
-                                     real_projection() ? 1.0 : 0.0,
-                                     cfg_.at_use ? 1.0 : 0.0};
-    transforms_ = std::static_pointer_cast<const Transforms>(shared_transforms(*ctx_, key, [&] {
+    std::string key = "algo.bootstrap_transforms";
+    for (double v : {static_cast<double>(cfg_.cts_levels), static_cast<double>(cfg_.stc_levels),
+                     static_cast<double>(cfg_.double_angle), static_cast<double>(cfg_.log_message_ratio), k_bound_,
+                     static_cast<double>(cos_.coeffs.size()), static_cast<double>(slots_),
+                     static_cast<double>(cfg_.arcsine_degree), cfg_.slot_to_coeff_first ? 1.0 : 0.0,
+                     real_projection() ? 1.0 : 0.0, cfg_.at_use ? 1.0 : 0.0}) {
+        char word[32];
+        std::snprintf(word, sizeof word, " %a", v);  // exact
+        key += word;
+    }
+    transforms_ = std::dynamic_pointer_cast<const Transforms>(ctx_->shared(key, [&] {
         // CoeffToSlot: slots decode(t) / s_top -> (t_j + i t_{j+n/2}) / (2 q_0 (B + 1)); sparse: the trace's sum of g
         // copies -> (t_{gj} + i t_{g(j+s)}) / (q_0 (B + 1)) before the split (which halves it).
         const double gap = static_cast<double>(ctx_->slots()) / static_cast<double>(slots_);  // a power of two
@@ -569,8 +553,9 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
             t->finish.emplace_back(ctx_, maps.finish, at.finish, 0, exec, cfg_.at_use);
             encoded();
         }
-        return std::shared_ptr<const void>(std::move(t));
+        return std::shared_ptr<const ckks::Context::Shared>(std::move(t));
     }));
+    if (!transforms_) throw InternalError("Bootstrapper: the context keeps something else under " + key);
 }
 
 double Bootstrapper::eval_mod_reference(double x) const {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <numbers>
 #include <string>
 
@@ -47,6 +48,29 @@ std::unique_ptr<const rns::Backend> make_backend(const rns::BackendFactory& fact
     return be;
 }
 }  // namespace
+
+std::shared_ptr<const Context::Shared> Context::shared(const std::string& key,
+                                                       const std::function<std::shared_ptr<const Shared>()>& make,
+                                                       bool keep) const {
+    std::shared_ptr<SharedSlot> slot;
+    {
+        const std::lock_guard<std::mutex> lock(shared_mu_);
+        for (auto it = shared_.begin(); it != shared_.end();) {  // drop what nothing holds or is making any more
+            const SharedSlot& s = *it->second;
+            const bool unused = it->second.use_count() == 1 && !s.kept && s.alive.expired() && it->first != key;
+            it = unused ? shared_.erase(it) : std::next(it);
+        }
+        auto& s = shared_[key];
+        if (!s) s = std::make_shared<SharedSlot>();
+        slot = s;
+    }
+    const std::lock_guard<std::mutex> lock(slot->mu);
+    if (auto alive = slot->alive.lock()) return alive;
+    std::shared_ptr<const Shared> made = make();
+    slot->alive = made;
+    if (keep) slot->kept = made;
+    return made;
+}
 
 Context::Context(const Parameters& params, int threads, const rns::BackendFactory& backend)
     : params_(params), ring_(make_ring(params_)), backend_(make_backend(backend, ring_)), keyswitcher_(*backend_) {

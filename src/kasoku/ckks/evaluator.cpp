@@ -277,8 +277,8 @@ Ciphertext Evaluator::multiply(const Ciphertext& a0, const Ciphertext& b0, bool 
                                 : d.scale);
     out.polys.resize(2);
     // With a rescale, (d0 P + ks0) / (P q_l): ModDown and rescale in one base conversion.
-    ctx_->backend().key_switch_mod_down(d.polys[2], *relin_key(), &d.polys[0], &d.polys[1], 1, rescale_after,
-                                        out.polys[0], out.polys[1], exec);
+    ctx_->keyswitcher().key_switch_mod_down(d.polys[2], *relin_key(), &d.polys[0], &d.polys[1], 1, rescale_after,
+                                            out.polys[0], out.polys[1], exec);
     return out;
 }
 
@@ -516,8 +516,8 @@ Ciphertext Evaluator::multiply_add(const Ciphertext& a, const Ciphertext& b, std
     Ciphertext out;
     detail::stamp(out, d, d.scale / static_cast<double>(ctx_->rns().prime(static_cast<std::size_t>(a.level()))));
     out.polys.resize(2);
-    ctx_->backend().key_switch_mod_down(d.polys[2], *relin_key(), &sum[0], &sum[1], 1, true, out.polys[0], out.polys[1],
-                                        exec);
+    ctx_->keyswitcher().key_switch_mod_down(d.polys[2], *relin_key(), &sum[0], &sum[1], 1, true, out.polys[0],
+                                            out.polys[1], exec);
     return out;
 }
 
@@ -609,7 +609,7 @@ Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec ex
     ctx_->check_galois_element(g, "apply_galois", false);
     const auto key = galois_key(g, a.key_id, a.level());
     exec = ctx_->exec(exec);
-    // The key switches s -> s(X^{g^-1}); the automorphism comes last (see hoisting.cpp), on two polynomials over Q_l.
+    // The key switches s -> s(X^{g^-1}); the automorphism comes last (see evaluator_hoisting.cpp), on two polynomials over Q_l.
     return switch_finish(a, a.polys[1], *key, &a.polys[0], nullptr, g, exec);
 }
 
@@ -618,7 +618,7 @@ Ciphertext Evaluator::switch_finish(const Ciphertext& like, const RnsPoly& d, co
                                     Exec exec) const {
     Ciphertext out;
     out.polys.resize(2);
-    ctx_->backend().key_switch_mod_down(d, key, add_b, add_a, galois_elt, false, out.polys[0], out.polys[1], exec);
+    ctx_->keyswitcher().key_switch_mod_down(d, key, add_b, add_a, galois_elt, false, out.polys[0], out.polys[1], exec);
     detail::stamp(out, like, like.scale);
     return out;
 }

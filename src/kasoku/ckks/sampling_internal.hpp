@@ -54,7 +54,7 @@ void sample_uniform(const rns::Backend& be, const Seed& seed, std::size_t part, 
 std::shared_ptr<const rns::GadgetKey> gadget_key(const Context& ctx, std::shared_ptr<const SwitchKey> key);
 // The Galois keys of elts for an operand under key_id at `level`, every one checked (MissingKeyError naming the
 // element, ParameterError for another secret key's, LevelError for a key made for lower levels: keygen's
-// galois_levels) before any is expanded; expand = false: checked only (hoisting.cpp).
+// galois_levels) before any is expanded; expand = false: checked only (evaluator_hoisting.cpp).
 std::vector<std::shared_ptr<const rns::GadgetKey>> galois_keys(const Evaluator& ev,
                                                                const std::vector<std::uint64_t>& elts,
                                                                std::uint64_t key_id, int level, bool expand);

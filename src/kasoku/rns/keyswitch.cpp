@@ -4,7 +4,7 @@
 
 namespace kasoku::rns {
 
-LazyPolys KeySwitcher::switch_lazy(const RnsPoly& d, const GadgetKey& key, Exec exec) const {
+LazyPolys KeySwitcher::key_switch(const RnsPoly& d, const GadgetKey& key, Exec exec) const {
     LazyPolys out;
     be_.key_switch(d, key, out.b, out.a, exec);
     return out;
@@ -16,8 +16,8 @@ LazyPolys KeySwitcher::inner_product(const std::vector<RnsPoly>& digits, const G
     return out;
 }
 
-LazyPolys KeySwitcher::inner_product_sum(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
-                                         const RnsPoly& c0, Exec exec) const {
+LazyPolys KeySwitcher::inner_product(const std::vector<RnsPoly>& digits, const std::vector<KeyTerm>& terms,
+                                     const RnsPoly& c0, Exec exec) const {
     LazyPolys out;
     be_.inner_product(digits, terms, out.b, out.a, &c0, &out.c0, exec);
     return out;
@@ -34,20 +34,22 @@ std::vector<LazyPolys> KeySwitcher::inner_product_sums(const std::vector<RnsPoly
     return out;
 }
 
-void KeySwitcher::add_lazy(LazyPolys& acc, const LazyPolys& x, Exec exec) const {
-    if (acc.c0.empty() != x.c0.empty()) throw InternalError("add_lazy: one lazy value has a c0 part and the other not");
+void KeySwitcher::add(LazyPolys& acc, const LazyPolys& x, Exec exec) const {
+    if (acc.c0.empty() != x.c0.empty())
+        throw InternalError("KeySwitcher::add: one lazy value has a c0 part and the other not");
     if (!acc.c0.empty()) be_.add(acc.c0, x.c0, acc.c0, exec);
     be_.add(acc.b, x.b, acc.b, exec);
     be_.add(acc.a, x.a, acc.a, exec);
 }
 
-LazyPolys KeySwitcher::multiply_plain_sum(const std::vector<const LazyPolys*>& xs,
-                                          const std::vector<const RnsPoly*>& pts, Exec exec) const {
-    if (xs.empty()) throw InternalError("multiply_plain_sum: no terms");
+LazyPolys KeySwitcher::sum_of_products(const std::vector<const LazyPolys*>& xs, const std::vector<const RnsPoly*>& pts,
+                                       Exec exec) const {
+    if (xs.empty()) throw InternalError("KeySwitcher::sum_of_products: no terms");
     const bool with_c0 = !xs[0]->c0.empty();
     std::vector<std::vector<const RnsPoly*>> terms;
     for (const LazyPolys* x : xs) {
-        if (x->c0.empty() == with_c0) throw InternalError("multiply_plain_sum: lazy values with and without c0");
+        if (x->c0.empty() == with_c0)
+            throw InternalError("KeySwitcher::sum_of_products: lazy values with and without c0");
         if (with_c0) terms.push_back({&x->c0, &x->b, &x->a});
         else terms.push_back({&x->b, &x->a});
     }

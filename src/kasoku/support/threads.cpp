@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "kasoku/support/error.hpp"
+#include "region_recorder.hpp"
 
 namespace kasoku {
 
@@ -201,7 +202,14 @@ ThreadTeam::Engaged::~Engaged() {
 
 bool ThreadTeam::in_region() { return t_in_region; }
 
-bool ThreadTeam::run(int threads, std::size_t count, void (*fn)(void*, std::size_t), void* ctx, int how) {
+bool ThreadTeam::run(int threads, std::size_t count, void (*fn)(void*, std::size_t), void* ctx, int how,
+                     [[maybe_unused]] const std::type_info& body) {
+#ifdef KASOKU_INSTRUMENTS
+    if (RegionRecorder::recording()) [[unlikely]] {
+        RegionRecorder::run(threads, count, fn, ctx, static_cast<Schedule>(how), body);
+        return true;
+    }
+#endif
     if (!t_engaged) return false;
     State& s = *static_cast<State*>(t_engaged);
     if (threads > static_cast<int>(s.helpers.size()) + 1) threads = static_cast<int>(s.helpers.size()) + 1;
@@ -243,6 +251,11 @@ std::string demangled(const std::type_info& t) {
 }  // namespace
 
 RegionRecorder::RegionRecorder() : begin_(seconds_now()) {
+#ifndef KASOKU_INSTRUMENTS
+    throw ParameterError(
+        "RegionRecorder: this build has no instruments; configure with -DKASOKU_INSTRUMENTS=ON (the default with "
+        "KASOKU_BUILD_TESTS or KASOKU_BUILD_BENCH)");
+#endif
     if (t_recorder) throw ParameterError("RegionRecorder: this thread records its regions already");
     t_recorder = this;
 }

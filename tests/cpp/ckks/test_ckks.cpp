@@ -334,3 +334,30 @@ TEST(Parameters, DeepChainsOfSmallPrimesKeepTheirScales) {
         EXPECT_NEAR(std::log2(ctx->scale_at(l)), p.scale_bits, 1.0) << "level " << l;
     EXPECT_EQ(ctx->default_scale(), ctx->scale_at(ctx->user_level()));
 }
+
+// What a context keeps for the layers above (Context::shared): the same object under a key while something holds it,
+// made once; weakly kept by default, for the context's life with keep; a failed make keeps nothing; keys and
+// contexts apart.
+TEST(Context, SharedKeepsWhatTheLayersAboveDeriveFromIt) {
+    struct Derived final : Context::Shared {
+        explicit Derived(int v) : value(v) {}
+        int value;
+    };
+    const auto ctx = Context::create(Parameters::named("T12"), 1);
+    int made = 0;
+    const auto make = [&] { return std::make_shared<const Derived>(++made); };
+    auto a = ctx->shared("a", make);
+    EXPECT_EQ(ctx->shared("a", make), a);  // held: the same object, made once
+    EXPECT_EQ(made, 1);
+    EXPECT_EQ(std::dynamic_pointer_cast<const Derived>(a)->value, 1);
+    EXPECT_NE(ctx->shared("b", make), a);  // another key
+    a.reset();                             // nothing holds "a" or "b" any more: made again
+    EXPECT_EQ(std::dynamic_pointer_cast<const Derived>(ctx->shared("a", make))->value, 3);
+    ctx->shared("kept", make, true);  // kept for the context's life
+    EXPECT_EQ(std::dynamic_pointer_cast<const Derived>(ctx->shared("kept", make))->value, 4);
+    EXPECT_THROW(ctx->shared("fails", [&]() -> std::shared_ptr<const Context::Shared> { throw ParameterError("no"); }),
+                 ParameterError);
+    EXPECT_EQ(std::dynamic_pointer_cast<const Derived>(ctx->shared("fails", make))->value, 5);
+    const auto other = Context::create(Parameters::named("T12"), 1);
+    EXPECT_EQ(std::dynamic_pointer_cast<const Derived>(other->shared("kept", make))->value, 6);  // its own
+}

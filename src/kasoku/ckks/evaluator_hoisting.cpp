@@ -1,5 +1,5 @@
 // Hoisted key switching and lazy ModDown (Inoue 2022 Alg. 3.2.1); the trace-type functions built on them are in
-// trace.cpp.
+// evaluator_trace.cpp.
 //
 // Galois keys switch s -> s(X^{g^-1}) (KeyGenerator::galois_key). For the ModUp digits D_j of c1,
 // u = sum_j D_j * key_j then satisfies u_b + u_a s(X^{g^-1}) ~ P c1 s, and applying X -> X^g afterwards gives
@@ -29,7 +29,7 @@ std::vector<RnsPoly> Evaluator::mod_up_digits(const Ciphertext& a, Exec exec) co
     const Count count(*this, {.decompose = 1});
     check(a, "operand");
     detail::check_relinearised(a, "key switching");
-    return ctx_->backend().mod_up(a.polys[1], ctx_->exec(exec));
+    return ctx_->keyswitcher().mod_up(a.polys[1], ctx_->exec(exec));
 }
 
 Decomposition Evaluator::decompose(const Ciphertext& a, Exec exec) const {
@@ -68,7 +68,7 @@ LazyCiphertext Evaluator::inner_product_lazy(const Decomposition& d, u64 g, Exec
     ctx_->check_galois_element(g, "inner_product_lazy", false);
     const auto key = galois_key(g, d.input.key_id, d.input.level());
     exec = ctx_->exec(exec);
-    return lazy_of(d, ctx_->keyswitcher().inner_product_sum(d.digits, {{key.get(), g}}, d.input.polys[0], exec));
+    return lazy_of(d, ctx_->keyswitcher().inner_product(d.digits, {{key.get(), g}}, d.input.polys[0], exec));
 }
 
 void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, Exec exec) const {
@@ -84,7 +84,7 @@ void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, E
                              std::to_string(x.b.num_p()) +
                              " special primes cannot be added (keys made for different levels: "
                              "KeyGenerator::galois_key); bring each down with mod_down and add those");
-    ctx_->keyswitcher().add_lazy(acc, x, ctx_->exec(exec));
+    ctx_->keyswitcher().add(acc, x, ctx_->exec(exec));
 }
 
 LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCiphertext*>& xs,
@@ -120,7 +120,7 @@ LazyCiphertext Evaluator::multiply_plain_sum_lazy(const std::vector<const LazyCi
     polys.reserve(pts.size());
     for (const Plaintext* pt : pts) polys.push_back(&pt->poly);
     LazyCiphertext acc;
-    static_cast<rns::LazyPolys&>(acc) = ctx_->keyswitcher().multiply_plain_sum(terms, polys, ctx_->exec(exec));
+    static_cast<rns::LazyPolys&>(acc) = ctx_->keyswitcher().sum_of_products(terms, polys, ctx_->exec(exec));
     detail::stamp(acc, x0, scale);
     return acc;
 }
@@ -318,25 +318,24 @@ Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::v
     std::map<std::size_t, std::vector<rns::KeyTerm>> groups;
     for (std::size_t e = 0; e < elts.size(); ++e)
         groups[keys[e]->b_parts().front().num_p()].push_back({keys[e].get(), elts[e]});
-    const rns::Backend& be = ctx_->backend();
+    const rns::KeySwitcher& ks = ctx_->keyswitcher();
     Ciphertext out;
     out.polys.resize(2);
-    if (groups.size() == 1) {  // decompose, inner_product_sum and mod_down in one backend call
-        be.key_switch_sum_mod_down(a.polys[1], groups.begin()->second, a.polys[0], out.polys[0], out.polys[1], exec);
+    if (groups.size() == 1) {  // decompose, inner product and ModDown in one call
+        ks.key_switch_sum_mod_down(a.polys[1], groups.begin()->second, a.polys[0], out.polys[0], out.polys[1], exec);
     } else {
         // One ModUp for every group; each group's inner product over its P_k (the digits' first k special limbs) and
         // its ModDown, with its elements' images of c0 added there.
-        const std::vector<RnsPoly> digits = be.mod_up(a.polys[1], exec);
+        const std::vector<RnsPoly> digits = ks.mod_up(a.polys[1], exec);
         for (const auto& [np, terms] : groups) {
-            RnsPoly b, c, c0_sum, down_b, down_a;
-            be.inner_product(digits, terms, b, c, &a.polys[0], &c0_sum, exec);
-            be.mod_down(b, c, &c0_sum, nullptr, 1, down_b, down_a, exec);
+            RnsPoly down_b, down_a;
+            ks.mod_down(ks.inner_product(digits, terms, a.polys[0], exec), nullptr, nullptr, 1, down_b, down_a, exec);
             if (out.polys[0].empty()) {
                 out.polys[0] = std::move(down_b);
                 out.polys[1] = std::move(down_a);
             } else {
-                be.add(out.polys[0], down_b, out.polys[0], exec);
-                be.add(out.polys[1], down_a, out.polys[1], exec);
+                ctx_->backend().add(out.polys[0], down_b, out.polys[0], exec);
+                ctx_->backend().add(out.polys[1], down_a, out.polys[1], exec);
             }
         }
     }

@@ -178,26 +178,25 @@ Ciphertext Evaluator::sum_slots(const Ciphertext& a, std::size_t count, int h, E
 // ---------------------------------------------------------------- cost model
 
 namespace {
-// The key-switching costs measured for each living context, by (level, threads): they describe its parameters on this
-// machine, so every evaluator of the context shares them. Kept here, beside the evaluator that measures them (the
-// context holds only what its parameters determine), and dropped once their context is gone. Thread-safe.
-struct Tuned {
-    std::weak_ptr<const Context> ctx;
-    std::map<std::pair<int, int>, KeySwitchCosts> costs;
+// The key-switching costs measured for a context, by (level, threads): they describe its parameters on this machine,
+// so every evaluator of the context shares them, kept by the context for its life (Context::shared). Thread-safe.
+struct TunedCosts final : Context::Shared {
+    mutable std::mutex mu;
+    mutable std::map<std::pair<int, int>, KeySwitchCosts> costs;
 };
-std::mutex tuned_mu;
-std::map<std::uint64_t, Tuned>& tuned() {
-    static std::map<std::uint64_t, Tuned> by_context;
-    return by_context;
+std::shared_ptr<const TunedCosts> tuned(const Context& ctx) {
+    const auto kept = std::dynamic_pointer_cast<const TunedCosts>(ctx.shared(
+        "ckks.keyswitch_costs", [] { return std::make_shared<const TunedCosts>(); }, true));
+    if (!kept) throw InternalError("keyswitch_costs: the context keeps something else under ckks.keyswitch_costs");
+    return kept;
 }
 }  // namespace
 
 std::optional<KeySwitchCosts> Evaluator::kept_keyswitch_costs(int level, int threads) const {
-    const std::lock_guard<std::mutex> lock(tuned_mu);
-    const auto it = tuned().find(ctx_->uid());
-    if (it == tuned().end()) return std::nullopt;
-    const auto c = it->second.costs.find({level, threads});
-    if (c == it->second.costs.end()) return std::nullopt;
+    const auto t = tuned(*ctx_);
+    const std::lock_guard<std::mutex> lock(t->mu);
+    const auto c = t->costs.find({level, threads});
+    if (c == t->costs.end()) return std::nullopt;
     return c->second;
 }
 
@@ -241,7 +240,7 @@ KeySwitchCosts Evaluator::keyswitch_costs(int level, Exec exec) const {
         const Decomposition d = decompose(ct, exec);
         best_dec = std::min(best_dec, ms(t0));
         t0 = clock::now();
-        rns::LazyPolys lazy = ks.inner_product_sum(d.digits, {{&key, g}}, d.input.polys[0], exec);
+        rns::LazyPolys lazy = ks.inner_product(d.digits, {{&key, g}}, d.input.polys[0], exec);
         best_ip = std::min(best_ip, ms(t0));
         t0 = clock::now();
         Ciphertext s = finish(ct, lazy, nullptr, nullptr, 1, exec);
@@ -255,12 +254,9 @@ KeySwitchCosts Evaluator::keyswitch_costs(int level, Exec exec) const {
     c.inner_product_ms = best_ip;
     c.mod_down_ms = best_md;
     c.add_ms = best_add;
-    const std::lock_guard<std::mutex> lock(tuned_mu);
-    auto& all = tuned();
-    for (auto it = all.begin(); it != all.end();) it = it->second.ctx.expired() ? all.erase(it) : std::next(it);
-    Tuned& mine = all[ctx_->uid()];
-    mine.ctx = ctx_;
-    mine.costs.emplace(std::make_pair(level, c.threads), c);
+    const auto t = tuned(*ctx_);
+    const std::lock_guard<std::mutex> lock(t->mu);
+    t->costs.emplace(std::make_pair(level, c.threads), c);
     return c;
 }
 
