@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kasoku.cli.bench import _timeit
+from kasoku.cli.bench import time_calls
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "cpp"
@@ -72,5 +72,5 @@ def test_steps_run_in_the_order_given_and_limits_are_checked(tmp_path):
 
 def test_timing_waits_for_the_device_after_the_warm_up():
     events = []
-    times = _timeit(lambda: events.append("call"), 2, lambda: events.append("sync"))
+    times = time_calls(lambda: events.append("call"), 2, lambda: events.append("sync"))
     assert events == ["call", "sync", "call", "sync", "call", "sync"] and len(times) == 2
