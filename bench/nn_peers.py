@@ -7,7 +7,8 @@ the same images, the same thread count, each library and network in a process of
     .venv/bin/python bench/nn_peers.py --models MLP --all-digits        # kasoku only: every digits test image
     .venv/bin/python bench/nn_peers.py --models ResNet20 ResNet32 ResNet44 --threads 1 --images 1 \\
         --orion-python bench/.venv-orion/bin/python                     # 3 x 32 x 32, bootstrapping
-    .venv/bin/python bench/nn_peers.py --models ResNet20-trained --libs kasoku --images 50 --threads 2
+    .venv/bin/python bench/nn_peers.py --models ResNet20-trained --libs kasoku --images 50 --threads 2 \
+        --data nn-work        # the weights kept there: --first-image 30 --images 20 goes on where a run stopped
 
 The networks (examples/nn/models.py, Orion's orion.models shapes, x^2 activations) are trained here in the clear on
 scikit-learn's digits upsampled to 28 x 28 (fixed seeds), and their weights loaded into Orion's own modules (same
@@ -176,7 +177,13 @@ class DeviceMemory:
 
 
 def child_kasoku(
-    work: pathlib.Path, name: str, threads: int, images: int, device: str = "cpu", params: str | None = None
+    work: pathlib.Path,
+    name: str,
+    threads: int,
+    images: int,
+    device: str = "cpu",
+    params: str | None = None,
+    first: int = 0,
 ) -> dict:
     import torch
 
@@ -185,7 +192,7 @@ def child_kasoku(
 
     torch.set_num_threads(threads)
     net, data = load_trained(work, name)
-    x = data["x_test"][:images]
+    x = data["x_test"][first : first + images]
     gpu = None
     if device == "cuda":
         try:
@@ -193,14 +200,16 @@ def child_kasoku(
         except (OSError, subprocess.CalledProcessError, ValueError, IndexError) as e:
             progress(f"kasoku {name}: no device memory readings ({e})")
     with gpu or contextlib.nullcontext():
-        rec = _kasoku_run(ks, ksnn, net, data, x, name, threads, device, params)
+        rec = _kasoku_run(ks, ksnn, net, data, x, name, threads, device, params, first)
     if gpu is not None:
         rec["device_peak_gb"] = gpu.peak_gb
         progress(f"kasoku {name}: device memory peak {gpu.peak_gb:.2f} GB")
     return rec
 
 
-def _kasoku_run(ks, ksnn, net, data, x, name: str, threads: int, device: str, params: str | None) -> dict:
+def _kasoku_run(
+    ks, ksnn, net, data, x, name: str, threads: int, device: str, params: str | None, first: int = 0
+) -> dict:
     import numpy as np
     import torch
 
@@ -228,10 +237,11 @@ def _kasoku_run(ks, ksnn, net, data, x, name: str, threads: int, device: str, pa
         got.append(plan.decrypt(out))
         with torch.no_grad():
             clear = net(x[i : i + 1]).numpy().reshape(-1)
-        label = f", label {int(data['y_test'][i])}" if "y_test" in data else ""
+        label = f", label {int(data['y_test'][first + i])}" if "y_test" in data else ""
         progress(
-            f"kasoku {name}: image {i + 1}/{len(x)}: {inf[-1]:.3f} s, decision {int(got[-1].argmax())} (clear "
-            f"{int(clear.argmax())}{label}), logit error {float(abs(got[-1] - clear).max()):.2e}"
+            f"kasoku {name}: image {first + i + 1} ({i + 1} of {len(x)}): {inf[-1]:.3f} s, decision "
+            f"{int(got[-1].argmax())} (clear {int(clear.argmax())}{label}), logit error "
+            f"{float(abs(got[-1] - clear).max()):.2e}"
         )
     throughput = None
     if len(cts) > 1 and threads > 1 and device == "cpu":  # images in flight, one thread each (two rounds of workers)
@@ -242,7 +252,7 @@ def _kasoku_run(ks, ksnn, net, data, x, name: str, threads: int, device: str, pa
         want = net(x).numpy()
     labels = {}
     if "y_test" in data:  # the decisions against the labels: the clear model's accuracy and the encrypted run's
-        y = data["y_test"][: len(x)].numpy()
+        y = data["y_test"][first : first + len(x)].numpy()
         labels = {
             "accuracy_clear": float((want.argmax(1) == y).mean()),
             "accuracy_encrypted": float((np.asarray(got).argmax(1) == y).mean()),
@@ -252,6 +262,7 @@ def _kasoku_run(ks, ksnn, net, data, x, name: str, threads: int, device: str, pa
     return {
         **record(compile_s, keygen_s, enc, inf, got, want),
         **labels,
+        **({"first_image": first} if first else {}),  # test images first .. first + images - 1
         "calibration": plan.calibration,
         "images_per_s": throughput,
         "bootstraps": plan.bootstraps,
@@ -580,6 +591,7 @@ def load_trained(work: pathlib.Path, name: str):
 
 
 def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
+    """The networks' weights and data in work; a network whose weights are there already is kept (--data)."""
     import torch
 
     sys.path.insert(0, str(ROOT))
@@ -594,6 +606,9 @@ def train_all(work: pathlib.Path, names: list[str], epochs: int) -> None:
         (x3_train, y3_train), (x3_test, y3_test) = models.digits(size=32, channels=3)
         torch.save({"x_cal": x3_train[:256], "x_test": x3_test, "y_test": y3_test}, work / "digits32.pt")
     for name in names:
+        if (work / f"{name}.pt").exists():
+            progress(f"{name}: the weights in {work} (not trained again)")
+            continue
         if name in TRAINED:
             net = getattr(models, TRAINED[name])()
             secs, net = harness.timed(lambda: models.train(net, x3_train, y3_train, epochs=epochs))
@@ -748,6 +763,12 @@ def main() -> int:
         default="16GiB",
         help="GOMEMLIMIT of Orion's two processes for the ResNets: Go's collector at work before the machine is full",
     )
+    ap.add_argument(
+        "--first-image", type=int, default=0, help="kasoku's first test image (a run that goes on where one stopped)"
+    )
+    ap.add_argument(
+        "--data", help="keep the networks' weights and data in this folder; weights already there are not trained again"
+    )
     ap.add_argument("--out", help="append the JSON lines here too")
     ap.add_argument("--child", choices=["kasoku", "orion"], help=argparse.SUPPRESS)
     ap.add_argument("--work", help=argparse.SUPPRESS)
@@ -756,7 +777,9 @@ def main() -> int:
     a = ap.parse_args()
     if a.child:
         if a.child == "kasoku":
-            rec = child_kasoku(pathlib.Path(a.work), a.models[0], a.threads, a.images, a.device, a.params)
+            rec = child_kasoku(
+                pathlib.Path(a.work), a.models[0], a.threads, a.images, a.device, a.params, a.first_image
+            )
         else:
             rec = child_orion(pathlib.Path(a.work), a.models[0], a.threads, a.images, a.orion_stage, a.orion_files)
         harness.emit(rec)  # the line the parent reads
@@ -766,8 +789,12 @@ def main() -> int:
     progress(f"{cpu}, {a.threads} thread(s)")
     images = 360 if a.all_digits else a.images
     failed = False
-    with tempfile.TemporaryDirectory(prefix="kasoku-nn-") as tmp:
-        work = pathlib.Path(tmp)
+    with contextlib.ExitStack() as stack:
+        if a.data:
+            work = pathlib.Path(a.data).resolve()
+            work.mkdir(parents=True, exist_ok=True)
+        else:
+            work = pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kasoku-nn-")))
         train_all(work, a.models, a.epochs)
         for name in a.models:
             libs = [("kasoku", sys.executable)] if "kasoku" in a.libs else []
@@ -779,7 +806,14 @@ def main() -> int:
                     got = run_orion_split(python, work, name, a.threads, images, a.orion_work, a.orion_gomemlimit)
                 else:
                     got = run_child(
-                        python, lib, work, name, a.threads, images, *((a.device, a.params) if lib == "kasoku" else ())
+                        python,
+                        lib,
+                        work,
+                        name,
+                        a.threads,
+                        images,
+                        *((a.device, a.params) if lib == "kasoku" else ()),
+                        extra=["--first-image", str(a.first_image)] if lib == "kasoku" else None,
                     )
                 rec = {"lib": lib, "model": name, "threads": a.threads, "cpu": cpu, **got}
                 failed |= "error" in rec
