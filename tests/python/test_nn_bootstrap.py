@@ -185,6 +185,32 @@ def test_relu_by_sign_stages_with_bootstraps_between_them():
         assert np.max(np.abs(got - want)) < 0.05
 
 
+def test_the_expected_logit_error_holds_in_an_encrypted_run():
+    """compile measures the encryption's noise with a throwaway key (an encryption, a bootstrap) and carries it
+    through the plan's clear arithmetic: repr(plan) states the logit error to expect before keygen, and encrypted runs
+    with another key stay within it; the noise part is no looser than 20 times what the runs show (not vacuous).
+    The statement is kept by to_bytes/load; noise=False leaves it out."""
+    torch.manual_seed(10)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+    model = model.eval()
+    calibration = torch.randn(64, 1, 4, 4)
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=small_boot_params(4), threads=2)
+    c = plan.calibration
+    assert plan.bootstraps >= 2 and 20 < c["bootstrap_bits"] < c["encryption_bits"]
+    assert plan.expected_error == c["logit_error"] + c["noise_error"] and c["noise_error"] > 0
+    assert f"expected logit error <= {plan.expected_error:.3g}" in repr(plan)
+    plan.keygen()
+    error = noise = 0.0
+    for x in calibration[:8]:
+        got = plan.decrypt(plan.run(plan.encrypt(x)))
+        error = max(error, np.abs(got - model(x[None]).detach().numpy().reshape(-1)).max())
+        noise = max(noise, np.abs(got - plan.forward_clear(x)).max())
+    assert error <= plan.expected_error and noise <= c["noise_error"] <= 20 * noise, (error, noise, c)
+    assert ksnn.load(plan.to_bytes(), threads=2).expected_error == plan.expected_error
+    quiet = ksnn.compile(model, calibration[:1], calibration=calibration, params=small_boot_params(4), noise=False)
+    assert quiet.expected_error is None and "the encryption adds its noise" in repr(quiet)
+
+
 def test_a_zero_encoding_budget_encodes_every_transform_and_the_bootstraps_at_use():
     """max_encoded_bytes=0: no transform kept encoded and the bootstrapper's transforms encoded at each bootstrap (a
     plan of their values, a fraction of the encodings), in compile and in load; the same results, within the

@@ -25,6 +25,7 @@ from .placement import (
     shareable_params,
     units_of,
 )
+from .noise import statement
 from .probe import probe_affine
 from .runtime import (
     ENCODED_BYTES,
@@ -225,6 +226,7 @@ def compile(
     shareable=False,
     output: str = "model",
     simd: str | None = None,
+    noise: bool = True,
 ):
     """Compiles a PyTorch model (nn.Module) for encrypted inference of one sample shaped like example_input (a batch
     dimension of 1 is dropped). calibration: a batch of inputs whose activations fix the Chebyshev intervals
@@ -257,8 +259,11 @@ def compile(
     the model's outputs) or not ("logits"). simd: the kernels the plan will run on, "scalar", "avx2", "avx512",
     "ifma" or "cuda" (None: this machine's, ks.simd_active(), or "cuda" with device="cuda"): params=None picks
     bootstrapping and special primes on their fast path (below 2^48 for AVX2, 2^50 otherwise); the plan runs
-    correctly anywhere and repr(plan) says what it was tuned for. Raises ks.ParameterError naming the layer for what
-    it cannot compile."""
+    correctly anywhere and repr(plan) says what it was tuned for. noise: measure the encryption's noise on the
+    plan's context with a throwaway key (an encryption, and one bootstrap for a plan that bootstraps: some seconds
+    and the bootstrapping keys' memory at N = 2^16) and carry it through the plan's clear arithmetic, so that
+    plan.expected_error and repr(plan) state the logit error to expect before keygen (kasoku.nn.noise). Raises
+    ks.ParameterError naming the layer for what it cannot compile."""
     torch = import_torch()
     t0 = time.perf_counter()
     shareable_bits = None  # what params=None sized the outputs to keep after the flood
@@ -483,6 +488,10 @@ def compile(
         input_level,
     )
     plan.calibration = check
+    if noise:
+        check.update(statement(plan, cal_x, threads))
+        release_freed()
+        plan.compile_s = time.perf_counter() - t0
     plan.final, plan.output_kind = final, output
     if params.boot_levels > 0 and chosen:  # bootstrapping parameters chosen for the kernels of `target`
         plan.tuned_for = target

@@ -161,7 +161,15 @@ class Plan:
             lines.append(
                 f"  clear arithmetic on {c['inputs']} calibration inputs: {c['decisions']} of {c['inputs']} decisions "
                 f"the model's, outputs within {c['logit_error']:.3g} of its (its smallest top-two margin "
-                f"{c['smallest_margin']:.3g}){relu}; the encryption adds its noise"
+                f"{c['smallest_margin']:.3g}){relu}"
+                + (
+                    "; the encryption adds its noise"
+                    if "noise_error" not in c
+                    else "; the encryption's noise (measured at compile: an encryption keeps "
+                    + f"{c['encryption_bits']:.1f}"
+                    + (f", a bootstrap {c['bootstrap_bits']:.1f}" if "bootstrap_bits" in c else "")
+                    + f" bits) adds up to {c['noise_error']:.2g}: expected logit error <= {self.expected_error:.3g}"
+                )
             )
         if self.shareable is not None:
             f = self.shareable
@@ -215,8 +223,8 @@ class Plan:
         interval (the client holds x in the clear; this is the plan's arithmetic without the encryption)."""
         self._clear(self.pack(x)[: self.p_in][self.in_layout], check=True)
 
-    def _clear(self, x: np.ndarray, check: bool) -> np.ndarray:
-        vals = {0: x}
+    def _clear(self, x: np.ndarray, check: bool, noise=None) -> np.ndarray:
+        vals = {0: x if noise is None else noise(None, x)}
         for s in self.steps:
             if check and isinstance(s, Activation) and s.kind == "chebyshev":
                 v, (lo, hi) = vals[s.input], s.interval
@@ -230,6 +238,8 @@ class Plan:
                     )
             ins = [vals[i] for i in s.inputs]
             vals[s.output] = s.forward(ins) if isinstance(s, (Affine, ReluJoin)) else s.forward(ins[0])
+            if noise is not None:
+                vals[s.output] = noise(s, vals[s.output])
         return vals[self.output]
 
     def decrypt(self, ct, key=None, flood=None):
@@ -348,8 +358,22 @@ class Plan:
     def forward_clear(self, x) -> np.ndarray:
         """The plan in plain arithmetic (the affine maps and the polynomials it evaluates): what run() computes
         without the encryption's noise, read as decrypt reads it."""
+        return self._finish(self.clear_outputs(x))
+
+    def clear_outputs(self, x, noise=None) -> np.ndarray:
+        """The plan's outputs in plain arithmetic (before the model's last softmax or sigmoid, as forward_clear
+        applies). noise: None, or a callable(step, values) -> values applied to the input (step None) and to each
+        step's output (noise.carried: the encryption's noise)."""
         v = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
-        return self._finish(self._clear(v / self.in_unit, check=False) * self.out_unit)
+        return self._clear(v / self.in_unit, check=False, noise=noise) * self.out_unit
+
+    @property
+    def expected_error(self) -> float | None:
+        """The largest logit error to expect from an encrypted run (the model's units): the clear arithmetic's on the
+        calibration inputs plus what the encryption's noise, measured at compile, adds (kasoku.nn.noise); None for a
+        plan compiled with noise=False."""
+        c = self.calibration
+        return None if c is None or "noise_error" not in c else c["logit_error"] + c["noise_error"]
 
 
 ENCODED_BYTES = 4 << 30  # the most host memory a plan's transforms keep encoded; the others are encoded at each use
