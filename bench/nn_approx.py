@@ -20,13 +20,13 @@ import sys
 import tempfile
 
 import harness
-import nn_peers
+import nn_networks
 import numpy as np
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", nargs="+", default=["ResNet20"], choices=list(nn_peers.ORION_CONFIG))
+    ap.add_argument("--models", nargs="+", default=["ResNet20"], choices=list(nn_networks.ORION_CONFIG))
     ap.add_argument("--eps", nargs="+", default=["1/64", "1/256"], help="ReLU eps values, e.g. 1/64 (fractions)")
     ap.add_argument("--bits", type=int, default=10, help="relu_bits")
     ap.add_argument("--images", type=int, default=20)
@@ -41,9 +41,9 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="kasoku-nn-") as tmp:
         work = pathlib.Path(tmp)
-        nn_peers.train_all(work, a.models, a.epochs)
+        nn_networks.train_all(work, a.models, a.epochs)
         for name in a.models:
-            net, data = nn_peers.load_trained(work, name)
+            net, data = nn_networks.load_trained(work, name)
             x = data["x_test"][: a.images]
             with torch.no_grad():
                 want = net(x).numpy()

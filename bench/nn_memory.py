@@ -23,7 +23,7 @@ import threading
 import time
 
 import harness
-import nn_peers
+import nn_networks
 import numpy as np
 
 
@@ -59,13 +59,13 @@ def _rss_gb() -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="ResNet20", choices=list(nn_peers.ORION_CONFIG) + nn_peers.KASOKU_ONLY)
+    ap.add_argument("--model", default="ResNet20", choices=list(nn_networks.ORION_CONFIG) + nn_networks.KASOKU_ONLY)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument(
         "--max-encoded-mb",
         type=float,
-        help="compile's max_encoded_bytes in MB (transforms kept encoded, the rest at use); default nn_peers.COMPILE's",
+        help="compile's max_encoded_bytes in MB (transforms kept encoded, others at use); default nn_networks.COMPILE",
     )
     ap.add_argument(
         "--max-memory-mb", type=float, help="compile's max_memory_bytes in MB (default: its memory classes)"
@@ -100,11 +100,11 @@ def main() -> int:
     torch.set_num_threads(a.threads)
     with tempfile.TemporaryDirectory(prefix="kasoku-nn-") as tmp:
         work = pathlib.Path(tmp)
-        nn_peers.train_all(work, [a.model], a.epochs)
-        net, data = nn_peers.load_trained(work, a.model)
+        nn_networks.train_all(work, [a.model], a.epochs)
+        net, data = nn_networks.load_trained(work, a.model)
     x = data["x_test"][:1]
     enter("compile")
-    options = dict(nn_peers.COMPILE.get(a.model, {}))
+    options = dict(nn_networks.COMPILE.get(a.model, {}))
     if a.max_encoded_mb is not None:
         options["max_encoded_bytes"] = int(a.max_encoded_mb * 1e6)
     if a.max_memory_mb is not None:

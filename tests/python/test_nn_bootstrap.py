@@ -186,9 +186,10 @@ def test_relu_by_sign_stages_with_bootstraps_between_them():
 
 
 def test_the_expected_logit_error_holds_in_an_encrypted_run():
-    """compile measures the encryption's noise with a throwaway key (an encryption, a bootstrap) and carries it
-    through the plan's clear arithmetic: repr(plan) states the logit error to expect before keygen, and encrypted runs
-    with another key stay within it; the noise part is no looser than 20 times what the runs show (not vacuous).
+    """compile measures the encryption's noise with a throwaway key (an encryption, a rotation, a bootstrap) and
+    carries it through the plan's clear arithmetic: repr(plan) states the logit error to expect before keygen, and
+    encrypted runs with another key stay within it; the noise part is no looser than 20 times what the runs show (not
+    vacuous).
     The statement is kept by to_bytes/load; noise=False leaves it out."""
     torch.manual_seed(10)
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
@@ -196,7 +197,7 @@ def test_the_expected_logit_error_holds_in_an_encrypted_run():
     calibration = torch.randn(64, 1, 4, 4)
     plan = ksnn.compile(model, calibration[:1], calibration=calibration, params=small_boot_params(4), threads=2)
     c = plan.calibration
-    assert plan.bootstraps >= 2 and 20 < c["bootstrap_bits"] < c["encryption_bits"]
+    assert plan.bootstraps >= 2 and 20 < c["bootstrap_bits"] < c["rotation_bits"] <= c["encryption_bits"]
     assert plan.expected_error == c["logit_error"] + c["noise_error"] and c["noise_error"] > 0
     assert f"expected logit error <= {plan.expected_error:.3g}" in repr(plan)
     plan.keygen()

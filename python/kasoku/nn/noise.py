@@ -1,11 +1,12 @@
 """The logit error a plan states before keygen: its clear arithmetic's (the approximations, measured on the
 calibration inputs) plus what the encryption's noise adds. The noise is measured on the plan's own context with a
-throwaway key (an encryption and, for a plan that bootstraps, one bootstrap of random values in [-1, 1], the range
-its bootstrapped values are held in) and carried through the plan's clear arithmetic: Gaussian noise of KEY_SPREAD
-times the measured deviation added to the input and to every step's output (a bootstrap's: the bootstrap's; the
-others': an encryption's, more than a rescale or a key switch adds), on some calibration inputs, a few draws each.
-The two add (the triangle inequality). The statement is an estimate of the worst case, not a guarantee:
-Plan.expected_error."""
+throwaway key (an encryption, a rotation and, for a plan that bootstraps, one bootstrap, of random values in [-1, 1],
+the range its bootstrapped values are held in) and carried through the plan's clear arithmetic: Gaussian noise of
+KEY_SPREAD times the measured deviations, an encryption's on the input, a rotation's (a key switch's, with a rescale's)
+on each affine step's inputs (where its weights scale it, as they scale its rotations' noise) and on every step's
+output but a bootstrap's, which gets a bootstrap's; on some calibration inputs, a few draws each. The clear
+arithmetic's error and this add (the triangle inequality). The statement is an estimate of the worst case, not a
+guarantee: Plan.expected_error."""
 
 from __future__ import annotations
 
@@ -23,15 +24,19 @@ KEY_SPREAD = 2.0
 
 
 def measure(ctx, bootstrapper, input_level: int, threads=None, seed: int = 0) -> dict:
-    """The standard deviation and the largest error, in slot units, of an encryption at input_level (public key) and
-    of one bootstrap by `bootstrapper` (None: none), of uniform values in [-1, 1], with a key made for it and
-    dropped."""
+    """The standard deviation and the largest error, in slot units, of an encryption at input_level (public key), of
+    that ciphertext rotated by one slot and of one bootstrap by `bootstrapper` (None: none), of uniform values in
+    [-1, 1], with keys made for them and dropped."""
     rng = np.random.default_rng(seed)
     boot = bootstrapper is not None
-    keys = ctx.keygen(relin=boot, bootstrapping=bootstrapper or False, threads=threads, progress=False)
+    keys = ctx.keygen(rotations=[1], relin=boot, bootstrapping=bootstrapper or False, threads=threads, progress=False)
     x = rng.uniform(-1.0, 1.0, ctx.slots)
-    err = np.real(ctx.decrypt(ctx.encrypt(x, keys.public, level=input_level), keys.secret)) - x
+    ct = ctx.encrypt(x, keys.public, level=input_level)
+    err = np.real(ctx.decrypt(ct, keys.secret)) - x
     out = {"encryption_sigma": float(err.std()), "encryption_max": float(np.abs(err).max())}
+    rotated = ctx.evaluator(keys.evaluation()).rotate(ct, 1, threads=threads)
+    err = np.real(ctx.decrypt(rotated, keys.secret)) - np.roll(x, -1)
+    out |= {"rotation_sigma": float(err.std()), "rotation_max": float(np.abs(err).max())}
     if bootstrapper is not None:
         s = bootstrapper.slots
         x = rng.uniform(-1.0, 1.0, s)
@@ -46,11 +51,12 @@ def carried(plan, xs: np.ndarray, noise: dict, seed: int = 1) -> float:
     """The largest change in the plan's outputs (the model's units) that noise of the measured deviations makes on
     the inputs xs (NOISE_INPUTS of them, NOISE_DRAWS draws each), against the plan's clear arithmetic."""
     rng = np.random.default_rng(seed)
-    enc, boot = KEY_SPREAD * noise["encryption_sigma"], KEY_SPREAD * noise.get("bootstrap_sigma", 0.0)
+    enc, rot = KEY_SPREAD * noise["encryption_sigma"], KEY_SPREAD * noise["rotation_sigma"]
+    boot = KEY_SPREAD * noise.get("bootstrap_sigma", 0.0)
 
-    def add(step, v):
-        sigma = boot if isinstance(step, Bootstrap) else enc
-        return v + rng.normal(0.0, sigma, np.shape(v))
+    def add(step, v, before=False):
+        sigma = rot if before or not isinstance(step, Bootstrap) else boot
+        return v + rng.normal(0.0, enc if step is None else sigma, np.shape(v))
 
     worst = 0.0
     for x in xs[:NOISE_INPUTS]:
@@ -64,7 +70,11 @@ def statement(plan, xs: np.ndarray, threads=None) -> dict:
     """What compile adds to plan.calibration: the measured noise (its bits: -log2 of the largest error) and what it
     carries to the outputs (noise_error); Plan.expected_error is logit_error + noise_error."""
     noise = measure(plan.ctx, plan.bootstrapper, plan.input_level, threads)
-    out = {"noise_error": carried(plan, xs, noise), "encryption_bits": -math.log2(noise["encryption_max"])}
+    out = {
+        "noise_error": carried(plan, xs, noise),
+        "encryption_bits": -math.log2(noise["encryption_max"]),
+        "rotation_bits": -math.log2(noise["rotation_max"]),
+    }
     if "bootstrap_max" in noise:
         out["bootstrap_bits"] = -math.log2(noise["bootstrap_max"])
     return out

@@ -30,7 +30,7 @@ def _calibration_from(c):
     }
     if "relu" in c:
         out["relu"] = (float(c["relu"][0]), int(c["relu"][1]))
-    for k in ("noise_error", "encryption_bits", "bootstrap_bits"):  # kasoku.nn.noise.statement
+    for k in ("noise_error", "encryption_bits", "rotation_bits", "bootstrap_bits"):  # kasoku.nn.noise.statement
         if k in c:
             out[k] = float(c[k])
     return out

@@ -166,7 +166,7 @@ class Plan:
                     "; the encryption adds its noise"
                     if "noise_error" not in c
                     else "; the encryption's noise (measured at compile: an encryption keeps "
-                    + f"{c['encryption_bits']:.1f}"
+                    + f"{c['encryption_bits']:.1f}, a rotation {c['rotation_bits']:.1f}"
                     + (f", a bootstrap {c['bootstrap_bits']:.1f}" if "bootstrap_bits" in c else "")
                     + f" bits) adds up to {c['noise_error']:.2g}: expected logit error <= {self.expected_error:.3g}"
                 )
@@ -237,6 +237,8 @@ class Plan:
                         "larger margin)"
                     )
             ins = [vals[i] for i in s.inputs]
+            if noise is not None and isinstance(s, Affine):  # what its rotations add, before its weights
+                ins = [noise(s, v, before=True) for v in ins]
             vals[s.output] = s.forward(ins) if isinstance(s, (Affine, ReluJoin)) else s.forward(ins[0])
             if noise is not None:
                 vals[s.output] = noise(s, vals[s.output])
@@ -362,8 +364,9 @@ class Plan:
 
     def clear_outputs(self, x, noise=None) -> np.ndarray:
         """The plan's outputs in plain arithmetic (before the model's last softmax or sigmoid, as forward_clear
-        applies). noise: None, or a callable(step, values) -> values applied to the input (step None) and to each
-        step's output (noise.carried: the encryption's noise)."""
+        applies). noise: None, or a callable(step, values, before=False) -> values applied to the input (step None),
+        to each affine step's inputs (before=True) and to each step's output (noise.carried: the encryption's
+        noise)."""
         v = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
         return self._clear(v / self.in_unit, check=False, noise=noise) * self.out_unit
 
