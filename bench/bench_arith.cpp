@@ -127,13 +127,15 @@ void dot_const7(DotConst dot, Data& d, int shift) {
 void register_all() {
     for (SimdLevel level : simd_available()) {
         const KernelTable* k = &kernel_table(level);
-        for (int bits : {40, 48, 60}) {  // 48: the special primes
+        // 40: the scaling primes; 48: AVX2's double-precision limit (its special and bootstrapping primes); 50: the
+        // IFMA body's (kasoku.nn's bootstrapping primes there); 60: the first and special primes of the presets
+        for (int bits : {40, 48, 50, 60}) {
             for (int log_n : {12, 14, 16}) {
                 add_bench("NttForward", k, bits, log_n,
                           [](const KernelTable& k, Data& d) { k.ntt_forward(d.a.data(), d.t); });
                 add_bench("NttInverse", k, bits, log_n,
                           [](const KernelTable& k, Data& d) { k.ntt_inverse(d.a.data(), d.t); });
-                if (bits == 48) continue;
+                if (log_n != 16 && (bits == 48 || bits == 50)) continue;
                 add_bench("MulMod", k, bits, log_n, [](const KernelTable& k, Data& d) {
                     k.mul(d.a.data(), d.b.data(), d.t.n(), d.t.modulus(), d.r.data());
                 });
