@@ -32,6 +32,15 @@ public:
     // Waits until every operation queued on this memory has finished (a device's work is asynchronous; host memory's
     // is done when the call returns). Timings call it.
     virtual void synchronize() const {}
+    // What a device memory holds from its allocator, now and at its most since it was made or reset_peak was last
+    // called (the blocks its arena keeps for reuse count: the device's allocator sees them taken); both 0 for host
+    // memory, whose use the process's resident memory gives.
+    struct Held {
+        std::uint64_t bytes = 0, peak_bytes = 0;
+    };
+    virtual Held held() const { return {}; }
+    // Starts a new peak from what is held now.
+    virtual void reset_peak() const {}
 };
 
 // Host RAM through the per-thread block pool of support/aligned.hpp (the CPU backend's memory).

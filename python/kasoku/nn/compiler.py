@@ -281,7 +281,7 @@ def compile(
     targets = ("scalar", "avx2", "avx512", "ifma", "cuda")
     if simd is not None and simd not in targets:
         raise ks.ParameterError(f"simd must be one of {', '.join(targets)} (or None: this machine's), not {simd!r}")
-    target = simd or ("cuda" if device == "cuda" else ks.simd_active())
+    target = simd or ("cuda" if device != "cpu" else ks.simd_active())
     gm = trace_model(torch, model)
     final = strip_final(torch, gm)  # a last softmax, log-softmax or sigmoid: applied by the client after decryption
     lower_max_pools(torch, gm, x0)  # (before ReLU6 is rewritten: a pool of a ReLU6's values may pad)

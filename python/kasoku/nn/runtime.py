@@ -112,7 +112,9 @@ class Plan:
     def memory(self) -> dict[str, int]:
         """What the plan holds and needs, in bytes: the evaluation keys (key_bytes), the bootstrapping plan, the
         transforms kept encoded, the sparse weights, and on a GPU (keys whole there, and a bootstrap's hoisted baby
-        steps: 16 ciphertexts over Q * P at the top) the device memory an inference needs, an estimate."""
+        steps: 16 ciphertexts over Q * P at the top) the device memory an inference needs, an estimate that leaves out
+        the blocks the device's arena keeps for each level's sizes and the diagonals encoded at use: 0.55x of what
+        ResNet-20 counted on the emulated GPU (Context.device_memory, bench/nn_device_memory.py)."""
         affine = [s for s in self.steps if isinstance(s, Affine)]
         boot = self.bootstrapper.plan_nbytes if self.bootstrapper is not None else 0
         kept = sum(lt.nbytes for s in affine if s.lts is not None for lt in s.lts)

@@ -6,6 +6,7 @@
 //  - while a batch is recording on the calling thread (launch.hpp), freed blocks wait for the batch's issue;
 //  - copies and fills are kernels like the others (so they are recorded and merged in batches, and counted).
 #pragma once
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <new>
@@ -24,12 +25,12 @@ public:
         if (std::uint64_t* p = take(words)) return p;
         try {
             count_allocation(8 * words);
-            return device_allocate(words);
+            return taken(device_allocate(words), words);
         } catch (const std::bad_alloc&) {
         } catch (const DeviceError&) {}
         release_kept();  // out of memory: give the kept blocks back and try once more
         count_allocation(8 * words);
-        return device_allocate(words);
+        return taken(device_allocate(words), words);
     }
     void deallocate(std::uint64_t* p, std::size_t words) const noexcept final {
         if (!p) return;
@@ -38,9 +39,11 @@ public:
             const std::lock_guard<std::mutex> lock(mutex_);
             kept_[words].push_back(p);
         } catch (...) {  // no memory for the list: free the block instead
-            device_free(p, words);
+            given_back(p, words);
         }
     }
+    Held held() const final { return {held_.load(), peak_.load()}; }
+    void reset_peak() const final { peak_.store(held_.load()); }
     void copy(const std::uint64_t* src, std::size_t words, std::uint64_t* dst) const final {
         flat<kern::Op::copy>(dst, src, words);
     }
@@ -60,7 +63,7 @@ public:
             kept.swap(kept_);
         }
         for (auto& [words, blocks] : kept)
-            for (std::uint64_t* p : blocks) device_free(p, words);
+            for (std::uint64_t* p : blocks) given_back(p, words);
     }
 
 protected:
@@ -78,6 +81,16 @@ protected:
     }
 
 private:
+    std::uint64_t* taken(std::uint64_t* p, std::size_t words) const {
+        const std::uint64_t now = held_.fetch_add(8 * words) + 8 * words;
+        std::uint64_t peak = peak_.load();
+        while (now > peak && !peak_.compare_exchange_weak(peak, now)) {}
+        return p;
+    }
+    void given_back(std::uint64_t* p, std::size_t words) const noexcept {
+        device_free(p, words);
+        held_.fetch_sub(8 * words);
+    }
     std::uint64_t* take(std::size_t words) const {
         const std::lock_guard<std::mutex> lock(mutex_);
         auto it = kept_.find(words);
@@ -100,6 +113,7 @@ private:
 
     mutable std::mutex mutex_;
     mutable std::map<std::size_t, std::vector<std::uint64_t*>> kept_;
+    mutable std::atomic<std::uint64_t> held_{0}, peak_{0};  // from the device allocator (held())
 };
 
 }  // namespace KASOKU_GPU_VARIANT

@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <random>
 
 #include "bindings_internal.hpp"
+#include "gpu/backends.hpp"
 #include "kasoku/arith/ntt.hpp"
 #include "kasoku/arith/primes.hpp"
 #include "kasoku/arith/simd.hpp"
@@ -27,9 +29,30 @@ namespace kasoku_py {
 namespace {
 constexpr arith::SimdLevel kAllBodies[] = {arith::SimdLevel::scalar, arith::SimdLevel::avx2, arith::SimdLevel::avx512,
                                            arith::SimdLevel::ifma};
-}
+
+struct GpuKernelsSkipped {
+    std::unique_ptr<gpu::KernelsSkipped> skipped;
+};
+}  // namespace
 
 void bind_info(nb::module_& m) {
+    nb::class_<GpuKernelsSkipped>(
+        m, "GpuKernelsSkipped",
+        "with ks.GpuKernelsSkipped(): the \"gpu-emulated\" backend's kernels on this thread are counted but not run "
+        "(their outputs are garbage): what a computation would ask of a GPU, its device memory included "
+        "(Context.device_memory), at sizes where running every kernel on the CPU would take long. The counts do not "
+        "depend on the data. No effect on \"cpu\" and \"cuda\" contexts.")
+        .def(nb::init<>())
+        .def(
+            "__enter__",
+            [](GpuKernelsSkipped& s) -> GpuKernelsSkipped& {
+                s.skipped = std::make_unique<gpu::KernelsSkipped>();
+                return s;
+            },
+            nb::rv_policy::reference)
+        .def(
+            "__exit__", [](GpuKernelsSkipped& s, nb::handle, nb::handle, nb::handle) { s.skipped.reset(); },
+            "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none());
     m.def(
         "trace_galois_elements",
         [](const Parameters& p, std::size_t M, std::size_t h) { return trace_galois_elements(p, M, h); }, "params"_a,

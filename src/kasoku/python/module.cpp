@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "gpu/backends.hpp"
 #include "kasoku/gpu/cuda.hpp"
 #include "kasoku/support/threads.hpp"
 
@@ -37,7 +38,8 @@ OwnerPtr Owner::make(const Parameters& params, int threads, const std::string& d
     rns::BackendFactory factory;
     if (device == "cpu") factory = rns::make_cpu_backend;
     else if (device == "cuda") factory = gpu::make_cuda_backend;
-    else throw ParameterError("device must be \"cpu\" or \"cuda\" (got \"" + device + "\")");
+    else if (device == "gpu-emulated") factory = gpu::make_emulated_gpu_backend;
+    else throw ParameterError("device must be \"cpu\", \"cuda\" or \"gpu-emulated\" (got \"" + device + "\")");
     auto o = std::make_shared<Owner>();
     o->ctx = Context::create(params, threads, factory);
     o->keyless = std::make_shared<const Evaluator>(o->ctx, nullptr);

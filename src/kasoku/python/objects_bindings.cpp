@@ -503,7 +503,9 @@ void bind_objects(nb::module_& m) {
             "params"_a, "threads"_a = nb::none(), "device"_a = "cpu",
             "threads=None uses all cores. device=\"cuda\" computes on the first CUDA GPU (keys, ciphertexts and "
             "plaintexts live there; key generation and encryption randomness stay on the host); DeviceError when there "
-            "is none (ks.cuda_info() says why).",
+            "is none (ks.cuda_info() says why). device=\"gpu-emulated\": the GPU backend's logic on the host, each "
+            "kernel a CPU loop (slow; the same bits as the GPU, and its device memory counted: device_memory(), "
+            "ks.GpuKernelsSkipped).",
             ReleaseGil())
         .def_prop_ro(
             "params", [](const KContext& c) { return c.owner->ctx->params(); }, "Its Parameters.")
@@ -536,6 +538,22 @@ void bind_objects(nb::module_& m) {
             "any of its objects lives, so that ciphertexts and keys moved there with .to(device) and back meet their "
             "own context again. DeviceError without that device.",
             ReleaseGil())
+        .def(
+            "device_memory",
+            [](const KContext& c, bool reset_peak) {
+                const auto& memory = *c.owner->ctx->backend().memory();
+                const rns::PolyMemory::Held h = memory.held();
+                if (reset_peak) memory.reset_peak();
+                nb::dict d;
+                d["held_bytes"] = h.bytes;
+                d["peak_bytes"] = h.peak_bytes;
+                return d;
+            },
+            "reset_peak"_a = false,
+            "dict: held_bytes (the device memory this context's backend holds from the device's allocator now, its "
+            "arena's kept blocks included) and peak_bytes (the most since the context was made or the last "
+            "reset_peak=True, which then starts a new peak from now); both 0 on the CPU (the process's resident memory "
+            "gives that). The same counting for \"cuda\" and \"gpu-emulated\".")
         .def(
             "synchronize", [](const KContext& c) { c.owner->ctx->backend().memory()->synchronize(); },
             "Waits for the device's queued work (a no-op on the CPU): time GPU operations up to this call.",
