@@ -70,9 +70,14 @@ def test_a_plan_on_the_emulated_gpu_takes_the_cpus_decisions_and_counts_its_devi
         model, calibration[:1], calibration=calibration, params=small_boot_params(4), threads=1, device="gpu-emulated"
     )
     assert plan.ctx.device == "gpu-emulated" and plan.bootstraps >= 1
+    assert plan.calibration["bootstrap_device_bytes"] > 0  # measured by compile's noise bootstrap
+    # compile keeps no throwaway key (the context's operators would hold its measuring evaluator's)
+    assert plan.ctx.device_memory(reset_peak=True)["held_bytes"] < plan.key_bytes(compact=False) / 4
     plan.keygen()
     for x in calibration[:2]:
         got = plan.decrypt(plan.run(plan.encrypt(x)))
         assert np.max(np.abs(got - plan.forward_clear(x))) < 1e-4
     counted = plan.ctx.device_memory()["peak_bytes"]
     assert counted >= plan.key_bytes(compact=False)  # keys are whole on a GPU
+    # plan.memory()'s device estimate (what repr(plan) states) within 10 % of the peak counted from keygen on
+    assert abs(plan.memory()["gpu"] / counted - 1) <= 0.10, (plan.memory(), counted)

@@ -41,6 +41,8 @@ public:
     virtual Held held() const { return {}; }
     // Starts a new peak from what is held now.
     virtual void reset_peak() const {}
+    // Gives the blocks a device memory keeps for reuse back to the device's allocator (host memory: nothing).
+    virtual void release_kept() const noexcept {}
 };
 
 // Host RAM through the per-thread block pool of support/aligned.hpp (the CPU backend's memory).

@@ -35,6 +35,7 @@ from .runtime import (
     galois_levels_of,
     switch_key_bytes,
     keys_bytes,
+    measure_bootstrap_device_bytes,
     plan_bootstrapper,
     release_freed,
     working_bytes,
@@ -471,7 +472,7 @@ def compile(
     if bootstrapper is not None:
         bootstrapper, budget = plan_bootstrapper(ctx, bootstrapper.slots, threads, budget)
     encode(steps, ctx, threads, budget)
-    release_freed()
+    release_freed(ctx)
     plan = Plan(
         steps,
         out_id,
@@ -490,7 +491,10 @@ def compile(
     plan.calibration = check
     if noise:
         check.update(statement(plan, cal_x, threads))
-        release_freed()
+    elif ctx.device != "cpu" and bootstrapper is not None:  # for plan.memory(): statement measures it with the noise
+        check["bootstrap_device_bytes"] = measure_bootstrap_device_bytes(ctx, bootstrapper, threads)
+    if noise or "bootstrap_device_bytes" in check:
+        release_freed(ctx)
         plan.compile_s = time.perf_counter() - t0
     plan.final, plan.output_kind = final, output
     if params.boot_levels > 0 and chosen:  # bootstrapping parameters chosen for the kernels of `target`

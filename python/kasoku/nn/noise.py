@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .ir import Bootstrap
+from .runtime import bootstrap_device_bytes
 
 NOISE_INPUTS = 16  # calibration inputs the noise is carried through
 NOISE_DRAWS = 4  # draws of the noise on each
@@ -26,7 +27,8 @@ KEY_SPREAD = 2.0
 def measure(ctx, bootstrapper, input_level: int, threads=None, seed: int = 0) -> dict:
     """The standard deviation and the largest error, in slot units, of an encryption at input_level (public key), of
     that ciphertext rotated by one slot and of one bootstrap by `bootstrapper` (None: none), of uniform values in
-    [-1, 1], with keys made for them and dropped."""
+    [-1, 1], with keys made for them and dropped; on a GPU, the device memory the bootstrap took too
+    (bootstrap_device_bytes)."""
     rng = np.random.default_rng(seed)
     boot = bootstrapper is not None
     keys = ctx.keygen(rotations=[1], relin=boot, bootstrapping=bootstrapper or False, threads=threads, progress=False)
@@ -41,9 +43,14 @@ def measure(ctx, bootstrapper, input_level: int, threads=None, seed: int = 0) ->
         s = bootstrapper.slots
         x = rng.uniform(-1.0, 1.0, s)
         ct = ctx.encrypt(x, keys.public, level=bootstrapper.input_level, slots=s if s < ctx.slots else None)
-        y = ctx.evaluator(keys.evaluation()).bootstrap(ct, bootstrapper, threads=threads)
+        ev = ctx.evaluator(keys.evaluation())
+        if ctx.device == "cpu":
+            y = ev.bootstrap(ct, bootstrapper, threads=threads)
+        else:  # the device memory a bootstrap takes, for Plan.memory
+            y, out["bootstrap_device_bytes"] = bootstrap_device_bytes(ctx, ev, ct, bootstrapper, threads)
         err = np.real(ctx.decrypt(y, keys.secret)) - np.tile(x, ctx.slots // s)  # every copy of a sparse packing
         out |= {"bootstrap_sigma": float(err.std()), "bootstrap_max": float(np.abs(err).max())}
+    ctx.evaluator(None)  # the context's operators' evaluator would otherwise keep the throwaway keys alive
     return out
 
 
@@ -77,4 +84,6 @@ def statement(plan, xs: np.ndarray, threads=None) -> dict:
     }
     if "bootstrap_max" in noise:
         out["bootstrap_bits"] = -math.log2(noise["bootstrap_max"])
+    if "bootstrap_device_bytes" in noise:
+        out["bootstrap_device_bytes"] = noise["bootstrap_device_bytes"]
     return out

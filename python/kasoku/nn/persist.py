@@ -33,6 +33,8 @@ def _calibration_from(c):
     for k in ("noise_error", "encryption_bits", "rotation_bits", "bootstrap_bits"):  # kasoku.nn.noise.statement
         if k in c:
             out[k] = float(c[k])
+    if "bootstrap_device_bytes" in c:  # for Plan.memory on a GPU
+        out["bootstrap_device_bytes"] = int(c["bootstrap_device_bytes"])
     return out
 
 

@@ -111,21 +111,28 @@ class Plan:
 
     def memory(self) -> dict[str, int]:
         """What the plan holds and needs, in bytes: the evaluation keys (key_bytes), the bootstrapping plan, the
-        transforms kept encoded, the sparse weights, and on a GPU (keys whole there, and a bootstrap's hoisted baby
-        steps: 16 ciphertexts over Q * P at the top) the device memory an inference needs, an estimate that leaves out
-        the blocks the device's arena keeps for each level's sizes and the diagonals encoded at use: 0.55x of what
-        ResNet-20 counted on the emulated GPU (Context.device_memory, bench/nn_device_memory.py)."""
+        transforms kept encoded, the sparse weights, and "gpu": the device memory an inference needs on a GPU, an
+        estimate: the keys whole, each allocation at its size in the device's arena (device_block), the bootstrapping
+        plan and the kept transforms, two values at the top, and the larger of the working sets of a bootstrap (measured
+        on the device at compile with throwaway keys where the plan's context is a GPU's; else 16 ciphertexts over
+        Q * P) and of the largest affine step (affine_device_bytes). The runtime gives the arena's free blocks back
+        before each step, so one step's working set does not add to the next's."""
         affine = [s for s in self.steps if isinstance(s, Affine)]
         boot = self.bootstrapper.plan_nbytes if self.bootstrapper is not None else 0
         kept = sum(lt.nbytes for s in affine if s.lts is not None for lt in s.lts)
         weights = sum(a.nbytes for s in affine for W in s.Ws for a in W.nonzero())
-        working = working_bytes(self.ctx)
+        p = self.ctx.params
+        measured = (self.calibration or {}).get("bootstrap_device_bytes")
+        boot_work = 0 if self.bootstrapper is None else int(measured or working_bytes(self.ctx))
+        work = max([boot_work] + [affine_device_bytes(s, self.ctx) for s in affine])
+        values = 2 * 2 * device_block(8 * (self.ctx.user_level + 1) * p.n)
+        keys = keys_bytes(self.ctx, self.galois_levels(), self.bootstrapper, compact=False, block=device_block)
         return {
             "keys": self.key_bytes(),
             "bootstrap_plan": boot,
             "transforms": kept,
             "weights": weights,
-            "gpu": self.key_bytes(compact=False) + boot + kept + working,
+            "gpu": keys + boot + kept + values + work,
         }
 
     def __repr__(self) -> str:
@@ -196,7 +203,7 @@ class Plan:
         self.keys = self.ctx.keygen(
             galois_levels=self.galois_levels(), bootstrapping=self.bootstrapper or False, progress=progress
         )
-        release_freed()
+        release_freed(self.ctx)
         self.evaluator = self.ctx.evaluator(self.keys.evaluation())
         return self.keys
 
@@ -323,6 +330,7 @@ class Plan:
                 last[i] = k
         vals = {0: ct if ct.level == self.input_level else ev.drop_level(ct, self.input_level)}
         for k, s in enumerate(self.steps):
+            self.ctx.release_device_memory()  # on a GPU, the blocks kept from the last step: see release_freed
             ins = [vals[i] for i in s.inputs]
             if isinstance(s, Affine):
                 ins = [c if c.level == s.level else ev.drop_level(c, s.level) for c in ins]
@@ -400,7 +408,7 @@ def load(
     if any(isinstance(st, Bootstrap) for st in steps):
         boot, budget = plan_bootstrapper(ctx, int(f["boot_slots"]), threads, budget)
     encode(steps, ctx, threads, budget)
-    release_freed()
+    release_freed(ctx)
     plan = Plan(
         steps,
         output,
@@ -449,40 +457,98 @@ def galois_levels_of(steps, ctx, bootstrapper, at=None, elements=None) -> dict[i
     return levels
 
 
-def keys_bytes(ctx, galois_levels: dict, bootstrapper, compact: bool | None = None) -> int:
-    """Plan.key_bytes for these Galois keys' levels and this bootstrapper."""
+def keys_bytes(ctx, galois_levels: dict, bootstrapper, compact: bool | None = None, block=None) -> int:
+    """Plan.key_bytes for these Galois keys' levels and this bootstrapper; block: what an allocation of so many bytes
+    takes (device_block on a GPU)."""
     p = ctx.params
+    block = block or (lambda b: b)
     if compact is None:
         compact = bootstrapper is not None and ctx.device == "cpu"
     top = ctx.max_level
-    total = switch_key_bytes(ctx, top, 2, whole=True) + sum(
-        switch_key_bytes(ctx, lv, 1 if compact else 2) for lv in galois_levels.values()
+    total = switch_key_bytes(ctx, top, 2, whole=True, block=block) + sum(
+        switch_key_bytes(ctx, lv, 1 if compact else 2, block=block) for lv in galois_levels.values()
     )
     if bootstrapper is not None and p.boot_secret_weight > 0:
         # to the sparse secret (q_0 * p_0, one digit), and back
-        total += 8 * 2 * p.n * 2 + switch_key_bytes(ctx, top, 2, whole=True)
+        total += 2 * block(8 * 2 * p.n) + switch_key_bytes(ctx, top, 2, whole=True, block=block)
     return total
 
 
-def switch_key_bytes(ctx, level: int, parts: int, whole: bool = False) -> int:
+def switch_key_bytes(ctx, level: int, parts: int, whole: bool = False, block=None) -> int:
     """The memory of a key switching key for levels up to `level` (over Q_level * P_k, one pair of parts per digit of
     Q_level, P_k the special primes those levels need: ctx.special_primes_at; a compact key: its b-parts, one part).
-    whole: a key for every level, over all of P (the relinearisation key)."""
+    whole: a key for every level, over all of P (the relinearisation key). block: as keys_bytes (each part one
+    allocation)."""
     p = ctx.params
     special = p.special_primes if whole else ctx.special_primes_at(level)
-    return 8 * -(-(level + 1) // p.alpha) * (level + 1 + special) * p.n * parts
+    part = 8 * (level + 1 + special) * p.n
+    return -(-(level + 1) // p.alpha) * parts * (block(part) if block else part)
 
 
 def working_bytes(ctx) -> int:
     """A bootstrap's hoisted baby steps: 16 ciphertexts over Q * P at the top, the most an inference holds at once
-    beyond its values (an estimate)."""
+    beyond its values on the CPU (an estimate)."""
     p = ctx.params
     return 16 * 2 * (ctx.max_level + 1 + p.special_primes) * p.n * 8
 
 
-def release_freed() -> None:
+def device_block(nbytes: int) -> int:
+    """The bytes a device allocation of nbytes takes from the GPU's arena: its size class, m * 2^e words with m in
+    5..8 (src/kasoku/gpu/device_memory.hpp, DeviceMemory::size_class)."""
+    words = -(-nbytes // 8)
+    if words <= 8:
+        return 8 * words
+    e = (words - 1).bit_length() - 3
+    return 8 * (((words + (1 << e) - 1) >> e) << e)
+
+
+def bootstrap_device_bytes(ctx, ev, ct, bootstrapper, threads=None):
+    """One bootstrap of ct on a GPU context, and the device memory it took beyond what was held before (its working
+    set, its output and what it leaves kept for the context: Context.device_memory's peak, the arena released
+    first)."""
+    ctx.release_device_memory()
+    before = ctx.device_memory(reset_peak=True)["held_bytes"]
+    out = ev.bootstrap(ct, bootstrapper, threads=threads)
+    return out, ctx.device_memory()["peak_bytes"] - before
+
+
+def measure_bootstrap_device_bytes(ctx, bootstrapper, threads=None) -> int:
+    """bootstrap_device_bytes with keys made for it and dropped (a ciphertext of zeros; the memory does not depend
+    on the values)."""
+    keys = ctx.keygen(relin=True, bootstrapping=bootstrapper, threads=threads, progress=False)
+    s = bootstrapper.slots
+    ct = ctx.encrypt(np.zeros(s), keys.public, level=bootstrapper.input_level, slots=s if s < ctx.slots else None)
+    nbytes = bootstrap_device_bytes(ctx, ctx.evaluator(keys.evaluation()), ct, bootstrapper, threads)[1]
+    del keys, ct
+    ctx.evaluator(None)  # the context's operators' evaluator would otherwise keep the keys alive
+    ctx.release_device_memory()
+    return nbytes
+
+
+def affine_device_bytes(s: Affine, ctx) -> int:
+    """An affine step's working set on a GPU (an estimate): per transform (they run one after another), its baby
+    steps' ciphertexts, one per giant step and two more over its product basis (Q_level * P_k extended, else
+    Q_level), and its diagonals encoded at use (at most LinearTransform's 512 MiB batch at once; kept encoded: held
+    by the plan already)."""
+    p = ctx.params
+    words = min(p.n, 2 * max(s.p_out, s.p_in))  # a diagonal's, a limb (_encoded_bytes)
+    worst = 0
+    for offs, plan in zip(s.offsets, s.plans):
+        limbs = s.level + 1 + (ctx.special_primes_at(s.level) if plan[4] == "extended" else 0)
+        ct = 2 * device_block(8 * limbs * p.n)
+        at_use = 0 if s.lts is not None else min(512 << 20, len(offs) * device_block(8 * limbs * words))
+        worst = max(worst, (len(plan[0]) + len(plan[1]) + 2) * ct + at_use)
+    return worst
+
+
+def release_freed(ctx=None) -> None:
     """Returns the memory the process has freed to the system (glibc's malloc_trim; elsewhere nothing): compiling a
-    large network frees hundreds of MB of small objects, which would otherwise stay resident under what comes next."""
+    large network frees hundreds of MB of small objects, which would otherwise stay resident under what comes next.
+    With a context on a GPU, also the device memory its arena keeps for reuse (Context.release_device_memory): a
+    plan's steps work at different sizes, and blocks kept from one step would add to the next one's (ResNet-20 on the
+    emulated GPU: 13.0 GB kept across steps, 11.6 released before each)."""
+    if ctx is not None:
+        ctx.release_device_memory()
     try:
         import ctypes
 

@@ -555,6 +555,18 @@ void bind_objects(nb::module_& m) {
             "reset_peak=True, which then starts a new peak from now); both 0 on the CPU (the process's resident memory "
             "gives that). The same counting for \"cuda\" and \"gpu-emulated\".")
         .def(
+            "release_device_memory",
+            [](const KContext& c) {
+                const auto& memory = *c.owner->ctx->backend().memory();
+                const std::uint64_t before = memory.held().bytes;
+                memory.release_kept();  // freed in stream order (cudaFreeAsync): after their last users
+                return before - memory.held().bytes;
+            },
+            "Gives the device memory this context's backend keeps for reuse (its arena's free blocks: an operation in "
+            "steady state allocates nothing) back to the device, and returns its bytes; 0 on the CPU. Between phases "
+            "that use other sizes (compiling, then running) it lowers the peak; the next operations allocate again.",
+            ReleaseGil())
+        .def(
             "synchronize", [](const KContext& c) { c.owner->ctx->backend().memory()->synchronize(); },
             "Waits for the device's queued work (a no-op on the CPU): time GPU operations up to this call.",
             ReleaseGil())

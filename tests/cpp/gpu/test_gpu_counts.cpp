@@ -20,6 +20,7 @@
 
 #include "gpu/backends.hpp"
 #include "gpu/counters.hpp"
+#include "gpu/device_memory.hpp"
 #include "kasoku/algo/bootstrap.hpp"
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/ckks/encoder.hpp"
@@ -266,3 +267,32 @@ TEST(GpuCounts, CudaCountsAreTheEmulatedOnes) {
 }
 
 }  // namespace
+
+// The device arena: a request takes its size class (m * 2^e words, m in 5..8: at least the request, under 1.25x it),
+// a polynomial a level down reuses the block freed a level up, and release_kept gives the free blocks back.
+TEST(GpuCounts, TheArenaReusesBlocksAcrossLevelsAndReleasesThem) {
+    for (std::size_t w = 1; w < 5000; ++w) {
+        const std::size_t c = gpu::DeviceMemory::size_class(w);
+        ASSERT_GE(c, w);
+        if (w > 8) ASSERT_LT(4 * c, 5 * w) << w;
+        ASSERT_EQ(gpu::DeviceMemory::size_class(c), c) << w;  // a class is its own class
+    }
+    const Parameters p = test::research_params(10, 50, 32, 10, 50, 1);  // 11 q-primes
+    auto ctx = Context::create(p, 1, gpu::make_emulated_gpu_backend);
+    const auto& be = ctx->backend();
+    const rns::PolyMemory& mem = *be.memory();
+    ASSERT_EQ(gpu::DeviceMemory::size_class(9 * p.n()), 10 * p.n());  // 9 limbs take 10 limbs' class
+    {
+        const rns::RnsPoly up = be.poly(10, 0, true);
+        (void)up;
+    }
+    const std::uint64_t held = mem.held().bytes;
+    const gpu::Counts c = count([&] {
+        const rns::RnsPoly down = be.poly(9, 0, true);  // a level down: the block freed above
+        (void)down;
+    });
+    EXPECT_EQ(c.allocations, 0u);
+    EXPECT_EQ(mem.held().bytes, held);
+    mem.release_kept();
+    EXPECT_EQ(mem.held().bytes + 8 * 10 * p.n(), held);
+}
