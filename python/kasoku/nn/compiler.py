@@ -489,11 +489,11 @@ def compile(
         input_level,
     )
     plan.calibration = check
-    if noise:
-        check.update(statement(plan, cal_x, threads))
-    elif ctx.device != "cpu" and bootstrapper is not None:  # for plan.memory(): statement measures it with the noise
-        check["bootstrap_device_bytes"] = measure_bootstrap_device_bytes(ctx, bootstrapper, threads)
-    if noise or "bootstrap_device_bytes" in check:
+    if noise or (ctx.device != "cpu" and bootstrapper is not None):  # measured on the plan's context, with keys
+        if noise:
+            check.update(statement(plan, cal_x, threads))
+        else:  # a bootstrap's device memory, for plan.memory() (statement measures it with the noise)
+            check["bootstrap_device_bytes"] = measure_bootstrap_device_bytes(ctx, bootstrapper, threads)
         release_freed(ctx)
         plan.compile_s = time.perf_counter() - t0
     plan.final, plan.output_kind = final, output
