@@ -272,7 +272,7 @@ private:
     bool real_projection() const { return cfg_.real && !sparse() && !cfg_.slot_to_coeff_first; }
     int depth_ = 0, top_ = 0;
     std::size_t slots_ = 0;
-    std::vector<std::uint64_t> trace_steps_;  // sparse: Galois elements of the rotations by s * 2^i
+    std::vector<std::uint64_t> trace_galois_elts_;  // sparse: Galois elements of the rotations by s * 2^i
     Polynomial cos_, asin_;
     struct Transforms final : ckks::Context::Shared {
         std::vector<LinearTransform> cts, stc, finish;  // finish: SlotToCoeff first's final scaling

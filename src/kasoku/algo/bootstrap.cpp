@@ -135,8 +135,8 @@ std::vector<std::map<std::int64_t, cvec>> dft_factors(const ckks::Context& ctx, 
     const double per_group = std::pow(inverse ? factor / static_cast<double>(n) : factor, 1.0 / groups);
     std::vector<Diagonals> out;
     std::size_t next = 0;
-    for (int g = 0; g < groups; ++g) {
-        const std::size_t count = (lens.size() - next) / static_cast<std::size_t>(groups - g);
+    for (int group = 0; group < groups; ++group) {
+        const std::size_t count = (lens.size() - next) / static_cast<std::size_t>(groups - group);
         Diagonals acc = stage(ctx, lens[next], inverse, n);
         for (std::size_t i = 1; i < count; ++i) acc = compose(stage(ctx, lens[next + i], inverse, n), acc, n);
         next += count;
@@ -468,11 +468,13 @@ Maps transform_maps(const ckks::Context& ctx, const Plan& plan, double cts_facto
     return m;
 }
 
-// Sparse slots: the rotations by s * 2^i, i < log2(ctx.slots() / s), whose doubling sum is the trace to the subring.
-std::vector<std::uint64_t> trace_steps(const ckks::Context& ctx, std::size_t s) {
-    std::vector<std::uint64_t> steps;
-    for (std::size_t r = s; r < ctx.slots(); r *= 2) steps.push_back(ctx.galois_element(static_cast<std::int64_t>(r)));
-    return steps;
+// Sparse slots: the Galois elements of the rotations by s * 2^i, i < log2(ctx.slots() / s), whose doubling sum is the
+// trace to the subring.
+std::vector<std::uint64_t> trace_galois_elts(const ckks::Context& ctx, std::size_t s) {
+    std::vector<std::uint64_t> galois_elts;
+    for (std::size_t r = s; r < ctx.slots(); r *= 2)
+        galois_elts.push_back(ctx.galois_element(static_cast<std::int64_t>(r)));
+    return galois_elts;
 }
 
 // Where a plan's levels go: ModRaise's level (the top), the first SlotToCoeff transform's, and the level of SlotToCoeff
@@ -487,8 +489,8 @@ TransformLevels transform_levels(const ckks::Context& ctx, const Plan& plan) {
 }
 
 // An element's key serves every level up to the highest it is used at.
-void use_at(std::map<std::uint64_t, int>& levels, std::uint64_t g, int level) {
-    int& at = levels.try_emplace(g, level).first->second;
+void use_at(std::map<std::uint64_t, int>& levels, std::uint64_t galois_elt, int level) {
+    int& at = levels.try_emplace(galois_elt, level).first->second;
     at = std::max(at, level);
 }
 }  // namespace
@@ -503,7 +505,7 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
     asin_ = std::move(plan.asin);
     depth_ = plan.depth;
     slots_ = plan.slots;
-    trace_steps_ = trace_steps(*ctx_, slots_);
+    trace_galois_elts_ = trace_galois_elts(*ctx_, slots_);
     const double range = k_bound_ + 1.0;
     const TransformLevels at = transform_levels(*ctx_, plan);
     top_ = at.top;
@@ -539,14 +541,14 @@ Bootstrapper::Bootstrapper(ckks::ContextPtr ctx, BootstrapConfig cfg, Exec exec,
         const auto encoded = [&] {
             if (progress) progress(++done, total);
         };
-        for (int g = 0; g < cfg_.cts_levels; ++g) {
-            t->cts.emplace_back(ctx_, maps.cts[static_cast<std::size_t>(g)], top_ - g, 0, exec, cfg_.at_use);
+        for (int i = 0; i < cfg_.cts_levels; ++i) {
+            t->cts.emplace_back(ctx_, maps.cts[static_cast<std::size_t>(i)], top_ - i, 0, exec, cfg_.at_use);
             encoded();
         }
         // SlotToCoeff first: on the input's levels stc_levels..1 (then the final scaling above the output level); else
         // the last levels.
-        for (int g = 0; g < cfg_.stc_levels; ++g) {
-            t->stc.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(g)], at.stc_top - g, 0, exec, cfg_.at_use);
+        for (int i = 0; i < cfg_.stc_levels; ++i) {
+            t->stc.emplace_back(ctx_, maps.stc[static_cast<std::size_t>(i)], at.stc_top - i, 0, exec, cfg_.at_use);
             encoded();
         }
         if (cfg_.slot_to_coeff_first) {
@@ -579,23 +581,23 @@ std::size_t Bootstrapper::plan_nbytes() const {
 
 std::vector<std::uint64_t> Bootstrapper::galois_elements() const {
     std::vector<std::uint64_t> all;
-    for (const auto& [g, level] : galois_levels()) all.push_back(g);
+    for (const auto& [galois_elt, level] : galois_levels()) all.push_back(galois_elt);
     return all;
 }
 
 std::vector<std::uint64_t> Bootstrapper::galois_elements(const ckks::Context& ctx, const BootstrapConfig& cfg) {
     std::vector<std::uint64_t> all;
-    for (const auto& [g, level] : galois_levels(ctx, cfg)) all.push_back(g);
+    for (const auto& [galois_elt, level] : galois_levels(ctx, cfg)) all.push_back(galois_elt);
     return all;
 }
 
 std::map<std::uint64_t, int> Bootstrapper::galois_levels() const {
     std::map<std::uint64_t, int> levels;
     use_at(levels, ctx_->conjugation_element(), top_ - cfg_.cts_levels);  // after CoeffToSlot (and below it)
-    for (std::uint64_t g : trace_steps_) use_at(levels, g, top_);
+    for (std::uint64_t galois_elt : trace_galois_elts_) use_at(levels, galois_elt, top_);
     for (const auto* list : {&transforms_->cts, &transforms_->stc, &transforms_->finish})
         for (const auto& t : *list)
-            for (std::uint64_t g : t.galois_elements()) use_at(levels, g, t.level());
+            for (std::uint64_t galois_elt : t.galois_elements()) use_at(levels, galois_elt, t.level());
     return levels;
 }
 
@@ -604,14 +606,15 @@ std::map<std::uint64_t, int> Bootstrapper::galois_levels(const ckks::Context& ct
     const TransformLevels at = transform_levels(ctx, plan);
     std::map<std::uint64_t, int> levels;
     use_at(levels, ctx.conjugation_element(), at.top - plan.cfg.cts_levels);
-    for (std::uint64_t g : trace_steps(ctx, plan.slots)) use_at(levels, g, at.top);
+    for (std::uint64_t galois_elt : trace_galois_elts(ctx, plan.slots)) use_at(levels, galois_elt, at.top);
     const Maps maps = transform_maps(ctx, plan, 1.0, 1.0);
     const auto use_map = [&](const Diagonals& d, int level) {
         std::vector<std::int64_t> offsets;
         for (const auto& [r, diag] : d)  // the nonzero diagonals, as LinearTransform keeps them
             if (std::any_of(diag.begin(), diag.end(), [](const auto& v) { return v != 0.0; })) offsets.push_back(r);
-        for (std::uint64_t g : LinearTransform::galois_elements(ctx, LinearTransform::plan_for(offsets, ctx.slots())))
-            use_at(levels, g, level);
+        for (std::uint64_t galois_elt :
+             LinearTransform::galois_elements(ctx, LinearTransform::plan_for(offsets, ctx.slots())))
+            use_at(levels, galois_elt, level);
     };
     for (std::size_t i = 0; i < maps.cts.size(); ++i) use_map(maps.cts[i], at.top - static_cast<int>(i));
     for (std::size_t i = 0; i < maps.stc.size(); ++i) use_map(maps.stc[i], at.stc_top - static_cast<int>(i));
@@ -713,8 +716,9 @@ Ciphertext Bootstrapper::coeff_to_slot(const ckks::Evaluator& ev, const Cipherte
     const ckks::Evaluator cev = counts ? ev.counting(*counts) : ev;
     if (!sparse()) return apply_all(transforms_->cts, cev, raised, exec);
     // The trace to the subring (doubling: one key per step), the transforms, then a + conj(a).
-    const Ciphertext a = apply_all(transforms_->cts, cev,
-                                   cev.trace(raised, trace_steps_, static_cast<int>(trace_steps_.size()), exec), exec);
+    const Ciphertext a =
+        apply_all(transforms_->cts, cev,
+                  cev.trace(raised, trace_galois_elts_, static_cast<int>(trace_galois_elts_.size()), exec), exec);
     return cev.add(a, cev.conjugate(a, exec), exec);
 }
 

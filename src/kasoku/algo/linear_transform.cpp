@@ -244,8 +244,8 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
     for (std::size_t i = 0; i < plan_.babies.size(); ++i) rotated[i] = ctx_->galois_element(plan_.babies[i]) != 1;
     std::vector<std::vector<LazyCiphertext>> sums(fused ? plan_.giants.size() : 0);  // each giant step's
     if (fused) {
-        std::vector<std::uint64_t> elts;
-        for (auto s : plan_.babies) elts.push_back(ctx_->galois_element(s));
+        std::vector<std::uint64_t> galois_elts;
+        for (auto s : plan_.babies) galois_elts.push_back(ctx_->galois_element(s));
         const std::size_t limbs = static_cast<std::size_t>(level_) + 1 + ctx_->rns().p_count(), n = ctx_->n();
         for (std::size_t j0 = 0; j0 < plan_.giants.size();) {
             std::size_t j1 = j0, bytes = 0;  // the batch j0..j1-1
@@ -261,23 +261,23 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
             std::vector<std::vector<std::pair<std::size_t, const ckks::Plaintext*>>> groups;
             std::vector<std::size_t> owner;  // the giant step of each group
             for (std::size_t j = j0; j < j1; ++j) {
-                std::vector<std::pair<std::size_t, const ckks::Plaintext*>> g;
+                std::vector<std::pair<std::size_t, const ckks::Plaintext*>> group;
                 if (at_use_) now[j - j0].reserve(terms_[j].size());  // (pointers into it are kept)
                 for (const Term& t : terms_[j]) {
                     if (!rotated[t.baby]) continue;
                     if (!at_use_) {
-                        g.emplace_back(t.baby, &t.pt);
+                        group.emplace_back(t.baby, &t.pt);
                         continue;
                     }
                     now[j - j0].push_back(encoded(t, exec));
-                    g.emplace_back(t.baby, &now[j - j0].back());
+                    group.emplace_back(t.baby, &now[j - j0].back());
                 }
-                if (g.empty()) continue;
-                groups.push_back(std::move(g));
+                if (group.empty()) continue;
+                groups.push_back(std::move(group));
                 owner.push_back(j);
             }
             if (!groups.empty()) {
-                auto made = ev.inner_product_sums_lazy(*d, elts, groups, exec);
+                auto made = ev.inner_product_sums_lazy(*d, galois_elts, groups, exec);
                 for (std::size_t k = 0; k < made.size(); ++k) sums[owner[k]] = std::move(made[k]);
             }
             j0 = j1;
@@ -286,10 +286,10 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
     std::vector<std::optional<LazyCiphertext>> lazy(plan_.babies.size());
     std::vector<std::optional<Ciphertext>> down(plan_.babies.size());
     for (std::size_t i = 0; i < plan_.babies.size() && !fused; ++i) {
-        const std::uint64_t g = ctx_->galois_element(plan_.babies[i]);
-        if (g == 1) continue;
-        if (extended) lazy[i] = ev.inner_product_lazy(*d, g, exec);
-        else down[i] = ev.mod_down(ev.inner_product_lazy(*d, g, exec), exec);
+        const std::uint64_t galois_elt = ctx_->galois_element(plan_.babies[i]);
+        if (galois_elt == 1) continue;
+        if (extended) lazy[i] = ev.inner_product_lazy(*d, galois_elt, exec);
+        else down[i] = ev.mod_down(ev.inner_product_lazy(*d, galois_elt, exec), exec);
     }
     // Lazy values are summed by their special primes P_k (keys made for different levels have different k; one
     // ModDown for each k).
@@ -346,14 +346,14 @@ Ciphertext LinearTransform::run(const ckks::Evaluator& ev, const Ciphertext& a, 
         }
         if (fused)
             for (LazyCiphertext& x : sums[j]) add_lazy(xj, std::move(x));
-        const std::uint64_t g = ctx_->galois_element(plan_.giants[j]);
-        if (g == 1) {
+        const std::uint64_t galois_elt = ctx_->galois_element(plan_.giants[j]);
+        if (galois_elt == 1) {
             for (auto& [np, x] : xj) add_lazy(total, std::move(x));
             plain = std::move(cj);
             continue;
         }
         for (const auto& [np, x] : xj) add_down(cj, x);
-        add_lazy(total, ev.inner_product_lazy(ev.decompose(std::move(cj), exec), g, exec));  // cj is done with
+        add_lazy(total, ev.inner_product_lazy(ev.decompose(std::move(cj), exec), galois_elt, exec));  // cj is done with
     }
     if (total.empty()) return ev.rescale(plain, exec);
     // ModDown, the products of the giant step 0 and the rescale in one base conversion (the sums over fewer special

@@ -116,7 +116,8 @@ public:
         const std::size_t slots = ctx->slots();
         std::set<std::uint64_t> out;
         auto add_plan = [&](const std::vector<std::int64_t>& offs) {
-            for (auto e : LinearTransform::galois_elements(*ctx, LinearTransform::plan_for(offs, slots))) out.insert(e);
+            for (auto galois_elt : LinearTransform::galois_elements(*ctx, LinearTransform::plan_for(offs, slots)))
+                out.insert(galois_elt);
         };
         add_plan(offsets(sigma_src()));
         add_plan(offsets(tau_src()));
@@ -280,10 +281,10 @@ EncryptedMatrix matmul(const ckks::Evaluator& ev0, const EncryptedMatrix& a, con
     exec = p.ctx->exec(exec);
     // Every key before any work.
     const ckks::EvaluationKeys* keys = ev0.keys();
-    for (auto e : p.galois_elements(a.rows))
-        if (!keys || !keys->galois.count(e))
+    for (auto galois_elt : p.galois_elements(a.rows))
+        if (!keys || !keys->galois.count(galois_elt))
             throw MissingKeyError(
-                "matmul needs the Galois key for element " + std::to_string(e) +
+                "matmul needs the Galois key for element " + std::to_string(galois_elt) +
                 "; generate the keys with ctx.keygen(matmul=(d, g)) (C++: MatrixEncoder::galois_elements())");
     if (!keys || !keys->relin) throw MissingKeyError("matmul needs the relinearisation key");
     const MatmulPlan::Level& lv = p.at(level, exec);
