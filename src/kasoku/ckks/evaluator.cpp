@@ -577,40 +577,41 @@ Ciphertext Evaluator::drop_level(const Ciphertext& a, int level, Exec exec) cons
     return linear_combination_at({&a}, {1.0}, 0.0, level, 0.0, exec);
 }
 
-std::shared_ptr<const rns::GadgetKey> Evaluator::galois_key(std::uint64_t g, std::uint64_t key_id, int level) const {
-    return detail::galois_keys(*this, {g}, key_id, level, true).front();
+std::shared_ptr<const rns::GadgetKey> Evaluator::galois_key(std::uint64_t galois_elt, std::uint64_t key_id,
+                                                            int level) const {
+    return detail::galois_keys(*this, {galois_elt}, key_id, level, true).front();
 }
 
 std::shared_ptr<const rns::GadgetKey> Evaluator::relin_key() const { return detail::gadget_key(*ctx_, keys_->relin); }
 
 Ciphertext Evaluator::rotate(const Ciphertext& a, std::int64_t step, Exec exec) const {
     check(a, "operand");
-    const std::uint64_t g = ctx_->galois_element(step);
-    if (g == 1) return a;
-    if (!keys_ || !keys_->galois.count(g))
+    const std::uint64_t galois_elt = ctx_->galois_element(step);
+    if (galois_elt == 1) return a;
+    if (!keys_ || !keys_->galois.count(galois_elt))
         throw MissingKeyError("no rotation key for step " + std::to_string(step) + " (Galois element " +
-                              std::to_string(g) + "); generate it with ctx.keygen(rotations=[" + std::to_string(step) +
-                              "])");
-    return apply_galois(a, g, exec);
+                              std::to_string(galois_elt) + "); generate it with ctx.keygen(rotations=[" +
+                              std::to_string(step) + "])");
+    return apply_galois(a, galois_elt, exec);
 }
 
 Ciphertext Evaluator::conjugate(const Ciphertext& a, Exec exec) const {
     check(a, "operand");
-    const std::uint64_t g = ctx_->conjugation_element();
-    if (!keys_ || !keys_->galois.count(g))
+    const std::uint64_t galois_elt = ctx_->conjugation_element();
+    if (!keys_ || !keys_->galois.count(galois_elt))
         throw MissingKeyError("no conjugation key; generate it with ctx.keygen(conjugation=True)");
-    return apply_galois(a, g, exec);
+    return apply_galois(a, galois_elt, exec);
 }
 
-Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t g, Exec exec) const {
+Ciphertext Evaluator::apply_galois(const Ciphertext& a, std::uint64_t galois_elt, Exec exec) const {
     const Count count(*this, {.rot = 1, .decompose = 1, .mod_down = 1});
     check(a, "operand");
     detail::check_relinearised(a, "rotation");
-    ctx_->check_galois_element(g, "apply_galois", false);
-    const auto key = galois_key(g, a.key_id, a.level());
+    ctx_->check_galois_element(galois_elt, "apply_galois", false);
+    const auto key = galois_key(galois_elt, a.key_id, a.level());
     exec = ctx_->exec(exec);
     // The key switches s -> s(X^{g^-1}); the automorphism comes last (see evaluator_hoisting.cpp), on two polynomials over Q_l.
-    return switch_finish(a, a.polys[1], *key, &a.polys[0], nullptr, g, exec);
+    return switch_finish(a, a.polys[1], *key, &a.polys[0], nullptr, galois_elt, exec);
 }
 
 Ciphertext Evaluator::switch_finish(const Ciphertext& like, const RnsPoly& d, const rns::GadgetKey& key,

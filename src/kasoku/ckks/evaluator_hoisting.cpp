@@ -62,13 +62,13 @@ LazyCiphertext lazy_of(const Decomposition& d, rns::LazyPolys&& x) {
 }
 }  // namespace
 
-LazyCiphertext Evaluator::inner_product_lazy(const Decomposition& d, u64 g, Exec exec) const {
+LazyCiphertext Evaluator::inner_product_lazy(const Decomposition& d, u64 galois_elt, Exec exec) const {
     const Count count(*this, {.rot = 1});
     check_decomposition(*ctx_, d);
-    ctx_->check_galois_element(g, "inner_product_lazy", false);
-    const auto key = galois_key(g, d.input.key_id, d.input.level());
+    ctx_->check_galois_element(galois_elt, "inner_product_lazy", false);
+    const auto key = galois_key(galois_elt, d.input.key_id, d.input.level());
     exec = ctx_->exec(exec);
-    return lazy_of(d, ctx_->keyswitcher().inner_product(d.digits, {{key.get(), g}}, d.input.polys[0], exec));
+    return lazy_of(d, ctx_->keyswitcher().inner_product(d.digits, {{key.get(), galois_elt}}, d.input.polys[0], exec));
 }
 
 void Evaluator::add_lazy_inplace(LazyCiphertext& acc, const LazyCiphertext& x, Exec exec) const {
@@ -243,22 +243,23 @@ std::vector<std::shared_ptr<const rns::GadgetKey>> detail::galois_keys(const Eva
                                                                        const std::vector<u64>& elts,
                                                                        std::uint64_t key_id, int level, bool expand) {
     const EvaluationKeys* ek = ev.keys();
-    for (u64 g : elts) {
-        if (!ek || !ek->galois.count(g))
-            throw MissingKeyError("no Galois key for element " + std::to_string(g) +
-                                  "; generate it with ctx.keygen(galois_elements=[" + std::to_string(g) + ", ...])");
-        const SwitchKey& k = *ek->galois.at(g);
+    for (u64 galois_elt : elts) {
+        if (!ek || !ek->galois.count(galois_elt))
+            throw MissingKeyError("no Galois key for element " + std::to_string(galois_elt) +
+                                  "; generate it with ctx.keygen(galois_elements=[" + std::to_string(galois_elt) +
+                                  ", ...])");
+        const SwitchKey& k = *ek->galois.at(galois_elt);
         if (k.key_id != key_id) throw ParameterError("the Galois key belongs to another secret key than the operand");
         const int serves = k.b.empty() ? -1 : static_cast<int>(k.b[0].num_q()) - 1;
         if (level > serves)
-            throw LevelError("the Galois key of element " + std::to_string(g) + " serves levels up to " +
+            throw LevelError("the Galois key of element " + std::to_string(galois_elt) + " serves levels up to " +
                              std::to_string(serves) + " (made so by keygen's galois_levels); the operand is at level " +
                              std::to_string(level) + ": drop_level it first, or make the key for level " +
                              std::to_string(level));
     }
     std::vector<std::shared_ptr<const rns::GadgetKey>> keys;
     if (expand)
-        for (u64 g : elts) keys.push_back(detail::gadget_key(ev.context(), ek->galois.at(g)));
+        for (u64 galois_elt : elts) keys.push_back(detail::gadget_key(ev.context(), ek->galois.at(galois_elt)));
     return keys;
 }
 
@@ -267,24 +268,24 @@ std::vector<Ciphertext> Evaluator::apply_galois_hoisted(const Ciphertext& a, con
     const Count count(*this, {.rot = elts.size(), .decompose = 1, .mod_down = elts.size()});
     check(a, "operand");
     exec = ctx_->exec(exec);
-    for (u64 g : elts) ctx_->check_galois_element(g, "apply_galois_hoisted");
+    for (u64 galois_elt : elts) ctx_->check_galois_element(galois_elt, "apply_galois_hoisted");
     std::vector<u64> switched;
-    for (u64 g : elts)
-        if (g != 1) switched.push_back(g);
+    for (u64 galois_elt : elts)
+        if (galois_elt != 1) switched.push_back(galois_elt);
     detail::galois_keys(*this, switched, a.key_id, a.level(),
                         false);  // all keys checked before any work, each expanded at its use
     if (switched.empty()) return std::vector<Ciphertext>(elts.size(), a);
     const std::vector<RnsPoly> digits = mod_up_digits(a, exec);  // a stays where it is: no decomposition's copy
     const auto& ks = ctx_->keyswitcher();
     std::vector<Ciphertext> out;
-    for (u64 g : elts) {
-        if (g == 1) {
+    for (u64 galois_elt : elts) {
+        if (galois_elt == 1) {
             out.push_back(a);
             continue;
         }
         // As in apply_galois: inner products, ModDown, then the automorphism on the two polynomials over Q_l.
-        const auto key = galois_key(g, a.key_id, a.level());
-        out.push_back(finish(a, ks.inner_product(digits, *key, exec), &a.polys[0], nullptr, g, exec));
+        const auto key = galois_key(galois_elt, a.key_id, a.level());
+        out.push_back(finish(a, ks.inner_product(digits, *key, exec), &a.polys[0], nullptr, galois_elt, exec));
     }
     return out;
 }
@@ -310,7 +311,7 @@ Ciphertext Evaluator::apply_galois_sum_hoisted(const Ciphertext& a, const std::v
                       {.add = elts.empty() ? 0 : elts.size() - 1, .rot = elts.size(), .decompose = 1, .mod_down = 1});
     check(a, "operand");
     if (elts.empty()) throw ParameterError("apply_galois_sum_hoisted needs at least one automorphism");
-    for (u64 g : elts) ctx_->check_galois_element(g, "apply_galois_sum_hoisted", false);
+    for (u64 galois_elt : elts) ctx_->check_galois_element(galois_elt, "apply_galois_sum_hoisted", false);
     exec = ctx_->exec(exec);
     detail::check_relinearised(a, "key switching");
     const auto keys = detail::galois_keys(*this, elts, a.key_id, a.level(), true);

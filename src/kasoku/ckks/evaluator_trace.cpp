@@ -56,10 +56,10 @@ std::vector<std::vector<u64>> trace_group_elements(const std::vector<u64>& autom
 
 std::vector<u64> rotation_doubling_steps(std::size_t M, u64 two_n) {
     std::vector<u64> out;
-    u64 g = 5 % two_n;
+    u64 galois_elt = 5 % two_n;
     for (std::size_t i = 0; i < M; ++i) {
-        out.push_back(g);
-        g = g * g % two_n;  // 5^(2^(i+1))
+        out.push_back(galois_elt);
+        galois_elt = galois_elt * galois_elt % two_n;  // 5^(2^(i+1))
     }
     return out;
 }
@@ -77,8 +77,8 @@ std::vector<u64> trace_doubling_steps(std::size_t M, u64 two_n) {
 std::vector<u64> trace_galois_elements(const Parameters& params, std::size_t M, std::size_t h) {
     const u64 two_n = 2 * params.n();
     std::vector<u64> out;
-    for (auto& g : trace_group_elements(trace_doubling_steps(M, two_n), h, two_n))
-        out.insert(out.end(), g.begin(), g.end());
+    for (auto& galois_elts : trace_group_elements(trace_doubling_steps(M, two_n), h, two_n))
+        out.insert(out.end(), galois_elts.begin(), galois_elts.end());
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
@@ -134,7 +134,7 @@ Ciphertext Evaluator::trace(const Ciphertext& a, const std::vector<u64>& automor
     check(a, "operand");
     const std::size_t M = automorphisms.size();
     if (M == 0) return a;
-    for (u64 g : automorphisms) ctx_->check_galois_element(g, "trace", false);
+    for (u64 galois_elt : automorphisms) ctx_->check_galois_element(galois_elt, "trace", false);
     exec = ctx_->exec(exec);
     if (h < 0 || h > static_cast<int>(M))
         throw ParameterError("trace: h must be between 1 and M = " + std::to_string(M) + " (or 0 to choose), got " +
@@ -143,9 +143,9 @@ Ciphertext Evaluator::trace(const Ciphertext& a, const std::vector<u64>& automor
         h = choose_trace_h(automorphisms, a.level(), exec);
         if (h == 0) {
             // Name a key of the smallest key set (repeated doubling) that is missing.
-            for (u64 g : automorphisms)
-                if (!keys_ || !keys_->galois.count(g))
-                    throw MissingKeyError("trace: no h has all its Galois keys; element " + std::to_string(g) +
+            for (u64 galois_elt : automorphisms)
+                if (!keys_ || !keys_->galois.count(galois_elt))
+                    throw MissingKeyError("trace: no h has all its Galois keys; element " + std::to_string(galois_elt) +
                                           " (needed by every h) is missing; generate the keys with "
                                           "ctx.keygen(galois_elements=ks.trace_galois_elements(params, M, h))");
             throw MissingKeyError(
@@ -227,7 +227,7 @@ KeySwitchCosts Evaluator::keyswitch_costs(int level, Exec exec) const {
         key.a.push_back(random_poly(r.q_count(), r.p_count()));
     }
     const auto& ks = ctx_->keyswitcher();
-    const u64 g = ctx_->galois_element(1);
+    const u64 galois_elt = ctx_->galois_element(1);
     using clock = std::chrono::steady_clock;
     auto ms = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
     KeySwitchCosts c;
@@ -240,7 +240,7 @@ KeySwitchCosts Evaluator::keyswitch_costs(int level, Exec exec) const {
         const Decomposition d = decompose(ct, exec);
         best_dec = std::min(best_dec, ms(t0));
         t0 = clock::now();
-        rns::LazyPolys lazy = ks.inner_product(d.digits, {{&key, g}}, d.input.polys[0], exec);
+        rns::LazyPolys lazy = ks.inner_product(d.digits, {{&key, galois_elt}}, d.input.polys[0], exec);
         best_ip = std::min(best_ip, ms(t0));
         t0 = clock::now();
         Ciphertext s = finish(ct, lazy, nullptr, nullptr, 1, exec);

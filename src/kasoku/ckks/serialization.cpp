@@ -489,9 +489,9 @@ void evaluation_key_fields(Io& io, K& keys) {
     io.value(keys.key_id);
     if (io.flag(keys.relin != nullptr, "relinearisation-key flag"))
         io.key(keys.relin, keys.key_id, KeyShape::full, true);
-    io.entries(keys.galois, "a Galois key", [&](auto& g, auto& key) {
-        io.value(g);
-        io.check(g % 2 == 1 && g < 2 * io.context().n(), "invalid Galois element");
+    io.entries(keys.galois, "a Galois key", [&](auto& galois_elt, auto& key) {
+        io.value(galois_elt);
+        io.check(galois_elt % 2 == 1 && galois_elt < 2 * io.context().n(), "invalid Galois element");
         io.key(key, keys.key_id, KeyShape::any_level, false);
     });
     if (io.flag(keys.to_sparse && keys.from_sparse, "encapsulation-key flag")) {

@@ -703,10 +703,10 @@ ckks::EvaluationKeys evaluation_keys(const ckks::ContextPtr& ctxp, const Session
         own(*relin);
         ek.relin = std::make_shared<const ckks::SwitchKey>(std::move(*relin));
     }
-    for (auto& [g, k] : galois) {
-        ctx.check_galois_element(g, "evaluation_keys", false);
+    for (auto& [galois_elt, k] : galois) {
+        ctx.check_galois_element(galois_elt, "evaluation_keys", false);
         own(k);
-        ek.galois[g] = std::make_shared<const ckks::SwitchKey>(std::move(k));
+        ek.galois[galois_elt] = std::make_shared<const ckks::SwitchKey>(std::move(k));
     }
     return ek;
 }

@@ -325,8 +325,8 @@ void bind_evaluator(nb::module_& m) {
             ReleaseGil())
         .def(
             "inner_product_lazy",
-            [](const KEvaluator& e, const KDecomposition& d, std::uint64_t g, TArg t) {
-                return KLazy{e.owner, e.ev->inner_product_lazy(*d.d, g, threads_arg(t))};
+            [](const KEvaluator& e, const KDecomposition& d, std::uint64_t galois_elt, TArg t) {
+                return KLazy{e.owner, e.ev->inner_product_lazy(*d.d, galois_elt, threads_arg(t))};
             },
             "decomposition"_a, "galois_element"_a, "threads"_a = nb::none(),
             "Key-switching step 2: psi_g(a) left in the Q*P basis (LazyCiphertext; lazy values add with +).",

@@ -186,8 +186,8 @@ void bind_multiparty(nb::module_& root) {
             "Round 2 of RKG, from aggregate_relin_round1 of every party's round 1.")
         .def(
             "galois_key_share",
-            [](const KParty& p, std::uint64_t g, TArg t) {
-                return KShare{p.owner, p.party->galois_key_share(g, threads_arg(t))};
+            [](const KParty& p, std::uint64_t galois_elt, TArg t) {
+                return KShare{p.owner, p.party->galois_key_share(galois_elt, threads_arg(t))};
             },
             "galois_element"_a, "threads"_a = nb::none(), ReleaseGil(),
             "Its share of the collective Galois key of an element (ctx.galois_element(step) for a rotation).")
@@ -269,9 +269,9 @@ void bind_multiparty(nb::module_& root) {
         "The collective relinearisation key from the round-1 sum and every party's relin_round2.");
     m.def(
         "aggregate_galois_key",
-        [](const KContext& c, const KSession& s, std::uint64_t g, const std::vector<const KShare*>& shares) {
-            return KSwitchKey{c.owner, std::make_shared<const ckks::SwitchKey>(
-                                           mp::aggregate_galois_key(c.owner->ctx, s.s, g, shares_of(c.owner, shares)))};
+        [](const KContext& c, const KSession& s, std::uint64_t galois_elt, const std::vector<const KShare*>& shares) {
+            return KSwitchKey{c.owner, std::make_shared<const ckks::SwitchKey>(mp::aggregate_galois_key(
+                                           c.owner->ctx, s.s, galois_elt, shares_of(c.owner, shares)))};
         },
         "ctx"_a, "session"_a, "galois_element"_a, "shares"_a,
         "The collective Galois key of an element from every party's galois_key_share.");

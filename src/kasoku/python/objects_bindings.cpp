@@ -294,9 +294,9 @@ void bind_objects(nb::module_& m) {
         .def_prop_ro(
             "galois_elements",
             [](const KEvaluationKeys& k) {
-                std::vector<std::uint64_t> g;
-                for (auto& [e, _] : k.keys->galois) g.push_back(e);
-                return g;
+                std::vector<std::uint64_t> galois_elts;
+                for (auto& [galois_elt, _] : k.keys->galois) galois_elts.push_back(galois_elt);
+                return galois_elts;
             },
             "The Galois elements it has keys for (Context.galois_element turns a rotation step into one).")
         .def_prop_ro(
@@ -620,31 +620,33 @@ void bind_objects(nb::module_& m) {
                             "matmul=(d, g) or (d, g, rows): the shape of the matrix products to make keys for");
                     const std::size_t d = (*matmul)[0], g = matmul->size() > 1 ? (*matmul)[1] : 1,
                                       rows = matmul->size() > 2 ? (*matmul)[2] : 0;
-                    for (auto e : algo::MatrixEncoder(ctx, d, g, rows).galois_elements()) galois_elements.push_back(e);
+                    for (auto galois_elt : algo::MatrixEncoder(ctx, d, g, rows).galois_elements())
+                        galois_elements.push_back(galois_elt);
                 }
-                for (std::uint64_t g : galois_elements) ctx->check_galois_element(g, "keygen");
+                for (std::uint64_t galois_elt : galois_elements) ctx->check_galois_element(galois_elt, "keygen");
                 const int top = static_cast<int>(ctx->rns().q_count()) - 1;
-                for (const auto& [g, level] : galois_levels) {
-                    ctx->check_galois_element(g, "keygen");
+                for (const auto& [galois_elt, level] : galois_levels) {
+                    ctx->check_galois_element(galois_elt, "keygen");
                     if (level < 0 || level > top)
                         throw ParameterError("galois_levels: level " + std::to_string(level) + " of element " +
-                                             std::to_string(g) + " is outside 0.." + std::to_string(top));
+                                             std::to_string(galois_elt) + " is outside 0.." + std::to_string(top));
                 }
-                for (const auto& [g, level] : boot_levels) {
-                    int& at = galois_levels.try_emplace(g, level).first->second;
+                for (const auto& [galois_elt, level] : boot_levels) {
+                    int& at = galois_levels.try_emplace(galois_elt, level).first->second;
                     at = std::max(at, level);
                 }
                 if (sum_slots) {  // the keys of sum_slots(count=None, h=None) at the user level
                     const std::size_t M = static_cast<std::size_t>(ctx->params().log_n - 1);
                     const std::size_t h =
                         best_trace_h(Evaluator(ctx, nullptr).keyswitch_costs(ctx->user_level(), th), M);
-                    for (std::uint64_t g : trace_galois_elements(ctx->params(), M, h)) galois_elements.push_back(g);
+                    for (std::uint64_t galois_elt : trace_galois_elements(ctx->params(), M, h))
+                        galois_elements.push_back(galois_elt);
                 }
                 // An element asked for otherwise (rotations, elements, bootstrapping, ...) gets a key for every level.
-                for (std::uint64_t g : galois_elements) galois_levels.erase(g);
+                for (std::uint64_t galois_elt : galois_elements) galois_levels.erase(galois_elt);
                 for (std::int64_t step : rotations) galois_levels.erase(ctx->galois_element(step));
                 if (conjugation) galois_levels.erase(ctx->conjugation_element());
-                for (const auto& [g, level] : galois_levels) galois_elements.push_back(g);
+                for (const auto& [galois_elt, level] : galois_levels) galois_elements.push_back(galois_elt);
                 KeyGenerator kg(ctx);
                 auto sk = std::make_shared<const SecretKey>(kg.secret_key(th));
                 KKeyPair kp;
@@ -657,7 +659,7 @@ void bind_objects(nb::module_& m) {
                 if (boot && ctx->params().boot_secret_weight > 0) kg.encapsulation_keys(*sk, keys, th);
                 auto shared = std::make_shared<const EvaluationKeys>(std::move(keys));
                 if (shared->relin) kp.relin = KSwitchKey{c.owner, shared->relin};
-                for (auto& [g, k] : shared->galois) kp.galois.emplace(g, KSwitchKey{c.owner, k});
+                for (auto& [galois_elt, k] : shared->galois) kp.galois.emplace(galois_elt, KSwitchKey{c.owner, k});
                 kp.eval = shared;
                 return kp;
             },

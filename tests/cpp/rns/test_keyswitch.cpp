@@ -13,6 +13,8 @@ using namespace kasoku;
 using namespace kasoku::rns;
 using namespace kasoku::rns::test;
 
+// The inner product is written once: the fused key switch, the hoisted inner product and a per-coefficient reference
+// agree bit for bit, and the permuted sum form equals the automorphisms of the separate products.
 TEST(KeySwitch, FusedHoistedAndReferenceInnerProductsAgree) {
     for (std::size_t alpha : {1u, 2u, 3u}) {
         Fixture f(5, 3, alpha);
@@ -242,7 +244,3 @@ TEST(KeySwitch, ModDownVariantsEqualTheirSteps) {
     EXPECT_EQ(o1, a2);
     EXPECT_EQ(o0.num_q(), nq - 1);
 }
-
-// The per-thread block pool (support/memory.cpp): a block of whole huge pages serves any request within its span once
-// freed (a polynomial a few limbs larger or smaller, a level apart), so that a bootstrap's levels reuse each other's
-// memory instead of faulting in fresh pages. Not under the sanitizers, which bypass the pool.
