@@ -85,14 +85,14 @@ public:
     //         1 where the operation needs a key switch for it (identity_allowed false)
     void check_galois_element(std::uint64_t galois_elt, const char* op, bool identity_allowed = true) const;
 
-    // Encoder tables (HEAAN-style special FFT): rot_group_[j] = 5^j mod 2n, ksi_[k] = exp(2 pi i k / 2n), and each
-    // stage's twiddles in order: for the stage of `len` points (2 <= len <= slots), entry len / 2 + j (j < len / 2)
-    // of fft_twiddles() is ksi[(rot_group[j] mod 4 len) 2n / (4 len)], of fft_twiddles_inverse() ksi[(4 len -
-    // (rot_group[j] mod 4 len)) 2n / (4 len)].
-    const std::vector<std::uint64_t>& rot_group() const { return rot_group_; }
-    const std::vector<std::complex<double>>& ksi() const { return ksi_; }
-    const std::vector<std::complex<double>>& fft_twiddles() const { return fft_tw_; }
-    const std::vector<std::complex<double>>& fft_twiddles_inverse() const { return fft_tw_inv_; }
+    // The encoder's tables (HEAAN-style special FFT: rns::SlotFft, the ring's): rot_group()[j] = 5^j mod 2n, ksi()[k] =
+    // exp(2 pi i k / 2n), and each stage's twiddles in order.
+    const std::vector<std::uint64_t>& rot_group() const { return rns().slot_fft().rot_group(); }
+    const std::vector<std::complex<double>>& ksi() const { return rns().slot_fft().ksi(); }
+    const std::vector<std::complex<double>>& fft_twiddles() const { return rns().slot_fft().twiddles(); }
+    const std::vector<std::complex<double>>& fft_twiddles_inverse() const {
+        return rns().slot_fft().twiddles_inverse();
+    }
 
     // What the layers above derive from this context and share among their objects, kept by the context so that it
     // ends with it (no process-wide cache): Evaluator::keyswitch_costs' measured costs, algo::Bootstrapper's encoded
@@ -127,14 +127,12 @@ private:
     int threads_;
     std::uint64_t uid_, fingerprint_;
     std::vector<double> log_q_prefix_, scales_;
-    std::vector<std::uint64_t> rot_group_;
-    std::vector<std::complex<double>> ksi_, fft_tw_, fft_tw_inv_;
 };
 
 using ContextPtr = std::shared_ptr<const Context>;
 
-// g^-1 modulo 2n for an odd Galois element g (the group of units mod 2n has order n).
-// @throws ParameterError for an even g or g >= two_n
-std::uint64_t galois_inverse(std::uint64_t g, std::uint64_t two_n);
+// galois_elt^-1 modulo 2n for an odd Galois element galois_elt (the group of units mod 2n has order n).
+// @throws ParameterError for an even galois_elt or galois_elt >= two_n
+std::uint64_t galois_inverse(std::uint64_t galois_elt, std::uint64_t two_n);
 
 }  // namespace kasoku::ckks

@@ -150,6 +150,11 @@ public:
     //     the top level), or a negative thread count
     // @throws Error if the OS has no randomness to give
     Ciphertext encrypt(const Plaintext& pt, const PublicKey& pk, Exec exec = {}) const;
+    // The same with its randomness (the ternary v and the errors, rns/sampling.hpp) drawn from `seed`, on the device
+    // where the context's backend is one: the same ciphertext on every backend. A seed must encrypt once only (two
+    // plaintexts under one seed give away their difference); the overload above draws a fresh one.
+    // @throws ParameterError as encrypt
+    Ciphertext encrypt(const Plaintext& pt, const PublicKey& pk, const Seed& seed, Exec exec = {}) const;
     // Secret-key encryption (smaller noise): (-a s + e + m, a).
     // @throws ParameterError for a plaintext or secret key of another context, a malformed plaintext, or a negative
     //     thread count

@@ -17,6 +17,7 @@
 // in which ckks uses it.
 #pragma once
 #include <array>
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -25,6 +26,7 @@
 
 #include "kasoku/rns/rns_context.hpp"
 #include "kasoku/rns/rns_poly.hpp"
+#include "kasoku/rns/sampling.hpp"
 #include "kasoku/support/exec.hpp"
 
 namespace kasoku::rns {
@@ -110,6 +112,11 @@ public:
     void from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const;
     // @throws InternalError for a foreign out
     void from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const;
+    // out (its shape and form set by the caller) = from_signed of the small coefficients the draw stands for
+    // (sampling.hpp), expanded where out lives: on a device, from the seed alone (no copy, no wait).
+    // @throws InternalError for a foreign out
+    // @throws Error if the host's ChaCha20 keystream fails
+    void sample(const SmallDraw& draw, RnsPoly& out, Exec exec) const;
     // out (its shape and form set by the caller) = from_signed(centered_q0(a)): a's residues mod q_0 (a in NTT form),
     // centered in (-q_0/2, q_0/2], over out's primes. ModRaise; on a device the coefficients stay there.
     // @throws InternalError for a foreign a or out, or an a without limbs
@@ -185,6 +192,21 @@ public:
     //     per limb are not a power of two up to n
     void from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const;
 
+    // ---- slots (the canonical embedding: RnsContext::slot_fft)
+    // out (its shape and form set by the caller: n words per limb, or 2p for from_signed_subring's subring polynomial)
+    // = the encoding of the p values (p a power of two up to n/2) at `scale`: v = SlotFft::inverse of them, then
+    // coefficient stride i = round(scale Re v_i) and stride (i + p) = round(scale Im v_i) (stride = out.n() / 2p, the
+    // others 0; rounded half to even), transformed when out is in NTT form. The caller has checked that every
+    // coefficient is below 2^126 in magnitude and below half the modulus of out's q-limbs (ckks::Encoder does). On a
+    // device the values go up once and the rest runs there.
+    // @throws InternalError for a foreign out, a p that is not such a power of two, or an out of another size
+    void encode_slots(const std::complex<double>* values, std::size_t p, double scale, RnsPoly& out, Exec exec) const;
+    // The n/2 slots of the centered integers m (|m| < q_0...q_{t-1} / 2) that the first t q-limbs of a (coefficient
+    // form) determine, over scale: SlotFft::forward of (m_j + i m_{j + n/2}) / scale. On a device it runs there and
+    // the slots come down once.
+    // @throws InternalError for a foreign a, one in NTT form, or t outside 1..a.num_q()
+    std::vector<std::complex<double>> decode_slots(const RnsPoly& a, std::size_t t, double scale, Exec exec) const;
+
     // ---- transforms (in place; no-ops when already in the asked form)
     // @throws InternalError for a foreign a
     void to_ntt(RnsPoly& a, Exec exec) const;
@@ -203,10 +225,11 @@ public:
     // threads together: the same results as one rescale each.
     // @throws InternalError as rescale, for any of them
     void rescale(std::vector<RnsPoly>& polys, Exec exec) const;
-    // a over Q_l * p_0 (num_p = 1) -> round((a + addend) / p_0) over Q_l; addend: n small signed coefficients
-    // (|e| < every prime) or null. Encryption ends with it, so that fresh noise is divided by p_0.
+    // a over Q_l * p_0 (num_p = 1) -> round((a + e) / p_0) over Q_l, e the small polynomial `addend` draws
+    // (sampling.hpp; none for null). Encryption ends with it, so that fresh noise is divided by p_0.
     // @throws InternalError for a foreign a, or one that is not in NTT form over Q_l * p_0
-    void divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const;
+    // @throws Error if the host's ChaCha20 keystream fails
+    void divide_round_by_p0(RnsPoly& a, const SmallDraw* addend, Exec exec) const;
     // ModDown of a key-switched pair: out_b = psi_g(round(b / P) + add_b), out_a = psi_g(round(a / P) + add_a) over
     // Q_l, for b and a over Q_l * P (all special primes, or the first k of them: P is then their product, as after a
     // key_switch with a key over such a prefix); the addends over Q_l or null, g = 1: no automorphism. An exact,
@@ -297,6 +320,8 @@ protected:
     virtual void do_download(const RnsPoly& a, const LimbReader& read, std::size_t limbs, Exec exec) const = 0;
     virtual void do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec exec) const = 0;
     virtual void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec exec) const = 0;
+    // Default: draw_small on the host, then do_from_signed.
+    virtual void do_sample(const SmallDraw& draw, RnsPoly& out, Exec exec) const;
     // Default: centered_q0 on the host, then from_signed.
     virtual void do_raise_q0(const RnsPoly& a, RnsPoly& out, Exec exec) const;
     // out shaped by copy(): its q-limbs from a's first ones, its special limbs from a's. The default copies through
@@ -320,13 +345,18 @@ protected:
     virtual void do_to_subring(const RnsPoly& a, RnsPoly& out, Exec exec) const = 0;
     // Default: the coefficients spread over n, from_signed, to_subring.
     virtual void do_from_signed_subring(const __int128* coeffs, RnsPoly& out, Exec exec) const;
+    // Defaults: on the host (SlotFft, then from_signed or from_signed_subring; download, then compose_centered).
+    virtual void do_encode_slots(const std::complex<double>* values, std::size_t p, double scale, RnsPoly& out,
+                                 Exec exec) const;
+    virtual std::vector<std::complex<double>> do_decode_slots(const RnsPoly& a, std::size_t t, double scale,
+                                                              Exec exec) const;
     virtual void do_to_ntt(RnsPoly& a, Exec exec) const = 0;
     virtual void do_from_ntt(RnsPoly& a, Exec exec) const = 0;
     virtual void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const = 0;
     virtual void do_rescale(RnsPoly& a, Exec exec) const = 0;
     // Default: do_rescale of each.
     virtual void do_rescale_all(std::vector<RnsPoly>& polys, Exec exec) const;
-    virtual void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const = 0;
+    virtual void do_divide_round_by_p0(RnsPoly& a, const SmallDraw* addend, Exec exec) const = 0;
     virtual void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,
                              u64 galois_elt, RnsPoly& out_b, RnsPoly& out_a, Exec exec) const = 0;
     virtual void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kasoku/arith/modarith.hpp"
+#include "kasoku/rns/slots.hpp"
 
 namespace kasoku::rns {
 
@@ -71,6 +72,18 @@ public:
     // @throws InternalError for t outside 1..L + 1 or to above L + 1
     void lift_centered(const u64* const* limbs, std::size_t t, std::size_t to, u64* const* out) const;
 
+    // The canonical embedding's special FFT and its tables (made on first use).
+    const SlotFft& slot_fft() const;
+
+    // compose_centered's CRT constants for t limbs (1..L + 1), made on first use (decryption at a level reuses them;
+    // a device backend uploads them): the words of crt::centered.
+    struct CrtTable {
+        std::vector<u64> Q, half;  // q_0 ... q_{t-1} and floor(Q / 2), t + 1 words each
+        std::vector<u64> qhat;     // Q / q_i in t + 1 words, row i at i (t + 1)
+        std::vector<u64> qhat_inv, qhat_inv_shoup;
+    };
+    std::shared_ptr<const CrtTable> crt_table(std::size_t t) const;
+
     // Permutation perm with (psi_g(a))[k] = a[perm[k]] in NTT (bit-reversed) order, for odd g < 2n; computed once per
     // element and cached.
     // @throws ParameterError for an even g or g >= 2n
@@ -86,19 +99,62 @@ private:
     std::vector<std::uint32_t> exp_, pos_;
     mutable std::mutex perm_mutex_;
     mutable std::unordered_map<u64, std::shared_ptr<const std::vector<std::uint32_t>>> perm_cache_;
-    // compose_centered's CRT constants for t limbs, made on first use (decryption at a level reuses them)
-    struct CrtTable {
-        std::vector<u64> Q, half;            // q_0 ... q_{t-1} and floor(Q / 2), t + 1 words each
-        std::vector<std::vector<u64>> qhat;  // Q / q_i
-        std::vector<u64> qhat_inv, qhat_inv_shoup;
-    };
-    std::shared_ptr<const CrtTable> crt_table(std::size_t t) const;
     // Calls visit(c, negative, magnitude) with the centered integer of coefficient c of the first t limbs as a sign
     // and t + 1 little-endian words (compose_centered and lift_centered read it).
     template <class Visit>
     void for_each_centered(const u64* const* limbs, std::size_t t, const char* op, Visit&& visit) const;
+    mutable std::once_flag slot_fft_once_;
+    mutable std::unique_ptr<const SlotFft> slot_fft_;
     mutable std::mutex crt_mutex_;
     mutable std::unordered_map<std::size_t, std::shared_ptr<const CrtTable>> crt_cache_;
 };
 
+namespace crt {
+
+// The most limbs a device composes (crt::centered's words: t + 1).
+inline constexpr std::size_t kMaxWords = 12;
+
+// The centered integer with residues r[0..t) (t limbs of primes q, the constants of RnsContext::crt_table(t); W = t + 1
+// words): its magnitude into x (W words, little-endian; tmp: W words of scratch), and whether it is negative.
+KASOKU_HD inline bool centered(const u64* r, std::size_t t, const u64* q, const u64* Q, const u64* half,
+                               const u64* qhat, const u64* qhat_inv, const u64* qhat_inv_shoup, u64* x, u64* tmp) {
+    const std::size_t W = t + 1;
+    const auto geq = [W](const u64* a, const u64* b) {
+        for (std::size_t k = W; k-- > 0;)
+            if (a[k] != b[k]) return a[k] > b[k];
+        return true;
+    };
+    const auto sub_in = [W](u64* a, const u64* b) {  // a -= b
+        u64 borrow = 0;
+        for (std::size_t k = 0; k < W; ++k) {
+            const arith::u128 d = static_cast<arith::u128>(a[k]) - b[k] - borrow;
+            a[k] = static_cast<u64>(d);
+            borrow = static_cast<u64>(d >> 64) ? 1 : 0;
+        }
+    };
+    for (std::size_t k = 0; k < W; ++k) x[k] = 0;
+    for (std::size_t i = 0; i < t; ++i) {
+        const u64 y = arith::mul_shoup(r[i], qhat_inv[i], qhat_inv_shoup[i], q[i]);
+        arith::u128 carry = 0;
+        for (std::size_t k = 0; k < W; ++k) {
+            const arith::u128 p = static_cast<arith::u128>(qhat[i * W + k]) * y + x[k] + carry;
+            x[k] = static_cast<u64>(p);
+            carry = p >> 64;
+        }
+    }
+    while (geq(x, Q)) sub_in(x, Q);
+    if (!geq(x, half)) return false;
+    for (std::size_t k = 0; k < W; ++k) tmp[k] = Q[k];
+    sub_in(tmp, x);
+    for (std::size_t k = 0; k < W; ++k) x[k] = tmp[k];
+    return true;
+}
+// The centered integer (magnitude x of W words, and its sign) as a double, from its top word down.
+KASOKU_HD inline double to_double(const u64* x, std::size_t W, bool negative) {
+    double v = 0;
+    for (std::size_t k = W; k-- > 0;) v = v * 18446744073709551616.0 + static_cast<double>(x[k]);
+    return negative ? -v : v;
+}
+
+}  // namespace crt
 }  // namespace kasoku::rns

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <numbers>
 #include <string>
 
 #include "kasoku/arith/primes.hpp"
@@ -75,7 +74,6 @@ std::shared_ptr<const Context::Shared> Context::shared(const std::string& key,
 Context::Context(const Parameters& params, int threads, const rns::BackendFactory& backend)
     : params_(params), ring_(make_ring(params_)), backend_(make_backend(backend, ring_)), keyswitcher_(*backend_) {
     threads_ = resolve_threads(threads);
-    const std::uint64_t n = params_.n();
     const std::vector<std::uint64_t>& q = ring_->q_primes();
     const std::vector<std::uint64_t>& p = ring_->p_primes();
     default_scale_ = std::ldexp(1.0, params_.scale_bits);
@@ -119,29 +117,6 @@ Context::Context(const Parameters& params, int threads, const rns::BackendFactor
     unsigned char digest[SHA256_DIGEST_LENGTH];
     SHA256(reinterpret_cast<const unsigned char*>(words.data()), words.size() * sizeof(std::uint64_t), digest);
     std::memcpy(&fingerprint_, digest, sizeof fingerprint_);
-    // encoder tables
-    const std::uint64_t m = 2 * n, slots = n / 2;
-    rot_group_.resize(slots);
-    std::uint64_t g = 1;
-    for (std::uint64_t j = 0; j < slots; ++j) {
-        rot_group_[j] = g;
-        g = g * 5 % m;
-    }
-    ksi_.resize(m + 1);
-    for (std::uint64_t k = 0; k <= m; ++k) {
-        double angle = 2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(m);
-        ksi_[k] = {std::cos(angle), std::sin(angle)};
-    }
-    fft_tw_.resize(slots);
-    fft_tw_inv_.resize(slots);
-    for (std::uint64_t len = 2; len <= slots; len <<= 1) {
-        const std::uint64_t lenq = len << 2;
-        for (std::uint64_t j = 0; j < len / 2; ++j) {
-            const std::uint64_t r = rot_group_[j] & (lenq - 1);
-            fft_tw_[len / 2 + j] = ksi_[r * (m / lenq)];
-            fft_tw_inv_[len / 2 + j] = ksi_[(lenq - r) * (m / lenq)];
-        }
-    }
 }
 
 std::size_t Context::check_level(int level) const {
@@ -156,13 +131,13 @@ int Context::threads_or_default(int threads) const { return threads == 0 ? threa
 std::uint64_t Context::galois_element(std::int64_t step) const {
     const std::int64_t s = static_cast<std::int64_t>(slots());
     std::int64_t r = ((step % s) + s) % s;
-    std::uint64_t g = 1, base = 5;
+    std::uint64_t galois_elt = 1, base = 5;
     const std::uint64_t m = 2 * n();
     for (std::uint64_t e = static_cast<std::uint64_t>(r); e; e >>= 1) {
-        if (e & 1) g = g * base % m;
+        if (e & 1) galois_elt = galois_elt * base % m;
         base = base * base % m;
     }
-    return g;
+    return galois_elt;
 }
 
 void Context::check_galois_element(std::uint64_t galois_elt, const char* op, bool identity_allowed) const {
@@ -171,11 +146,11 @@ void Context::check_galois_element(std::uint64_t galois_elt, const char* op, boo
                              (identity_allowed ? "" : ", not 1,") + " and below 2n = " + std::to_string(2 * n()));
 }
 
-std::uint64_t galois_inverse(std::uint64_t g, std::uint64_t two_n) {
-    if (g % 2 == 0 || g >= two_n)
-        throw ParameterError("Galois element " + std::to_string(g) + " must be odd and below 2n");
-    // g^(n - 1) = g^-1, since g^n = 1 for every unit mod 2n (n a power of two)
-    std::uint64_t r = 1, b = g;
+std::uint64_t galois_inverse(std::uint64_t galois_elt, std::uint64_t two_n) {
+    if (galois_elt % 2 == 0 || galois_elt >= two_n)
+        throw ParameterError("Galois element " + std::to_string(galois_elt) + " must be odd and below 2n");
+    // galois_elt^(n - 1) = galois_elt^-1, since u^n = 1 for every unit u mod 2n (n a power of two)
+    std::uint64_t r = 1, b = galois_elt;
     for (std::uint64_t e = two_n / 2 - 1; e; e >>= 1) {
         if (e & 1) r = r * b % two_n;
         b = b * b % two_n;

@@ -215,9 +215,10 @@ EvaluationKeys KeyGenerator::evaluation_keys(const SecretKey& sk, bool relin,
         return std::make_shared<const SwitchKey>(std::move(k));
     };
     if (relin) ek.relin = keep(relin_key(sk, exec), false);
-    for (std::uint64_t g : elts) {
-        const auto lv = galois_levels.find(g);
-        ek.galois[g] = keep(galois_key(sk, g, exec, lv == galois_levels.end() ? -1 : lv->second), compact);
+    for (std::uint64_t galois_elt : elts) {
+        const auto lv = galois_levels.find(galois_elt);
+        ek.galois[galois_elt] =
+            keep(galois_key(sk, galois_elt, exec, lv == galois_levels.end() ? -1 : lv->second), compact);
     }
     return ek;
 }
@@ -268,15 +269,21 @@ void KeyGenerator::encapsulation_keys(const SecretKey& sk, EvaluationKeys& ek, E
 }
 
 Ciphertext Encryptor::encrypt(const Plaintext& pt, const PublicKey& pk, Exec exec) const {
+    return encrypt(pt, pk, random_seed(), exec);
+}
+
+Ciphertext Encryptor::encrypt(const Plaintext& pt, const PublicKey& pk, const Seed& seed, Exec exec) const {
     detail::check_key(*ctx_, pk.context_uid, "public key");
     detail::check_plain(*ctx_, pt);
     exec = ctx_->exec(exec);
     const auto& be = ctx_->backend();
     const std::size_t nq = pt.poly.num_q();
-    Prng prng;
     // (v pk_0 + e_0, v pk_1 + e_1) over Q_l * p_0, divided by p_0 with rounding: the fresh noise is then the
-    // rounding error, not v e + e_0 + e_1 s (about 2^9 smaller at N = 2^16), for a few NTTs more.
-    auto v = small_poly(*ctx_, detail::sample_ternary(ctx_->n(), 0, prng), nq, 1, exec);
+    // rounding error, not v e + e_0 + e_1 s (about 2^9 smaller at N = 2^16), for a few NTTs more. v and the e_k are
+    // streams 0, 1, 2 of the seed, drawn by the backend (on a device, there).
+    using Kind = rns::SmallDraw::Kind;
+    RnsPoly v = be.poly(nq, 1, true);
+    be.sample({seed, 0, Kind::ternary}, v, exec);
     Ciphertext ct;
     ct.scale = pt.scale;
     ct.context_uid = ctx_->uid();
@@ -292,9 +299,9 @@ Ciphertext Encryptor::encrypt(const Plaintext& pt, const PublicKey& pk, Exec exe
         key[k] = &cut[k];
     }
     for (int k = 0; k < 2; ++k) {
-        auto e = detail::sample_gaussian(ctx_->n(), prng);
+        const rns::SmallDraw e{seed, 1 + static_cast<std::uint64_t>(k), Kind::gaussian};
         be.mul(v, *key[k], ct.polys[k], exec);
-        be.divide_round_by_p0(ct.polys[k], e.data(), exec);  // round((v pk_k + e_k) / p_0)
+        be.divide_round_by_p0(ct.polys[k], &e, exec);  // round((v pk_k + e_k) / p_0)
     }
     be.add(ct.polys[0], pt.poly, ct.polys[0], exec);
     v.wipe();
@@ -307,16 +314,16 @@ Ciphertext Encryptor::encrypt_symmetric(const Plaintext& pt, const SecretKey& sk
     exec = ctx_->exec(exec);
     const auto& be = ctx_->backend();
     const std::size_t nq = pt.poly.num_q();
-    Prng prng;
     Ciphertext ct;
     ct.scale = pt.scale;
     ct.context_uid = ctx_->uid();
     ct.key_id = sk.key_id();
-    ct.seed = random_seed();
+    ct.seed = random_seed();  // public (it stands for a): the error comes from a seed of its own
     RnsPoly a = uniform_poly(*ctx_, *ct.seed, 0, nq, 0);
     RnsPoly s = sk.poly();
     s.truncate(nq);
-    RnsPoly c0 = small_poly(*ctx_, detail::sample_gaussian(ctx_->n(), prng), nq, 0, exec);
+    RnsPoly c0 = be.poly(nq, 0, true);
+    be.sample({random_seed(), 0, rns::SmallDraw::Kind::gaussian}, c0, exec);
     be.add(c0, pt.poly, c0, exec);
     RnsPoly as;
     be.mul(a, s, as, exec);

@@ -11,83 +11,9 @@
 
 namespace kasoku::ckks {
 
-namespace {
-void bit_reverse(std::vector<std::complex<double>>& v) {
-    const std::size_t n = v.size();
-    for (std::size_t i = 1, j = 0; i < n; ++i) {
-        std::size_t bit = n >> 1;
-        for (; j & bit; bit >>= 1) j ^= bit;
-        j ^= bit;
-        if (i < j) std::swap(v[i], v[j]);
-    }
-}
-}  // namespace
+void Encoder::fft_special(std::vector<std::complex<double>>& v) const { ctx_->rns().slot_fft().forward(v); }
 
-// The butterflies read each stage's twiddles in order from the context's tables (Context::fft_twiddles): the same
-// values as ksi[(rot[j] mod 4 len) 2n / 4 len], without a division per butterfly. The values are split into real and
-// imaginary arrays for the stages, so that the compiler vectorises their inner loops; each product is (ac - bd,
-// ad + bc), as std::complex computes it.
-namespace {
-// Temporaries of a few hundred KB come from the block pool (support/aligned.hpp), not from malloc: glibc maps each
-// anew above its mmap threshold, and their page faults made a sixth of an encode's time at N = 2^16.
-using Doubles = std::vector<double, AlignedAllocator<double>>;
-
-struct Split {
-    Doubles re, im;
-    explicit Split(const std::vector<std::complex<double>>& v) : re(v.size()), im(v.size()) {
-        for (std::size_t i = 0; i < v.size(); ++i) re[i] = v[i].real(), im[i] = v[i].imag();
-    }
-    void to(std::vector<std::complex<double>>& v) const {
-        for (std::size_t i = 0; i < v.size(); ++i) v[i] = {re[i], im[i]};
-    }
-};
-void split_twiddles(const std::vector<std::complex<double>>& tw, std::size_t lenh, Doubles& wr, Doubles& wi) {
-    for (std::size_t j = 0; j < lenh; ++j) wr[j] = tw[lenh + j].real(), wi[j] = tw[lenh + j].imag();
-}
-}  // namespace
-
-void Encoder::fft_special(std::vector<std::complex<double>>& v) const {
-    const std::size_t n = v.size();
-    bit_reverse(v);
-    Split s(v);
-    Doubles wr(n / 2 + 1), wi(n / 2 + 1);
-    for (std::size_t len = 2; len <= n; len <<= 1) {
-        const std::size_t lenh = len >> 1;
-        split_twiddles(ctx_->fft_twiddles(), lenh, wr, wi);
-        for (std::size_t i = 0; i < n; i += len) {
-            double *xr = s.re.data() + i, *xi = s.im.data() + i, *yr = xr + lenh, *yi = xi + lenh;
-            for (std::size_t j = 0; j < lenh; ++j) {
-                const double tr = yr[j] * wr[j] - yi[j] * wi[j], ti = yr[j] * wi[j] + yi[j] * wr[j];
-                const double ur = xr[j], ui = xi[j];
-                xr[j] = ur + tr, xi[j] = ui + ti;
-                yr[j] = ur - tr, yi[j] = ui - ti;
-            }
-        }
-    }
-    s.to(v);
-}
-
-void Encoder::fft_special_inv(std::vector<std::complex<double>>& v) const {
-    const std::size_t n = v.size();
-    Split s(v);
-    Doubles wr(n / 2 + 1), wi(n / 2 + 1);
-    for (std::size_t len = n; len >= 2; len >>= 1) {
-        const std::size_t lenh = len >> 1;
-        split_twiddles(ctx_->fft_twiddles_inverse(), lenh, wr, wi);
-        for (std::size_t i = 0; i < n; i += len) {
-            double *xr = s.re.data() + i, *xi = s.im.data() + i, *yr = xr + lenh, *yi = xi + lenh;
-            for (std::size_t j = 0; j < lenh; ++j) {
-                const double dr = xr[j] - yr[j], di = xi[j] - yi[j];
-                xr[j] += yr[j], xi[j] += yi[j];
-                yr[j] = dr * wr[j] - di * wi[j], yi[j] = dr * wi[j] + di * wr[j];
-            }
-        }
-    }
-    s.to(v);
-    bit_reverse(v);
-    const double inv = 1.0 / static_cast<double>(n);
-    for (auto& x : v) x *= inv;
-}
+void Encoder::fft_special_inv(std::vector<std::complex<double>>& v) const { ctx_->rns().slot_fft().inverse(v); }
 
 Plaintext Encoder::encode(const std::vector<std::complex<double>>& values, double scale, int level, Exec exec) const {
     return encode_over(values, scale, level, false, exec);
@@ -120,7 +46,7 @@ Plaintext Encoder::encode_compact(const std::vector<std::complex<double>>& value
 
 Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, double scale, int level, bool special,
                                Exec exec, bool compact) const {
-    const std::size_t slots = ctx_->slots(), n = ctx_->n();
+    const std::size_t slots = ctx_->slots();
     exec = ctx_->exec(exec);
     if (values.size() > slots)
         throw ParameterError("too many values: " + std::to_string(values.size()) + " given, but this context has " +
@@ -133,45 +59,39 @@ Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, 
         if (!std::isfinite(values[i].real()) || !std::isfinite(values[i].imag()))
             throw ParameterError("value " + std::to_string(i) +
                                  " is NaN or infinite; only finite values can be encoded");
-    // Values of period p are m(X^stride), stride = n / 2p, with m from the special FFT of p points: coefficients
-    // stride i = round(scale Re v[i]), stride (i + p) = round(scale Im v[i]), the others 0 (p = n/2: every one).
-    // Compact: the 2p coefficients alone, into a subring plaintext (rns::Backend::from_signed_subring).
+    // Values of period p are m(X^stride), stride = n / 2p, with m from the special FFT of p points (the backend's
+    // encode_slots); compact: the 2p coefficients alone, into a subring plaintext.
     const std::size_t p = period(values);
     compact = compact && p < slots;
-    const std::size_t stride = compact ? 1 : n / (2 * p);
     std::vector<std::complex<double>> v(p, {0.0, 0.0});
     std::copy_n(values.begin(), std::min(p, values.size()), v.begin());
-    fft_special_inv(v);
+    // Every coefficient is at most scale sum |v_i| / p (each is a value of the inverse transform, an average of the
+    // values times roots of unity) plus its rounding: below the bound, no coefficient needs to be looked at, and a
+    // device encodes without a wait. Else they are computed here, and the largest decides.
     const double bound = std::exp2(std::min(ctx_->log_modulus(level) - 1.0, 126.0));
-    std::vector<__int128, AlignedAllocator<__int128>> coeff(compact ? 2 * p : n, 0);
-    double max_abs = 0;
-    // below 2^62 (every encoding at a 40-bit scale) through int64, a single instruction, not libgcc's __int128 one
-    const auto to_int = [](double x) {
-        return std::fabs(x) < 0x1p62 ? static_cast<__int128>(static_cast<std::int64_t>(x)) : static_cast<__int128>(x);
-    };
-    for (std::size_t i = 0; i < p; ++i) {
-        double re = std::nearbyint(v[i].real() * scale), im = std::nearbyint(v[i].imag() * scale);
-        max_abs = std::max({max_abs, std::fabs(re), std::fabs(im)});
-        coeff[stride * i] = to_int(re);
-        coeff[stride * (i + p)] = to_int(im);
+    double sum = 0;
+    for (const auto& x : v) sum += std::abs(x);
+    if (!(scale * (sum / static_cast<double>(p)) * (1 + 0x1p-20) + 1 < bound)) {
+        std::vector<std::complex<double>> m = v;
+        fft_special_inv(m);
+        double max_abs = 0;
+        for (const auto& x : m)
+            max_abs = std::max(
+                {max_abs, std::fabs(std::nearbyint(x.real() * scale)), std::fabs(std::nearbyint(x.imag() * scale))});
+        if (!(max_abs < bound))
+            throw ScaleError("encoded values do not fit the modulus: max |coefficient| = 2^" +
+                             std::to_string(std::log2(max_abs)) + " but level " + std::to_string(level) +
+                             " holds less than 2^" + std::to_string(std::log2(bound)) +
+                             "; use smaller values, a smaller scale or a higher level");
     }
-    if (!(max_abs < bound))
-        throw ScaleError("encoded values do not fit the modulus: max |coefficient| = 2^" +
-                         std::to_string(std::log2(max_abs)) + " but level " + std::to_string(level) +
-                         " holds less than 2^" + std::to_string(std::log2(bound)) +
-                         "; use smaller values, a smaller scale or a higher level");
     Plaintext pt;
     pt.scale = scale;
     pt.context_uid = ctx_->uid();
     const std::size_t nq = static_cast<std::size_t>(level) + 1;
     const std::size_t np = special ? ctx_->rns().p_count() : 0;
-    if (compact) {
-        pt.poly = rns::RnsPoly(ctx_->backend().memory(), 2 * p, nq, np, true);
-        ctx_->backend().from_signed_subring(coeff.data(), pt.poly, exec);
-    } else {
-        pt.poly = ctx_->backend().poly(nq, np, true);
-        ctx_->backend().from_signed(coeff.data(), pt.poly, exec);
-    }
+    pt.poly =
+        compact ? rns::RnsPoly(ctx_->backend().memory(), 2 * p, nq, np, true) : ctx_->backend().poly(nq, np, true);
+    ctx_->backend().encode_slots(v.data(), p, scale, pt.poly, exec);
     return pt;
 }
 
@@ -195,20 +115,10 @@ std::size_t Encoder::limbs_for_scale(double scale, int level) const {
 }
 
 std::vector<std::complex<double>> Encoder::decode(const rns::RnsPoly& poly, std::size_t t, double scale) const {
-    const std::size_t n = ctx_->n(), slots = ctx_->slots();
-    const auto& r = ctx_->rns();
     if (poly.ntt_form() || t == 0 || t > poly.num_q())
         throw ParameterError("decode needs a coefficient-form polynomial with at least " + std::to_string(t) +
                              " q-limbs");
-    // The first t limbs on the host, composed exactly (CRT) into centered integers, as doubles.
-    Doubles real(n);
-    ctx_->backend().download(
-        poly, [&](const std::uint64_t* const* limbs) { r.compose_centered(limbs, t, real.data()); }, {}, t);
-    std::vector<std::complex<double>> v(slots);
-    const double inv = 1.0 / scale;
-    for (std::size_t i = 0; i < slots; ++i) v[i] = {real[i] * inv, real[i + slots] * inv};
-    fft_special(v);
-    return v;
+    return ctx_->backend().decode_slots(poly, t, scale, {});
 }
 
 }  // namespace kasoku::ckks

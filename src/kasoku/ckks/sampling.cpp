@@ -32,8 +32,8 @@ void bitonic_sort(std::uint64_t* a, std::size_t n) {
 
 }  // namespace
 
-void ternary_from_bytes(const std::uint8_t* b, std::size_t n, std::int64_t* out) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::int64_t>(b[i] % 3) - 1;  // % 3: a multiplication
+void ternary_from_words(const std::uint64_t* r, std::size_t n, std::int64_t* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = rns::draw::ternary(r[2 * i], r[2 * i + 1]);
 }
 
 void fixed_weight_from_words(const std::uint64_t* r, std::size_t n, int hamming_weight, std::int64_t* out,
@@ -57,21 +57,10 @@ void fixed_weight_from_words(const std::uint64_t* r, std::size_t n, int hamming_
 std::vector<std::int64_t> sample_ternary(std::size_t n, int hamming_weight, Prng& prng) {
     std::vector<std::int64_t> s(n, 0);
     if (hamming_weight == 0) {
-        // Uniform bytes below 255 = 3 * 85: whether a byte is rejected depends only on that byte, which is dropped.
-        std::vector<std::uint8_t> b(n), buf(4096);
-        std::size_t pos = buf.size(), k = 0;
-        while (k < n) {
-            if (pos == buf.size()) {
-                prng.fill(buf.data(), buf.size());
-                pos = 0;
-            }
-            const std::uint8_t v = buf[pos++];
-            b[k] = v;
-            k += v < 255;
-        }
-        ternary_from_bytes(b.data(), n, s.data());
-        secure_wipe(b.data(), b.size());
-        secure_wipe(buf.data(), buf.size());
+        std::vector<std::uint64_t> r(2 * n);
+        prng.fill(r.data(), r.size() * sizeof(std::uint64_t));
+        ternary_from_words(r.data(), n, s.data());
+        secure_wipe(r.data(), r.size() * sizeof(std::uint64_t));
         return s;
     }
     if ((n & (n - 1)) != 0 || static_cast<std::size_t>(hamming_weight) > n)
@@ -85,39 +74,9 @@ std::vector<std::int64_t> sample_ternary(std::size_t n, int hamming_weight, Prng
     return s;
 }
 
-const std::array<std::uint64_t, kGaussianBound + 1>& gaussian_cdf() {
-    // Cumulative probabilities of |x| for x in 0..bound (x = 0 counted once, the others twice: the sign is a bit of
-    // its own), scaled to 2^63.
-    static const std::array<std::uint64_t, kGaussianBound + 1> cdf = [] {
-        constexpr double sigma = kGaussianSigma;
-        std::array<double, kGaussianBound + 1> w{};
-        double total = 0;
-        for (int x = 0; x <= kGaussianBound; ++x) {
-            w[x] = std::exp(-static_cast<double>(x * x) / (2 * sigma * sigma)) * (x == 0 ? 1.0 : 2.0);
-            total += w[x];
-        }
-        std::array<std::uint64_t, kGaussianBound + 1> c{};
-        double acc = 0;
-        for (int x = 0; x <= kGaussianBound; ++x) {
-            acc += w[x] / total;
-            c[x] = x == kGaussianBound ? (1ull << 63) : static_cast<std::uint64_t>(std::ldexp(acc, 63));
-        }
-        return c;
-    }();
-    return cdf;
-}
-
 void gaussian_from_words(const std::uint64_t* r, std::size_t n, std::int64_t* out) {
-    // |x| = the number of table entries at or below the word's top 63 bits, counted over the whole table (no early
-    // exit, no index that depends on the value); the sign from bit 0, applied by a mask.
-    const auto& cdf = gaussian_cdf();
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t u = r[i] >> 1;
-        std::uint64_t x = 0;
-        for (int k = 0; k < kGaussianBound; ++k) x += less_63(u, cdf[k]) ^ 1;
-        const std::uint64_t neg = 0 - (r[i] & 1);
-        out[i] = static_cast<std::int64_t>((x ^ neg) - neg);
-    }
+    const std::uint64_t* cdf = gaussian_cdf().data();
+    for (std::size_t i = 0; i < n; ++i) out[i] = rns::draw::gaussian(r[i], cdf);
 }
 
 std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng) {

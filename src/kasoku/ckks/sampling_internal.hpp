@@ -10,6 +10,7 @@
 #include "kasoku/ckks/context.hpp"
 #include "kasoku/ckks/objects.hpp"
 #include "kasoku/rns/backend.hpp"
+#include "kasoku/rns/sampling.hpp"
 #include "kasoku/support/random.hpp"
 
 namespace kasoku::ckks {
@@ -22,22 +23,22 @@ namespace kasoku::ckks::detail {
 // (the loops, table scans and sorting network below do the same work whatever the random words; rejection decides
 // only on a word that is then dropped). docs/SECURITY.md says how this is checked (bench/dudect_sampling.cpp).
 
-// Uniform ternary {-1, 0, 1}^n, or exactly `hamming_weight` nonzero (+-1) coefficients when > 0 (n a power of two).
+// Uniform ternary {-1, 0, 1}^n (rns/sampling.hpp's, two words a coefficient), or exactly `hamming_weight` nonzero
+// (+-1) coefficients when > 0 (n a power of two).
 std::vector<std::int64_t> sample_ternary(std::size_t n, int hamming_weight, Prng& prng);
-// Discrete Gaussian, sigma = 3.2, bounded at 6 sigma (|e| <= 19).
+// Discrete Gaussian, sigma = 3.2, bounded at 6 sigma (|e| <= 19): rns/sampling.hpp's, one word a coefficient.
 std::vector<std::int64_t> sample_gaussian(std::size_t n, Prng& prng);
 // A rounded Gaussian of any width (the flooding noise: Box-Muller on 53-bit uniforms, cut at 6 sigma; libm's log,
 // cos and sin are not constant-time: docs/SECURITY.md).
 std::vector<__int128> sample_wide_gaussian(std::size_t n, double sigma, Prng& prng);
 // The samplers' cores, from given random words (tested, and timed by the constant-time measurement):
-inline constexpr double kGaussianSigma = 3.2;
-inline constexpr int kGaussianBound = 19;
-// the table of gaussian_from_words: P(|x| <= k) for k = 0..bound (x = 0 once, the others for both signs), times 2^63
-const std::array<std::uint64_t, kGaussianBound + 1>& gaussian_cdf();
+inline constexpr double kGaussianSigma = rns::kGaussianSigma;
+inline constexpr int kGaussianBound = rns::kGaussianBound;
+using rns::gaussian_cdf;
 // one word per coefficient: |x| from its top 63 bits against the whole table, the sign from bit 0
 void gaussian_from_words(const std::uint64_t* r, std::size_t n, std::int64_t* out);
-// bytes below 255: byte % 3 - 1
-void ternary_from_bytes(const std::uint8_t* b, std::size_t n, std::int64_t* out);
+// two words per coefficient (low, high): floor(3 x / 2^128) - 1
+void ternary_from_words(const std::uint64_t* r, std::size_t n, std::int64_t* out);
 // one word per position, n a power of two, scratch of n words: hamming_weight +-1 at uniformly random positions,
 // chosen by sorting random keys with a bitonic network (the same compare-exchanges whatever the words)
 void fixed_weight_from_words(const std::uint64_t* r, std::size_t n, int hamming_weight, std::int64_t* out,

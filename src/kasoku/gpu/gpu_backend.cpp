@@ -53,6 +53,18 @@ GpuBackend::GpuBackend(std::shared_ptr<const rns::RnsContext> r, std::shared_ptr
     ring_.log_n = static_cast<u32>(std::countr_zero(n_));
     ring_.first_special = static_cast<u32>(L1_);
 
+    std::vector<double> split[4];  // the special FFT's twiddles: forward and inverse, real and imaginary parts
+    for (const auto& w : R.slot_fft().twiddles()) split[0].push_back(w.real()), split[1].push_back(w.imag());
+    for (const auto& w : R.slot_fft().twiddles_inverse()) split[2].push_back(w.real()), split[3].push_back(w.imag());
+    fft_re_ = table(split[0]);
+    fft_im_ = table(split[1]);
+    fft_inv_re_ = table(split[2]);
+    fft_inv_im_ = table(split[3]);
+    for (std::size_t t = 1; t <= q.size() && t + 1 <= rns::crt::kMaxWords; ++t) {
+        const auto c = R.crt_table(t);
+        crts_.push_back({table(c->Q), table(c->half), table(c->qhat), table(c->qhat_inv), table(c->qhat_inv_shoup)});
+    }
+
     const rns::ScalingTables t(R);  // the CPU backend's constants, uploaded
     for (std::size_t l = 0; l <= L; ++l) {
         const std::vector<u64> below(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(t.rescale_inv[l].size()));
@@ -132,6 +144,25 @@ void GpuBackend::from_signed_any(const Int* coeffs, RnsPoly& out) const {
         items.push_back({words(out) + r.limb * n_, static_cast<u32>(r.prime), static_cast<u32>(r.limbs)});
     launch::run<kern::FromSigned>(mem(), s, items);
     up.wipe();  // a secret key comes this way (a fill queued after the reduction)
+    if (out.ntt_form()) do_to_ntt(out, {});
+}
+
+void GpuBackend::draw(const rns::SmallDraw& d, const std::vector<kern::SmItem>& items) const {
+    kern::SmShared s{};
+    s.r = ring_;
+    s.key = rns::draw::key_of(d.seed, d.stream);
+    s.kind = static_cast<u32>(d.kind);
+    std::copy_n(rns::gaussian_cdf().begin(), rns::kGaussianBound, s.cdf);
+    launch::run<kern::Sample>(mem(), s, items);
+    secure_wipe(&s.key, sizeof s.key);
+}
+
+// Encryption's randomness from its seed alone: the draw's residues on every limb (one launch), then the NTT.
+void GpuBackend::do_sample(const rns::SmallDraw& d, RnsPoly& out, Exec) const {
+    std::vector<kern::SmItem> items;
+    for (const Run& r : runs(out.num_q(), out.num_p()))
+        items.push_back({words(out) + r.limb * n_, static_cast<u32>(r.prime), static_cast<u32>(r.limbs)});
+    draw(d, items);
     if (out.ntt_form()) do_to_ntt(out, {});
 }
 
@@ -282,6 +313,98 @@ void GpuBackend::do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& 
     for (std::size_t k = c.size() - 1; k-- > 0;) ewise<kern::Op::fma>(out, &out, &x, c[k]);
 }
 
+// ---------------------------------------------------------------- slots
+
+void GpuBackend::fft(bool inverse, double* re, double* im, std::size_t p) const {
+    if (p < 2) return;
+    const double* wr = inverse ? fft_inv_re_.as<double>() : fft_re_.as<double>();
+    const double* wi = inverse ? fft_inv_im_.as<double>() : fft_im_.as<double>();
+    const std::size_t tile = std::min<std::size_t>(p, kern::kFftTile);
+    const auto stages = [&](std::size_t from, std::size_t to) {  // the global stages of len points, in order
+        for (std::size_t len = from; inverse ? len >= to : len <= to; len = inverse ? len / 2 : len * 2)
+            launch::run<kern::FftStage>(mem(), kern::FftShared{wr, wi, inverse ? 1u : 0u},
+                                        {{re, im, static_cast<u32>(p), static_cast<u32>(len)}});
+    };
+    const auto tiles = [&] {
+        launch::run<kern::FftTile>(mem(), kern::FtShared{wr, wi, inverse ? 1u : 0u, static_cast<u32>(tile)},
+                                   {{re, im, static_cast<u32>(p), 0}});
+    };
+    if (inverse) {
+        if (p > tile) stages(p, 2 * tile);
+        tiles();
+    } else {
+        tiles();
+        if (p > tile) stages(2 * tile, p);
+    }
+}
+
+// The values go up once (real parts, then imaginary ones); the inverse transform, the rounding into every limb and the
+// NTT run on the device. A subring plaintext is made as the full one, then taken (from_signed_subring's way).
+void GpuBackend::do_encode_slots(const std::complex<double>* values, std::size_t p, double scale, RnsPoly& out,
+                                 Exec) const {
+    RnsPoly points = poly(1, 0, false);  // n words: 2p doubles used
+    {
+        AlignedWords host(2 * p);
+        for (std::size_t i = 0; i < p; ++i) {
+            host[i] = std::bit_cast<u64>(values[i].real());
+            host[p + i] = std::bit_cast<u64>(values[i].imag());
+        }
+        mem().from_host(host.data(), 2 * p, words(points));
+    }
+    double* re = reinterpret_cast<double*>(words(points));
+    double* im = re + p;
+    fft(true, re, im, p);
+    const bool subring = out.n() < n_;
+    RnsPoly full = subring ? poly(out.num_q(), out.num_p(), true) : RnsPoly();
+    RnsPoly& coeffs = subring ? full : out;
+    kern::RsShared s{};
+    s.r = ring_;
+    s.re = re;
+    s.im = im;
+    s.inv_p = 1.0 / static_cast<double>(p);
+    s.scale = scale;
+    s.p = static_cast<u32>(p);
+    s.log_p = static_cast<u32>(std::countr_zero(p));
+    s.stride = static_cast<u32>(n_ / (2 * p));
+    s.words = static_cast<u32>(n_);
+    std::vector<kern::RsItem> items;
+    for (const Run& r : runs(coeffs.num_q(), coeffs.num_p()))
+        items.push_back({words(coeffs) + r.limb * n_, static_cast<u32>(r.prime), static_cast<u32>(r.limbs)});
+    launch::run<kern::RoundSlots>(mem(), s, items);
+    if (coeffs.ntt_form()) do_to_ntt(coeffs, {});
+    if (subring) do_to_subring(full, out, {});
+}
+
+// The composition of the first t limbs, the forward transform and the scaling run on the device; the slots come down
+// once (real parts, then imaginary ones).
+std::vector<std::complex<double>> GpuBackend::do_decode_slots(const RnsPoly& a, std::size_t t, double scale,
+                                                              Exec exec) const {
+    if (t > crts_.size()) return Backend::do_decode_slots(a, t, scale, exec);
+    const std::size_t slots = n_ / 2;
+    RnsPoly points = poly(1, 0, false);
+    double* re = reinterpret_cast<double*>(words(points));
+    double* im = re + slots;
+    const Crt& c = crts_[t - 1];
+    kern::CsShared s{};
+    s.r = ring_;
+    s.Q = c.Q.as<u64>();
+    s.half = c.half.as<u64>();
+    s.qhat = c.qhat.as<u64>();
+    s.qhat_inv = c.qhat_inv.as<u64>();
+    s.qhat_inv_shoup = c.qhat_inv_shoup.as<u64>();
+    s.inv_scale = 1.0 / scale;
+    s.t = static_cast<u32>(t);
+    s.log_slots = static_cast<u32>(std::countr_zero(slots));
+    launch::run<kern::ComposeSlots>(mem(), s, {{words(a), re, im}});
+    fft(false, re, im, slots);
+    AlignedWords host(n_);
+    mem().to_host(words(points), n_, host.data());
+    std::vector<std::complex<double>> v(slots);
+    for (std::size_t i = 0; i < slots; ++i)
+        v[i] = {std::bit_cast<double>(host[i]), std::bit_cast<double>(host[slots + i])};
+    return v;
+}
+
 // ---------------------------------------------------------------- transforms
 
 void GpuBackend::ntt(bool forward, const std::vector<Transform>& ts, int first, int last_pass) const {
@@ -363,11 +486,11 @@ void GpuBackend::do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out,
 // ---------------------------------------------------------------- scaling
 
 void GpuBackend::divide_round_by_last(const std::vector<RnsPoly*>& polys, std::size_t keep, const Consts& inv,
-                                      const Table& half, const std::int64_t* addend) const {
+                                      const Table& half, const rns::SmallDraw* addend) const {
     RnsPoly dev_addend;
-    if (addend) {  // n small signed coefficients, uploaded as words
+    if (addend) {  // n small signed coefficients, drawn on the device as words
         dev_addend = poly(1, 0, false);
-        mem().from_host(reinterpret_cast<const u64*>(addend), n_, words(dev_addend));
+        draw(*addend, {{words(dev_addend), 0, 0}});
     }
     const std::size_t K = polys.size();
     RnsPoly last = poly(K, 0, false), t = poly(K * keep, 0, false);  // scratch: K last limbs, K corrections
@@ -399,7 +522,7 @@ void GpuBackend::do_rescale(RnsPoly& a, Exec) const {
     divide_round_by_last({&a}, l, rescale_inv_[l], rescale_half_[l], nullptr);
 }
 
-void GpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec) const {
+void GpuBackend::do_divide_round_by_p0(RnsPoly& a, const rns::SmallDraw* addend, Exec) const {
     divide_round_by_last({&a}, a.num_q(), p_inv_[1], p0_half_, addend);
 }
 

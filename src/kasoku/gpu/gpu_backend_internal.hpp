@@ -153,6 +153,7 @@ protected:
     void do_from_signed(const std::int64_t* coeffs, RnsPoly& out, Exec) const override { from_signed_any(coeffs, out); }
     void do_from_signed(const __int128* coeffs, RnsPoly& out, Exec) const override { from_signed_any(coeffs, out); }
     void do_raise_q0(const RnsPoly& a, RnsPoly& out, Exec) const override;
+    void do_sample(const rns::SmallDraw& draw, RnsPoly& out, Exec) const override;
     void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec) const override {
         ewise<kern::Op::add>(out, &a, &b);
     }
@@ -180,11 +181,15 @@ protected:
                             const std::vector<RnsPoly*>& out, bool accumulate, Exec) const override;
     void do_horner(const std::vector<const RnsPoly*>& c, const RnsPoly& x, RnsPoly& out, Exec) const override;
     void do_to_subring(const RnsPoly& a, RnsPoly& out, Exec) const override;
+    void do_encode_slots(const std::complex<double>* values, std::size_t p, double scale, RnsPoly& out,
+                         Exec) const override;
+    std::vector<std::complex<double>> do_decode_slots(const RnsPoly& a, std::size_t t, double scale,
+                                                      Exec exec) const override;
     void do_to_ntt(RnsPoly& a, Exec) const override;
     void do_from_ntt(RnsPoly& a, Exec) const override;
     void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec) const override;
     void do_rescale(RnsPoly& a, Exec) const override;
-    void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec) const override;
+    void do_divide_round_by_p0(RnsPoly& a, const rns::SmallDraw* addend, Exec) const override;
     void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
                      RnsPoly& out_b, RnsPoly& out_a, Exec) const override;
     void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, Exec) const override;
@@ -226,6 +231,14 @@ private:
     }
     template <class Int>
     void from_signed_any(const Int* coeffs, RnsPoly& out) const;
+    // The special FFT's stages on the p points at (re, im) (rns::SlotFft): inverse from p points down to 2, forward
+    // from 2 up to p; the stages of up to kern::kFftTile points in one launch (kern::FftTile).
+    void fft(bool inverse, double* re, double* im, std::size_t p) const;
+    // compose_centered's constants of t limbs in device memory (rns::RnsContext::crt_table), for every t that
+    // ComposeSlots takes (uploaded with the other tables, so that decoding allocates no table: crts_[t - 1]).
+    struct Crt {
+        Table Q, half, qhat, qhat_inv, qhat_inv_shoup;
+    };
     struct Perm {
         Table perm, inverse;
     };
@@ -241,9 +254,12 @@ private:
         f.perm_inv = perm ? perm->inverse.as<u32>() : nullptr;
         return f;
     }
-    // round((polys + addends) / r) on their first `keep` q-limbs, r the prime of their last limb (rescale, encryption).
+    // round((polys + e) / r) on their first `keep` q-limbs, r the prime of their last limb, e drawn by `addend` or
+    // none (rescale, encryption).
     void divide_round_by_last(const std::vector<RnsPoly*>& polys, std::size_t keep, const Consts& inv,
-                              const Table& half, const std::int64_t* addend) const;
+                              const Table& half, const rns::SmallDraw* addend) const;
+    // The draw's coefficients into the items' runs of limbs (limbs = 0: as signed words), in one launch.
+    void draw(const rns::SmallDraw& d, const std::vector<kern::SmItem>& items) const;
     // The exact division of ModDown: outs[k] = psi(round(xs[k] / R) + adds[k]) on their first `keep` q-limbs, R the
     // product of the primes of the source runs (the same for every x).
     void divide_exact(const std::vector<const RnsPoly*>& xs, const std::vector<Run>& src, const Converter& conv,
@@ -276,8 +292,10 @@ private:
     Table p0_half_;
     std::vector<Converter> pq_to_q_;  // per level l: (P, q_l) -> q_0..q_{l-1}
     std::vector<Consts> pq_inv_;
+    Table fft_re_, fft_im_, fft_inv_re_, fft_inv_im_;  // the special FFT's stage twiddles, split
     mutable std::mutex perm_mutex_;
     mutable std::map<u64, Perm> perms_;
+    std::vector<Crt> crts_;
 };
 
 }  // namespace detail

@@ -13,9 +13,10 @@
 // CPU backend's bits (tests/cpp/gpu). Nothing here allocates, checks or throws.
 // The kernels by family: kernel_params.hpp (what they share), kernels_elementwise.hpp, kernels_ntt.hpp (the NTT and
 // base conversions), kernels_keyswitch.hpp (conversions fused with their transforms, inner products, the key switch
-// between the transforms' passes).
+// between the transforms' passes), kernels_slots.hpp (encoding and decoding).
 #pragma once
 #include "gpu/kernel_params.hpp"
 #include "gpu/kernels_elementwise.hpp"
 #include "gpu/kernels_keyswitch.hpp"
 #include "gpu/kernels_ntt.hpp"
+#include "gpu/kernels_slots.hpp"

@@ -3,6 +3,7 @@
 // combinations.
 #pragma once
 #include "gpu/kernel_params.hpp"
+#include "kasoku/rns/sampling.hpp"
 
 namespace kasoku::gpu::kern {
 
@@ -172,6 +173,47 @@ struct FromSigned {
         const std::size_t w = words(s, it);
         bytes += 8 * w + 8 * s.r.n * (s.wide ? 2 : 1);  // the coefficients once (the cache serves the other limbs)
         mults += s.wide || s.centered ? 4 * w : 0;
+    }
+};
+
+// ---------------------------------------------------------------- small polynomials drawn from a seed
+
+// The draw of rns/sampling.hpp, one ChaCha20 block of the stream per index b (its per_block coefficients from
+// b * per_block on): their residues over a run of limbs (coefficient form), or, for limbs = 0, the signed coefficients
+// themselves, one word each (RoundLast's addend).
+struct SmItem {
+    u64* out;
+    u32 prime, limbs;
+};
+struct SmShared {
+    Ring r;
+    rns::draw::Key key;
+    u32 kind;
+    u64 cdf[rns::kGaussianBound];
+};
+struct Sample {
+    using Shared = SmShared;
+    using Item = SmItem;
+    static constexpr const char* kName = "sample";
+    static KASOKU_HD rns::SmallDraw::Kind kind(const Shared& s) { return static_cast<rns::SmallDraw::Kind>(s.kind); }
+    static KASOKU_HD std::size_t words(const Shared& s, const Item&) { return s.r.n / rns::draw::per_block(kind(s)); }
+    static KASOKU_HD void word(const Shared& s, const Item& it, std::size_t b) {
+        u32 block[16];
+        rns::draw::chacha20_block(s.key, static_cast<u32>(b), block);
+        std::int64_t c[8];
+        rns::draw::coefficients(kind(s), block, s.cdf, c);
+        const std::size_t per = rns::draw::per_block(kind(s)), first = b * per;
+        if (it.limbs == 0) {
+            for (std::size_t j = 0; j < per; ++j) it.out[first + j] = static_cast<u64>(c[j]);
+            return;
+        }
+        for (u32 l = 0; l < it.limbs; ++l) {
+            const u64 q = s.r.q[it.prime + l];
+            for (std::size_t j = 0; j < per; ++j) it.out[l * s.r.n + first + j] = arith::signed_residue(c[j], q);
+        }
+    }
+    static KASOKU_HD void cost(const Shared& s, const Item& it, std::size_t& bytes, std::size_t&) {
+        bytes += 8 * s.r.n * (it.limbs ? it.limbs : 1);
     }
 };
 

@@ -120,5 +120,6 @@ void run(const PolyMemory& mem, const typename K::Shared& s, const std::vector<t
     X(kern::Ewise<kern::Op::add_const>) X(kern::Ewise<kern::Op::add_mul_const>) X(kern::Ewise<kern::Op::copy>)  \
     X(kern::Ewise<kern::Op::fill>) X(kern::Ewise<kern::Op::permute>) X(kern::Ntt<true>) X(kern::Ntt<false>)     \
     X(kern::ConvertUp) X(kern::ConvertDown) X(kern::ModUpColumns) X(kern::ModDownColumns) X(kern::KeySwitchRows) X(kern::Dot) X(kern::RoundLast) X(kern::SumProducts)                \
-    X(kern::LinearCombination) X(kern::Tensor) X(kern::FromSigned) X(kern::Subring)
+    X(kern::LinearCombination) X(kern::Tensor) X(kern::FromSigned) X(kern::Sample) X(kern::Subring)                 \
+    X(kern::FftStage) X(kern::FftTile) X(kern::RoundSlots) X(kern::ComposeSlots)
 // clang-format on

@@ -2,8 +2,11 @@
 #include "kasoku/rns/backend.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <string>
 
+#include "kasoku/support/aligned.hpp"
 #include "kasoku/support/error.hpp"
 
 namespace kasoku::rns {
@@ -80,6 +83,68 @@ void Backend::raise_q0(const RnsPoly& a, RnsPoly& out, Exec exec) const {
     check_mine(out, "raise_q0");
     require(a.limbs() > 0, "raise_q0", "the polynomial has no limbs");
     do_raise_q0(a, out, exec);
+}
+
+void Backend::sample(const SmallDraw& draw, RnsPoly& out, Exec exec) const {
+    check_mine(out, "sample");
+    do_sample(draw, out, exec);
+}
+
+void Backend::do_sample(const SmallDraw& draw, RnsPoly& out, Exec exec) const {
+    std::vector<std::int64_t> c(ring_->n());
+    draw_small(draw, c.size(), c.data());
+    do_from_signed(c.data(), out, exec);
+    secure_wipe(c.data(), c.size() * sizeof c[0]);
+}
+
+void Backend::encode_slots(const std::complex<double>* values, std::size_t p, double scale, RnsPoly& out,
+                           Exec exec) const {
+    const char* op = "encode_slots";
+    require(p >= 1 && p <= ring_->n() / 2 && std::has_single_bit(p), op, "a power of two of values up to n/2");
+    require(!out.empty() && (out.n() == ring_->n() || (out.n() == 2 * p && out.ntt_form())), op,
+            "an output of n words per limb, or an NTT-form one of 2p");
+    require(out.memory() == memory_, op, "polynomial of another backend's memory");
+    do_encode_slots(values, p, scale, out, exec);
+}
+
+void Backend::do_encode_slots(const std::complex<double>* values, std::size_t p, double scale, RnsPoly& out,
+                              Exec exec) const {
+    std::vector<std::complex<double>> v(values, values + p);
+    ring_->slot_fft().inverse(v);
+    const bool subring = out.n() < ring_->n();
+    const std::size_t stride = out.n() / (2 * p);
+    std::vector<__int128, AlignedAllocator<__int128>> coeff(out.n(), 0);
+    // below 2^62 (every encoding at a 40-bit scale) through int64, a single instruction, not libgcc's __int128 one
+    const auto to_int = [](double x) {
+        return std::fabs(x) < 0x1p62 ? static_cast<__int128>(static_cast<std::int64_t>(x)) : static_cast<__int128>(x);
+    };
+    for (std::size_t i = 0; i < p; ++i) {
+        coeff[stride * i] = to_int(std::nearbyint(v[i].real() * scale));
+        coeff[stride * (i + p)] = to_int(std::nearbyint(v[i].imag() * scale));
+    }
+    if (subring) do_from_signed_subring(coeff.data(), out, exec);
+    else do_from_signed(coeff.data(), out, exec);
+}
+
+std::vector<std::complex<double>> Backend::decode_slots(const RnsPoly& a, std::size_t t, double scale,
+                                                        Exec exec) const {
+    const char* op = "decode_slots";
+    check_mine(a, op);
+    require(!a.ntt_form() && t >= 1 && t <= a.num_q(), op, "a coefficient-form polynomial with at least t q-limbs");
+    return do_decode_slots(a, t, scale, exec);
+}
+
+std::vector<std::complex<double>> Backend::do_decode_slots(const RnsPoly& a, std::size_t t, double scale,
+                                                           Exec exec) const {
+    const std::size_t n = ring_->n(), slots = n / 2;
+    std::vector<double, AlignedAllocator<double>> real(n);
+    do_download(
+        a, [&](const u64* const* limbs) { ring_->compose_centered(limbs, t, real.data()); }, t, exec);
+    std::vector<std::complex<double>> v(slots);
+    const double inv = 1.0 / scale;
+    for (std::size_t i = 0; i < slots; ++i) v[i] = {real[i] * inv, real[i + slots] * inv};
+    ring_->slot_fft().forward(v);
+    return v;
 }
 
 void Backend::do_raise_q0(const RnsPoly& a, RnsPoly& out, Exec exec) const {
@@ -284,7 +349,7 @@ void Backend::do_rescale_all(std::vector<RnsPoly>& polys, Exec exec) const {
     for (RnsPoly& a : polys) do_rescale(a, exec);
 }
 
-void Backend::divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
+void Backend::divide_round_by_p0(RnsPoly& a, const SmallDraw* addend, Exec exec) const {
     check_mine(a, "divide_round_by_p0");
     require(a.ntt_form() && a.num_p() == 1, "divide_round_by_p0", "needs an NTT-form polynomial over Q_l * p_0");
     do_divide_round_by_p0(a, addend, exec);

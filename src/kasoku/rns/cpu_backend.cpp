@@ -290,10 +290,13 @@ void CpuBackend::do_rescale_all(std::vector<RnsPoly>& polys, Exec exec) const {
                          t_.rescale_half[l].data(), exec.threads);
 }
 
-void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const {
+void CpuBackend::do_divide_round_by_p0(RnsPoly& a, const SmallDraw* addend, Exec exec) const {
+    std::vector<std::int64_t> e(addend ? n_ : 0);
+    if (addend) draw_small(*addend, n_, e.data());
     RnsPoly* p = &a;
     divide_round_by_last(&p, 1, a.num_q(), t_.p_inv[1].data(), t_.p_inv_shoup[1].data(), t_.p0_half.data(),
-                         exec.threads, addend);
+                         exec.threads, addend ? e.data() : nullptr);
+    secure_wipe(e.data(), e.size() * sizeof(std::int64_t));
 }
 
 void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t num_q,

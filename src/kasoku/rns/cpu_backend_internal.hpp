@@ -126,7 +126,7 @@ protected:
     void do_automorphism(const RnsPoly& a, u64 galois_elt, RnsPoly& out, Exec exec) const override;
     void do_rescale(RnsPoly& a, Exec exec) const override;
     void do_rescale_all(std::vector<RnsPoly>& polys, Exec exec) const override;
-    void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec exec) const override;
+    void do_divide_round_by_p0(RnsPoly& a, const SmallDraw* addend, Exec exec) const override;
     void do_mod_down(const RnsPoly& b, const RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a, u64 galois_elt,
                      RnsPoly& out_b, RnsPoly& out_a, Exec exec) const override;
     void do_mod_down_rescale(RnsPoly& b, RnsPoly& a, const RnsPoly* add_b, const RnsPoly* add_a,

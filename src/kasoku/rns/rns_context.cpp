@@ -70,6 +70,11 @@ std::vector<u64> RnsContext::signed_residues(__int128 v) const {
     return res;
 }
 
+const SlotFft& RnsContext::slot_fft() const {
+    std::call_once(slot_fft_once_, [this] { slot_fft_ = std::make_unique<const SlotFft>(n_); });
+    return *slot_fft_;
+}
+
 std::shared_ptr<const RnsContext::CrtTable> RnsContext::crt_table(std::size_t t) const {
     std::lock_guard<std::mutex> lock(crt_mutex_);
     auto it = crt_cache_.find(t);
@@ -79,7 +84,7 @@ std::shared_ptr<const RnsContext::CrtTable> RnsContext::crt_table(std::size_t t)
     auto c = std::make_shared<CrtTable>();
     c->Q.assign(W, 0);
     c->half.assign(W, 0);
-    c->qhat.assign(t, std::vector<u64>(W, 0));
+    c->qhat.assign(t * W, 0);
     c->qhat_inv.resize(t);
     c->qhat_inv_shoup.resize(t);
     auto mul_small = [](std::vector<u64>& x, u64 f) {
@@ -93,13 +98,15 @@ std::shared_ptr<const RnsContext::CrtTable> RnsContext::crt_table(std::size_t t)
     c->Q[0] = 1;
     for (std::size_t i = 0; i < t; ++i) mul_small(c->Q, prime(i));
     for (std::size_t i = 0; i < t; ++i) {
-        c->qhat[i][0] = 1;
+        std::vector<u64> qhat(W, 0);
+        qhat[0] = 1;
         u64 rem = 1;
         for (std::size_t j = 0; j < t; ++j)
             if (j != i) {
-                mul_small(c->qhat[i], prime(j));
+                mul_small(qhat, prime(j));
                 rem = arith::mul_mod(rem, prime(j) % prime(i), modulus(i));
             }
+        std::copy(qhat.begin(), qhat.end(), c->qhat.begin() + static_cast<std::ptrdiff_t>(i * W));
         c->qhat_inv[i] = arith::inv_mod(rem, modulus(i));
         c->qhat_inv_shoup[i] = arith::shoup(c->qhat_inv[i], prime(i));
     }
@@ -111,56 +118,21 @@ std::shared_ptr<const RnsContext::CrtTable> RnsContext::crt_table(std::size_t t)
 template <class Visit>
 void RnsContext::for_each_centered(const u64* const* limbs, std::size_t t, const char* op, Visit&& visit) const {
     if (t == 0 || t > q_.size()) throw InternalError(std::string(op) + ": between 1 and L + 1 limbs");
-    const std::size_t n = n_;
     // into W-word integers, centered, with the CRT constants of t limbs (computed once)
     const std::size_t W = t + 1;
     const std::shared_ptr<const CrtTable> crt = crt_table(t);
-    const std::vector<u64>& Q = crt->Q;
-    const std::vector<u64>& half = crt->half;
-    const std::vector<u64>& qhat_inv = crt->qhat_inv;
-    const std::vector<u64>& qhat_inv_shoup = crt->qhat_inv_shoup;
-    const std::vector<std::vector<u64>>& qhat = crt->qhat;
-    auto geq = [W](const u64* a, const u64* b) {
-        for (std::size_t k = W; k-- > 0;)
-            if (a[k] != b[k]) return a[k] > b[k];
-        return true;
-    };
-    auto sub_in = [W](u64* a, const u64* b) {  // a -= b
-        u64 borrow = 0;
-        for (std::size_t k = 0; k < W; ++k) {
-            arith::u128 d = static_cast<arith::u128>(a[k]) - b[k] - borrow;
-            a[k] = static_cast<u64>(d);
-            borrow = static_cast<u64>(d >> 64) ? 1 : 0;
-        }
-    };
-    std::vector<u64> acc(W), tmp(W);
-    for (std::size_t c = 0; c < n; ++c) {
-        std::fill(acc.begin(), acc.end(), 0);
-        for (std::size_t i = 0; i < t; ++i) {
-            u64 y = arith::mul_shoup(limbs[i][c], qhat_inv[i], qhat_inv_shoup[i], prime(i));
-            arith::u128 carry = 0;
-            for (std::size_t k = 0; k < W; ++k) {
-                arith::u128 p = static_cast<arith::u128>(qhat[i][k]) * y + acc[k] + carry;
-                acc[k] = static_cast<u64>(p);
-                carry = p >> 64;
-            }
-        }
-        while (geq(acc.data(), Q.data())) sub_in(acc.data(), Q.data());
-        if (geq(acc.data(), half.data())) {
-            tmp = Q;
-            sub_in(tmp.data(), acc.data());
-            visit(c, true, tmp);
-        } else {
-            visit(c, false, acc);
-        }
+    std::vector<u64> r(t), x(W), tmp(W);
+    for (std::size_t c = 0; c < n_; ++c) {
+        for (std::size_t i = 0; i < t; ++i) r[i] = limbs[i][c];
+        const bool negative = crt::centered(r.data(), t, q_.data(), crt->Q.data(), crt->half.data(), crt->qhat.data(),
+                                            crt->qhat_inv.data(), crt->qhat_inv_shoup.data(), x.data(), tmp.data());
+        visit(c, negative, x);
     }
 }
 
 void RnsContext::compose_centered(const u64* const* limbs, std::size_t t, double* out) const {
     for_each_centered(limbs, t, "compose_centered", [&](std::size_t c, bool negative, const std::vector<u64>& x) {
-        double v = 0;
-        for (std::size_t k = x.size(); k-- > 0;) v = v * 18446744073709551616.0 + static_cast<double>(x[k]);
-        out[c] = negative ? -v : v;
+        out[c] = crt::to_double(x.data(), x.size(), negative);
     });
 }
 
@@ -176,16 +148,16 @@ void RnsContext::lift_centered(const u64* const* limbs, std::size_t t, std::size
     });
 }
 
-std::shared_ptr<const std::vector<std::uint32_t>> RnsContext::automorphism_permutation(u64 g) const {
-    if (g % 2 == 0 || g >= 2 * n_)
-        throw ParameterError("Galois element must be odd and below 2n, got " + std::to_string(g));
+std::shared_ptr<const std::vector<std::uint32_t>> RnsContext::automorphism_permutation(u64 galois_elt) const {
+    if (galois_elt % 2 == 0 || galois_elt >= 2 * n_)
+        throw ParameterError("Galois element must be odd and below 2n, got " + std::to_string(galois_elt));
     std::lock_guard<std::mutex> lock(perm_mutex_);
-    auto it = perm_cache_.find(g);
+    auto it = perm_cache_.find(galois_elt);
     if (it != perm_cache_.end()) return it->second;
     auto perm = std::make_shared<std::vector<std::uint32_t>>(n_);
     const u64 mask = 2 * n_ - 1;
-    for (std::size_t k = 0; k < n_; ++k) (*perm)[k] = pos_[(g * exp_[k]) & mask];
-    perm_cache_.emplace(g, perm);
+    for (std::size_t k = 0; k < n_; ++k) (*perm)[k] = pos_[(galois_elt * exp_[k]) & mask];
+    perm_cache_.emplace(galois_elt, perm);
     return perm;
 }
 

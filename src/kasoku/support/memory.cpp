@@ -12,7 +12,15 @@ namespace kasoku::detail {
 
 namespace {
 constexpr std::size_t kAlign = 64;
+// AddressSanitizer or ThreadSanitizer: GCC's macros, Clang's __has_feature.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define KASOKU_ASAN_OR_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define KASOKU_ASAN_OR_TSAN 1
+#endif
+#endif
+#if defined(KASOKU_ASAN_OR_TSAN)
 // Sanitizer builds: every block goes back to the allocator at once, so that a use after release is caught.
 constexpr std::size_t kPooledMin = ~std::size_t{0};
 #else
@@ -62,6 +70,8 @@ std::size_t round_up(std::size_t bytes) {
     return bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
 }
 }  // namespace
+
+bool pool_bypassed() { return kPooledMin == ~std::size_t{0}; }
 
 void* pool_allocate(std::size_t bytes) {
     bytes = round_up(bytes);

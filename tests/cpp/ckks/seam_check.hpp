@@ -40,6 +40,18 @@ inline ContextPtr expect_same_bits_as_cpu(const Parameters& params, const rns::B
     const Ciphertext a = cpu.encrypt(x);
     const Ciphertext a2 = moved(*cpu.ctx, *ctx, a, deserialize_ciphertext);
     Evaluator ev(ctx, ek);
+    {  // encryption with its randomness drawn where the context computes (a seeded draw: the same bits), at two levels
+        const PublicKey pk = moved(*cpu.ctx, *ctx, cpu.pk, deserialize_public_key);
+        Seed seed{};
+        seed[3] = 7;
+        for (int level : {cpu.ctx->max_level(), 1}) {
+            const Plaintext p1 = Encoder(cpu.ctx).encode(x, cpu.ctx->default_scale(), level),
+                            p2 = Encoder(ctx).encode(x, ctx->default_scale(), level);
+            EXPECT_EQ(serialize(*cpu.ctx, Encryptor(cpu.ctx).encrypt(p1, cpu.pk, seed)),
+                      serialize(*ctx, Encryptor(ctx).encrypt(p2, pk, seed)))
+                << "encrypt (seeded) at level " << level << " on " << ctx->backend().name();
+        }
+    }
 
     const auto lt_diags = std::map<std::int64_t, cvec>{{0, cvec(cpu.ctx->slots(), 0.5)}, {2, x}};
     const algo::LinearTransform lt1(cpu.ctx, lt_diags, cpu.ctx->max_level()), lt2(ctx, lt_diags, ctx->max_level());

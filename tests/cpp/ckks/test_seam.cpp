@@ -47,6 +47,10 @@ protected:
         tick("from_signed");
         cpu_->from_signed(c, out, e);
     }
+    void do_sample(const rns::SmallDraw& d, RnsPoly& out, Exec e) const override {
+        tick("sample");
+        cpu_->sample(d, out, e);
+    }
     void do_add(const RnsPoly& a, const RnsPoly& b, RnsPoly& out, Exec e) const override {
         tick("add");
         cpu_->add(a, b, out, e);
@@ -114,7 +118,7 @@ protected:
         tick("rescale");
         cpu_->rescale(a, e);
     }
-    void do_divide_round_by_p0(RnsPoly& a, const std::int64_t* addend, Exec e) const override {
+    void do_divide_round_by_p0(RnsPoly& a, const rns::SmallDraw* addend, Exec e) const override {
         tick("divide_round_by_p0");
         cpu_->divide_round_by_p0(a, addend, e);
     }
@@ -169,9 +173,9 @@ TEST(BackendSeam, EveryOperationRunsOnTheContextsBackendWithTheCpuBits) {
     ASSERT_NE(made, nullptr);
     EXPECT_STREQ(ctx->backend().name(), "counting");
     // The key-switching steps went through the backend (and nothing bypassed it: there is no other way to the words).
-    for (const char* op :
-         {"key_switch", "mod_up", "inner_product", "mod_down", "mod_down_rescale", "tensor", "sum_of_products",
-          "linear_combination", "horner", "from_signed", "upload", "download", "rescale", "divide_round_by_p0"})
+    for (const char* op : {"key_switch", "mod_up", "inner_product", "mod_down", "mod_down_rescale", "tensor",
+                           "sum_of_products", "linear_combination", "horner", "from_signed", "sample", "upload",
+                           "download", "rescale", "divide_round_by_p0"})
         EXPECT_GT(made->calls(op), 0) << op;
 }
 

@@ -236,6 +236,53 @@ TEST(Samplers, UniformTernaryIsUniform) {
     EXPECT_LT(stat, chi_square_limit(df));
 }
 
+TEST(Samplers, TernaryIsThreeTimesTwoWordsOver2To128) {
+    // floor(3 x / 2^128) = [x >= ceil(2^128 / 3)] + [x >= ceil(2^129 / 3)], at both thresholds and on random words
+    using u128 = unsigned __int128;
+    const u128 third = ((u128{0x5555555555555555ull} << 64) | 0x5555555555555556ull),
+               two_thirds = ((u128{0xAAAAAAAAAAAAAAAAull} << 64) | 0xAAAAAAAAAAAAAAABull);
+    std::vector<u128> xs = {0, ~u128{0}};
+    for (u128 t : {third, two_thirds})
+        for (u128 d : {u128{0}, u128{1}, u128{2}}) xs.insert(xs.end(), {t - d, t + d});
+    Prng prng(Seed{}, 5);
+    for (int i = 0; i < 100000; ++i) xs.push_back((u128{prng.next_u64()} << 64) | prng.next_u64());
+    for (u128 x : xs) {
+        const std::uint64_t w[2] = {static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(x >> 64)};
+        std::int64_t got = 9;
+        detail::ternary_from_words(w, 1, &got);
+        ASSERT_EQ(got, static_cast<std::int64_t>(x >= third) + static_cast<std::int64_t>(x >= two_thirds) - 1);
+    }
+}
+
+TEST(Samplers, TheBackendsDrawsAreOpenSslsChaCha20Streams) {
+    // rns::draw's ChaCha20 block function (what a device computes) against OpenSSL's keystream of Prng(seed, stream),
+    // streams past 2^32 included, and draw_small against the samplers on those words.
+    for (std::uint64_t stream : {std::uint64_t{0}, std::uint64_t{2}, std::uint64_t{0x123456789abcdefull}}) {
+        Seed seed{};
+        for (std::size_t i = 0; i < seed.size(); ++i) seed[i] = static_cast<std::uint8_t>(31 * i + stream);
+        constexpr std::size_t blocks = 70;
+        std::vector<std::uint32_t> want(16 * blocks);
+        Prng(seed, stream).fill(want.data(), want.size() * sizeof(std::uint32_t));
+        const rns::draw::Key key = rns::draw::key_of(seed, stream);
+        for (std::size_t b = 0; b < blocks; ++b) {
+            std::uint32_t got[16];
+            rns::draw::chacha20_block(key, static_cast<std::uint32_t>(b), got);
+            for (int i = 0; i < 16; ++i) ASSERT_EQ(got[i], want[16 * b + i]) << "block " << b << " word " << i;
+        }
+        constexpr std::size_t n = 256;
+        std::vector<std::uint64_t> words(2 * n);
+        std::vector<std::int64_t> got(n), expect(n);
+        using Kind = rns::SmallDraw::Kind;
+        for (Kind kind : {Kind::ternary, Kind::gaussian}) {
+            Prng(seed, stream).fill(words.data(), words.size() * sizeof(std::uint64_t));
+            if (kind == Kind::ternary) detail::ternary_from_words(words.data(), n, expect.data());
+            else detail::gaussian_from_words(words.data(), n, expect.data());
+            rns::draw_small({seed, stream, kind}, n, got.data());
+            EXPECT_EQ(got, expect);
+        }
+    }
+}
+
 TEST(Samplers, FixedWeightPlacesItsNonzerosUniformly) {
     Prng prng(Seed{}, 4);
     constexpr std::size_t n = 64, draws = 40000;
