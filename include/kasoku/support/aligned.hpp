@@ -15,9 +15,9 @@ namespace detail {
 // another thread than the one that allocated them; they then join that thread's pool.
 void* pool_allocate(std::size_t bytes);  // std::bad_alloc when the memory is exhausted
 void pool_free(void* p, std::size_t bytes) noexcept;
-// Whether this build bypasses the pool (AddressSanitizer or ThreadSanitizer: every block goes back to the allocator at
-// once, so that a use after release is caught).
-bool pool_bypassed();
+// Whether this build runs under AddressSanitizer or ThreadSanitizer (GCC's or Clang's). The pool is then bypassed:
+// every block goes back to the allocator at once, so that a use after release is caught.
+bool asan_or_tsan();
 }  // namespace detail
 
 // The most bytes of freed large blocks each thread keeps for reuse (default 256 MiB; from the next block freed on).

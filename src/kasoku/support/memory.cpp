@@ -71,7 +71,7 @@ std::size_t round_up(std::size_t bytes) {
 }
 }  // namespace
 
-bool pool_bypassed() { return kPooledMin == ~std::size_t{0}; }
+bool asan_or_tsan() { return kPooledMin == ~std::size_t{0}; }
 
 void* pool_allocate(std::size_t bytes) {
     bytes = round_up(bytes);

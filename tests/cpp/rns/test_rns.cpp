@@ -573,10 +573,10 @@ TEST(Backend, SumOfProductsAndHornerMatchReferences) {
 
 // The per-thread block pool (support/memory.cpp): a block of whole huge pages serves any request within its span once
 // freed (a polynomial a few limbs larger or smaller, a level apart), so that a bootstrap's levels reuse each other's
-// memory instead of faulting in fresh pages. Skipped exactly where the pool is bypassed (pool_bypassed: AddressSanitizer
+// memory instead of faulting in fresh pages. Skipped exactly where the pool is bypassed (asan_or_tsan: AddressSanitizer
 // or ThreadSanitizer); every other build, the release build and UndefinedBehaviorSanitizer's alone among them, runs it.
 TEST(BlockPool, ReusesAFreedBlockForRequestsWithinItsSpan) {
-    if (kasoku::detail::pool_bypassed())
+    if (kasoku::detail::asan_or_tsan())
         GTEST_SKIP() << "this build has AddressSanitizer or ThreadSanitizer, under which the block pool is bypassed "
                         "(every block goes back to the allocator at once, support/memory.cpp), so there is no pooled "
                         "block to reuse; the release build runs this test";

@@ -19,6 +19,7 @@
 #include "kasoku/ckks/crypto.hpp"
 #include "kasoku/sched/executor.hpp"
 #include "kasoku/sched/scheduler.hpp"
+#include "kasoku/support/aligned.hpp"
 #include "kasoku/support/error.hpp"
 #include "kasoku/support/threads.hpp"
 #include "sched/dispatcher_internal.hpp"
@@ -87,7 +88,7 @@ TEST(SchedThreads, RunnersKeepTheirCpusBetweenTasks) {
     g.output(g.add(g.input("x", 2), g.input("y", 2)));
     constexpr int kRounds = 60;
     struct JobState {
-        std::vector<detail::CtPtr> vals;
+        std::vector<sched::detail::CtPtr> vals;
         std::vector<int> uses;
     };
     std::vector<JobState> jobs(2 * kRounds, JobState{{ct, ct, nullptr}, {1, 1, 1}});
@@ -97,12 +98,12 @@ TEST(SchedThreads, RunnersKeepTheirCpusBetweenTasks) {
     int done = 0;
     std::map<std::thread::id, std::vector<int>> cpus;  // per runner, the CPU of each task it ran
     {
-        detail::Runners runners(
+        sched::detail::Runners runners(
             m, 2,
-            [&](const detail::Placement& p) {
-                return std::optional(detail::Runners::Task{evp, &g, &jobs[p.job].vals, &jobs[p.job].uses});
+            [&](const sched::detail::Placement& p) {
+                return std::optional(sched::detail::Runners::Task{evp, &g, &jobs[p.job].vals, &jobs[p.job].uses});
             },
-            [&](const detail::Placement&, std::exception_ptr e) {
+            [&](const sched::detail::Placement&, std::exception_ptr e) {
                 EXPECT_FALSE(e);
                 cpus[std::this_thread::get_id()].push_back(sched_getcpu());  // still pinned to the task's CPU
                 ++done;
@@ -127,13 +128,14 @@ TEST(SchedThreads, RunnersKeepTheirCpusBetweenTasks) {
 // A thread count no task has run at takes the learnt ratio of the nearest one that has (the narrower on a tie); the
 // observed ones keep theirs, and with none observed none is taken.
 TEST(SchedCorrection, UnobservedWidthsBorrowTheNearestObservedOne) {
-    EXPECT_EQ(detail::nearest_observed({0, 1, 0, 0, 1, 0, 0}), (std::vector<int>{1, 1, 1, 4, 4, 4, 4}));
-    EXPECT_EQ(detail::nearest_observed({0, 1, 0, 1}), (std::vector<int>{1, 1, 1, 3}));  // index 2 ties: the narrower
-    EXPECT_EQ(detail::nearest_observed({0, 0}), (std::vector<int>{-1, -1}));
+    EXPECT_EQ(sched::detail::nearest_observed({0, 1, 0, 0, 1, 0, 0}), (std::vector<int>{1, 1, 1, 4, 4, 4, 4}));
+    EXPECT_EQ(sched::detail::nearest_observed({0, 1, 0, 1}),
+              (std::vector<int>{1, 1, 1, 3}));  // index 2 ties: the narrower
+    EXPECT_EQ(sched::detail::nearest_observed({0, 0}), (std::vector<int>{-1, -1}));
     // In a stream: kasoku on one thread only, tasks 1.5x the model, the 2-thread estimate follows the one-thread one.
     const Graph g = maclaurin_exp(4, 6);
     const CostModel cm = CostModel::from_paper();
-    detail::Dispatcher d(g, cm, Policy::fixed_1, 2, 1);
+    sched::detail::Dispatcher d(g, cm, Policy::fixed_1, 2, 1);
     d.arrive(0, 0.0);
     double now = 0;
     for (auto placed = d.place(now); !placed.empty(); placed = d.place(now))
@@ -599,19 +601,7 @@ TEST(SchedSimulate, PaperModelKasokuHoldsOnOtherGraphs) {
     // docs/SCHEDULING.md: on graphs other than e^x, kasoku's makespan and p95 are within 1% of the best of the
     // source's four policies (or better) at every D, on the source's tables at 126 threads (full streams: 2300 jobs,
     // 301..1900 measured), means over seeds 1..3; the document has more graphs.
-    // AddressSanitizer or ThreadSanitizer: GCC's macros, or Clang's __has_feature (Clang 14 defines neither macro).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    constexpr bool kSlowSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-    constexpr bool kSlowSanitizer = true;
-#else
-    constexpr bool kSlowSanitizer = false;
-#endif
-#else
-    constexpr bool kSlowSanitizer = false;
-#endif
-    if (kSlowSanitizer)
+    if (kasoku::detail::asan_or_tsan())
         GTEST_SKIP() << "this build has AddressSanitizer or ThreadSanitizer, under which the 180 streams take minutes; "
                         "the release build runs them (the other simulate tests cover the same code under the "
                         "sanitizers)";
