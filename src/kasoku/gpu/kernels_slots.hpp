@@ -149,8 +149,8 @@ struct RoundSlots {
             return;
         }
         const std::size_t k = c / s.stride;
-        const double* part = k < s.p ? s.re : s.im;
-        const double x = part[rns::slots::bit_reverse(static_cast<u32>(k % s.p), s.log_p)] * s.inv_p;
+        const u32 at = rns::slots::bit_reverse(static_cast<u32>(k % s.p), s.log_p);
+        const double x = (k < s.p ? s.re[at] : s.im[at]) * s.inv_p;
 #if defined(__CUDA_ARCH__)
         const double v = rint(x * s.scale);
 #else
@@ -193,7 +193,11 @@ struct ComposeSlots {
             rns::crt::centered(r, s.t, s.r.q, s.Q, s.half, s.qhat, s.qhat_inv, s.qhat_inv_shoup, x, tmp);
         const double v = rns::crt::to_double(x, s.t + 1, negative) * s.inv_scale;
         const std::size_t slots = s.r.n / 2;
-        (c < slots ? it.re : it.im)[rns::slots::bit_reverse(static_cast<u32>(c % slots), s.log_slots)] = v;
+        const u32 at = rns::slots::bit_reverse(static_cast<u32>(c % slots), s.log_slots);
+        // (an if, not a store through `c < slots ? re : im`: GCC 12 at -O1 with -fsanitize=address,undefined stored
+        // the second half's values nowhere)
+        if (c < slots) it.re[at] = v;
+        else it.im[at] = v;
     }
     static KASOKU_HD void cost(const Shared& s, const Item&, std::size_t& bytes, std::size_t& mults) {
         bytes += 8 * static_cast<std::size_t>(s.r.n) * (s.t + 1);
