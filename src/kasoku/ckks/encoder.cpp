@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 
-#include "kasoku/support/aligned.hpp"
 #include "kasoku/support/error.hpp"
 
 namespace kasoku::ckks {
@@ -66,11 +65,12 @@ Plaintext Encoder::encode_over(const std::vector<std::complex<double>>& values, 
     std::vector<std::complex<double>> v(p, {0.0, 0.0});
     std::copy_n(values.begin(), std::min(p, values.size()), v.begin());
     // Every coefficient is at most scale sum |v_i| / p (each is a value of the inverse transform, an average of the
-    // values times roots of unity) plus its rounding: below the bound, no coefficient needs to be looked at, and a
-    // device encodes without a wait. Else they are computed here, and the largest decides.
+    // values times roots of unity) plus its rounding, and |v_i| <= |Re v_i| + |Im v_i| (no square root on the encoder's
+    // path): below the bound, no coefficient needs to be looked at, and a device encodes without a wait. Else they are
+    // computed here, and the largest decides.
     const double bound = std::exp2(std::min(ctx_->log_modulus(level) - 1.0, 126.0));
     double sum = 0;
-    for (const auto& x : v) sum += std::abs(x);
+    for (const auto& x : v) sum += std::fabs(x.real()) + std::fabs(x.imag());
     if (!(scale * (sum / static_cast<double>(p)) * (1 + 0x1p-20) + 1 < bound)) {
         std::vector<std::complex<double>> m = v;
         fft_special_inv(m);
