@@ -15,7 +15,7 @@ struct Parameters {
     int special_bits = 60;              // p_0..p_{k-1}
     int special_primes = 1;             // k
     std::optional<int> security = 128;  // 128 (HE Standard, ternary secret) or nullopt for research sets
-    int dnum = 0;                       // key-switching digits; 0 = ceil(q_primes() / k), i.e. alpha = k
+    int dnum = 0;                       // key-switching digits; 0: the fewest whose digits P covers (alpha())
     int hamming_weight = 0;             // 0 = uniform ternary secret; otherwise exactly this many nonzero coefficients
     // Bootstrapping levels: boot_levels primes of boot_bits above the user's, q_{L+1}..q_{L+B}. Bootstrapping raises
     // into them and runs CoeffToSlot, EvalMod and SlotToCoeff there, on scales near 2^boot_bits (EvalMod's noise,
@@ -50,9 +50,15 @@ struct Parameters {
     std::uint64_t n() const { return std::uint64_t{1} << log_n; }
     std::uint64_t slots() const { return n() / 2; }
     int q_primes() const { return levels + boot_levels + 1; }  // ciphertext primes: q_0, user, bootstrapping
-    // Primes per key-switching digit: ceil(q_primes() / dnum), or special_primes when dnum is 0. Needs
-    // special_primes >= 1 (validate() and every Context check it; digits() divides by alpha()).
+    // Primes per key-switching digit: ceil(q_primes() / dnum); when dnum is 0, the most primes, at most special_primes,
+    // whose every digit has no more nominal bits than the special primes together (a digit wider than P multiplies
+    // the key switch's noise by 2^(its excess): special primes narrower than q_0 or the bootstrapping primes take
+    // smaller digits). Needs special_primes >= 1 (validate() and every Context check it; digits() divides by alpha()).
     int alpha() const;
+    // The nominal bits of the widest key-switching digit of `alpha` primes (q_0, the user primes, the bootstrapping
+    // primes, in that order), and of the special primes together.
+    int max_digit_bits(int alpha) const;
+    int special_bits_total() const { return special_primes * special_bits; }
     int digits() const;                    // dnum actually used: ceil(q_primes() / alpha()); the same precondition
     int log_qp_bits() const;               // first + L * scale + B * boot + k * special (an upper bound on log2(QP))
     static int max_log_qp_128(int log_n);  // HE Standard table, ternary secret; 0 if the table has no entry

@@ -72,9 +72,22 @@ Parameters Parameters::named(const std::string& name) {
     throw ParameterError("unknown parameter set '" + name + "'; named sets are: " + all);
 }
 
+int Parameters::max_digit_bits(int alpha) const {
+    const auto bits = [&](int i) { return i == 0 ? first_bits : i <= levels ? scale_bits : boot_bits; };
+    int widest = 0;
+    for (int begin = 0; begin < q_primes(); begin += alpha) {
+        int sum = 0;
+        for (int i = begin; i < std::min(begin + alpha, q_primes()); ++i) sum += bits(i);
+        widest = std::max(widest, sum);
+    }
+    return widest;
+}
+
 int Parameters::alpha() const {
     if (dnum > 0) return (q_primes() + dnum - 1) / dnum;
-    return special_primes;
+    int a = special_primes;
+    while (a > 1 && max_digit_bits(a) > special_bits_total()) --a;
+    return a;
 }
 
 int Parameters::digits() const { return (q_primes() + alpha() - 1) / alpha(); }
@@ -219,6 +232,12 @@ void Parameters::validate() const {
         fail("dnum = " + std::to_string(digits()) + " needs alpha = " + std::to_string(alpha()) +
              " primes per digit, but only " + std::to_string(special_primes) +
              " special primes are given; raise special_primes or dnum");
+    if (max_digit_bits(alpha()) > special_bits_total())
+        fail("dnum = " + std::to_string(digits()) + " makes a key-switching digit of " +
+             std::to_string(max_digit_bits(alpha())) + " bits, more than the " + std::to_string(special_primes) +
+             " x " + std::to_string(special_bits) + " = " + std::to_string(special_bits_total()) +
+             " bits of the special primes: every key switch would gain that many bits of noise more; raise "
+             "special_primes or special_bits, or dnum (0: chosen so that P covers every digit)");
     if (hamming_weight < 0 || static_cast<std::uint64_t>(hamming_weight) > n())
         fail("hamming_weight must be in 0..n, got " + std::to_string(hamming_weight));
     if (security.has_value()) {

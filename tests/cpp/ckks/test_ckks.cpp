@@ -280,6 +280,27 @@ TEST(Parameters, DigitAndSpecialPrimeBoundsAreErrors) {
     EXPECT_THROW(rns::RnsContext(1024, {(1ull << 40) + 1}, {}, rns::kMaxDigitPrimes + 1), ParameterError);
 }
 
+// Special primes narrower than the bootstrapping primes: dnum = 0 takes digits that P covers in bits (with alpha = k
+// one digit of three 55-bit primes passes P's 150 bits, and a rotation at the top came out as noise), a dnum whose
+// digits P does not cover is an error, and a rotation at the top keeps its precision.
+TEST(Parameters, DigitsAreNoWiderThanTheSpecialPrimes) {
+    Parameters p = test::research_params(10, 60, 40, 3, 50, 3);
+    p.boot_levels = 6;
+    p.boot_bits = 55;
+    EXPECT_EQ(p.alpha(), 2);  // alpha 3: a digit of 165 bits
+    EXPECT_LE(p.max_digit_bits(p.alpha()), p.special_bits_total());
+    Parameters wide = p;
+    wide.dnum = 4;  // alpha 3
+    EXPECT_THROW(wide.validate(), ParameterError);
+    test::Env e(p, {1});
+    const auto a = e.random(true);
+    const int top = e.ctx->max_level();
+    const Ciphertext c = e.encryptor.encrypt(e.enc.encode(a, e.ctx->default_scale(), top), e.pk);
+    cvec want(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) want[i] = a[(i + 1) % a.size()];
+    EXPECT_GT(precision_bits(e.decrypt(e.ev.rotate(c, 1)), want), 26);
+}
+
 TEST(ParametersForCircuit, SecureSmallestAndAsAsked) {
     for (int depth : {0, 1, 2, 5, 8, 12, 20, 25, 30})
         for (int bits : {8, 12, 20, 28})
