@@ -37,18 +37,18 @@ std::vector<std::vector<u64>> trace_group_elements(const std::vector<u64>& autom
         if (m >= 24)
             throw ParameterError("trace: a group of " + std::to_string(m) + " steps needs 2^" + std::to_string(m) +
                                  " - 1 keys; use a larger h");
-        std::vector<u64> g((std::size_t{1} << m) - 1);
+        std::vector<u64> elts((std::size_t{1} << m) - 1);
         for (std::size_t mask = 1; mask < (std::size_t{1} << m); ++mask) {
-            u64 e = 1;
+            u64 galois_elt = 1;
             for (std::size_t b = 0; b < m; ++b)
-                if (mask >> b & 1) e = e * automorphisms[first + b] % two_n;
-            if (e == 1)
+                if (mask >> b & 1) galois_elt = galois_elt * automorphisms[first + b] % two_n;
+            if (galois_elt == 1)
                 throw ParameterError(
                     "trace: a product of the automorphisms is the identity; the doubling steps must be "
                     "independent (e.g. rotations by 1, 2, ..., 2^(M-1) with M <= log2(slots), conjugation)");
-            g[mask - 1] = e;
+            elts[mask - 1] = galois_elt;
         }
-        groups.push_back(std::move(g));
+        groups.push_back(std::move(elts));
         first += m;
     }
     return groups;
@@ -104,9 +104,9 @@ std::size_t best_trace_h(const KeySwitchCosts& c, std::size_t M) {
 namespace {
 bool has_keys(const EvaluationKeys* keys, const std::vector<std::vector<u64>>& groups) {
     if (!keys) return false;
-    for (auto& g : groups)
-        for (u64 e : g)
-            if (!keys->galois.count(e)) return false;
+    for (auto& elts : groups)
+        for (u64 galois_elt : elts)
+            if (!keys->galois.count(galois_elt)) return false;
     return true;
 }
 }  // namespace
@@ -154,10 +154,10 @@ Ciphertext Evaluator::trace(const Ciphertext& a, const std::vector<u64>& automor
         }
     }
     const auto groups = trace_group_elements(automorphisms, static_cast<std::size_t>(h), 2 * ctx_->n());
-    for (auto& g : groups) detail::galois_keys(*this, g, a.key_id, a.level(), false);  // every key present first
+    for (auto& elts : groups) detail::galois_keys(*this, elts, a.key_id, a.level(), false);  // every key present first
     Ciphertext c = a;
-    for (auto& g : groups) {
-        Ciphertext s = apply_galois_sum_hoisted(c, g, exec);
+    for (auto& elts : groups) {
+        Ciphertext s = apply_galois_sum_hoisted(c, elts, exec);
         const Count added(*this, {.add = 1});
         ctx_->backend().add(c.polys[0], s.polys[0], c.polys[0], exec);
         ctx_->backend().add(c.polys[1], s.polys[1], c.polys[1], exec);

@@ -284,13 +284,13 @@ void bind_multiparty(nb::module_& root) {
                 same_owner(relin->owner, c.owner, "relinearisation key");
                 r = *relin->key;
             }
-            std::vector<std::pair<std::uint64_t, ckks::SwitchKey>> g;
-            for (const auto& [e, k] : galois) {
+            std::vector<std::pair<std::uint64_t, ckks::SwitchKey>> galois_keys;
+            for (const auto& [galois_elt, k] : galois) {
                 same_owner(k.owner, c.owner, "Galois key");
-                g.emplace_back(e, *k.key);
+                galois_keys.emplace_back(galois_elt, *k.key);
             }
-            return KEvaluationKeys{c.owner, std::make_shared<const ckks::EvaluationKeys>(
-                                                mp::evaluation_keys(c.owner->ctx, s.s, std::move(r), std::move(g)))};
+            return KEvaluationKeys{c.owner, std::make_shared<const ckks::EvaluationKeys>(mp::evaluation_keys(
+                                                c.owner->ctx, s.s, std::move(r), std::move(galois_keys)))};
         },
         "ctx"_a, "session"_a, "relin"_a = nb::none(), "galois"_a = std::map<std::uint64_t, KSwitchKey>{},
         "The evaluation keys a server needs (ctx.evaluator(keys)) from the collective relinearisation key and "
