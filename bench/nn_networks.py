@@ -78,11 +78,15 @@ def errors(got, want) -> dict:
 
     got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
     err = np.abs(got - want)
+    top2 = np.sort(want, axis=1)[:, -2:]
     return {
         "logit_max_err": float(err.max()),
         "logit_mean_err": float(err.mean()),
+        "logit_range": float(want.max() - want.min()),  # of the clear model's logits over the images
         "argmax_agree": int((got.argmax(1) == want.argmax(1)).sum()),
         "images": int(len(got)),
+        # each image's gap between the clear model's two largest logits: a decision an error of that size can flip
+        "clear_margins": (top2[:, 1] - top2[:, 0]).tolist(),
     }
 
 
