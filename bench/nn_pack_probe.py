@@ -3,7 +3,8 @@
 and packed, each affine step's packing counted (its diagonals' offsets only, as compile keeps them), and compile
 stopped at the calibration check that follows. One line per affine step: its name, the weights' shape and nonzeros,
 the input and output periods, the diagonals of the hybrid and the layout packing (None: no layout), the packing
-chosen, seconds, and the process's peak resident GB so far; then the total.
+chosen, the diagonals of its other inputs (a residual join's, read onto the first's output slots), seconds, and the
+process's peak resident GB so far; then the total.
 
     bench/.venv-tv/bin/python bench/nn_pack_probe.py mobilenet_v2      # torchvision's models (nn_torchvision.build)
 """
@@ -14,6 +15,8 @@ import math
 import resource
 import sys
 import time
+
+import numpy as np
 
 import kasoku.nn.compiler as compiler
 import kasoku.nn.packing as packing
@@ -40,12 +43,24 @@ def _count(step, slots, zero) -> None:
         step.sums, step.mode = [], "layout"
     else:
         step.layout_out, step.p_out, step.sums, step.mode, first = out, p_out, sums, "hybrid", hybrid
-    step.offsets, step.diags = [sorted(first)] + [[0]] * (len(step.Ws) - 1), None
-    step.count = len(first)
+    length = max(step.p_out, step.p_in)
+    others = [_offsets(Wk, lk, step.p_in, step.layout_out, length) for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])]
+    step.offsets, step.diags = [sorted(first)] + others, None
+    step.count = sum(len(o) for o in step.offsets)
     print(
         step.name[:60], W.shape, W.nnz, step.p_in, step.p_out, len(hybrid), n_lay, step.mode,
-        f"{time.perf_counter() - t:.1f} s", f"{_peak_gb():.2f} GB", flush=True,
+        [len(o) for o in others], f"{time.perf_counter() - t:.1f} s", f"{_peak_gb():.2f} GB", flush=True,
     )  # fmt: skip
+
+
+def _offsets(W, layout_in, p_in, out_slot, length) -> list:
+    """The offsets of packing._onto's diagonals with a nonzero value, from the weights alone (no dense diagonal)."""
+    rows, cols, vals = W.nonzero()
+    r = (layout_in[cols] - out_slot[rows]) % p_in
+    key = r.astype(np.int64) * length + out_slot[rows] % length
+    uniq, inv = np.unique(key, return_inverse=True)
+    sums = np.bincount(inv, weights=vals, minlength=len(uniq))
+    return np.unique(uniq[sums != 0] // length).tolist()
 
 
 def _stop(*args, **kwargs):

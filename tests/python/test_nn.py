@@ -333,20 +333,12 @@ def test_a_convolution_after_a_convolution_shares_its_diagonals_across_channels(
     assert np.max(np.abs(plan.decrypt(plan.run(plan.encrypt(calibration[0]))) - want)) < 2e-3
 
 
-def test_dropped_diagonals_are_rebuilt_bit_for_bit(monkeypatch):
-    """The packing keeps each affine step's offsets and drops its diagonals' values; rebuilt from the weights (a
-    hybrid step's first input by the hybrid packing, the rest by the layout's placement) they are the packing's own,
-    bit for bit, for a hybrid step, a layout step and a join of two inputs."""
+def test_the_packing_keeps_the_offsets_its_diagonals_have():
+    """The packing keeps each affine step's offsets and count from the weights' entries and never builds the dense
+    diagonals (a wide step's are GB); diagonals_of rebuilds them from the weights (a hybrid step's first input by the
+    hybrid packing, the rest by the layout's placement): their nonzero offsets and their number are the kept ones,
+    for a hybrid step, a layout step and a join of two inputs, and two rebuilds are the same bits."""
     import kasoku.nn.packing as packing
-
-    made = {}
-    summarize = packing.summarize
-
-    def keep(step):
-        made[step.name] = [dict(d) for d in step.diags]
-        summarize(step)
-
-    monkeypatch.setattr(packing, "summarize", keep)
 
     class Net(nn.Module):
         def __init__(self):
@@ -366,9 +358,13 @@ def test_dropped_diagonals_are_rebuilt_bit_for_bit(monkeypatch):
     for s in steps:
         assert s.diags is None
         rebuilt = packing.diagonals_of(s)
-        assert [sorted(d) for d in rebuilt] == [sorted(d) for d in made[s.name]]
-        for got, want in zip(rebuilt, made[s.name]):
-            assert all(np.array_equal(got[r], want[r]) for r in want)
+        assert s.offsets == [sorted(r for r, d in ds.items() if np.any(d)) for ds in rebuilt]
+        assert s.count == sum(len(ds) for ds in rebuilt)
+        for got, want in zip(packing.diagonals_of(s), rebuilt):
+            assert sorted(got) == sorted(want) and all(np.array_equal(got[r], want[r]) for r in want)
+    # an (offset, slot) whose weights cancel exactly is no diagonal, as np.any sees the dense one
+    offs, count = packing._offsets(np.array([3, 3, 5]), np.array([1, 1, 2]), np.array([0.5, -0.5, 1.0]), 8)
+    assert (offs, count) == ([5], 2)
 
 
 def test_max_pooling_is_pairwise_maxima_by_relu():

@@ -11,9 +11,9 @@ from .ir import Affine, pow2, SparseMatrix
 
 
 def _hybrid(W: SparseMatrix, layout_in: np.ndarray, p_in: int, build: bool = True):
-    """The hybrid packing: output slots 0..d_out-1, its diagonals (only their offsets unless `build`) and
-    rotate-and-sum steps. Diagonal r < p holds, at slot s, the weight of output s mod p on the input at slot
-    (s + r) mod q (the p_out x p_in matrix's rows repeated every p slots)."""
+    """The hybrid packing: output slots 0..d_out-1, its diagonals (only their entries, offset, slot and value, unless
+    `build`) and rotate-and-sum steps. Diagonal r < p holds, at slot s, the weight of output s mod p on the input at
+    slot (s + r) mod q (the p_out x p_in matrix's rows repeated every p slots)."""
     d_out = W.shape[0]
     p = pow2(d_out)
     q = max(p, p_in)
@@ -22,9 +22,8 @@ def _hybrid(W: SparseMatrix, layout_in: np.ndarray, p_in: int, build: bool = Tru
     r = (c - rows) % p  # each weight on the one diagonal r < p that meets its input slot c in the block of s
     s = (c - r) % q
     sums = [p << i for i in range(int(math.log2(q // p)))]
-    if not build:
-        return np.arange(d_out), p, dict.fromkeys(np.unique(r).tolist()), sums
-    return np.arange(d_out), p, _diagonals(r, s, vals, q), sums
+    entries = (r, s, vals, q)
+    return np.arange(d_out), p, _diagonals(*entries) if build else entries, sums
 
 
 def _diagonals(offsets: np.ndarray, slots: np.ndarray, values: np.ndarray, length: int) -> dict:
@@ -40,9 +39,20 @@ def _diagonals(offsets: np.ndarray, slots: np.ndarray, values: np.ndarray, lengt
     return diags
 
 
+def _offsets(offsets: np.ndarray, slots: np.ndarray, values: np.ndarray, length: int) -> tuple[list, int]:
+    """What summarize keeps of _diagonals(offsets, slots, values, length), from the entries alone (no dense diagonal:
+    a wide step's are GB): the offsets of its diagonals with a nonzero value, and how many diagonals it makes. The
+    values of one (offset, slot) are summed in the order _diagonals sums them, so the same ones are zero."""
+    key = offsets.astype(np.int64) * length + slots
+    uniq, inverse = np.unique(key, return_inverse=True)
+    total = np.bincount(inverse, weights=values, minlength=len(uniq))
+    return np.unique(uniq[total != 0] // length).tolist(), len(np.unique(offsets))
+
+
 def _layout(W: SparseMatrix, layout_in: np.ndarray, p_in: int, limit: int, zero: np.ndarray):
-    """The layout packing, or None when the outputs share no pattern (a dense layer: the hybrid packing is cheaper).
-    zero[s]: slot s of the input is known to hold 0 (no value is packed there and the steps before keep it 0)."""
+    """The layout packing (its output slots, period and number of diagonals), or None when the outputs share no
+    pattern (a dense layer: the hybrid packing is cheaper). zero[s]: slot s of the input is known to hold 0 (no value
+    is packed there and the steps before keep it 0)."""
     d_out = W.shape[0]
     rows, cols, _ = W.nonzero()
     starts = W.row_starts()  # the entries are sorted by row
@@ -133,41 +143,51 @@ def _layout(W: SparseMatrix, layout_in: np.ndarray, p_in: int, limit: int, zero:
     fewer = place(max(p_in, pow2(int(first.max()) + 1)), True)
     out_slot = first if fewer is None else fewer
     p_out = max(p_in, pow2(int(out_slot.max()) + 1))
-    return out_slot, p_out, _onto(W, layout_in, p_in, out_slot, p_out)
+    return out_slot, p_out, _offsets(*_onto_entries(W, layout_in, p_in, out_slot, p_out))[1]
 
 
 def pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
     """Chooses the first input's packing with fewer rotations (about 2 sqrt(diagonals) for the BSGS, plus the
-    rotate-and-sum), then reads the other inputs onto its output slots."""
+    rotate-and-sum), then reads the other inputs onto its output slots. Keeps each input's diagonals' offsets and
+    count, not their values: diagonals_of rebuilds them from the weights, bit for bit, where they are needed (a large
+    network's diagonals are GB; its weights a fraction)."""
     W, lay_in = step.Ws[0], step.layouts_in[0]
-    out, p_out, diags, sums = _hybrid(W, lay_in, step.p_in, build=False)
-    best = (2 * math.sqrt(len(diags)) + len(sums), len(diags))
+    out, p_out, first, sums = _hybrid(W, lay_in, step.p_in, build=False)
+    n_hybrid = len(np.unique(first[0]))
     lay = _layout(W, lay_in, step.p_in, slots, zero)
-    if lay is not None and (2 * math.sqrt(len(lay[2])), len(lay[2])) < best:
-        step.layout_out, step.p_out, first = lay
+    if lay is not None and (2 * math.sqrt(lay[2]), lay[2]) < (2 * math.sqrt(n_hybrid) + len(sums), n_hybrid):
+        step.layout_out, step.p_out, _ = lay
         step.sums, step.mode = [], "layout"
+        first = _onto_entries(W, lay_in, step.p_in, step.layout_out, step.p_out)
     else:
-        step.layout_out, step.p_out, first, step.sums = _hybrid(W, lay_in, step.p_in)
-        step.mode = "hybrid"
+        step.layout_out, step.p_out, step.sums, step.mode = out, p_out, sums, "hybrid"
     length = max(step.p_out, step.p_in)  # the period of the transforms' results (before the rotate-and-sum)
-    step.diags = [first] + [
-        _onto(Wk, lk, step.p_in, step.layout_out, length) for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])
+    kept = [_offsets(*first)] + [
+        _offsets(*_onto_entries(Wk, lk, step.p_in, step.layout_out, length))
+        for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])
     ]
-    summarize(step)
+    step.offsets = [offs for offs, _ in kept]
+    step.count = sum(n for _, n in kept)
+    step.diags = None
 
 
 def summarize(step: Affine) -> None:
-    """Keeps the offsets and count of the step's diagonals and drops their values: diagonals_of rebuilds them from
-    the weights, bit for bit, where they are needed (a large network's diagonals are GB; its weights a fraction)."""
+    """Keeps the offsets and count of the step's diagonals (a loaded plan's) and drops their values."""
     step.offsets = [sorted(r for r, d in ds.items() if np.any(d)) for ds in step.diags]
     step.count = sum(len(ds) for ds in step.diags)
     step.diags = None
 
 
+def _onto_entries(W: SparseMatrix, layout_in: np.ndarray, p_in: int, out_slot: np.ndarray, length: int) -> tuple:
+    """The entries (offset, slot, value) and length of the diagonals that put W x (x at layout_in, period p_in) at
+    the given output slots of a vector of `length`."""
+    rows, cols, vals = W.nonzero()
+    return (layout_in[cols] - out_slot[rows]) % p_in, out_slot[rows], vals, length
+
+
 def _onto(W: SparseMatrix, layout_in: np.ndarray, p_in: int, out_slot: np.ndarray, length: int) -> dict:
     """The diagonals that put W x (x at layout_in, period p_in) at the given output slots of a vector of `length`."""
-    rows, cols, vals = W.nonzero()
-    return _diagonals((layout_in[cols] - out_slot[rows]) % p_in, out_slot[rows], vals, length)
+    return _diagonals(*_onto_entries(W, layout_in, p_in, out_slot, length))
 
 
 def input_layout(shape) -> np.ndarray:
