@@ -303,8 +303,7 @@ void bind_objects(nb::module_& m) {
             "galois_levels",
             [](const KEvaluationKeys& k) {
                 std::map<std::uint64_t, int> levels;
-                for (auto& [galois_elt, key] : k.keys->galois)
-                    levels[galois_elt] = static_cast<int>(key->b.at(0).num_q()) - 1;
+                for (auto& [elt, key] : k.keys->galois) levels[elt] = static_cast<int>(key->b.at(0).num_q()) - 1;
                 return levels;
             },
             "dict: Galois element -> the highest level its key serves (the top, or keygen's galois_levels).")
