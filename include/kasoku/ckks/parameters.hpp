@@ -15,7 +15,7 @@ struct Parameters {
     int special_bits = 60;              // p_0..p_{k-1}
     int special_primes = 1;             // k
     std::optional<int> security = 128;  // 128 (HE Standard, ternary secret) or nullopt for research sets
-    int dnum = 0;                       // key-switching digits; 0: the fewest whose digits P covers (alpha())
+    int dnum = 0;                       // key-switching digits; 0: chosen with alpha() (digits P covers)
     int hamming_weight = 0;             // 0 = uniform ternary secret; otherwise exactly this many nonzero coefficients
     // Bootstrapping levels: boot_levels primes of boot_bits above the user's, q_{L+1}..q_{L+B}. Bootstrapping raises
     // into them and runs CoeffToSlot, EvalMod and SlotToCoeff there, on scales near 2^boot_bits (EvalMod's noise,

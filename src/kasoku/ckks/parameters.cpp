@@ -73,6 +73,7 @@ Parameters Parameters::named(const std::string& name) {
 }
 
 int Parameters::max_digit_bits(int alpha) const {
+    if (alpha < 1) return 0;  // no digits (special_primes < 1, which validate() refuses)
     const auto bits = [&](int i) { return i == 0 ? first_bits : i <= levels ? scale_bits : boot_bits; };
     int widest = 0;
     for (int begin = 0; begin < q_primes(); begin += alpha) {
