@@ -46,13 +46,14 @@ def _offsets(offsets: np.ndarray, slots: np.ndarray, values: np.ndarray, length:
     key = offsets.astype(np.int64) * length + slots
     uniq, inverse = np.unique(key, return_inverse=True)
     total = np.bincount(inverse, weights=values, minlength=len(uniq))
-    return np.unique(uniq[total != 0] // length).tolist(), len(np.unique(offsets))
+    r = uniq // length  # each (offset, slot)'s offset, sorted
+    return np.unique(r[total != 0]).tolist(), len(np.unique(r))
 
 
 def _layout(W: SparseMatrix, layout_in: np.ndarray, p_in: int, limit: int, zero: np.ndarray):
-    """The layout packing (its output slots, period and number of diagonals), or None when the outputs share no
-    pattern (a dense layer: the hybrid packing is cheaper). zero[s]: slot s of the input is known to hold 0 (no value
-    is packed there and the steps before keep it 0)."""
+    """The layout packing (its output slots, period and its diagonals' entries, as _onto_entries), or None when the
+    outputs share no pattern (a dense layer: the hybrid packing is cheaper). zero[s]: slot s of the input is known to
+    hold 0 (no value is packed there and the steps before keep it 0)."""
     d_out = W.shape[0]
     rows, cols, _ = W.nonzero()
     starts = W.row_starts()  # the entries are sorted by row
@@ -143,7 +144,7 @@ def _layout(W: SparseMatrix, layout_in: np.ndarray, p_in: int, limit: int, zero:
     fewer = place(max(p_in, pow2(int(first.max()) + 1)), True)
     out_slot = first if fewer is None else fewer
     p_out = max(p_in, pow2(int(out_slot.max()) + 1))
-    return out_slot, p_out, _offsets(*_onto_entries(W, layout_in, p_in, out_slot, p_out))[1]
+    return out_slot, p_out, _onto_entries(W, layout_in, p_in, out_slot, p_out)
 
 
 def pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
@@ -155,10 +156,10 @@ def pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
     out, p_out, first, sums = _hybrid(W, lay_in, step.p_in, build=False)
     n_hybrid = len(np.unique(first[0]))
     lay = _layout(W, lay_in, step.p_in, slots, zero)
-    if lay is not None and (2 * math.sqrt(lay[2]), lay[2]) < (2 * math.sqrt(n_hybrid) + len(sums), n_hybrid):
-        step.layout_out, step.p_out, _ = lay
+    n_layout = 0 if lay is None else len(np.unique(lay[2][0]))
+    if lay is not None and (2 * math.sqrt(n_layout), n_layout) < (2 * math.sqrt(n_hybrid) + len(sums), n_hybrid):
+        step.layout_out, step.p_out, first = lay
         step.sums, step.mode = [], "layout"
-        first = _onto_entries(W, lay_in, step.p_in, step.layout_out, step.p_out)
     else:
         step.layout_out, step.p_out, step.sums, step.mode = out, p_out, sums, "hybrid"
     length = max(step.p_out, step.p_in)  # the period of the transforms' results (before the rotate-and-sum)

@@ -133,7 +133,6 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
         for (int d = lo; d <= hi; ++d) {
             const int alpha = (depth + 1 + d - 1) / d;
             for (const int special : {kDoubleSpecial, kIfmaSpecial, kSpecial, first}) {
-                if (special < kSpecial && special * alpha < first + (alpha - 1) * scale) continue;
                 Parameters p{.log_n = log_n,
                              .first_bits = first,
                              .scale_bits = scale,
@@ -145,6 +144,7 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
                              .hamming_weight = 0,
                              .name = {},
                              .rationale = {}};
+                if (p.max_digit_bits(alpha) > p.special_bits_total()) continue;
                 if (log_n == 16 && (best_qp == 0 || p.log_qp_bits() < best_qp)) {
                     best_qp = p.log_qp_bits();
                     best_scale = scale;
@@ -233,10 +233,10 @@ void Parameters::validate() const {
         fail("dnum = " + std::to_string(digits()) + " needs alpha = " + std::to_string(alpha()) +
              " primes per digit, but only " + std::to_string(special_primes) +
              " special primes are given; raise special_primes or dnum");
-    if (max_digit_bits(alpha()) > special_bits_total())
-        fail("dnum = " + std::to_string(digits()) + " makes a key-switching digit of " +
-             std::to_string(max_digit_bits(alpha())) + " bits, more than the " + std::to_string(special_primes) +
-             " x " + std::to_string(special_bits) + " = " + std::to_string(special_bits_total()) +
+    if (const int widest = max_digit_bits(alpha()); widest > special_bits_total())
+        fail("dnum = " + std::to_string(digits()) + " makes a key-switching digit of " + std::to_string(widest) +
+             " bits, more than the " + std::to_string(special_primes) + " x " + std::to_string(special_bits) + " = " +
+             std::to_string(special_bits_total()) +
              " bits of the special primes: every key switch would gain that many bits of noise more; raise "
              "special_primes or special_bits, or dnum (0: chosen so that P covers every digit)");
     if (hamming_weight < 0 || static_cast<std::uint64_t>(hamming_weight) > n())
