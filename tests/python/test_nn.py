@@ -145,6 +145,9 @@ def test_residual_additions_and_concatenations_join_branches_in_one_transform():
     # conv2 + skip: one transform of two inputs (the x^2 branch and the input); fc_b, cat and the head: one transform
     # of the two branches
     assert [len(s.inputs) for s in affine] == [1, 2, 1, 2]
+    # a hybrid step reads every input by the hybrid rule: at most p_out diagonals each, whatever the input's layout
+    # (read straight onto the output slots, the head's second input took 8 where p_out is 4)
+    assert all(len(offs) <= s.p_out for s in affine if s.mode == "hybrid" for offs in s.offsets)
     joined = affine[1]
     assert joined.level == plan.steps[plan.steps.index(joined) - 1].level - 1  # the skip dropped to the branch's level
     assert plan.depth == 1 + 1 + 1 + plan.steps[3].poly.depth + 1 + 1 + 1
@@ -335,8 +338,8 @@ def test_a_convolution_after_a_convolution_shares_its_diagonals_across_channels(
 
 def test_the_packing_keeps_the_offsets_its_diagonals_have():
     """The packing keeps each affine step's offsets and count from the weights' entries and never builds the dense
-    diagonals (a wide step's are GB); diagonals_of rebuilds them from the weights (a hybrid step's first input by the
-    hybrid packing, the rest by the layout's placement): their nonzero offsets and their number are the kept ones,
+    diagonals (a wide step's are GB); diagonals_of rebuilds them from the weights (a hybrid step's inputs by the
+    hybrid packing, a layout step's by its placement): their nonzero offsets and their number are the kept ones,
     for a hybrid step, a layout step and a join of two inputs, and two rebuilds are the same bits."""
     import kasoku.nn.packing as packing
 

@@ -104,7 +104,7 @@ class _Idioms(nn.Module):
 def test_the_idioms_of_everyday_code_compile(form):
     """x.view(x.size(0), -1), x.reshape(x.shape[0], -1), len(x), torch.flatten(x, 1), products and sums with parameters,
     buffers and literals (plaintext operations), F.* forms with the model's weights, Dropout2d and Identity folded,
-    ReLU6 as the clipped ReLU relu(x) - relu(x - 6): each compiles, its plain arithmetic is the model's and the
+    ReLU6 (test_relu6_is_a_clipped_relu_on_one_ciphertext): each compiles, its plain arithmetic is the model's and the
     encrypted run too."""
     torch.manual_seed(11)
     model = _Idioms(form).eval()
@@ -119,6 +119,52 @@ def test_the_idioms_of_everyday_code_compile(form):
     want = model(x[None]).detach().numpy().reshape(-1)
     got = plan.decrypt(plan.run(plan.encrypt(x)))
     assert np.max(np.abs(got - want)) < (5e-2 if relu else 1e-3), form
+
+
+def test_relu6_is_a_clipped_relu_on_one_ciphertext():
+    """ReLU6 (module, F.relu6, F.hardtanh(x, 0, 6)) is relu(x) - relu(x - 6) on x's one ciphertext: a second sign chain
+    on x - 6 (its first stage reads x's ciphertext minus 6 / unit, no level) and one join of the three, so a network of
+    ReLU6s has one transform per affine part, as one of ReLUs; where the calibration never takes x past 6 (margin
+    included) it is a ReLU there. The clear arithmetic, the encrypted run and a saved and loaded plan give the
+    model's outputs, values past 6 clipped."""
+    torch.manual_seed(21)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv2d(1, 3, 3, padding=1), nn.Conv2d(3, 3, 3, padding=1)
+            self.fc, self.six = nn.Linear(48, 3), nn.ReLU6()
+
+        def forward(self, x):
+            h = self.six(6 * self.c1(x))  # past 6: clipped
+            h = F.hardtanh(self.c2(h) / 64, 0.0, 6.0)  # below 6 on the calibration: a ReLU there
+            return self.fc(F.relu6(h).flatten(1) * 8)
+
+    model = Net().eval()
+    calibration = torch.randn(32, 1, 4, 4)
+    with torch.no_grad():
+        assert (6 * model.c1(calibration)).max() > 8  # the first ReLU6 clips
+    plan = ksnn.compile(model, calibration[:1], calibration=calibration, threads=2)
+    affine = [s for s in plan.steps if isinstance(s, ksnn.Affine)]
+    joins = [s for s in plan.steps if isinstance(s, ksnn.ReluJoin)]
+    assert [len(s.inputs) for s in affine] == [1, 1, 1]  # one transform each, one input: no x - 6 transform, no join
+    assert [s.clip for s in joins][0] == 6.0 and [len(s.inputs) for s in joins][0] == 3
+    assert sum(1 for s in joins if not s.clip) >= 1 and "as ReLU: below 6" in repr(plan)
+    for x in calibration[:4]:
+        want = model(x[None]).detach().numpy().reshape(-1)
+        assert np.max(np.abs(plan.forward_clear(x) - want)) < 5e-2
+    keys = plan.keygen()
+    x = calibration[1]
+    want = model(x[None]).detach().numpy().reshape(-1)
+    ct = plan.encrypt(x)
+    got = plan.decrypt(plan.run(ct))
+    assert np.max(np.abs(got - want)) < 5e-2
+    server = ksnn.load(plan.to_bytes(), threads=2)
+    assert repr(server).split("\n  depth ")[1].split("\n", 1)[1] == repr(plan).split("\n  depth ")[1].split("\n", 1)[1]
+    server.use(ks.EvaluationKeys.from_bytes(server.ctx, keys.evaluation().to_bytes()))
+    out = server.run(ks.Ciphertext.from_bytes(server.ctx, ct.to_bytes()))
+    again = plan.decrypt(ks.Ciphertext.from_bytes(plan.ctx, out.to_bytes()))
+    assert np.max(np.abs(again - got)) < 1e-6
 
 
 def test_the_models_last_softmax_or_sigmoid_runs_on_the_client():

@@ -43,7 +43,6 @@ from .runtime import (
 from .trace import (
     classify,
     lower_max_pools,
-    lower_relu6,
     mark_shapes,
     layer_name,
     affine_region,
@@ -142,27 +141,40 @@ def _check_one_sample(torch, model, x0) -> None:
 _RELU_CHOICES = ((1 / 64, 10), (1 / 128, 12), (1 / 256, 14))
 
 
-def _relu_steps(name, src: int, out: int, choice, stage_depth: int, peaks: dict, where: dict) -> list:
-    """ReLU of value `src` into value `out`: the sign's stages for choice = (eps, bits) on new values, then the
-    join."""
-    steps, prev = [], src
+def _relu_steps(name, src: int, out: int, choice, stage_depth: int, peaks: dict, where: dict, clip: float = 0.0):
+    """ReLU of value `src` into value `out`: the sign's stages for choice = (eps, bits) on new values, then the join.
+    A ReLU6 (clip: min(max(x, 0), clip)) takes a second chain of the same stages on x - clip, its first stage reading
+    src's ciphertext minus clip / unit (no level), and the join of the three (ReluJoin); src's peak must then cover
+    x - clip too (the caller's)."""
+    steps, signs = [], []
     stages = sign_polynomials(choice[0], choice[1], stage_depth)
-    for i, poly in enumerate(stages):
-        sid = max(peaks) + 1
-        peaks[sid] = 1.0
-        steps.append(
-            Activation(
-                f"{name} sign stage {i + 1}/{len(stages)}",
-                "sign",
-                poly=poly,
-                degree=poly.degree,
-                input=prev,
-                output=sid,
+    unit = unit_of(peaks[src])
+    lay, per, z = where[src]
+    for shift in (0.0, clip) if clip else (0.0,):
+        prev = src
+        for i, poly in enumerate(stages):
+            sid = max(peaks) + 1
+            peaks[sid] = 1.0
+            what = f"sign of x - {shift:g}, stage" if shift else "sign stage"
+            steps.append(
+                Activation(
+                    f"{name} {what} {i + 1}/{len(stages)}",
+                    "sign",
+                    poly=poly,
+                    degree=poly.degree,
+                    input=prev,
+                    output=sid,
+                    shift=shift if i == 0 else 0.0,
+                    s_in=unit if i == 0 and shift else 1.0,
+                )
             )
-        )
-        where[sid] = where[src]  # odd: p(0) = 0
-        prev = sid
-    return steps + [ReluJoin(name, [src, prev], out)]
+            where[sid] = (lay, per, z if not shift else np.zeros_like(z))  # odd: p(0) = 0; not so of x - clip
+            prev = sid
+        signs.append(prev)
+    join = ReluJoin(name, [src, *signs], out, clip=clip, s_in=unit)
+    if clip:
+        join.layout, join.period = lay, per
+    return steps + [join]
 
 
 def _with_relu(steps: list, choice, stage_depth: int, peaks: dict, where: dict) -> list:
@@ -172,7 +184,7 @@ def _with_relu(steps: list, choice, stage_depth: int, peaks: dict, where: dict) 
         if isinstance(s, Activation) and s.kind == "sign":
             continue
         if isinstance(s, ReluJoin):
-            out += _relu_steps(s.name, s.inputs[0], s.output, choice, stage_depth, peaks, where)
+            out += _relu_steps(s.name, s.inputs[0], s.output, choice, stage_depth, peaks, where, s.clip)
         else:
             out.append(s)
     return out
@@ -191,8 +203,7 @@ def _clear_check(steps: list, peaks: dict, out_id: int, xs: np.ndarray, want: np
                 vals[s.output] = s.forward([vals[i] for i in s.inputs])
             elif isinstance(s, ReluJoin):
                 unit = unit_of(peaks[s.inputs[0]])
-                u = vals[s.inputs[0]] / unit
-                vals[s.output] = (u + u * vals[s.inputs[1]]) * unit / 2
+                vals[s.output] = s.forward([vals[s.inputs[0]] / unit] + [vals[i] for i in s.inputs[1:]]) * unit / 2
             elif isinstance(s, Activation) and s.kind == "sign" and s.input not in sign_outputs:
                 vals[s.output] = s.forward(vals[s.input] / unit_of(peaks[s.input]))
             else:
@@ -285,8 +296,7 @@ def compile(
     target = simd or ("cuda" if device != "cpu" else ks.simd_active())
     gm = trace_model(torch, model)
     final = strip_final(torch, gm)  # a last softmax, log-softmax or sigmoid: applied by the client after decryption
-    lower_max_pools(torch, gm, x0)  # (before ReLU6 is rewritten: a pool of a ReLU6's values may pad)
-    lower_relu6(torch, gm)
+    lower_max_pools(torch, gm, x0)
     mark_shapes(torch, gm, x0)
     modules = dict(gm.named_modules())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -359,7 +369,12 @@ def compile(
                 kind, name = kinds[n], layer_name(n, modules)
                 lay, per, z = where[vid[src]]
                 if kind[0] == "relu":  # u (1 + p_m(...p_1(u))): the sign's stages, then the join
-                    steps += _relu_steps(name, vid[src], vid[n], relu_choices[0], stage_depth, peaks, where)
+                    clip = kind[1] if len(kind) > 1 else 0.0
+                    if clip and absmax[src] * (1 + margin) <= clip:  # never clipped where the plan is meant to run
+                        name, clip = f"{name}, as ReLU: below {clip:g} on the calibration data", 0.0
+                    if clip:  # the sign of x - clip reads x in the same unit
+                        peaks[vid[src]] = max(peaks[vid[src]], absmax[src] * (1 + margin) + clip)
+                    steps += _relu_steps(name, vid[src], vid[n], relu_choices[0], stage_depth, peaks, where, clip)
                     where[vid[n]] = (lay, per, z)
                     continue
                 if kind == "square":

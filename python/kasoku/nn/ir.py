@@ -26,8 +26,8 @@ class Affine:
         all its positions) share their diagonals: out slot = the first input slot it reads + one shift per pattern,
         so a k x k convolution costs about k^2 x (output channels) diagonals instead of the period. The next layer
         reads the outputs where they are (the activations work slot-wise), and decryption reads the logits there.
-    The other inputs are read onto those slots (their diagonals put each row in the first block, which the
-    rotate-and-sum spreads)."""
+    The other inputs are read onto those slots: a hybrid step's by the hybrid rule (at most p_out diagonals each, their
+    blocks added by the one rotate-and-sum), a layout step's straight onto the output slots."""
 
     name: str
     inputs: list[int]  # value ids
@@ -89,6 +89,7 @@ class Activation:
     output: int = 0
     s_in: float = 1.0  # the input's unit: the interval in the model's units is interval * s_in
     coeffs: Any = None  # a user polynomial's, in the model's units
+    shift: float = 0.0  # a sign stage's: subtracted from its input first, in the model's units (a ReLU6's x - 6)
 
     @property
     def inputs(self) -> list[int]:
@@ -105,6 +106,7 @@ class Activation:
             what = f"polynomial of degree {self.poly.degree}"
         elif self.kind == "sign":
             what = f"odd minimax polynomial of degree {self.poly.degree}"
+            what += f" of x - {self.shift:g}" if self.shift else ""
         else:
             lo, hi = self.interval[0] * self.s_in, self.interval[1] * self.s_in
             what = f"Chebyshev degree {self.poly.degree} on [{lo:.3g}, {hi:.3g}]"
@@ -113,6 +115,8 @@ class Activation:
     def forward(self, x: np.ndarray) -> np.ndarray:
         if self.kind == "square":
             return x * x
+        if self.shift:  # x is held divided by s_in
+            x = x - self.shift / self.s_in
         return np.real(np.asarray(self.poly(x.astype(complex))))
 
 
@@ -143,19 +147,30 @@ class Bootstrap:
 @dataclass
 class ReluJoin:
     """The end of a ReLU: u + u s for u the input (held divided by its unit, in [-1, 1]) and s its sign (the sign
-    stages composed): 2 relu(u) where abs(u) >= eps, held with half the input's unit. One level (a product)."""
+    stages composed): 2 relu(u) where abs(u) >= eps, held with half the input's unit. One level (a product).
+    A ReLU6 (clip > 0: min(max(x, 0), clip) = relu(x) - relu(x - clip)) reads [u, s, t] with t the sign of
+    u - clip / s_in: u (s - t) + c (1 + t) for c = clip / s_in, 2 relu6(x) / s_in, the same level and unit."""
 
     name: str
-    inputs: list[int]  # [u, s]
+    inputs: list[int]  # [u, s] or, for a ReLU6, [u, s, t]
     output: int
     level: int = 0
     depth = 1
+    clip: float = 0.0  # a ReLU6's upper end, in the model's units (0: a ReLU)
+    s_in: float = 1.0  # the input's unit (a ReLU6's c is clip / s_in)
+    layout: Any = None  # a ReLU6's: its value's slots and period, where c is added (the slots known to hold 0 stay 0)
+    period: int = 0
 
     def describe(self) -> str:
-        return f"{self.name}: u (1 + sign u), level {self.level} -> {self.level - 1}"
+        t = f"sign(x - {self.clip:g})"
+        what = f"u (sign u - {t}) + c (1 + {t}), a clipped ReLU" if self.clip else "u (1 + sign u)"
+        return f"{self.name}: {what}, level {self.level} -> {self.level - 1}"
 
     def forward(self, xs: list[np.ndarray]) -> np.ndarray:
-        return xs[0] + xs[0] * xs[1]
+        if not self.clip:
+            return xs[0] + xs[0] * xs[1]
+        c = self.clip / self.s_in
+        return xs[0] * (xs[1] - xs[2]) + c * (1.0 + xs[2])
 
 
 def unit_of(peak: float) -> float:

@@ -149,9 +149,9 @@ def _layout(W: SparseMatrix, layout_in: np.ndarray, p_in: int, limit: int, zero:
 
 def pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
     """Chooses the first input's packing with fewer rotations (about 2 sqrt(diagonals) for the BSGS, plus the
-    rotate-and-sum), then reads the other inputs onto its output slots. Keeps each input's diagonals' offsets and
-    count, not their values: diagonals_of rebuilds them from the weights, bit for bit, where they are needed (a large
-    network's diagonals are GB; its weights a fraction)."""
+    rotate-and-sum), then reads the other inputs onto its output slots (_other_entries). Keeps each input's
+    diagonals' offsets and count, not their values: diagonals_of rebuilds them from the weights, bit for bit, where
+    they are needed (a large network's diagonals are GB; its weights a fraction)."""
     W, lay_in = step.Ws[0], step.layouts_in[0]
     out, p_out, first, sums = _hybrid(W, lay_in, step.p_in, build=False)
     n_hybrid = len(np.unique(first[0]))
@@ -162,14 +162,19 @@ def pack_affine(step: Affine, slots: int, zero: np.ndarray) -> None:
         step.sums, step.mode = [], "layout"
     else:
         step.layout_out, step.p_out, step.sums, step.mode = out, p_out, sums, "hybrid"
-    length = max(step.p_out, step.p_in)  # the period of the transforms' results (before the rotate-and-sum)
-    kept = [_offsets(*first)] + [
-        _offsets(*_onto_entries(Wk, lk, step.p_in, step.layout_out, length))
-        for Wk, lk in zip(step.Ws[1:], step.layouts_in[1:])
-    ]
+    kept = [_offsets(*first)] + [_offsets(*_other_entries(step, k)) for k in range(1, len(step.Ws))]
     step.offsets = [offs for offs, _ in kept]
     step.count = sum(n for _, n in kept)
     step.diags = None
+
+
+def _other_entries(step: Affine, k: int) -> tuple:
+    """The entries of input k > 0's diagonals, read onto the output slots the first input chose: a hybrid step's by
+    the hybrid packing's own rule (at most p_out diagonals, whatever the input's layout: the rotate-and-sum adds the
+    inputs' blocks together), a layout step's onto its output slots (_onto_entries)."""
+    if step.mode == "hybrid":
+        return _hybrid(step.Ws[k], step.layouts_in[k], step.p_in, build=False)[2]
+    return _onto_entries(step.Ws[k], step.layouts_in[k], step.p_in, step.layout_out, max(step.p_out, step.p_in))
 
 
 def summarize(step: Affine) -> None:
@@ -212,10 +217,10 @@ def diagonals_of(s: Affine) -> list:
 
 
 def diagonals_of_input(s: Affine, k: int) -> dict:
-    """Input k's diagonals: kept, or rebuilt by the packing that made them (_hybrid for a hybrid step's first input,
-    _onto for the rest), the same values bit for bit."""
+    """Input k's diagonals: kept, or rebuilt by the packing that made them (_hybrid for a hybrid step's inputs, _onto
+    for a layout step's), the same values bit for bit."""
     if s.diags is not None:
         return s.diags[k]
-    if k == 0 and s.mode == "hybrid":
-        return _hybrid(s.Ws[0], s.layouts_in[0], s.p_in)[2]
+    if s.mode == "hybrid":
+        return _hybrid(s.Ws[k], s.layouts_in[k], s.p_in)[2]
     return _onto(s.Ws[k], s.layouts_in[k], s.p_in, s.layout_out, max(s.p_out, s.p_in))

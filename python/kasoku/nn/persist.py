@@ -84,11 +84,14 @@ def write_plan(plan) -> bytes:
                 arrays[f"{i}.diags{k}"] = np.array(list(diags.values()), dtype=np.float64)
         elif isinstance(st, Activation):
             d.update(output=st.output, kind=st.kind, degree=st.degree, interval=list(st.interval), s_in=st.s_in)
+            d.update(shift=st.shift)
             if st.poly is not None:
                 d.update(basis=st.poly.basis, poly_interval=list(st.poly.interval))
                 arrays[f"{i}.coeffs"] = np.asarray(st.poly.coeffs, dtype=np.complex128)
         elif isinstance(st, ReluJoin):
-            d.update(output=st.output)
+            d.update(output=st.output, clip=st.clip, s_in=st.s_in, period=st.period)
+            if st.clip:
+                arrays[f"{i}.layout"] = np.asarray(st.layout)
         meta["steps"].append(d)
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     buf = io.BytesIO()
@@ -200,6 +203,7 @@ def _step_from(d: dict, i: int, arrays: dict):
     elif kind == "Activation":
         st = Activation(name, str(d["kind"]), interval=tuple(map(float, d["interval"])), degree=int(d["degree"]))
         st.input, st.output, st.s_in = inputs[0], int(d["output"]), float(d["s_in"])
+        st.shift = float(d.get("shift", 0.0))
         if f"{i}.coeffs" in arrays:
             st.poly = ks.Polynomial(arrays[f"{i}.coeffs"], str(d["basis"]), tuple(map(float, d["poly_interval"])))
         elif st.kind != "square":
@@ -207,7 +211,11 @@ def _step_from(d: dict, i: int, arrays: dict):
     elif kind == "Bootstrap":
         st = Bootstrap(name, inputs[0])
     elif kind == "ReluJoin":
-        st = ReluJoin(name, inputs, int(d["output"]))
+        st = ReluJoin(name, inputs, int(d["output"]), clip=float(d.get("clip", 0.0)), s_in=float(d.get("s_in", 1.0)))
+        if len(inputs) != (3 if st.clip else 2):
+            raise ks.SerializationError(f"step {name}: a {'ReLU6' if st.clip else 'ReLU'} join of {len(inputs)} inputs")
+        if st.clip:
+            st.layout, st.period = arrays[f"{i}.layout"].astype(np.int64), int(d["period"])
     else:
         raise ks.SerializationError(f"step {i}: unknown kind {kind!r}")
     st.level = level
@@ -251,6 +259,10 @@ def check_plan(steps, output, in_shape, in_layout, out_dim, out_layout, ctx, inp
                         bad(f"step {st.name}: a diagonal of {v.shape} values at offset {r} (period {length})")
             if any(not 0 < abs(r) < slots for r in st.sums):
                 bad(f"step {st.name}: a rotate-and-sum by {st.sums}")
+        if isinstance(st, ReluJoin) and st.clip:
+            p = st.period
+            if p < 1 or p & (p - 1) or p > slots or st.layout.min(initial=0) < 0 or st.layout.max(initial=0) >= p:
+                bad(f"step {st.name}: its slots do not fit its period {p} within the {slots} slots")
         made.add(st.output)
     if output not in made or out_layout.size != out_dim or out_layout.min(initial=0) < 0:
         bad("the output is not made by a step, or its layout does not match")

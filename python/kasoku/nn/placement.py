@@ -114,7 +114,9 @@ def units_of(steps, peaks: dict) -> dict:
         elif isinstance(s, ReluJoin):
             units[s.output] = units[s.inputs[0]] / 2
     for s in steps:  # scale what each step computes to its output's unit, from its inputs'
-        if isinstance(s, Affine):
+        if isinstance(s, ReluJoin) or (isinstance(s, Activation) and s.shift):  # a ReLU6's c = clip / unit
+            s.s_in = units[s.inputs[0]]
+        elif isinstance(s, Affine):
             out = units[s.output]
             for k, i in enumerate(s.inputs):
                 f = units[i] / out

@@ -347,13 +347,20 @@ class Plan:
                 # 2 threads) peaked at 4.5 GB instead of 4.8, in the same time
                 release_freed()
                 out = ev.bootstrap(ins[0], self.bootstrapper, threads=threads)
+            elif isinstance(s, ReluJoin) and s.clip:  # u (s - t) + c (1 + t), c on the value's slots alone
+                prod = ev.multiply(ins[0], ev.sub(ins[1], ins[2], threads=threads), threads=threads)
+                c = np.zeros(s.period)
+                c[s.layout] = s.clip / s.s_in
+                c = np.tile(c, self.ctx.slots // s.period)
+                out = ev.add(prod, ev.add_plain(ev.multiply_plain(ins[2], c, threads=threads), c, threads=threads))
             elif isinstance(s, ReluJoin):
                 prod = ev.multiply(ins[0], ins[1], threads=threads)
                 out = ev.add(ev.drop_level(ins[0], prod.level), prod)
             elif s.kind == "square":
                 out = ev.square(ins[0], threads=threads)
             else:
-                out = ev.evaluate_polynomial(ins[0], s.poly, threads=threads)
+                x = ins[0] if not s.shift else ev.add_plain(ins[0], -s.shift / s.s_in, threads=threads)
+                out = ev.evaluate_polynomial(x, s.poly, threads=threads)
             vals[s.output] = out
             for i in s.inputs:
                 if last[i] == k and i != self.output:

@@ -56,10 +56,13 @@ _AFFINE_METHODS = {
 }  # fmt: skip
 
 
+_HARDTANH = ((1, "min_val", -1.0), (2, "max_val", 1.0))  # F.hardtanh's bounds: position, keyword, default
+
+
 def classify(torch, node, modules):
-    """'affine', 'square', ('smooth', name), ('power', coeffs), ('relu',) or ('unsupported', why) for a node of the
-    graph. A node computed from the model's constants alone (parameters, buffers, literals) is 'affine': it is
-    evaluated with the region that reads it."""
+    """'affine', 'square', ('smooth', name), ('power', coeffs), ('relu',), ('relu', m) (ReLU6 and hardtanh(x, 0, m):
+    min(max(x, 0), m)) or ('unsupported', why) for a node of the graph. A node computed from the model's constants
+    alone (parameters, buffers, literals) is 'affine': it is evaluated with the region that reads it."""
     nn, F = torch.nn, torch.nn.functional
     if node.meta.get("kasoku_const") or node.meta.get("kasoku_shape"):
         return "affine"
@@ -96,6 +99,8 @@ def classify(torch, node, modules):
                 return ("smooth", name)
         if type(m) is nn.ReLU:
             return ("relu",)
+        if isinstance(m, nn.Hardtanh) and m.min_val == 0 and m.max_val > 0:  # nn.ReLU6 is Hardtanh(0, 6)
+            return ("relu", float(m.max_val))
         if isinstance(m, nn.LeakyReLU):
             return ("unsupported", "LeakyReLU is not built yet: use ReLU, x^2 (kasoku.nn.Square), SiLU, GELU or tanh")
         if isinstance(m, (nn.Softmax, nn.LogSoftmax)):
@@ -167,6 +172,13 @@ def classify(torch, node, modules):
             )
         if f in (torch.relu, F.relu):
             return ("relu",)
+        if f is F.relu6:
+            return ("relu", 6.0)
+        if f is F.hardtanh:
+            low, high = (node.kwargs.get(k, node.args[i] if len(node.args) > i else d) for i, k, d in _HARDTANH)
+            if low == 0 and high > 0:
+                return ("relu", float(high))
+            return ("unsupported", f"hardtanh({low}, {high}) is not built: hardtanh(x, 0, m) (a clipped ReLU) is")
         if f in (torch.softmax, F.softmax, torch.log_softmax, F.log_softmax):
             return ("unsupported", f"{f.__name__} is taken only as the model's last operation (compile's output=)")
         if f in (F.layer_norm, F.group_norm, F.instance_norm):
@@ -373,38 +385,6 @@ def mark_shapes(torch, gm, x) -> None:
     for n in nodes:
         if not n.meta.get("kasoku_const") and not isinstance(env[n], torch.Tensor):
             n.meta["kasoku_shape"] = True
-
-
-def lower_relu6(torch, gm) -> None:
-    """Each ReLU6 (nn.ReLU6, F.relu6, F.hardtanh(x, 0, 6)) rewritten in the graph as the clipped ReLU it is:
-    relu(x) - relu(x - 6), two ReLUs side by side (one ReLU's levels)."""
-    nn, F = torch.nn, torch.nn.functional
-    modules = dict(gm.named_modules())
-    g = gm.graph
-    for n in list(g.nodes):
-        hardtanh = n.op == "call_function" and n.target is F.hardtanh
-        low_high = [
-            n.kwargs.get(k, n.args[i] if len(n.args) > i else d) for i, k, d in ((1, "min_val", -1), (2, "max_val", 1))
-        ]
-        six = (
-            (n.op == "call_module" and isinstance(modules.get(n.target), nn.ReLU6))
-            or (n.op == "call_function" and n.target is F.relu6)
-            or (hardtanh and low_high == [0.0, 6.0])
-        )
-        if not six:
-            continue
-        x = n.args[0]
-        with g.inserting_before(n):
-            low = g.create_node("call_function", F.relu, (x,), name=f"{n.name}_low")
-            shifted = g.create_node("call_function", operator.sub, (x, 6.0), name=f"{n.name}_shift")
-            high = g.create_node("call_function", F.relu, (shifted,), name=f"{n.name}_high")
-            out = g.create_node("call_function", operator.sub, (low, high), name=f"{n.name}_clip")
-        for new in (low, shifted, high, out):
-            new.meta["stack_trace"] = n.meta.get("stack_trace")
-        n.replace_all_uses_with(out)
-        g.erase_node(n)
-    g.lint()
-    gm.recompile()
 
 
 def strip_final(torch, gm):
