@@ -279,6 +279,12 @@ def _forms() -> dict:
         "torch.relu": (lambda s, x: s.head(torch.relu(x).flatten(1)), dict(head=head), (2, 4, 4), relu),
         "ReLU6": (lambda s, x: s.head(s.act(4 * x).flatten(1)), dict(act=nn.ReLU6(), head=head), (2, 4, 4), relu),
         "F.relu6": (lambda s, x: s.head(F.relu6(4 * x).flatten(1)), dict(head=head), (2, 4, 4), relu),
+        "F.hardtanh(x, 0, m)": (
+            lambda s, x: s.head(F.hardtanh(4 * x, 0, 3).flatten(1)),
+            dict(head=head),
+            (2, 4, 4),
+            relu,
+        ),
         "MaxPool1d": (lambda s, x: s.a(x), dict(a=nn.MaxPool1d(2)), (2, 8), relu),
         "MaxPool2d": (
             lambda s, x: s.a(s.b(F.relu(x))),
