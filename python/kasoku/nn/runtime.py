@@ -215,9 +215,7 @@ class Plan:
                 f"the input has {v.size} values; the model was compiled for {self.in_dim} "
                 f"(shape {self.in_shape}): encrypt one sample at a time"
             )
-        out = np.zeros(self.p_in)
-        out[self.in_layout] = v / self.in_unit
-        return np.tile(out, self.ctx.slots // self.p_in)
+        return at_slots(v / self.in_unit, self.in_layout, self.p_in, self.ctx.slots)
 
     def encrypt(self, x, key=None, check: bool = True):
         """One sample, encrypted (client side). check: first run the plan in the clear on it and refuse an input that
@@ -349,9 +347,7 @@ class Plan:
                 out = ev.bootstrap(ins[0], self.bootstrapper, threads=threads)
             elif isinstance(s, ReluJoin) and s.clip:  # u (s - t) + c (1 + t), c on the value's slots alone
                 prod = ev.multiply(ins[0], ev.sub(ins[1], ins[2], threads=threads), threads=threads)
-                c = np.zeros(s.period)
-                c[s.layout] = s.clip / s.s_in
-                c = np.tile(c, self.ctx.slots // s.period)
+                c = at_slots(s.clip / s.s_in, s.layout, s.period, self.ctx.slots)
                 out = ev.add(prod, ev.add_plain(ev.multiply_plain(ins[2], c, threads=threads), c, threads=threads))
             elif isinstance(s, ReluJoin):
                 prod = ev.multiply(ins[0], ins[1], threads=threads)
@@ -397,6 +393,14 @@ class Plan:
 
 
 ENCODED_BYTES = 4 << 30  # the most host memory a plan's transforms keep encoded; the others are encoded at each use
+
+
+def at_slots(values, layout: np.ndarray, period: int, slots: int) -> np.ndarray:
+    """`values` at the slots `layout` of a vector of `period`, 0 in the others, repeated over the ring's slots (a
+    value's layout: the input, a bias, a ReLU6's constant)."""
+    out = np.zeros(period)
+    out[layout] = values
+    return np.tile(out, slots // period)
 
 
 def load(
@@ -640,6 +644,4 @@ def encode(steps, ctx, threads, budget: int | None = None) -> None:
     for s in affine:
         s.bias = None
         if np.any(s.b):
-            bias = np.zeros(s.p_out)
-            bias[s.layout_out] = s.b
-            s.bias = np.tile(bias, ctx.slots // s.p_out)
+            s.bias = at_slots(s.b, s.layout_out, s.p_out, ctx.slots)
