@@ -128,10 +128,13 @@ def summary(secs: list[float], unit: str = "s") -> dict:
     }
 
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
+
+
 @functools.lru_cache(maxsize=1)
 def commit() -> str:
     """The repository's commit (short hash), with "+dirty" when tracked files differ from it; "" outside git."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = _ROOT
     try:
         head = subprocess.run(
             ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
@@ -142,6 +145,13 @@ def commit() -> str:
     return head + ("+dirty" if dirty else "")
 
 
+def _script() -> str:
+    """The running script as the repository names it (bench/x.py) wherever it ran from (a child in a work folder),
+    else its own path."""
+    path = os.path.abspath(sys.argv[0])
+    return os.path.relpath(path, _ROOT) if path.startswith(_ROOT + os.sep) else path
+
+
 def emit(record: dict, out: str | os.PathLike | None = None, echo: bool = True) -> dict:
     """The record with the machine, the date, the commit and the command (unless it has them) as one JSON line,
     printed (unless echo is False: a script whose output is a table) and appended to `out` when given."""
@@ -149,7 +159,7 @@ def emit(record: dict, out: str | os.PathLike | None = None, echo: bool = True) 
     rec.setdefault("machine", machine())
     rec.setdefault("date", datetime.date.today().isoformat())
     rec.setdefault("commit", commit())
-    rec.setdefault("command", shlex.join([os.path.relpath(sys.argv[0]) if sys.argv[0] else "python", *sys.argv[1:]]))
+    rec.setdefault("command", shlex.join([_script() if sys.argv[0] else "python", *sys.argv[1:]]))
     line = json.dumps(rec)
     if echo:
         print(line, flush=True)

@@ -223,6 +223,7 @@ def main() -> int:
                         *((a.device, a.params) if lib == "kasoku" else ()),
                         extra=["--first-image", str(a.first_image)] if lib == "kasoku" else None,
                     )
+                got.pop("command", None)  # the child's names its work folder: the line carries this run's
                 rec = {"lib": lib, "model": name, "threads": a.threads, "cpu": cpu, **got}
                 failed |= "error" in rec
                 harness.emit(rec, a.out)

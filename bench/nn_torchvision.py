@@ -126,6 +126,7 @@ def main() -> int:
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
             rec = json.loads(lines[-1]) if p.returncode == 0 and lines else {"error": f"exit {p.returncode}"}
             rec.setdefault("model", f"torchvision.{name}")
+            rec.pop("command", None)  # the line carries this run's command, not its child's
             failed |= "error" in rec
             harness.emit({"lib": "kasoku", **rec}, a.out)
     return 1 if failed else 0
