@@ -132,10 +132,10 @@ int main(int argc, char** argv) {
 
     // Floors: the kernels alone on the primes each step uses.
     std::vector<std::size_t> q_idx(nq), p_idx(np), modup_targets;
-    std::vector<bool> modup_small;  // the conversion's sources all below 2^48 (as BaseConverter decides)
-    const auto below_2_48 = [&](std::size_t first, std::size_t last) {
+    std::vector<bool> modup_small;  // the conversion's sources all small (as BaseConverter decides)
+    const auto small_sources = [&](std::size_t first, std::size_t last) {
         for (std::size_t i = first; i < last; ++i)
-            if (R.prime(i) >= (u64{1} << 48)) return false;
+            if (R.prime(i) >= (u64{1} << arith::kSmallSourceBits)) return false;
         return true;
     };
     for (std::size_t i = 0; i < nq; ++i) q_idx[i] = i;
@@ -144,9 +144,9 @@ int main(int argc, char** argv) {
         for (std::size_t t = 0; t < nq + np; ++t)
             if (t < d * alpha || t >= std::min(nq, (d + 1) * alpha)) {
                 modup_targets.push_back(t);
-                modup_small.push_back(below_2_48(d * alpha, std::min(nq, (d + 1) * alpha)));
+                modup_small.push_back(small_sources(d * alpha, std::min(nq, (d + 1) * alpha)));
             }
-    const bool moddown_small = below_2_48(nq, nq + np);
+    const bool moddown_small = small_sources(nq, nq + np);
     Limbs lq(R, q_idx), lp(R, p_idx), lup(R, modup_targets);
     const std::size_t s = alpha;  // sources of a ModUp conversion (a full digit) and of ModDown (np)
     std::vector<const u64*> src7(std::max(s, np));

@@ -8,10 +8,13 @@
     .venv/bin/python bench/bootstrap.py --params BOOT16 --real --at-use   # the transforms encoded at each bootstrap
     .venv/bin/python bench/bootstrap.py --params BOOT16 --device cuda --reps 5
     .venv/bin/python bench/bootstrap.py --params BOOT16 --k-bound 10 --double-angle 3 --cos-degree 31   # EvalMod given
+    .venv/bin/python bench/bootstrap.py --nn 12x50 12x48 --slots 16384 --real --at-use   # kasoku.nn's sets
 
---params: named sets (docs/PARAMS.md). --log-n: research parameters (security=None) of one prime size: q_0 60 bits,
-17 levels of 50 bits, 3 special primes of 60 bits, sparse secret (h = 64). The default Bootstrapper either way, or
-with --slots s (sparse packing, s < n/2), --arcsine-degree and --stc-first.
+--params: named sets (docs/PARAMS.md). --nn LxB: the set kasoku.nn.compile makes for a plan of L user levels with
+B-bit bootstrapping and special primes (kasoku.nn.placement.bootstrapping_params). --log-n: research parameters
+(security=None) of one prime size: q_0 60 bits, 17 levels of 50 bits, 3 special primes of 60 bits, sparse secret
+(h = 64). The default Bootstrapper in every case, or with --slots s (sparse packing, s < n/2), --arcsine-degree and
+--stc-first.
 Inputs: uniform complex values in the unit disk (s of them, repeated, with --slots), encrypted at the lowest level the
 bootstrapper takes (0; SlotToCoeff first: its stc_levels). Precision: -log2 of the error per slot, its
 mean and its worst. Peak memory: the process's maximum resident set so far (run one set per process to read it per
@@ -51,6 +54,7 @@ def run(
     real: bool = False,
     at_use: bool = False,
     evalmod: dict | None = None,
+    label: str | None = None,
 ) -> dict:
     ctx = ks.Context(params, threads=threads, device=device)
     progress(f"{params!r}: planning")
@@ -93,7 +97,7 @@ def run(
     return {
         "lib": "kasoku",
         "op": "bootstrap",
-        "params": params.name or "research",
+        "params": params.name or label or "research",
         "log_n": params.log_n,
         "slots": boot.slots,
         "arcsine_degree": arcsine_degree,
@@ -144,6 +148,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--params", nargs="+", default=[], help="named sets, e.g. BOOT15 BOOT16")
     ap.add_argument("--log-n", type=int, nargs="+", default=[], help="research sets of these ring sizes")
+    ap.add_argument(
+        "--nn", nargs="+", default=[], metavar="LxB", help="kasoku.nn's sets: L user levels, B-bit bootstrapping primes"
+    )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument(
@@ -187,15 +194,20 @@ def main() -> None:
     )
     ap.add_argument("--out", help="append the JSON lines to this file")
     args = ap.parse_args()
-    sets = [ks.Parameters.named(n) for n in args.params] + [research(n) for n in args.log_n]
+    sets = [(ks.Parameters.named(n), None) for n in args.params] + [(research(n), None) for n in args.log_n]
+    for spec in args.nn:
+        from kasoku.nn.placement import bootstrapping_params
+
+        levels, bits = map(int, spec.lower().split("x"))
+        sets.append((bootstrapping_params(levels, bits), f"kasoku.nn {levels} levels, {bits}-bit primes"))
     if args.special:
         bits, count = map(int, args.special.lower().split("x"))
-        sets = [p.replace(special_bits=bits, special_primes=count) for p in sets]
+        sets = [(p.replace(special_bits=bits, special_primes=count), label) for p, label in sets]
     if not sets:
-        ap.error("give --params and/or --log-n")
+        ap.error("give --params, --nn and/or --log-n")
     if args.pool_mb:
         ks.set_memory_pool_limit(args.pool_mb << 20)
-    for params in sets:
+    for params, label in sets:
         harness.emit(
             run(
                 params,
@@ -215,6 +227,7 @@ def main() -> None:
                     "cos_degree": args.cos_degree,
                     "failure_bits": args.failure_bits,
                 },
+                label,
             ),
             args.out,
         )

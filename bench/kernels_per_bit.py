@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The hot kernels' AVX2 bodies against their AVX-512-IFMA bodies per bit of modulus: bench_arith's NTTs, products,
 inner products (Dot3: one limb of a key-switching inner product over three digits; Dot8: eight plaintext products of
-a transform) and base conversions (DotConst7: seven sources as they come; DotConstSmallS7: sources below 2^48, the
+a transform) and base conversions (DotConst7: seven sources as they come; DotConstSmallS7: sources below 2^50, the
 small-source path) at N = 2^16 with primes of 40, 48, 50 and 60 bits, both bodies in one run on this CPU. A limb of a
 b-bit prime carries b bits of the modulus, so ns per word and bit is what a chain of a given log Q costs per word:
 the prime width that is cheapest per bit on a body is the one its parameters should take. One JSON line per kernel and

@@ -65,7 +65,7 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
 
 def test_bootstrapping_parameters_are_chosen_for_the_plan():
     """A plan no 128-bit ring holds gets N = 2^16 bootstrapping parameters with the fewest user levels that give the
-    fewest bootstraps: every set 128-bit secure, every prime but q_0 below 2^50 (2^48 for AVX2's kernels), the fewest
+    fewest bootstraps: every set 128-bit secure, every prime but q_0 below 2^50 (every body's fast path), the fewest
     key-switching digits that fit; a chain of ReLU blocks of 11 levels takes 11 (one bootstrap a block), not 14."""
     from kasoku.nn.ir import Activation, Affine, ReluJoin
     from kasoku.nn.placement import BOOT_LEVELS, bootstrapping_params, choose_params, prime_bits_for
@@ -95,11 +95,9 @@ def test_bootstrapping_parameters_are_chosen_for_the_plan():
     assert ks.Parameters.for_circuit(33, 8, slots=1 << 15, integer_bits=20).log_n == 16
     assert choose_params(steps[:12], 33, 1 << 15, None, True, 20).boot_levels == BOOT_LEVELS
     assert choose_params(steps[:12], 33, 1 << 15, None, False, 20).boot_levels == 0
-    # for AVX2's kernels, primes below 2^48 (their double-precision path); the same plan shape, 128-bit
-    assert (
-        prime_bits_for("avx2") == 48
-        and prime_bits_for("ifma") == prime_bits_for("avx512") == prime_bits_for("cuda") == 50
-    )
+    # every body's fast path takes primes below 2^50 (AVX2's double-precision arithmetic too): the same primes for each
+    # target; a narrower width (prime_bits) keeps the plan's shape, 128-bit
+    assert all(prime_bits_for(t) == 50 for t in ("scalar", "avx2", "avx512", "ifma", "cuda"))
     p48 = choose_params(steps, 66, 1 << 15, None, True, 20, prime_bits=48)
     assert p48.boot_bits == p48.special_bits == 48 and p48.levels == 11 and p48.log_qp <= 1772
     for levels in range(6, 15):

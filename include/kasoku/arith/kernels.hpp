@@ -22,8 +22,9 @@ void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modu
 // for any y[i][c] < 2^61 (residues of other moduli) and constants f[i] < t. `out` may be one of the y[i] (each column
 // is read before it is written).
 // With `index` and `table` (entries < t), table[index[c]] is subtracted mod t: the overflow correction of an exact
-// base conversion, folded into the same pass. `small_sources`: every y[i][c] < 2^48 (the sources' primes are), which
-// lets a body take a faster path (the same residues).
+// base conversion, folded into the same pass. `small_sources`: every y[i][c] < 2^kSmallSourceBits (the sources'
+// primes are), which lets a body take a faster path (the same residues).
+inline constexpr int kSmallSourceBits = 50;
 void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out,
                    const std::uint8_t* index = nullptr, const u64* table = nullptr, bool small_sources = false);
 // Sum of products of vectors, the key-switching inner product: out[c] = sum_{j<k} a[j][c] * b[j][c] (+ out[c] when

@@ -25,8 +25,8 @@ struct KernelTable {
     void (*fma)(const u64*, const u64*, const u64*, std::size_t, const Modulus&, u64*);
     void (*dot_const)(const u64* const*, const u64*, std::size_t, std::size_t, const Modulus&, u64*,
                       const std::uint8_t*, const u64*);
-    // The same for sources y[i][c] < 2^48: a body's faster path where it has one (AVX2: double precision for t < 2^48),
-    // else its dot_const.
+    // The same for sources y[i][c] < 2^50 (kSmallSourceBits): a body's faster path where it has one (AVX2: double
+    // precision for t < 2^50; IFMA: two products a source), else its dot_const.
     void (*dot_const_small)(const u64* const*, const u64*, std::size_t, std::size_t, const Modulus&, u64*,
                             const std::uint8_t*, const u64*);
     void (*dot)(const u64* const*, const u64* const*, std::size_t, std::size_t, const Modulus&, u64*, bool);

@@ -44,7 +44,7 @@ private:
     std::vector<std::uint64_t> factor_;           // [t * |src| + i] = (Q/q_i) mod t
     std::vector<std::uint64_t> q_mod_t_;          // [t * (|src| + 1) + v] = v Q mod t, v = 0..|src|
     std::vector<double> inv_q_;                   // 1 / q_i
-    bool small_ = true;                           // every source prime below 2^48 (dot_const_mod's faster path)
+    bool small_ = true;  // every source prime below 2^arith::kSmallSourceBits (dot_const_mod's faster path)
 };
 
 }  // namespace kasoku::rns

@@ -270,7 +270,7 @@ def compile(
     decisions, no approximation) and the client apply it after decryption ("model", the default: plan.decrypt gives
     the model's outputs) or not ("logits"). simd: the kernels the plan will run on, "scalar", "avx2", "avx512",
     "ifma" or "cuda" (None: this machine's, ks.simd_active(), or "cuda" with device="cuda"): params=None picks
-    bootstrapping and special primes on their fast path (below 2^48 for AVX2, 2^50 otherwise); the plan runs
+    bootstrapping and special primes on their fast path (below 2^50 for every body today); the plan runs
     correctly anywhere and repr(plan) says what it was tuned for. noise: measure the encryption's noise on the
     plan's context with a throwaway key (an encryption, and one bootstrap for a plan that bootstraps: some seconds
     and the bootstrapping keys' memory at N = 2^16) and carry it through the plan's clear arithmetic, so that

@@ -182,15 +182,15 @@ BOOT_LEVELS = 16  # what the default ks.Bootstrapper takes there: CoeffToSlot 4,
 _MAX_USER_LEVELS = 14
 
 
-# The widest primes the kernels that will run take on their fast path: AVX2's double-precision residue arithmetic
-# below 2^48; AVX-512-IFMA's 52-bit products below 2^50 (and the AVX-512DQ, scalar and GPU bodies at any width, where
-# 50 bits keep the plan's shape).
-_FAST_PRIME_BITS = {"avx2": 48}
+# The widest primes the kernels that will run take on their fast path: below 2^50 for AVX2's double-precision residue
+# arithmetic and AVX-512-IFMA's 52-bit products alike (the AVX-512DQ, scalar and GPU bodies take any width, where 50
+# bits keep the plan's shape). A target whose fast path ends elsewhere gets its own entry here.
+_FAST_PRIME_BITS: dict[str, int] = {}
 
 
 def prime_bits_for(target: str) -> int:
     """The bootstrapping and special primes' width for the kernels of `target` (ks.simd_active()'s names, or
-    "cuda")."""
+    "cuda"): 50 for every body kasoku has."""
     return _FAST_PRIME_BITS.get(target, 50)
 
 
@@ -202,9 +202,10 @@ def bootstrapping_params(levels: int, bits: int = 50):
     secret of weight 32 (as BOOT16), at 128-bit security, with the smallest keys: the fewest key-switching digits (2,
     then 3, 4, 5, 6) that fit, with special primes of `bits` too (P as large as the largest digit; 2 digits fit up to
     7 user levels, where a key at the top is half the size of one with 4 digits). Every prime but q_0 is then on the
-    fast path of the kernels `bits` was chosen for (prime_bits_for): 50, below 2^50, where the AVX-512-IFMA kernels take
-    it (a bootstrap 12 % faster than with 53-bit primes, Zen 5, one thread, for 17 bits of precision instead of 20:
-    mean; 15 and 18 worst, with 14 bootstrapping levels); 48 for AVX2's. None where none fits."""
+    fast path of the kernels `bits` was chosen for (prime_bits_for): 50, below 2^50, where the AVX-512-IFMA kernels and
+    the AVX2 body's double-precision arithmetic take it (a bootstrap 12 % faster than with 53-bit primes, Zen 5, one
+    thread, for 17 bits of precision instead of 20: mean; 15 and 18 worst, with 14 bootstrapping levels). None where
+    none fits."""
     primes = 1 + levels + BOOT_LEVELS
     for dnum in (2, 3, 4, 5, 6):
         try:

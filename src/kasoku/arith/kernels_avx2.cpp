@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kasoku/arith/kernels.hpp"
 #include "kernels_internal.hpp"
 #include "simd_avx2_internal.hpp"
 
@@ -23,33 +24,35 @@ inline __m256i to_int(__m256d x) {
                             _mm256_set1_epi64x(0x4330000000000000LL));
 }
 
-// Double-precision residue arithmetic for q < 2^48. A product y w of integers held as doubles is exact as h + l
-// (h = fl(y w), l = fma(y, w, -h)); with quot = round(fl(h fl(1/q))), |quot - y w / q| < 1/2 + 3 |y w / q| 2^-53 (three
-// roundings), which is below 1 for |y| <= kMaxFactor and w < q: then r = (h - quot q) + l is computed exactly (the
-// fnmadd's exact value is r - l, an integer below 2^50) and lies in (-q, q). The bound assumes IEEE double arithmetic
-// in its default rounding mode (round to nearest).
+// Double-precision residue arithmetic for q < 2^50. A product y w of integers held as doubles is exact as h + l
+// (h = fl(y w), l = fma(y, w, -h), |l| <= 2^-53 |h| <= 2^48 for |y| <= 2^51); quot is the integer nearest the exact
+// product h fl(1/q), within 2^-52 |y w / q| of y w / q (two roundings), so |quot - y w / q| < 1/2 + 1/2 for |y| <=
+// kMaxFactor = 2^51 and w < q. Then r = (h - quot q) + l lies in (-q, q) and is computed exactly: the fnmadd's exact
+// value r - l is an integer below 2^51, a double. The nearest integer is one fma: h / q + C for C = 1.5 2^52 lies in
+// [2^52, 2^53), where the doubles are the integers, so fma(h, 1/q, C) - C is h / q rounded to an integer, one operation
+// fewer than a multiplication and vroundpd (two uops on Intel cores). Values are integers of magnitude below 2^53
+// throughout, so sums of them are exact. The bounds assume IEEE double arithmetic in its default rounding mode (round to
+// nearest).
 struct FpFma {
-    static constexpr int kMaxBits = 48;
-    static constexpr double kMaxFactor = 1125899906842624.0;  // 2^50 < 2^53 / 6
-    __m256d vq, vqinv;
+    static constexpr int kMaxBits = 50;
+    static constexpr double kMaxFactor = 2251799813685248.0;         // 2^51
+    __m256d vq, vqinv, vround = _mm256_set1_pd(6755399441055744.0);  // 1.5 2^52
     explicit FpFma(u64 q)
         : vq(_mm256_set1_pd(static_cast<double>(q))), vqinv(_mm256_set1_pd(1.0 / static_cast<double>(q))) {}
+    // The integer nearest x / q, for |x / q| < 2^51.
+    __m256d quotient(__m256d x) const { return _mm256_sub_pd(_mm256_fmadd_pd(x, vqinv, vround), vround); }
     static __m256d sub_if_ge(__m256d x, __m256d bound) {
         return _mm256_sub_pd(x, _mm256_and_pd(_mm256_cmp_pd(x, bound, _CMP_GE_OQ), bound));
     }
     // y w mod q in (-q, q) for integers |y| <= kMaxFactor, 0 <= w < q.
     __m256d mul_signed(__m256d y, __m256d w) const {
         const __m256d h = _mm256_mul_pd(y, w);
-        const __m256d l = _mm256_fmsub_pd(y, w, h);  // y w - h, exact
-        const __m256d quot = _mm256_round_pd(_mm256_mul_pd(h, vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        return _mm256_add_pd(_mm256_fnmadd_pd(quot, vq, h), l);  // h - quot q is exact, then + l
+        const __m256d l = _mm256_fmsub_pd(y, w, h);                     // y w - h, exact
+        return _mm256_add_pd(_mm256_fnmadd_pd(quotient(h), vq, h), l);  // h - quot q is exact, then + l
     }
-    // x mod q in (-q, q) for an integer |x| < 2^53 with |x| < 2^40 q: |quot - x / q| < 1/2 + 2^-52 |x / q| < 1, and
+    // x mod q in (-q, q) for an integer |x| < 2^53 with |x| < 2^40 q: |quot - x / q| < 1/2 + 2^-53 |x / q| < 1, and
     // x - quot q is exact (an integer below q).
-    __m256d reduce(__m256d x) const {
-        const __m256d quot = _mm256_round_pd(_mm256_mul_pd(x, vqinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        return _mm256_fnmadd_pd(quot, vq, x);
-    }
+    __m256d reduce(__m256d x) const { return _mm256_fnmadd_pd(quotient(x), vq, x); }
     // r in (-q, q) to [0, q).
     __m256d positive(__m256d r) const {
         return _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, _mm256_setzero_pd(), _CMP_LT_OQ), vq));
@@ -84,7 +87,7 @@ void negate_avx2(const u64* a, std::size_t n, u64 q, u64* out) {
         [&](std::size_t i) { return neg_mod(a[i], q); });
 }
 
-// The products below take doubles for q < 2^48 (FpFma: the same residues with a quarter of the instructions of the
+// The products below take doubles for q < 2^50 (FpFma: the same residues with a quarter of the instructions of the
 // 32x32-bit products), the integer products above.
 void mul_avx2(const u64* a, const u64* b, std::size_t n, const Modulus& m, u64* out) {
     std::size_t i = 0;
@@ -235,10 +238,10 @@ void dot_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::size
 // ---------------------------------------------------------------- NTT
 // The stages (wide, gap 2, gap 1) are written once over an arithmetic policy A:
 //   IntShoup  64-bit integer lanes, Shoup products from four 32x32-bit multiplies (any q < 2^61);
-//   FpFma     double-precision lanes for q < 2^48: a product y w is exact as h + l (h = fl(y w), l = fma(y, w, -h)),
+//   FpFma     double-precision lanes for q < 2^50: a product y w is exact as h + l (h = fl(y w), l = fma(y, w, -h)),
 //             the quotient round(h / q) is off by less than one, so r = (h - quotient q) + l is exact and in (-q, q)
-//             (2 products, 2 FMAs, a rounding and 2 additions where the integer product takes 10 multiplies). The
-//             bound assumes IEEE double arithmetic in its default rounding mode (round to nearest).
+//             (a product, 3 FMAs and 2 additions where the integer product takes 10 multiplies; see FpFma for the
+//             bounds, which assume IEEE double arithmetic in its default rounding mode).
 // Both keep the same lazy ranges as the scalar body (forward [0, 4q), inverse [0, 2q)) and end on [0, q): the
 // outputs are the same bits.
 
@@ -283,7 +286,7 @@ struct IntShoup {
     }
 };
 
-// The NTT's stages for q < 2^48 in double precision with signed lazy values: a forward butterfly is x + v, x - v for
+// The NTT's stages for q < 2^50 in double precision with signed lazy values: a forward butterfly is x + v, x - v for
 // v = y w in (-q, q), an inverse one u + v, (u - v) w; no comparisons. The values grow (by q a forward stage, doubling
 // an inverse one) and are brought back into (-q, q) by `reduce` at the stages that FpSchedule picks, just before a
 // multiplication's operand could pass kMaxFactor. The first stage reads the integers, the last writes them in [0, q)
@@ -359,12 +362,16 @@ struct FpSchedule {
     }
 };
 
-// Dot product of vectors for q < 2^48 in double precision: each product exactly reduced into (-q, q) by
-// FpFma::mul_signed (2 products, 2 FMAs, a rounding, where the integer column scheme takes 4 32x32-bit products and the
-// carries), up to 16 of them summed exactly (|sum| < 17 q < 2^53), the sum reduced once to [0, q): the same residues.
+// Products reduced into (-q, q) that a sum in [0, q) takes before it may reach 2^53: 2^53 / q - 1 (7 for q < 2^50, 31
+// for q < 2^48), at most 32.
+inline std::size_t fp_terms(u64 q) { return std::min<std::size_t>(32, ((u64{1} << 53) / q) - 1); }
+
+// Dot product of vectors for q < 2^50 in double precision: each product exactly reduced into (-q, q) by
+// FpFma::mul_signed (a product, 3 FMAs and 2 additions, where the integer column scheme takes 4 32x32-bit products and
+// the carries), fp_terms(q) of them summed exactly, the sum reduced to [0, q): the same residues.
 void dot_fp_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::size_t n, const Modulus& m, u64* out,
                  bool accumulate) {
-    constexpr std::size_t kTerms = 16;
+    const std::size_t kTerms = fp_terms(m.value);
     const FpFma ar(m.value);
     const __m256d zero = _mm256_setzero_pd();
     for (std::size_t c = 0; c + 4 <= n; c += 4) {
@@ -373,20 +380,21 @@ void dot_fp_avx2(const u64* const* a, const u64* const* b, std::size_t k, std::s
             const std::size_t j1 = std::min(k, j0 + kTerms);
             for (std::size_t j = j0; j < j1; ++j)
                 r = _mm256_add_pd(r, ar.mul_signed(to_double(load(a[j] + c)), to_double(load(b[j] + c))));
-            r = ar.positive(ar.reduce(r));  // |r| < 17 q before
+            r = ar.positive(ar.reduce(r));  // |r| < (kTerms + 1) q <= 2^53 before
         }
         store(out + c, to_int(r));
     }
     dot_tail(a, b, k, n & ~std::size_t{3}, n, m, out, accumulate);
 }
 
-// Base-conversion dot product for sources below 2^48 and t < 2^48 in double precision: each y f reduced exactly into
-// (-t, t) by FpFma::mul_signed (y < 2^48 is within its kMaxFactor), up to 16 summed
-// exactly, one reduction per column, then the overflow correction: the residues of dot_const_avx2.
+// Base-conversion dot product for sources below 2^50 (kSmallSourceBits) and t < 2^50 in double precision: each y f
+// reduced exactly into (-t, t) by FpFma::mul_signed (y < 2^50 is within its kMaxFactor), fp_terms(t) of them summed
+// exactly, then the overflow correction: the residues of dot_const_avx2.
 void dot_const_fp_avx2(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,
                        const std::uint8_t* index, const u64* table) {
+    static_assert(arith::kSmallSourceBits <= 51, "small sources must be within FpFma::kMaxFactor");
     if (m.value >= (u64{1} << FpFma::kMaxBits)) return dot_const_avx2(y, f, s, n, m, out, index, table);
-    constexpr std::size_t kTerms = 16;
+    const std::size_t kTerms = fp_terms(m.value);
     const FpFma ar(m.value);
     const __m256d zero = _mm256_setzero_pd();
     const __m256i vt = set1(m.value);

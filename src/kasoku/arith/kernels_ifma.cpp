@@ -70,7 +70,7 @@ void negate_ifma(const u64* a, std::size_t n, u64 q, u64* out) { kAvx512Kernels.
 // so that four independent chains hide the IFMA latency. With H' = H + (L >> 52) (< 2^61 for 255 sources):
 //   sum y_i f_i = L mod 2^52 + 2^52 (H' mod 2^52) + 2^104 (H' >> 52)   (mod t),
 // three Shoup products by the constants 1, 2^52 mod t and 2^104 mod t, each in [0, 2t).
-// Small: every source below 2^48 (dot_const_small), so x >> 52 is 0 and the products of the high parts are left out:
+// Small: every source below 2^50 (dot_const_small), so x >> 52 is 0 and the products of the high parts are left out:
 // two multiply-adds a source instead of four (the sources in turn into both pairs of accumulators), the same sums.
 template <bool Small>
 void dot_const_ifma_body(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& m, u64* out,

@@ -126,10 +126,10 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
         const int hi = dnum > 0 ? dnum : depth + 1;
         const int bound = security ? max_log_qp_128(log_n) : 1 << 30;
         // For each dnum (fewest digits first: faster), special primes of 48 bits where alpha of them exceed the largest
-        // digit's modulus (q_0's digit: first + (alpha - 1) scale bits; below 2^48 the AVX-512-IFMA kernels and the
-        // AVX2 body's double-precision paths take them), else of 50 (IFMA only), else of 60 bits, else of q_0's size:
-        // P stays above every digit's modulus, so key switching adds less noise than a rescaling, and the smaller P
-        // can let a smaller ring hold the circuit.
+        // digit's modulus (q_0's digit: first + (alpha - 1) scale bits), else of 50 (below 2^50 the AVX-512-IFMA
+        // kernels and the AVX2 body's double-precision paths take either), else of 60 bits, else of q_0's size: P
+        // stays above every digit's modulus, so key switching adds less noise than a rescaling, and the smaller P can
+        // let a smaller ring hold the circuit.
         for (int d = lo; d <= hi; ++d) {
             const int alpha = (depth + 1 + d - 1) / d;
             for (const int special : {kDoubleSpecial, kIfmaSpecial, kSpecial, first}) {
@@ -165,7 +165,7 @@ Parameters Parameters::for_circuit(int depth, int precision_bits, std::uint64_t 
                   << (special == kDoubleSpecial ? "; 48 bits: above the digits' moduli and below 2^48, where the "
                                                   "AVX-512-IFMA kernels and the AVX2 double-precision paths run"
                       : special == kIfmaSpecial ? "; 50 bits: above the digits' moduli and below 2^50, where the "
-                                                  "AVX-512-IFMA kernels run"
+                                                  "AVX-512-IFMA kernels and the AVX2 double-precision paths run"
                       : special < kSpecial      ? "; q_0's size, not 60 bits, to fit this ring"
                                                 : "")
                   << ").";

@@ -138,9 +138,9 @@ void CpuBackend::do_linear_combination(const std::vector<const RnsPoly*>& x, con
             src[t] = limb(*x[t], i) + k;  // q-limb i is limb i whatever the term's level
             f[t] = c[t][i] % ring().prime(i);
         }
-        // the terms' residues are below q_i: below 2^48 when q_i is
+        // the terms' residues are below q_i: small sources when q_i is
         arith::dot_const_mod(src.data(), f.data(), x.size(), len, ring().modulus(i), limb(out, i) + k, nullptr, nullptr,
-                             ring().prime(i) < (u64{1} << 48));
+                             ring().prime(i) < (u64{1} << arith::kSmallSourceBits));
     });
 }
 
@@ -376,7 +376,8 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t nu
                     // bodies' sums; for larger primes the passes below are faster)
                     const u64* y[3] = {x[h], t, limb(*add[h], i)};
                     const u64 f[3] = {inv[i], q[i] - inv[i], add_factor[i]};
-                    arith::dot_const_mod(y, f, 3, n_, ring().modulus(i), t, nullptr, nullptr, q[i] < (u64{1} << 48));
+                    arith::dot_const_mod(y, f, 3, n_, ring().modulus(i), t, nullptr, nullptr,
+                                         q[i] < (u64{1} << arith::kSmallSourceBits));
                 } else {  // passes in cache: faster than a dot of three sources for factor 1 and primes of 50+ bits
                     arith::sub_mod(x[h], t, n_, q[i], t);
                     arith::mul_scalar_mod(t, inv[i], arith::shoup(inv[i], q[i]), n_, q[i], t);

@@ -54,7 +54,7 @@ TEST(Kernels, EveryBodyMatchesScalar) {
     std::mt19937_64 rng(7);
     for (const KernelTable* body : bodies_under_test()) {
         const KernelTable& k = *body;
-        for (int bits : {30, 36, 45, 47, 48, 49, 50, 51, 55, 60, 61}) {  // 47, 48: the AVX2 double-precision paths
+        for (int bits : {30, 36, 45, 47, 48, 49, 50, 51, 55, 60, 61}) {  // up to 50: the AVX2 double-precision paths
             const u64 q = generate_ntt_primes(bits, 1, 1024)[0];
             const Modulus m(q);
             // odd lengths exercise the scalar tails; 32771 words (aligned output) the streaming stores
@@ -160,23 +160,24 @@ TEST(Kernels, DotConstMatchesReference) {
     }
 }
 
-// dot_const_small (sources below 2^48: the AVX2 body's double-precision path for t < 2^48, its integer path above):
-// every body against the exact sums, with and without the overflow correction, with columns of the largest sources
-// and constants (the largest sums of a chunk of 16 terms and across chunks).
+// dot_const_small (sources below 2^kSmallSourceBits = 2^50: the AVX2 body's double-precision path for t < 2^50, its
+// integer path above): every body against the exact sums, with and without the overflow correction, with columns of the
+// largest sources and constants (the largest sums of a chunk of terms and across chunks: 7 a chunk for t near 2^50, 31
+// for t below 2^48).
 TEST(Kernels, DotConstSmallSourcesMatchesReference) {
     std::mt19937_64 rng(12);
     auto bodies = bodies_under_test();
     bodies.insert(bodies.begin(), &kernel_table(SimdLevel::scalar));
-    for (int bits : {30, 40, 45, 47, 48, 50, 60}) {
+    for (int bits : {30, 40, 45, 47, 48, 49, 50, 51, 60}) {
         const Modulus m(generate_ntt_primes(bits, 1, 1024)[0]);
-        for (size_t s : {1, 2, 7, 8, 15, 16, 17, 33}) {
+        for (size_t s : {1, 2, 7, 8, 15, 16, 17, 31, 32, 33}) {
             const size_t n = 67;
             std::vector<std::vector<u64>> y(s, std::vector<u64>(n));
             std::vector<const u64*> yp(s);
             std::vector<u64> f(s);
             for (size_t i = 0; i < s; ++i) {
-                for (auto& v : y[i]) v = rng() >> 16;  // < 2^48
-                y[i][0] = (u64{1} << 48) - 1;
+                for (auto& v : y[i]) v = rng() >> (64 - kSmallSourceBits);
+                y[i][0] = (u64{1} << kSmallSourceBits) - 1;
                 y[i][1] = 0;
                 f[i] = i % 3 == 0 ? m.value - 1 : rng() % m.value;
                 yp[i] = y[i].data();
@@ -216,7 +217,7 @@ TEST(Kernels, DotMatchesReference) {
     std::mt19937_64 rng(13);
     auto bodies = bodies_under_test();
     bodies.insert(bodies.begin(), &ref);
-    for (int bits : {30, 36, 40, 44, 48, 49, 50, 52, 60, 61}) {  // the AVX2 body takes doubles below 2^48
+    for (int bits : {30, 36, 40, 44, 48, 49, 50, 51, 52, 60, 61}) {  // the AVX2 body takes doubles below 2^50
         const Modulus m(generate_ntt_primes(bits, 1, 1024)[0]);
         const u64 q = m.value;
         for (size_t k : {1, 2, 3, 4, 7, 8, 9, 16, 17, 33}) {
