@@ -61,6 +61,15 @@ def test_bootstraps_are_placed_where_the_levels_run_out():
     ct = plan.encrypt(calibration[0])
     out = loaded.run(ks.Ciphertext.from_bytes(loaded.ctx, ct.to_bytes()))
     assert out.to_bytes() == plan.run(ct).to_bytes()
+    # a plan compiled to keep nothing encoded (as params=None does for a memory class with no room left) loads so:
+    # the bootstrapping plan and the transforms encoded at each use, not within load's default 4 GiB
+    lean = ksnn.compile(model, calibration[:1], calibration=calibration, params=params, max_encoded_bytes=0)
+    held = {k: v for k, v in lean.memory().items() if k in ("bootstrap_plan", "transforms")}
+    assert held["transforms"] == 0 and held["bootstrap_plan"] < plan.memory()["bootstrap_plan"]
+    for again in (ksnn.load(lean.to_bytes()), ksnn.load(ksnn.load(lean.to_bytes()).to_bytes())):
+        assert again.max_encoded_bytes == 0
+        assert {k: v for k, v in again.memory().items() if k in held} == held
+    assert ksnn.load(lean.to_bytes(), max_encoded_bytes=1 << 30).memory()["transforms"] > 0
 
 
 def test_bootstrapping_parameters_are_chosen_for_the_plan():

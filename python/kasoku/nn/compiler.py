@@ -511,7 +511,7 @@ def compile(
             check["bootstrap_device_bytes"] = measure_bootstrap_device_bytes(ctx, bootstrapper, threads)
         release_freed(ctx)
         plan.compile_s = time.perf_counter() - t0
-    plan.final, plan.output_kind = final, output
+    plan.final, plan.output_kind, plan.max_encoded_bytes = final, output, max_encoded_bytes
     if params.boot_levels > 0 and chosen:  # bootstrapping parameters chosen for the kernels of `target`
         plan.tuned_for = target
     if flooding is not None:

@@ -53,6 +53,7 @@ def write_plan(plan) -> bytes:
         "calibration": plan.calibration,
         "final": plan.final,
         "tuned_for": plan.tuned_for,
+        "max_encoded_bytes": plan.max_encoded_bytes,
         "output_kind": plan.output_kind,
         "shareable": None
         if plan.shareable is None
@@ -141,6 +142,8 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
         output_kind = str(meta.get("output_kind", "model"))
         tuned_for = meta.get("tuned_for")
         tuned_for = None if tuned_for is None else str(tuned_for)
+        max_encoded = meta.get("max_encoded_bytes")  # plans saved before it was kept: None, the default
+        max_encoded = None if max_encoded is None else max(0, int(max_encoded))
         if shareable is not None:
             bits = shareable["bits"]
             shareable = (
@@ -158,6 +161,7 @@ def read_plan(data: bytes, max_bytes: int) -> dict:
         raise ks.SerializationError(f"the plan's bytes are damaged or incomplete ({type(e).__name__}: {e})") from None
     return dict(
         tuned_for=tuned_for,
+        max_encoded_bytes=max_encoded,
         final=final,
         output_kind=output_kind,
         calibration=calibration,

@@ -74,6 +74,9 @@ class Plan:
         self.final, self.output_kind = None, "model"
         # the kernels whose fast path compile chose the bootstrapping and special primes for (None: not chosen there)
         self.tuned_for = None
+        # the bytes compile let the transforms keep encoded (its max_encoded_bytes, given or chosen for the plan's
+        # memory class; None: the default), which load takes again unless told otherwise
+        self.max_encoded_bytes = None
 
     @property
     def depth(self) -> int:
@@ -410,8 +413,12 @@ def load(
     (PyTorch is not needed). Raises ks.SerializationError, saying what is wrong, for bytes that are not such a plan
     (truncated, corrupted: each part is checked against its CRC, or inconsistent), or whose parts would take more
     than max_bytes once decompressed. The weights stay sparse (row, column, value), as they were saved.
-    max_encoded_bytes: as for compile."""
+    max_encoded_bytes: as for compile; None: on the CPU what compile took (for a plan whose parameters it chose, within
+    the memory class it chose them for), so that the loaded plan holds what the compiled one held; on a GPU its
+    default."""
     f = read_plan(data, max_bytes)
+    if max_encoded_bytes is None and device == "cpu":
+        max_encoded_bytes = f["max_encoded_bytes"]
     steps, output, in_layout, out_layout = f["steps"], f["output"], f["in_layout"], f["out_layout"]
     ctx = ks.Context(f["params"], threads=threads, device=device)
     check_plan(steps, output, f["in_shape"], in_layout, f["out_dim"], out_layout, ctx, f["input_level"])
@@ -436,7 +443,7 @@ def load(
         f["input_level"],
     )
     plan.calibration, plan.final, plan.output_kind = f["calibration"], f["final"], f["output_kind"]
-    plan.tuned_for = f["tuned_for"]
+    plan.tuned_for, plan.max_encoded_bytes = f["tuned_for"], max_encoded_bytes
     if f["shareable"] is not None:
         plan.shareable, plan.shareable_bits = f["shareable"]
     return plan
