@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     std::vector<bool> modup_small;  // the conversion's sources all small (as BaseConverter decides)
     const auto small_sources = [&](std::size_t first, std::size_t last) {
         for (std::size_t i = first; i < last; ++i)
-            if (R.prime(i) >= (u64{1} << arith::kSmallSourceBits)) return false;
+            if (!arith::small_source(R.prime(i))) return false;
         return true;
     };
     for (std::size_t i = 0; i < nq; ++i) q_idx[i] = i;

@@ -25,6 +25,8 @@ void fma_mod(const u64* a, const u64* b, const u64* c, std::size_t n, const Modu
 // base conversion, folded into the same pass. `small_sources`: every y[i][c] < 2^kSmallSourceBits (the sources'
 // primes are), which lets a body take a faster path (the same residues).
 inline constexpr int kSmallSourceBits = 50;
+// Whether a prime's residues are small sources (below 2^kSmallSourceBits).
+inline constexpr bool small_source(u64 prime) { return prime < (u64{1} << kSmallSourceBits); }
 void dot_const_mod(const u64* const* y, const u64* f, std::size_t s, std::size_t n, const Modulus& t, u64* out,
                    const std::uint8_t* index = nullptr, const u64* table = nullptr, bool small_sources = false);
 // Sum of products of vectors, the key-switching inner product: out[c] = sum_{j<k} a[j][c] * b[j][c] (+ out[c] when

@@ -184,14 +184,14 @@ _MAX_USER_LEVELS = 14
 
 # The widest primes the kernels that will run take on their fast path: below 2^50 for AVX2's double-precision residue
 # arithmetic and AVX-512-IFMA's 52-bit products alike (the AVX-512DQ, scalar and GPU bodies take any width, where 50
-# bits keep the plan's shape). A target whose fast path ends elsewhere gets its own entry here.
-_FAST_PRIME_BITS: dict[str, int] = {}
+# bits keep the plan's shape).
+_FAST_PRIME_BITS = 50
 
 
 def prime_bits_for(target: str) -> int:
     """The bootstrapping and special primes' width for the kernels of `target` (ks.simd_active()'s names, or
     "cuda"): 50 for every body kasoku has."""
-    return _FAST_PRIME_BITS.get(target, 50)
+    return _FAST_PRIME_BITS
 
 
 def bootstrapping_params(levels: int, bits: int = 50):

@@ -38,7 +38,7 @@ BaseConverter::BaseConverter(const std::vector<arith::Modulus>& source, const st
     }
     for (const auto& m : src_) {
         inv_q_.push_back(1.0 / static_cast<double>(m.value));
-        small_ = small_ && m.value < (u64{1} << arith::kSmallSourceBits);
+        small_ = small_ && arith::small_source(m.value);
     }
 }
 

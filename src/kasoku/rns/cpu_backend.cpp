@@ -140,7 +140,7 @@ void CpuBackend::do_linear_combination(const std::vector<const RnsPoly*>& x, con
         }
         // the terms' residues are below q_i: small sources when q_i is
         arith::dot_const_mod(src.data(), f.data(), x.size(), len, ring().modulus(i), limb(out, i) + k, nullptr, nullptr,
-                             ring().prime(i) < (u64{1} << arith::kSmallSourceBits));
+                             arith::small_source(ring().prime(i)));
     });
 }
 
@@ -371,13 +371,12 @@ void CpuBackend::divide_exact(const PairLimbs& limbs, bool split, std::size_t nu
             for (std::size_t h = h0; h < h1; ++h) {
                 u64* t = target(k, h);
                 arith::ntt_forward(t, *ntt_[i]);
-                if (add[h] && add_factor && q[i] < (u64{1} << 50)) {
+                if (add[h] && add_factor && arith::small_source(q[i])) {
                     // (x - t) inv + add f as x inv + t (q - inv) + add f, one pass (the IFMA and double-precision
-                    // bodies' sums; for larger primes the passes below are faster)
+                    // bodies' small-source sums; for larger primes the passes below are faster)
                     const u64* y[3] = {x[h], t, limb(*add[h], i)};
                     const u64 f[3] = {inv[i], q[i] - inv[i], add_factor[i]};
-                    arith::dot_const_mod(y, f, 3, n_, ring().modulus(i), t, nullptr, nullptr,
-                                         q[i] < (u64{1} << arith::kSmallSourceBits));
+                    arith::dot_const_mod(y, f, 3, n_, ring().modulus(i), t, nullptr, nullptr, true);
                 } else {  // passes in cache: faster than a dot of three sources for factor 1 and primes of 50+ bits
                     arith::sub_mod(x[h], t, n_, q[i], t);
                     arith::mul_scalar_mod(t, inv[i], arith::shoup(inv[i], q[i]), n_, q[i], t);
