@@ -42,8 +42,14 @@ public:
     };
     // @throws ParameterError for a gap other than 1, 2, 4 or n < 16
     SplitStage split_stage(std::size_t gap, bool inverse) const;
+    // The tables of the transform of size m whose root is psi()^(n/m): their root powers are the first m of these, so
+    // that the SIMD bodies' forward transform with them gives ntt_forward_prefix's words (a subring polynomial's).
+    // @throws ParameterError for m not a power of two in [2, n]
+    NttTables subring(std::size_t m) const;
 
 private:
+    NttTables(u64 q, std::size_t n, u64 psi);  // psi: a primitive 2n-th root of unity mod q, or 0 (the smallest)
+
     std::size_t n_;
     int log_n_;
     Modulus mod_;
@@ -61,7 +67,8 @@ void ntt_forward(u64* a, const NttTables& t);
 void ntt_inverse(u64* a, const NttTables& t);
 // The forward transform of size m (a power of two <= t.n()) with the root t.psi()^(n/m), whose table is the first m
 // entries of t's (bit reversal of k < m over log n bits is its reversal over log m bits times n/m): the NTT words of
-// a(X^(n/m)) are these m words, each repeated n/m times. Scalar radix 2 (small m: subring polynomials); no checks.
+// a(X^(n/m)) are these m words, each repeated n/m times. Scalar radix 2: the reference of the SIMD transform with
+// t.subring(m), which the CPU backend takes from 16 points; no checks.
 void ntt_forward_prefix(u64* a, std::size_t m, const NttTables& t);
 
 }  // namespace kasoku::arith

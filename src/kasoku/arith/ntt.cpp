@@ -16,14 +16,23 @@ std::size_t bit_reverse(std::size_t x, int bits) {
 }
 }  // namespace
 
-NttTables::NttTables(u64 q, std::size_t n) : n_(n), mod_(q) {
+NttTables::NttTables(u64 q, std::size_t n) : NttTables(q, n, 0) {}
+
+NttTables NttTables::subring(std::size_t m) const {
+    if (m < 2 || m > n_ || (m & (m - 1)) != 0)
+        throw ParameterError("NttTables::subring: a power of two from 2 to " + std::to_string(n_) + ", got " +
+                             std::to_string(m));
+    return NttTables(mod_.value, m, pow_mod(psi_, n_ / m, mod_));
+}
+
+NttTables::NttTables(u64 q, std::size_t n, u64 psi) : n_(n), mod_(q) {
     if (n < 2 || (n & (n - 1)) != 0)
         throw ParameterError("NTT size must be a power of two >= 2, got " + std::to_string(n));
     if (mod_.bits > kMaxModulusBits)
         throw ParameterError("NTT modulus must be below 2^" + std::to_string(kMaxModulusBits));
     if ((q - 1) % (2 * n) != 0 || !is_prime(q)) throw ParameterError("NTT modulus must be a prime = 1 mod 2n");
     log_n_ = __builtin_ctzll(n);
-    psi_ = primitive_root_2n(q, n);
+    psi_ = psi != 0 ? psi : primitive_root_2n(q, n);
     const u64 psi_inv = inv_mod(psi_, mod_);
     roots_.assign(n, 0);
     roots_shoup_.assign(n, 0);

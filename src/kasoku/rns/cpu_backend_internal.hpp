@@ -6,7 +6,9 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -206,8 +208,14 @@ private:
                             const std::vector<KeyTerm>& terms, const std::vector<const std::uint32_t*>& perms, u64* b,
                             u64* a, const u64* c0, u64* c0_out) const;
 
+    // The transform of size m of prime idx (ntt_[idx]->subring(m)), made at its first use and kept: at most log2 n
+    // sizes a prime, together no larger than its own tables.
+    const arith::NttTables& subring_ntt(std::size_t idx, std::size_t m) const;
+
     std::size_t n_;
     std::vector<std::unique_ptr<arith::NttTables>> ntt_;
+    mutable std::mutex subring_mutex_;
+    mutable std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<const arith::NttTables>> subring_ntt_;
     ScalingTables t_;  // rescale, ModUp and ModDown constants
 };
 

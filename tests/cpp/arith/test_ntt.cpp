@@ -65,6 +65,39 @@ INSTANTIATE_TEST_SUITE_P(Sizes, NttConvolution,
                                             ::testing::Values(30, 45, 49, 50, 59, 60, 61),
                                             ::testing::Values(0, 1, 2, 3)));
 
+// The SIMD bodies' transform with a subring's tables gives the scalar prefix transform's words (a(X^(n/m)) from its m
+// coefficients), and their inverse undoes it.
+TEST(Ntt, SubringTablesGiveThePrefixTransform) {
+    const size_t n = 4096;
+    for (int bits : {40, 50, 60}) {
+        const NttTables t(generate_ntt_primes(bits, 1, n)[0], n);
+        const Modulus& mod = t.modulus();
+        std::mt19937_64 rng(static_cast<u64>(bits));
+        for (size_t m : {16, 32, 256, 2048, 4096}) {
+            const NttTables sub = t.subring(m);
+            ASSERT_EQ(sub.n(), m);
+            ASSERT_EQ(sub.psi(), pow_mod(t.psi(), n / m, mod));
+            std::vector<u64> a(m);
+            for (auto& x : a) x = rng() % mod.value;
+            a[0] = mod.value - 1;
+            auto want = a;
+            ntt_forward_prefix(want.data(), m, t);
+            for (int simd = 0; simd < 4; ++simd) {
+                const SimdLevel level = static_cast<SimdLevel>(simd);
+                if (!simd_compiled(level) || !simd_cpu_supports(level)) continue;
+                const KernelTable& k = kernel_table(level);
+                auto got = a;
+                k.ntt_forward(got.data(), sub);
+                ASSERT_EQ(got, want) << "bits=" << bits << " m=" << m << " body=" << k.name;
+                k.ntt_inverse(got.data(), sub);
+                ASSERT_EQ(got, a) << "round trip, bits=" << bits << " m=" << m << " body=" << k.name;
+            }
+        }
+    }
+    const NttTables t(generate_ntt_primes(40, 1, 64)[0], 64);
+    for (size_t m : {0, 1, 3, 48, 128}) EXPECT_THROW(t.subring(m), kasoku::ParameterError) << m;
+}
+
 TEST(Ntt, ForwardEvaluatesAtOddPowersOfPsi) {
     // NTT(X)[k] must be psi^e for an odd e, and the map k -> e a bijection onto the odd residues.
     const size_t n = 64;

@@ -511,6 +511,31 @@ TEST(Backend, SubringPolynomialsAreKeptInOneWordPerBlock) {
     EXPECT_THROW(f.be->to_subring(full, n_sub, full, 1), InternalError);
 }
 
+// A subring polynomial from its coefficients, through the SIMD transform with the subring's tables from 16 points and
+// the scalar one below: the words to_subring keeps of the whole polynomial (the seam's reference), at every size, for
+// coefficients of one word and of two.
+TEST(Backend, SubringEncodingGivesTheFullRingsWords) {
+    Fixture f;
+    std::mt19937_64 rng(17);
+    const std::size_t nq = 3, np = 2;
+    for (std::size_t n_sub = 2; n_sub <= f.n; n_sub *= 2) {
+        std::vector<__int128> coeff(n_sub), spread(f.n, 0);
+        for (std::size_t j = 0; j < n_sub; ++j) {
+            coeff[j] = static_cast<__int128>(rng() % 2001) - 1000;
+            if (j % 3 == 0) coeff[j] *= static_cast<__int128>(rng() >> 1) << 8;  // beyond 64 bits
+            spread[j * (f.n / n_sub)] = coeff[j];
+        }
+        RnsPoly full = f.be->poly(nq, np, true), want;
+        f.be->from_signed(spread.data(), full, 1);
+        f.be->to_subring(full, n_sub, want, 1);
+        for (int threads : {1, 2}) {
+            RnsPoly got(f.be->memory(), n_sub, nq, np, true);
+            f.be->from_signed_subring(coeff.data(), got, threads);
+            EXPECT_EQ(got, want) << "n_sub " << n_sub << ", threads " << threads;
+        }
+    }
+}
+
 // Plaintext sums and the decryption phase against per-coefficient references.
 TEST(Backend, SumOfProductsAndHornerMatchReferences) {
     Fixture f;
