@@ -70,7 +70,8 @@ def progress(msg: str) -> None:
 
 
 def peak_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # kilobytes on Linux
+    """The process's peak resident memory in GB (10^9 bytes; Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
 def errors(got, want) -> dict:
