@@ -1,5 +1,3 @@
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -28,20 +26,20 @@ constexpr std::size_t kPooledMin = 64 * 1024;  // smaller blocks are not pooled
 #endif
 // Per thread, at most the limit (set_memory_pool_limit). Free blocks held here count in the process's resident memory:
 // with 1 GiB a BOOT16 process with compact keys peaked at 6.2 GB, with 256 MiB at 5.2 GB, and its bootstraps took the
-// same time (Zen 3, three bootstraps in each of two processes per size, alternated; the huge pages below made fresh
-// memory cheap to fault in). On a Zen 5, 2 GiB took a 2^13-slot bootstrap from 3.9-4.1 to 3.6 s (aligned.hpp): the
+// same time (Zen 3, three bootstraps in each of two processes per size, alternated). On a Zen 5, 2 GiB took a 2^13-slot bootstrap from 3.9-4.1 to 3.6 s (aligned.hpp): the
 // default stays, for the networks whose peak it would raise.
 constexpr std::size_t kPoolDefaultBytes = 256ull << 20;
 std::atomic<std::size_t> pool_limit{kPoolDefaultBytes};
 // Blocks kept at most: 256 per 256 MiB of the limit (a search is linear in them).
 std::size_t pool_max_blocks(std::size_t limit) { return std::max<std::size_t>(256, limit / (1u << 20)); }
-// Blocks of at least this size ask for transparent huge pages (Linux's "madvise" mode) over the 2 MiB pages they
-// span: one page fault per 2 MiB instead of 512. On the development VM the faults, not the clearing, made most of a
-// BOOT16 key generation's time (11.5 s of system time in 20 s for the plan and the keys), and the TLB covers a limb.
-// They start on a 4 KiB page, not a 2 MiB boundary: glibc's memalign leaves the space before an aligned block free in
-// the heap, and with thousands of long-lived blocks (keys, encoded transforms) those gaps held 1.1-1.5 GB of free
-// heap through a ResNet-20 inference (peak 10.3 GB against 9.7 GB; the same time, and BOOT16's bootstrap too: Zen 5,
-// docs/NN.md).
+// Blocks of at least a huge page's size start on a 4 KiB page, not a 2 MiB boundary: glibc's memalign leaves the space
+// before an aligned block free in the heap, and with thousands of long-lived blocks (keys, encoded transforms) those
+// gaps held 1.1-1.5 GB of free heap through a ResNet-20 inference (peak 10.3 GB against 9.7 GB; the same time, and
+// BOOT16's bootstrap too: Zen 5, docs/NN.md). They ask for no transparent huge pages: under Linux's default defrag
+// policy a region advised MADV_HUGEPAGE waits at each fault for the kernel to compact a free 2 MiB block, and on the
+// Xeon VM that made a BOOT16 key generation 17-40 s instead of 6-8 s and its plan 3-13 s instead of 2 (four pairs of
+// processes, with the page cache full and emptied); where THP is "always", the kernel still gives them huge pages
+// when it has them free.
 constexpr std::size_t kHugePage = 2u << 20;
 constexpr std::size_t kPage = 4096;
 
@@ -90,9 +88,6 @@ void* pool_allocate(std::size_t bytes) {
     const bool huge = bytes >= kHugePage;
     void* p = std::aligned_alloc(huge ? kPage : kAlign, bytes);  // bytes: a multiple of the alignment
     if (!p) throw std::bad_alloc();
-#if defined(MADV_HUGEPAGE)
-    if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it fails and nothing changes
-#endif
     return p;
 }
 
