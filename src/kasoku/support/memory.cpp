@@ -26,8 +26,9 @@ constexpr std::size_t kPooledMin = 64 * 1024;  // smaller blocks are not pooled
 #endif
 // Per thread, at most the limit (set_memory_pool_limit). Free blocks held here count in the process's resident memory:
 // with 1 GiB a BOOT16 process with compact keys peaked at 6.2 GB, with 256 MiB at 5.2 GB, and its bootstraps took the
-// same time (Zen 3, three bootstraps in each of two processes per size, alternated). On a Zen 5, 2 GiB took a 2^13-slot bootstrap from 3.9-4.1 to 3.6 s (aligned.hpp): the
-// default stays, for the networks whose peak it would raise.
+// same time (Zen 3, three bootstraps in each of two processes per size, alternated). On a Zen 5, 2 GiB took a
+// 2^13-slot bootstrap from 3.9-4.1 to 3.6 s (aligned.hpp): the default stays, for the networks whose peak it would
+// raise.
 constexpr std::size_t kPoolDefaultBytes = 256ull << 20;
 std::atomic<std::size_t> pool_limit{kPoolDefaultBytes};
 // Blocks kept at most: 256 per 256 MiB of the limit (a search is linear in them).
