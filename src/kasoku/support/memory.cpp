@@ -38,9 +38,9 @@ std::size_t pool_max_blocks(std::size_t limit) { return std::max<std::size_t>(25
 // gaps held 1.1-1.5 GB of free heap through a ResNet-20 inference (peak 10.3 GB against 9.7 GB; the same time, and
 // BOOT16's bootstrap too: Zen 5, docs/NN.md). They ask for no transparent huge pages: under Linux's default defrag
 // policy a region advised MADV_HUGEPAGE waits at each fault for the kernel to compact a free 2 MiB block, and on the
-// Xeon VM that made a BOOT16 key generation 17-40 s instead of 6-8 s and its plan 3-13 s instead of 2 (four pairs of
-// processes, with the page cache full and emptied); where THP is "always", the kernel still gives them huge pages
-// when it has them free.
+// Xeon VM that made a BOOT16 key generation 17-40 s instead of 5.7-8.3 s and its plan 1.6-13.5 s instead of 1.6-2.6 s
+// (six pairs of processes, with the page cache full and emptied; CHANGELOG.md); where THP is "always", the kernel
+// still gives them huge pages when it has them free.
 constexpr std::size_t kHugePage = 2u << 20;
 constexpr std::size_t kPage = 4096;
 
